@@ -1,0 +1,223 @@
+//! The crate's error types.
+
+use std::fmt;
+
+use crate::transcode::TranscodeError;
+
+/// A `Result` whose error defaults to this crate's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong while building, reading or using keys.
+///
+/// Every variant names the entity and the property, index or value at fault.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The configuration is invalid; every problem found is listed.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+
+    /// No entity has this token.
+    #[error("unknown entity `{entity}`; the schema has: {known}")]
+    UnknownEntity {
+        /// The token asked for.
+        entity: String,
+        /// The tokens the schema has, comma-separated.
+        known: String,
+    },
+
+    /// The entity has no index of this name.
+    #[error("entity `{entity}` has no index `{index}`")]
+    UnknownIndex {
+        /// The entity token.
+        entity: String,
+        /// The index token asked for.
+        index: String,
+    },
+
+    /// The entity has no generated property of this name.
+    #[error("entity `{entity}` has no generated property `{property}`")]
+    UnknownGeneratedProperty {
+        /// The entity token.
+        entity: String,
+        /// The property asked for.
+        property: String,
+    },
+
+    /// A key names a property that is not a transcoded property of the entity.
+    #[error(
+        "`{property}` is not a transcoded property of entity `{entity}`, so it cannot appear in a key"
+    )]
+    UnknownTranscodedProperty {
+        /// The entity token.
+        entity: String,
+        /// The property named in the key.
+        property: String,
+    },
+
+    /// A hash-key space was asked of an unsharded generated property.
+    #[error(
+        "generated property `{property}` of entity `{entity}` is not sharded, so it has no hash key space; use the table hash key or a sharded generated property"
+    )]
+    NotSharded {
+        /// The entity token.
+        entity: String,
+        /// The unsharded property.
+        property: String,
+    },
+
+    /// The item lacks the entity's timestamp property, which picks its shard.
+    #[error(
+        "item of entity `{entity}` lacks its timestamp property `{property}`, which picks its shard; set it, or pass the existing hash key"
+    )]
+    MissingTimestamp {
+        /// The entity token.
+        entity: String,
+        /// The timestamp property.
+        property: String,
+    },
+
+    /// The item lacks the entity's unique property.
+    #[error(
+        "item of entity `{entity}` lacks its unique property `{property}`, which identifies the record"
+    )]
+    MissingUnique {
+        /// The entity token.
+        entity: String,
+        /// The unique property.
+        property: String,
+    },
+
+    /// A sharded generated property cannot be built because a component is missing.
+    #[error(
+        "item does not support the hash key space of `{property}` (entity `{entity}`): component `{component}` is missing"
+    )]
+    MissingComponent {
+        /// The entity token.
+        entity: String,
+        /// The sharded generated property.
+        property: String,
+        /// The first missing component.
+        component: String,
+    },
+
+    /// A key component's encoded value contains a delimiter, which would make keys ambiguous.
+    #[error(
+        "value {value:?} of `{property}` (entity `{entity}`) contains the delimiter {delimiter:?}, which would make its keys ambiguous; remove it from the value or configure other delimiters"
+    )]
+    DelimiterInValue {
+        /// The entity token.
+        entity: String,
+        /// The property whose value is at fault.
+        property: String,
+        /// The encoded value.
+        value: String,
+        /// The delimiter found in it.
+        delimiter: String,
+    },
+
+    /// A value could not be encoded, or a key segment decoded, by the property's transcode.
+    #[error("property `{property}` of entity `{entity}`: {source}")]
+    Transcode {
+        /// The entity token.
+        entity: String,
+        /// The property.
+        property: String,
+        /// What the transcode reported.
+        #[source]
+        source: TranscodeError,
+    },
+
+    /// The item's timestamp property holds something that is not a timestamp.
+    #[error(
+        "timestamp property `{property}` of entity `{entity}` holds {value}, not a whole number of milliseconds in 0..=9999999999999"
+    )]
+    InvalidTimestamp {
+        /// The entity token.
+        entity: String,
+        /// The timestamp property.
+        property: String,
+        /// The offending value, rendered.
+        value: String,
+    },
+
+    /// A generated key string is not in the `<name><gvd><value>` layout.
+    #[error("malformed generated key segment {segment:?} (entity `{entity}`): {reason}")]
+    MalformedKey {
+        /// The entity token.
+        entity: String,
+        /// The offending segment.
+        segment: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+
+    /// A dehydrated index item has the wrong number of fields.
+    #[error(
+        "dehydrated item of index `{index}` (entity `{entity}`) has {found} fields, expected {expected}"
+    )]
+    RehydrationMismatch {
+        /// The entity token.
+        entity: String,
+        /// The index token.
+        index: String,
+        /// Fields expected.
+        expected: usize,
+        /// Fields found.
+        found: usize,
+    },
+
+    /// A hash-key space too large to enumerate.
+    #[error(
+        "the hash key space of entity `{entity}` has {shards} shards, more than the {limit} that can be enumerated; narrow the time window or give the unique property"
+    )]
+    ShardSpaceTooLarge {
+        /// The entity token.
+        entity: String,
+        /// The number of shards.
+        shards: u128,
+        /// The enumeration limit.
+        limit: u128,
+    },
+}
+
+/// One problem found in a configuration, located by its path.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigProblem {
+    /// Where the problem is, as a dotted path into the configuration (for example
+    /// `entities.user.shardBumps.2`); empty for the root.
+    pub path: String,
+    /// What is wrong and what to do about it.
+    pub message: String,
+}
+
+impl fmt::Display for ConfigProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.path.is_empty() {
+            f.write_str(&self.message)
+        } else {
+            write!(f, "{}: {}", self.path, self.message)
+        }
+    }
+}
+
+/// An invalid configuration: every problem found, not only the first.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub struct ConfigError {
+    /// The problems, in the order they were found.
+    pub problems: Vec<ConfigProblem>,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "invalid configuration ({} problem", self.problems.len())?;
+        if self.problems.len() != 1 {
+            f.write_str("s")?;
+        }
+        f.write_str(")")?;
+        for p in &self.problems {
+            write!(f, "\n  - {p}")?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,56 @@
+//! The runtime core of [entity-manager]: the configuration model, transcodes, shard keys,
+//! generated keys and page keys for DynamoDB single-table design.
+//!
+//! Most users depend on the `entity-manager` facade, which re-exports this crate together with
+//! `#[derive(Entity)]`. This crate is usable on its own with a model built at run time, for
+//! example from the JSON configuration of a TypeScript Entity Manager service:
+//!
+//! ```
+//! use entity_manager_core::{Item, Schema, ShardSpace};
+//! use serde_json::json;
+//!
+//! let schema = Schema::from_ts_config(
+//!     &json!({
+//!         "hashKey": "hashKey",
+//!         "rangeKey": "rangeKey",
+//!         "entities": {
+//!             "user": {
+//!                 "uniqueProperty": "userId",
+//!                 "timestampProperty": "created",
+//!                 "shardBumps": [{ "timestamp": 1_700_000_000_000u64, "charBits": 2, "chars": 1 }]
+//!             }
+//!         },
+//!         "propertyTranscodes": { "userId": "string", "created": "timestamp" }
+//!     }),
+//!     ShardSpace::Power,
+//! )?;
+//! let user = schema.entity("user")?;
+//! let item: Item = serde_dynamo::to_item(json!({ "userId": "user-123", "created": 1_700_000_000_005u64 }))?;
+//! let keyed = user.add_keys(&item)?;
+//! assert_eq!(keyed["hashKey"], serde_dynamo::AttributeValue::S("user!1".into()));
+//! assert_eq!(keyed["rangeKey"], serde_dynamo::AttributeValue::S("userId#user-123".into()));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! [entity-manager]: https://docs.rs/entity-manager
+#![warn(missing_docs)]
+#![deny(rustdoc::broken_intra_doc_links)]
+#![doc(test(attr(deny(warnings))))]
+
+mod config;
+mod error;
+mod keys;
+pub mod model;
+mod schema;
+pub mod shard;
+pub mod transcode;
+mod validate;
+
+pub use error::{ConfigError, ConfigProblem, Error, Result};
+pub use keys::{PageKeyMap, PrimaryKey};
+pub use model::{
+    Delimiters, EntityModel, GeneratedKind, GeneratedProperty, Index, Projection, Property,
+    ShardBump, ShardSpace, TableModel,
+};
+pub use schema::{EntitySchema, Schema};
+pub use serde_dynamo::{AttributeValue, Item};

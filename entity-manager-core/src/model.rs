@@ -1,0 +1,297 @@
+//! The configuration model: table settings and entities.
+//!
+//! Every type here is `const`-constructible (names are [`Name`] = `Cow<'static, str>` and lists
+//! are `Cow<'static, [T]>`), so `#[derive(Entity)]` can emit a `static` model, while the run-time
+//! loader ([`Schema::from_ts_config`](crate::Schema::from_ts_config)) builds the same types with
+//! owned data.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use crate::transcode::Transcoder;
+
+/// A name of an attribute, entity, index or delimiter: borrowed for static models, owned for
+/// models loaded at run time.
+pub type Name = Cow<'static, str>;
+
+/// A list in the model: borrowed for static models, owned for models loaded at run time.
+pub type List<T> = Cow<'static, [T]>;
+
+/// How many shards a bump of `chars` characters in radix `2^charBits` provides.
+///
+/// The two TypeScript releases disagree, so the rule is a table setting.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum ShardSpace {
+    /// `chars × 2^charBits` shards: what the seed docs describe and what the published npm
+    /// release 6.14.0 writes. The default.
+    #[default]
+    Product,
+    /// `(2^charBits)^chars` shards: upstream TypeScript 6.14.1 and later (v8).
+    Power,
+}
+
+impl ShardSpace {
+    /// The name used in the compatibility vectors (`"product"` or `"power"`).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Product => "product",
+            Self::Power => "power",
+        }
+    }
+}
+
+impl fmt::Display for ShardSpace {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The three delimiters that structure generated keys.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Delimiters {
+    /// Separates the parts of a generated property (default `|`).
+    pub generated_key: Name,
+    /// Separates a component's name from its value (default `#`).
+    pub generated_value: Name,
+    /// Separates the entity token from the shard suffix in a hash key (default `!`).
+    pub shard_key: Name,
+}
+
+impl Delimiters {
+    /// The TypeScript defaults: `|`, `#` and `!`.
+    pub const DEFAULT: Self = Self {
+        generated_key: Cow::Borrowed("|"),
+        generated_value: Cow::Borrowed("#"),
+        shard_key: Cow::Borrowed("!"),
+    };
+
+    /// The three delimiters with their configuration names, in a fixed order.
+    pub fn named(&self) -> [(&'static str, &str); 3] {
+        [
+            ("generatedKeyDelimiter", &self.generated_key),
+            ("generatedValueDelimiter", &self.generated_value),
+            ("shardKeyDelimiter", &self.shard_key),
+        ]
+    }
+
+    /// The first delimiter that occurs in `value`, if any.
+    pub fn find_in(&self, value: &str) -> Option<&str> {
+        [&self.generated_key, &self.generated_value, &self.shard_key]
+            .into_iter()
+            .map(|d| &**d)
+            .find(|d| !d.is_empty() && value.contains(d))
+    }
+}
+
+impl Default for Delimiters {
+    fn default() -> Self {
+        Self::DEFAULT
+    }
+}
+
+/// Table-level settings shared by every entity of one DynamoDB table.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TableModel {
+    /// The partition key attribute name (`hashKey` by default).
+    pub hash_key: Name,
+    /// The sort key attribute name (`rangeKey` by default).
+    pub range_key: Name,
+    /// The key delimiters.
+    pub delimiters: Delimiters,
+    /// The shard-space rule.
+    pub shard_space: ShardSpace,
+    /// The default maximum number of shard queries in flight.
+    pub throttle: usize,
+}
+
+impl TableModel {
+    /// The defaults: `hashKey`/`rangeKey`, `|`/`#`/`!`, the `product` rule and a throttle of 10.
+    pub const DEFAULT: Self = Self {
+        hash_key: Cow::Borrowed("hashKey"),
+        range_key: Cow::Borrowed("rangeKey"),
+        delimiters: Delimiters::DEFAULT,
+        shard_space: ShardSpace::Product,
+        throttle: 10,
+    };
+}
+
+impl Default for TableModel {
+    fn default() -> Self {
+        Self::DEFAULT
+    }
+}
+
+/// One step of an entity's shard schedule: from `timestamp` on, new records get a suffix of
+/// `chars` characters in radix `2^char_bits`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ShardBump {
+    /// Creation time (ms since the epoch) from which the bump applies.
+    pub timestamp: u64,
+    /// Bits per suffix character, 1..=5 (radix 2, 4, 8, 16 or 32).
+    pub char_bits: u8,
+    /// Suffix length, 0..=40; 0 means one unsharded partition.
+    pub chars: u8,
+}
+
+impl ShardBump {
+    /// The implied first bump: one unsharded partition from the beginning of time.
+    pub const UNSHARDED: Self = Self::new(0, 1, 0);
+
+    /// A bump.
+    pub const fn new(timestamp: u64, char_bits: u8, chars: u8) -> Self {
+        Self {
+            timestamp,
+            char_bits,
+            chars,
+        }
+    }
+
+    /// `2^char_bits`.
+    pub const fn radix(self) -> u32 {
+        1 << self.char_bits
+    }
+}
+
+/// Whether a generated property sits on the hash side (sharded) or the range side (unsharded).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum GeneratedKind {
+    /// `<hashKeyValue><gkd><c1><gvd><v1>…`: usable as an index hash key; always atomic.
+    Sharded,
+    /// `<c1><gvd><v1><gkd><c2><gvd><v2>…`: usable as an index range key.
+    Unsharded,
+}
+
+/// A transcoded property: a property whose values may appear inside keys.
+#[derive(Clone)]
+pub struct Property {
+    /// The stored attribute name.
+    pub name: Name,
+    /// How its values are written inside keys.
+    pub transcode: &'static dyn Transcoder,
+}
+
+impl Property {
+    /// A transcoded property.
+    pub const fn new(name: &'static str, transcode: &'static dyn Transcoder) -> Self {
+        Self {
+            name: Cow::Borrowed(name),
+            transcode,
+        }
+    }
+}
+
+impl fmt::Debug for Property {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Property")
+            .field("name", &self.name)
+            .field("transcode", &self.transcode.name())
+            .finish()
+    }
+}
+
+impl PartialEq for Property {
+    fn eq(&self, other: &Self) -> bool {
+        self.name == other.name && self.transcode.name() == other.transcode.name()
+    }
+}
+
+/// A generated property: a string attribute built from transcoded components.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GeneratedProperty {
+    /// The stored attribute name.
+    pub name: Name,
+    /// Hash side or range side.
+    pub kind: GeneratedKind,
+    /// When true, the property is absent if any component is missing. Sharded properties are
+    /// always atomic; unsharded ones are atomic only when declared so.
+    pub atomic: bool,
+    /// The component properties, in key order.
+    pub components: List<Name>,
+}
+
+impl GeneratedProperty {
+    /// Whether this property sits on the hash side.
+    pub fn is_sharded(&self) -> bool {
+        self.kind == GeneratedKind::Sharded
+    }
+
+    /// Whether a missing component makes the whole property absent.
+    pub fn is_atomic(&self) -> bool {
+        self.atomic || self.is_sharded()
+    }
+}
+
+/// Which attributes a global secondary index projects.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum Projection {
+    /// Every attribute (the default).
+    #[default]
+    All,
+    /// Only the table and index keys.
+    KeysOnly,
+    /// The keys plus these attributes.
+    Include(List<Name>),
+}
+
+/// A global secondary index.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Index {
+    /// The index token, which is also the GSI name.
+    pub name: Name,
+    /// The table hash key or a sharded generated property.
+    pub hash_key: Name,
+    /// The table range key, an unsharded generated property or a transcoded property.
+    pub range_key: Name,
+    /// The projected attributes.
+    pub projection: Projection,
+}
+
+/// An entity: one kind of record in the table.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EntityModel {
+    /// The entity token, the prefix of every hash key of this entity (e.g. `user`).
+    pub token: Name,
+    /// The property whose value identifies a record and never changes.
+    pub unique_property: Name,
+    /// The creation-time property (ms since the epoch) that picks the shard bump.
+    pub timestamp_property: Name,
+    /// The shard schedule, sorted by timestamp and starting at timestamp 0 once validated.
+    pub shard_bumps: List<ShardBump>,
+    /// The default query limit.
+    pub default_limit: usize,
+    /// The default page size of one shard query.
+    pub default_page_size: usize,
+    /// The transcoded properties.
+    pub properties: List<Property>,
+    /// The generated properties this entity carries.
+    pub generated: List<GeneratedProperty>,
+    /// The indexes this entity can be queried through.
+    pub indexes: List<Index>,
+}
+
+impl EntityModel {
+    /// The transcoded property of this name.
+    pub fn property(&self, name: &str) -> Option<&Property> {
+        self.properties.iter().find(|p| p.name == name)
+    }
+
+    /// The generated property of this name.
+    pub fn generated_property(&self, name: &str) -> Option<&GeneratedProperty> {
+        self.generated.iter().find(|g| g.name == name)
+    }
+
+    /// The index of this name.
+    pub fn index(&self, name: &str) -> Option<&Index> {
+        self.indexes.iter().find(|i| i.name == name)
+    }
+
+    /// The bump that applies to a record created at `timestamp`: the last one whose timestamp is
+    /// not after it. `None` only for an unvalidated schedule that does not start at 0.
+    pub fn shard_bump(&self, timestamp: u64) -> Option<ShardBump> {
+        self.shard_bumps
+            .iter()
+            .rev()
+            .find(|b| b.timestamp <= timestamp)
+            .copied()
+    }
+}

@@ -1,0 +1,1 @@
+//! Shard keys: the `string-hash` hash, bump selection and suffixes.
