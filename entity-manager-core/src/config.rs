@@ -1,16 +1,772 @@
 //! Loading a TypeScript Entity Manager config (JSON) into a [`Schema`].
+//!
+//! The loader reads the JSON in two passes. The first reads its shape, reporting wrong JSON
+//! types, missing required fields, unknown keys and unusable numbers, and builds a model from
+//! everything readable, with placeholders standing in for the rest. The second runs the rules
+//! of [the validation module](crate::validate) on that model. Both lists go into one
+//! [`ConfigError`]; a rule problem at (or under) the path of a placeholder only repeats a shape
+//! problem, so it is left out.
 
-use crate::error::ConfigError;
-use crate::model::ShardSpace;
+use std::borrow::Cow;
+
+use serde_json::{Map, Value};
+
+use crate::error::{ConfigError, ConfigProblem};
+use crate::model::{
+    Delimiters, EntityModel, GeneratedKind, GeneratedProperty, Index, Name, Projection, Property,
+    ShardBump, ShardSpace, TableModel,
+};
 use crate::schema::Schema;
+use crate::transcode::{self, BUILTIN_NAMES, Transcoder};
+use crate::validate::{self, Globals, Layout, Problems, join, list};
+
+/// The keys of the root object.
+const ROOT_KEYS: &[&str] = &[
+    "hashKey",
+    "rangeKey",
+    "entities",
+    "generatedProperties",
+    "indexes",
+    "propertyTranscodes",
+    "transcodes",
+    "generatedKeyDelimiter",
+    "generatedValueDelimiter",
+    "shardKeyDelimiter",
+    "throttle",
+];
+/// The keys of an entity.
+const ENTITY_KEYS: &[&str] = &[
+    "uniqueProperty",
+    "timestampProperty",
+    "defaultLimit",
+    "defaultPageSize",
+    "shardBumps",
+];
+/// The keys of a shard bump.
+const BUMP_KEYS: &[&str] = &["timestamp", "charBits", "chars"];
+/// The keys of `generatedProperties`.
+const GENERATED_KEYS: &[&str] = &["sharded", "unsharded"];
+/// The keys of an index.
+const INDEX_KEYS: &[&str] = &["hashKey", "rangeKey", "projections"];
+
+/// JavaScript's `Number.MAX_SAFE_INTEGER`: Zod's `int()` accepts no integer beyond it.
+const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
+/// [`MAX_SAFE_INTEGER`] as a float (exact).
+const MAX_SAFE_INTEGER_F64: f64 = 9_007_199_254_740_991.0;
+
+/// The transcode given to a property whose transcode cannot be read. Every rule that looks at
+/// transcodes (timestamp property, index key type) accepts `int`, so the placeholder adds no
+/// problem of its own; the model is discarded anyway, since a problem was reported.
+const PLACEHOLDER_TRANSCODE: &dyn Transcoder = transcode::INT;
 
 impl Schema {
-    /// Loads the JSON `config` object of a TypeScript Entity Manager service.
+    /// Loads the JSON `config` object of a TypeScript Entity Manager service, for a table whose
+    /// shard suffixes follow `shard_space`.
+    ///
+    /// The shape is that of v8 and the npm release 6.14: root `hashKey` and `rangeKey`
+    /// (required), `entities`, `generatedProperties` (`sharded` and `unsharded`: name →
+    /// components), `indexes` (token → `{hashKey, rangeKey, projections?}`),
+    /// `propertyTranscodes` (property → name of a [built-in transcode](transcode::builtin)),
+    /// `generatedKeyDelimiter`, `generatedValueDelimiter`, `shardKeyDelimiter` and `throttle`;
+    /// per entity `uniqueProperty` and `timestampProperty` (required), `defaultLimit`,
+    /// `defaultPageSize` and `shardBumps`. Omitted fields take the TypeScript defaults: `|`,
+    /// `#`, `!`, a throttle of 10, a default limit and page size of 10, and the default shard
+    /// schedule.
+    ///
+    /// TypeScript semantics are kept: generated properties, property transcodes and indexes are
+    /// global, so every entity gets all of them, in config order (sharded generated properties,
+    /// which are atomic, before unsharded ones, which are not). An index without `projections`
+    /// projects all attributes, `[]` projects keys only, and a list projects the keys and those
+    /// attributes. Entities and indexes keep the order of the JSON object. Shard bumps are
+    /// normalised as by [`Schema::new`]; an empty `shardBumps` means the default schedule (the
+    /// TypeScript throws a `TypeError`).
+    ///
+    /// Deliberately stricter than TypeScript:
+    /// - unknown keys are rejected everywhere, including inside an index (where TypeScript
+    ///   silently drops them), with a suggestion for a likely typo;
+    /// - a delimiter may not contain any word character (`[A-Za-z0-9_]`); TypeScript's
+    ///   unanchored `/\W+/` accepts `a|`;
+    /// - the rules of [`Schema::new`] that TypeScript does not have: empty or
+    ///   delimiter-containing names, boolean index range keys, an integer transcode for the
+    ///   timestamp property, duplicate projections and generated components, at most 20 indexes.
+    ///
+    /// A `transcodes` key is rejected: a transcode is a pair of functions, which JSON cannot
+    /// express. Build the model in Rust ([`Schema::new`]) to use transcodes of your own.
+    ///
+    /// # Errors
+    ///
+    /// A [`ConfigError`] listing every problem at once, each at its dotted path (such as
+    /// `entities.user.shardBumps.2` or `indexes.firstName.rangeKey`): shape problems (wrong JSON
+    /// types, missing required fields, unknown keys, numbers that are not safe integers,
+    /// negative bump timestamps, `transcodes`, unknown transcode names), then every rule of
+    /// [`Schema::new`]. A rule problem that only follows from an unreadable value is left out.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use entity_manager_core::{Projection, Schema, ShardBump, ShardSpace};
+    /// use serde_json::json;
+    ///
+    /// let config = json!({
+    ///     "hashKey": "hashKey",
+    ///     "rangeKey": "rangeKey",
+    ///     "entities": {
+    ///         "user": {
+    ///             "uniqueProperty": "userId",
+    ///             "timestampProperty": "created",
+    ///             "shardBumps": [{ "timestamp": 1_700_000_000_000u64, "charBits": 2, "chars": 1 }]
+    ///         }
+    ///     },
+    ///     "generatedProperties": { "unsharded": { "nameRangeKey": ["name", "created"] } },
+    ///     "propertyTranscodes": { "userId": "string", "name": "string", "created": "timestamp" },
+    ///     "indexes": {
+    ///         "name": { "hashKey": "hashKey", "rangeKey": "nameRangeKey", "projections": [] }
+    ///     }
+    /// });
+    /// let schema = Schema::from_ts_config(&config, ShardSpace::Power)?;
+    /// let user = schema.entity("user")?.model();
+    /// // The implied unsharded bump is put in front.
+    /// assert_eq!(
+    ///     *user.shard_bumps,
+    ///     [ShardBump::UNSHARDED, ShardBump::new(1_700_000_000_000, 2, 1)]
+    /// );
+    /// assert_eq!(user.index("name").map(|i| &i.projection), Some(&Projection::KeysOnly));
+    ///
+    /// // Every problem is reported at once, each at its path.
+    /// let bad = json!({
+    ///     "hashKey": "pk",
+    ///     "rangeKey": "pk",
+    ///     "throttle": 0,
+    ///     "entities": { "user": { "uniqueProperty": "userId" } }
+    /// });
+    /// let error = Schema::from_ts_config(&bad, ShardSpace::Power).err();
+    /// let paths: Vec<&str> = error.iter().flat_map(|e| &e.problems).map(|p| &*p.path).collect();
+    /// assert_eq!(
+    ///     paths,
+    ///     [
+    ///         "entities.user.timestampProperty", // missing
+    ///         "rangeKey",                        // the same attribute as the hash key
+    ///         "throttle",                        // must be greater than 0
+    ///         "entities.user.uniqueProperty",    // not a transcoded property
+    ///     ]
+    /// );
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn from_ts_config(
         config: &serde_json::Value,
         shard_space: ShardSpace,
     ) -> Result<Self, ConfigError> {
-        let _ = (config, shard_space);
-        todo!()
+        let Some(root) = config.as_object() else {
+            return Err(ConfigError {
+                problems: vec![ConfigProblem {
+                    path: String::new(),
+                    message: format!("the config must be a JSON object, not {}", kind_of(config)),
+                }],
+            });
+        };
+        let mut loader = Loader::default();
+        loader.unknown_keys(root, "", ROOT_KEYS);
+        let custom_transcodes = loader.transcodes(root);
+        let table = loader.table(root, shard_space);
+        let properties = loader.property_transcodes(root, &custom_transcodes);
+        let generated = loader.generated_properties(root);
+        let indexes = loader.indexes(root);
+        let mut entities = loader.entities(root, &properties, &generated, &indexes);
+        let globals = Globals {
+            properties: &properties,
+            generated: &generated,
+            indexes: &indexes,
+            unreadable_schedules: &loader.unreadable_schedules,
+        };
+        let rule_problems = validate::problems(&table, &mut entities, &Layout::Global(globals));
+        let problems = loader.finish(rule_problems);
+        if !problems.is_empty() {
+            return Err(ConfigError { problems });
+        }
+        Schema::new(table, entities)
     }
+}
+
+/// Reads the JSON: records shape problems, and where the model holds a placeholder.
+#[derive(Debug, Default)]
+struct Loader {
+    /// Shape problems, in config order.
+    problems: Problems,
+    /// Paths whose model value is a placeholder for something unreadable: a rule problem at or
+    /// under one of them would only repeat the shape problem.
+    placeholders: Vec<String>,
+    /// Positions of entities with a shard bump whose timestamp could not be read.
+    unreadable_schedules: Vec<usize>,
+}
+
+impl Loader {
+    /// Reports a shape problem at `path`, whose value in the model becomes a placeholder.
+    fn fail(&mut self, path: &str, message: impl Into<String>) {
+        self.problems.push(path, message);
+        self.placeholders.push(path.to_owned());
+    }
+
+    /// The shape problems, then the rule problems that do not repeat them.
+    fn finish(self, rule_problems: Vec<ConfigProblem>) -> Vec<ConfigProblem> {
+        let placeholders = self.placeholders;
+        let mut problems = self.problems.into_vec();
+        problems.extend(rule_problems.into_iter().filter(|problem| {
+            !placeholders.iter().any(|p| {
+                problem.path == *p
+                    || (problem.path.starts_with(p.as_str())
+                        && problem.path[p.len()..].starts_with('.'))
+            })
+        }));
+        problems
+    }
+
+    // ---------------------------------------------------------------------------------------
+    // shapes
+
+    /// Reports every key of `map` that is not in `known`.
+    fn unknown_keys(&mut self, map: &Map<String, Value>, path: &str, known: &[&str]) {
+        for key in map.keys().filter(|k| !known.contains(&k.as_str())) {
+            self.problems
+                .push(join(path, key), unknown_key_message(key, known));
+        }
+    }
+
+    /// `value` as an object.
+    fn object<'v>(&mut self, value: &'v Value, path: &str) -> Option<&'v Map<String, Value>> {
+        let object = value.as_object();
+        if object.is_none() {
+            self.fail(
+                path,
+                format!("expected an object, found {}", kind_of(value)),
+            );
+        }
+        object
+    }
+
+    /// The optional object `map[key]`.
+    fn object_field<'v>(
+        &mut self,
+        map: &'v Map<String, Value>,
+        parent: &str,
+        key: &str,
+    ) -> Option<&'v Map<String, Value>> {
+        self.object(map.get(key)?, &join(parent, key))
+    }
+
+    /// The required field `map[key]`; `what` says what it is for.
+    fn required<'v>(
+        &mut self,
+        map: &'v Map<String, Value>,
+        parent: &str,
+        key: &str,
+        what: &str,
+    ) -> Option<&'v Value> {
+        let value = map.get(key);
+        if value.is_none() {
+            self.fail(
+                &join(parent, key),
+                format!("missing required `{key}`: {what}"),
+            );
+        }
+        value
+    }
+
+    /// `value` as a string.
+    fn string(&mut self, value: &Value, path: &str) -> Option<String> {
+        let string = value.as_str().map(str::to_owned);
+        if string.is_none() {
+            self.fail(path, format!("expected a string, found {}", kind_of(value)));
+        }
+        string
+    }
+
+    /// The required string `map[key]`, or `placeholder`.
+    fn required_string(
+        &mut self,
+        map: &Map<String, Value>,
+        parent: &str,
+        key: &str,
+        what: &str,
+        placeholder: &str,
+    ) -> Name {
+        self.required(map, parent, key, what)
+            .and_then(|value| self.string(value, &join(parent, key)))
+            .map_or_else(|| Cow::Owned(placeholder.to_owned()), Cow::Owned)
+    }
+
+    /// The optional string `map[key]`, or `default`.
+    fn optional_string(
+        &mut self,
+        map: &Map<String, Value>,
+        parent: &str,
+        key: &str,
+        default: &Name,
+    ) -> Name {
+        map.get(key)
+            .and_then(|value| self.string(value, &join(parent, key)))
+            .map_or_else(|| default.clone(), Cow::Owned)
+    }
+
+    /// `value` as a list of strings, an unreadable element becoming the placeholder `""`;
+    /// `None` (reported) when it is not an array.
+    fn strings(&mut self, value: &Value, path: &str, what: &str) -> Option<Vec<Name>> {
+        let Some(items) = value.as_array() else {
+            self.fail(
+                path,
+                format!("expected an array of {what}, found {}", kind_of(value)),
+            );
+            return None;
+        };
+        let mut strings = Vec::with_capacity(items.len());
+        for (i, item) in items.iter().enumerate() {
+            let string = self.string(item, &join(path, &i.to_string()));
+            strings.push(string.map_or(Cow::Borrowed(""), Cow::Owned));
+        }
+        Some(strings)
+    }
+
+    /// `value` as a safe integer (|x| ≤ 2^53 − 1, as Zod's `int()` requires). Integral floats
+    /// such as `1.0` are accepted, as in JavaScript.
+    fn integer(&mut self, value: &Value, path: &str) -> Option<i64> {
+        let Value::Number(number) = value else {
+            self.fail(
+                path,
+                format!("expected an integer, found {}", kind_of(value)),
+            );
+            return None;
+        };
+        let integer = if let Some(i) = number.as_i64() {
+            (i.unsigned_abs() <= MAX_SAFE_INTEGER).then_some(i)
+        } else if let Some(f) = number.as_f64().filter(|_| number.is_f64()) {
+            #[allow(clippy::float_cmp)] // exact on purpose: is `f` a whole number?
+            let whole = f.trunc() == f;
+            if !whole {
+                self.fail(path, format!("expected an integer, found {number}"));
+                return None;
+            }
+            // whole and within ±2^53, so the conversion is exact
+            #[allow(clippy::cast_possible_truncation)]
+            (f.abs() <= MAX_SAFE_INTEGER_F64).then_some(f as i64)
+        } else {
+            None // an unsigned integer beyond `i64::MAX`
+        };
+        if integer.is_none() {
+            self.fail(
+                path,
+                format!(
+                    "{number} is not a safe integer; integers must be at most {MAX_SAFE_INTEGER} in magnitude, as in JavaScript"
+                ),
+            );
+        }
+        integer
+    }
+
+    /// The optional count `map[key]` (a throttle, limit or page size), or `default`. A negative
+    /// count becomes 0, which the rule "greater than 0" reports.
+    fn count(
+        &mut self,
+        map: &Map<String, Value>,
+        parent: &str,
+        key: &str,
+        default: usize,
+    ) -> usize {
+        let Some(value) = map.get(key) else {
+            return default;
+        };
+        match self.integer(value, &join(parent, key)) {
+            None => default,
+            Some(n) if n < 0 => 0,
+            Some(n) => usize::try_from(n).unwrap_or(usize::MAX),
+        }
+    }
+
+    // ---------------------------------------------------------------------------------------
+    // the config
+
+    /// Rejects `transcodes`, returning the names it declares (so that properties naming them
+    /// are not reported a second time).
+    fn transcodes(&mut self, root: &Map<String, Value>) -> Vec<String> {
+        let Some(value) = root.get("transcodes") else {
+            return Vec::new();
+        };
+        self.problems.push(
+            "transcodes",
+            format!(
+                "custom `transcodes` cannot be loaded from JSON, because a transcode is a pair of functions; build the model in Rust with your own `Transcoder` and `Schema::new`, or use the built-in transcodes: {}",
+                list(BUILTIN_NAMES)
+            ),
+        );
+        value
+            .as_object()
+            .map(|names| names.keys().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// The table settings.
+    fn table(&mut self, root: &Map<String, Value>, shard_space: ShardSpace) -> TableModel {
+        let defaults = TableModel::DEFAULT;
+        let delimiters = Delimiters {
+            generated_key: self.optional_string(
+                root,
+                "",
+                "generatedKeyDelimiter",
+                &defaults.delimiters.generated_key,
+            ),
+            generated_value: self.optional_string(
+                root,
+                "",
+                "generatedValueDelimiter",
+                &defaults.delimiters.generated_value,
+            ),
+            shard_key: self.optional_string(
+                root,
+                "",
+                "shardKeyDelimiter",
+                &defaults.delimiters.shard_key,
+            ),
+        };
+        TableModel {
+            hash_key: self.required_string(
+                root,
+                "",
+                "hashKey",
+                "the name of the table's partition key attribute",
+                &defaults.hash_key,
+            ),
+            range_key: self.required_string(
+                root,
+                "",
+                "rangeKey",
+                "the name of the table's sort key attribute",
+                &defaults.range_key,
+            ),
+            delimiters,
+            shard_space,
+            throttle: self.count(root, "", "throttle", defaults.throttle),
+        }
+    }
+
+    /// `propertyTranscodes`, in config order.
+    fn property_transcodes(
+        &mut self,
+        root: &Map<String, Value>,
+        custom_transcodes: &[String],
+    ) -> Vec<Property> {
+        let Some(map) = self.object_field(root, "", "propertyTranscodes") else {
+            return Vec::new();
+        };
+        let mut properties = Vec::with_capacity(map.len());
+        for (name, value) in map {
+            let path = join("propertyTranscodes", name);
+            let transcode = self.transcode(value, &path, custom_transcodes);
+            properties.push(Property {
+                name: Cow::Owned(name.clone()),
+                transcode,
+            });
+        }
+        properties
+    }
+
+    /// The built-in transcode `value` names, or [`PLACEHOLDER_TRANSCODE`].
+    fn transcode(
+        &mut self,
+        value: &Value,
+        path: &str,
+        custom_transcodes: &[String],
+    ) -> &'static dyn Transcoder {
+        let Some(name) = value.as_str() else {
+            self.fail(
+                path,
+                format!("expected the name of a transcode, found {}", kind_of(value)),
+            );
+            return PLACEHOLDER_TRANSCODE;
+        };
+        if let Some(transcode) = transcode::builtin(name) {
+            return transcode;
+        }
+        if custom_transcodes.iter().any(|c| c == name) {
+            // `transcodes` is reported already
+            self.placeholders.push(path.to_owned());
+        } else {
+            self.fail(
+                path,
+                format!(
+                    "unknown transcode `{name}`; the built-in transcodes are {} (a transcode of your own needs a model built in Rust)",
+                    list(BUILTIN_NAMES)
+                ),
+            );
+        }
+        PLACEHOLDER_TRANSCODE
+    }
+
+    /// `generatedProperties`: the sharded ones (atomic), then the unsharded ones (not atomic).
+    fn generated_properties(&mut self, root: &Map<String, Value>) -> Vec<GeneratedProperty> {
+        let mut generated = Vec::new();
+        let Some(sides) = self.object_field(root, "", "generatedProperties") else {
+            return generated;
+        };
+        self.unknown_keys(sides, "generatedProperties", GENERATED_KEYS);
+        for (side, kind) in [
+            ("sharded", GeneratedKind::Sharded),
+            ("unsharded", GeneratedKind::Unsharded),
+        ] {
+            let Some(map) = self.object_field(sides, "generatedProperties", side) else {
+                continue;
+            };
+            for (name, value) in map {
+                let path = join(&join("generatedProperties", side), name);
+                let components = self
+                    .strings(value, &path, "component property names")
+                    .unwrap_or_default();
+                generated.push(GeneratedProperty {
+                    name: Cow::Owned(name.clone()),
+                    kind,
+                    atomic: kind == GeneratedKind::Sharded,
+                    components: Cow::Owned(components),
+                });
+            }
+        }
+        generated
+    }
+
+    /// `indexes`, in config order; an index that is not an object is left out.
+    fn indexes(&mut self, root: &Map<String, Value>) -> Vec<Index> {
+        let Some(map) = self.object_field(root, "", "indexes") else {
+            return Vec::new();
+        };
+        let mut indexes = Vec::with_capacity(map.len());
+        for (name, value) in map {
+            let path = join("indexes", name);
+            let Some(fields) = self.object(value, &path) else {
+                continue;
+            };
+            self.unknown_keys(fields, &path, INDEX_KEYS);
+            let hash_key = self.required_string(
+                fields,
+                &path,
+                "hashKey",
+                "the table hash key or a sharded generated property",
+                "",
+            );
+            let range_key = self.required_string(
+                fields,
+                &path,
+                "rangeKey",
+                "the table range key, an unsharded generated property or a transcoded property",
+                "",
+            );
+            let projection = match fields.get("projections") {
+                None => Projection::All,
+                Some(value) => {
+                    match self.strings(value, &join(&path, "projections"), "attribute names") {
+                        None => Projection::All,
+                        Some(names) if names.is_empty() => Projection::KeysOnly,
+                        Some(names) => Projection::Include(Cow::Owned(names)),
+                    }
+                }
+            };
+            indexes.push(Index {
+                name: Cow::Owned(name.clone()),
+                hash_key,
+                range_key,
+                projection,
+            });
+        }
+        indexes
+    }
+
+    /// `entities`, in config order, each carrying every global list; an entity that is not an
+    /// object is left out.
+    fn entities(
+        &mut self,
+        root: &Map<String, Value>,
+        properties: &[Property],
+        generated: &[GeneratedProperty],
+        indexes: &[Index],
+    ) -> Vec<EntityModel> {
+        let Some(map) = self.object_field(root, "", "entities") else {
+            return Vec::new();
+        };
+        let mut entities = Vec::with_capacity(map.len());
+        for (token, value) in map {
+            let path = join("entities", token);
+            let Some(fields) = self.object(value, &path) else {
+                continue;
+            };
+            self.unknown_keys(fields, &path, ENTITY_KEYS);
+            let position = entities.len();
+            entities.push(EntityModel {
+                token: Cow::Owned(token.clone()),
+                unique_property: self.required_string(
+                    fields,
+                    &path,
+                    "uniqueProperty",
+                    "the transcoded property that identifies a record",
+                    "",
+                ),
+                timestamp_property: self.required_string(
+                    fields,
+                    &path,
+                    "timestampProperty",
+                    "the transcoded property holding the creation time in ms",
+                    "",
+                ),
+                shard_bumps: Cow::Owned(self.shard_bumps(fields, &path, position)),
+                default_limit: self.count(fields, &path, "defaultLimit", 10),
+                default_page_size: self.count(fields, &path, "defaultPageSize", 10),
+                properties: Cow::Owned(properties.to_vec()),
+                generated: Cow::Owned(generated.to_vec()),
+                indexes: Cow::Owned(indexes.to_vec()),
+            });
+        }
+        entities
+    }
+
+    /// The entity's `shardBumps` as declared (absent: empty, the default schedule).
+    fn shard_bumps(
+        &mut self,
+        entity: &Map<String, Value>,
+        entity_path: &str,
+        position: usize,
+    ) -> Vec<ShardBump> {
+        let path = join(entity_path, "shardBumps");
+        let Some(value) = entity.get("shardBumps") else {
+            return Vec::new();
+        };
+        let Some(items) = value.as_array() else {
+            self.fail(
+                &path,
+                format!("expected an array of shard bumps, found {}", kind_of(value)),
+            );
+            return Vec::new();
+        };
+        let mut bumps = Vec::with_capacity(items.len());
+        let mut readable = true;
+        for (i, item) in items.iter().enumerate() {
+            let (bump, timestamp_read) = self.shard_bump(item, &join(&path, &i.to_string()));
+            readable &= timestamp_read;
+            bumps.push(bump);
+        }
+        if !readable {
+            self.unreadable_schedules.push(position);
+        }
+        bumps
+    }
+
+    /// One shard bump, and whether its timestamp could be read. Unreadable `charBits` and
+    /// `chars` become out-of-range placeholders, which the order rule skips.
+    fn shard_bump(&mut self, item: &Value, path: &str) -> (ShardBump, bool) {
+        let Some(fields) = self.object(item, path) else {
+            return (ShardBump::new(0, 0, u8::MAX), false);
+        };
+        self.unknown_keys(fields, path, BUMP_KEYS);
+        let timestamp = self.bump_timestamp(fields, path);
+        let char_bits = self.bump_small(fields, path, "charBits", 0);
+        let chars = self.bump_small(fields, path, "chars", u8::MAX);
+        (
+            ShardBump::new(timestamp.unwrap_or(0), char_bits, chars),
+            timestamp.is_some(),
+        )
+    }
+
+    /// A bump's `timestamp`: a non-negative safe integer.
+    fn bump_timestamp(&mut self, fields: &Map<String, Value>, parent: &str) -> Option<u64> {
+        let path = join(parent, "timestamp");
+        let value = self.required(
+            fields,
+            parent,
+            "timestamp",
+            "when the bump starts, in ms since the epoch",
+        )?;
+        let integer = self.integer(value, &path)?;
+        let timestamp = u64::try_from(integer).ok();
+        if timestamp.is_none() {
+            self.fail(
+                &path,
+                format!(
+                    "shard bump `timestamp` is {integer}; it must be a non-negative number of ms since the epoch"
+                ),
+            );
+        }
+        timestamp
+    }
+
+    /// A bump's `charBits` or `chars`. A value the model cannot hold (beyond `u8`) is reported
+    /// here with the range rule's message; it and an unreadable value become `placeholder`.
+    fn bump_small(
+        &mut self,
+        fields: &Map<String, Value>,
+        parent: &str,
+        key: &str,
+        placeholder: u8,
+    ) -> u8 {
+        let (what, out_of_range): (_, fn(i64) -> String) = if key == "charBits" {
+            (
+                "bits per suffix character, 1..=5",
+                validate::char_bits_message,
+            )
+        } else {
+            ("the suffix length, 0..=40", validate::chars_message)
+        };
+        let path = join(parent, key);
+        let Some(value) = self.required(fields, parent, key, what) else {
+            return placeholder;
+        };
+        let Some(integer) = self.integer(value, &path) else {
+            return placeholder;
+        };
+        u8::try_from(integer).unwrap_or_else(|_| {
+            self.fail(&path, out_of_range(integer));
+            placeholder
+        })
+    }
+}
+
+/// What kind of JSON value this is, for messages.
+fn kind_of(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+fn unknown_key_message(key: &str, known: &[&str]) -> String {
+    match closest(key, known) {
+        Some(suggestion) => format!("unknown key `{key}`; did you mean `{suggestion}`?"),
+        None => format!(
+            "unknown key `{key}`; the known keys here are {}",
+            list(known.iter().copied())
+        ),
+    }
+}
+
+/// The known key closest to `key` (ignoring case), if it is close enough to be a likely typo.
+fn closest<'k>(key: &str, known: &[&'k str]) -> Option<&'k str> {
+    let key = key.to_lowercase();
+    known
+        .iter()
+        .map(|k| (edit_distance(&key, &k.to_lowercase()), *k))
+        .filter(|(distance, k)| *distance <= (k.len() / 3).max(1))
+        .min_by_key(|(distance, _)| *distance)
+        .map(|(_, k)| k)
+}
+
+/// The Levenshtein distance between two strings, by characters.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let substitution = diagonal + usize::from(ca != *cb);
+            diagonal = row[j + 1];
+            row[j + 1] = substitution.min(row[j] + 1).min(diagonal + 1);
+        }
+    }
+    row[b.len()]
 }

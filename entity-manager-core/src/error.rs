@@ -167,6 +167,16 @@ pub enum Error {
         found: usize,
     },
 
+    /// A record could not be converted to or from a DynamoDB item.
+    #[error("cannot convert a record of entity `{entity}` to or from a DynamoDB item: {source}")]
+    Serde {
+        /// The entity token.
+        entity: String,
+        /// What serde_dynamo reported.
+        #[source]
+        source: serde_dynamo::Error,
+    },
+
     /// A hash-key space too large to enumerate.
     #[error(
         "the hash key space of entity `{entity}` has {shards} shards, more than the {limit} that can be enumerated; narrow the time window or give the unique property"

@@ -1,6 +1,590 @@
-//! Building and reading keys.
+//! Building and reading keys: hash and range keys, generated properties, hash-key spaces,
+//! index components and dehydrated page keys.
+//!
+//! Every operation is a method of [`EntitySchema`]; all are pure. Component values are written
+//! with their transcode, and a value whose encoding contains a delimiter is rejected, so every
+//! key decodes back to exactly its components.
 
-/// A primary key: the table hash key and range key values.
-pub type PrimaryKey = (String, String);
-/// A page key map.
-pub type PageKeyMap = ();
+use std::borrow::Cow;
+
+use serde_dynamo::{AttributeValue, Item};
+
+use crate::error::{Error, Result};
+use crate::model::{GeneratedProperty, Index, ShardBump};
+use crate::schema::EntitySchema;
+use crate::shard;
+use crate::transcode::DisplayAttr;
+
+/// The most hash keys one hash-key space may enumerate.
+pub const MAX_HASH_KEY_SPACE: u128 = 1 << 20;
+
+/// A primary key: the values of the table's hash and range key attributes.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct PrimaryKey {
+    /// The hash (partition) key value, e.g. `user!1`.
+    pub hash_key: String,
+    /// The range (sort) key value, e.g. `userId#user-123`.
+    pub range_key: String,
+}
+
+/// Page keys of a multi-shard query in the TypeScript layout: for each index token, for each
+/// hash key value, the shard's last evaluated key (`None` when there is none).
+pub type PageKeyMap = Vec<(String, Vec<(String, Option<Item>)>)>;
+
+/// A present value: the attribute exists and is not `NULL`.
+fn present<'i>(item: &'i Item, name: &str) -> Option<&'i AttributeValue> {
+    item.get(name)
+        .filter(|v| !matches!(v, AttributeValue::Null(_)))
+}
+
+/// A non-empty string attribute (the TypeScript "truthy" test used for existing keys).
+fn truthy_str<'i>(item: &'i Item, name: &str) -> Option<&'i str> {
+    match item.get(name) {
+        Some(AttributeValue::S(s)) if !s.is_empty() => Some(s),
+        _ => None,
+    }
+}
+
+/// Sorts names by UTF-16 code units, as JavaScript's default `sort()` does.
+fn sort_utf16(names: &mut [&str]) {
+    names.sort_by(|a, b| a.encode_utf16().cmp(b.encode_utf16()));
+}
+
+impl<'a> EntitySchema<'a> {
+    fn entity(&self) -> String {
+        self.model.token.to_string()
+    }
+
+    fn generated(&self, name: &str) -> Result<&'a GeneratedProperty> {
+        self.model
+            .generated_property(name)
+            .ok_or_else(|| Error::UnknownGeneratedProperty {
+                entity: self.entity(),
+                property: name.to_owned(),
+            })
+    }
+
+    /// The index of this name.
+    pub fn index(&self, name: &str) -> Result<&'a Index> {
+        self.model.index(name).ok_or_else(|| Error::UnknownIndex {
+            entity: self.entity(),
+            index: name.to_owned(),
+        })
+    }
+
+    /// Writes one component value with its property's transcode, rejecting encodings that
+    /// contain a delimiter. `Ok(None)` when the encoding is empty (an empty string), which keys
+    /// treat as absent so that they stay injective.
+    pub fn encode_component(
+        &self,
+        property: &str,
+        value: &AttributeValue,
+    ) -> Result<Option<String>> {
+        let transcode = self
+            .model
+            .property(property)
+            .ok_or_else(|| Error::UnknownTranscodedProperty {
+                entity: self.entity(),
+                property: property.to_owned(),
+            })?
+            .transcode;
+        let encoded = transcode.encode(value).map_err(|source| Error::Transcode {
+            entity: self.entity(),
+            property: property.to_owned(),
+            source,
+        })?;
+        if let Some(delimiter) = self.table.delimiters.find_in(&encoded) {
+            return Err(Error::DelimiterInValue {
+                entity: self.entity(),
+                property: property.to_owned(),
+                value: encoded,
+                delimiter: delimiter.to_owned(),
+            });
+        }
+        Ok((!encoded.is_empty()).then_some(encoded))
+    }
+
+    /// Reads one component value back with its property's transcode.
+    pub fn decode_component(&self, property: &str, encoded: &str) -> Result<AttributeValue> {
+        let transcode = self
+            .model
+            .property(property)
+            .ok_or_else(|| Error::UnknownTranscodedProperty {
+                entity: self.entity(),
+                property: property.to_owned(),
+            })?
+            .transcode;
+        transcode
+            .decode(encoded)
+            .map_err(|source| Error::Transcode {
+                entity: self.entity(),
+                property: property.to_owned(),
+                source,
+            })
+    }
+
+    /// The item's creation time, which picks its shard bump.
+    fn timestamp(&self, item: &Item) -> Result<u64> {
+        let property = &self.model.timestamp_property;
+        let value = present(item, property).ok_or_else(|| Error::MissingTimestamp {
+            entity: self.entity(),
+            property: property.to_string(),
+        })?;
+        match value {
+            AttributeValue::N(n) => n.parse::<u64>().ok(),
+            _ => None,
+        }
+        .ok_or_else(|| Error::InvalidTimestamp {
+            entity: self.entity(),
+            property: property.to_string(),
+            value: DisplayAttr(value).to_string(),
+        })
+    }
+
+    /// The string the item's unique value is hashed as, if it has one.
+    fn unique_hash_text<'i>(&self, item: &'i Item) -> Option<Cow<'i, str>> {
+        present(item, &self.model.unique_property).and_then(shard::hash_text)
+    }
+
+    fn missing_unique(&self) -> Error {
+        Error::MissingUnique {
+            entity: self.entity(),
+            property: self.model.unique_property.to_string(),
+        }
+    }
+
+    /// `<entityToken><shardKeyDelimiter><suffix>`.
+    fn hash_key_value(&self, suffix: &str) -> String {
+        let mut key = String::with_capacity(
+            self.model.token.len() + self.table.delimiters.shard_key.len() + suffix.len(),
+        );
+        key.push_str(&self.model.token);
+        key.push_str(&self.table.delimiters.shard_key);
+        key.push_str(suffix);
+        key
+    }
+
+    /// The suffix of the unique value `text` under `bump`.
+    fn suffix_of(&self, text: &str, bump: ShardBump) -> String {
+        shard::suffix(shard::string_hash(text), bump, self.table.shard_space)
+    }
+
+    /// The hash key a record gets: its shard under the bump in force at its creation time.
+    pub fn hash_key(&self, item: &Item) -> Result<String> {
+        let timestamp = self.timestamp(item)?;
+        let bump = self
+            .model
+            .shard_bump(timestamp)
+            .unwrap_or(ShardBump::UNSHARDED);
+        if bump.chars == 0 {
+            return Ok(self.hash_key_value(""));
+        }
+        let text = self
+            .unique_hash_text(item)
+            .ok_or_else(|| self.missing_unique())?;
+        Ok(self.hash_key_value(&self.suffix_of(&text, bump)))
+    }
+
+    /// The range key of a record: `<uniqueProperty><generatedValueDelimiter><encoded value>`.
+    pub fn range_key(&self, item: &Item) -> Result<String> {
+        let property = &self.model.unique_property;
+        let value = present(item, property).ok_or_else(|| self.missing_unique())?;
+        let encoded = self
+            .encode_component(property, value)?
+            .ok_or_else(|| self.missing_unique())?;
+        Ok(format!(
+            "{property}{}{encoded}",
+            self.table.delimiters.generated_value
+        ))
+    }
+
+    /// Builds a generated property from the item, or `None` when it is atomic and a component
+    /// (or, for a sharded property, the hash key) is missing.
+    pub fn encode_generated(&self, property: &str, item: &Item) -> Result<Option<String>> {
+        let generated = self.generated(property)?;
+        self.encode_generated_property(generated, item)
+    }
+
+    fn encode_generated_property(
+        &self,
+        generated: &GeneratedProperty,
+        item: &Item,
+    ) -> Result<Option<String>> {
+        let d = &self.table.delimiters;
+        let mut key = String::new();
+        if generated.is_sharded() {
+            let Some(hash_key) = truthy_str(item, &self.table.hash_key) else {
+                return Ok(None);
+            };
+            key.push_str(hash_key);
+        }
+        for (i, component) in generated.components.iter().enumerate() {
+            let encoded = match present(item, component) {
+                Some(value) => self.encode_component(component, value)?,
+                None => None,
+            };
+            if encoded.is_none() && generated.is_atomic() {
+                return Ok(None);
+            }
+            if i > 0 || generated.is_sharded() {
+                key.push_str(&d.generated_key);
+            }
+            key.push_str(component);
+            key.push_str(&d.generated_value);
+            key.push_str(encoded.as_deref().unwrap_or(""));
+        }
+        Ok(Some(key))
+    }
+
+    /// Reads a generated property (or range key) back into its components: the hash key (a
+    /// leading segment holding the shard key delimiter) and one decoded value per
+    /// `<name><gvd><value>` segment. Empty values are left out.
+    pub fn decode_generated(&self, encoded: &str) -> Result<Item> {
+        let mut item = Item::default();
+        if encoded.is_empty() {
+            return Ok(item);
+        }
+        let d = &self.table.delimiters;
+        let mut segments = encoded.split(&*d.generated_key).peekable();
+        if let Some(first) = segments.next_if(|s| s.contains(&*d.shard_key)) {
+            item.insert(
+                self.table.hash_key.to_string(),
+                AttributeValue::S(first.to_owned()),
+            );
+        }
+        for segment in segments {
+            let mut parts = segment.split(&*d.generated_value);
+            let (Some(name), Some(value), None) = (parts.next(), parts.next(), parts.next()) else {
+                return Err(Error::MalformedKey {
+                    entity: self.entity(),
+                    segment: segment.to_owned(),
+                    reason: format!("expected `<property>{}<value>`", d.generated_value),
+                });
+            };
+            if self.model.property(name).is_none() {
+                return Err(Error::UnknownTranscodedProperty {
+                    entity: self.entity(),
+                    property: name.to_owned(),
+                });
+            }
+            if value.is_empty() {
+                item.remove(name);
+            } else {
+                item.insert(name.to_owned(), self.decode_component(name, value)?);
+            }
+        }
+        Ok(item)
+    }
+
+    /// Adds the hash key, the range key and every generated property the entity declares.
+    ///
+    /// As in TypeScript, a non-empty existing hash or range key is kept, and so is any generated
+    /// property already present; an atomic generated property whose components are missing is
+    /// removed. The input is not modified.
+    pub fn add_keys(&self, item: &Item) -> Result<Item> {
+        self.add_keys_impl(item, false)
+    }
+
+    /// Like [`add_keys`](Self::add_keys), but recomputes every key even when present.
+    pub fn refresh_keys(&self, item: &Item) -> Result<Item> {
+        self.add_keys_impl(item, true)
+    }
+
+    fn add_keys_impl(&self, item: &Item, overwrite: bool) -> Result<Item> {
+        let mut keyed = item.clone();
+        let hash_key_name = self.table.hash_key.to_string();
+        if overwrite || truthy_str(item, &hash_key_name).is_none() {
+            keyed.insert(hash_key_name, AttributeValue::S(self.hash_key(item)?));
+        }
+        let range_key_name = self.table.range_key.to_string();
+        if overwrite || truthy_str(item, &range_key_name).is_none() {
+            keyed.insert(range_key_name, AttributeValue::S(self.range_key(item)?));
+        }
+        for generated in self.model.generated.iter() {
+            if !overwrite && present(item, &generated.name).is_some() {
+                continue;
+            }
+            match self.encode_generated_property(generated, &keyed)? {
+                Some(value) => keyed.insert(generated.name.to_string(), AttributeValue::S(value)),
+                None => keyed.remove(&*generated.name),
+            };
+        }
+        Ok(keyed)
+    }
+
+    /// Removes the hash key, the range key and every generated property the entity declares.
+    pub fn remove_keys(&self, item: &Item) -> Item {
+        let mut stripped = item.clone();
+        stripped.remove(&*self.table.hash_key);
+        stripped.remove(&*self.table.range_key);
+        for generated in self.model.generated.iter() {
+            stripped.remove(&*generated.name);
+        }
+        stripped
+    }
+
+    /// The primary key(s) a record may have.
+    ///
+    /// An item that already holds both keys yields them. An item with its timestamp yields its
+    /// one key. Without a timestamp, the record may sit under any bump, so one candidate per
+    /// bump is returned (duplicates removed), each in the shard its unique value maps to.
+    pub fn primary_keys(&self, item: &Item) -> Result<Vec<PrimaryKey>> {
+        if let (Some(hash_key), Some(range_key)) = (
+            truthy_str(item, &self.table.hash_key),
+            truthy_str(item, &self.table.range_key),
+        ) {
+            return Ok(vec![PrimaryKey {
+                hash_key: hash_key.to_owned(),
+                range_key: range_key.to_owned(),
+            }]);
+        }
+        let range_key = self.range_key(item)?;
+        if present(item, &self.model.timestamp_property).is_some() {
+            return Ok(vec![PrimaryKey {
+                hash_key: self.hash_key(item)?,
+                range_key,
+            }]);
+        }
+        let text = self
+            .unique_hash_text(item)
+            .ok_or_else(|| self.missing_unique())?;
+        let mut keys: Vec<PrimaryKey> = Vec::with_capacity(self.model.shard_bumps.len());
+        for bump in self.model.shard_bumps.iter() {
+            let key = PrimaryKey {
+                hash_key: self.hash_key_value(&self.suffix_of(&text, *bump)),
+                range_key: range_key.clone(),
+            };
+            if !keys.contains(&key) {
+                keys.push(key);
+            }
+        }
+        Ok(keys)
+    }
+
+    /// Every hash key value a query over records created in `from..=to` must visit, for the
+    /// table hash key or a sharded generated property (whose other components come from `item`).
+    ///
+    /// Bumps are visited in order, and each contributes its suffixes in ascending order. When
+    /// `item` holds the unique value, each bump contributes only that record's shard. Under the
+    /// `product` rule only the suffixes records can get are listed.
+    pub fn hash_key_space(
+        &self,
+        hash_key_token: &str,
+        item: &Item,
+        from: u64,
+        to: u64,
+    ) -> Result<Vec<String>> {
+        let generated = if hash_key_token == self.table.hash_key {
+            None
+        } else {
+            let generated = self.generated(hash_key_token)?;
+            if !generated.is_sharded() {
+                return Err(Error::NotSharded {
+                    entity: self.entity(),
+                    property: hash_key_token.to_owned(),
+                });
+            }
+            Some(generated)
+        };
+        let unique = self.unique_hash_text(item);
+        let bumps: Vec<ShardBump> =
+            shard::bumps_in_window(&self.model.shard_bumps, from, to).collect();
+        let total: u128 = if unique.is_some() {
+            bumps.len() as u128
+        } else {
+            bumps
+                .iter()
+                .map(|b| shard::shard_count(*b, self.table.shard_space))
+                .fold(0u128, u128::saturating_add)
+        };
+        if total > MAX_HASH_KEY_SPACE {
+            return Err(Error::ShardSpaceTooLarge {
+                entity: self.entity(),
+                shards: total,
+                limit: MAX_HASH_KEY_SPACE,
+            });
+        }
+        // total ≤ MAX_HASH_KEY_SPACE fits in usize
+        let mut space = Vec::with_capacity(usize::try_from(total).unwrap_or(0));
+        for bump in bumps {
+            match &unique {
+                Some(text) => space.push(self.hash_key_value(&self.suffix_of(text, bump))),
+                None => {
+                    for shard in 0..shard::shard_count(bump, self.table.shard_space) {
+                        space.push(self.hash_key_value(&shard::format_suffix(shard, bump)));
+                    }
+                }
+            }
+        }
+        let Some(generated) = generated else {
+            return Ok(space);
+        };
+        let mut with_hash_key = item.clone();
+        space
+            .into_iter()
+            .map(|hash_key| {
+                with_hash_key.insert(self.table.hash_key.to_string(), AttributeValue::S(hash_key));
+                self.encode_generated_property(generated, &with_hash_key)?
+                    .ok_or_else(|| Error::MissingComponent {
+                        entity: self.entity(),
+                        property: generated.name.to_string(),
+                        component: generated
+                            .components
+                            .iter()
+                            .find(|c| present(item, c).is_none())
+                            .map_or_else(String::new, ToString::to_string),
+                    })
+            })
+            .collect()
+    }
+
+    /// The attributes of a page key (DynamoDB `LastEvaluatedKey`) of this index: the table hash
+    /// and range keys plus the index hash and range keys, without duplicates.
+    pub fn index_components(&self, index: &str) -> Result<Vec<&'a str>> {
+        let index = self.index(index)?;
+        let mut components: Vec<&'a str> = Vec::with_capacity(4);
+        for name in [
+            &*self.table.hash_key,
+            &*self.table.range_key,
+            &*index.hash_key,
+            &*index.range_key,
+        ] {
+            if !components.contains(&name) {
+                components.push(name);
+            }
+        }
+        Ok(components)
+    }
+
+    /// The transcoded properties an index's page key is made of, sorted by UTF-16 code units:
+    /// the table hash key stands for the timestamp property, the table range key for the unique
+    /// property, a generated property for its components. Names in `omit` are left out, before
+    /// and after unwrapping.
+    pub fn unwrap_index(&self, index: &str, omit: &[&str]) -> Result<Vec<&'a str>> {
+        let mut unwrapped: Vec<&'a str> = Vec::new();
+        for component in self.index_components(index)? {
+            if omit.contains(&component) {
+                continue;
+            }
+            let expanded: Vec<&'a str> = if component == self.table.hash_key {
+                vec![&*self.model.timestamp_property]
+            } else if component == self.table.range_key {
+                vec![&*self.model.unique_property]
+            } else if let Some(generated) = self.model.generated_property(component) {
+                generated.components.iter().map(|c| &**c).collect()
+            } else {
+                vec![component]
+            };
+            for name in expanded {
+                if !omit.contains(&name) && !unwrapped.contains(&name) {
+                    unwrapped.push(name);
+                }
+            }
+        }
+        sort_utf16(&mut unwrapped);
+        Ok(unwrapped)
+    }
+
+    /// The index-item fields a page key is stored as: the index's unwrapped properties (less
+    /// its hash key, which the hash-key space re-derives), encoded and joined with the generated
+    /// key delimiter; missing values give empty fields.
+    pub fn dehydrate_index_item(&self, index: &str, item: &Item) -> Result<String> {
+        let hash_key = &*self.index(index)?.hash_key;
+        let mut fields = Vec::new();
+        for element in self.unwrap_index(index, &[hash_key])? {
+            fields.push(match present(item, element) {
+                Some(value) => self.encode_component(element, value)?.unwrap_or_default(),
+                None => String::new(),
+            });
+        }
+        Ok(fields.join(&self.table.delimiters.generated_key))
+    }
+
+    /// Reads a dehydrated index item back; empty fields are left out.
+    pub fn rehydrate_index_item(&self, index: &str, dehydrated: &str) -> Result<Item> {
+        let hash_key = &*self.index(index)?.hash_key;
+        let elements = self.unwrap_index(index, &[hash_key])?;
+        let fields: Vec<&str> = dehydrated
+            .split(&*self.table.delimiters.generated_key)
+            .collect();
+        if fields.len() != elements.len() {
+            return Err(Error::RehydrationMismatch {
+                entity: self.entity(),
+                index: index.to_owned(),
+                expected: elements.len(),
+                found: fields.len(),
+            });
+        }
+        let mut item = Item::default();
+        for (element, field) in elements.into_iter().zip(fields) {
+            if !field.is_empty() {
+                item.insert(element.to_owned(), self.decode_component(element, field)?);
+            }
+        }
+        Ok(item)
+    }
+
+    /// Dehydrates the page keys of a multi-shard query, in the TypeScript layout: index tokens
+    /// sorted (UTF-16), hash keys in the order of the first sorted index, one dehydrated index
+    /// item (or `""`) per (index, hash key). All-empty gives `[]`.
+    pub fn dehydrate_page_key_map(&self, map: &PageKeyMap) -> Result<Vec<String>> {
+        let mut indexes: Vec<&str> = map.iter().map(|(index, _)| index.as_str()).collect();
+        sort_utf16(&mut indexes);
+        for index in &indexes {
+            self.index(index)?;
+        }
+        let Some(first) = indexes.first() else {
+            return Ok(Vec::new());
+        };
+        let shards_of = |index: &str| {
+            map.iter()
+                .find(|(i, _)| i == index)
+                .map_or(&[][..], |(_, shards)| shards.as_slice())
+        };
+        let hash_keys: Vec<&str> = shards_of(first).iter().map(|(h, _)| h.as_str()).collect();
+        let mut dehydrated = Vec::with_capacity(indexes.len() * hash_keys.len());
+        for index in &indexes {
+            let shards = shards_of(index);
+            for hash_key in &hash_keys {
+                let page_key = shards
+                    .iter()
+                    .find(|(h, _)| h == hash_key)
+                    .and_then(|(_, page_key)| page_key.as_ref());
+                dehydrated.push(match page_key {
+                    None => String::new(),
+                    Some(page_key) => {
+                        let item = self.page_key_item(page_key)?;
+                        self.dehydrate_index_item(index, &item)?
+                    }
+                });
+            }
+        }
+        if dehydrated.iter().all(String::is_empty) {
+            dehydrated.clear();
+        }
+        Ok(dehydrated)
+    }
+
+    /// The properties a page key holds: generated keys and the range key decoded into their
+    /// components, other attributes as they are.
+    fn page_key_item(&self, page_key: &Item) -> Result<Item> {
+        let mut item = Item::default();
+        for (name, value) in page_key.iter() {
+            let is_generated =
+                *name == *self.table.range_key || self.model.generated_property(name).is_some();
+            match value {
+                AttributeValue::S(encoded) if is_generated => {
+                    item.extend(
+                        self.decode_generated(encoded)?
+                            .iter()
+                            .map(|(k, v)| (k.clone(), v.clone())),
+                    );
+                }
+                _ => {
+                    item.insert(name.clone(), value.clone());
+                }
+            }
+        }
+        Ok(item)
+    }
+}

@@ -37,20 +37,30 @@
 #![deny(rustdoc::broken_intra_doc_links)]
 #![doc(test(attr(deny(warnings))))]
 
+#[doc(hidden)]
+pub mod __private;
+mod builder;
 mod config;
+mod entity;
 mod error;
 mod keys;
 pub mod model;
 mod schema;
 pub mod shard;
+pub mod store;
 pub mod transcode;
 mod validate;
 
+pub use builder::KeyBuilder;
+pub use entity::{Entity, EntityExt, IndexToken, NoIndex, Table};
 pub use error::{ConfigError, ConfigProblem, Error, Result};
-pub use keys::{PageKeyMap, PrimaryKey};
+pub use keys::{MAX_HASH_KEY_SPACE, PageKeyMap, PrimaryKey};
 pub use model::{
     Delimiters, EntityModel, GeneratedKind, GeneratedProperty, Index, Projection, Property,
     ShardBump, ShardSpace, TableModel,
 };
 pub use schema::{EntitySchema, Schema};
 pub use serde_dynamo::{AttributeValue, Item};
+#[cfg(feature = "dynamodb")]
+pub use store::DynamoStore;
+pub use store::{MemoryStore, Store, StoreError, TableDefinition};

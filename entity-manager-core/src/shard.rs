@@ -1,1 +1,117 @@
-//! Shard keys: the `string-hash` hash, bump selection and suffixes.
+//! Shard keys: the `string-hash` hash, shard spaces and suffixes.
+//!
+//! A record's hash key is `<entityToken><shardKeyDelimiter><suffix>`. The suffix is picked once,
+//! from the record's unique value and the shard bump in force at its creation time, and never
+//! changes. Everything here is pure and byte-compatible with the TypeScript Entity Manager.
+//!
+//! ```
+//! use entity_manager_core::shard::{string_hash, suffix};
+//! use entity_manager_core::{ShardBump, ShardSpace};
+//!
+//! assert_eq!(string_hash("abc"), 193_415_941);
+//! let bump = ShardBump::new(1_710_000_000_000, 2, 2);
+//! assert_eq!(suffix(string_hash("user-123"), bump, ShardSpace::Power), "21");
+//! assert_eq!(suffix(string_hash("user-123"), bump, ShardSpace::Product), "01");
+//! ```
+
+use std::borrow::Cow;
+
+use serde_dynamo::AttributeValue;
+
+use crate::model::{ShardBump, ShardSpace};
+
+/// npm `string-hash` 1.1.3: djb2 with XOR over the UTF-16 code units of `s`, last to first,
+/// starting at 5381, in wrapping 32-bit arithmetic.
+pub fn string_hash(s: &str) -> u32 {
+    // `encode_utf16` is not double-ended, so buffer the (short) unit sequence to walk it backwards.
+    let units: Vec<u16> = s.encode_utf16().collect();
+    units
+        .iter()
+        .rev()
+        .fold(5381u32, |h, &unit| h.wrapping_mul(33) ^ u32::from(unit))
+}
+
+/// The text a unique value is hashed as: a string as itself, a number as its decimal form (as
+/// the TypeScript releases up to 6.14.0 did; v8 hashes every number to 5381), a boolean as
+/// `true`/`false`. `None` for values that cannot identify a record (null, maps, lists, sets,
+/// binary) and for empty strings.
+pub fn hash_text(value: &AttributeValue) -> Option<Cow<'_, str>> {
+    match value {
+        AttributeValue::S(s) if !s.is_empty() => Some(Cow::Borrowed(s)),
+        AttributeValue::N(n) => Some(canonical_number(n)),
+        AttributeValue::Bool(b) => Some(Cow::Borrowed(if *b { "true" } else { "false" })),
+        _ => None,
+    }
+}
+
+/// A DynamoDB number in the decimal form JavaScript's `String(n)` gives integers: `"42"` for
+/// `"42"`, `"042"` or `"42.0"`. Non-integers are kept as written.
+fn canonical_number(n: &str) -> Cow<'_, str> {
+    let trimmed = n.strip_suffix(".0").unwrap_or(n);
+    match trimmed.parse::<i128>() {
+        Ok(v) if v.to_string() != n => Cow::Owned(v.to_string()),
+        _ => Cow::Borrowed(n),
+    }
+}
+
+/// How many suffixes a bump provides under a shard-space rule; saturates at `u128::MAX`.
+pub fn shard_count(bump: ShardBump, space: ShardSpace) -> u128 {
+    if bump.chars == 0 {
+        return 1;
+    }
+    let radix = u128::from(bump.radix());
+    match space {
+        ShardSpace::Product => u128::from(bump.chars) * radix,
+        ShardSpace::Power => {
+            let bits = u32::from(bump.char_bits) * u32::from(bump.chars);
+            if bits >= 128 {
+                u128::MAX
+            } else {
+                1u128 << bits
+            }
+        }
+    }
+}
+
+/// The shard number of a record whose unique value hashes to `hash`: `hash % shard_count`.
+/// When the space exceeds 2^32 the modulo is the identity, as in JavaScript.
+pub fn shard_of(hash: u32, bump: ShardBump, space: ShardSpace) -> u128 {
+    u128::from(hash) % shard_count(bump, space)
+}
+
+/// Writes a shard number in base `2^char_bits`, lowercase, zero-padded to `chars` characters.
+/// Empty when `chars` is 0.
+pub fn format_suffix(shard: u128, bump: ShardBump) -> String {
+    const DIGITS: &[u8; 32] = b"0123456789abcdefghijklmnopqrstuv";
+    if bump.chars == 0 {
+        return String::new();
+    }
+    let mut digits = Vec::with_capacity(usize::from(bump.chars));
+    let mut rest = shard;
+    let radix = u128::from(bump.radix());
+    while rest > 0 {
+        // rest % radix < 32
+        #[allow(clippy::cast_possible_truncation)]
+        digits.push(DIGITS[(rest % radix) as usize]);
+        rest /= radix;
+    }
+    while digits.len() < usize::from(bump.chars) {
+        digits.push(b'0');
+    }
+    digits.reverse();
+    digits.into_iter().map(char::from).collect()
+}
+
+/// The suffix of a record whose unique value hashes to `hash`, under `bump`.
+pub fn suffix(hash: u32, bump: ShardBump, space: ShardSpace) -> String {
+    format_suffix(shard_of(hash, bump, space), bump)
+}
+
+/// The bumps a query over creation times `from..=to` must visit: bump `i` is kept when its own
+/// timestamp is not after `to` and it is the last bump or the next one starts after `from`.
+pub fn bumps_in_window(bumps: &[ShardBump], from: u64, to: u64) -> impl Iterator<Item = ShardBump> {
+    bumps.iter().enumerate().filter_map(move |(i, bump)| {
+        let next_after_from = bumps.get(i + 1).is_none_or(|next| next.timestamp > from);
+        (next_after_from && bump.timestamp <= to).then_some(*bump)
+    })
+}

@@ -6,9 +6,10 @@
 //! - [`Transcode<T>`] is the typed side, implemented by a marker type (such as [`Timestamp`])
 //!   for every Rust type it accepts. `#[derive(Entity)]` checks `#[transcode("timestamp")]`
 //!   against the field's type through it, so a mismatch is a compile error on that type.
-//! - [`Transcoder`] is the dynamic side the key core uses on DynamoDB attribute values. Every
+//! - [`Transcoder`] is the dynamic side the key core uses on `DynamoDB` attribute values. Every
 //!   typed transcode gets one for free through [`Typed`], which reads the attribute with
-//!   `serde_dynamo`.
+//!   `serde_dynamo`. [`BigInt20`] is its own transcoder, because `serde_dynamo` cannot read or
+//!   write `i128`.
 //!
 //! The defaults are [`Str`] (`string`), [`Int`] (`int`), [`Fix6`] (`fix6`), [`Timestamp`]
 //! (`timestamp`), [`Boolean`] (`boolean`) and [`BigInt20`] (`bigint20`). Non-negative values encode
@@ -34,7 +35,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_dynamo::AttributeValue;
 
-/// The DynamoDB scalar type of a key attribute (`AttributeDefinitions`).
+/// The `DynamoDB` scalar type of a key attribute (`AttributeDefinitions`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum KeyType {
     /// `S`: string.
@@ -70,7 +71,11 @@ pub struct TranscodeError {
 
 impl TranscodeError {
     /// A value this transcode cannot encode.
-    pub fn encode(transcode: &'static str, value: impl fmt::Debug, reason: impl Into<String>) -> Self {
+    pub fn encode(
+        transcode: &'static str,
+        value: impl fmt::Debug,
+        reason: impl Into<String>,
+    ) -> Self {
         Self {
             transcode,
             direction: Direction::Encode,
@@ -94,8 +99,8 @@ impl TranscodeError {
 pub trait TranscodeName {
     /// The name used in `#[transcode("…")]` and in TypeScript configs.
     const NAME: &'static str;
-    /// The DynamoDB type of an attribute holding such values when it is an index key; `None`
-    /// when DynamoDB cannot key on it (booleans).
+    /// The `DynamoDB` type of an attribute holding such values when it is an index key; `None`
+    /// when `DynamoDB` cannot key on it (booleans).
     const KEY_TYPE: Option<KeyType>;
 }
 
@@ -103,6 +108,8 @@ pub trait TranscodeName {
 ///
 /// Laws, checked by property tests for every default transcode: `decode(encode(x)) == x`, and
 /// `a < b` exactly when `encode(a) < encode(b)` (byte order), over every value `encode` accepts.
+/// `decode` accepts exactly the strings `encode` produces: for any other string it returns an
+/// error, and it never panics.
 ///
 /// Implement it on a marker type of your own and name that type in
 /// `#[transcode(path::to::Marker)]`.
@@ -113,11 +120,11 @@ pub trait Transcode<T>: TranscodeName {
     fn decode(encoded: &str) -> Result<T, TranscodeError>;
 }
 
-/// A transcode seen through DynamoDB attribute values: what the key core uses.
+/// A transcode seen through `DynamoDB` attribute values: what the key core uses.
 pub trait Transcoder: Send + Sync + 'static {
     /// The transcode's name.
     fn name(&self) -> &'static str;
-    /// The DynamoDB key type of attributes holding such values.
+    /// The `DynamoDB` key type of attributes holding such values.
     fn key_type(&self) -> Option<KeyType>;
     /// Encodes a stored attribute value.
     fn encode(&self, value: &AttributeValue) -> Result<String, TranscodeError>;
@@ -133,6 +140,10 @@ impl fmt::Debug for dyn Transcoder {
 
 /// The [`Transcoder`] of a typed transcode `T` over values of type `V`: attribute values are read
 /// as `V` with `serde_dynamo` and written back the same way.
+///
+/// `V` must be a type `serde_dynamo` supports: `String` (`S`), `bool` (`Bool`), the integer types
+/// up to 64 bits, `f32` and `f64` (`N`). It does not support `i128`/`u128` (every value fails at
+/// run time); [`BigInt20`] is therefore a [`Transcoder`] of its own over `N` strings.
 pub struct Typed<T, V>(PhantomData<fn() -> (T, V)>);
 
 impl<T, V> Typed<T, V> {
@@ -164,7 +175,11 @@ where
 
     fn encode(&self, value: &AttributeValue) -> Result<String, TranscodeError> {
         let typed: V = serde_dynamo::from_attribute_value(value.clone()).map_err(|e| {
-            TranscodeError::encode(T::NAME, DisplayAttr(value), format!("not a {}: {e}", T::NAME))
+            TranscodeError::encode(
+                T::NAME,
+                DisplayAttr(value),
+                format!("not a {}: {e}", T::NAME),
+            )
         })?;
         T::encode(&typed)
     }
@@ -213,18 +228,18 @@ pub fn builtin(name: &str) -> Option<&'static dyn Transcoder> {
 /// The names of the default transcodes.
 pub const BUILTIN_NAMES: [&str; 6] = ["string", "int", "fix6", "timestamp", "boolean", "bigint20"];
 
-/// `string` over attribute values.
+/// `string` over attribute values (`S`).
 pub const STRING: &dyn Transcoder = &Typed::<Str, String>::NEW;
-/// `int` over attribute values.
+/// `int` over attribute values (`N`, integers).
 pub const INT: &dyn Transcoder = &Typed::<Int, i64>::NEW;
-/// `fix6` over attribute values.
+/// `fix6` over attribute values (`N`).
 pub const FIX6: &dyn Transcoder = &Typed::<Fix6, f64>::NEW;
-/// `timestamp` over attribute values.
+/// `timestamp` over attribute values (`N`, integers).
 pub const TIMESTAMP: &dyn Transcoder = &Typed::<Timestamp, i64>::NEW;
-/// `boolean` over attribute values.
+/// `boolean` over attribute values (`Bool`).
 pub const BOOLEAN: &dyn Transcoder = &Typed::<Boolean, bool>::NEW;
-/// `bigint20` over attribute values.
-pub const BIGINT20: &dyn Transcoder = &Typed::<BigInt20, i128>::NEW;
+/// `bigint20` over attribute values (`N`, integers of up to 20 digits); see [`BigInt20`].
+pub const BIGINT20: &dyn Transcoder = &BigInt20;
 
 // ---------------------------------------------------------------------------------------------
 // string
@@ -251,40 +266,76 @@ impl Transcode<String> for Str {
 // ---------------------------------------------------------------------------------------------
 // sign-prefixed fixed-width decimals, shared by int, fix6 and bigint20
 
-/// Writes `magnitude` (which must be below `10^width`) as `p` + `width` digits, or for a negative
-/// value `n` + the `width`-digit complement `10^width - magnitude`, so that byte order is numeric
-/// order across the whole range. Zero is always `p`.
-fn signed_digits(negative: bool, magnitude: u128, width: usize) -> String {
-    if negative && magnitude != 0 {
-        format!("n{:0width$}", 10u128.pow(width as u32) - magnitude)
-    } else {
-        format!("p{magnitude:0width$}")
+/// The value of a run of ASCII digits; `None` if any byte is not an ASCII digit, the run is
+/// empty or the value overflows.
+fn ascii_digits(bytes: &[u8]) -> Option<u128> {
+    if bytes.is_empty() {
+        return None;
     }
+    bytes.iter().try_fold(0u128, |acc, &b| {
+        if b.is_ascii_digit() {
+            acc.checked_mul(10)?.checked_add(u128::from(b - b'0'))
+        } else {
+            None
+        }
+    })
 }
 
-/// Parses `p`/`n` + exactly `width` ASCII digits back to (negative, magnitude).
-fn parse_signed_digits(
+/// Writes `value` as `p` + `width` digits, or for a negative value `n` + the `width`-digit
+/// complement `modulus - |value|` (`modulus = 10^width`), so that byte order is numeric order
+/// across the whole range. Zero is `p`. `|value|` must be below `modulus`; a larger one is an
+/// error with `reason`.
+fn encode_signed(
+    transcode: &'static str,
+    value: i128,
+    width: usize,
+    modulus: u128,
+    reason: &str,
+) -> Result<String, TranscodeError> {
+    let magnitude = value.unsigned_abs();
+    if magnitude >= modulus {
+        return Err(TranscodeError::encode(transcode, value, reason));
+    }
+    Ok(if value < 0 {
+        format!("n{:0width$}", modulus - magnitude)
+    } else {
+        format!("p{magnitude:0width$}")
+    })
+}
+
+/// Parses `p`/`n` + exactly `width` ASCII digits (`modulus = 10^width`), the inverse of
+/// [`encode_signed`].
+fn decode_signed(
     transcode: &'static str,
     encoded: &str,
     width: usize,
-) -> Result<(bool, u128), TranscodeError> {
-    let expected = || format!("expected `p` or `n` followed by {width} digits");
+    modulus: u128,
+) -> Result<i128, TranscodeError> {
+    let malformed = || {
+        TranscodeError::decode(
+            transcode,
+            encoded,
+            format!("expected `p` or `n` followed by {width} digits"),
+        )
+    };
     let bytes = encoded.as_bytes();
-    if bytes.len() != width + 1 || !bytes[1..].iter().all(u8::is_ascii_digit) {
-        return Err(TranscodeError::decode(transcode, encoded, expected()));
+    let (&sign, digits) = bytes.split_first().ok_or_else(malformed)?;
+    if digits.len() != width {
+        return Err(malformed());
     }
-    let digits: u128 = encoded[1..]
-        .parse()
-        .map_err(|_| TranscodeError::decode(transcode, encoded, expected()))?;
-    match bytes[0] {
-        b'p' => Ok((false, digits)),
+    let digits = ascii_digits(digits).ok_or_else(malformed)?;
+    let out_of_range = || TranscodeError::decode(transcode, encoded, "out of range");
+    match sign {
+        b'p' if digits < modulus => i128::try_from(digits).map_err(|_| out_of_range()),
         b'n' if digits == 0 => Err(TranscodeError::decode(
             transcode,
             encoded,
             "`n` with an all-zero complement is not a value encode produces",
         )),
-        b'n' => Ok((true, 10u128.pow(width as u32) - digits)),
-        _ => Err(TranscodeError::decode(transcode, encoded, expected())),
+        b'n' if digits < modulus => i128::try_from(modulus - digits)
+            .map(|magnitude| -magnitude)
+            .map_err(|_| out_of_range()),
+        _ => Err(malformed()),
     }
 }
 
@@ -301,6 +352,9 @@ pub struct Int;
 /// The largest magnitude `int` accepts.
 pub const INT_MAX: i64 = 9_999_999_999_999_999;
 
+const INT_WIDTH: usize = 16;
+const INT_MODULUS: u128 = 10_000_000_000_000_000;
+
 impl TranscodeName for Int {
     const NAME: &'static str = "int";
     const KEY_TYPE: Option<KeyType> = Some(KeyType::N);
@@ -310,16 +364,17 @@ macro_rules! int_impls {
     ($($t:ty),*) => {$(
         impl Transcode<$t> for Int {
             fn encode(value: &$t) -> Result<String, TranscodeError> {
-                let v = i128::from(*value);
-                if v.unsigned_abs() > INT_MAX as u128 {
-                    return Err(TranscodeError::encode("int", value, "magnitude above 9999999999999999 (16 digits)"));
-                }
-                Ok(signed_digits(v < 0, v.unsigned_abs(), 16))
+                encode_signed(
+                    "int",
+                    i128::from(*value),
+                    INT_WIDTH,
+                    INT_MODULUS,
+                    "magnitude above 9999999999999999 (16 digits)",
+                )
             }
 
             fn decode(encoded: &str) -> Result<$t, TranscodeError> {
-                let (negative, magnitude) = parse_signed_digits("int", encoded, 16)?;
-                let v = if negative { -(magnitude as i128) } else { magnitude as i128 };
+                let v = decode_signed("int", encoded, INT_WIDTH, INT_MODULUS)?;
                 <$t>::try_from(v).map_err(|_| {
                     TranscodeError::decode("int", encoded, concat!("out of range for ", stringify!($t)))
                 })
@@ -337,7 +392,14 @@ int_impls!(i8, i16, i32, i64, u8, u16, u32, u64);
 ///
 /// Rounding to six decimals is JavaScript's `toFixed(6)`: the exact binary value, ties away from
 /// zero (`0.0078125` → `.007813`, where Rust's `{:.6}` gives `.007812`). A negative value is `n`
-/// followed by the complement `10^10 - |v|` in the same layout.
+/// followed by the complement `10^10 - |v|` in the same layout; a negative value that rounds to
+/// zero encodes as zero (`p`).
+///
+/// Decoding yields the float nearest to the decimal and accepts only canonical strings (those
+/// `encode` produces for that float). `decode(encode(x)) == x` holds for every float nearest to
+/// a six-decimal value, and for every in-range float where floats are sparser than the
+/// six-decimal grid (`f64` from 2^33 on, `f32` from 16 on); other floats lose their digits beyond
+/// the sixth decimal.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Fix6;
 
@@ -350,85 +412,115 @@ impl TranscodeName for Fix6 {
 }
 
 /// `round(|v| × 10^6)` with ties away from zero on the exact binary value of `v`, as
-/// JavaScript's `toFixed(6)` computes it. `v` must be finite and at most [`FIX6_MAX`] in magnitude.
-fn micros_to_fixed(v: f64) -> u128 {
+/// JavaScript's `toFixed(6)` computes it. `None` if `|v| ≥ 2^52` or `v` is not finite (the
+/// callers reject those earlier).
+fn round_to_micros(v: f64) -> Option<u64> {
     let bits = v.abs().to_bits();
-    let exponent = ((bits >> 52) & 0x7ff) as i32;
-    let fraction = u128::from(bits & ((1 << 52) - 1));
-    // value = mantissa × 2^shift_exp, exactly
-    let (mantissa, shift_exp) = if exponent == 0 {
-        (fraction, -1074)
-    } else {
-        (fraction | (1 << 52), exponent - 1075)
+    let biased_exponent = bits >> 52; // the sign bit is clear
+    let fraction = bits & ((1 << 52) - 1);
+    // |v| = mantissa × 2^-shift, exactly
+    let (mantissa, shift) = match biased_exponent {
+        0 => (fraction, 1074),
+        1..=1074 => (fraction | (1 << 52), 1075 - biased_exponent),
+        _ => return None,
     };
-    let scaled = mantissa * 1_000_000; // < 2^73
-    if shift_exp >= 0 {
-        // |v| ≤ FIX6_MAX keeps this far below u128::MAX
-        return scaled << shift_exp;
-    }
-    let shift = shift_exp.unsigned_abs();
+    let scaled = u128::from(mantissa) * 1_000_000; // < 2^73
     if shift >= 100 {
-        // scaled < 2^73, so the value is below 2^-27 micro-units: rounds to zero
-        return 0;
+        // |v| × 10^6 = scaled / 2^shift < 2^-27: rounds to zero
+        return Some(0);
     }
     let quotient = scaled >> shift;
     let remainder = scaled - (quotient << shift);
-    // round half up: remainder / 2^shift >= 1/2
-    if remainder << 1 >= 1u128 << shift {
+    // ties away from zero: round up when remainder / 2^shift >= 1/2
+    let rounded = if remainder << 1 >= 1u128 << shift {
         quotient + 1
     } else {
         quotient
-    }
+    };
+    u64::try_from(rounded).ok()
 }
 
-fn fix6_layout(negative: bool, micros: u128) -> String {
-    let m = if negative && micros != 0 {
-        10u128.pow(16) - micros
-    } else {
-        micros
+/// Encodes a finite value with |v| ≤ [`FIX6_MAX`].
+fn encode_fix6(v: f64, shown: impl fmt::Debug) -> Result<String, TranscodeError> {
+    const MICROS_MODULUS: u64 = 10_000_000_000_000_000; // 10^16: ten integer digits, six decimals
+    let out_of_range = || {
+        TranscodeError::encode(
+            "fix6",
+            &shown,
+            "must be finite with magnitude at most 9007199254.740991",
+        )
     };
-    let sign = if negative && micros != 0 { 'n' } else { 'p' };
-    format!("{sign}{:010}.{:06}", m / 1_000_000, m % 1_000_000)
+    if !v.is_finite() || v.abs() > FIX6_MAX {
+        return Err(out_of_range());
+    }
+    let micros = round_to_micros(v).ok_or_else(out_of_range)?;
+    let (sign, digits) = if v < 0.0 && micros != 0 {
+        (
+            'n',
+            MICROS_MODULUS
+                .checked_sub(micros)
+                .ok_or_else(out_of_range)?,
+        )
+    } else if micros < MICROS_MODULUS {
+        ('p', micros)
+    } else {
+        return Err(out_of_range());
+    };
+    Ok(format!(
+        "{sign}{:010}.{:06}",
+        digits / 1_000_000,
+        digits % 1_000_000
+    ))
+}
+
+/// Parses the layout of [`encode_fix6`] back to the decimal text of the value (`-` for `n`),
+/// without checking that it is canonical.
+fn fix6_decimal_text(encoded: &str) -> Option<String> {
+    const MICROS_MODULUS: u128 = 10_000_000_000_000_000;
+    let b = encoded.as_bytes();
+    if b.len() != 18 || b[11] != b'.' {
+        return None;
+    }
+    let int = ascii_digits(&b[1..11])?;
+    let frac = ascii_digits(&b[12..])?;
+    let digits = int * 1_000_000 + frac;
+    let (minus, micros) = match b[0] {
+        b'p' => ("", digits),
+        b'n' if digits != 0 => ("-", MICROS_MODULUS - digits),
+        _ => return None,
+    };
+    Some(format!(
+        "{minus}{}.{:06}",
+        micros / 1_000_000,
+        micros % 1_000_000
+    ))
 }
 
 macro_rules! fix6_impls {
     ($($t:ty),*) => {$(
         impl Transcode<$t> for Fix6 {
             fn encode(value: &$t) -> Result<String, TranscodeError> {
-                let v = f64::from(*value);
-                if !v.is_finite() || v.abs() > FIX6_MAX {
-                    return Err(TranscodeError::encode("fix6", value, "must be finite with magnitude at most 9007199254.740991"));
-                }
-                Ok(fix6_layout(v < 0.0, micros_to_fixed(v)))
+                encode_fix6(f64::from(*value), value)
             }
 
             fn decode(encoded: &str) -> Result<$t, TranscodeError> {
-                let expected = "expected `p` or `n`, 10 digits, `.` and 6 digits";
-                let b = encoded.as_bytes();
-                let well_formed = b.len() == 18
-                    && matches!(b[0], b'p' | b'n')
-                    && b[1..11].iter().all(u8::is_ascii_digit)
-                    && b[11] == b'.'
-                    && b[12..].iter().all(u8::is_ascii_digit);
-                if !well_formed {
-                    return Err(TranscodeError::decode("fix6", encoded, expected));
+                let text = fix6_decimal_text(encoded).ok_or_else(|| {
+                    TranscodeError::decode("fix6", encoded, "expected `p` or `n`, 10 digits, `.` and 6 digits")
+                })?;
+                // parsed directly as the target type: no double rounding through f64 for f32
+                let v: $t = text.parse().map_err(|_| {
+                    TranscodeError::decode("fix6", encoded, "not a decimal number")
+                })?;
+                // Out-of-range values, `n` forms of values that round to zero, and decimals that
+                // are not what encode writes for the nearest float are all rejected here.
+                match <Self as Transcode<$t>>::encode(&v) {
+                    Ok(canonical) if canonical == encoded => Ok(v),
+                    _ => Err(TranscodeError::decode(
+                        "fix6",
+                        encoded,
+                        concat!("not the encoding of any ", stringify!($t), " (out of range or not canonical)"),
+                    )),
                 }
-                let int: u128 = encoded[1..11].parse().map_err(|_| TranscodeError::decode("fix6", encoded, expected))?;
-                let frac: u128 = encoded[12..].parse().map_err(|_| TranscodeError::decode("fix6", encoded, expected))?;
-                let digits = int * 1_000_000 + frac;
-                let (negative, micros) = match b[0] {
-                    b'n' if digits == 0 => return Err(TranscodeError::decode("fix6", encoded, "`n` with an all-zero complement is not a value encode produces")),
-                    b'n' => (true, 10u128.pow(16) - digits),
-                    _ => (false, digits),
-                };
-                let text = format!("{}{}.{:06}", if negative { "-" } else { "" }, micros / 1_000_000, micros % 1_000_000);
-                let v: f64 = text.parse().map_err(|_| TranscodeError::decode("fix6", encoded, expected))?;
-                if v.abs() > FIX6_MAX {
-                    return Err(TranscodeError::decode("fix6", encoded, "magnitude above 9007199254.740991"));
-                }
-                // f32 values are widened on encode; narrowing back is the exact inverse for them
-                #[allow(clippy::cast_possible_truncation)]
-                Ok(v as $t)
             }
         }
     )*};
@@ -462,11 +554,8 @@ macro_rules! timestamp_impls {
             }
 
             fn decode(encoded: &str) -> Result<$t, TranscodeError> {
-                let expected = "expected exactly 13 digits";
-                if encoded.len() != 13 || !encoded.bytes().all(|b| b.is_ascii_digit()) {
-                    return Err(TranscodeError::decode("timestamp", encoded, expected));
-                }
-                let v: i128 = encoded.parse().map_err(|_| TranscodeError::decode("timestamp", encoded, expected))?;
+                let digits = if encoded.len() == 13 { ascii_digits(encoded.as_bytes()) } else { None };
+                let v = digits.ok_or_else(|| TranscodeError::decode("timestamp", encoded, "expected exactly 13 digits"))?;
                 <$t>::try_from(v).map_err(|_| {
                     TranscodeError::decode("timestamp", encoded, concat!("out of range for ", stringify!($t)))
                 })
@@ -497,7 +586,11 @@ impl Transcode<bool> for Boolean {
         match encoded {
             "t" => Ok(true),
             "f" => Ok(false),
-            _ => Err(TranscodeError::decode("boolean", encoded, "expected `t` or `f`")),
+            _ => Err(TranscodeError::decode(
+                "boolean",
+                encoded,
+                "expected `t` or `f`",
+            )),
         }
     }
 }
@@ -507,11 +600,18 @@ impl Transcode<bool> for Boolean {
 
 /// `bigint20`: `p`/`n` + 20 digits, for integers with at most 20 digits. A negative value is `n`
 /// followed by `10^20 - |v|`.
+///
+/// As a [`Transcoder`] it reads and writes `N` attributes itself (any integer of at most 20
+/// digits): `serde_dynamo` does not support `i128`, so [`Typed`] cannot serve it.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct BigInt20;
 
 /// The largest magnitude `bigint20` accepts.
 pub const BIGINT20_MAX: i128 = 99_999_999_999_999_999_999;
+
+const BIGINT20_WIDTH: usize = 20;
+const BIGINT20_MODULUS: u128 = 100_000_000_000_000_000_000;
+const BIGINT20_RANGE: &str = "magnitude above 99999999999999999999 (20 digits)";
 
 impl TranscodeName for BigInt20 {
     const NAME: &'static str = "bigint20";
@@ -522,20 +622,11 @@ macro_rules! bigint20_impls {
     ($($t:ty),*) => {$(
         impl Transcode<$t> for BigInt20 {
             fn encode(value: &$t) -> Result<String, TranscodeError> {
-                let v = i128::try_from(*value).map_err(|_| {
-                    TranscodeError::encode("bigint20", value, "magnitude above 99999999999999999999 (20 digits)")
-                })?;
-                if v.unsigned_abs() > BIGINT20_MAX as u128 {
-                    return Err(TranscodeError::encode("bigint20", value, "magnitude above 99999999999999999999 (20 digits)"));
-                }
-                Ok(signed_digits(v < 0, v.unsigned_abs(), 20))
+                encode_signed("bigint20", i128::from(*value), BIGINT20_WIDTH, BIGINT20_MODULUS, BIGINT20_RANGE)
             }
 
             fn decode(encoded: &str) -> Result<$t, TranscodeError> {
-                let (negative, magnitude) = parse_signed_digits("bigint20", encoded, 20)?;
-                // magnitude < 10^20 < 2^67
-                #[allow(clippy::cast_possible_wrap)]
-                let v = if negative { -(magnitude as i128) } else { magnitude as i128 };
+                let v = decode_signed("bigint20", encoded, BIGINT20_WIDTH, BIGINT20_MODULUS)?;
                 <$t>::try_from(v).map_err(|_| {
                     TranscodeError::decode("bigint20", encoded, concat!("out of range for ", stringify!($t)))
                 })
@@ -543,22 +634,178 @@ macro_rules! bigint20_impls {
         }
     )*};
 }
-bigint20_impls!(i128, u128, i64, u64);
+bigint20_impls!(i64, u64);
+
+impl Transcode<i128> for BigInt20 {
+    fn encode(value: &i128) -> Result<String, TranscodeError> {
+        encode_signed(
+            "bigint20",
+            *value,
+            BIGINT20_WIDTH,
+            BIGINT20_MODULUS,
+            BIGINT20_RANGE,
+        )
+    }
+
+    fn decode(encoded: &str) -> Result<i128, TranscodeError> {
+        decode_signed("bigint20", encoded, BIGINT20_WIDTH, BIGINT20_MODULUS)
+    }
+}
+
+impl Transcode<u128> for BigInt20 {
+    fn encode(value: &u128) -> Result<String, TranscodeError> {
+        let v = i128::try_from(*value)
+            .map_err(|_| TranscodeError::encode("bigint20", value, BIGINT20_RANGE))?;
+        <Self as Transcode<i128>>::encode(&v)
+    }
+
+    fn decode(encoded: &str) -> Result<u128, TranscodeError> {
+        let v = <Self as Transcode<i128>>::decode(encoded)?;
+        u128::try_from(v)
+            .map_err(|_| TranscodeError::decode("bigint20", encoded, "out of range for u128"))
+    }
+}
+
+impl Transcoder for BigInt20 {
+    fn name(&self) -> &'static str {
+        Self::NAME
+    }
+
+    fn key_type(&self) -> Option<KeyType> {
+        Self::KEY_TYPE
+    }
+
+    fn encode(&self, value: &AttributeValue) -> Result<String, TranscodeError> {
+        let AttributeValue::N(n) = value else {
+            return Err(TranscodeError::encode(
+                Self::NAME,
+                DisplayAttr(value),
+                "not a bigint20: expected a number (N)",
+            ));
+        };
+        let v: i128 = n.parse().map_err(|_| {
+            TranscodeError::encode(
+                Self::NAME,
+                DisplayAttr(value),
+                "not a bigint20: expected an integer",
+            )
+        })?;
+        <Self as Transcode<i128>>::encode(&v)
+    }
+
+    fn decode(&self, encoded: &str) -> Result<AttributeValue, TranscodeError> {
+        let v = <Self as Transcode<i128>>::decode(encoded)?;
+        Ok(AttributeValue::N(v.to_string()))
+    }
+}
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn enc(v: f64) -> String {
+        <Fix6 as Transcode<f64>>::encode(&v).unwrap_or_default()
+    }
+
     #[test]
     fn fix6_rounds_like_javascript_to_fixed() {
         // vectors of ts-reference §2 and the compat README
-        let enc = |v: f64| <Fix6 as Transcode<f64>>::encode(&v).unwrap_or_default();
+        assert_eq!(enc(0.0), "p0000000000.000000");
+        assert_eq!(enc(-0.0), "p0000000000.000000");
         assert_eq!(enc(1.5), "p0000000001.500000");
-        assert_eq!(enc(0.0078125), "p0000000000.007813");
+        assert_eq!(enc(0.1), "p0000000000.100000");
+        assert_eq!(enc(0.007_812_5), "p0000000000.007813");
         assert_eq!(enc(5e-7), "p0000000000.000000"); // 5e-7 is just below 0.0000005 in binary
         assert_eq!(enc(1.000_001_5), "p0000000001.000001");
         assert_eq!(enc(1_234_567_890.123_456), "p1234567890.123456");
         assert_eq!(enc(123.456), "p0000000123.456000");
+        assert_eq!(enc(413.579_628_802_835_94), "p0000000413.579629");
+        assert_eq!(enc(f64::MIN_POSITIVE), "p0000000000.000000");
+        assert_eq!(enc(5e-324), "p0000000000.000000");
         assert!(<Fix6 as Transcode<f64>>::encode(&-12_345_678_901.234_56).is_err());
+    }
+
+    #[test]
+    fn fix6_exact_ties_round_away_from_zero() {
+        // k / 128 has at most 7 decimals, so every odd k is an exact tie at the sixth decimal
+        // when its seventh decimal is 5
+        assert_eq!(enc(1.0 / 128.0), "p0000000000.007813");
+        assert_eq!(enc(3.0 / 128.0), "p0000000000.023438");
+        assert_eq!(enc(-1.0 / 128.0), "n9999999999.992187"); // -0.007813
+        assert_eq!(enc(2.5e-6 * 2.0), "p0000000000.000005");
+    }
+
+    #[test]
+    fn fix6_negative_values_sort_and_round_trip() {
+        assert_eq!(enc(-1.5), "n9999999998.500000");
+        assert_eq!(enc(-1e-9), "p0000000000.000000");
+        assert!(enc(-2.0) < enc(-1.5) && enc(-1.5) < enc(-0.000_001) && enc(-0.000_001) < enc(0.0));
+        for s in [enc(-1.5), enc(-FIX6_MAX), enc(FIX6_MAX), enc(-0.000_001)] {
+            let v = <Fix6 as Transcode<f64>>::decode(&s);
+            assert_eq!(v.map(enc), Ok(s));
+        }
+    }
+
+    #[test]
+    fn fix6_max_encodes_like_javascript() {
+        // (Number.MAX_SAFE_INTEGER / 1e6).toFixed(6): the float is 9007199254.74099159…
+        assert_eq!(enc(FIX6_MAX), "p9007199254.740992");
+        assert_eq!(enc(-FIX6_MAX), "n0992800745.259008");
+        assert_eq!(
+            <Fix6 as Transcode<f64>>::decode("p9007199254.740992"),
+            Ok(FIX6_MAX)
+        );
+        assert!(<Fix6 as Transcode<f64>>::encode(&9_007_199_254.740_993).is_err());
+    }
+
+    #[test]
+    fn round_to_micros_rejects_huge_values() {
+        assert_eq!(round_to_micros(f64::INFINITY), None);
+        assert_eq!(round_to_micros(f64::NAN), None);
+        assert_eq!(round_to_micros(4_503_599_627_370_496.0), None); // 2^52
+        assert_eq!(round_to_micros(4_503_599_627_370_495.0), None); // too large for u64 micros
+        assert_eq!(round_to_micros(1.0), Some(1_000_000));
+    }
+
+    #[test]
+    fn decoders_reject_non_canonical_forms() {
+        for s in [
+            "n0000000000.000000",
+            "p0000000000.00000",
+            "p0000000000,000000",
+            "x0000000000.000000",
+            "p9007199254.740993", // nearest f64 is above FIX6_MAX
+            "p9007199254.740991", // nearest f64 is FIX6_MAX, which encodes as .740992
+            "p9999999999.999999",
+            "p+000000000.000000",
+            "",
+        ] {
+            assert!(<Fix6 as Transcode<f64>>::decode(s).is_err(), "{s}");
+        }
+        for s in [
+            "n0000000000000000",
+            "p000000000000000",
+            "p+000000000000000",
+            "",
+            "p",
+        ] {
+            assert!(<Int as Transcode<i64>>::decode(s).is_err(), "{s}");
+        }
+        assert!(<Timestamp as Transcode<i64>>::decode("+000000000000").is_err());
+        assert!(<BigInt20 as Transcode<i128>>::decode("n00000000000000000000").is_err());
+    }
+
+    #[test]
+    fn bigint20_transcoder_reads_numbers() {
+        assert_eq!(
+            BIGINT20.encode(&AttributeValue::N("-1".into())),
+            Ok("n99999999999999999999".to_owned())
+        );
+        assert_eq!(
+            BIGINT20.decode("p12345678901234567890"),
+            Ok(AttributeValue::N("12345678901234567890".into()))
+        );
+        assert!(BIGINT20.encode(&AttributeValue::S("1".into())).is_err());
+        assert!(BIGINT20.encode(&AttributeValue::N("1.5".into())).is_err());
     }
 }

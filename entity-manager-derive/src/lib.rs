@@ -1,11 +1,26 @@
-//! `#[derive(Entity)]` for entity-manager. Placeholder until the derive lands: it builds, and
-//! emits nothing.
+//! The derives of [entity-manager](https://docs.rs/entity-manager): `#[derive(Entity)]` and
+//! `#[derive(Table)]`. Use them through the `entity-manager` crate, which documents them.
+
+mod attrs;
+mod case;
+mod check;
+mod expand;
+mod model;
+mod table;
 
 use proc_macro::TokenStream;
+use syn::{DeriveInput, parse_macro_input};
 
-/// Placeholder for the entity derive.
-#[proc_macro_derive(Entity, attributes(entity, transcode, generated, shard_bumps))]
+/// Derives `Entity`; documented on the `entity-manager` re-export.
+#[proc_macro_derive(Entity, attributes(entity, transcode, generated, index, shard_bumps))]
 pub fn derive_entity(input: TokenStream) -> TokenStream {
-    let _ = input;
-    TokenStream::new()
+    let input = parse_macro_input!(input as DeriveInput);
+    expand::derive_entity(&input).into()
+}
+
+/// Derives `Table`; documented on the `entity-manager` re-export.
+#[proc_macro_derive(Table, attributes(table))]
+pub fn derive_table(input: TokenStream) -> TokenStream {
+    let input = parse_macro_input!(input as DeriveInput);
+    expand::derive_table(&input).into()
 }

@@ -1,8 +1,232 @@
 //! entity-manager: DynamoDB single-table design for Rust.
 //!
-//! This facade re-exports the runtime core ([`entity_manager_core`]) and `#[derive(Entity)]`.
+//! Declare a table and its entities with `#[derive(Table)]` and `#[derive(Entity)]`; the
+//! derives validate the whole configuration at compile time and emit a static model, typed key
+//! builders and typed index tokens. The runtime core ([`entity_manager_core`], re-exported here)
+//! adds keys to items, assigns deterministic time-scheduled shard keys and reads keys back.
+//!
+//! ```
+//! use entity_manager::{Entity, EntityExt, Table};
+//! use serde::{Deserialize, Serialize};
+//!
+//! #[derive(Table)]
+//! #[table(entities(User))]
+//! struct Users;
+//!
+//! #[derive(Entity, Serialize, Deserialize, Debug, PartialEq)]
+//! #[serde(rename_all = "camelCase")]
+//! #[entity(table = Users, unique = user_id, timestamp = created)]
+//! #[shard_bumps(bump(timestamp = 1_700_000_000_000, char_bits = 2, chars = 1))]
+//! #[generated(name = name_range_key, components = [last_name, first_name])]
+//! #[index(name = "lastName", range = name_range_key)]
+//! struct User {
+//!     #[transcode("string")]
+//!     user_id: String,
+//!     #[transcode("timestamp")]
+//!     created: u64,
+//!     #[transcode("string")]
+//!     first_name: String,
+//!     #[transcode("string")]
+//!     last_name: String,
+//! }
+//!
+//! let user = User {
+//!     user_id: "user-123".into(),
+//!     created: 1_700_000_000_005,
+//!     first_name: "ann".into(),
+//!     last_name: "lee".into(),
+//! };
+//! let item = user.to_item()?;
+//! assert_eq!(item["hashKey"], entity_manager::AttributeValue::S("user!1".into()));
+//! assert_eq!(item["rangeKey"], entity_manager::AttributeValue::S("userId#user-123".into()));
+//! assert_eq!(item["nameRangeKey"], entity_manager::AttributeValue::S("lastName#lee|firstName#ann".into()));
+//! assert_eq!(User::from_item(&item)?, user);
+//!
+//! // typed key builders: a `begins_with` prefix from the leading component
+//! assert_eq!(User::name_range_key().last_name("le")?.as_str(), "lastName#le");
+//! # Ok::<(), entity_manager::Error>(())
+//! ```
 #![warn(missing_docs)]
+#![deny(rustdoc::broken_intra_doc_links)]
 
 #[doc(inline)]
 pub use entity_manager_core::*;
+
+/// Derives [`Table`](trait@Table) for a unit struct: the settings of one DynamoDB table and the
+/// entities stored in it.
+///
+/// | option | default | meaning |
+/// |---|---|---|
+/// | `entities(A, B, …)` | (none) | the `#[derive(Entity)]` types stored in the table |
+/// | `hash_key = "…"` | `"hashKey"` | the partition key attribute |
+/// | `range_key = "…"` | `"rangeKey"` | the sort key attribute |
+/// | `generated_key_delimiter = "…"` | `"|"` | between the parts of a generated property |
+/// | `generated_value_delimiter = "…"` | `"#"` | between a component's name and value |
+/// | `shard_key_delimiter = "…"` | `"!"` | between the entity token and the shard suffix |
+/// | `shard_space = product \| power` | `product` | `chars × 2^char_bits` shards (npm 6.14.0, the seed docs) or `(2^char_bits)^chars` (upstream v8) |
+/// | `throttle = n` | `10` | default number of shard queries in flight |
+/// | `crate = path` | `::entity_manager` | where this crate is, for re-exporting crates |
+///
+/// Checked at compile time: delimiters are non-empty punctuation and none contains another; the
+/// two key attributes differ; no entity stores an attribute under a key attribute's name; the
+/// entities have distinct tokens; one index name means one GSI (same keys and projection across
+/// entities); at most 20 GSIs.
+///
+/// ```
+/// use entity_manager::{Table, TableModel, ShardSpace};
+///
+/// #[derive(Table)]
+/// #[table(hash_key = "pk", range_key = "sk", generated_key_delimiter = "~", shard_space = power)]
+/// struct Orders;
+///
+/// let model: &TableModel = <Orders as Table>::model();
+/// assert_eq!((&*model.hash_key, &*model.delimiters.generated_key), ("pk", "~"));
+/// assert_eq!(model.shard_space, ShardSpace::Power);
+/// ```
+///
+/// A mistake is a compile error on the offending token:
+///
+/// ```compile_fail
+/// #[derive(entity_manager::Table)]
+/// #[table(generated_key_delimiter = "a")] // a word character
+/// struct Bad;
+/// ```
+pub use entity_manager_derive::Table;
+
+/// Derives [`Entity`](trait@Entity): an entity's model, its index tokens and typed key builders.
+///
+/// The struct must also implement serde's `Serialize` and `Deserialize` to be converted to and
+/// from items ([`EntityExt::to_item`], [`EntityExt::from_item`]). Stored attribute names follow
+/// serde's renaming (`rename_all = "camelCase"` turns `first_name_canonical` into
+/// `firstNameCanonical`), because names appear inside keys.
+///
+/// # Attributes
+///
+/// **`#[entity(…)]`** on the struct (required):
+///
+/// | option | meaning |
+/// |---|---|
+/// | `table = Type` | the `#[derive(Table)]` type the entity is stored in (required) |
+/// | `unique = field` | the field that identifies a record and never changes (required; transcoded) |
+/// | `timestamp = field` | the creation time in ms, an integer field that picks the shard (required; transcoded) |
+/// | `token = "user"` | the entity token prefixing hash keys (default: the struct name in lowerCamelCase) |
+/// | `default_limit = n`, `default_page_size = n` | query defaults (10 and 10) |
+/// | `index_enum = Name` | the name of the emitted index-token enum (default `<Struct>Index`) |
+/// | `crate = path` | where this crate is (default `::entity_manager`) |
+///
+/// **`#[transcode("name")]`** on a field makes it a transcoded property, which keys may contain.
+/// The defaults are `string` (`String`), `int` (integers up to 16 digits), `fix6` (`f64`),
+/// `timestamp` (`u64`, `i64`), `boolean` (`bool`) and `bigint20` (`i128`, `u128`); an `Option`
+/// of any of these is an optional property. A user transcode is named by its path:
+/// `#[transcode(my::Upper)]` for a type implementing [`transcode::Transcode`] for the field's
+/// type. A transcode that does not accept the field's type is a compile error on that type.
+///
+/// **`#[generated(name = ident, components = [field, …], sharded | atomic, rename = "…")]`** on
+/// the struct (repeatable) declares a generated property: a string attribute built from
+/// transcoded fields. `sharded` puts it on the hash side (`<hashKey>|c1#v1|…`, usable as an
+/// index hash key, always atomic); otherwise it is a range-side value (`c1#v1|c2#v2`), where a
+/// missing component leaves an empty value unless `atomic`.
+///
+/// **`#[shard_bumps(bump(timestamp = ms, char_bits = 1..=5, chars = 0..=40), …)]`** on the
+/// struct: the shard schedule. Records created from `timestamp` on get a suffix of `chars`
+/// characters in radix `2^char_bits`; `chars` must strictly increase. Without it the entity
+/// has one unsharded partition.
+///
+/// **`#[index(name = "gsiName", hash = sharded_generated, range = field_or_generated,
+/// project = [field, …] | keys_only)]`** on the struct (repeatable): a GSI the entity can be
+/// queried through. `hash` defaults to the table hash key and `range` to the table range key.
+///
+/// # What it emits
+///
+/// - `impl Entity for T` with a `const` model (data only: every behaviour lives in the core);
+/// - `enum <T>Index` with one variant per index, implementing [`IndexToken`];
+/// - per generated property, `T::<name>()` returning a typed builder `<T><Name><0>` whose methods
+///   take the components in key order, giving a `begins_with` prefix at every stage
+///   ([`as_str`](KeyBuilder::as_str)) and the full key at the last (`key()`).
+///
+/// # Compared with a hand-written impl
+///
+/// The derive is equivalent to implementing [`Entity`](trait@Entity) by hand with the same
+/// model (minus the compile-time checks, the index enum and the typed builders):
+///
+/// ```
+/// use std::borrow::Cow;
+/// use entity_manager::{Entity, EntityExt, EntityModel, NoIndex, Property, Table, transcode};
+/// use serde::{Deserialize, Serialize};
+///
+/// #[derive(Table)]
+/// #[table(entities(Email))]
+/// struct Emails;
+///
+/// #[derive(Serialize, Deserialize)]
+/// struct Email {
+///     email: String,
+///     created: u64,
+/// }
+///
+/// impl Entity for Email {
+///     type Table = Emails;
+///     type Index = NoIndex;
+///     const MODEL: EntityModel = EntityModel {
+///         token: Cow::Borrowed("email"),
+///         unique_property: Cow::Borrowed("email"),
+///         timestamp_property: Cow::Borrowed("created"),
+///         shard_bumps: Cow::Borrowed(&[entity_manager::ShardBump::UNSHARDED]),
+///         default_limit: 10,
+///         default_page_size: 10,
+///         properties: Cow::Borrowed(&[
+///             Property::new("email", transcode::STRING),
+///             Property::new("created", transcode::TIMESTAMP),
+///         ]),
+///         generated: Cow::Borrowed(&[]),
+///         indexes: Cow::Borrowed(&[]),
+///     };
+///     fn model() -> &'static EntityModel {
+///         static MODEL: EntityModel = Email::MODEL;
+///         &MODEL
+///     }
+/// }
+///
+/// let item = Email { email: "a@b.c".into(), created: 5 }.to_item()?;
+/// assert_eq!(item["hashKey"], entity_manager::AttributeValue::S("email!".into()));
+/// # Ok::<(), entity_manager::Error>(())
+/// ```
+///
+/// The derived equivalent:
+///
+/// ```
+/// # use entity_manager::{Entity, EntityExt, Table};
+/// # use serde::{Deserialize, Serialize};
+/// # #[derive(Table)]
+/// # #[table(entities(Email))]
+/// # struct Emails;
+/// #[derive(Entity, Serialize, Deserialize)]
+/// #[entity(table = Emails, unique = email, timestamp = created)]
+/// struct Email {
+///     #[transcode("string")]
+///     email: String,
+///     #[transcode("timestamp")]
+///     created: u64,
+/// }
+/// # let item = Email { email: "a@b.c".into(), created: 5 }.to_item()?;
+/// # assert_eq!(item["hashKey"], entity_manager::AttributeValue::S("email!".into()));
+/// # Ok::<(), entity_manager::Error>(())
+/// ```
+///
+/// Mistakes are compile errors on the offending token, all reported together:
+///
+/// ```compile_fail
+/// # use entity_manager::{Entity, Table};
+/// # #[derive(Table)]
+/// # #[table(entities(Email))]
+/// # struct Emails;
+/// #[derive(Entity, serde::Serialize, serde::Deserialize)]
+/// #[entity(table = Emails, unique = email, timestamp = created)]
+/// struct Email {
+///     #[transcode("string")]
+///     email: String,
+///     #[transcode("timestamp")]
+///     created: String, // not an integer type
+/// }
+/// ```
 pub use entity_manager_derive::Entity;

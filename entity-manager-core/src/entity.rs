@@ -1,0 +1,148 @@
+//! The traits `#[derive(Table)]` and `#[derive(Entity)]` implement, and what every entity gets
+//! from them.
+//!
+//! The derives emit data, not logic: a `const` model plus a thin impl. Everything else is a
+//! provided method of [`EntityExt`], which reads the model through [`EntitySchema`].
+
+use std::fmt;
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_dynamo::Item;
+
+use crate::error::{Error, Result};
+use crate::keys::PrimaryKey;
+use crate::model::{EntityModel, TableModel};
+use crate::schema::{EntitySchema, Schema};
+
+/// A DynamoDB table: its settings and the entities stored in it.
+///
+/// Implemented by `#[derive(Table)]` on a unit struct, or by hand:
+///
+/// ```
+/// use entity_manager_core::{EntityModel, Table, TableModel};
+///
+/// struct Users;
+///
+/// impl Table for Users {
+///     const MODEL: TableModel = TableModel::DEFAULT;
+///     fn model() -> &'static TableModel {
+///         static MODEL: TableModel = Users::MODEL;
+///         &MODEL
+///     }
+///     fn entities() -> Vec<&'static EntityModel> {
+///         Vec::new()
+///     }
+/// }
+///
+/// assert_eq!(Users::model().hash_key, "hashKey");
+/// assert!(Users::entities().is_empty());
+/// ```
+pub trait Table: 'static {
+    /// The table settings, as a constant (for compile-time checks).
+    const MODEL: TableModel;
+
+    /// The table settings.
+    fn model() -> &'static TableModel;
+
+    /// The models of the entities stored in this table.
+    fn entities() -> Vec<&'static EntityModel>;
+
+    /// The validated schema of the table and all its entities.
+    fn schema() -> Result<Schema> {
+        Ok(Schema::new(
+            Self::model().clone(),
+            Self::entities().into_iter().cloned().collect(),
+        )?)
+    }
+}
+
+/// The index tokens of one entity: an enum `#[derive(Entity)]` emits, so that an unknown index
+/// is a compile error.
+pub trait IndexToken: Copy + Eq + fmt::Debug + Send + Sync + 'static {
+    /// Every index of the entity.
+    const ALL: &'static [Self];
+
+    /// The index name (the GSI name).
+    fn name(self) -> &'static str;
+}
+
+/// An entity without indexes has this index token type, which has no values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NoIndex {}
+
+impl IndexToken for NoIndex {
+    const ALL: &'static [Self] = &[];
+
+    fn name(self) -> &'static str {
+        match self {}
+    }
+}
+
+/// A record type stored in a [`Table`].
+///
+/// Implemented by `#[derive(Entity)]`; see the derive's documentation for the attributes and
+/// for the equivalent hand-written impl.
+pub trait Entity: Sized + 'static {
+    /// The table the entity is stored in.
+    type Table: Table;
+
+    /// The entity's index tokens.
+    type Index: IndexToken;
+
+    /// The entity's model, as a constant (for compile-time checks).
+    const MODEL: EntityModel;
+
+    /// The entity's model.
+    fn model() -> &'static EntityModel;
+}
+
+/// What every [`Entity`] can do: conversion to and from DynamoDB items with keys, and keys.
+pub trait EntityExt: Entity {
+    /// The entity bound to its table settings, for every key operation.
+    fn schema() -> EntitySchema<'static> {
+        EntitySchema::new(<Self::Table as Table>::model(), Self::model())
+    }
+
+    /// The record as a DynamoDB item, with its hash key, range key and every generated property
+    /// the entity declares.
+    fn to_item(&self) -> Result<Item>
+    where
+        Self: Serialize,
+    {
+        let item: Item = serde_dynamo::to_item(self).map_err(|source| Error::Serde {
+            entity: Self::model().token.to_string(),
+            source,
+        })?;
+        Self::schema().refresh_keys(&item)
+    }
+
+    /// The record of a DynamoDB item; its keys and generated properties are dropped first.
+    fn from_item(item: &Item) -> Result<Self>
+    where
+        Self: DeserializeOwned,
+    {
+        serde_dynamo::from_item(Self::schema().remove_keys(item)).map_err(|source| Error::Serde {
+            entity: Self::model().token.to_string(),
+            source,
+        })
+    }
+
+    /// The record's primary key.
+    fn primary_key(&self) -> Result<PrimaryKey>
+    where
+        Self: Serialize,
+    {
+        let item: Item = serde_dynamo::to_item(self).map_err(|source| Error::Serde {
+            entity: Self::model().token.to_string(),
+            source,
+        })?;
+        let schema = Self::schema();
+        Ok(PrimaryKey {
+            hash_key: schema.hash_key(&item)?,
+            range_key: schema.range_key(&item)?,
+        })
+    }
+}
+
+impl<E: Entity> EntityExt for E {}

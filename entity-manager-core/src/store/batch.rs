@@ -1,0 +1,235 @@
+//! Batch writes and gets: chunking, and retrying what a store leaves unprocessed.
+//!
+//! The loop is generic over a [`BatchSender`] (send one chunk, pause), so the same code drives
+//! `DynamoStore`, [`MemoryStore`](super::MemoryStore) and test doubles that inject faults.
+
+use std::collections::VecDeque;
+use std::future::Future;
+use std::hash::{BuildHasher, RandomState};
+use std::time::Duration;
+
+use serde_dynamo::Item;
+
+use super::{BatchGetError, BatchWriteError, StoreError, StoreErrorKind, WriteRequest};
+
+/// The most requests `DynamoDB` accepts in one `BatchWriteItem` call.
+pub const MAX_BATCH_WRITE: usize = 25;
+/// The most keys `DynamoDB` accepts in one `BatchGetItem` call.
+pub const MAX_BATCH_GET: usize = 100;
+
+/// How batch calls retry unprocessed requests and retryable errors: exponential backoff with
+/// jitter, bounded.
+///
+/// Before the `n`-th retry of a chunk (`n` = 1, 2, …) the loop pauses for a random duration in
+/// `[d/2, d]`, where `d = min(base_delay × 2^(n-1), max_delay)`. A chunk is sent at most
+/// `max_attempts` times; what is still unprocessed then ends the batch with a typed error.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RetryPolicy {
+    /// The most times one chunk is sent (at least 1).
+    pub max_attempts: u32,
+    /// The backoff before the first retry.
+    pub base_delay: Duration,
+    /// The longest backoff.
+    pub max_delay: Duration,
+}
+
+impl Default for RetryPolicy {
+    /// 10 attempts, 50 ms doubling up to 5 s (about 20 s in the worst case).
+    fn default() -> Self {
+        Self {
+            max_attempts: 10,
+            base_delay: Duration::from_millis(50),
+            max_delay: Duration::from_secs(5),
+        }
+    }
+}
+
+impl RetryPolicy {
+    /// The upper bound `d` of the pause before retry number `retry` (1-based).
+    pub fn max_backoff(&self, retry: u32) -> Duration {
+        let factor = 1u32
+            .checked_shl(retry.saturating_sub(1))
+            .unwrap_or(u32::MAX);
+        self.base_delay
+            .checked_mul(factor)
+            .unwrap_or(self.max_delay)
+            .min(self.max_delay)
+    }
+
+    /// The pause before retry number `retry`, jittered in `[d/2, d]` by `entropy`.
+    pub fn backoff(&self, retry: u32, entropy: u64) -> Duration {
+        let d = self.max_backoff(retry);
+        let half = d / 2;
+        let span = u64::try_from(d.saturating_sub(half).as_nanos()).unwrap_or(u64::MAX);
+        half + Duration::from_nanos(if span == 0 { 0 } else { entropy % (span + 1) })
+    }
+
+    fn attempts(&self) -> u32 {
+        self.max_attempts.max(1)
+    }
+}
+
+fn entropy(retry: u32) -> u64 {
+    RandomState::new().hash_one(retry)
+}
+
+/// What one `BatchGetItem` call returned.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct GetBatch {
+    /// The items found.
+    pub items: Vec<Item>,
+    /// The keys the store did not process (to be sent again).
+    pub unprocessed: Vec<Item>,
+}
+
+/// Sends one chunk of a batch: what [`write_batches`] and [`get_batches`] drive.
+pub trait BatchSender: Send + Sync {
+    /// Sends one `BatchWriteItem` chunk (at most [`MAX_BATCH_WRITE`] requests); returns the
+    /// requests the store did not process.
+    fn send_write_batch(
+        &self,
+        batch: Vec<WriteRequest>,
+    ) -> impl Future<Output = Result<Vec<WriteRequest>, StoreError>> + Send;
+
+    /// Sends one `BatchGetItem` chunk (at most [`MAX_BATCH_GET`] keys).
+    fn send_get_batch(
+        &self,
+        keys: Vec<Item>,
+        projection: Option<&[String]>,
+    ) -> impl Future<Output = Result<GetBatch, StoreError>> + Send;
+
+    /// Waits before a retry.
+    fn pause(&self, delay: Duration) -> impl Future<Output = ()> + Send;
+}
+
+/// Writes every request in chunks of [`MAX_BATCH_WRITE`], one chunk after the other, retrying
+/// unprocessed requests and retryable errors under `policy`.
+///
+/// On the first chunk that cannot be completed it stops, and the error lists that chunk's
+/// remaining requests and every later request: exactly what was not written.
+pub async fn write_batches<B: BatchSender + ?Sized>(
+    sender: &B,
+    writes: Vec<WriteRequest>,
+    policy: &RetryPolicy,
+) -> Result<(), BatchWriteError> {
+    let total = writes.len();
+    let mut rest: VecDeque<WriteRequest> = writes.into();
+    while !rest.is_empty() {
+        let take = rest.len().min(MAX_BATCH_WRITE);
+        let mut pending: Vec<WriteRequest> = rest.drain(..take).collect();
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let failure = match sender.send_write_batch(pending.clone()).await {
+                Ok(unprocessed) if unprocessed.is_empty() => break,
+                Ok(unprocessed) => {
+                    pending = unprocessed;
+                    StoreError::new(
+                        StoreErrorKind::Incomplete,
+                        "BatchWriteItem",
+                        format!(
+                            "{} requests still unprocessed after {attempt} attempts",
+                            pending.len()
+                        ),
+                    )
+                }
+                Err(e) => e,
+            };
+            if !failure.is_retryable() || attempt >= policy.attempts() {
+                pending.extend(rest);
+                return Err(BatchWriteError::new(pending, total, failure));
+            }
+            sender
+                .pause(policy.backoff(attempt, entropy(attempt)))
+                .await;
+        }
+    }
+    Ok(())
+}
+
+/// Reads every key in chunks of [`MAX_BATCH_GET`], one chunk after the other, retrying
+/// unprocessed keys and retryable errors under `policy`.
+///
+/// On the first chunk that cannot be completed it stops; the error holds what was read and
+/// lists exactly the keys that were not.
+pub async fn get_batches<B: BatchSender + ?Sized>(
+    sender: &B,
+    keys: Vec<Item>,
+    projection: Option<&[String]>,
+    policy: &RetryPolicy,
+) -> Result<Vec<Item>, BatchGetError> {
+    let total = keys.len();
+    let mut items = Vec::new();
+    let mut rest: VecDeque<Item> = keys.into();
+    while !rest.is_empty() {
+        let take = rest.len().min(MAX_BATCH_GET);
+        let mut pending: Vec<Item> = rest.drain(..take).collect();
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let failure = match sender.send_get_batch(pending.clone(), projection).await {
+                Ok(batch) => {
+                    items.extend(batch.items);
+                    if batch.unprocessed.is_empty() {
+                        break;
+                    }
+                    pending = batch.unprocessed;
+                    StoreError::new(
+                        StoreErrorKind::Incomplete,
+                        "BatchGetItem",
+                        format!(
+                            "{} keys still unprocessed after {attempt} attempts",
+                            pending.len()
+                        ),
+                    )
+                }
+                Err(e) => e,
+            };
+            if !failure.is_retryable() || attempt >= policy.attempts() {
+                pending.extend(rest);
+                return Err(BatchGetError::new(items, pending, total, failure));
+            }
+            sender
+                .pause(policy.backoff(attempt, entropy(attempt)))
+                .await;
+        }
+    }
+    Ok(items)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_within_jitter_and_caps() {
+        let p = RetryPolicy {
+            max_attempts: 10,
+            base_delay: Duration::from_millis(100),
+            max_delay: Duration::from_secs(1),
+        };
+        assert_eq!(p.max_backoff(1), Duration::from_millis(100));
+        assert_eq!(p.max_backoff(2), Duration::from_millis(200));
+        assert_eq!(p.max_backoff(4), Duration::from_millis(800));
+        assert_eq!(p.max_backoff(5), Duration::from_secs(1));
+        assert_eq!(p.max_backoff(200), Duration::from_secs(1));
+        for retry in 1..20 {
+            for e in [0, 1, 12_345, u64::MAX] {
+                let d = p.backoff(retry, e);
+                assert!(d >= p.max_backoff(retry) / 2 && d <= p.max_backoff(retry));
+            }
+        }
+        assert_eq!(p.backoff(1, 0), Duration::from_millis(50));
+    }
+
+    #[test]
+    fn zero_delays_do_not_divide_by_zero() {
+        let p = RetryPolicy {
+            max_attempts: 0,
+            base_delay: Duration::ZERO,
+            max_delay: Duration::ZERO,
+        };
+        assert_eq!(p.backoff(3, u64::MAX), Duration::ZERO);
+        assert_eq!(p.attempts(), 1);
+    }
+}

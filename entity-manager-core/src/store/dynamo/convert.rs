@@ -1,0 +1,122 @@
+//! Items between `serde_dynamo` and `aws-sdk-dynamodb`, through `serde_dynamo`'s
+//! `aws-sdk-dynamodb+1` conversions, and SDK errors as [`StoreError`]s.
+
+use std::collections::HashMap;
+use std::error::Error as StdError;
+use std::fmt::Debug;
+
+use aws_sdk_dynamodb::error::{BuildError, DisplayErrorContext, ProvideErrorMetadata, SdkError};
+use aws_sdk_dynamodb::types::AttributeValue as AwsValue;
+use serde_dynamo::{AttributeValue, Item};
+
+use crate::store::{StoreError, StoreErrorKind};
+
+/// An SDK attribute map.
+pub(super) type AwsItem = HashMap<String, AwsValue>;
+
+/// An item as the SDK sends it.
+pub(super) fn to_aws(item: Item) -> AwsItem {
+    item.into()
+}
+
+/// A value as the SDK sends it.
+pub(super) fn value_to_aws(value: AttributeValue) -> AwsValue {
+    value.into()
+}
+
+/// Whether every value is of a type `serde_dynamo` knows (an SDK newer than this crate may
+/// return a type it does not, and `serde_dynamo`'s conversion panics on those).
+fn known(value: &AwsValue) -> bool {
+    match value {
+        AwsValue::M(m) => m.values().all(known),
+        AwsValue::L(l) => l.iter().all(known),
+        AwsValue::B(_)
+        | AwsValue::Bool(_)
+        | AwsValue::Bs(_)
+        | AwsValue::N(_)
+        | AwsValue::Ns(_)
+        | AwsValue::Null(_)
+        | AwsValue::S(_)
+        | AwsValue::Ss(_) => true,
+        _ => false,
+    }
+}
+
+/// An item the SDK returned.
+pub(super) fn from_aws(item: AwsItem, operation: &'static str) -> Result<Item, StoreError> {
+    if let Some((name, _)) = item.iter().find(|(_, v)| !known(v)) {
+        return Err(StoreError::new(
+            StoreErrorKind::Conversion,
+            operation,
+            format!(
+                "attribute `{name}` has a type this version of entity-manager does not know; upgrade it"
+            ),
+        ));
+    }
+    Ok(item.into())
+}
+
+/// Items the SDK returned.
+pub(super) fn from_aws_all(
+    items: Vec<AwsItem>,
+    operation: &'static str,
+) -> Result<Vec<Item>, StoreError> {
+    items.into_iter().map(|i| from_aws(i, operation)).collect()
+}
+
+/// A request the SDK could not build (a required field missing).
+pub(super) fn build_error(operation: &'static str, e: BuildError) -> StoreError {
+    StoreError::new(
+        StoreErrorKind::Validation,
+        operation,
+        format!("invalid request: {e}"),
+    )
+    .with_source(e)
+}
+
+/// The kind of a `DynamoDB` error code.
+fn kind_of(code: &str) -> Option<StoreErrorKind> {
+    Some(match code {
+        "ConditionalCheckFailedException" => StoreErrorKind::ConditionalCheckFailed,
+        "TransactionCanceledException" => StoreErrorKind::TransactionCanceled,
+        "ProvisionedThroughputExceededException"
+        | "ThrottlingException"
+        | "RequestLimitExceeded"
+        | "LimitExceededException" => StoreErrorKind::Throttled,
+        "ValidationException" | "SerializationException" => StoreErrorKind::Validation,
+        "ResourceNotFoundException" => StoreErrorKind::ResourceNotFound,
+        "ResourceInUseException" => StoreErrorKind::ResourceInUse,
+        "TransactionConflictException"
+        | "TransactionInProgressException"
+        | "InternalServerError"
+        | "InternalFailure"
+        | "ServiceUnavailable" => StoreErrorKind::Transient,
+        _ => return None,
+    })
+}
+
+/// An SDK error as a [`StoreError`].
+pub(super) fn sdk_error<E, R>(operation: &'static str, err: SdkError<E, R>) -> StoreError
+where
+    E: ProvideErrorMetadata + StdError + Send + Sync + 'static,
+    R: Debug + Send + Sync + 'static,
+{
+    let code = err.code().map(str::to_owned);
+    let kind = code.as_deref().and_then(kind_of).unwrap_or(match &err {
+        SdkError::TimeoutError(_) | SdkError::DispatchFailure(_) | SdkError::ResponseError(_) => {
+            StoreErrorKind::Transient
+        }
+        _ => StoreErrorKind::Other,
+    });
+    let message = match (err.message(), &code) {
+        (Some(m), Some(c)) => format!("{c}: {m}"),
+        (Some(m), None) => m.to_owned(),
+        _ => DisplayErrorContext(&err).to_string(),
+    };
+    let e = StoreError::new(kind, operation, message);
+    let e = match code {
+        Some(c) => e.with_code(c),
+        None => e,
+    };
+    e.with_source(err)
+}

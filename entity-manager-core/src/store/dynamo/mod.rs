@@ -1,0 +1,605 @@
+//! [`DynamoStore`]: the store over `aws-sdk-dynamodb` (feature `dynamodb`).
+
+mod convert;
+mod expr;
+
+use std::future::Future;
+use std::time::{Duration, Instant};
+
+use aws_sdk_dynamodb::Client;
+use aws_sdk_dynamodb::config::AsyncSleep;
+use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
+use aws_sdk_dynamodb::types::{
+    self as aws, AttributeDefinition, BillingMode, ConditionCheck, Delete, DeleteRequest,
+    GlobalSecondaryIndex, IndexStatus, KeySchemaElement, KeysAndAttributes, ProjectionType,
+    ProvisionedThroughput, Put, PutRequest, ScalarAttributeType, TableStatus, TransactWriteItem,
+};
+use serde_dynamo::Item;
+
+use self::convert::{build_error, from_aws, from_aws_all, sdk_error, to_aws};
+use self::expr::Expr;
+use super::batch::{BatchSender, GetBatch, RetryPolicy, get_batches, write_batches};
+use super::memory::check_transaction_shape;
+use super::{
+    BatchGetError, BatchWriteError, Billing, CancellationReason, Expect, KeyType, Page, QueryPage,
+    Store, StoreError, StoreErrorKind, TableDefinition, TransactWrite, WriteRequest,
+};
+
+/// A `DynamoDB` table, through a client you configure.
+///
+/// The client is yours: build it with `aws-config` (credentials, region, retries) or, for
+/// `DynamoDB` Local and other endpoints, with an explicit `endpoint_url`, region and
+/// credentials. The store adds what the entity manager needs on top: conditional writes, batch
+/// calls chunked and retried under a [`RetryPolicy`], transactions, one-page queries, and table
+/// creation from a [`TableDefinition`].
+///
+/// ```no_run
+/// use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
+/// use entity_manager_core::store::{DynamoStore, KeyType, TableDefinition};
+///
+/// # async fn run() -> Result<(), entity_manager_core::store::StoreError> {
+/// let config = aws_sdk_dynamodb::Config::builder()
+///     .behavior_version(BehaviorVersion::latest())
+///     .endpoint_url("http://127.0.0.1:8000")
+///     .region(Region::new("us-east-1"))
+///     .credentials_provider(Credentials::new("local", "local", None, None, "static"))
+///     .build();
+/// let table = TableDefinition::new(("hashKey", KeyType::S), ("rangeKey", KeyType::S));
+/// let store = DynamoStore::new(aws_sdk_dynamodb::Client::from_conf(config), "Users", table);
+/// store.create_table().await?;
+/// # Ok(()) }
+/// ```
+#[derive(Clone, Debug)]
+pub struct DynamoStore {
+    client: Client,
+    table_name: String,
+    definition: TableDefinition,
+    retry: RetryPolicy,
+    consistent_read: bool,
+    table_wait: Duration,
+}
+
+impl DynamoStore {
+    /// The table `table_name`, laid out as `definition`, through `client`.
+    pub fn new(client: Client, table_name: impl Into<String>, definition: TableDefinition) -> Self {
+        Self {
+            client,
+            table_name: table_name.into(),
+            definition,
+            retry: RetryPolicy::default(),
+            consistent_read: false,
+            table_wait: Duration::from_mins(10),
+        }
+    }
+
+    /// Sets how batch calls retry unprocessed requests.
+    #[must_use]
+    pub fn with_retry_policy(mut self, policy: RetryPolicy) -> Self {
+        self.retry = policy;
+        self
+    }
+
+    /// Makes gets, batch gets and table queries strongly consistent (GSI queries cannot be).
+    /// Off by default, as in `DynamoDB`.
+    #[must_use]
+    pub fn with_consistent_reads(mut self, consistent: bool) -> Self {
+        self.consistent_read = consistent;
+        self
+    }
+
+    /// Sets how long [`create_table`](Self::create_table) waits for the table and its indexes
+    /// to become `ACTIVE` (10 minutes by default).
+    #[must_use]
+    pub fn with_table_wait(mut self, wait: Duration) -> Self {
+        self.table_wait = wait;
+        self
+    }
+
+    /// The client.
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    /// The table name.
+    pub fn table_name(&self) -> &str {
+        &self.table_name
+    }
+
+    /// The retry policy of batch calls.
+    pub fn retry_policy(&self) -> &RetryPolicy {
+        &self.retry
+    }
+
+    /// Creates the table from its definition (attribute definitions, key schema, every GSI with
+    /// its projection, the billing mode) and waits until the table and every index are
+    /// `ACTIVE`. Fails with [`StoreError::is_resource_in_use`] if the table exists.
+    pub async fn create_table(&self) -> Result<(), StoreError> {
+        const OP: &str = "CreateTable";
+        let def = &self.definition;
+        let attributes = def
+            .attribute_definitions()
+            .map_err(|e| StoreError::validation(OP, e.to_string()).with_source(e))?
+            .into_iter()
+            .map(|a| {
+                AttributeDefinition::builder()
+                    .attribute_name(a.name)
+                    .attribute_type(scalar_type(a.key_type))
+                    .build()
+                    .map_err(|e| build_error(OP, e))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let throughput = match def.billing {
+            Billing::PayPerRequest => None,
+            Billing::Provisioned { read, write } => Some(
+                ProvisionedThroughput::builder()
+                    .read_capacity_units(read)
+                    .write_capacity_units(write)
+                    .build()
+                    .map_err(|e| build_error(OP, e))?,
+            ),
+        };
+        let mut gsis = Vec::with_capacity(def.indexes.len());
+        for index in &def.indexes {
+            let projection = aws::Projection::builder()
+                .projection_type(ProjectionType::from(def.projection_type(index)))
+                .set_non_key_attributes(def.non_key_attributes(index))
+                .build();
+            gsis.push(
+                GlobalSecondaryIndex::builder()
+                    .index_name(&index.name)
+                    .set_key_schema(Some(key_schema(
+                        &index.hash_key.name,
+                        &index.range_key.name,
+                    )?))
+                    .projection(projection)
+                    .set_provisioned_throughput(throughput.clone())
+                    .build()
+                    .map_err(|e| build_error(OP, e))?,
+            );
+        }
+        self.client
+            .create_table()
+            .table_name(&self.table_name)
+            .set_attribute_definitions(Some(attributes))
+            .set_key_schema(Some(key_schema(&def.hash_key.name, &def.range_key.name)?))
+            .set_global_secondary_indexes((!gsis.is_empty()).then_some(gsis))
+            .billing_mode(match def.billing {
+                Billing::PayPerRequest => BillingMode::PayPerRequest,
+                Billing::Provisioned { .. } => BillingMode::Provisioned,
+            })
+            .set_provisioned_throughput(throughput)
+            .send()
+            .await
+            .map_err(|e| sdk_error(OP, e))?;
+        self.wait_until_active().await
+    }
+
+    /// Waits until the table and every GSI are `ACTIVE`.
+    pub async fn wait_until_active(&self) -> Result<(), StoreError> {
+        const OP: &str = "DescribeTable";
+        let started = Instant::now();
+        let mut delay = Duration::from_millis(20);
+        loop {
+            let out = self
+                .client
+                .describe_table()
+                .table_name(&self.table_name)
+                .send()
+                .await
+                .map_err(|e| sdk_error(OP, e))?;
+            if let Some(table) = out.table()
+                && table.table_status() == Some(&TableStatus::Active)
+                && table
+                    .global_secondary_indexes()
+                    .iter()
+                    .all(|g| g.index_status() == Some(&IndexStatus::Active))
+            {
+                return Ok(());
+            }
+            if started.elapsed() >= self.table_wait {
+                return Err(StoreError::new(
+                    StoreErrorKind::Transient,
+                    OP,
+                    format!(
+                        "table `{}` or one of its indexes is not ACTIVE after {:?}",
+                        self.table_name, self.table_wait
+                    ),
+                ));
+            }
+            self.sleep(delay).await;
+            delay = (delay * 2).min(Duration::from_secs(5));
+        }
+    }
+
+    /// Deletes the table (and every item in it).
+    pub async fn delete_table(&self) -> Result<(), StoreError> {
+        self.client
+            .delete_table()
+            .table_name(&self.table_name)
+            .send()
+            .await
+            .map_err(|e| sdk_error("DeleteTable", e))?;
+        Ok(())
+    }
+
+    async fn sleep(&self, delay: Duration) {
+        // The SDK's own sleep (tokio's by default); without one the SDK cannot retry either,
+        // and retries here go on without pausing.
+        if let Some(sleep) = self.client.config().sleep_impl() {
+            sleep.sleep(delay).await;
+        }
+    }
+
+    /// `attribute_not_exists(#hk)` / `attribute_exists(#hk)` for an expectation.
+    fn condition(&self, expect: Expect, expr: &mut Expr) -> Option<String> {
+        let name = &self.definition.hash_key.name;
+        match expect {
+            Expect::Any => None,
+            Expect::Absent => Some(format!("attribute_not_exists({})", expr.name(name))),
+            Expect::Present => Some(format!("attribute_exists({})", expr.name(name))),
+        }
+    }
+
+    fn projection_parts(projection: Option<&[String]>) -> (Option<String>, Expr) {
+        let mut expr = Expr::default();
+        let p = projection.map(|p| expr.projection(p));
+        (p, expr)
+    }
+
+    async fn put(&self, item: Item, expect: Expect) -> Result<(), StoreError> {
+        let mut expr = Expr::default();
+        let condition = self.condition(expect, &mut expr);
+        self.client
+            .put_item()
+            .table_name(&self.table_name)
+            .set_item(Some(to_aws(item)))
+            .set_condition_expression(condition)
+            .set_expression_attribute_names(expr.names())
+            .send()
+            .await
+            .map_err(|e| sdk_error("PutItem", e))?;
+        Ok(())
+    }
+
+    async fn get(
+        &self,
+        key: &Item,
+        projection: Option<&[String]>,
+    ) -> Result<Option<Item>, StoreError> {
+        let (projection, expr) = Self::projection_parts(projection);
+        let out = self
+            .client
+            .get_item()
+            .table_name(&self.table_name)
+            .set_key(Some(to_aws(key.clone())))
+            .consistent_read(self.consistent_read)
+            .set_projection_expression(projection)
+            .set_expression_attribute_names(expr.names())
+            .send()
+            .await
+            .map_err(|e| sdk_error("GetItem", e))?;
+        out.item.map(|i| from_aws(i, "GetItem")).transpose()
+    }
+
+    async fn delete(&self, key: &Item, expect: Expect) -> Result<(), StoreError> {
+        let mut expr = Expr::default();
+        let condition = self.condition(expect, &mut expr);
+        self.client
+            .delete_item()
+            .table_name(&self.table_name)
+            .set_key(Some(to_aws(key.clone())))
+            .set_condition_expression(condition)
+            .set_expression_attribute_names(expr.names())
+            .send()
+            .await
+            .map_err(|e| sdk_error("DeleteItem", e))?;
+        Ok(())
+    }
+
+    async fn transact(&self, writes: Vec<TransactWrite>) -> Result<(), StoreError> {
+        const OP: &str = "TransactWriteItems";
+        check_transaction_shape(&writes)?;
+        let mut items = Vec::with_capacity(writes.len());
+        for write in writes {
+            let mut expr = Expr::default();
+            let item = match write {
+                TransactWrite::Put { item, expect } => {
+                    let condition = self.condition(expect, &mut expr);
+                    TransactWriteItem::builder().put(
+                        Put::builder()
+                            .table_name(&self.table_name)
+                            .set_item(Some(to_aws(item)))
+                            .set_condition_expression(condition)
+                            .set_expression_attribute_names(expr.names())
+                            .build()
+                            .map_err(|e| build_error(OP, e))?,
+                    )
+                }
+                TransactWrite::Delete { key, expect } => {
+                    let condition = self.condition(expect, &mut expr);
+                    TransactWriteItem::builder().delete(
+                        Delete::builder()
+                            .table_name(&self.table_name)
+                            .set_key(Some(to_aws(key)))
+                            .set_condition_expression(condition)
+                            .set_expression_attribute_names(expr.names())
+                            .build()
+                            .map_err(|e| build_error(OP, e))?,
+                    )
+                }
+                TransactWrite::Check { key, expect } => {
+                    let condition = self.condition(expect, &mut expr);
+                    TransactWriteItem::builder().condition_check(
+                        ConditionCheck::builder()
+                            .table_name(&self.table_name)
+                            .set_key(Some(to_aws(key)))
+                            .set_condition_expression(condition)
+                            .set_expression_attribute_names(expr.names())
+                            .build()
+                            .map_err(|e| build_error(OP, e))?,
+                    )
+                }
+            };
+            items.push(item.build());
+        }
+        let result = self
+            .client
+            .transact_write_items()
+            .set_transact_items(Some(items))
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(()),
+            Err(err) => {
+                if let Some(TransactWriteItemsError::TransactionCanceledException(e)) =
+                    err.as_service_error()
+                {
+                    let reasons = e
+                        .cancellation_reasons()
+                        .iter()
+                        .map(|r| CancellationReason {
+                            code: r.code().filter(|c| *c != "None").map(str::to_owned),
+                            message: r.message().map(str::to_owned),
+                        })
+                        .collect();
+                    return Err(StoreError::transaction_canceled(OP, reasons)
+                        .with_code("TransactionCanceledException")
+                        .with_source(err));
+                }
+                Err(sdk_error(OP, err))
+            }
+        }
+    }
+
+    async fn query(&self, request: &QueryPage) -> Result<Page, StoreError> {
+        const OP: &str = "Query";
+        let (hash, range) = match &request.index {
+            None => (
+                &self.definition.hash_key.name,
+                &self.definition.range_key.name,
+            ),
+            Some(name) => match self.definition.index(name) {
+                Some(g) => (&g.hash_key.name, &g.range_key.name),
+                // Let DynamoDB report the unknown index (the table may have more indexes than
+                // this definition lists); key names are then guessed as the table's.
+                None => (
+                    &self.definition.hash_key.name,
+                    &self.definition.range_key.name,
+                ),
+            },
+        };
+        let mut expr = Expr::default();
+        let key_condition =
+            expr.key_condition(hash, &request.hash_key, range, request.range.as_ref());
+        let filter = request
+            .filter
+            .as_ref()
+            .map(|f| expr.filter(f))
+            .transpose()?;
+        let projection = request.projection.as_deref().map(|p| expr.projection(p));
+        let limit = request
+            .limit
+            .map(|l| {
+                i32::try_from(l).map_err(|_| {
+                    StoreError::validation(
+                        OP,
+                        format!(
+                            "limit {l} is above the largest DynamoDB accepts ({})",
+                            i32::MAX
+                        ),
+                    )
+                })
+            })
+            .transpose()?;
+        let out = self
+            .client
+            .query()
+            .table_name(&self.table_name)
+            .set_index_name(request.index.clone())
+            .key_condition_expression(key_condition)
+            .set_filter_expression(filter)
+            .set_projection_expression(projection)
+            .set_expression_attribute_names(expr.names())
+            .set_expression_attribute_values(expr.values())
+            .set_limit(limit)
+            .set_exclusive_start_key(request.exclusive_start_key.clone().map(to_aws))
+            .scan_index_forward(!request.descending)
+            .set_consistent_read((self.consistent_read && request.index.is_none()).then_some(true))
+            .send()
+            .await
+            .map_err(|e| sdk_error(OP, e))?;
+        Ok(Page {
+            items: from_aws_all(out.items.unwrap_or_default(), OP)?,
+            last_evaluated_key: out
+                .last_evaluated_key
+                .map(|k| from_aws(k, OP))
+                .transpose()?,
+        })
+    }
+}
+
+fn scalar_type(key_type: KeyType) -> ScalarAttributeType {
+    match key_type {
+        KeyType::S => ScalarAttributeType::S,
+        KeyType::N => ScalarAttributeType::N,
+        KeyType::B => ScalarAttributeType::B,
+    }
+}
+
+fn key_schema(hash: &str, range: &str) -> Result<Vec<KeySchemaElement>, StoreError> {
+    [(hash, aws::KeyType::Hash), (range, aws::KeyType::Range)]
+        .into_iter()
+        .map(|(name, key_type)| {
+            KeySchemaElement::builder()
+                .attribute_name(name)
+                .key_type(key_type)
+                .build()
+                .map_err(|e| build_error("CreateTable", e))
+        })
+        .collect()
+}
+
+impl BatchSender for DynamoStore {
+    async fn send_write_batch(
+        &self,
+        batch: Vec<WriteRequest>,
+    ) -> Result<Vec<WriteRequest>, StoreError> {
+        {
+            const OP: &str = "BatchWriteItem";
+            let requests = batch
+                .into_iter()
+                .map(|w| match w {
+                    WriteRequest::Put(item) => PutRequest::builder()
+                        .set_item(Some(to_aws(item)))
+                        .build()
+                        .map(|p| aws::WriteRequest::builder().put_request(p).build()),
+                    WriteRequest::Delete(key) => DeleteRequest::builder()
+                        .set_key(Some(to_aws(key)))
+                        .build()
+                        .map(|d| aws::WriteRequest::builder().delete_request(d).build()),
+                })
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| build_error(OP, e))?;
+            let out = self
+                .client
+                .batch_write_item()
+                .request_items(&self.table_name, requests)
+                .send()
+                .await
+                .map_err(|e| sdk_error(OP, e))?;
+            let unprocessed = out
+                .unprocessed_items
+                .and_then(|mut m| m.remove(&self.table_name))
+                .unwrap_or_default();
+            unprocessed
+                .into_iter()
+                .filter_map(|w| match (w.put_request, w.delete_request) {
+                    (Some(p), _) => Some(from_aws(p.item, OP).map(WriteRequest::Put)),
+                    (None, Some(d)) => Some(from_aws(d.key, OP).map(WriteRequest::Delete)),
+                    (None, None) => None,
+                })
+                .collect()
+        }
+    }
+
+    async fn send_get_batch(
+        &self,
+        keys: Vec<Item>,
+        projection: Option<&[String]>,
+    ) -> Result<GetBatch, StoreError> {
+        {
+            const OP: &str = "BatchGetItem";
+            let (projection, expr) = Self::projection_parts(projection);
+            let request = KeysAndAttributes::builder()
+                .set_keys(Some(keys.into_iter().map(to_aws).collect()))
+                .set_projection_expression(projection)
+                .set_expression_attribute_names(expr.names())
+                .set_consistent_read(self.consistent_read.then_some(true))
+                .build()
+                .map_err(|e| build_error(OP, e))?;
+            let out = self
+                .client
+                .batch_get_item()
+                .request_items(&self.table_name, request)
+                .send()
+                .await
+                .map_err(|e| sdk_error(OP, e))?;
+            let items = out
+                .responses
+                .and_then(|mut m| m.remove(&self.table_name))
+                .unwrap_or_default();
+            let unprocessed = out
+                .unprocessed_keys
+                .and_then(|mut m| m.remove(&self.table_name))
+                .map(|k| k.keys)
+                .unwrap_or_default();
+            Ok(GetBatch {
+                items: from_aws_all(items, OP)?,
+                unprocessed: from_aws_all(unprocessed, OP)?,
+            })
+        }
+    }
+
+    fn pause(&self, delay: Duration) -> impl Future<Output = ()> + Send {
+        self.sleep(delay)
+    }
+}
+
+impl Store for DynamoStore {
+    fn definition(&self) -> &TableDefinition {
+        &self.definition
+    }
+
+    fn put_item(
+        &self,
+        item: Item,
+        expect: Expect,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send {
+        self.put(item, expect)
+    }
+
+    fn get_item(
+        &self,
+        key: &Item,
+        projection: Option<&[String]>,
+    ) -> impl Future<Output = Result<Option<Item>, StoreError>> + Send {
+        self.get(key, projection)
+    }
+
+    fn delete_item(
+        &self,
+        key: &Item,
+        expect: Expect,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send {
+        self.delete(key, expect)
+    }
+
+    fn batch_write(
+        &self,
+        writes: Vec<WriteRequest>,
+    ) -> impl Future<Output = Result<(), BatchWriteError>> + Send {
+        write_batches(self, writes, &self.retry)
+    }
+
+    fn batch_get(
+        &self,
+        keys: Vec<Item>,
+        projection: Option<&[String]>,
+    ) -> impl Future<Output = Result<Vec<Item>, BatchGetError>> + Send {
+        get_batches(self, keys, projection, &self.retry)
+    }
+
+    fn transact_write(
+        &self,
+        writes: Vec<TransactWrite>,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send {
+        self.transact(writes)
+    }
+
+    fn query_page(
+        &self,
+        request: &QueryPage,
+    ) -> impl Future<Output = Result<Page, StoreError>> + Send {
+        self.query(request)
+    }
+}

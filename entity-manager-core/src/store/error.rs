@@ -1,0 +1,329 @@
+//! The errors of every store: one opaque [`StoreError`] with predicates, and the typed batch
+//! errors that list exactly what was not carried out.
+
+use std::error::Error as StdError;
+use std::fmt;
+
+use serde_dynamo::Item;
+
+use super::WriteRequest;
+
+/// What kind of failure a [`StoreError`] is.
+///
+/// Prefer the predicates of [`StoreError`]; this enum exists so that store implementations
+/// (and test doubles) outside this crate can build errors with [`StoreError::new`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum StoreErrorKind {
+    /// A write's condition ([`Expect`](super::Expect)) did not hold.
+    ConditionalCheckFailed,
+    /// A transaction was canceled; see [`StoreError::cancellation_reasons`].
+    TransactionCanceled,
+    /// The store refused the request for now (throughput exceeded, request limit, throttling).
+    Throttled,
+    /// The request is invalid for this table (wrong key, wrong type, bad expression, …).
+    Validation,
+    /// The table (or index) does not exist.
+    ResourceNotFound,
+    /// The table already exists, or is being created or deleted.
+    ResourceInUse,
+    /// A transient failure (timeout, connection, server error, transaction conflict): retrying
+    /// may succeed.
+    Transient,
+    /// A batch left requests unprocessed after every attempt the retry policy allows.
+    Incomplete,
+    /// An item could not be converted between the store's format and [`Item`].
+    Conversion,
+    /// Anything else.
+    Other,
+}
+
+/// Why one operation of a canceled transaction failed, in the order of the operations.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CancellationReason {
+    /// The failure code (e.g. `ConditionalCheckFailed`), or `None` when this operation did not
+    /// fail.
+    pub code: Option<String>,
+    /// The store's message, if any.
+    pub message: Option<String>,
+}
+
+impl CancellationReason {
+    /// The reason of an operation that did not fail.
+    pub const NONE: Self = Self {
+        code: None,
+        message: None,
+    };
+
+    /// A failed condition.
+    pub fn conditional_check_failed() -> Self {
+        Self {
+            code: Some("ConditionalCheckFailed".to_owned()),
+            message: Some("The conditional request failed".to_owned()),
+        }
+    }
+
+    /// Whether this operation's condition failed.
+    pub fn is_conditional_check_failed(&self) -> bool {
+        self.code.as_deref() == Some("ConditionalCheckFailed")
+    }
+}
+
+/// An error from a store: opaque, with predicates for the cases callers handle.
+///
+/// ```
+/// use entity_manager_core::store::{StoreError, StoreErrorKind};
+///
+/// let e = StoreError::new(StoreErrorKind::Throttled, "PutItem", "rate exceeded");
+/// assert!(e.is_throttled() && e.is_retryable());
+/// assert_eq!(e.to_string(), "PutItem failed: rate exceeded (throttled; retry later, or raise the table's capacity)");
+/// ```
+pub struct StoreError(Box<Inner>);
+
+struct Inner {
+    kind: StoreErrorKind,
+    operation: &'static str,
+    message: String,
+    code: Option<String>,
+    reasons: Vec<CancellationReason>,
+    source: Option<Box<dyn StdError + Send + Sync + 'static>>,
+}
+
+impl StoreError {
+    /// An error of `kind` from `operation` (e.g. `"PutItem"`), with a message saying what is
+    /// wrong.
+    pub fn new(kind: StoreErrorKind, operation: &'static str, message: impl Into<String>) -> Self {
+        Self(Box::new(Inner {
+            kind,
+            operation,
+            message: message.into(),
+            code: None,
+            reasons: Vec::new(),
+            source: None,
+        }))
+    }
+
+    /// A validation error.
+    pub fn validation(operation: &'static str, message: impl Into<String>) -> Self {
+        Self::new(StoreErrorKind::Validation, operation, message)
+    }
+
+    /// Attaches the store's error code (e.g. `ValidationException`).
+    #[must_use]
+    pub fn with_code(mut self, code: impl Into<String>) -> Self {
+        self.0.code = Some(code.into());
+        self
+    }
+
+    /// Attaches the underlying error.
+    #[must_use]
+    pub fn with_source(mut self, source: impl StdError + Send + Sync + 'static) -> Self {
+        self.0.source = Some(Box::new(source));
+        self
+    }
+
+    /// A canceled transaction, with one reason per operation.
+    pub fn transaction_canceled(operation: &'static str, reasons: Vec<CancellationReason>) -> Self {
+        let failed: Vec<String> = reasons
+            .iter()
+            .enumerate()
+            .filter_map(|(i, r)| r.code.as_ref().map(|c| format!("operation {i}: {c}")))
+            .collect();
+        let mut e = Self::new(
+            StoreErrorKind::TransactionCanceled,
+            operation,
+            format!("transaction canceled ({})", failed.join(", ")),
+        );
+        e.0.reasons = reasons;
+        e
+    }
+
+    /// The kind of failure.
+    pub fn kind(&self) -> StoreErrorKind {
+        self.0.kind
+    }
+
+    /// The operation that failed (`PutItem`, `Query`, …).
+    pub fn operation(&self) -> &'static str {
+        self.0.operation
+    }
+
+    /// The message, without the operation.
+    pub fn message(&self) -> &str {
+        &self.0.message
+    }
+
+    /// The store's own error code, if it gave one (e.g. `ValidationException`).
+    pub fn code(&self) -> Option<&str> {
+        self.0.code.as_deref()
+    }
+
+    /// A write's condition did not hold, alone or inside a canceled transaction.
+    pub fn is_conditional_check_failed(&self) -> bool {
+        self.0.kind == StoreErrorKind::ConditionalCheckFailed
+            || (self.0.kind == StoreErrorKind::TransactionCanceled
+                && self
+                    .0
+                    .reasons
+                    .iter()
+                    .any(CancellationReason::is_conditional_check_failed))
+    }
+
+    /// A transaction was canceled; see [`cancellation_reasons`](Self::cancellation_reasons).
+    pub fn is_transaction_canceled(&self) -> bool {
+        self.0.kind == StoreErrorKind::TransactionCanceled
+    }
+
+    /// The reasons of a canceled transaction, one per operation; empty otherwise.
+    pub fn cancellation_reasons(&self) -> &[CancellationReason] {
+        &self.0.reasons
+    }
+
+    /// The store throttled the request.
+    pub fn is_throttled(&self) -> bool {
+        self.0.kind == StoreErrorKind::Throttled
+    }
+
+    /// The request is invalid.
+    pub fn is_validation(&self) -> bool {
+        self.0.kind == StoreErrorKind::Validation
+    }
+
+    /// The table or index does not exist.
+    pub fn is_resource_not_found(&self) -> bool {
+        self.0.kind == StoreErrorKind::ResourceNotFound
+    }
+
+    /// The table already exists or is changing state.
+    pub fn is_resource_in_use(&self) -> bool {
+        self.0.kind == StoreErrorKind::ResourceInUse
+    }
+
+    /// A batch left requests unprocessed after every allowed attempt.
+    pub fn is_incomplete(&self) -> bool {
+        self.0.kind == StoreErrorKind::Incomplete
+    }
+
+    /// Retrying the same request later may succeed (throttled, transient, incomplete).
+    pub fn is_retryable(&self) -> bool {
+        matches!(
+            self.0.kind,
+            StoreErrorKind::Throttled | StoreErrorKind::Transient | StoreErrorKind::Incomplete
+        )
+    }
+
+    fn hint(&self) -> &'static str {
+        match self.0.kind {
+            StoreErrorKind::Throttled => " (throttled; retry later, or raise the table's capacity)",
+            StoreErrorKind::Transient => " (transient; retrying may succeed)",
+            StoreErrorKind::ResourceNotFound => {
+                " (create the table first, e.g. with `DynamoStore::create_table`)"
+            }
+            StoreErrorKind::Incomplete => {
+                " (the store kept the requests unprocessed; retry them later)"
+            }
+            _ => "",
+        }
+    }
+}
+
+impl fmt::Debug for StoreError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut d = f.debug_struct("StoreError");
+        d.field("kind", &self.0.kind)
+            .field("operation", &self.0.operation)
+            .field("message", &self.0.message);
+        if let Some(code) = &self.0.code {
+            d.field("code", code);
+        }
+        if !self.0.reasons.is_empty() {
+            d.field("reasons", &self.0.reasons);
+        }
+        if let Some(source) = &self.0.source {
+            d.field("source", source);
+        }
+        d.finish()
+    }
+}
+
+impl fmt::Display for StoreError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} failed: {}{}",
+            self.0.operation,
+            self.0.message,
+            self.hint()
+        )
+    }
+}
+
+impl StdError for StoreError {
+    fn source(&self) -> Option<&(dyn StdError + 'static)> {
+        self.0
+            .source
+            .as_deref()
+            .map(|s| s as &(dyn StdError + 'static))
+    }
+}
+
+/// A batch write that did not carry out every request.
+///
+/// `unwritten` lists exactly the requests that were not carried out, in request order; every
+/// other request was. (When the store failed without answering, e.g. on a timeout, the requests
+/// of that chunk are listed although the store may have applied them: puts and deletes are
+/// idempotent, so writing them again is safe.)
+#[derive(Debug, thiserror::Error)]
+#[error("batch write left {} of {total} requests unwritten: {cause}; they are listed in `unwritten`, retry them", unwritten.len())]
+#[non_exhaustive]
+pub struct BatchWriteError {
+    /// The requests that were not carried out.
+    pub unwritten: Vec<WriteRequest>,
+    /// How many requests the batch had.
+    pub total: usize,
+    /// Why the batch stopped: the last error, or an [`is_incomplete`](StoreError::is_incomplete)
+    /// error when the retries ran out.
+    #[source]
+    pub cause: StoreError,
+}
+
+impl BatchWriteError {
+    /// A batch write error.
+    pub fn new(unwritten: Vec<WriteRequest>, total: usize, cause: StoreError) -> Self {
+        Self {
+            unwritten,
+            total,
+            cause,
+        }
+    }
+}
+
+/// A batch get that did not read every key.
+///
+/// `unread` lists exactly the keys that were not read; `items` holds what was read.
+#[derive(Debug, thiserror::Error)]
+#[error("batch get left {} of {total} keys unread: {cause}; they are listed in `unread`, retry them", unread.len())]
+#[non_exhaustive]
+pub struct BatchGetError {
+    /// The items that were read.
+    pub items: Vec<Item>,
+    /// The keys that were not read.
+    pub unread: Vec<Item>,
+    /// How many keys the batch had.
+    pub total: usize,
+    /// Why the batch stopped.
+    #[source]
+    pub cause: StoreError,
+}
+
+impl BatchGetError {
+    /// A batch get error.
+    pub fn new(items: Vec<Item>, unread: Vec<Item>, total: usize, cause: StoreError) -> Self {
+        Self {
+            items,
+            unread,
+            total,
+            cause,
+        }
+    }
+}

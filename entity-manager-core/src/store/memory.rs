@@ -1,0 +1,942 @@
+//! [`MemoryStore`]: the embedded store, with `DynamoDB` semantics where they matter.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::future::Future;
+use std::ops::Bound;
+use std::sync::{PoisonError, RwLock};
+use std::time::Duration;
+
+use serde_dynamo::{AttributeValue, Item};
+
+use super::batch::{BatchSender, GetBatch, RetryPolicy, get_batches, write_batches};
+use super::value::{self, Scalar, check_filter, normalize};
+use super::{
+    BatchGetError, BatchWriteError, CancellationReason, Expect, GlobalIndex, KeyAttribute, Page,
+    QueryPage, RangeCondition, Store, StoreError, StoreErrorKind, TableDefinition, TransactWrite,
+    WriteRequest,
+};
+
+/// A position in an index partition: (index range key, table hash key, table range key).
+type SortKey = (Scalar, Scalar, Scalar);
+/// The primary key of an item.
+type PrimaryKey = (Scalar, Scalar);
+/// One index: hash key value → the positions of its items.
+type IndexMap = BTreeMap<Scalar, BTreeSet<SortKey>>;
+
+/// The most operations one transaction may hold.
+const MAX_TRANSACTION: usize = 100;
+
+/// An in-memory table with `DynamoDB` semantics: the embedded default store.
+///
+/// - Strings and binary compare by bytes, numbers numerically (as exact decimals; numbers are
+///   stored in the canonical form `DynamoDB` returns, so `1.50` reads back as `1.5`).
+/// - A query's `limit` counts the items evaluated before the filter; the page's
+///   `last_evaluated_key` holds the table keys plus the index keys of the last item evaluated,
+///   and is set whenever the limit is reached, even if nothing remains.
+/// - GSIs are sparse (an item lacking an index key attribute is not in the index) and
+///   projected (`KEYS_ONLY`/`INCLUDE` indexes return only their attributes, and asking one for
+///   another attribute is a validation error).
+/// - Validation errors where `DynamoDB` gives them: missing or mistyped keys, empty key
+///   strings, mistyped index keys, bad numbers, empty sets, duplicate keys in a batch chunk,
+///   two operations on one item in a transaction, filters on key attributes, limit 0.
+///
+/// It differs from `DynamoDB` in what needs a network or a clock: pages are never cut at
+/// 1 MB, items are not limited to 400 KB, reads are always consistent, and nothing is
+/// throttled. It is safe to share between threads (a read-write lock over ordered maps) and
+/// deterministic: the same calls give the same results.
+///
+/// ```
+/// use entity_manager_core::store::{block_on, Expect, KeyType, MemoryStore, Store, TableDefinition};
+/// use entity_manager_core::{AttributeValue, Item};
+///
+/// let store = MemoryStore::new(TableDefinition::new(("pk", KeyType::S), ("sk", KeyType::N)));
+/// let item: Item = serde_dynamo::to_item(serde_json::json!({ "pk": "a", "sk": 1.50, "x": true }))?;
+/// block_on(store.put_item(item.clone(), Expect::Absent))?;
+/// // A second put of the same key fails its condition.
+/// let again = block_on(store.put_item(item, Expect::Absent)).unwrap_err();
+/// assert!(again.is_conditional_check_failed());
+/// let key: Item = serde_dynamo::to_item(serde_json::json!({ "pk": "a", "sk": 1.5 }))?;
+/// let read = block_on(store.get_item(&key, None))?.ok_or("missing")?;
+/// assert_eq!(read["sk"], AttributeValue::N("1.5".into()));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug)]
+pub struct MemoryStore {
+    definition: TableDefinition,
+    projections: Vec<Option<Vec<String>>>,
+    state: RwLock<State>,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    items: BTreeMap<PrimaryKey, Item>,
+    table: IndexMap,
+    gsis: Vec<IndexMap>,
+}
+
+/// The bounds of a key condition on an index partition, and the prefix of a `begins_with`.
+type RangeBounds = (Bound<SortKey>, Bound<SortKey>, Option<Scalar>);
+
+/// Which index a query reads.
+struct View<'a> {
+    name: Option<&'a str>,
+    hash: &'a KeyAttribute,
+    range: &'a KeyAttribute,
+    gsi: Option<usize>,
+}
+
+fn validation(operation: &'static str, message: impl Into<String>) -> StoreError {
+    StoreError::validation(operation, message).with_code("ValidationException")
+}
+
+fn type_name(t: super::KeyType) -> &'static str {
+    super::table::key_type_name(t)
+}
+
+impl MemoryStore {
+    /// An empty table with this definition.
+    pub fn new(definition: TableDefinition) -> Self {
+        let projections = definition
+            .indexes
+            .iter()
+            .map(|i| definition.projected_attributes(i))
+            .collect();
+        let gsis = vec![IndexMap::new(); definition.indexes.len()];
+        Self {
+            definition,
+            projections,
+            state: RwLock::new(State {
+                gsis,
+                ..State::default()
+            }),
+        }
+    }
+
+    /// How many items the table holds.
+    pub fn len(&self) -> usize {
+        self.read().items.len()
+    }
+
+    /// Whether the table is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Every item, in primary key order.
+    pub fn items(&self) -> Vec<Item> {
+        self.read().items.values().cloned().collect()
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, State> {
+        // Writers never panic while holding the lock, so a poisoned lock still holds a
+        // consistent state.
+        self.state.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, State> {
+        self.state.write().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The primary key of an item or key. With `exact`, the map must hold the key attributes
+    /// and nothing else (a key, as `GetItem` and `DeleteItem` take).
+    fn primary_key(
+        &self,
+        item: &Item,
+        operation: &'static str,
+        exact: bool,
+    ) -> Result<PrimaryKey, StoreError> {
+        let mut key = Vec::with_capacity(2);
+        for attr in [&self.definition.hash_key, &self.definition.range_key] {
+            let Some(v) = item.get(&attr.name) else {
+                return Err(validation(
+                    operation,
+                    if exact {
+                        format!(
+                            "The provided key element does not match the schema: missing key attribute `{}`",
+                            attr.name
+                        )
+                    } else {
+                        format!(
+                            "One or more parameter values were invalid: Missing the key {} in the item",
+                            attr.name
+                        )
+                    },
+                ));
+            };
+            key.push(key_scalar(v, attr, operation, None)?);
+        }
+        if exact && item.len() != 2 {
+            return Err(validation(
+                operation,
+                "The provided key element does not match the schema: a key holds exactly the table's hash and range key attributes",
+            ));
+        }
+        let range = key.pop();
+        let hash = key.pop();
+        match (hash, range) {
+            (Some(h), Some(r)) => Ok((h, r)),
+            _ => Err(validation(operation, "incomplete key")),
+        }
+    }
+
+    /// The index keys of an item for GSI `i`; `None` when the item lacks one (sparse index).
+    fn gsi_key(
+        &self,
+        i: usize,
+        item: &Item,
+        operation: &'static str,
+    ) -> Result<Option<(Scalar, Scalar)>, StoreError> {
+        let Some(index) = self.definition.indexes.get(i) else {
+            return Ok(None);
+        };
+        let (Some(h), Some(r)) = (
+            item.get(&index.hash_key.name),
+            item.get(&index.range_key.name),
+        ) else {
+            // A present key of the wrong type is still an error, even if the other is absent.
+            for attr in [&index.hash_key, &index.range_key] {
+                if let Some(v) = item.get(&attr.name) {
+                    key_scalar(v, attr, operation, Some(&index.name))?;
+                }
+            }
+            return Ok(None);
+        };
+        Ok(Some((
+            key_scalar(h, &index.hash_key, operation, Some(&index.name))?,
+            key_scalar(r, &index.range_key, operation, Some(&index.name))?,
+        )))
+    }
+
+    /// Validates and normalises an item for writing; returns it with its primary key.
+    fn prepare(
+        &self,
+        mut item: Item,
+        operation: &'static str,
+    ) -> Result<(PrimaryKey, Item), StoreError> {
+        for (name, v) in item.iter_mut() {
+            normalize(v, name).map_err(|m| {
+                validation(
+                    operation,
+                    format!("One or more parameter values were invalid: {m}"),
+                )
+            })?;
+        }
+        let pk = self.primary_key(&item, operation, false)?;
+        for i in 0..self.definition.indexes.len() {
+            self.gsi_key(i, &item, operation)?;
+        }
+        Ok((pk, item))
+    }
+
+    fn prepare_key(&self, key: &Item, operation: &'static str) -> Result<PrimaryKey, StoreError> {
+        let mut key = key.clone();
+        for (name, v) in key.iter_mut() {
+            normalize(v, name).map_err(|m| validation(operation, m))?;
+        }
+        self.primary_key(&key, operation, true)
+    }
+
+    fn unindex(&self, state: &mut State, pk: &PrimaryKey) {
+        let Some(old) = state.items.remove(pk) else {
+            return;
+        };
+        if let Some(set) = state.table.get_mut(&pk.0) {
+            set.remove(&(pk.1.clone(), pk.0.clone(), pk.1.clone()));
+            if set.is_empty() {
+                state.table.remove(&pk.0);
+            }
+        }
+        for i in 0..self.definition.indexes.len() {
+            if let Ok(Some((h, r))) = self.gsi_key(i, &old, "index")
+                && let Some(map) = state.gsis.get_mut(i)
+                && let Some(set) = map.get_mut(&h)
+            {
+                set.remove(&(r, pk.0.clone(), pk.1.clone()));
+                if set.is_empty() {
+                    map.remove(&h);
+                }
+            }
+        }
+    }
+
+    fn insert(&self, state: &mut State, pk: PrimaryKey, item: Item) {
+        self.unindex(state, &pk);
+        state.table.entry(pk.0.clone()).or_default().insert((
+            pk.1.clone(),
+            pk.0.clone(),
+            pk.1.clone(),
+        ));
+        for i in 0..self.definition.indexes.len() {
+            if let Ok(Some((h, r))) = self.gsi_key(i, &item, "index")
+                && let Some(map) = state.gsis.get_mut(i)
+            {
+                map.entry(h)
+                    .or_default()
+                    .insert((r, pk.0.clone(), pk.1.clone()));
+            }
+        }
+        state.items.insert(pk, item);
+    }
+
+    fn put_sync(&self, item: Item, expect: Expect) -> Result<(), StoreError> {
+        let (pk, item) = self.prepare(item, "PutItem")?;
+        let mut state = self.write();
+        check_expect(&state, &pk, expect, "PutItem")?;
+        self.insert(&mut state, pk, item);
+        Ok(())
+    }
+
+    fn get_sync(
+        &self,
+        key: &Item,
+        projection: Option<&[String]>,
+    ) -> Result<Option<Item>, StoreError> {
+        check_projection(projection, "GetItem")?;
+        let pk = self.prepare_key(key, "GetItem")?;
+        let state = self.read();
+        Ok(state.items.get(&pk).map(|item| project(item, projection)))
+    }
+
+    fn delete_sync(&self, key: &Item, expect: Expect) -> Result<(), StoreError> {
+        let pk = self.prepare_key(key, "DeleteItem")?;
+        let mut state = self.write();
+        check_expect(&state, &pk, expect, "DeleteItem")?;
+        self.unindex(&mut state, &pk);
+        Ok(())
+    }
+
+    fn write_chunk(&self, batch: Vec<WriteRequest>) -> Result<(), StoreError> {
+        const OP: &str = "BatchWriteItem";
+        if batch.len() > super::MAX_BATCH_WRITE {
+            return Err(validation(
+                OP,
+                format!(
+                    "Too many items requested for the BatchWriteItem call: {} (at most 25)",
+                    batch.len()
+                ),
+            ));
+        }
+        let mut prepared = Vec::with_capacity(batch.len());
+        let mut seen = BTreeSet::new();
+        for request in batch {
+            let (pk, item) = match request {
+                WriteRequest::Put(item) => {
+                    let (pk, item) = self.prepare(item, OP)?;
+                    (pk, Some(item))
+                }
+                WriteRequest::Delete(key) => (self.prepare_key(&key, OP)?, None),
+            };
+            if !seen.insert(pk.clone()) {
+                return Err(validation(
+                    OP,
+                    "Provided list of item keys contains duplicates",
+                ));
+            }
+            prepared.push((pk, item));
+        }
+        let mut state = self.write();
+        for (pk, item) in prepared {
+            match item {
+                Some(item) => self.insert(&mut state, pk, item),
+                None => self.unindex(&mut state, &pk),
+            }
+        }
+        Ok(())
+    }
+
+    fn get_chunk(
+        &self,
+        keys: &[Item],
+        projection: Option<&[String]>,
+    ) -> Result<Vec<Item>, StoreError> {
+        const OP: &str = "BatchGetItem";
+        check_projection(projection, OP)?;
+        if keys.len() > super::MAX_BATCH_GET {
+            return Err(validation(
+                OP,
+                format!(
+                    "Too many items requested for the BatchGetItem call: {} (at most 100)",
+                    keys.len()
+                ),
+            ));
+        }
+        let mut pks = Vec::with_capacity(keys.len());
+        for key in keys {
+            let pk = self.prepare_key(key, OP)?;
+            if pks.contains(&pk) {
+                return Err(validation(
+                    OP,
+                    "Provided list of item keys contains duplicates",
+                ));
+            }
+            pks.push(pk);
+        }
+        let state = self.read();
+        Ok(pks
+            .iter()
+            .filter_map(|pk| state.items.get(pk).map(|item| project(item, projection)))
+            .collect())
+    }
+
+    fn transact_sync(&self, writes: Vec<TransactWrite>) -> Result<(), StoreError> {
+        const OP: &str = "TransactWriteItems";
+        check_transaction_shape(&writes)?;
+        let mut ops = Vec::with_capacity(writes.len());
+        let mut seen = BTreeSet::new();
+        for write in writes {
+            let (pk, expect, item) = match write {
+                TransactWrite::Put { item, expect } => {
+                    let (pk, item) = self.prepare(item, OP)?;
+                    (pk, expect, Some(Some(item)))
+                }
+                TransactWrite::Delete { key, expect } => {
+                    (self.prepare_key(&key, OP)?, expect, Some(None))
+                }
+                TransactWrite::Check { key, expect } => (self.prepare_key(&key, OP)?, expect, None),
+            };
+            if !seen.insert(pk.clone()) {
+                return Err(validation(
+                    OP,
+                    "Transaction request cannot include multiple operations on one item",
+                ));
+            }
+            ops.push((pk, expect, item));
+        }
+        let mut state = self.write();
+        let reasons: Vec<CancellationReason> = ops
+            .iter()
+            .map(|(pk, expect, _)| {
+                if holds(&state, pk, *expect) {
+                    CancellationReason::NONE
+                } else {
+                    CancellationReason::conditional_check_failed()
+                }
+            })
+            .collect();
+        if reasons.iter().any(|r| r.code.is_some()) {
+            return Err(StoreError::transaction_canceled(OP, reasons)
+                .with_code("TransactionCanceledException"));
+        }
+        for (pk, _, write) in ops {
+            match write {
+                Some(Some(item)) => self.insert(&mut state, pk, item),
+                Some(None) => self.unindex(&mut state, &pk),
+                None => {}
+            }
+        }
+        Ok(())
+    }
+
+    fn view(&self, index: Option<&str>) -> Result<View<'_>, StoreError> {
+        match index {
+            None => Ok(View {
+                name: None,
+                hash: &self.definition.hash_key,
+                range: &self.definition.range_key,
+                gsi: None,
+            }),
+            Some(name) => {
+                let (i, g): (usize, &GlobalIndex) = self
+                    .definition
+                    .indexes
+                    .iter()
+                    .enumerate()
+                    .find(|(_, g)| g.name == name)
+                    .ok_or_else(|| {
+                        validation(
+                            "Query",
+                            format!("The table does not have the specified index: {name}"),
+                        )
+                    })?;
+                Ok(View {
+                    name: Some(&g.name),
+                    hash: &g.hash_key,
+                    range: &g.range_key,
+                    gsi: Some(i),
+                })
+            }
+        }
+    }
+
+    fn query_sync(&self, request: &QueryPage) -> Result<Page, StoreError> {
+        const OP: &str = "Query";
+        let view = self.view(request.index.as_deref())?;
+        let projected = view
+            .gsi
+            .and_then(|i| self.projections.get(i).cloned().flatten());
+        let hash = Scalar::of(&request.hash_key, view.hash.key_type).ok_or_else(|| {
+            validation(OP, format!(
+                "One or more parameter values were invalid: Condition parameter type does not match schema type: hash key `{}` is {}, got {}",
+                view.hash.name, type_name(view.hash.key_type), value::type_name(&request.hash_key)
+            ))
+        })?;
+        let (mut lower, mut upper, prefix) = match &request.range {
+            None => (Bound::Unbounded, Bound::Unbounded, None),
+            Some(cond) => range_bounds(cond, view.range)?,
+        };
+        if let Some(filter) = &request.filter {
+            check_filter(filter, &[&view.hash.name, &view.range.name])
+                .map_err(|m| validation(OP, m))?;
+        }
+        if let (Some(filter), Some(projected)) = (&request.filter, &projected) {
+            let mut missing: Vec<&str> = filter
+                .attributes()
+                .into_iter()
+                .filter(|a| !projected.iter().any(|p| p == a))
+                .collect();
+            missing.dedup();
+            if !missing.is_empty() {
+                return Err(validation(
+                    OP,
+                    format!(
+                        "One or more parameter values were invalid: Secondary index {} does not project one or more filter attributes: [{}]",
+                        view.name.unwrap_or_default(),
+                        missing.join(", ")
+                    ),
+                ));
+            }
+        }
+        check_projection(request.projection.as_deref(), OP)?;
+        if let (Some(asked), Some(projected)) = (&request.projection, &projected)
+            && let Some(missing) = asked.iter().find(|a| !projected.contains(a))
+        {
+            return Err(validation(
+                OP,
+                format!(
+                    "One or more parameter values were invalid: Global secondary index {} does not project attribute `{missing}`; ask only for projected attributes, or project it",
+                    view.name.unwrap_or_default()
+                ),
+            ));
+        }
+        if request.limit == Some(0) {
+            return Err(validation(OP, "Limit must be greater than or equal to 1"));
+        }
+        if let Some(start) = &request.exclusive_start_key {
+            let pos = self.start_position(&view, start)?;
+            if request.descending {
+                upper = min_upper(upper, Bound::Excluded(pos));
+            } else {
+                lower = max_lower(lower, Bound::Excluded(pos));
+            }
+        }
+
+        let state = self.read();
+        let index = match view.gsi {
+            None => &state.table,
+            Some(i) => match state.gsis.get(i) {
+                Some(map) => map,
+                None => return Ok(Page::default()),
+            },
+        };
+        let Some(partition) = index.get(&hash) else {
+            return Ok(Page::default());
+        };
+        if range_is_empty(&lower, &upper) {
+            return Ok(Page::default());
+        }
+        let in_prefix = |k: &&SortKey| prefix.as_ref().is_none_or(|p| k.0.begins_with(p));
+        let range = partition.range((lower, upper));
+        let keys: Box<dyn Iterator<Item = &SortKey>> = if request.descending {
+            Box::new(
+                range
+                    .rev()
+                    .skip_while(move |k| !in_prefix(k))
+                    .take_while(in_prefix),
+            )
+        } else {
+            Box::new(range.take_while(in_prefix))
+        };
+
+        let limit = request
+            .limit
+            .map(|l| usize::try_from(l).unwrap_or(usize::MAX));
+        let mut page = Page::default();
+        let mut evaluated = 0usize;
+        for (_, th, tr) in keys {
+            let Some(item) = state.items.get(&(th.clone(), tr.clone())) else {
+                continue;
+            };
+            evaluated += 1;
+            let index_item = match &projected {
+                Some(attrs) => project(item, Some(attrs)),
+                None => item.clone(),
+            };
+            if request
+                .filter
+                .as_ref()
+                .is_none_or(|f| value::matches(f, &index_item))
+            {
+                page.items
+                    .push(project(&index_item, request.projection.as_deref()));
+            }
+            if limit == Some(evaluated) {
+                page.last_evaluated_key = Some(self.last_key(&view, item));
+                break;
+            }
+        }
+        Ok(page)
+    }
+
+    /// The table keys plus the index keys of an item.
+    fn last_key(&self, view: &View<'_>, item: &Item) -> Item {
+        let mut names = vec![
+            &self.definition.hash_key.name,
+            &self.definition.range_key.name,
+        ];
+        if view.gsi.is_some() {
+            names.push(&view.hash.name);
+            names.push(&view.range.name);
+        }
+        let mut key = Item::from(std::collections::HashMap::<String, AttributeValue>::new());
+        for name in names {
+            if let Some(v) = item.get(name) {
+                key.insert(name.clone(), v.clone());
+            }
+        }
+        key
+    }
+
+    /// The position an exclusive start key names.
+    fn start_position(&self, view: &View<'_>, start: &Item) -> Result<SortKey, StoreError> {
+        const OP: &str = "Query";
+        let invalid =
+            |why: String| validation(OP, format!("The provided starting key is invalid: {why}"));
+        let mut attrs = vec![&self.definition.hash_key, &self.definition.range_key];
+        if view.gsi.is_some() {
+            for a in [view.hash, view.range] {
+                if !attrs.iter().any(|b| b.name == a.name) {
+                    attrs.push(a);
+                }
+            }
+        }
+        if start.len() != attrs.len() || attrs.iter().any(|a| !start.contains_key(&a.name)) {
+            return Err(invalid(format!(
+                "it must hold exactly the attributes {}",
+                attrs
+                    .iter()
+                    .map(|a| format!("`{}`", a.name))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        }
+        let scalar = |a: &KeyAttribute| {
+            start
+                .get(&a.name)
+                .and_then(|v| Scalar::of(v, a.key_type))
+                .ok_or_else(|| {
+                    invalid(format!(
+                        "`{}` is not of type {}",
+                        a.name,
+                        type_name(a.key_type)
+                    ))
+                })
+        };
+        Ok((
+            scalar(view.range)?,
+            scalar(&self.definition.hash_key)?,
+            scalar(&self.definition.range_key)?,
+        ))
+    }
+}
+
+/// A key attribute's scalar, with `DynamoDB`'s messages for a wrong type or an empty value.
+fn key_scalar(
+    v: &AttributeValue,
+    attr: &KeyAttribute,
+    operation: &'static str,
+    index: Option<&str>,
+) -> Result<Scalar, StoreError> {
+    let Some(s) = Scalar::of(v, attr.key_type) else {
+        return Err(validation(
+            operation,
+            match index {
+                None => format!(
+                    "One or more parameter values were invalid: Type mismatch for key {} expected: {} actual: {}",
+                    attr.name,
+                    type_name(attr.key_type),
+                    value::type_name(v)
+                ),
+                Some(index) => format!(
+                    "One or more parameter values were invalid: Type mismatch for Index Key {} Expected: {} Actual: {} IndexName: {index}",
+                    attr.name,
+                    type_name(attr.key_type),
+                    value::type_name(v)
+                ),
+            },
+        ));
+    };
+    let empty = match &s {
+        Scalar::S(x) => x.is_empty(),
+        Scalar::B(x) => x.is_empty(),
+        _ => false,
+    };
+    if empty {
+        return Err(validation(
+            operation,
+            format!(
+                "One or more parameter values are not valid. The AttributeValue for a key attribute cannot contain an empty string value. Key: {}",
+                attr.name
+            ),
+        ));
+    }
+    Ok(s)
+}
+
+fn holds(state: &State, pk: &PrimaryKey, expect: Expect) -> bool {
+    match expect {
+        Expect::Any => true,
+        Expect::Absent => !state.items.contains_key(pk),
+        Expect::Present => state.items.contains_key(pk),
+    }
+}
+
+fn check_expect(
+    state: &State,
+    pk: &PrimaryKey,
+    expect: Expect,
+    operation: &'static str,
+) -> Result<(), StoreError> {
+    if holds(state, pk, expect) {
+        Ok(())
+    } else {
+        Err(StoreError::new(
+            StoreErrorKind::ConditionalCheckFailed,
+            operation,
+            "The conditional request failed",
+        )
+        .with_code("ConditionalCheckFailedException"))
+    }
+}
+
+fn check_projection(
+    projection: Option<&[String]>,
+    operation: &'static str,
+) -> Result<(), StoreError> {
+    let Some(names) = projection else {
+        return Ok(());
+    };
+    if names.is_empty() {
+        return Err(validation(
+            operation,
+            "Invalid ProjectionExpression: the projection must name at least one attribute",
+        ));
+    }
+    for (i, n) in names.iter().enumerate() {
+        if n.is_empty() {
+            return Err(validation(
+                operation,
+                "Invalid ProjectionExpression: an attribute name is empty",
+            ));
+        }
+        if names[..i].contains(n) {
+            return Err(validation(
+                operation,
+                format!(
+                    "Invalid ProjectionExpression: Two document paths overlap with each other: {n}"
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The attributes of `item` named in `projection` (all when `None`).
+fn project(item: &Item, projection: Option<&[String]>) -> Item {
+    match projection {
+        None => item.clone(),
+        Some(names) => item
+            .iter()
+            .filter(|(k, _)| names.contains(k))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect::<std::collections::HashMap<_, _>>()
+            .into(),
+    }
+}
+
+/// The bounds of a range condition, and the prefix of a `begins_with`.
+fn range_bounds(cond: &RangeCondition, range: &KeyAttribute) -> Result<RangeBounds, StoreError> {
+    const OP: &str = "Query";
+    let scalar = |v: &AttributeValue| {
+        Scalar::of(v, range.key_type).ok_or_else(|| {
+            validation(OP, format!(
+                "One or more parameter values were invalid: Condition parameter type does not match schema type: range key `{}` is {}, got {}",
+                range.name, type_name(range.key_type), value::type_name(v)
+            ))
+        })
+    };
+    let low = |s: Scalar| (s, Scalar::Min, Scalar::Min);
+    let high = |s: Scalar| (s, Scalar::Max, Scalar::Max);
+    Ok(match cond {
+        RangeCondition::Eq(v) => {
+            let s = scalar(v)?;
+            (
+                Bound::Included(low(s.clone())),
+                Bound::Included(high(s)),
+                None,
+            )
+        }
+        RangeCondition::Lt(v) => (Bound::Unbounded, Bound::Excluded(low(scalar(v)?)), None),
+        RangeCondition::Le(v) => (Bound::Unbounded, Bound::Included(high(scalar(v)?)), None),
+        RangeCondition::Gt(v) => (Bound::Excluded(high(scalar(v)?)), Bound::Unbounded, None),
+        RangeCondition::Ge(v) => (Bound::Included(low(scalar(v)?)), Bound::Unbounded, None),
+        RangeCondition::Between(a, b) => {
+            let (a, b) = (scalar(a)?, scalar(b)?);
+            if a > b {
+                return Err(validation(
+                    OP,
+                    "Invalid KeyConditionExpression: The BETWEEN operator requires upper bound to be greater than or equal to lower bound",
+                ));
+            }
+            (Bound::Included(low(a)), Bound::Included(high(b)), None)
+        }
+        RangeCondition::BeginsWith(v) => {
+            if range.key_type == super::KeyType::N {
+                return Err(validation(
+                    OP,
+                    format!(
+                        "Invalid KeyConditionExpression: Incorrect operand type for operator or function; operator or function: begins_with, operand type: N (range key `{}` is a number)",
+                        range.name
+                    ),
+                ));
+            }
+            let s = scalar(v)?;
+            (Bound::Included(low(s.clone())), Bound::Unbounded, Some(s))
+        }
+    })
+}
+
+fn max_lower(a: Bound<SortKey>, b: Bound<SortKey>) -> Bound<SortKey> {
+    match (&a, &b) {
+        (Bound::Unbounded, _) => b,
+        (_, Bound::Unbounded) => a,
+        (Bound::Included(x) | Bound::Excluded(x), Bound::Included(y) | Bound::Excluded(y)) => {
+            if x > y || (x == y && matches!(a, Bound::Excluded(_))) {
+                a
+            } else {
+                b
+            }
+        }
+    }
+}
+
+fn min_upper(a: Bound<SortKey>, b: Bound<SortKey>) -> Bound<SortKey> {
+    match (&a, &b) {
+        (Bound::Unbounded, _) => b,
+        (_, Bound::Unbounded) => a,
+        (Bound::Included(x) | Bound::Excluded(x), Bound::Included(y) | Bound::Excluded(y)) => {
+            if x < y || (x == y && matches!(a, Bound::Excluded(_))) {
+                a
+            } else {
+                b
+            }
+        }
+    }
+}
+
+/// Whether no key lies within the bounds (`BTreeSet::range` panics on inverted bounds).
+fn range_is_empty(lower: &Bound<SortKey>, upper: &Bound<SortKey>) -> bool {
+    match (lower, upper) {
+        (Bound::Included(x), Bound::Included(y)) => x > y,
+        (Bound::Included(x) | Bound::Excluded(x), Bound::Included(y) | Bound::Excluded(y)) => {
+            x >= y
+        }
+        _ => false,
+    }
+}
+
+impl BatchSender for MemoryStore {
+    async fn send_write_batch(
+        &self,
+        batch: Vec<WriteRequest>,
+    ) -> Result<Vec<WriteRequest>, StoreError> {
+        self.write_chunk(batch).map(|()| Vec::new())
+    }
+
+    async fn send_get_batch(
+        &self,
+        keys: Vec<Item>,
+        projection: Option<&[String]>,
+    ) -> Result<GetBatch, StoreError> {
+        self.get_chunk(&keys, projection).map(|items| GetBatch {
+            items,
+            unprocessed: Vec::new(),
+        })
+    }
+
+    fn pause(&self, _delay: Duration) -> impl Future<Output = ()> + Send {
+        // Never called: the memory store processes every request.
+        std::future::ready(())
+    }
+}
+
+impl Store for MemoryStore {
+    fn definition(&self) -> &TableDefinition {
+        &self.definition
+    }
+
+    async fn put_item(&self, item: Item, expect: Expect) -> Result<(), StoreError> {
+        self.put_sync(item, expect)
+    }
+
+    async fn get_item(
+        &self,
+        key: &Item,
+        projection: Option<&[String]>,
+    ) -> Result<Option<Item>, StoreError> {
+        self.get_sync(key, projection)
+    }
+
+    async fn delete_item(&self, key: &Item, expect: Expect) -> Result<(), StoreError> {
+        self.delete_sync(key, expect)
+    }
+
+    async fn batch_write(&self, writes: Vec<WriteRequest>) -> Result<(), BatchWriteError> {
+        write_batches(self, writes, &RetryPolicy::default()).await
+    }
+
+    async fn batch_get(
+        &self,
+        keys: Vec<Item>,
+        projection: Option<&[String]>,
+    ) -> Result<Vec<Item>, BatchGetError> {
+        get_batches(self, keys, projection, &RetryPolicy::default()).await
+    }
+
+    async fn transact_write(&self, writes: Vec<TransactWrite>) -> Result<(), StoreError> {
+        self.transact_sync(writes)
+    }
+
+    async fn query_page(&self, request: &QueryPage) -> Result<Page, StoreError> {
+        self.query_sync(request)
+    }
+}
+
+/// Rejects what no store accepts in a transaction: no operations, more than 100, a condition
+/// check without a condition.
+pub(crate) fn check_transaction_shape(writes: &[TransactWrite]) -> Result<(), StoreError> {
+    const OP: &str = "TransactWriteItems";
+    if writes.is_empty() || writes.len() > MAX_TRANSACTION {
+        return Err(validation(
+            OP,
+            format!(
+                "a transaction holds 1 to {MAX_TRANSACTION} operations, not {}",
+                writes.len()
+            ),
+        ));
+    }
+    if writes.iter().any(|w| {
+        matches!(
+            w,
+            TransactWrite::Check {
+                expect: Expect::Any,
+                ..
+            }
+        )
+    }) {
+        return Err(validation(
+            OP,
+            "a condition check needs a condition: use Expect::Absent or Expect::Present",
+        ));
+    }
+    Ok(())
+}

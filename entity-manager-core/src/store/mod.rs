@@ -1,0 +1,465 @@
+//! The storage seam: one async trait, implemented by the in-memory store and the `DynamoDB` store.
+//!
+//! [`Store`] is the only way the rest of the crate reaches stored items. It has two
+//! implementations that pass one conformance suite:
+//!
+//! - [`MemoryStore`]: the embedded default, with `DynamoDB` semantics where they matter (byte
+//!   order for strings and binary, numeric order for numbers, `Limit` counted before the
+//!   filter, `LastEvaluatedKey` = table keys + index keys, sparse and projected GSIs);
+//! - `DynamoStore` (feature `dynamodb`): the same calls over `aws-sdk-dynamodb`.
+//!
+//! Both are built from a [`TableDefinition`], which is derived from the entities
+//! ([`TableDefinition::from_schema`]) and also renders the `CreateTable` request and the
+//! `CloudFormation` resource.
+//!
+//! Items are [`Item`]s (`serde_dynamo`'s attribute maps). Every error is a [`StoreError`], an
+//! opaque type with predicates, except the batch calls, whose typed errors
+//! ([`BatchWriteError`], [`BatchGetError`]) list exactly the requests that were not carried out.
+//!
+//! ```
+//! use entity_manager_core::store::{
+//!     Expect, KeyType, MemoryStore, QueryPage, RangeCondition, Store, TableDefinition,
+//! };
+//! use entity_manager_core::{AttributeValue, Item};
+//!
+//! # tokio_test_block_on(async {
+//! let store = MemoryStore::new(TableDefinition::new(("hashKey", KeyType::S), ("rangeKey", KeyType::S)));
+//! for (range, n) in [("b", "2"), ("a", "1"), ("c", "3")] {
+//!     let item: Item = [
+//!         ("hashKey".to_owned(), AttributeValue::S("user!1".into())),
+//!         ("rangeKey".to_owned(), AttributeValue::S(range.into())),
+//!         ("n".to_owned(), AttributeValue::N(n.into())),
+//!     ]
+//!     .into_iter()
+//!     .collect::<std::collections::HashMap<_, _>>()
+//!     .into();
+//!     store.put_item(item, Expect::Any).await?;
+//! }
+//! let page = store
+//!     .query_page(
+//!         &QueryPage::new(AttributeValue::S("user!1".into()))
+//!             .range(RangeCondition::Ge(AttributeValue::S("b".into())))
+//!             .limit(1),
+//!     )
+//!     .await?;
+//! assert_eq!(page.items.len(), 1);
+//! assert_eq!(page.items[0]["n"], AttributeValue::N("2".into()));
+//! assert!(page.last_evaluated_key.is_some()); // the limit was reached: there may be more
+//! # Ok::<(), entity_manager_core::store::StoreError>(())
+//! # })?;
+//! # fn tokio_test_block_on<F: std::future::Future>(f: F) -> F::Output { entity_manager_core::store::block_on(f) }
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+use std::future::Future;
+
+use serde_dynamo::{AttributeValue, Item};
+
+mod batch;
+#[cfg(feature = "dynamodb")]
+mod dynamo;
+mod error;
+mod memory;
+mod table;
+mod value;
+
+pub use crate::model::Projection;
+pub use crate::transcode::KeyType;
+pub use batch::{
+    BatchSender, GetBatch, MAX_BATCH_GET, MAX_BATCH_WRITE, RetryPolicy, get_batches, write_batches,
+};
+#[cfg(feature = "dynamodb")]
+pub use dynamo::DynamoStore;
+pub use error::{BatchGetError, BatchWriteError, CancellationReason, StoreError, StoreErrorKind};
+pub use memory::MemoryStore;
+pub use table::{Billing, GlobalIndex, KeyAttribute, TableDefinition, TableDefinitionError};
+
+/// A condition on the range key of a table or index query.
+#[derive(Clone, Debug, PartialEq)]
+pub enum RangeCondition {
+    /// `= value`
+    Eq(AttributeValue),
+    /// `< value`
+    Lt(AttributeValue),
+    /// `<= value`
+    Le(AttributeValue),
+    /// `> value`
+    Gt(AttributeValue),
+    /// `>= value`
+    Ge(AttributeValue),
+    /// `BETWEEN low AND high` (inclusive; `low` must not be greater than `high`)
+    Between(AttributeValue, AttributeValue),
+    /// `begins_with(prefix)` (string and binary range keys only)
+    BeginsWith(AttributeValue),
+}
+
+/// A comparison operator of a [`Filter`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Comparison {
+    /// `=`
+    Eq,
+    /// `<>`
+    Ne,
+    /// `<`
+    Lt,
+    /// `<=`
+    Le,
+    /// `>`
+    Gt,
+    /// `>=`
+    Ge,
+}
+
+impl Comparison {
+    /// The operator as `DynamoDB` writes it.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Eq => "=",
+            Self::Ne => "<>",
+            Self::Lt => "<",
+            Self::Le => "<=",
+            Self::Gt => ">",
+            Self::Ge => ">=",
+        }
+    }
+}
+
+/// A filter expression over top-level attributes, evaluated after the `limit` (`DynamoDB`
+/// semantics: items that fail the filter still count towards the limit).
+///
+/// It follows `DynamoDB`'s rules: a comparison with a missing attribute or one of another type
+/// is false (`<>` is then true); a query filter may not name the key attributes of the queried
+/// table or index; `And`/`Or` need at least one operand and `In` at least one value.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Filter {
+    /// `attribute <op> value`
+    Compare {
+        /// The attribute.
+        attribute: String,
+        /// The operator.
+        op: Comparison,
+        /// The value compared with.
+        value: AttributeValue,
+    },
+    /// `attribute BETWEEN low AND high`
+    Between {
+        /// The attribute.
+        attribute: String,
+        /// The inclusive lower bound.
+        low: AttributeValue,
+        /// The inclusive upper bound.
+        high: AttributeValue,
+    },
+    /// `begins_with(attribute, prefix)` (strings and binary)
+    BeginsWith {
+        /// The attribute.
+        attribute: String,
+        /// The prefix.
+        prefix: AttributeValue,
+    },
+    /// `contains(attribute, value)`: a substring of a string, a member of a set, an element of
+    /// a list.
+    Contains {
+        /// The attribute.
+        attribute: String,
+        /// The value looked for.
+        value: AttributeValue,
+    },
+    /// `attribute_exists(attribute)`
+    Exists(String),
+    /// `attribute_not_exists(attribute)`
+    NotExists(String),
+    /// `attribute IN (values…)` (1 to 100 values)
+    In {
+        /// The attribute.
+        attribute: String,
+        /// The candidate values.
+        values: Vec<AttributeValue>,
+    },
+    /// Every operand holds.
+    And(Vec<Filter>),
+    /// At least one operand holds.
+    Or(Vec<Filter>),
+    /// The operand does not hold.
+    Not(Box<Filter>),
+}
+
+impl Filter {
+    /// `attribute <op> value`.
+    pub fn compare(attribute: impl Into<String>, op: Comparison, value: AttributeValue) -> Self {
+        Self::Compare {
+            attribute: attribute.into(),
+            op,
+            value,
+        }
+    }
+
+    /// `attribute = value`.
+    pub fn eq(attribute: impl Into<String>, value: AttributeValue) -> Self {
+        Self::compare(attribute, Comparison::Eq, value)
+    }
+
+    /// The names of the attributes this filter reads, in order of appearance (with repeats).
+    pub fn attributes(&self) -> Vec<&str> {
+        let mut out = Vec::new();
+        self.collect_attributes(&mut out);
+        out
+    }
+
+    fn collect_attributes<'a>(&'a self, out: &mut Vec<&'a str>) {
+        match self {
+            Self::Compare { attribute, .. }
+            | Self::Between { attribute, .. }
+            | Self::BeginsWith { attribute, .. }
+            | Self::Contains { attribute, .. }
+            | Self::In { attribute, .. }
+            | Self::Exists(attribute)
+            | Self::NotExists(attribute) => out.push(attribute),
+            Self::And(fs) | Self::Or(fs) => fs.iter().for_each(|f| f.collect_attributes(out)),
+            Self::Not(f) => f.collect_attributes(out),
+        }
+    }
+}
+
+/// One page of a query of one partition of the table or of a global secondary index.
+///
+/// Build it with [`QueryPage::new`] and the chained setters.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct QueryPage {
+    /// The GSI to query; `None` for the table.
+    pub index: Option<String>,
+    /// The hash key attribute value to query.
+    pub hash_key: AttributeValue,
+    /// A condition on the range key.
+    pub range: Option<RangeCondition>,
+    /// A filter applied after `limit` (`DynamoDB` semantics).
+    pub filter: Option<Filter>,
+    /// Attributes to return; `None` for all (projected) attributes. Asking a `KEYS_ONLY` or
+    /// `INCLUDE` index for an attribute it does not project is a validation error.
+    pub projection: Option<Vec<String>>,
+    /// The maximum number of items to evaluate (at least 1); `None` for no limit.
+    pub limit: Option<u32>,
+    /// Where to resume: the previous page's `last_evaluated_key`.
+    pub exclusive_start_key: Option<Item>,
+    /// Descending range-key order.
+    pub descending: bool,
+}
+
+impl QueryPage {
+    /// A query of the table partition with this hash key value, ascending, without limit.
+    pub fn new(hash_key: AttributeValue) -> Self {
+        Self {
+            index: None,
+            hash_key,
+            range: None,
+            filter: None,
+            projection: None,
+            limit: None,
+            exclusive_start_key: None,
+            descending: false,
+        }
+    }
+
+    /// Queries this GSI instead of the table.
+    #[must_use]
+    pub fn index(mut self, index: impl Into<String>) -> Self {
+        self.index = Some(index.into());
+        self
+    }
+
+    /// Sets the range-key condition.
+    #[must_use]
+    pub fn range(mut self, condition: RangeCondition) -> Self {
+        self.range = Some(condition);
+        self
+    }
+
+    /// Sets the filter.
+    #[must_use]
+    pub fn filter(mut self, filter: Filter) -> Self {
+        self.filter = Some(filter);
+        self
+    }
+
+    /// Returns only these attributes.
+    #[must_use]
+    pub fn projection<I, S>(mut self, attributes: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.projection = Some(attributes.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Evaluates at most `limit` items.
+    #[must_use]
+    pub fn limit(mut self, limit: u32) -> Self {
+        self.limit = Some(limit);
+        self
+    }
+
+    /// Resumes after this key (a previous page's `last_evaluated_key`).
+    #[must_use]
+    pub fn start_after(mut self, key: Option<Item>) -> Self {
+        self.exclusive_start_key = key;
+        self
+    }
+
+    /// Sets descending (`true`) or ascending (`false`) range-key order.
+    #[must_use]
+    pub fn descending(mut self, descending: bool) -> Self {
+        self.descending = descending;
+        self
+    }
+}
+
+/// A page of query results.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Page {
+    /// The items, in range-key order (descending if asked).
+    pub items: Vec<Item>,
+    /// Where the next page starts: table keys plus index keys of the last item evaluated.
+    /// `None` when the partition is exhausted. Like `DynamoDB`, it is set whenever the limit was
+    /// reached, even if nothing remains (the next page is then empty).
+    pub last_evaluated_key: Option<Item>,
+}
+
+/// What must hold of an item's current state for a write to proceed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Expect {
+    /// Nothing: write unconditionally.
+    #[default]
+    Any,
+    /// No item with this key exists (`attribute_not_exists` of the hash key).
+    Absent,
+    /// An item with this key exists (`attribute_exists` of the hash key).
+    Present,
+}
+
+/// One request of a batch write.
+#[derive(Clone, Debug, PartialEq)]
+pub enum WriteRequest {
+    /// Put (create or replace) this item.
+    Put(Item),
+    /// Delete the item with this key.
+    Delete(Item),
+}
+
+/// One operation of a transactional write.
+#[derive(Clone, Debug, PartialEq)]
+pub enum TransactWrite {
+    /// Put this item if `expect` holds.
+    Put {
+        /// The item.
+        item: Item,
+        /// The condition on the current item with the same key.
+        expect: Expect,
+    },
+    /// Delete the item with this key if `expect` holds.
+    Delete {
+        /// The key (the table's hash and range key attributes).
+        key: Item,
+        /// The condition on the current item.
+        expect: Expect,
+    },
+    /// Write nothing, but cancel the transaction unless `expect` holds for this key.
+    Check {
+        /// The key.
+        key: Item,
+        /// The condition (`Absent` or `Present`).
+        expect: Expect,
+    },
+}
+
+/// The storage trait: the calls the entity manager makes on one table.
+///
+/// Methods return `Send` futures, so callers may drive many at once (the cross-shard query
+/// keeps up to `throttle` `query_page` calls in flight). All stores behave alike on every
+/// input the conformance suite covers, including their validation errors.
+pub trait Store: Send + Sync {
+    /// The table this store reads and writes.
+    fn definition(&self) -> &TableDefinition;
+
+    /// Puts (creates or replaces) an item, if `expect` holds for the current item with its key;
+    /// otherwise fails with [`StoreError::is_conditional_check_failed`].
+    fn put_item(
+        &self,
+        item: Item,
+        expect: Expect,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// Reads the item with this key (the table's hash and range key attributes), or only the
+    /// `projection` attributes of it.
+    fn get_item(
+        &self,
+        key: &Item,
+        projection: Option<&[String]>,
+    ) -> impl Future<Output = Result<Option<Item>, StoreError>> + Send;
+
+    /// Deletes the item with this key, if `expect` holds (deleting a missing item with
+    /// [`Expect::Any`] succeeds).
+    fn delete_item(
+        &self,
+        key: &Item,
+        expect: Expect,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// Puts and deletes many items, in chunks of [`MAX_BATCH_WRITE`], retrying unprocessed
+    /// requests with backoff. The requests of one chunk must name distinct keys. Not atomic: the
+    /// error lists exactly the requests that were not carried out.
+    fn batch_write(
+        &self,
+        writes: Vec<WriteRequest>,
+    ) -> impl Future<Output = Result<(), BatchWriteError>> + Send;
+
+    /// Reads many items by key, in chunks of [`MAX_BATCH_GET`], retrying unprocessed keys with
+    /// backoff. The keys of one chunk must be distinct. Items come back in no particular order;
+    /// missing items are simply absent. The error lists exactly the keys that were not read.
+    fn batch_get(
+        &self,
+        keys: Vec<Item>,
+        projection: Option<&[String]>,
+    ) -> impl Future<Output = Result<Vec<Item>, BatchGetError>> + Send;
+
+    /// Carries out every operation or none (at most 100, on distinct items). When a condition
+    /// fails, the error is [`StoreError::is_transaction_canceled`] with one
+    /// [`CancellationReason`] per operation.
+    fn transact_write(
+        &self,
+        writes: Vec<TransactWrite>,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// Queries one page of one partition of the table or of a GSI.
+    fn query_page(
+        &self,
+        request: &QueryPage,
+    ) -> impl Future<Output = Result<Page, StoreError>> + Send;
+}
+
+/// Runs a future to completion on the current thread: enough for the in-memory store, whose
+/// futures never wait on anything, and for doc examples. Use a real async runtime for the
+/// `DynamoDB` store.
+pub fn block_on<F: Future>(future: F) -> F::Output {
+    use std::pin::pin;
+    use std::sync::Arc;
+    use std::task::{Context, Poll, Wake, Waker};
+
+    struct ThreadWaker(std::thread::Thread);
+    impl Wake for ThreadWaker {
+        fn wake(self: Arc<Self>) {
+            self.0.unpark();
+        }
+    }
+
+    let waker = Waker::from(Arc::new(ThreadWaker(std::thread::current())));
+    let mut cx = Context::from_waker(&waker);
+    let mut future = pin!(future);
+    loop {
+        if let Poll::Ready(out) = future.as_mut().poll(&mut cx) {
+            return out;
+        }
+        std::thread::park();
+    }
+}

@@ -1,0 +1,480 @@
+//! `DynamoDB` value semantics for the in-memory store: numbers as decimals, key scalars with
+//! their order, equality, item validation and filter evaluation.
+
+use std::cmp::Ordering;
+
+use serde_dynamo::{AttributeValue, Item};
+
+use super::{Comparison, Filter, KeyType};
+
+/// A `DynamoDB` number: an exact decimal of at most 38 significant digits.
+///
+/// The value is `±0.d₁d₂…dₙ × 10^exponent` with `d₁ ≠ 0` and `dₙ ≠ 0`; zero has no digits.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct Number {
+    negative: bool,
+    digits: Vec<u8>,
+    exponent: i64,
+}
+
+impl Number {
+    /// Parses a number as `DynamoDB` accepts it (`-12.50`, `1e3`, `.5`); `None` otherwise.
+    pub(crate) fn parse(text: &str) -> Option<Self> {
+        let s = text.trim();
+        let (negative, s) = match s.as_bytes().first()? {
+            b'-' => (true, &s[1..]),
+            b'+' => (false, &s[1..]),
+            _ => (false, s),
+        };
+        let (mantissa, exp) = match s.find(['e', 'E']) {
+            Some(i) => (&s[..i], s[i + 1..].parse::<i64>().ok()?),
+            None => (s, 0),
+        };
+        let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+        if int.is_empty() && frac.is_empty() {
+            return None;
+        }
+        if !int.bytes().chain(frac.bytes()).all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        let all: Vec<u8> = int.bytes().chain(frac.bytes()).map(|b| b - b'0').collect();
+        let Some(first) = all.iter().position(|&d| d != 0) else {
+            return Some(Self::zero());
+        };
+        let last = all.iter().rposition(|&d| d != 0).unwrap_or(first);
+        let int_len = i64::try_from(int.len()).ok()?;
+        let first_i = i64::try_from(first).ok()?;
+        let exponent = exp.checked_add(int_len)?.checked_sub(first_i)?;
+        let digits = all[first..=last].to_vec();
+        if digits.len() > 38 {
+            return None;
+        }
+        // DynamoDB's range: 1E-130 ..= 9.9999999999999999999999999999999999999E+125.
+        if !(-129..=126).contains(&exponent) {
+            return None;
+        }
+        Some(Self {
+            negative,
+            digits,
+            exponent,
+        })
+    }
+
+    fn zero() -> Self {
+        Self {
+            negative: false,
+            digits: Vec::new(),
+            exponent: 0,
+        }
+    }
+
+    /// The canonical text `DynamoDB` returns: no exponent, no leading or trailing zeros.
+    pub(crate) fn canonical(&self) -> String {
+        if self.digits.is_empty() {
+            return "0".to_owned();
+        }
+        let digits: String = self.digits.iter().map(|d| char::from(b'0' + d)).collect();
+        let n = i64::try_from(digits.len()).unwrap_or(i64::MAX);
+        let mut out = String::new();
+        if self.negative {
+            out.push('-');
+        }
+        if self.exponent <= 0 {
+            out.push_str("0.");
+            out.extend(std::iter::repeat_n(
+                '0',
+                usize::try_from(-self.exponent).unwrap_or(0),
+            ));
+            out.push_str(&digits);
+        } else if self.exponent >= n {
+            out.push_str(&digits);
+            out.extend(std::iter::repeat_n(
+                '0',
+                usize::try_from(self.exponent - n).unwrap_or(0),
+            ));
+        } else {
+            let split = usize::try_from(self.exponent).unwrap_or(0);
+            out.push_str(&digits[..split]);
+            out.push('.');
+            out.push_str(&digits[split..]);
+        }
+        out
+    }
+}
+
+impl Ord for Number {
+    fn cmp(&self, other: &Self) -> Ordering {
+        let sign = |n: &Self| match (n.digits.is_empty(), n.negative) {
+            (true, _) => 1,
+            (false, true) => 0,
+            (false, false) => 2,
+        };
+        match sign(self).cmp(&sign(other)) {
+            Ordering::Equal => {}
+            o => return o,
+        }
+        let magnitude = self
+            .exponent
+            .cmp(&other.exponent)
+            .then_with(|| self.digits.cmp(&other.digits));
+        if self.negative {
+            magnitude.reverse()
+        } else {
+            magnitude
+        }
+    }
+}
+
+impl PartialOrd for Number {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+/// A key value: string and binary by bytes, numbers numerically. `Min` and `Max` bound ranges.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(crate) enum Scalar {
+    Min,
+    S(String),
+    N(Number),
+    B(Vec<u8>),
+    Max,
+}
+
+impl Scalar {
+    /// The key scalar of a value of type `ty`; `None` if the value is not of that type.
+    pub(crate) fn of(value: &AttributeValue, ty: KeyType) -> Option<Self> {
+        match (value, ty) {
+            (AttributeValue::S(s), KeyType::S) => Some(Self::S(s.clone())),
+            (AttributeValue::N(n), KeyType::N) => Number::parse(n).map(Self::N),
+            (AttributeValue::B(b), KeyType::B) => Some(Self::B(b.clone())),
+            _ => None,
+        }
+    }
+
+    /// The key scalar of an `S`, `N` or `B` value.
+    pub(crate) fn any(value: &AttributeValue) -> Option<Self> {
+        match value {
+            AttributeValue::S(s) => Some(Self::S(s.clone())),
+            AttributeValue::N(n) => Number::parse(n).map(Self::N),
+            AttributeValue::B(b) => Some(Self::B(b.clone())),
+            _ => None,
+        }
+    }
+
+    /// Whether this value begins with `prefix` (strings and binary).
+    pub(crate) fn begins_with(&self, prefix: &Self) -> bool {
+        match (self, prefix) {
+            (Self::S(s), Self::S(p)) => s.as_bytes().starts_with(p.as_bytes()),
+            (Self::B(s), Self::B(p)) => s.starts_with(p),
+            _ => false,
+        }
+    }
+}
+
+/// The `DynamoDB` type name of a value (for messages).
+pub(crate) fn type_name(value: &AttributeValue) -> &'static str {
+    match value {
+        AttributeValue::S(_) => "S",
+        AttributeValue::N(_) => "N",
+        AttributeValue::B(_) => "B",
+        AttributeValue::Bool(_) => "BOOL",
+        AttributeValue::Null(_) => "NULL",
+        AttributeValue::M(_) => "M",
+        AttributeValue::L(_) => "L",
+        AttributeValue::Ss(_) => "SS",
+        AttributeValue::Ns(_) => "NS",
+        AttributeValue::Bs(_) => "BS",
+    }
+}
+
+/// Checks a value as `DynamoDB` does on write and rewrites its numbers canonically.
+pub(crate) fn normalize(value: &mut AttributeValue, path: &str) -> Result<(), String> {
+    match value {
+        AttributeValue::N(n) => {
+            *n = Number::parse(n)
+                .ok_or_else(|| format!("attribute `{path}`: {n:?} is not a DynamoDB number"))?
+                .canonical();
+        }
+        AttributeValue::Ns(ns) => {
+            if ns.is_empty() {
+                return Err(format!(
+                    "attribute `{path}`: an empty number set is not allowed"
+                ));
+            }
+            let mut seen = Vec::new();
+            for n in ns.iter_mut() {
+                let parsed = Number::parse(n)
+                    .ok_or_else(|| format!("attribute `{path}`: {n:?} is not a DynamoDB number"))?;
+                if seen.contains(&parsed) {
+                    return Err(format!(
+                        "attribute `{path}`: the number set holds duplicates"
+                    ));
+                }
+                *n = parsed.canonical();
+                seen.push(parsed);
+            }
+        }
+        AttributeValue::Ss(ss) => {
+            let mut sorted: Vec<&String> = ss.iter().collect();
+            sorted.sort();
+            sorted.dedup();
+            if ss.is_empty() || sorted.len() != ss.len() {
+                return Err(format!(
+                    "attribute `{path}`: a string set must be non-empty and hold no duplicates"
+                ));
+            }
+        }
+        AttributeValue::Bs(bs) => {
+            let mut sorted: Vec<&Vec<u8>> = bs.iter().collect();
+            sorted.sort();
+            sorted.dedup();
+            if bs.is_empty() || sorted.len() != bs.len() {
+                return Err(format!(
+                    "attribute `{path}`: a binary set must be non-empty and hold no duplicates"
+                ));
+            }
+        }
+        AttributeValue::M(m) => {
+            for (k, v) in m.iter_mut() {
+                normalize(v, &format!("{path}.{k}"))?;
+            }
+        }
+        AttributeValue::L(l) => {
+            for (i, v) in l.iter_mut().enumerate() {
+                normalize(v, &format!("{path}[{i}]"))?;
+            }
+        }
+        AttributeValue::S(_)
+        | AttributeValue::B(_)
+        | AttributeValue::Bool(_)
+        | AttributeValue::Null(_) => {}
+    }
+    Ok(())
+}
+
+/// `DynamoDB` equality: same type; numbers numerically; sets regardless of order.
+pub(crate) fn equal(a: &AttributeValue, b: &AttributeValue) -> bool {
+    use AttributeValue as V;
+    match (a, b) {
+        (V::N(x), V::N(y)) => match (Number::parse(x), Number::parse(y)) {
+            (Some(x), Some(y)) => x == y,
+            _ => x == y,
+        },
+        (V::S(x), V::S(y)) => x == y,
+        (V::B(x), V::B(y)) => x == y,
+        (V::Bool(x), V::Bool(y)) => x == y,
+        (V::Null(_), V::Null(_)) => true,
+        (V::Ss(x), V::Ss(y)) => x.len() == y.len() && x.iter().all(|e| y.contains(e)),
+        (V::Bs(x), V::Bs(y)) => x.len() == y.len() && x.iter().all(|e| y.contains(e)),
+        (V::Ns(x), V::Ns(y)) => {
+            let x: Vec<_> = x.iter().filter_map(|n| Number::parse(n)).collect();
+            let y: Vec<_> = y.iter().filter_map(|n| Number::parse(n)).collect();
+            x.len() == y.len() && x.iter().all(|e| y.contains(e))
+        }
+        (V::L(x), V::L(y)) => x.len() == y.len() && x.iter().zip(y).all(|(a, b)| equal(a, b)),
+        (V::M(x), V::M(y)) => {
+            x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| equal(v, w)))
+        }
+        _ => false,
+    }
+}
+
+/// The order of two values of the same scalar type; `None` otherwise.
+fn order(a: &AttributeValue, b: &AttributeValue) -> Option<Ordering> {
+    match (Scalar::any(a)?, Scalar::any(b)?) {
+        (x @ Scalar::S(_), y @ Scalar::S(_))
+        | (x @ Scalar::N(_), y @ Scalar::N(_))
+        | (x @ Scalar::B(_), y @ Scalar::B(_)) => Some(x.cmp(&y)),
+        _ => None,
+    }
+}
+
+/// Checks a filter as `DynamoDB` validates a `FilterExpression`; `keys` are the attributes it
+/// may not name (the key attributes of the queried table or index).
+pub(crate) fn check_filter(filter: &Filter, keys: &[&str]) -> Result<(), String> {
+    for attribute in filter.attributes() {
+        if keys.contains(&attribute) {
+            return Err(format!(
+                "Filter Expression can only contain non-primary key attributes: Primary key attribute: {attribute}"
+            ));
+        }
+    }
+    check_operands(filter)
+}
+
+fn scalar_operand(op: &str, value: &AttributeValue) -> Result<(), String> {
+    match value {
+        AttributeValue::S(_) | AttributeValue::N(_) | AttributeValue::B(_) => Ok(()),
+        other => Err(format!(
+            "Invalid FilterExpression: Incorrect operand type for operator or function; operator or function: {op}, operand type: {}",
+            type_name(other)
+        )),
+    }
+}
+
+fn check_operands(filter: &Filter) -> Result<(), String> {
+    match filter {
+        Filter::Compare { op, value, .. } => {
+            let mut v = value.clone();
+            normalize(&mut v, "filter value")?;
+            if !matches!(op, Comparison::Eq | Comparison::Ne) {
+                scalar_operand(op.as_str(), value)?;
+            }
+            Ok(())
+        }
+        Filter::Between { low, high, .. } => {
+            scalar_operand("BETWEEN", low)?;
+            scalar_operand("BETWEEN", high)?;
+            match order(low, high) {
+                Some(Ordering::Greater) => Err(
+                    "Invalid FilterExpression: The BETWEEN operator requires upper bound to be greater than or equal to lower bound"
+                        .to_owned(),
+                ),
+                Some(_) => Ok(()),
+                None => Err("Invalid FilterExpression: The BETWEEN operator requires same data type for lower and upper bounds".to_owned()),
+            }
+        }
+        Filter::BeginsWith { prefix, .. } => match prefix {
+            AttributeValue::S(_) | AttributeValue::B(_) => Ok(()),
+            other => Err(format!(
+                "Invalid FilterExpression: Incorrect operand type for operator or function; operator or function: begins_with, operand type: {}",
+                type_name(other)
+            )),
+        },
+        Filter::Contains { value, .. } => {
+            let mut v = value.clone();
+            normalize(&mut v, "filter value")
+        }
+        Filter::Exists(_) | Filter::NotExists(_) => Ok(()),
+        Filter::In { values, .. } => {
+            if values.is_empty() || values.len() > 100 {
+                return Err(format!(
+                    "Invalid FilterExpression: IN takes 1 to 100 values, not {}",
+                    values.len()
+                ));
+            }
+            Ok(())
+        }
+        Filter::And(fs) | Filter::Or(fs) => {
+            if fs.is_empty() {
+                return Err("Invalid FilterExpression: AND/OR need at least one operand".to_owned());
+            }
+            fs.iter().try_for_each(check_operands)
+        }
+        Filter::Not(f) => check_operands(f),
+    }
+}
+
+/// Evaluates a (checked) filter on an item.
+pub(crate) fn matches(filter: &Filter, item: &Item) -> bool {
+    match filter {
+        Filter::Compare {
+            attribute,
+            op,
+            value,
+        } => match item.get(attribute) {
+            None => *op == Comparison::Ne,
+            Some(a) => match op {
+                Comparison::Eq => equal(a, value),
+                Comparison::Ne => !equal(a, value),
+                Comparison::Lt => order(a, value) == Some(Ordering::Less),
+                Comparison::Le => matches!(order(a, value), Some(Ordering::Less | Ordering::Equal)),
+                Comparison::Gt => order(a, value) == Some(Ordering::Greater),
+                Comparison::Ge => {
+                    matches!(order(a, value), Some(Ordering::Greater | Ordering::Equal))
+                }
+            },
+        },
+        Filter::Between {
+            attribute,
+            low,
+            high,
+        } => item.get(attribute).is_some_and(|a| {
+            matches!(order(a, low), Some(Ordering::Greater | Ordering::Equal))
+                && matches!(order(a, high), Some(Ordering::Less | Ordering::Equal))
+        }),
+        Filter::BeginsWith { attribute, prefix } => {
+            item.get(attribute)
+                .is_some_and(|a| match (Scalar::any(a), Scalar::any(prefix)) {
+                    (Some(a), Some(p)) => a.begins_with(&p),
+                    _ => false,
+                })
+        }
+        Filter::Contains { attribute, value } => {
+            item.get(attribute).is_some_and(|a| contains(a, value))
+        }
+        Filter::Exists(attribute) => item.contains_key(attribute),
+        Filter::NotExists(attribute) => !item.contains_key(attribute),
+        Filter::In { attribute, values } => item
+            .get(attribute)
+            .is_some_and(|a| values.iter().any(|v| equal(a, v))),
+        Filter::And(fs) => fs.iter().all(|f| matches(f, item)),
+        Filter::Or(fs) => fs.iter().any(|f| matches(f, item)),
+        Filter::Not(f) => !matches(f, item),
+    }
+}
+
+fn contains(haystack: &AttributeValue, needle: &AttributeValue) -> bool {
+    use AttributeValue as V;
+    match (haystack, needle) {
+        (V::S(h), V::S(n)) => h.contains(n.as_str()),
+        (V::B(h), V::B(n)) => n.is_empty() || h.windows(n.len()).any(|w| w == n.as_slice()),
+        (V::Ss(h), V::S(n)) => h.contains(n),
+        (V::Bs(h), V::B(n)) => h.contains(n),
+        (V::Ns(h), V::N(n)) => h.iter().any(|x| equal(&V::N(x.clone()), &V::N(n.clone()))),
+        (V::L(h), n) => h.iter().any(|x| equal(x, n)),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn n(s: &str) -> Number {
+        Number::parse(s).unwrap_or_else(Number::zero)
+    }
+
+    #[test]
+    fn numbers_compare_numerically_and_print_canonically() {
+        let sorted = [
+            "-100",
+            "-9.5",
+            "-1",
+            "-0.001",
+            "0",
+            "0.001",
+            "1",
+            "1.5",
+            "9",
+            "10",
+            "1e3",
+            "123456789012345678901234567890",
+        ];
+        for w in sorted.windows(2) {
+            assert!(n(w[0]) < n(w[1]), "{} < {}", w[0], w[1]);
+        }
+        assert_eq!(n("1.50"), n("1.5"));
+        assert_eq!(n("-0"), n("0"));
+        assert_eq!(n("010").canonical(), "10");
+        assert_eq!(n("1.50").canonical(), "1.5");
+        assert_eq!(n("1e3").canonical(), "1000");
+        assert_eq!(n("-.25").canonical(), "-0.25");
+        assert_eq!(n("0.000").canonical(), "0");
+        assert_eq!(n("12345.678").canonical(), "12345.678");
+        for bad in ["", "-", ".", "1..2", "abc", "1e", "1e999", "0x10", "1 2"] {
+            assert!(Number::parse(bad).is_none(), "{bad:?}");
+        }
+        assert!(Number::parse(&"1".repeat(39)).is_none());
+        assert!(Number::parse(&"1".repeat(38)).is_some());
+    }
+
+    #[test]
+    fn strings_compare_by_bytes() {
+        let a = Scalar::S("Z".into());
+        let b = Scalar::S("a".into());
+        let c = Scalar::S("é".into());
+        assert!(a < b && b < c);
+    }
+}

@@ -1,0 +1,13 @@
+//! The compile-time validation of `#[derive(Entity)]` and `#[derive(Table)]`: every program
+//! under `ui/<category>/` must fail to compile with exactly the errors of its `.stderr`.
+//!
+//! The messages depend on the compiler version, so the cases run on the one toolchain CI builds
+//! with. Regenerate after a deliberate change with `TRYBUILD=overwrite cargo test -p
+//! entity-manager-tests --test compiletest`, then read every changed `.stderr`.
+
+#[rustversion::attr(not(stable(1.95)), ignore = "the expected compiler output is that of Rust 1.95")]
+#[test]
+fn ui() {
+    let cases = trybuild::TestCases::new();
+    cases.compile_fail("ui/**/*.rs");
+}

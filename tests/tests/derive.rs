@@ -1,0 +1,336 @@
+//! The seed docs' User service declared with `#[derive(Entity)]`: the derived model, the
+//! TypeScript golden `add_keys` vectors replayed through the structs, and a lossless round trip.
+
+use std::path::{Path, PathBuf};
+
+use entity_manager::{
+    AttributeValue, Entity, EntityExt, IndexToken, Item, Projection, ShardBump, ShardSpace, Table,
+};
+use proptest::prelude::*;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// The User service table. Product shard space: what the seed docs and npm 6.14.0 use.
+#[derive(Table, Debug)]
+#[table(entities(User, Email))]
+struct UserService;
+
+/// The same entities on the `power` rule, for the upstream-v8 vectors.
+#[derive(Table, Debug)]
+#[table(shard_space = power, entities(PowerUser, PowerEmail))]
+struct PowerUserService;
+
+macro_rules! user_service {
+    ($user:ident, $email:ident, $table:ident) => {
+        /// A user of the User service.
+        #[derive(Entity, Serialize, Deserialize, Clone, Debug, PartialEq)]
+        #[serde(rename_all = "camelCase")]
+        #[entity(table = $table, token = "user", unique = user_id, timestamp = created)]
+        #[shard_bumps(
+            bump(timestamp = 1_726_880_933_000, char_bits = 2, chars = 1),
+            bump(timestamp = 1_735_689_600_000, char_bits = 3, chars = 2),
+        )]
+        #[generated(name = user_beneficiary_hash_key, components = [beneficiary_id], sharded)]
+        #[generated(name = first_name_range_key, components = [first_name_canonical, last_name_canonical, created])]
+        #[generated(name = last_name_range_key, components = [last_name_canonical, first_name_canonical, created])]
+        #[index(name = "created", range = created)]
+        #[index(name = "firstName", range = first_name_range_key)]
+        #[index(name = "lastName", range = last_name_range_key)]
+        #[index(name = "phone", range = phone)]
+        #[index(name = "updated", range = updated)]
+        #[index(name = "userBeneficiaryCreated", hash = user_beneficiary_hash_key, range = created, project = [some_property, some_other_property])]
+        #[index(name = "userBeneficiaryFirstName", hash = user_beneficiary_hash_key, range = first_name_range_key, keys_only)]
+        #[index(name = "userBeneficiaryLastName", hash = user_beneficiary_hash_key, range = last_name_range_key)]
+        #[index(name = "userBeneficiaryPhone", hash = user_beneficiary_hash_key, range = phone)]
+        #[index(name = "userBeneficiaryUpdated", hash = user_beneficiary_hash_key, range = updated)]
+        pub(crate) struct $user {
+            #[transcode("string")]
+            pub(crate) user_id: String,
+            #[transcode("timestamp")]
+            pub(crate) created: u64,
+            #[transcode("timestamp")]
+            pub(crate) updated: u64,
+            #[transcode("string")]
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            pub(crate) beneficiary_id: Option<String>,
+            pub(crate) first_name: String,
+            #[transcode("string")]
+            pub(crate) first_name_canonical: String,
+            pub(crate) last_name: String,
+            #[transcode("string")]
+            pub(crate) last_name_canonical: String,
+            #[transcode("string")]
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            pub(crate) phone: Option<String>,
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            pub(crate) some_property: Option<String>,
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            pub(crate) some_other_property: Option<i64>,
+        }
+
+        /// An email address of a user.
+        #[derive(Entity, Serialize, Deserialize, Clone, Debug, PartialEq)]
+        #[serde(rename_all = "camelCase")]
+        #[entity(table = $table, token = "email", unique = email, timestamp = created)]
+        #[shard_bumps(bump(timestamp = 1_730_000_000_000, char_bits = 2, chars = 1))]
+        #[generated(name = user_hash_key, components = [user_id], sharded)]
+        #[index(name = "created", range = created)]
+        #[index(name = "userCreated", hash = user_hash_key, range = created)]
+        pub(crate) struct $email {
+            #[transcode("string")]
+            pub(crate) email: String,
+            #[transcode("timestamp")]
+            pub(crate) created: u64,
+            #[transcode("string")]
+            pub(crate) user_id: String,
+        }
+    };
+}
+
+user_service!(User, Email, UserService);
+
+mod power {
+    use super::*;
+    user_service!(PowerUser, PowerEmail, PowerUserService);
+}
+use power::{PowerEmail, PowerUser};
+
+#[test]
+fn the_derived_model_is_the_seed_docs_user_service() -> Result<(), entity_manager::Error> {
+    let schema = UserService::schema()?;
+    assert_eq!(schema.table().shard_space, ShardSpace::Product);
+    assert_eq!(<PowerUserService as Table>::model().shard_space, ShardSpace::Power);
+    let user = User::model();
+    assert_eq!(user.token, "user");
+    assert_eq!((&*user.unique_property, &*user.timestamp_property), ("userId", "created"));
+    assert_eq!(
+        &*user.shard_bumps,
+        &[
+            ShardBump::UNSHARDED,
+            ShardBump::new(1_726_880_933_000, 2, 1),
+            ShardBump::new(1_735_689_600_000, 3, 2)
+        ]
+    );
+    let generated: Vec<(&str, bool, Vec<&str>)> = user
+        .generated
+        .iter()
+        .map(|g| (&*g.name, g.is_sharded(), g.components.iter().map(|c| &**c).collect()))
+        .collect();
+    assert_eq!(
+        generated,
+        [
+            ("userBeneficiaryHashKey", true, vec!["beneficiaryId"]),
+            ("firstNameRangeKey", false, vec!["firstNameCanonical", "lastNameCanonical", "created"]),
+            ("lastNameRangeKey", false, vec!["lastNameCanonical", "firstNameCanonical", "created"]),
+        ]
+    );
+    // the eleven indexes of the seed's final index table, over both entities
+    let mut indexes: Vec<(&str, &str, &str)> = User::model()
+        .indexes
+        .iter()
+        .chain(Email::model().indexes.iter())
+        .map(|i| (&*i.name, &*i.hash_key, &*i.range_key))
+        .collect();
+    indexes.sort_unstable();
+    indexes.dedup();
+    assert_eq!(
+        indexes,
+        [
+            ("created", "hashKey", "created"),
+            ("firstName", "hashKey", "firstNameRangeKey"),
+            ("lastName", "hashKey", "lastNameRangeKey"),
+            ("phone", "hashKey", "phone"),
+            ("updated", "hashKey", "updated"),
+            ("userBeneficiaryCreated", "userBeneficiaryHashKey", "created"),
+            ("userBeneficiaryFirstName", "userBeneficiaryHashKey", "firstNameRangeKey"),
+            ("userBeneficiaryLastName", "userBeneficiaryHashKey", "lastNameRangeKey"),
+            ("userBeneficiaryPhone", "userBeneficiaryHashKey", "phone"),
+            ("userBeneficiaryUpdated", "userBeneficiaryHashKey", "updated"),
+            ("userCreated", "userHashKey", "created"),
+        ]
+    );
+    let projections: Vec<&Projection> = ["userBeneficiaryCreated", "userBeneficiaryFirstName", "created"]
+        .iter()
+        .filter_map(|n| user.index(n).map(|i| &i.projection))
+        .collect();
+    assert!(matches!(projections[0], Projection::Include(names) if names.iter().map(|n| &**n).eq(["someProperty", "someOtherProperty"])));
+    assert_eq!(projections[1], &Projection::KeysOnly);
+    assert_eq!(projections[2], &Projection::All);
+    // the typed index tokens
+    assert_eq!(UserIndex::ALL.len(), 10);
+    assert_eq!(UserIndex::UserBeneficiaryFirstName.name(), "userBeneficiaryFirstName");
+    assert_eq!(EmailIndex::ALL, &[EmailIndex::Created, EmailIndex::UserCreated]);
+    Ok(())
+}
+
+#[test]
+fn typed_key_builders_give_prefixes_and_full_keys() -> Result<(), entity_manager::Error> {
+    // a `begins_with` prefix from the leading component
+    let prefix = User::first_name_range_key().first_name_canonical("j")?;
+    assert_eq!(prefix.as_str(), "firstNameCanonical#j");
+    let full = prefix
+        .last_name_canonical("williscroft")?
+        .created(&1_726_880_933_000)?
+        .key();
+    assert_eq!(full, "firstNameCanonical#j|lastNameCanonical#williscroft|created#1726880933000");
+    // a sharded property starts with the record's hash key
+    let hash = User::user_beneficiary_hash_key("user!1").beneficiary_id("JCcwi4vyqwMJdaBwbjLG3")?.key();
+    assert_eq!(hash, "user!1|beneficiaryId#JCcwi4vyqwMJdaBwbjLG3");
+    // the builders agree with the keys added to a record
+    let user = User {
+        user_id: "wf5yU_5f63gqauSOLpP5O".into(),
+        created: 1_726_880_933_000,
+        updated: 1_726_880_933_000,
+        beneficiary_id: Some("JCcwi4vyqwMJdaBwbjLG3".into()),
+        first_name: "Jason".into(),
+        first_name_canonical: "jason".into(),
+        last_name: "Williscroft".into(),
+        last_name_canonical: "williscroft".into(),
+        phone: None,
+        some_property: None,
+        some_other_property: None,
+    };
+    let item = user.to_item()?;
+    let built = User::last_name_range_key()
+        .last_name_canonical(&user.last_name_canonical)?
+        .first_name_canonical(&user.first_name_canonical)?
+        .created(&user.created)?
+        .key();
+    assert_eq!(item["lastNameRangeKey"], AttributeValue::S(built));
+    // a delimiter inside a component is an error, not an ambiguous key
+    assert!(matches!(
+        User::first_name_range_key().first_name_canonical("a|b"),
+        Err(entity_manager::Error::DelimiterInValue { .. })
+    ));
+    assert!(matches!(
+        Email::user_hash_key("email!").user_id("x").map(|b| b.key()),
+        Ok(ref k) if k == "email!|userId#x"
+    ));
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// The TypeScript `add_keys` vectors for `user` and `email`, through the derived structs.
+
+fn compat_dir() -> PathBuf {
+    std::env::var_os("EM_COMPAT_DIR").map_or_else(
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/compat"),
+        PathBuf::from,
+    )
+}
+
+/// Struct → item with keys, compared on every key the entity declares.
+fn check_add_keys<E>(case: &Value) -> Result<(), String>
+where
+    E: Entity + EntityExt + Serialize + serde::de::DeserializeOwned,
+{
+    let expected = &case["expected"];
+    let record: Result<E, _> = serde_json::from_value(case["item"].clone());
+    if let Some(message) = expected["error"].as_str() {
+        // A record without its unique property cannot be built: the type requires it.
+        return match (message, record) {
+            ("missing item unique property", Err(e)) if e.to_string().contains(&*E::model().unique_property) => Ok(()),
+            (m, r) => Err(format!("expected error {m:?}, got {:?}", r.map(|_| "a record"))),
+        };
+    }
+    let record = record.map_err(|e| format!("cannot build the record: {e}"))?;
+    let item = record.to_item().map_err(|e| e.to_string())?;
+    let table = <E::Table as Table>::model();
+    let declared = [&*table.hash_key, &*table.range_key]
+        .into_iter()
+        .chain(E::model().generated.iter().map(|g| &*g.name));
+    for key in declared {
+        let want = expected.get(key).and_then(Value::as_str);
+        let got = match item.get(key) {
+            Some(AttributeValue::S(s)) => Some(s.as_str()),
+            Some(other) => return Err(format!("{key} is {other:?}")),
+            None => None,
+        };
+        if want != got {
+            return Err(format!("{key}: expected {want:?}, got {got:?}"));
+        }
+    }
+    Ok(())
+}
+
+fn replay(file: &str) -> Result<usize, String> {
+    let text = std::fs::read_to_string(compat_dir().join(file)).map_err(|e| format!("{file}: {e}"))?;
+    let vectors: Value = serde_json::from_str(&text).map_err(|e| e.to_string())?;
+    let power = vectors["shardSpace"] == "power";
+    let mut ran = 0;
+    for (i, case) in vectors["cases"].as_array().into_iter().flatten().enumerate() {
+        if case["op"] != "add_keys" {
+            continue;
+        }
+        let result = match (case["entity"].as_str(), power) {
+            (Some("user"), false) => check_add_keys::<User>(case),
+            (Some("email"), false) => check_add_keys::<Email>(case),
+            (Some("user"), true) => check_add_keys::<PowerUser>(case),
+            (Some("email"), true) => check_add_keys::<PowerEmail>(case),
+            (other, _) => Err(format!("unexpected entity {other:?}")),
+        };
+        result.map_err(|e| format!("{file} case {i}: {e}"))?;
+        ran += 1;
+    }
+    Ok(ran)
+}
+
+#[test]
+fn typescript_add_keys_vectors_pass_through_the_derived_structs() -> Result<(), String> {
+    let ran = replay("product-user-service.json")? + replay("power-user-service.json")?;
+    // 16 + 15 add_keys cases, all for `user` or `email`
+    assert_eq!(ran, 31);
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Lossless round trip
+
+fn name() -> impl Strategy<Value = String> {
+    "[a-zA-Z0-9 _.@+-]{1,20}|\\PC{1,10}".prop_map(|s| s.replace(['|', '#', '!'], "x"))
+}
+
+fn user() -> impl Strategy<Value = User> {
+    (
+        (name(), 0u64..=9_999_999_999_999, 0u64..=9_999_999_999_999, proptest::option::of(name())),
+        (name(), name(), name(), name()),
+        (proptest::option::of(name()), proptest::option::of(any::<String>()), proptest::option::of(any::<i64>())),
+    )
+        .prop_map(
+            |((user_id, created, updated, beneficiary_id), (first_name, first, last_name, last), (phone, some, other))| User {
+                user_id,
+                created,
+                updated,
+                beneficiary_id,
+                first_name,
+                first_name_canonical: first,
+                last_name,
+                last_name_canonical: last,
+                phone,
+                some_property: some,
+                some_other_property: other,
+            },
+        )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn user_round_trips_through_an_item_with_keys(user in user()) {
+        let item: Item = user.to_item().map_err(|e| TestCaseError::fail(e.to_string()))?;
+        prop_assert!(item.contains_key("hashKey") && item.contains_key("rangeKey") && item.contains_key("firstNameRangeKey"));
+        prop_assert_eq!(item.contains_key("userBeneficiaryHashKey"), user.beneficiary_id.as_deref().is_some_and(|b| !b.is_empty()));
+        let back = User::from_item(&item).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        prop_assert_eq!(back, user);
+    }
+
+    #[test]
+    fn email_round_trips_through_an_item_with_keys(email in name(), created in 0u64..=9_999_999_999_999, user_id in name()) {
+        let record = Email { email, created, user_id };
+        let item = record.to_item().map_err(|e| TestCaseError::fail(e.to_string()))?;
+        prop_assert!(item.contains_key("userHashKey"));
+        let back = Email::from_item(&item).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        prop_assert_eq!(back, record);
+    }
+}

@@ -1,0 +1,915 @@
+//! The store conformance suite, written once over `Store` and run against `MemoryStore` and
+//! against `DynamoDB` Local (when `DYNAMODB_ENDPOINT` is set; required when `CI=true`).
+//!
+//! Every expectation here was checked against `DynamoDB` Local: where the in-memory store
+//! imitates `DynamoDB` (orders, limits, page keys, projections, sparse indexes, filters,
+//! validation errors), this suite is what keeps the two in step.
+
+mod store_support;
+
+use entity_manager::store::{
+    Comparison, Expect, Filter, MemoryStore, QueryPage, RangeCondition, Store, TransactWrite,
+    WriteRequest,
+};
+use entity_manager::{AttributeValue, Item};
+use serde_json::json;
+use store_support::{TestResult, all_pages, canonical, definition, item, key, n, s, text};
+
+/// The conformance tests, each a generic function over the store.
+mod suite {
+    use super::*;
+
+    fn ranges(items: &[Item]) -> Vec<String> {
+        items.iter().map(|i| text(i, "rangeKey")).collect()
+    }
+
+    async fn put_all<S: Store>(store: &S, items: Vec<Item>) -> TestResult {
+        for i in items {
+            store.put_item(i, Expect::Any).await?;
+        }
+        Ok(())
+    }
+
+    async fn query_ranges<S: Store>(
+        store: &S,
+        request: &QueryPage,
+    ) -> Result<Vec<String>, Box<dyn std::error::Error>> {
+        let pages = all_pages(store, request).await?;
+        Ok(pages.iter().flat_map(|p| ranges(&p.items)).collect())
+    }
+
+    /// A small partition: ranges r0..r9, scores 0..9 (as numbers), names, a tag set and a list.
+    fn partition(hash: &str) -> Result<Vec<Item>, Box<dyn std::error::Error>> {
+        (0..10)
+            .map(|i| {
+                let mut it = item(json!({
+                    "hashKey": hash, "rangeKey": format!("r{i}"), "group": format!("{hash}-g"),
+                    "score": i, "name": format!("name{}", 9 - i), "created": 1000 + i,
+                    "kind": if i % 2 == 0 { "even" } else { "odd" },
+                }))?;
+                if i % 3 == 0 {
+                    it.insert(
+                        "tags".into(),
+                        AttributeValue::Ss(vec![format!("t{i}"), "common".into()]),
+                    );
+                    it.insert("list".into(), AttributeValue::L(vec![n(i), s("x")]));
+                }
+                if i == 7 {
+                    it.remove("kind");
+                }
+                Ok(it)
+            })
+            .collect()
+    }
+
+    pub(crate) async fn put_get_delete<S: Store>(store: &S) -> TestResult {
+        let it = item(
+            json!({ "hashKey": "p", "rangeKey": "1", "a": "x", "b": 2, "m": { "k": [1, "y", true] } }),
+        )?;
+        store.put_item(it.clone(), Expect::Any).await?;
+        assert_eq!(
+            store.get_item(&key("p", "1"), None).await?,
+            Some(it.clone())
+        );
+        let projected = store
+            .get_item(&key("p", "1"), Some(&["a".into(), "missing".into()]))
+            .await?;
+        assert_eq!(projected, Some(item(json!({ "a": "x" }))?));
+        assert_eq!(store.get_item(&key("p", "2"), None).await?, None);
+        // A put replaces the whole item.
+        let replacement = item(json!({ "hashKey": "p", "rangeKey": "1", "c": 3 }))?;
+        store.put_item(replacement.clone(), Expect::Any).await?;
+        assert_eq!(
+            store.get_item(&key("p", "1"), None).await?,
+            Some(replacement)
+        );
+        store.delete_item(&key("p", "1"), Expect::Any).await?;
+        assert_eq!(store.get_item(&key("p", "1"), None).await?, None);
+        // Deleting what is not there succeeds.
+        store.delete_item(&key("p", "1"), Expect::Any).await?;
+        Ok(())
+    }
+
+    pub(crate) async fn conditional_writes<S: Store>(store: &S) -> TestResult {
+        let it = item(json!({ "hashKey": "c", "rangeKey": "1", "v": 1 }))?;
+        store.put_item(it.clone(), Expect::Absent).await?;
+        let e = store
+            .put_item(it.clone(), Expect::Absent)
+            .await
+            .err()
+            .ok_or("second put if absent succeeded")?;
+        assert!(
+            e.is_conditional_check_failed() && !e.is_validation() && !e.is_retryable(),
+            "{e:?}"
+        );
+        let other = item(json!({ "hashKey": "c", "rangeKey": "2" }))?;
+        let e = store
+            .put_item(other.clone(), Expect::Present)
+            .await
+            .err()
+            .ok_or("put if present on a missing item succeeded")?;
+        assert!(e.is_conditional_check_failed(), "{e:?}");
+        store.put_item(it.clone(), Expect::Present).await?;
+        let e = store
+            .delete_item(&key("c", "2"), Expect::Present)
+            .await
+            .err()
+            .ok_or("delete if present of a missing item succeeded")?;
+        assert!(e.is_conditional_check_failed(), "{e:?}");
+        let e = store
+            .delete_item(&key("c", "1"), Expect::Absent)
+            .await
+            .err()
+            .ok_or("delete if absent of an item succeeded")?;
+        assert!(e.is_conditional_check_failed(), "{e:?}");
+        assert_eq!(store.get_item(&key("c", "1"), None).await?, Some(it));
+        store.delete_item(&key("c", "1"), Expect::Present).await?;
+        assert_eq!(store.get_item(&key("c", "1"), None).await?, None);
+        Ok(())
+    }
+
+    pub(crate) async fn validation_errors<S: Store>(store: &S) -> TestResult {
+        let bad_items = [
+            json!({ "hashKey": "v" }),                 // no range key
+            json!({ "hashKey": 1, "rangeKey": "1" }),  // hash key is N
+            json!({ "hashKey": "", "rangeKey": "1" }), // empty key string
+            json!({ "hashKey": "v", "rangeKey": "1", "group": "g", "score": "high" }), // GSI key type
+            json!({ "hashKey": "v", "rangeKey": "1", "group": "" , "score": 1 }), // empty GSI key
+        ];
+        for bad in bad_items {
+            let e = store
+                .put_item(item(bad.clone())?, Expect::Any)
+                .await
+                .err()
+                .ok_or(format!("put of {bad} succeeded"))?;
+            assert!(e.is_validation(), "{bad}: {e:?}");
+        }
+        let mut bad_number = key("v", "1");
+        bad_number.insert("x".into(), n("12abc"));
+        let e = store
+            .put_item(bad_number, Expect::Any)
+            .await
+            .err()
+            .ok_or("bad number accepted")?;
+        assert!(e.is_validation(), "{e:?}");
+
+        let mut long_key = key("v", "1");
+        long_key.insert("extra".into(), s("x"));
+        let e = store
+            .get_item(&long_key, None)
+            .await
+            .err()
+            .ok_or("get with a non-key attribute succeeded")?;
+        assert!(e.is_validation(), "{e:?}");
+
+        let q = QueryPage::new(s("v"));
+        let bad_queries = [
+            q.clone().index("noSuchIndex"),
+            q.clone().limit(0),
+            q.clone().range(RangeCondition::Between(s("b"), s("a"))),
+            q.clone().range(RangeCondition::Eq(n(1))),
+            QueryPage::new(n(1)),
+            QueryPage::new(s("g"))
+                .index("byScore")
+                .range(RangeCondition::BeginsWith(n(1))),
+            QueryPage::new(s("g"))
+                .index("byScore")
+                .filter(Filter::eq("score", n(1))),
+            q.clone().filter(Filter::eq("rangeKey", s("1"))),
+            QueryPage::new(s("g")).index("byName").projection(["other"]),
+            QueryPage::new(s("g"))
+                .index("byScore")
+                .projection(["name", "created"]),
+            q.clone().filter(Filter::And(vec![])),
+            q.clone().filter(Filter::Between {
+                attribute: "x".into(),
+                low: n(2),
+                high: n(1),
+            }),
+        ];
+        for bad in bad_queries {
+            let e = store
+                .query_page(&bad)
+                .await
+                .err()
+                .ok_or(format!("query {bad:?} succeeded"))?;
+            assert!(e.is_validation(), "{bad:?}: {e:?}");
+        }
+        Ok(())
+    }
+
+    pub(crate) async fn numbers_sort_numerically_and_read_back_canonically<S: Store>(
+        store: &S,
+    ) -> TestResult {
+        let scores = [
+            "10", "9", "1.50", "-3", "100.0", "0.25", "-0.5", "1e2", "007",
+        ];
+        for (i, score) in scores.iter().enumerate() {
+            let mut it =
+                item(json!({ "hashKey": "num", "rangeKey": format!("r{i}"), "group": "num-g" }))?;
+            it.insert("score".into(), n(score));
+            it.insert("plain".into(), n(score));
+            if *score == "1e2" {
+                // 100.0 and 1e2 are the same number: DynamoDB keeps both items (distinct table keys).
+                it.insert("note".into(), s("exp"));
+            }
+            store.put_item(it, Expect::Any).await?;
+        }
+        let page = store
+            .query_page(&QueryPage::new(s("num-g")).index("byScore"))
+            .await?;
+        let got: Vec<String> = page.items.iter().map(|i| text(i, "score")).collect();
+        assert_eq!(
+            got,
+            ["-3", "-0.5", "0.25", "1.5", "7", "9", "10", "100", "100"]
+        );
+        let r2 = store
+            .get_item(&key("num", "r2"), None)
+            .await?
+            .ok_or("missing r2")?;
+        assert_eq!(r2["plain"], n("1.5"));
+        let r8 = store
+            .get_item(&key("num", "r8"), None)
+            .await?
+            .ok_or("missing r8")?;
+        assert_eq!(r8["plain"], n("7"));
+        // Numeric filter comparisons: 1.50 = 1.5.
+        let eq = store
+            .query_page(&QueryPage::new(s("num")).filter(Filter::eq("plain", n("1.500"))))
+            .await?;
+        assert_eq!(ranges(&eq.items), ["r2"]);
+        let gt = store
+            .query_page(&QueryPage::new(s("num")).filter(Filter::compare(
+                "plain",
+                Comparison::Gt,
+                n(9),
+            )))
+            .await?;
+        assert_eq!(ranges(&gt.items), ["r0", "r4", "r7"]);
+        Ok(())
+    }
+
+    pub(crate) async fn strings_sort_by_bytes<S: Store>(store: &S) -> TestResult {
+        let values = ["b", "a", "Z", "é", "aa", "a b", "~", "A", "ä", "0", "日本"];
+        for v in values {
+            store
+                .put_item(
+                    item(json!({ "hashKey": "str", "rangeKey": v }))?,
+                    Expect::Any,
+                )
+                .await?;
+        }
+        let mut expected: Vec<&str> = values.to_vec();
+        expected.sort_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
+        assert_eq!(
+            query_ranges(store, &QueryPage::new(s("str"))).await?,
+            expected
+        );
+        expected.reverse();
+        assert_eq!(
+            query_ranges(store, &QueryPage::new(s("str")).descending(true)).await?,
+            expected
+        );
+        let prefixed = query_ranges(
+            store,
+            &QueryPage::new(s("str")).range(RangeCondition::BeginsWith(s("a"))),
+        )
+        .await?;
+        assert_eq!(prefixed, ["a", "a b", "aa"]);
+        Ok(())
+    }
+
+    pub(crate) async fn range_conditions<S: Store>(store: &S) -> TestResult {
+        put_all(store, partition("rc")?).await?;
+        let q = QueryPage::new(s("rc"));
+        let cases: Vec<(RangeCondition, Vec<&str>)> = vec![
+            (RangeCondition::Eq(s("r3")), vec!["r3"]),
+            (RangeCondition::Lt(s("r3")), vec!["r0", "r1", "r2"]),
+            (RangeCondition::Le(s("r3")), vec!["r0", "r1", "r2", "r3"]),
+            (RangeCondition::Gt(s("r7")), vec!["r8", "r9"]),
+            (RangeCondition::Ge(s("r7")), vec!["r7", "r8", "r9"]),
+            (
+                RangeCondition::Between(s("r2"), s("r4")),
+                vec!["r2", "r3", "r4"],
+            ),
+            (RangeCondition::Between(s("r4"), s("r4")), vec!["r4"]),
+            (
+                RangeCondition::BeginsWith(s("r")),
+                vec!["r0", "r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9"],
+            ),
+            (RangeCondition::BeginsWith(s("r5")), vec!["r5"]),
+            (RangeCondition::BeginsWith(s("x")), vec![]),
+            (RangeCondition::Gt(s("r9")), vec![]),
+        ];
+        for (cond, expected) in cases {
+            for limit in [None, Some(1), Some(2), Some(100)] {
+                for descending in [false, true] {
+                    let mut request = q.clone().range(cond.clone()).descending(descending);
+                    request.limit = limit;
+                    let got = query_ranges(store, &request).await?;
+                    let mut want: Vec<String> = expected.iter().map(|s| (*s).to_owned()).collect();
+                    if descending {
+                        want.reverse();
+                    }
+                    assert_eq!(
+                        got, want,
+                        "{cond:?} limit {limit:?} descending {descending}"
+                    );
+                }
+            }
+        }
+        // A numeric range key (byScore): scores 0..9.
+        let g = QueryPage::new(s("rc-g")).index("byScore");
+        let numeric: Vec<(RangeCondition, Vec<&str>)> = vec![
+            (RangeCondition::Eq(n(3)), vec!["r3"]),
+            (RangeCondition::Lt(n(2)), vec!["r0", "r1"]),
+            (RangeCondition::Le(n("2.0")), vec!["r0", "r1", "r2"]),
+            (RangeCondition::Gt(n("8.5")), vec!["r9"]),
+            (RangeCondition::Ge(n(8)), vec!["r8", "r9"]),
+            (RangeCondition::Between(n("-1"), n("1.5")), vec!["r0", "r1"]),
+        ];
+        for (cond, expected) in numeric {
+            let got = query_ranges(store, &g.clone().range(cond.clone()).limit(1)).await?;
+            assert_eq!(got, expected, "{cond:?}");
+        }
+        Ok(())
+    }
+
+    pub(crate) async fn limit_counts_before_the_filter<S: Store>(store: &S) -> TestResult {
+        put_all(store, partition("lf")?).await?;
+        let request = QueryPage::new(s("lf"))
+            .filter(Filter::eq("kind", s("odd")))
+            .limit(3);
+        let pages = all_pages(store, &request).await?;
+        let per_page: Vec<Vec<String>> = pages.iter().map(|p| ranges(&p.items)).collect();
+        // 10 items, 3 evaluated per page: r0..r2 | r3..r5 | r6..r8 | r9 (+ LEK-less end).
+        assert_eq!(
+            per_page,
+            vec![vec!["r1"], vec!["r3", "r5"], vec![], vec!["r9"]]
+        );
+        assert!(
+            pages[2].last_evaluated_key.is_some(),
+            "a page emptied by the filter still has a page key"
+        );
+        assert!(pages[3].last_evaluated_key.is_none());
+        Ok(())
+    }
+
+    pub(crate) async fn trailing_empty_page_when_the_limit_lands_on_the_end<S: Store>(
+        store: &S,
+    ) -> TestResult {
+        put_all(store, partition("te")?).await?;
+        for (limit, expected_pages) in [(5, 3), (2, 6), (10, 2), (3, 4), (11, 1)] {
+            let pages = all_pages(store, &QueryPage::new(s("te")).limit(limit)).await?;
+            assert_eq!(pages.len(), expected_pages, "limit {limit}");
+            let total: usize = pages.iter().map(|p| p.items.len()).sum();
+            assert_eq!(total, 10);
+        }
+        let pages = all_pages(store, &QueryPage::new(s("te")).limit(5)).await?;
+        assert!(pages[2].items.is_empty() && pages[2].last_evaluated_key.is_none());
+        // An empty partition: one empty page without a key.
+        let empty = store
+            .query_page(&QueryPage::new(s("nothing-here")).limit(1))
+            .await?;
+        assert!(empty.items.is_empty() && empty.last_evaluated_key.is_none());
+        Ok(())
+    }
+
+    pub(crate) async fn last_evaluated_key_holds_table_and_index_keys<S: Store>(
+        store: &S,
+    ) -> TestResult {
+        put_all(store, partition("lek")?).await?;
+        let page = store.query_page(&QueryPage::new(s("lek")).limit(2)).await?;
+        assert_eq!(page.last_evaluated_key, Some(key("lek", "r1")));
+        let page = store
+            .query_page(&QueryPage::new(s("lek-g")).index("byScore").limit(2))
+            .await?;
+        let mut expected = key("lek", "r1");
+        expected.insert("group".into(), s("lek-g"));
+        expected.insert("score".into(), n(1));
+        assert_eq!(page.last_evaluated_key, Some(expected));
+        // An index whose hash key is the table hash key: the key holds it once.
+        let page = store
+            .query_page(
+                &QueryPage::new(s("lek"))
+                    .index("byCreated")
+                    .limit(1)
+                    .descending(true),
+            )
+            .await?;
+        let mut expected = key("lek", "r9");
+        expected.insert("created".into(), n(1009));
+        assert_eq!(page.last_evaluated_key, Some(expected));
+        Ok(())
+    }
+
+    pub(crate) async fn sparse_indexes<S: Store>(store: &S) -> TestResult {
+        put_all(
+            store,
+            vec![
+                item(json!({ "hashKey": "sp", "rangeKey": "both", "group": "sp-g", "score": 1, "name": "n1" }))?,
+                item(json!({ "hashKey": "sp", "rangeKey": "no-score", "group": "sp-g", "name": "n2" }))?,
+                item(json!({ "hashKey": "sp", "rangeKey": "no-group", "score": 3, "name": "n3" }))?,
+                item(json!({ "hashKey": "sp", "rangeKey": "none" }))?,
+            ],
+        )
+        .await?;
+        assert_eq!(
+            query_ranges(store, &QueryPage::new(s("sp-g")).index("byScore")).await?,
+            ["both"]
+        );
+        assert_eq!(
+            query_ranges(store, &QueryPage::new(s("sp-g")).index("byName")).await?,
+            ["both", "no-score"]
+        );
+        assert_eq!(
+            query_ranges(store, &QueryPage::new(s("sp")).index("byCreated")).await?,
+            Vec::<String>::new()
+        );
+        // Removing the index key attribute removes the item from the index.
+        store
+            .put_item(
+                item(json!({ "hashKey": "sp", "rangeKey": "both", "group": "sp-g" }))?,
+                Expect::Any,
+            )
+            .await?;
+        assert_eq!(
+            query_ranges(store, &QueryPage::new(s("sp-g")).index("byScore")).await?,
+            Vec::<String>::new()
+        );
+        Ok(())
+    }
+
+    pub(crate) async fn projections<S: Store>(store: &S) -> TestResult {
+        let full = item(json!({
+            "hashKey": "pj", "rangeKey": "1", "group": "pj-g", "score": 5, "name": "x",
+            "created": 7, "secret": "s", "other": 1
+        }))?;
+        store.put_item(full.clone(), Expect::Any).await?;
+        let keys_only = store
+            .query_page(&QueryPage::new(s("pj-g")).index("byName"))
+            .await?;
+        assert_eq!(
+            keys_only.items,
+            vec![item(
+                json!({ "hashKey": "pj", "rangeKey": "1", "group": "pj-g", "name": "x" })
+            )?]
+        );
+        let include = store
+            .query_page(&QueryPage::new(s("pj-g")).index("byScore"))
+            .await?;
+        assert_eq!(
+            include.items,
+            vec![item(
+                json!({ "hashKey": "pj", "rangeKey": "1", "group": "pj-g", "score": 5, "name": "x" })
+            )?]
+        );
+        let all = store
+            .query_page(&QueryPage::new(s("pj")).index("byCreated"))
+            .await?;
+        assert_eq!(all.items, vec![full.clone()]);
+        let chosen = store
+            .query_page(
+                &QueryPage::new(s("pj-g"))
+                    .index("byScore")
+                    .projection(["name", "hashKey"]),
+            )
+            .await?;
+        assert_eq!(
+            chosen.items,
+            vec![item(json!({ "hashKey": "pj", "name": "x" }))?]
+        );
+        let table = store
+            .query_page(&QueryPage::new(s("pj")).projection(["secret", "nope"]))
+            .await?;
+        assert_eq!(table.items, vec![item(json!({ "secret": "s" }))?]);
+        Ok(())
+    }
+
+    pub(crate) async fn filters<S: Store>(store: &S) -> TestResult {
+        put_all(store, partition("f")?).await?;
+        let q = QueryPage::new(s("f"));
+        let all: Vec<String> = (0..10).map(|i| format!("r{i}")).collect();
+        let cases: Vec<(Filter, Vec<&str>)> = vec![
+            (
+                Filter::eq("kind", s("even")),
+                vec!["r0", "r2", "r4", "r6", "r8"],
+            ),
+            // `<>` is true where the attribute is missing (r7 has no kind).
+            (
+                Filter::compare("kind", Comparison::Ne, s("even")),
+                vec!["r1", "r3", "r5", "r7", "r9"],
+            ),
+            (
+                Filter::compare("score", Comparison::Lt, n(2)),
+                vec!["r0", "r1"],
+            ),
+            (
+                Filter::compare("score", Comparison::Le, n(2)),
+                vec!["r0", "r1", "r2"],
+            ),
+            (
+                Filter::compare("score", Comparison::Gt, n(7)),
+                vec!["r8", "r9"],
+            ),
+            (
+                Filter::compare("score", Comparison::Ge, n(7)),
+                vec!["r7", "r8", "r9"],
+            ),
+            // Comparing with another type is false.
+            (Filter::compare("score", Comparison::Lt, s("9")), vec![]),
+            (
+                Filter::compare("kind", Comparison::Gt, s("a")),
+                vec!["r0", "r1", "r2", "r3", "r4", "r5", "r6", "r8", "r9"],
+            ),
+            (
+                Filter::Between {
+                    attribute: "score".into(),
+                    low: n(3),
+                    high: n(5),
+                },
+                vec!["r3", "r4", "r5"],
+            ),
+            (
+                Filter::BeginsWith {
+                    attribute: "name".into(),
+                    prefix: s("name1"),
+                },
+                vec!["r8"],
+            ),
+            (
+                Filter::Contains {
+                    attribute: "name".into(),
+                    value: s("e9"),
+                },
+                vec!["r0"],
+            ),
+            (
+                Filter::Contains {
+                    attribute: "tags".into(),
+                    value: s("common"),
+                },
+                vec!["r0", "r3", "r6", "r9"],
+            ),
+            (
+                Filter::Contains {
+                    attribute: "tags".into(),
+                    value: s("t6"),
+                },
+                vec!["r6"],
+            ),
+            (
+                Filter::Contains {
+                    attribute: "list".into(),
+                    value: n(9),
+                },
+                vec!["r9"],
+            ),
+            (Filter::Exists("tags".into()), vec!["r0", "r3", "r6", "r9"]),
+            (Filter::NotExists("kind".into()), vec!["r7"]),
+            (
+                Filter::In {
+                    attribute: "score".into(),
+                    values: vec![n(1), n(4), s("4"), n(11)],
+                },
+                vec!["r1", "r4"],
+            ),
+            (
+                Filter::And(vec![
+                    Filter::eq("kind", s("even")),
+                    Filter::compare("score", Comparison::Gt, n(3)),
+                ]),
+                vec!["r4", "r6", "r8"],
+            ),
+            (
+                Filter::Or(vec![
+                    Filter::eq("score", n(1)),
+                    Filter::Exists("list".into()),
+                ]),
+                vec!["r0", "r1", "r3", "r6", "r9"],
+            ),
+            (
+                Filter::Not(Box::new(Filter::Or(vec![
+                    Filter::compare("score", Comparison::Lt, n(2)),
+                    Filter::compare("score", Comparison::Gt, n(7)),
+                ]))),
+                vec!["r2", "r3", "r4", "r5", "r6", "r7"],
+            ),
+            (
+                Filter::Not(Box::new(Filter::compare("missing", Comparison::Lt, n(1)))),
+                all.iter().map(String::as_str).collect(),
+            ),
+        ];
+        for (filter, expected) in cases {
+            let got = query_ranges(store, &q.clone().filter(filter.clone())).await?;
+            assert_eq!(got, expected, "{filter:?}");
+        }
+        // A filter on a projected index may name only projected attributes.
+        let e = store
+            .query_page(
+                &QueryPage::new(s("f-g"))
+                    .index("byScore")
+                    .filter(Filter::Exists("kind".into())),
+            )
+            .await
+            .err()
+            .ok_or("a filter on an attribute the index does not project was accepted")?;
+        assert!(e.is_validation(), "{e:?}");
+        let on_index = query_ranges(
+            store,
+            &QueryPage::new(s("f-g"))
+                .index("byScore")
+                .filter(Filter::eq("name", s("name0"))),
+        )
+        .await?;
+        assert_eq!(on_index, ["r9"]);
+        Ok(())
+    }
+
+    pub(crate) async fn batch_write_and_get<S: Store>(store: &S) -> TestResult {
+        let items: Vec<Item> = (0..60)
+            .map(|i| item(json!({ "hashKey": "b", "rangeKey": format!("{i:03}"), "v": i })))
+            .collect::<Result<_, _>>()?;
+        store
+            .batch_write(items.iter().cloned().map(WriteRequest::Put).collect())
+            .await?;
+        let keys: Vec<Item> = (0..150).map(|i| key("b", &format!("{i:03}"))).collect();
+        let got = store.batch_get(keys.clone(), None).await?;
+        assert_eq!(canonical(got), canonical(items.clone()));
+        let projected = store
+            .batch_get(keys[..3].to_vec(), Some(&["v".into()]))
+            .await?;
+        let mut vs: Vec<String> = projected.iter().map(|i| text(i, "v")).collect();
+        vs.sort();
+        assert_eq!(vs, ["0", "1", "2"]);
+        // Delete the even ones, put two new ones, in one batch.
+        let mut writes: Vec<WriteRequest> = (0..60)
+            .step_by(2)
+            .map(|i| WriteRequest::Delete(key("b", &format!("{i:03}"))))
+            .collect();
+        writes.push(WriteRequest::Put(item(
+            json!({ "hashKey": "b", "rangeKey": "new1" }),
+        )?));
+        store.batch_write(writes).await?;
+        let left = store.batch_get(keys.clone(), None).await?;
+        assert_eq!(left.len(), 30);
+        assert!(
+            left.iter()
+                .all(|i| text(i, "v").parse::<u32>().is_ok_and(|v| v % 2 == 1))
+        );
+        // Two requests for one key in one chunk: a validation error naming exactly what was not
+        // written (the chunk and everything after it).
+        let mut dup: Vec<WriteRequest> = (0..30)
+            .map(|i| WriteRequest::Put(key("d", &format!("{i:02}"))))
+            .collect();
+        dup[27] = WriteRequest::Delete(key("d", "26"));
+        let e = store
+            .batch_write(dup.clone())
+            .await
+            .err()
+            .ok_or("duplicate keys in a chunk accepted")?;
+        assert!(e.cause.is_validation(), "{e:?}");
+        assert_eq!(e.unwritten, dup[25..].to_vec());
+        let written = store
+            .batch_get(
+                (0..30).map(|i| key("d", &format!("{i:02}"))).collect(),
+                None,
+            )
+            .await?;
+        assert_eq!(written.len(), 25);
+        // Duplicate keys in one get chunk.
+        let e = store
+            .batch_get(vec![key("b", "001"), key("b", "001")], None)
+            .await
+            .err()
+            .ok_or("duplicate get keys accepted")?;
+        assert!(e.cause.is_validation(), "{e:?}");
+        assert_eq!(e.unread.len(), 2);
+        // Nothing to do is fine.
+        store.batch_write(Vec::new()).await?;
+        assert!(store.batch_get(Vec::new(), None).await?.is_empty());
+        Ok(())
+    }
+
+    pub(crate) async fn transactions<S: Store>(store: &S) -> TestResult {
+        store
+            .put_item(
+                item(json!({ "hashKey": "t", "rangeKey": "existing", "v": 1 }))?,
+                Expect::Any,
+            )
+            .await?;
+        store
+            .transact_write(vec![
+                TransactWrite::Put {
+                    item: item(json!({ "hashKey": "t", "rangeKey": "a", "v": 1 }))?,
+                    expect: Expect::Absent,
+                },
+                TransactWrite::Put {
+                    item: item(json!({ "hashKey": "t", "rangeKey": "b" }))?,
+                    expect: Expect::Any,
+                },
+                TransactWrite::Check {
+                    key: key("t", "existing"),
+                    expect: Expect::Present,
+                },
+            ])
+            .await?;
+        assert!(store.get_item(&key("t", "a"), None).await?.is_some());
+        // One failed condition cancels everything, with one reason per operation.
+        let e = store
+            .transact_write(vec![
+                TransactWrite::Delete {
+                    key: key("t", "b"),
+                    expect: Expect::Present,
+                },
+                TransactWrite::Put {
+                    item: item(json!({ "hashKey": "t", "rangeKey": "a", "v": 2 }))?,
+                    expect: Expect::Absent,
+                },
+                TransactWrite::Put {
+                    item: item(json!({ "hashKey": "t", "rangeKey": "c" }))?,
+                    expect: Expect::Any,
+                },
+                TransactWrite::Check {
+                    key: key("t", "nope"),
+                    expect: Expect::Present,
+                },
+            ])
+            .await
+            .err()
+            .ok_or("a transaction with a failed condition succeeded")?;
+        assert!(
+            e.is_transaction_canceled() && e.is_conditional_check_failed(),
+            "{e:?}"
+        );
+        let codes: Vec<Option<&str>> = e
+            .cancellation_reasons()
+            .iter()
+            .map(|r| r.code.as_deref())
+            .collect();
+        assert_eq!(
+            codes,
+            [
+                None,
+                Some("ConditionalCheckFailed"),
+                None,
+                Some("ConditionalCheckFailed")
+            ]
+        );
+        assert!(store.get_item(&key("t", "b"), None).await?.is_some());
+        assert!(store.get_item(&key("t", "c"), None).await?.is_none());
+        assert_eq!(
+            store
+                .get_item(&key("t", "a"), None)
+                .await?
+                .map(|i| text(&i, "v")),
+            Some("1".into())
+        );
+        store
+            .transact_write(vec![
+                TransactWrite::Delete {
+                    key: key("t", "a"),
+                    expect: Expect::Present,
+                },
+                TransactWrite::Check {
+                    key: key("t", "zzz"),
+                    expect: Expect::Absent,
+                },
+            ])
+            .await?;
+        assert!(store.get_item(&key("t", "a"), None).await?.is_none());
+        // Two operations on one item, and an empty transaction, are invalid.
+        let e = store
+            .transact_write(vec![
+                TransactWrite::Put {
+                    item: key("t", "x"),
+                    expect: Expect::Any,
+                },
+                TransactWrite::Delete {
+                    key: key("t", "x"),
+                    expect: Expect::Any,
+                },
+            ])
+            .await
+            .err()
+            .ok_or("two operations on one item accepted")?;
+        assert!(e.is_validation(), "{e:?}");
+        let e = store
+            .transact_write(Vec::new())
+            .await
+            .err()
+            .ok_or("empty transaction accepted")?;
+        assert!(e.is_validation(), "{e:?}");
+        Ok(())
+    }
+
+    pub(crate) async fn concurrent_writes_and_queries<S: Store>(store: &S) -> TestResult {
+        let writer = |w: usize| async move {
+            for i in 0..20 {
+                let it = item(
+                    json!({ "hashKey": "cc", "rangeKey": format!("{w}-{i:02}"), "group": "cc-g", "score": w * 100 + i }),
+                )?;
+                store.put_item(it, Expect::Absent).await?;
+                let _ = store
+                    .query_page(&QueryPage::new(s("cc-g")).index("byScore").limit(5))
+                    .await?;
+            }
+            Ok::<(), Box<dyn std::error::Error>>(())
+        };
+        let (a, b, c, d) = tokio::join!(writer(0), writer(1), writer(2), writer(3));
+        a?;
+        b?;
+        c?;
+        d?;
+        let all = query_ranges(store, &QueryPage::new(s("cc-g")).index("byScore").limit(7)).await?;
+        let expected: Vec<String> = (0..4)
+            .flat_map(|w| (0..20).map(move |i| format!("{w}-{i:02}")))
+            .collect();
+        assert_eq!(all, expected);
+        Ok(())
+    }
+}
+
+macro_rules! conformance {
+    ($($name:ident),* $(,)?) => {
+        /// The suite on the in-memory store.
+        mod memory {
+            use super::*;
+            $(
+                #[tokio::test]
+                async fn $name() -> TestResult {
+                    let store = MemoryStore::new(definition());
+                    suite::$name(&store).await
+                }
+            )*
+        }
+
+        /// The suite on `DynamoDB` Local.
+        mod dynamodb {
+            use super::*;
+            $(
+                #[tokio::test]
+                async fn $name() -> TestResult {
+                    let Some(store) = store_support::dynamo_store(stringify!($name), definition()).await? else {
+                        return Ok(());
+                    };
+                    let result = suite::$name(&store).await;
+                    store.delete_table().await?;
+                    result
+                }
+            )*
+        }
+    };
+}
+
+conformance!(
+    put_get_delete,
+    conditional_writes,
+    validation_errors,
+    numbers_sort_numerically_and_read_back_canonically,
+    strings_sort_by_bytes,
+    range_conditions,
+    limit_counts_before_the_filter,
+    trailing_empty_page_when_the_limit_lands_on_the_end,
+    last_evaluated_key_holds_table_and_index_keys,
+    sparse_indexes,
+    projections,
+    filters,
+    batch_write_and_get,
+    transactions,
+    concurrent_writes_and_queries,
+);
+
+/// The memory store from several OS threads at once: no lost writes, consistent reads.
+#[test]
+fn memory_store_is_safe_across_threads() -> TestResult {
+    use entity_manager::store::block_on;
+    let store = MemoryStore::new(definition());
+    std::thread::scope(|scope| {
+        for t in 0..4 {
+            let store = &store;
+            scope.spawn(move || {
+                for i in 0..250 {
+                    let it = key(&format!("th{}", i % 5), &format!("{t}-{i:03}"));
+                    if block_on(store.put_item(it, Expect::Absent)).is_err() {
+                        return;
+                    }
+                    let _ = block_on(store.query_page(&QueryPage::new(s("th0")).limit(3)));
+                }
+            });
+        }
+    });
+    assert_eq!(store.len(), 1000);
+    let mut total = 0;
+    for h in 0..5 {
+        total += block_on(all_pages(
+            &store,
+            &QueryPage::new(s(&format!("th{h}"))).limit(40),
+        ))?
+        .iter()
+        .map(|p| p.items.len())
+        .sum::<usize>();
+    }
+    assert_eq!(total, 1000);
+    Ok(())
+}

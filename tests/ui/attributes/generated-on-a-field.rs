@@ -1,0 +1,17 @@
+use entity_manager::{Entity, Table};
+
+#[derive(Table)]
+#[table(entities(User))]
+struct Users;
+
+#[derive(Entity)]
+#[entity(table = Users, unique = user_id, timestamp = created)]
+struct User {
+    #[transcode("string")]
+    #[generated(name = user_key, components = [user_id])]
+    user_id: String,
+    #[transcode("timestamp")]
+    created: u64,
+}
+
+fn main() {}

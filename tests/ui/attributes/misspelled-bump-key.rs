@@ -1,0 +1,17 @@
+use entity_manager::{Entity, Table};
+
+#[derive(Table)]
+#[table(entities(User))]
+struct Users;
+
+#[derive(Entity)]
+#[entity(table = Users, unique = user_id, timestamp = created)]
+#[shard_bumps(bump(timestamp = 1_700_000_000_000, charbits = 2, chars = 1))]
+struct User {
+    #[transcode("string")]
+    user_id: String,
+    #[transcode("timestamp")]
+    created: u64,
+}
+
+fn main() {}

@@ -1,0 +1,15 @@
+use entity_manager::{Entity, Table};
+
+#[derive(Table)]
+#[table(entities(User))]
+struct Users;
+
+#[derive(Entity)]
+struct User {
+    #[transcode("string")]
+    user_id: String,
+    #[transcode("timestamp")]
+    created: u64,
+}
+
+fn main() {}

@@ -1,0 +1,15 @@
+use entity_manager::{Entity, Table};
+
+#[derive(Table)]
+#[table(entities(User))]
+struct Users;
+
+#[derive(Entity)]
+#[entity(table = Users, unique = user_id, timestamp = created)]
+struct User {
+    #[transcode("string")]
+    user_id: String,
+    created: u64,
+}
+
+fn main() {}
