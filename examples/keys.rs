@@ -98,7 +98,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         space.len(),
         space.join(" ")
     );
-    let own = users.primary_keys(&serde_dynamo::to_item(json!({ "userId": "wf5yU_5f63gqauSOLpP5O" }))?)?;
+    let own = users.primary_keys(&serde_dynamo::to_item(
+        json!({ "userId": "wf5yU_5f63gqauSOLpP5O" }),
+    )?)?;
     println!(
         "without its timestamp, the sample user may sit under {} keys: {}",
         own.len(),

@@ -93,7 +93,7 @@ impl<'a> KeyBuilder<'a> {
         let encoded = encoded.map_err(|source| Error::Transcode {
             entity: entity(),
             property: component.to_string(),
-            source,
+            source: Box::new(source),
         })?;
         let delimiters = &self.schema.table().delimiters;
         if let Some(delimiter) = delimiters.find_in(&encoded) {

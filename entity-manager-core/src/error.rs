@@ -123,9 +123,9 @@ pub enum Error {
         entity: String,
         /// The property.
         property: String,
-        /// What the transcode reported.
+        /// What the transcode reported (boxed to keep `Error` small).
         #[source]
-        source: TranscodeError,
+        source: Box<TranscodeError>,
     },
 
     /// The item's timestamp property holds something that is not a timestamp.

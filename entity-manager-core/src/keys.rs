@@ -91,7 +91,7 @@ impl<'a> EntitySchema<'a> {
         let encoded = transcode.encode(value).map_err(|source| Error::Transcode {
             entity: self.entity(),
             property: property.to_owned(),
-            source,
+            source: Box::new(source),
         })?;
         if let Some(delimiter) = self.table.delimiters.find_in(&encoded) {
             return Err(Error::DelimiterInValue {
@@ -119,7 +119,7 @@ impl<'a> EntitySchema<'a> {
             .map_err(|source| Error::Transcode {
                 entity: self.entity(),
                 property: property.to_owned(),
-                source,
+                source: Box::new(source),
             })
     }
 

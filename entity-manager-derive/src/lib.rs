@@ -7,6 +7,8 @@ mod check;
 mod expand;
 mod model;
 mod table;
+#[cfg(test)]
+mod tests;
 
 use proc_macro::TokenStream;
 use syn::{DeriveInput, parse_macro_input};

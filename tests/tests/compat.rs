@@ -45,7 +45,9 @@ fn main() -> ExitCode {
 
     let (mut passed, mut failed) = (0usize, 0usize);
     for path in &files {
-        let name = path.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+        let name = path
+            .file_name()
+            .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
         let (p, f, report) = run_file(path);
         passed += p;
         failed += f;
@@ -76,7 +78,13 @@ fn run_file(path: &Path) -> (usize, usize, String) {
     let space = match file["shardSpace"].as_str() {
         Some("product") => ShardSpace::Product,
         Some("power") => ShardSpace::Power,
-        other => return (0, cases.len().max(1), format!("  unknown shardSpace {other:?}\n")),
+        other => {
+            return (
+                0,
+                cases.len().max(1),
+                format!("  unknown shardSpace {other:?}\n"),
+            );
+        }
     };
     let schema = match Schema::from_ts_config(&file["config"], space) {
         Ok(schema) => schema,
@@ -109,14 +117,20 @@ struct Ctx<'a> {
 
 impl Ctx<'_> {
     fn entity(&self, case: &Value) -> Result<EntitySchema<'_>, Error> {
-        self.schema.entity(case["entity"].as_str().unwrap_or_default())
+        self.schema
+            .entity(case["entity"].as_str().unwrap_or_default())
     }
 
     /// Ops the reference runs without an entity (generated properties and indexes are global in
     /// TypeScript) use the first entity: a config loaded from TypeScript JSON gives every entity
     /// all of them.
     fn any_entity(&self) -> Result<EntitySchema<'_>, Error> {
-        let token = self.schema.entities().first().map(|e| e.token.to_string()).unwrap_or_default();
+        let token = self
+            .schema
+            .entities()
+            .first()
+            .map(|e| e.token.to_string())
+            .unwrap_or_default();
         self.schema.entity(&token)
     }
 
@@ -146,20 +160,27 @@ impl Ctx<'_> {
                 .any_entity()?
                 .encode_generated(&str_field("property"), &item())?
                 .map_or(Value::Null, Value::String),
-            "decode_generated" => item_json(&self.entity(case)?.decode_generated(&str_field("encoded"))?),
+            "decode_generated" => {
+                item_json(&self.entity(case)?.decode_generated(&str_field("encoded"))?)
+            }
             "hash_key_space" => Value::from(self.entity(case)?.hash_key_space(
                 &str_field("hashKeyToken"),
                 &item(),
                 case["timestampFrom"].as_u64().unwrap_or_default(),
                 case["timestampTo"].as_u64().unwrap_or_default(),
             )?),
-            "index_components" => Value::from(self.any_entity()?.index_components(&str_field("index"))?),
+            "index_components" => {
+                Value::from(self.any_entity()?.index_components(&str_field("index"))?)
+            }
             "unwrap_index" => {
                 let omit: Vec<&str> = case["omit"]
                     .as_array()
                     .map(|a| a.iter().filter_map(Value::as_str).collect())
                     .unwrap_or_default();
-                Value::from(self.entity(case)?.unwrap_index(&str_field("index"), &omit)?)
+                Value::from(
+                    self.entity(case)?
+                        .unwrap_index(&str_field("index"), &omit)?,
+                )
             }
             "dehydrate_index_item" => Value::String(
                 self.entity(case)?
@@ -193,7 +214,10 @@ impl Ctx<'_> {
         let entity = case["entity"].as_str().unwrap_or_default();
         let conf = &self.config["entities"][entity];
         let unique_property = conf["uniqueProperty"].as_str().unwrap_or_default();
-        let Some(unique) = case["item"][unique_property].as_str().filter(|u| !u.is_empty()) else {
+        let Some(unique) = case["item"][unique_property]
+            .as_str()
+            .filter(|u| !u.is_empty())
+        else {
             return;
         };
         let (hash_key, range_key) = self.key_names();
@@ -218,11 +242,15 @@ impl Ctx<'_> {
         if self.space != ShardSpace::Product {
             return;
         }
-        let Some(entries) = expected.as_array() else { return };
+        let Some(entries) = expected.as_array() else {
+            return;
+        };
         let entity = case["entity"].as_str().unwrap_or_default();
         let conf = &self.config["entities"][entity];
         let unique_property = conf["uniqueProperty"].as_str().unwrap_or_default();
-        let unique = case["item"][unique_property].as_str().filter(|u| !u.is_empty());
+        let unique = case["item"][unique_property]
+            .as_str()
+            .filter(|u| !u.is_empty());
         let bumps = oracle_bumps(conf);
         let gkd = self.config["generatedKeyDelimiter"].as_str().unwrap_or("|");
         let (_, skd) = self.delims_vs();
@@ -232,8 +260,13 @@ impl Ctx<'_> {
             .filter(|entry| {
                 let text = entry.as_str().unwrap_or_default();
                 let hash_key = text.split(gkd).next().unwrap_or_default();
-                let Some(suffix) = hash_key.strip_prefix(&prefix) else { return true };
-                let Some(bump) = bumps.iter().find(|b| b.chars == suffix.chars().count() as u32) else {
+                let Some(suffix) = hash_key.strip_prefix(&prefix) else {
+                    return true;
+                };
+                let Some(bump) = bumps
+                    .iter()
+                    .find(|b| usize::try_from(b.chars).is_ok_and(|c| c == suffix.chars().count()))
+                else {
                     return true;
                 };
                 if bump.chars == 0 {
@@ -252,15 +285,27 @@ impl Ctx<'_> {
 
     fn key_names(&self) -> (String, String) {
         (
-            self.config["hashKey"].as_str().unwrap_or_default().to_owned(),
-            self.config["rangeKey"].as_str().unwrap_or_default().to_owned(),
+            self.config["hashKey"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned(),
+            self.config["rangeKey"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned(),
         )
     }
 
     fn delims_vs(&self) -> (String, String) {
         (
-            self.config["generatedValueDelimiter"].as_str().unwrap_or("#").to_owned(),
-            self.config["shardKeyDelimiter"].as_str().unwrap_or("!").to_owned(),
+            self.config["generatedValueDelimiter"]
+                .as_str()
+                .unwrap_or("#")
+                .to_owned(),
+            self.config["shardKeyDelimiter"]
+                .as_str()
+                .unwrap_or("!")
+                .to_owned(),
         )
     }
 }
@@ -291,7 +336,14 @@ fn oracle_bumps(conf: &Value) -> Vec<OracleBump> {
         .unwrap_or_default();
     bumps.sort_by_key(|b| b.timestamp);
     if bumps.first().is_none_or(|b| b.timestamp != 0) {
-        bumps.insert(0, OracleBump { timestamp: 0, char_bits: 1, chars: 0 });
+        bumps.insert(
+            0,
+            OracleBump {
+                timestamp: 0,
+                char_bits: 1,
+                chars: 0,
+            },
+        );
     }
     bumps
 }
@@ -351,7 +403,10 @@ fn page_key_map(value: &Value) -> PageKeyMap {
                         .map(|s| {
                             s.iter()
                                 .map(|(hash_key, page_key)| {
-                                    (hash_key.clone(), (!page_key.is_null()).then(|| to_item(page_key)))
+                                    (
+                                        hash_key.clone(),
+                                        (!page_key.is_null()).then(|| to_item(page_key)),
+                                    )
                                 })
                                 .collect()
                         })
@@ -393,9 +448,13 @@ fn expected_error_matches(message: &str, error: &Error) -> bool {
         "generated property not sharded" => matches!(error, Error::NotSharded { .. }),
         "item does not support hash key space" => matches!(error, Error::MissingComponent { .. }),
         "invalid transcoded property" => matches!(error, Error::UnknownTranscodedProperty { .. }),
-        "index rehydration key-value mismatch" => matches!(error, Error::RehydrationMismatch { .. }),
+        "index rehydration key-value mismatch" => {
+            matches!(error, Error::RehydrationMismatch { .. })
+        }
         m if m.starts_with("invalid generated property value '") => {
-            let segment = m.trim_start_matches("invalid generated property value '").trim_end_matches('\'');
+            let segment = m
+                .trim_start_matches("invalid generated property value '")
+                .trim_end_matches('\'');
             matches!(error, Error::MalformedKey { segment: s, .. } if s == segment)
         }
         m => match error {
@@ -435,7 +494,8 @@ fn run_transcode(case: &Value) -> Outcome {
             let decoded = transcoder
                 .decode(&encoded)
                 .map_err(|e| format!("decode of {encoded:?} failed: {e}"))?;
-            let decoded: Value = serde_dynamo::from_attribute_value(decoded).map_err(|e| e.to_string())?;
+            let decoded: Value =
+                serde_dynamo::from_attribute_value(decoded).map_err(|e| e.to_string())?;
             if json_eq(&case["decoded"], &decoded) {
                 Ok(())
             } else {
@@ -452,9 +512,13 @@ fn json_eq(expected: &Value, actual: &Value) -> bool {
         (Value::Number(a), Value::Number(b)) => a.as_f64() == b.as_f64(),
         (Value::Object(a), Value::Object(b)) => {
             let (a, b) = (defined(a), defined(b));
-            a.keys().eq(b.keys()) && a.iter().all(|(k, v)| b.get(k).is_some_and(|w| json_eq(v, w)))
+            a.keys().eq(b.keys())
+                && a.iter()
+                    .all(|(k, v)| b.get(k).is_some_and(|w| json_eq(v, w)))
         }
-        (Value::Array(a), Value::Array(b)) => a.len() == b.len() && a.iter().zip(b).all(|(x, y)| json_eq(x, y)),
+        (Value::Array(a), Value::Array(b)) => {
+            a.len() == b.len() && a.iter().zip(b).all(|(x, y)| json_eq(x, y))
+        }
         (a, b) => a == b,
     }
 }

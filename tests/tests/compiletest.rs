@@ -5,7 +5,10 @@
 //! with. Regenerate after a deliberate change with `TRYBUILD=overwrite cargo test -p
 //! entity-manager-tests --test compiletest`, then read every changed `.stderr`.
 
-#[rustversion::attr(not(stable(1.95)), ignore = "the expected compiler output is that of Rust 1.95")]
+#[rustversion::attr(
+    not(stable(1.95)),
+    ignore = "the expected compiler output is that of Rust 1.95"
+)]
 #[test]
 fn ui() {
     let cases = trybuild::TestCases::new();

@@ -99,10 +99,16 @@ use power::{PowerEmail, PowerUser};
 fn the_derived_model_is_the_seed_docs_user_service() -> Result<(), entity_manager::Error> {
     let schema = UserService::schema()?;
     assert_eq!(schema.table().shard_space, ShardSpace::Product);
-    assert_eq!(<PowerUserService as Table>::model().shard_space, ShardSpace::Power);
+    assert_eq!(
+        <PowerUserService as Table>::model().shard_space,
+        ShardSpace::Power
+    );
     let user = User::model();
     assert_eq!(user.token, "user");
-    assert_eq!((&*user.unique_property, &*user.timestamp_property), ("userId", "created"));
+    assert_eq!(
+        (&*user.unique_property, &*user.timestamp_property),
+        ("userId", "created")
+    );
     assert_eq!(
         &*user.shard_bumps,
         &[
@@ -114,16 +120,36 @@ fn the_derived_model_is_the_seed_docs_user_service() -> Result<(), entity_manage
     let generated: Vec<(&str, bool, Vec<&str>)> = user
         .generated
         .iter()
-        .map(|g| (&*g.name, g.is_sharded(), g.components.iter().map(|c| &**c).collect()))
+        .map(|g| {
+            (
+                &*g.name,
+                g.is_sharded(),
+                g.components.iter().map(|c| &**c).collect(),
+            )
+        })
         .collect();
     assert_eq!(
         generated,
         [
             ("userBeneficiaryHashKey", true, vec!["beneficiaryId"]),
-            ("firstNameRangeKey", false, vec!["firstNameCanonical", "lastNameCanonical", "created"]),
-            ("lastNameRangeKey", false, vec!["lastNameCanonical", "firstNameCanonical", "created"]),
+            (
+                "firstNameRangeKey",
+                false,
+                vec!["firstNameCanonical", "lastNameCanonical", "created"]
+            ),
+            (
+                "lastNameRangeKey",
+                false,
+                vec!["lastNameCanonical", "firstNameCanonical", "created"]
+            ),
         ]
     );
+    Ok(())
+}
+
+#[test]
+fn the_derived_indexes_are_the_seed_docs_eleven() {
+    let user = User::model();
     // the eleven indexes of the seed's final index table, over both entities
     let mut indexes: Vec<(&str, &str, &str)> = User::model()
         .indexes
@@ -141,26 +167,53 @@ fn the_derived_model_is_the_seed_docs_user_service() -> Result<(), entity_manage
             ("lastName", "hashKey", "lastNameRangeKey"),
             ("phone", "hashKey", "phone"),
             ("updated", "hashKey", "updated"),
-            ("userBeneficiaryCreated", "userBeneficiaryHashKey", "created"),
-            ("userBeneficiaryFirstName", "userBeneficiaryHashKey", "firstNameRangeKey"),
-            ("userBeneficiaryLastName", "userBeneficiaryHashKey", "lastNameRangeKey"),
+            (
+                "userBeneficiaryCreated",
+                "userBeneficiaryHashKey",
+                "created"
+            ),
+            (
+                "userBeneficiaryFirstName",
+                "userBeneficiaryHashKey",
+                "firstNameRangeKey"
+            ),
+            (
+                "userBeneficiaryLastName",
+                "userBeneficiaryHashKey",
+                "lastNameRangeKey"
+            ),
             ("userBeneficiaryPhone", "userBeneficiaryHashKey", "phone"),
-            ("userBeneficiaryUpdated", "userBeneficiaryHashKey", "updated"),
+            (
+                "userBeneficiaryUpdated",
+                "userBeneficiaryHashKey",
+                "updated"
+            ),
             ("userCreated", "userHashKey", "created"),
         ]
     );
-    let projections: Vec<&Projection> = ["userBeneficiaryCreated", "userBeneficiaryFirstName", "created"]
-        .iter()
-        .filter_map(|n| user.index(n).map(|i| &i.projection))
-        .collect();
-    assert!(matches!(projections[0], Projection::Include(names) if names.iter().map(|n| &**n).eq(["someProperty", "someOtherProperty"])));
+    let projections: Vec<&Projection> = [
+        "userBeneficiaryCreated",
+        "userBeneficiaryFirstName",
+        "created",
+    ]
+    .iter()
+    .filter_map(|n| user.index(n).map(|i| &i.projection))
+    .collect();
+    assert!(
+        matches!(projections[0], Projection::Include(names) if names.iter().map(|n| &**n).eq(["someProperty", "someOtherProperty"]))
+    );
     assert_eq!(projections[1], &Projection::KeysOnly);
     assert_eq!(projections[2], &Projection::All);
     // the typed index tokens
     assert_eq!(UserIndex::ALL.len(), 10);
-    assert_eq!(UserIndex::UserBeneficiaryFirstName.name(), "userBeneficiaryFirstName");
-    assert_eq!(EmailIndex::ALL, &[EmailIndex::Created, EmailIndex::UserCreated]);
-    Ok(())
+    assert_eq!(
+        UserIndex::UserBeneficiaryFirstName.name(),
+        "userBeneficiaryFirstName"
+    );
+    assert_eq!(
+        EmailIndex::ALL,
+        &[EmailIndex::Created, EmailIndex::UserCreated]
+    );
 }
 
 #[test]
@@ -172,9 +225,14 @@ fn typed_key_builders_give_prefixes_and_full_keys() -> Result<(), entity_manager
         .last_name_canonical("williscroft")?
         .created(&1_726_880_933_000)?
         .key();
-    assert_eq!(full, "firstNameCanonical#j|lastNameCanonical#williscroft|created#1726880933000");
+    assert_eq!(
+        full,
+        "firstNameCanonical#j|lastNameCanonical#williscroft|created#1726880933000"
+    );
     // a sharded property starts with the record's hash key
-    let hash = User::user_beneficiary_hash_key("user!1").beneficiary_id("JCcwi4vyqwMJdaBwbjLG3")?.key();
+    let hash = User::user_beneficiary_hash_key("user!1")
+        .beneficiary_id("JCcwi4vyqwMJdaBwbjLG3")?
+        .key();
     assert_eq!(hash, "user!1|beneficiaryId#JCcwi4vyqwMJdaBwbjLG3");
     // the builders agree with the keys added to a record
     let user = User {
@@ -203,7 +261,7 @@ fn typed_key_builders_give_prefixes_and_full_keys() -> Result<(), entity_manager
         Err(entity_manager::Error::DelimiterInValue { .. })
     ));
     assert!(matches!(
-        Email::user_hash_key("email!").user_id("x").map(|b| b.key()),
+        Email::user_hash_key("email!").user_id("x").map(EmailUserHashKey::key),
         Ok(ref k) if k == "email!|userId#x"
     ));
     Ok(())
@@ -229,8 +287,15 @@ where
     if let Some(message) = expected["error"].as_str() {
         // A record without its unique property cannot be built: the type requires it.
         return match (message, record) {
-            ("missing item unique property", Err(e)) if e.to_string().contains(&*E::model().unique_property) => Ok(()),
-            (m, r) => Err(format!("expected error {m:?}, got {:?}", r.map(|_| "a record"))),
+            ("missing item unique property", Err(e))
+                if e.to_string().contains(&*E::model().unique_property) =>
+            {
+                Ok(())
+            }
+            (m, r) => Err(format!(
+                "expected error {m:?}, got {:?}",
+                r.map(|_| "a record")
+            )),
         };
     }
     let record = record.map_err(|e| format!("cannot build the record: {e}"))?;
@@ -254,11 +319,17 @@ where
 }
 
 fn replay(file: &str) -> Result<usize, String> {
-    let text = std::fs::read_to_string(compat_dir().join(file)).map_err(|e| format!("{file}: {e}"))?;
+    let text =
+        std::fs::read_to_string(compat_dir().join(file)).map_err(|e| format!("{file}: {e}"))?;
     let vectors: Value = serde_json::from_str(&text).map_err(|e| e.to_string())?;
     let power = vectors["shardSpace"] == "power";
     let mut ran = 0;
-    for (i, case) in vectors["cases"].as_array().into_iter().flatten().enumerate() {
+    for (i, case) in vectors["cases"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
         if case["op"] != "add_keys" {
             continue;
         }
@@ -292,12 +363,25 @@ fn name() -> impl Strategy<Value = String> {
 
 fn user() -> impl Strategy<Value = User> {
     (
-        (name(), 0u64..=9_999_999_999_999, 0u64..=9_999_999_999_999, proptest::option::of(name())),
+        (
+            name(),
+            0u64..=9_999_999_999_999,
+            0u64..=9_999_999_999_999,
+            proptest::option::of(name()),
+        ),
         (name(), name(), name(), name()),
-        (proptest::option::of(name()), proptest::option::of(any::<String>()), proptest::option::of(any::<i64>())),
+        (
+            proptest::option::of(name()),
+            proptest::option::of(any::<String>()),
+            proptest::option::of(any::<i64>()),
+        ),
     )
         .prop_map(
-            |((user_id, created, updated, beneficiary_id), (first_name, first, last_name, last), (phone, some, other))| User {
+            |(
+                (user_id, created, updated, beneficiary_id),
+                (first_name, first, last_name, last),
+                (phone, some, other),
+            )| User {
                 user_id,
                 created,
                 updated,

@@ -6,7 +6,7 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 
 use entity_manager::shard::{string_hash, suffix};
-use entity_manager::transcode::{self, TranscodeError};
+use entity_manager::transcode;
 use entity_manager::{
     AttributeValue, EntityModel, Error, GeneratedKind, GeneratedProperty, Index, Item, Projection,
     Property, Schema, ShardBump, ShardSpace, TableModel,
@@ -46,7 +46,11 @@ const GENERATED: &[GeneratedProperty] = &[
         "nameRK",
         GeneratedKind::Unsharded,
         false,
-        &[Cow::Borrowed("first"), Cow::Borrowed("last"), Cow::Borrowed("score")],
+        &[
+            Cow::Borrowed("first"),
+            Cow::Borrowed("last"),
+            Cow::Borrowed("score"),
+        ],
     ),
     generated(
         "scoreRK",
@@ -107,6 +111,7 @@ fn s(v: &str) -> AttributeValue {
     AttributeValue::S(v.to_owned())
 }
 
+#[allow(clippy::needless_pass_by_value)] // numbers read best passed by value
 fn n(v: impl ToString) -> AttributeValue {
     AttributeValue::N(v.to_string())
 }
@@ -141,7 +146,11 @@ fn string_hash_matches_the_reference_vectors() {
     for &(text, hash, char_bits, chars, expected) in vectors {
         assert_eq!(string_hash(text), hash, "hash of {text:?}");
         let bump = ShardBump::new(0, char_bits, chars);
-        assert_eq!(suffix(hash, bump, ShardSpace::Power), expected, "suffix of {text:?}");
+        assert_eq!(
+            suffix(hash, bump, ShardSpace::Power),
+            expected,
+            "suffix of {text:?}"
+        );
     }
 }
 
@@ -170,7 +179,8 @@ fn add_keys_matches_the_reference_worked_example() -> Result<(), Error> {
 }
 
 #[test]
-fn a_delimiter_inside_a_value_is_a_typed_error_naming_entity_property_and_value() -> Result<(), Error> {
+fn a_delimiter_inside_a_value_is_a_typed_error_naming_entity_property_and_value()
+-> Result<(), Error> {
     let schema = default_schema()?;
     let user = schema.entity("user")?;
     for bad in ["a|b", "a#b", "a!b"] {
@@ -188,14 +198,20 @@ fn a_delimiter_inside_a_value_is_a_typed_error_naming_entity_property_and_value(
                 value,
                 ..
             }) => {
-                assert_eq!((entity.as_str(), property.as_str(), value.as_str()), ("user", "first", bad));
+                assert_eq!(
+                    (entity.as_str(), property.as_str(), value.as_str()),
+                    ("user", "first", bad)
+                );
             }
             other => panic!("expected DelimiterInValue for {bad:?}, got {other:?}"),
         }
     }
     // in the unique value too, which the range key carries
     assert!(matches!(
-        user.add_keys(&item(&[("userId", s("u|1")), ("created", n(1_600_000_000_000u64))])),
+        user.add_keys(&item(&[
+            ("userId", s("u|1")),
+            ("created", n(1_600_000_000_000u64))
+        ])),
         Err(Error::DelimiterInValue { .. })
     ));
     Ok(())
@@ -212,7 +228,7 @@ fn out_of_range_component_values_are_transcode_errors() -> Result<(), Error> {
     ]));
     assert!(matches!(
         result,
-        Err(Error::Transcode { ref property, source: TranscodeError { transcode: "int", .. }, .. }) if property == "score"
+        Err(Error::Transcode { ref property, ref source, .. }) if property == "score" && source.transcode == "int"
     ));
     Ok(())
 }
@@ -285,12 +301,18 @@ impl Record {
         fn non_empty(v: Option<&String>) -> Option<&str> {
             v.map(String::as_str).filter(|v| !v.is_empty())
         }
-        (non_empty(self.first.as_ref()), non_empty(self.last.as_ref()), self.score)
+        (
+            non_empty(self.first.as_ref()),
+            non_empty(self.last.as_ref()),
+            self.score,
+        )
     }
 
     fn has_delimiter(&self) -> bool {
         let bad = |v: &str| v.contains(['|', '#', '!']);
-        bad(&self.user_id) || self.first.as_deref().is_some_and(bad) || self.last.as_deref().is_some_and(bad)
+        bad(&self.user_id)
+            || self.first.as_deref().is_some_and(bad)
+            || self.last.as_deref().is_some_and(bad)
     }
 }
 

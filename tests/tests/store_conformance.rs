@@ -128,6 +128,7 @@ mod suite {
         Ok(())
     }
 
+    #[allow(clippy::too_many_lines)] // a table of cases
     pub(crate) async fn validation_errors<S: Store>(store: &S) -> TestResult {
         let bad_items = [
             json!({ "hashKey": "v" }),                 // no range key
@@ -279,6 +280,7 @@ mod suite {
         Ok(())
     }
 
+    #[allow(clippy::too_many_lines)] // a table of cases
     pub(crate) async fn range_conditions<S: Store>(store: &S) -> TestResult {
         put_all(store, partition("rc")?).await?;
         let q = QueryPage::new(s("rc"));
@@ -486,6 +488,7 @@ mod suite {
         Ok(())
     }
 
+    #[allow(clippy::too_many_lines)] // a table of cases
     pub(crate) async fn filters<S: Store>(store: &S) -> TestResult {
         put_all(store, partition("f")?).await?;
         let q = QueryPage::new(s("f"));
@@ -626,6 +629,7 @@ mod suite {
         Ok(())
     }
 
+    #[allow(clippy::too_many_lines)] // a table of cases
     pub(crate) async fn batch_write_and_get<S: Store>(store: &S) -> TestResult {
         let items: Vec<Item> = (0..60)
             .map(|i| item(json!({ "hashKey": "b", "rangeKey": format!("{i:03}"), "v": i })))
@@ -691,6 +695,7 @@ mod suite {
         Ok(())
     }
 
+    #[allow(clippy::too_many_lines)] // a table of cases
     pub(crate) async fn transactions<S: Store>(store: &S) -> TestResult {
         store
             .put_item(

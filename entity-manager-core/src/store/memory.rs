@@ -474,43 +474,7 @@ impl MemoryStore {
             None => (Bound::Unbounded, Bound::Unbounded, None),
             Some(cond) => range_bounds(cond, view.range)?,
         };
-        if let Some(filter) = &request.filter {
-            check_filter(filter, &[&view.hash.name, &view.range.name])
-                .map_err(|m| validation(OP, m))?;
-        }
-        if let (Some(filter), Some(projected)) = (&request.filter, &projected) {
-            let mut missing: Vec<&str> = filter
-                .attributes()
-                .into_iter()
-                .filter(|a| !projected.iter().any(|p| p == a))
-                .collect();
-            missing.dedup();
-            if !missing.is_empty() {
-                return Err(validation(
-                    OP,
-                    format!(
-                        "One or more parameter values were invalid: Secondary index {} does not project one or more filter attributes: [{}]",
-                        view.name.unwrap_or_default(),
-                        missing.join(", ")
-                    ),
-                ));
-            }
-        }
-        check_projection(request.projection.as_deref(), OP)?;
-        if let (Some(asked), Some(projected)) = (&request.projection, &projected)
-            && let Some(missing) = asked.iter().find(|a| !projected.contains(a))
-        {
-            return Err(validation(
-                OP,
-                format!(
-                    "One or more parameter values were invalid: Global secondary index {} does not project attribute `{missing}`; ask only for projected attributes, or project it",
-                    view.name.unwrap_or_default()
-                ),
-            ));
-        }
-        if request.limit == Some(0) {
-            return Err(validation(OP, "Limit must be greater than or equal to 1"));
-        }
+        check_query(request, &view, projected.as_deref())?;
         if let Some(start) = &request.exclusive_start_key {
             let pos = self.start_position(&view, start)?;
             if request.descending {
@@ -637,6 +601,54 @@ impl MemoryStore {
             scalar(&self.definition.range_key)?,
         ))
     }
+}
+
+/// The checks of a query request that do not depend on the stored items: filter and projection
+/// against the index, limit.
+fn check_query(
+    request: &QueryPage,
+    view: &View<'_>,
+    projected: Option<&[String]>,
+) -> Result<(), StoreError> {
+    const OP: &str = "Query";
+    if let Some(filter) = &request.filter {
+        check_filter(filter, &[&view.hash.name, &view.range.name])
+            .map_err(|m| validation(OP, m))?;
+    }
+    if let (Some(filter), Some(projected)) = (&request.filter, projected) {
+        let mut missing: Vec<&str> = filter
+            .attributes()
+            .into_iter()
+            .filter(|a| !projected.iter().any(|p| p == a))
+            .collect();
+        missing.dedup();
+        if !missing.is_empty() {
+            return Err(validation(
+                OP,
+                format!(
+                    "One or more parameter values were invalid: Secondary index {} does not project one or more filter attributes: [{}]",
+                    view.name.unwrap_or_default(),
+                    missing.join(", ")
+                ),
+            ));
+        }
+    }
+    check_projection(request.projection.as_deref(), OP)?;
+    if let (Some(asked), Some(projected)) = (&request.projection, projected)
+        && let Some(missing) = asked.iter().find(|a| !projected.contains(a))
+    {
+        return Err(validation(
+            OP,
+            format!(
+                "One or more parameter values were invalid: Global secondary index {} does not project attribute `{missing}`; ask only for projected attributes, or project it",
+                view.name.unwrap_or_default()
+            ),
+        ));
+    }
+    if request.limit == Some(0) {
+        return Err(validation(OP, "Limit must be greater than or equal to 1"));
+    }
+    Ok(())
 }
 
 /// A key attribute's scalar, with `DynamoDB`'s messages for a wrong type or an empty value.

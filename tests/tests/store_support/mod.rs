@@ -48,6 +48,7 @@ pub fn s(v: &str) -> AttributeValue {
 }
 
 /// A number value.
+#[allow(clippy::needless_pass_by_value)] // called with literals
 pub fn n(v: impl ToString) -> AttributeValue {
     AttributeValue::N(v.to_string())
 }

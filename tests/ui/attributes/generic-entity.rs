@@ -1,7 +1,7 @@
 use entity_manager::{Entity, Table};
 
 #[derive(Table)]
-#[table(entities(User<String>))]
+#[table(entities())]
 struct Users;
 
 #[derive(Entity)]

@@ -1,7 +1,11 @@
 use entity_manager::{Entity, Table};
 
 #[derive(Table)]
-#[table(generated_key_delimiter = "||", generated_value_delimiter = "|", entities(User))]
+#[table(
+    generated_key_delimiter = "||",
+    generated_value_delimiter = "|",
+    entities(User)
+)]
 struct Users;
 
 #[derive(Entity)]

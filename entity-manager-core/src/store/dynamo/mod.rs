@@ -48,6 +48,7 @@ use super::{
 /// let store = DynamoStore::new(aws_sdk_dynamodb::Client::from_conf(config), "Users", table);
 /// store.create_table().await?;
 /// # Ok(()) }
+/// # let _compiles = run();
 /// ```
 #[derive(Clone, Debug)]
 pub struct DynamoStore {
