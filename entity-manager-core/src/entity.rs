@@ -13,7 +13,9 @@ use serde_dynamo::Item;
 use crate::error::{Error, Result};
 use crate::keys::PrimaryKey;
 use crate::model::{EntityModel, TableModel};
+use crate::query::TypedQuery;
 use crate::schema::{EntitySchema, Schema};
+use crate::store::Store;
 
 /// A DynamoDB table: its settings and the entities stored in it.
 ///
@@ -97,8 +99,14 @@ pub trait Entity: Sized + 'static {
     fn model() -> &'static EntityModel;
 }
 
-/// What every [`Entity`] can do: conversion to and from DynamoDB items with keys, and keys.
+/// What every [`Entity`] can do: conversion to and from DynamoDB items with keys, keys, and
+/// queries.
 pub trait EntityExt: Entity {
+    /// A cross-shard query of this entity on `store`; see [`TypedQuery`].
+    fn query<S: Store>(store: &S) -> TypedQuery<'_, S, Self> {
+        TypedQuery::new(store)
+    }
+
     /// The entity bound to its table settings, for every key operation.
     fn schema() -> EntitySchema<'static> {
         EntitySchema::new(<Self::Table as Table>::model(), Self::model())

@@ -177,6 +177,33 @@ pub enum Error {
         source: serde_dynamo::Error,
     },
 
+    /// A query was set up wrongly (no index, indexes with different hash keys, a zero limit…).
+    #[error("invalid query of entity `{entity}`: {reason}")]
+    InvalidQuery {
+        /// The entity token.
+        entity: String,
+        /// What is wrong and what to do.
+        reason: String,
+    },
+
+    /// A page token was rejected.
+    #[error(transparent)]
+    Token(#[from] crate::query::TokenError),
+
+    /// A shard query failed, so the whole page failed: no partial pages.
+    #[error("query of shard `{hash_key}` of index `{index}` (entity `{entity}`) failed: {source}")]
+    ShardQuery {
+        /// The entity token.
+        entity: String,
+        /// The index.
+        index: String,
+        /// The shard's hash key value.
+        hash_key: String,
+        /// What the store reported.
+        #[source]
+        source: Box<crate::store::StoreError>,
+    },
+
     /// A hash-key space too large to enumerate.
     #[error(
         "the hash key space of entity `{entity}` has {shards} shards, more than the {limit} that can be enumerated; narrow the time window or give the unique property"

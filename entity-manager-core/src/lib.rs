@@ -45,6 +45,7 @@ mod entity;
 mod error;
 mod keys;
 pub mod model;
+pub mod query;
 mod schema;
 pub mod shard;
 pub mod store;

@@ -61,7 +61,7 @@ mod dynamo;
 mod error;
 mod memory;
 mod table;
-mod value;
+pub(crate) mod value;
 
 pub use crate::model::Projection;
 pub use crate::transcode::KeyType;

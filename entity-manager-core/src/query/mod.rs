@@ -1,0 +1,528 @@
+//! Cross-shard, multi-index queries: throttled parallel reads over every shard of every index,
+//! merged, deduplicated, sorted and resumable through one compact page token.
+//!
+//! # Modes and guarantees
+//!
+//! **Exact mode** — one index, or indexes that share their range key attribute. Items come in
+//! range-key order (ascending, or descending), merged across every shard with per-shard cursors:
+//! - every page holds exactly `min(limit, remaining)` items;
+//! - paging to the end returns every matching item exactly once (no duplicate, no miss), in
+//!   global range-key order across pages (items with equal range keys in any order);
+//! - the last page may be empty (when the previous one ended exactly at the end).
+//!
+//! **Union mode** — indexes with different range keys (for example a name search over a
+//! first-name and a last-name index). The page limit is shared between the indexes, each index
+//! is paged exactly as above, and each page is deduplicated and sorted by the query's sort order
+//! (the unique property by default). Across pages:
+//! - each page holds at most `limit` items, none twice, sorted;
+//! - every item of every index is taken from that index exactly once over the whole paging, so
+//!   paging to the end returns every matching item at least once;
+//! - an item that matches several indexes is returned at most once per index it matches, on
+//!   different pages (never twice on one page);
+//! - pages can be shorter than `limit` (duplicates removed, an index running out).
+//!
+//! In both modes a shard that has given everything is never queried again, an unlimited query
+//! terminates, any failed shard query fails the whole page, and reads stay proportional to
+//! what is returned (each page reads every live shard up to about where the page ends, as
+//! predicted from the previous page, and refills only the shards that can still contribute).
+//!
+//! The page token records each shard's cursor (or "exhausted"), the time window and a checksum
+//! of the query; it is rejected, with a typed error, by any other query, when truncated or
+//! altered, and — with [`Query::signing_key`] — when signed with another key.
+
+mod engine;
+mod estimate;
+mod plan;
+mod token;
+mod typed;
+
+use std::collections::HashSet;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use futures::{Stream, StreamExt as _};
+use serde_dynamo::{AttributeValue, Item};
+
+use crate::error::{Error, Result};
+use crate::schema::EntitySchema;
+use crate::store::{Filter, RangeCondition, Store};
+
+use self::engine::Engine;
+use self::plan::{IndexSpec, Plan};
+pub use self::token::TokenError;
+use self::token::{IndexState, TokenState};
+pub use self::typed::{TypedPage, TypedQuery};
+
+/// What one page of a query cost and returned.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct QueryStats {
+    /// The (index, shard) pairs the query spans.
+    pub shards: usize,
+    /// Shard queries made for this page.
+    pub shard_queries: usize,
+    /// Items the shard queries returned.
+    pub items_read: usize,
+    /// Items on the page.
+    pub items_returned: usize,
+    /// Items dropped because another index (or page) already returned the record.
+    pub duplicates_removed: usize,
+}
+
+impl QueryStats {
+    fn add(&mut self, other: &Self) {
+        self.shard_queries += other.shard_queries;
+        self.items_read += other.items_read;
+        self.items_returned += other.items_returned;
+        self.duplicates_removed += other.duplicates_removed;
+    }
+}
+
+/// One page of results.
+#[derive(Clone, Debug, PartialEq)]
+pub struct QueryPageResult {
+    /// The items, in the query's order.
+    pub items: Vec<Item>,
+    /// The token of the next page; `None` when every shard is exhausted.
+    pub next: Option<String>,
+    /// What the page cost.
+    pub stats: QueryStats,
+}
+
+/// A query of one entity over one or more of its indexes.
+///
+/// ```
+/// use entity_manager_core::query::Query;
+/// use entity_manager_core::store::{block_on, MemoryStore, Store, TableDefinition};
+/// use entity_manager_core::{Schema, ShardSpace};
+/// use serde_json::json;
+///
+/// let schema = Schema::from_ts_config(
+///     &json!({
+///         "hashKey": "hashKey",
+///         "rangeKey": "rangeKey",
+///         "entities": { "user": {
+///             "uniqueProperty": "userId",
+///             "timestampProperty": "created",
+///             "shardBumps": [{ "timestamp": 0, "charBits": 2, "chars": 1 }]
+///         } },
+///         "indexes": { "created": { "hashKey": "hashKey", "rangeKey": "created" } },
+///         "propertyTranscodes": { "userId": "string", "created": "timestamp" }
+///     }),
+///     ShardSpace::Power,
+/// )?;
+/// let store = MemoryStore::new(TableDefinition::from_schema(&schema)?);
+/// let user = schema.entity("user")?;
+/// for n in 0..25u64 {
+///     let item = serde_dynamo::to_item(json!({ "userId": format!("u{n}"), "created": 1_000 + n }))?;
+///     block_on(store.put_item(user.add_keys(&item)?, Default::default()))?;
+/// }
+///
+/// let query = Query::new(&store, user).index("created").window(0, 10_000).limit(10);
+/// let first = block_on(query.page(None))?;
+/// assert_eq!(first.items.len(), 10); // merged over 4 shards, in `created` order
+/// let second = block_on(query.page(first.next.as_deref()))?;
+/// assert_eq!(second.items[0]["created"], serde_dynamo::AttributeValue::N("1010".into()));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug)]
+pub struct Query<'a, S> {
+    store: &'a S,
+    schema: EntitySchema<'a>,
+    indexes: Vec<IndexSpec>,
+    item: Item,
+    window: Option<(u64, u64)>,
+    limit: Option<usize>,
+    page_size: Option<usize>,
+    descending: bool,
+    sort: Vec<(String, bool)>,
+    throttle: Option<usize>,
+    projection: Option<Vec<String>>,
+    signing_key: Option<Vec<u8>>,
+}
+
+impl<'a, S: Store> Query<'a, S> {
+    /// A query of `entity` on `store`; add at least one index.
+    pub fn new(store: &'a S, entity: EntitySchema<'a>) -> Self {
+        Self {
+            store,
+            schema: entity,
+            indexes: Vec::new(),
+            item: Item::default(),
+            window: None,
+            limit: None,
+            page_size: None,
+            descending: false,
+            sort: Vec::new(),
+            throttle: None,
+            projection: None,
+            signing_key: None,
+        }
+    }
+
+    /// Adds an index to query (its GSI name). [`range`](Self::range) and
+    /// [`filter`](Self::filter) then apply to it.
+    #[must_use]
+    pub fn index(mut self, name: impl Into<String>) -> Self {
+        self.indexes.push(IndexSpec {
+            name: name.into(),
+            range: None,
+            filter: None,
+        });
+        self
+    }
+
+    /// A condition on the range key of the last index added.
+    #[must_use]
+    pub fn range(mut self, condition: RangeCondition) -> Self {
+        if let Some(index) = self.indexes.last_mut() {
+            index.range = Some(condition);
+        }
+        self
+    }
+
+    /// A filter on the items of the last index added (applied after each shard query's limit,
+    /// as DynamoDB does).
+    #[must_use]
+    pub fn filter(mut self, filter: Filter) -> Self {
+        if let Some(index) = self.indexes.last_mut() {
+            index.filter = Some(filter);
+        }
+        self
+    }
+
+    /// The partial item that fills the components of a sharded hash key; a unique value narrows
+    /// each shard bump to the one shard it maps to.
+    #[must_use]
+    pub fn item(mut self, item: Item) -> Self {
+        self.item = item;
+        self
+    }
+
+    /// Records created in `from..=to` (ms since the epoch): the shard bumps to visit. Default:
+    /// `0..=now`, pinned into the page token so that later pages see the same shards.
+    #[must_use]
+    pub fn window(mut self, from: u64, to: u64) -> Self {
+        self.window = Some((from, to));
+        self
+    }
+
+    /// Items per page (default: the entity's default limit).
+    #[must_use]
+    pub fn limit(mut self, limit: usize) -> Self {
+        self.limit = Some(limit);
+        self
+    }
+
+    /// No limit: one page holds every matching item.
+    #[must_use]
+    pub fn unlimited(mut self) -> Self {
+        self.limit = Some(usize::MAX);
+        self
+    }
+
+    /// The largest `Limit` of one shard query (default: the entity's default page size).
+    #[must_use]
+    pub fn page_size(mut self, page_size: usize) -> Self {
+        self.page_size = Some(page_size);
+        self
+    }
+
+    /// Descending range-key order.
+    #[must_use]
+    pub fn descending(mut self, descending: bool) -> Self {
+        self.descending = descending;
+        self
+    }
+
+    /// Adds a sort key for union mode (indexes with different range keys); `desc` for
+    /// descending. Default: the unique property, ascending.
+    #[must_use]
+    pub fn sort_by(mut self, attribute: impl Into<String>, desc: bool) -> Self {
+        self.sort.push((attribute.into(), desc));
+        self
+    }
+
+    /// At most this many shard queries in flight (default: the table's throttle).
+    #[must_use]
+    pub fn throttle(mut self, throttle: usize) -> Self {
+        self.throttle = Some(throttle);
+        self
+    }
+
+    /// Returns only these attributes (plus the keys the query needs).
+    #[must_use]
+    pub fn projection<I, T>(mut self, attributes: I) -> Self
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<String>,
+    {
+        self.projection = Some(attributes.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Signs page tokens with this key (HMAC-SHA-256), so that they cannot be forged; the same
+    /// key must be given for every page.
+    #[must_use]
+    pub fn signing_key(mut self, key: impl Into<Vec<u8>>) -> Self {
+        self.signing_key = Some(key.into());
+        self
+    }
+
+    fn invalid(&self, reason: impl Into<String>) -> Error {
+        Error::InvalidQuery {
+            entity: self.schema.model().token.to_string(),
+            reason: reason.into(),
+        }
+    }
+
+    /// One page: the first (`token: None`) or the one after the page that returned `token`.
+    pub async fn page(&self, token: Option<&str>) -> Result<QueryPageResult> {
+        let model = self.schema.model();
+        let limit = self.limit.unwrap_or(model.default_limit);
+        let page_size = self.page_size.unwrap_or(model.default_page_size);
+        let throttle = self.throttle.unwrap_or(self.schema.table().throttle);
+        if limit == 0 {
+            return Err(self.invalid("the limit must be at least 1"));
+        }
+        if page_size == 0 {
+            return Err(self.invalid("the page size must be at least 1"));
+        }
+        if throttle == 0 {
+            return Err(self.invalid("the throttle must be at least 1"));
+        }
+        let sort: Vec<(String, bool)> = if self.sort.is_empty() {
+            vec![(model.unique_property.to_string(), false)]
+        } else {
+            self.sort.clone()
+        };
+        let key = self.signing_key.as_deref();
+        // the window: from the token when continuing, else as given, else 0..=now
+        let first_plan_window = self.window.unwrap_or((0, now_ms()));
+        let probe = Plan::new(
+            self.schema,
+            &self.indexes,
+            &self.item,
+            first_plan_window,
+            self.descending,
+            self.projection.as_deref(),
+            &sort,
+        )?;
+        let (plan, state) = match token {
+            None => (probe, None),
+            Some(token) => {
+                let state = token::decode(token, &probe.fingerprint, key)?;
+                if let Some((from, to)) = self.window
+                    && (from, to) != (state.from, state.to)
+                {
+                    return Err(Error::Token(TokenError::OtherWindow {
+                        token_from: state.from,
+                        token_to: state.to,
+                        from,
+                        to,
+                    }));
+                }
+                let plan = if (state.from, state.to) == probe.window {
+                    probe
+                } else {
+                    Plan::new(
+                        self.schema,
+                        &self.indexes,
+                        &self.item,
+                        (state.from, state.to),
+                        self.descending,
+                        self.projection.as_deref(),
+                        &sort,
+                    )?
+                };
+                let shards = plan.hash_keys.len();
+                if state.indexes.len() != plan.indexes.len()
+                    || state.indexes.iter().any(|i| i.shards.len() != shards)
+                {
+                    return Err(Error::Token(TokenError::Malformed("shape")));
+                }
+                (plan, Some(state))
+            }
+        };
+
+        let span = tracing::debug_span!(
+            "entity_manager.query",
+            entity = %model.token,
+            indexes = plan.indexes.len(),
+            shards = plan.lanes(),
+            shard_queries = tracing::field::Empty,
+            items_read = tracing::field::Empty,
+            items_returned = tracing::field::Empty,
+            duplicates_removed = tracing::field::Empty,
+        );
+        let result = tracing::Instrument::instrument(
+            self.run(&plan, state.as_ref(), limit, page_size, throttle, &sort),
+            span.clone(),
+        )
+        .await?;
+        span.record("shard_queries", result.stats.shard_queries);
+        span.record("items_read", result.stats.items_read);
+        span.record("items_returned", result.stats.items_returned);
+        span.record("duplicates_removed", result.stats.duplicates_removed);
+        tracing::debug!(parent: &span, stats = ?result.stats, "query page");
+        Ok(result)
+    }
+
+    async fn run(
+        &self,
+        plan: &Plan<'a>,
+        state: Option<&TokenState>,
+        limit: usize,
+        page_size: usize,
+        throttle: usize,
+        sort: &[(String, bool)],
+    ) -> Result<QueryPageResult> {
+        let engine = Engine {
+            plan,
+            store: self.store,
+            page_size,
+            throttle,
+        };
+        let mut totals = QueryStats {
+            shards: plan.lanes(),
+            ..QueryStats::default()
+        };
+        let fresh = IndexState {
+            boundary: None,
+            ties: Vec::new(),
+            shards: vec![token::ShardState::NotStarted; plan.hash_keys.len()],
+        };
+        let state_of = |i: usize| -> IndexState {
+            state
+                .and_then(|s| s.indexes.get(i).cloned())
+                .unwrap_or_else(|| fresh.clone())
+        };
+        let mut seen: HashSet<String> = HashSet::new();
+        let mut items: Vec<Item> = Vec::new();
+        let mut next_states: Vec<IndexState> = Vec::with_capacity(plan.indexes.len());
+        if plan.exact {
+            let all: Vec<usize> = (0..plan.indexes.len()).collect();
+            let states: Vec<IndexState> = all.iter().map(|&i| state_of(i)).collect();
+            let mut page_stats = QueryStats::default();
+            let page = engine
+                .page(&all, &states, limit, &mut seen, &mut page_stats)
+                .await?;
+            totals.add(&page_stats);
+            items = page.items;
+            next_states = page.state;
+        } else {
+            // the limit is shared out between the indexes that still have items
+            let states: Vec<IndexState> = (0..plan.indexes.len()).map(state_of).collect();
+            let live: Vec<usize> = (0..states.len())
+                .filter(|&i| {
+                    states[i]
+                        .shards
+                        .iter()
+                        .any(|s| *s != token::ShardState::Exhausted)
+                })
+                .collect();
+            for (i, state) in states.into_iter().enumerate() {
+                let rank = live.iter().position(|&l| l == i);
+                let share = match rank {
+                    None => 0,
+                    Some(_) if limit == usize::MAX => usize::MAX,
+                    Some(rank) => limit / live.len() + usize::from(rank < limit % live.len()),
+                };
+                let states = [state];
+                let mut page_stats = QueryStats::default();
+                let mut page = if share == 0 {
+                    engine::StreamPage {
+                        items: Vec::new(),
+                        state: states.to_vec(),
+                    }
+                } else {
+                    engine
+                        .page(&[i], &states, share, &mut seen, &mut page_stats)
+                        .await?
+                };
+                totals.add(&page_stats);
+                items.append(&mut page.items);
+                next_states.append(&mut page.state);
+            }
+            sort_items(&mut items, sort);
+        }
+        totals.items_returned = items.len();
+        let done = next_states.iter().all(|s| {
+            s.shards
+                .iter()
+                .all(|sh| *sh == token::ShardState::Exhausted)
+        });
+        let next = (!done).then(|| {
+            token::encode(
+                &TokenState {
+                    from: plan.window.0,
+                    to: plan.window.1,
+                    indexes: next_states,
+                },
+                &plan.fingerprint,
+                self.signing_key.as_deref(),
+            )
+        });
+        Ok(QueryPageResult {
+            items,
+            next,
+            stats: totals,
+        })
+    }
+
+    /// Every matching item, page after page, until the shards are exhausted.
+    pub fn stream(&self) -> impl Stream<Item = Result<Item>> + '_ {
+        enum Next {
+            Start,
+            Token(String),
+            Done,
+        }
+        futures::stream::unfold(Next::Start, move |next| async move {
+            let token = match next {
+                Next::Done => return None,
+                Next::Start => None,
+                Next::Token(token) => Some(token),
+            };
+            match self.page(token.as_deref()).await {
+                Ok(page) => {
+                    let next = page.next.map_or(Next::Done, Next::Token);
+                    let items: Vec<Result<Item>> = page.items.into_iter().map(Ok).collect();
+                    Some((futures::stream::iter(items), next))
+                }
+                Err(e) => Some((futures::stream::iter(vec![Err(e)]), Next::Done)),
+            }
+        })
+        .flatten()
+    }
+}
+
+/// Sorts by the sort keys (missing values first, as the TypeScript library does), then by
+/// nothing: the sort is stable.
+fn sort_items(items: &mut [Item], sort: &[(String, bool)]) {
+    items.sort_by(|a, b| {
+        for (attribute, desc) in sort {
+            let order = match (a.get(attribute), b.get(attribute)) {
+                (None, None) => std::cmp::Ordering::Equal,
+                (None, Some(_)) => std::cmp::Ordering::Less,
+                (Some(_), None) => std::cmp::Ordering::Greater,
+                (Some(x), Some(y)) => estimate::compare(x, y),
+            };
+            let order = if *desc { order.reverse() } else { order };
+            if order != std::cmp::Ordering::Equal {
+                return order;
+            }
+        }
+        std::cmp::Ordering::Equal
+    });
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// A range-key condition value from anything serde can write (numbers become `N`, strings `S`).
+pub fn key_value<T: serde::Serialize + ?Sized>(
+    value: &T,
+) -> Result<AttributeValue, serde_dynamo::Error> {
+    serde_dynamo::to_attribute_value(value)
+}

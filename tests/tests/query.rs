@@ -1,0 +1,822 @@
+//! The cross-shard query on the in-memory store, against a brute-force oracle: exact pages,
+//! union guarantees, reads proportional to what is returned, the throttle, termination, and
+//! page tokens that reject every other query.
+
+use std::cmp::Ordering;
+use std::collections::{BTreeMap, HashSet};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
+use std::task::{Context, Poll};
+
+use entity_manager::query::{Query, QueryPageResult, QueryStats, TokenError};
+use entity_manager::store::{
+    BatchGetError, BatchWriteError, Comparison, Expect, Filter, MemoryStore, Page, QueryPage,
+    RangeCondition, Store, StoreError, TableDefinition, TransactWrite, WriteRequest, block_on,
+};
+use entity_manager::{AttributeValue, EntitySchema, Error, Item, Schema, ShardSpace};
+use proptest::prelude::*;
+use serde_json::json;
+
+type TestResult = Result<(), Box<dyn std::error::Error>>;
+
+// ---------------------------------------------------------------------------------------------
+// fixture: a `user` entity with a numeric and a string range key index, on a configurable
+// shard schedule
+
+fn schema(bumps: &[(u64, u8, u8)], space: ShardSpace) -> Result<Schema, Error> {
+    let bumps: Vec<_> = bumps
+        .iter()
+        .map(|(t, b, c)| json!({ "timestamp": t, "charBits": b, "chars": c }))
+        .collect();
+    let config = json!({
+        "hashKey": "hashKey",
+        "rangeKey": "rangeKey",
+        "entities": {
+            "user": { "uniqueProperty": "userId", "timestampProperty": "created", "shardBumps": bumps },
+            "other": { "uniqueProperty": "userId", "timestampProperty": "created" }
+        },
+        "generatedProperties": {
+            "unsharded": { "nameRK": ["name", "userId"] },
+            "sharded": { "groupPK": ["group"] }
+        },
+        "indexes": {
+            "created": { "hashKey": "hashKey", "rangeKey": "created" },
+            "name": { "hashKey": "hashKey", "rangeKey": "nameRK" },
+            "groupCreated": { "hashKey": "groupPK", "rangeKey": "created" }
+        },
+        "propertyTranscodes": {
+            "userId": "string", "created": "timestamp", "name": "string", "group": "string", "score": "int"
+        }
+    });
+    Ok(Schema::from_ts_config(&config, space)?)
+}
+
+#[derive(Clone, Debug)]
+struct Record {
+    id: String,
+    created: u64,
+    name: String,
+    group: String,
+    score: i64,
+}
+
+impl Record {
+    fn item(&self) -> Result<Item, serde_dynamo::Error> {
+        serde_dynamo::to_item(json!({
+            "userId": self.id, "created": self.created, "name": self.name,
+            "group": self.group, "score": self.score
+        }))
+    }
+}
+
+fn load(schema: &Schema, records: &[Record]) -> Result<MemoryStore, Box<dyn std::error::Error>> {
+    let store = MemoryStore::new(TableDefinition::from_schema(schema)?);
+    let user = schema.entity("user")?;
+    let writes: Result<Vec<WriteRequest>, Box<dyn std::error::Error>> = records
+        .iter()
+        .map(|r| Ok(WriteRequest::Put(user.add_keys(&r.item()?)?)))
+        .collect();
+    block_on(store.batch_write(writes?))?;
+    Ok(store)
+}
+
+fn s(v: &str) -> AttributeValue {
+    AttributeValue::S(v.to_owned())
+}
+
+fn n(v: u64) -> AttributeValue {
+    AttributeValue::N(v.to_string())
+}
+
+fn text<'i>(item: &'i Item, attr: &str) -> &'i str {
+    match item.get(attr) {
+        Some(AttributeValue::S(v) | AttributeValue::N(v)) => v,
+        _ => "",
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// the oracle
+
+/// Orders range keys as DynamoDB does: numbers numerically, strings by bytes.
+fn order(a: &AttributeValue, b: &AttributeValue) -> Ordering {
+    match (a, b) {
+        (AttributeValue::N(x), AttributeValue::N(y)) => x
+            .parse::<i128>()
+            .unwrap_or(0)
+            .cmp(&y.parse::<i128>().unwrap_or(0)),
+        (AttributeValue::S(x), AttributeValue::S(y)) => x.as_bytes().cmp(y.as_bytes()),
+        _ => Ordering::Equal,
+    }
+}
+
+fn holds(condition: Option<&RangeCondition>, v: &AttributeValue) -> bool {
+    use RangeCondition as R;
+    match condition {
+        None => true,
+        Some(R::Eq(x)) => order(v, x) == Ordering::Equal,
+        Some(R::Lt(x)) => order(v, x) == Ordering::Less,
+        Some(R::Le(x)) => order(v, x) != Ordering::Greater,
+        Some(R::Gt(x)) => order(v, x) == Ordering::Greater,
+        Some(R::Ge(x)) => order(v, x) != Ordering::Less,
+        Some(R::Between(a, b)) => order(v, a) != Ordering::Less && order(v, b) != Ordering::Greater,
+        Some(R::BeginsWith(AttributeValue::S(p))) => {
+            matches!(v, AttributeValue::S(x) if x.starts_with(p.as_str()))
+        }
+        Some(R::BeginsWith(_)) => false,
+    }
+}
+
+/// Every item of `index` in the query's shards that meets the condition and the filter (score
+/// at least `min_score`), in range-key order.
+#[allow(clippy::too_many_arguments)]
+fn oracle(
+    user: EntitySchema<'_>,
+    records: &[Record],
+    index: &str,
+    window: (u64, u64),
+    condition: Option<&RangeCondition>,
+    min_score: Option<i64>,
+    descending: bool,
+    item: &Item,
+) -> Result<Vec<Item>, Box<dyn std::error::Error>> {
+    let idx = user.index(index)?;
+    let space: HashSet<String> = user
+        .hash_key_space(&idx.hash_key, item, window.0, window.1)?
+        .into_iter()
+        .collect();
+    let range_attr = idx.range_key.to_string();
+    let mut out = Vec::new();
+    for r in records {
+        let keyed = user.add_keys(&r.item()?)?;
+        let (Some(AttributeValue::S(hash)), Some(rk)) =
+            (keyed.get(&*idx.hash_key), keyed.get(&range_attr))
+        else {
+            continue;
+        };
+        if space.contains(hash) && holds(condition, rk) && min_score.is_none_or(|m| r.score >= m) {
+            out.push(keyed);
+        }
+    }
+    out.sort_by(|a, b| {
+        let o = order(&a[range_attr.as_str()], &b[range_attr.as_str()]);
+        if descending { o.reverse() } else { o }
+    });
+    Ok(out)
+}
+
+/// Pages to the end; returns the pages.
+fn page_all<S: Store>(query: &Query<'_, S>) -> Result<Vec<QueryPageResult>, Error> {
+    let mut pages = Vec::new();
+    let mut token: Option<String> = None;
+    loop {
+        let page = block_on(query.page(token.as_deref()))?;
+        token.clone_from(&page.next);
+        pages.push(page);
+        if token.is_none() {
+            return Ok(pages);
+        }
+        if pages.len() > 100_000 {
+            return Err(Error::InvalidQuery {
+                entity: "user".into(),
+                reason: "did not terminate".into(),
+            });
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// random datasets and queries
+
+prop_compose! {
+    fn records(max: usize)(
+        count in prop_oneof![4 => 0usize..120, 2 => 0usize..600, 1 => 0..=max],
+        seed in any::<u64>(),
+    ) -> Vec<Record> {
+        // a small deterministic generator keeps shrinking cheap
+        let mut state = seed | 1;
+        let mut next = move |m: u64| { state ^= state << 13; state ^= state >> 7; state ^= state << 17; state % m };
+        (0..count)
+            .map(|i| Record {
+                id: format!("u{i}-{}", next(1_000_000)),
+                created: next(3_000),
+                name: ["ann", "bob", "cy", "dee", "eve"][usize::try_from(next(5)).unwrap_or(0)].to_owned(),
+                group: ["g1", "g2"][usize::try_from(next(2)).unwrap_or(0)].to_owned(),
+                score: i64::try_from(next(100)).unwrap_or(0) - 50,
+            })
+            .collect()
+    }
+}
+
+/// 1–3 bumps with at most 64 shards each under either rule.
+fn bumps() -> impl Strategy<Value = (Vec<(u64, u8, u8)>, ShardSpace)> {
+    prop_oneof![Just(ShardSpace::Product), Just(ShardSpace::Power)].prop_flat_map(|space| {
+        proptest::collection::vec((0u64..3_000, 1u8..=5, 1u8..=3), 1..=3).prop_map(move |raw| {
+            let mut raw = raw;
+            raw.sort_by_key(|b| b.0);
+            raw.dedup_by_key(|b| b.0);
+            let mut chars = 0u8;
+            let bumps = raw
+                .into_iter()
+                .filter_map(|(t, bits, extra)| {
+                    let c = chars + extra;
+                    let shards = match space {
+                        ShardSpace::Product => u32::from(c) << bits,
+                        ShardSpace::Power => 1u32 << (u32::from(bits) * u32::from(c)).min(31),
+                    };
+                    (shards <= 64).then(|| {
+                        chars = c;
+                        (t, bits, c)
+                    })
+                })
+                .collect();
+            (bumps, space)
+        })
+    })
+}
+
+fn window() -> impl Strategy<Value = (u64, u64)> {
+    (0u64..3_500, 0u64..3_500).prop_map(|(a, b)| (a.min(b), a.max(b)))
+}
+
+fn condition_on_created() -> impl Strategy<Value = Option<RangeCondition>> {
+    prop_oneof![
+        3 => Just(None),
+        1 => (0u64..3_000).prop_map(|v| Some(RangeCondition::Ge(n(v)))),
+        1 => (0u64..3_000).prop_map(|v| Some(RangeCondition::Lt(n(v)))),
+        1 => (0u64..3_000, 0u64..3_000).prop_map(|(a, b)| Some(RangeCondition::Between(n(a.min(b)), n(a.max(b))))),
+        1 => (0u64..3_000).prop_map(|v| Some(RangeCondition::Eq(n(v)))),
+    ]
+}
+
+fn condition_on_name() -> impl Strategy<Value = Option<RangeCondition>> {
+    prop_oneof![
+        2 => Just(None),
+        1 => Just(Some(RangeCondition::BeginsWith(s("name#b")))),
+        1 => Just(Some(RangeCondition::Gt(s("name#cy")))),
+        1 => Just(Some(RangeCondition::Le(s("name#dee|")))),
+    ]
+}
+
+fn score_filter(min: Option<i64>) -> Option<Filter> {
+    min.map(|m| Filter::compare("score", Comparison::Ge, AttributeValue::N(m.to_string())))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 500, ..ProptestConfig::default() })]
+
+    /// Exact mode: paging to the end equals the brute-force sorted result (no duplicate, no
+    /// miss, no inversion), and every page holds exactly `min(limit, remaining)` items.
+    #[test]
+    fn exact_mode_pages_equal_the_oracle(
+        (bumps, space) in bumps(),
+        records in records(2_000),
+        window in window(),
+        limit in prop_oneof![3 => 1usize..20, 1 => 1usize..=200],
+        page_size in 1usize..50,
+        descending in any::<bool>(),
+        on_name in any::<bool>(),
+        created_condition in condition_on_created(),
+        name_condition in condition_on_name(),
+        min_score in proptest::option::weighted(0.3, -50i64..50),
+    ) {
+        let check = || -> TestResult {
+            let schema = schema(&bumps, space)?;
+            let store = load(&schema, &records)?;
+            let user = schema.entity("user")?;
+            let (index, condition) = if on_name { ("name", name_condition.clone()) } else { ("created", created_condition.clone()) };
+            let expected = oracle(user, &records, index, window, condition.as_ref(), min_score, descending, &Item::default())?;
+            let mut query = Query::new(&store, user).index(index).window(window.0, window.1).limit(limit).page_size(page_size).descending(descending);
+            if let Some(c) = condition.clone() { query = query.range(c); }
+            if let Some(f) = score_filter(min_score) { query = query.filter(f); }
+            let pages = page_all(&query)?;
+            let range_attr = if on_name { "nameRK" } else { "created" };
+            let mut remaining = expected.len();
+            for page in &pages {
+                assert_eq!(page.items.len(), limit.min(remaining), "page size");
+                remaining -= page.items.len();
+            }
+            let got: Vec<&Item> = pages.iter().flat_map(|p| &p.items).collect();
+            // same records, each once
+            let ids: Vec<&str> = got.iter().map(|i| text(i, "userId")).collect();
+            let unique: HashSet<&str> = ids.iter().copied().collect();
+            assert_eq!(unique.len(), ids.len(), "duplicates");
+            let want: HashSet<&str> = expected.iter().map(|i| text(i, "userId")).collect();
+            assert_eq!(unique, want, "missed or extra items");
+            // in order
+            for pair in got.windows(2) {
+                let o = order(&pair[0][range_attr], &pair[1][range_attr]);
+                assert_ne!(o, if descending { Ordering::Less } else { Ordering::Greater }, "inversion");
+            }
+            Ok(())
+        };
+        check().map_err(|e| TestCaseError::fail(e.to_string()))?;
+    }
+
+    /// Union mode (a search over indexes with different range keys): every page is
+    /// deduplicated, sorted and at most `limit` long; every matching item comes at least once
+    /// and at most once per index it matches; each index's items come in its order.
+    #[test]
+    fn union_mode_keeps_its_documented_guarantees(
+        (bumps, space) in bumps(),
+        records in records(600),
+        window in window(),
+        limit in 1usize..40,
+        created_condition in condition_on_created(),
+        name_condition in condition_on_name(),
+    ) {
+        let check = || -> TestResult {
+            let schema = schema(&bumps, space)?;
+            let store = load(&schema, &records)?;
+            let user = schema.entity("user")?;
+            let by_created = oracle(user, &records, "created", window, created_condition.as_ref(), None, false, &Item::default())?;
+            let by_name = oracle(user, &records, "name", window, name_condition.as_ref(), None, false, &Item::default())?;
+            let mut query = Query::new(&store, user).index("created");
+            if let Some(c) = created_condition.clone() { query = query.range(c); }
+            query = query.index("name");
+            if let Some(c) = name_condition.clone() { query = query.range(c); }
+            let query = query.window(window.0, window.1).limit(limit).sort_by("name", false).sort_by("userId", true);
+            let pages = page_all(&query)?;
+            let mut count: BTreeMap<String, usize> = BTreeMap::new();
+            for page in &pages {
+                assert!(page.items.len() <= limit);
+                let ids: Vec<&str> = page.items.iter().map(|i| text(i, "userId")).collect();
+                assert_eq!(ids.iter().collect::<HashSet<_>>().len(), ids.len(), "duplicate within a page");
+                for pair in page.items.windows(2) {
+                    let key = |i: &Item| (text(i, "name").to_owned(), std::cmp::Reverse(text(i, "userId").to_owned()));
+                    assert!(key(&pair[0]) <= key(&pair[1]), "page not sorted");
+                }
+                for id in ids {
+                    *count.entry(id.to_owned()).or_default() += 1;
+                }
+            }
+            let in_created: HashSet<&str> = by_created.iter().map(|i| text(i, "userId")).collect();
+            let in_name: HashSet<&str> = by_name.iter().map(|i| text(i, "userId")).collect();
+            let all: HashSet<&str> = in_created.union(&in_name).copied().collect();
+            assert_eq!(count.keys().map(String::as_str).collect::<HashSet<_>>(), all, "missed or extra items");
+            for (id, times) in &count {
+                let bound = usize::from(in_created.contains(id.as_str())) + usize::from(in_name.contains(id.as_str()));
+                assert!(*times <= bound, "{id} returned {times} times, matches {bound} indexes");
+            }
+            Ok(())
+        };
+        check().map_err(|e| TestCaseError::fail(e.to_string()))?;
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// reads proportional to what is returned
+
+fn uniform(count: usize, seed: u64) -> Vec<Record> {
+    let mut state = seed | 1;
+    let mut next = move |m: u64| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state % m
+    };
+    (0..count)
+        .map(|i| Record {
+            id: format!("user-{i:05}-{}", next(1 << 30)),
+            created: 1_000 + next(10_000_000),
+            name: "x".into(),
+            group: "g1".into(),
+            score: 0,
+        })
+        .collect()
+}
+
+#[test]
+fn twenty_thousand_items_over_twenty_shards_read_little_more_than_they_return() -> TestResult {
+    // product rule: chars 1 × radix 32 would be 32 shards; chars 2 × radix 2^… — use power
+    // with 20 populated shards out of 32? Use product chars=5, charBits=2: 5 × 4 = 20 shards.
+    let schema = schema(&[(0, 2, 5)], ShardSpace::Product)?;
+    let records = uniform(20_000, 7);
+    let store = load(&schema, &records)?;
+    let user = schema.entity("user")?;
+    let query = Query::new(&store, user)
+        .index("created")
+        .window(0, 20_000_000)
+        .limit(100)
+        .page_size(100);
+    let pages = page_all(&query)?;
+    let mut total = QueryStats::default();
+    let mut previous: Option<u64> = None;
+    let mut ids = HashSet::new();
+    for page in &pages {
+        total.shard_queries += page.stats.shard_queries;
+        total.items_read += page.stats.items_read;
+        total.items_returned += page.stats.items_returned;
+        for item in &page.items {
+            let created: u64 = text(item, "created").parse()?;
+            assert!(previous.is_none_or(|p| p <= created), "out of order");
+            previous = Some(created);
+            assert!(ids.insert(text(item, "userId").to_owned()), "duplicate");
+        }
+    }
+    assert_eq!(ids.len(), 20_000);
+    assert_eq!(pages[0].stats.shards, 20, "populated shards");
+    let full_pages = pages.iter().filter(|p| !p.items.is_empty()).count();
+    println!(
+        "pages {} reads {} returned {} queries {} ({:.2} reads/returned, {:.1} queries/page)",
+        pages.len(),
+        total.items_read,
+        total.items_returned,
+        total.shard_queries,
+        total.items_read as f64 / total.items_returned as f64,
+        total.shard_queries as f64 / full_pages as f64
+    );
+    assert!(
+        total.items_read * 10 <= total.items_returned * 13,
+        "items read {} > 1.3 × {}",
+        total.items_read,
+        total.items_returned
+    );
+    assert!(
+        total.shard_queries * 10 <= full_pages * 20 * 13,
+        "shard queries {} > 1.3 × 20 × {full_pages} pages",
+        total.shard_queries
+    );
+    Ok(())
+}
+
+#[test]
+fn an_unlimited_query_over_a_sharded_entity_terminates_with_every_item() -> TestResult {
+    let schema = schema(&[(0, 3, 1), (2_000, 2, 2)], ShardSpace::Power)?;
+    let records = uniform(1_500, 11)
+        .into_iter()
+        .map(|mut r| {
+            r.created %= 3_000;
+            r
+        })
+        .collect::<Vec<_>>();
+    let store = load(&schema, &records)?;
+    let user = schema.entity("user")?;
+    let query = Query::new(&store, user)
+        .index("created")
+        .window(0, 3_000)
+        .unlimited()
+        .page_size(7);
+    let pages = page_all(&query)?;
+    assert_eq!(pages.len(), 1, "one page holds everything");
+    assert_eq!(pages[0].items.len(), 1_500);
+    assert!(pages[0].next.is_none());
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// the throttle
+
+/// A store that counts shard queries in flight and yields once inside each, so that the
+/// orchestrator really has several in flight.
+struct Counting<S> {
+    inner: S,
+    in_flight: Arc<AtomicUsize>,
+    max: Arc<AtomicUsize>,
+}
+
+struct YieldOnce(bool);
+
+impl Future for YieldOnce {
+    type Output = ();
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        if self.0 {
+            Poll::Ready(())
+        } else {
+            self.0 = true;
+            cx.waker().wake_by_ref();
+            Poll::Pending
+        }
+    }
+}
+
+impl<S: Store> Store for Counting<S> {
+    fn definition(&self) -> &TableDefinition {
+        self.inner.definition()
+    }
+    fn put_item(
+        &self,
+        item: Item,
+        expect: Expect,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send {
+        self.inner.put_item(item, expect)
+    }
+    fn get_item(
+        &self,
+        key: &Item,
+        projection: Option<&[String]>,
+    ) -> impl Future<Output = Result<Option<Item>, StoreError>> + Send {
+        self.inner.get_item(key, projection)
+    }
+    fn delete_item(
+        &self,
+        key: &Item,
+        expect: Expect,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send {
+        self.inner.delete_item(key, expect)
+    }
+    fn batch_write(
+        &self,
+        writes: Vec<WriteRequest>,
+    ) -> impl Future<Output = Result<(), BatchWriteError>> + Send {
+        self.inner.batch_write(writes)
+    }
+    fn batch_get(
+        &self,
+        keys: Vec<Item>,
+        projection: Option<&[String]>,
+    ) -> impl Future<Output = Result<Vec<Item>, BatchGetError>> + Send {
+        self.inner.batch_get(keys, projection)
+    }
+    fn transact_write(
+        &self,
+        writes: Vec<TransactWrite>,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send {
+        self.inner.transact_write(writes)
+    }
+    fn query_page(
+        &self,
+        request: &QueryPage,
+    ) -> impl Future<Output = Result<Page, StoreError>> + Send {
+        async move {
+            let now = self.in_flight.fetch_add(1, AtomicOrdering::SeqCst) + 1;
+            self.max.fetch_max(now, AtomicOrdering::SeqCst);
+            YieldOnce(false).await;
+            let result = self.inner.query_page(request).await;
+            self.in_flight.fetch_sub(1, AtomicOrdering::SeqCst);
+            result
+        }
+    }
+}
+
+#[test]
+fn the_throttle_is_never_exceeded() -> TestResult {
+    let schema = schema(&[(0, 3, 2)], ShardSpace::Power)?;
+    let records = uniform(2_000, 3);
+    let inner = load(&schema, &records)?;
+    let user = schema.entity("user")?;
+    for throttle in [1, 3, 10] {
+        let store = Counting {
+            inner: MemoryStore::new(inner.definition().clone()),
+            in_flight: Arc::new(AtomicUsize::new(0)),
+            max: Arc::new(AtomicUsize::new(0)),
+        };
+        let items: Vec<WriteRequest> = records
+            .iter()
+            .map(|r| Ok(WriteRequest::Put(user.add_keys(&r.item()?)?)))
+            .collect::<Result<_, Box<dyn std::error::Error>>>()?;
+        block_on(store.inner.batch_write(items))?;
+        let query = Query::new(&store, user)
+            .index("created")
+            .window(0, 20_000_000)
+            .limit(150)
+            .throttle(throttle);
+        let pages = page_all(&query)?;
+        assert_eq!(pages.iter().map(|p| p.items.len()).sum::<usize>(), 2_000);
+        let max = store.max.load(AtomicOrdering::SeqCst);
+        assert!(max <= throttle, "{max} in flight with throttle {throttle}");
+        assert_eq!(max, throttle, "the throttle is used");
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// page tokens
+
+fn token_fixture() -> Result<(Schema, MemoryStore), Box<dyn std::error::Error>> {
+    let schema = schema(&[(0, 2, 1)], ShardSpace::Power)?;
+    let records = uniform(200, 5)
+        .into_iter()
+        .map(|mut r| {
+            r.created %= 1_000;
+            r
+        })
+        .collect::<Vec<_>>();
+    let store = load(&schema, &records)?;
+    Ok((schema, store))
+}
+
+fn token_error(result: Result<QueryPageResult, Error>) -> Option<TokenError> {
+    match result {
+        Err(Error::Token(e)) => Some(e),
+        _ => None,
+    }
+}
+
+#[test]
+fn tokens_from_other_queries_are_rejected() -> TestResult {
+    let (schema, store) = token_fixture()?;
+    let user = schema.entity("user")?;
+    let query = Query::new(&store, user)
+        .index("created")
+        .window(0, 1_000)
+        .limit(10);
+    let token = block_on(query.page(None))?.next.ok_or("no next page")?;
+    // the same query continues
+    assert_eq!(block_on(query.page(Some(&token)))?.items.len(), 10);
+    // another index
+    let other_index = Query::new(&store, user)
+        .index("name")
+        .window(0, 1_000)
+        .limit(10);
+    assert_eq!(
+        token_error(block_on(other_index.page(Some(&token)))),
+        Some(TokenError::OtherQuery)
+    );
+    // another window
+    let other_window = Query::new(&store, user)
+        .index("created")
+        .window(0, 999)
+        .limit(10);
+    assert!(matches!(
+        token_error(block_on(other_window.page(Some(&token)))),
+        Some(TokenError::OtherWindow { .. })
+    ));
+    // another entity
+    let other = schema.entity("other")?;
+    let other_entity = Query::new(&store, other)
+        .index("created")
+        .window(0, 1_000)
+        .limit(10);
+    assert_eq!(
+        token_error(block_on(other_entity.page(Some(&token)))),
+        Some(TokenError::OtherQuery)
+    );
+    // another condition or direction
+    let other_condition = Query::new(&store, user)
+        .index("created")
+        .range(RangeCondition::Ge(n(5)))
+        .window(0, 1_000)
+        .limit(10);
+    assert_eq!(
+        token_error(block_on(other_condition.page(Some(&token)))),
+        Some(TokenError::OtherQuery)
+    );
+    let descending = Query::new(&store, user)
+        .index("created")
+        .descending(true)
+        .window(0, 1_000)
+        .limit(10);
+    assert_eq!(
+        token_error(block_on(descending.page(Some(&token)))),
+        Some(TokenError::OtherQuery)
+    );
+    // the window may be left out when continuing: it comes from the token
+    let no_window = Query::new(&store, user).index("created").limit(10);
+    assert!(token_error(block_on(no_window.page(Some(&token)))).is_none());
+    Ok(())
+}
+
+#[test]
+fn flipped_truncated_and_wrongly_signed_tokens_are_rejected() -> TestResult {
+    let (schema, store) = token_fixture()?;
+    let user = schema.entity("user")?;
+    for key in [None, Some(b"a secret".to_vec())] {
+        let mut query = Query::new(&store, user)
+            .index("created")
+            .window(0, 1_000)
+            .limit(10);
+        if let Some(key) = &key {
+            query = query.signing_key(key.clone());
+        }
+        let token = block_on(query.page(None))?.next.ok_or("no next page")?;
+        let alphabet = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+        for at in 0..token.len() {
+            let mut flipped = token.clone().into_bytes();
+            let c = flipped[at];
+            flipped[at] = alphabet
+                [(alphabet.iter().position(|&x| x == c).unwrap_or(0) + 17) % alphabet.len()];
+            let flipped = String::from_utf8(flipped)?;
+            assert!(
+                token_error(block_on(query.page(Some(&flipped)))).is_some(),
+                "flip at {at} accepted"
+            );
+        }
+        for cut in 0..token.len() {
+            assert!(
+                token_error(block_on(query.page(Some(&token[..cut])))).is_some(),
+                "cut at {cut} accepted"
+            );
+        }
+        if key.is_some() {
+            let unsigned = Query::new(&store, user)
+                .index("created")
+                .window(0, 1_000)
+                .limit(10);
+            assert_eq!(
+                token_error(block_on(unsigned.page(Some(&token)))),
+                Some(TokenError::Tampered)
+            );
+            let other_key = Query::new(&store, user)
+                .index("created")
+                .window(0, 1_000)
+                .limit(10)
+                .signing_key(b"another".to_vec());
+            assert_eq!(
+                token_error(block_on(other_key.page(Some(&token)))),
+                Some(TokenError::Tampered)
+            );
+        }
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 2_000, ..ProptestConfig::default() })]
+
+    /// Arbitrary strings as tokens: a typed error, never a panic or a query.
+    #[test]
+    fn arbitrary_tokens_are_typed_errors(token in prop_oneof![any::<String>(), "[A-Za-z0-9_-]{0,200}", "AQ[A-Za-z0-9_-]{0,120}"]) {
+        let (schema, store) = token_fixture().map_err(|e| TestCaseError::fail(e.to_string()))?;
+        let user = schema.entity("user").map_err(|e| TestCaseError::fail(e.to_string()))?;
+        let query = Query::new(&store, user).index("created").window(0, 1_000).limit(10);
+        prop_assert!(token_error(block_on(query.page(Some(&token)))).is_some());
+    }
+}
+
+#[test]
+fn a_failing_shard_fails_the_page() -> TestResult {
+    let (schema, store) = token_fixture()?;
+    let user = schema.entity("user")?;
+    // a filter on a key attribute is a validation error of every shard query
+    let query = Query::new(&store, user)
+        .index("created")
+        .filter(Filter::compare("created", Comparison::Gt, n(1)))
+        .window(0, 1_000)
+        .limit(10);
+    assert!(matches!(
+        block_on(query.page(None)),
+        Err(Error::ShardQuery { .. })
+    ));
+    Ok(())
+}
+
+#[test]
+fn a_unique_value_narrows_the_query_to_one_shard_per_bump() -> TestResult {
+    let schema = schema(&[(0, 3, 1), (500, 3, 2)], ShardSpace::Power)?;
+    let records = uniform(300, 9)
+        .into_iter()
+        .map(|mut r| {
+            r.created %= 1_000;
+            r
+        })
+        .collect::<Vec<_>>();
+    let store = load(&schema, &records)?;
+    let user = schema.entity("user")?;
+    let target = &records[17];
+    let item = serde_dynamo::to_item(json!({ "userId": target.id }))?;
+    let query = Query::new(&store, user)
+        .index("created")
+        .item(item)
+        .window(0, 1_000)
+        .limit(1_000);
+    let page = block_on(query.page(None))?;
+    assert_eq!(page.stats.shards, 2, "one shard per bump");
+    assert!(page.items.iter().any(|i| text(i, "userId") == target.id));
+    Ok(())
+}
+
+#[test]
+fn a_sharded_generated_hash_key_queries_the_group() -> TestResult {
+    let schema = schema(&[(0, 2, 1)], ShardSpace::Power)?;
+    let records = uniform(400, 13)
+        .into_iter()
+        .enumerate()
+        .map(|(i, mut r)| {
+            r.created %= 1_000;
+            r.group = if i % 3 == 0 { "g1".into() } else { "g2".into() };
+            r
+        })
+        .collect::<Vec<_>>();
+    let store = load(&schema, &records)?;
+    let user = schema.entity("user")?;
+    let item = serde_dynamo::to_item(json!({ "group": "g1" }))?;
+    let expected = oracle(
+        user,
+        &records,
+        "groupCreated",
+        (0, 1_000),
+        None,
+        None,
+        false,
+        &item,
+    )?;
+    let query = Query::new(&store, user)
+        .index("groupCreated")
+        .item(item)
+        .window(0, 1_000)
+        .limit(17);
+    let got: Vec<Item> = page_all(&query)?
+        .into_iter()
+        .flat_map(|p| p.items)
+        .collect();
+    assert_eq!(got.len(), expected.len());
+    assert!(got.iter().all(|i| text(i, "group") == "g1"));
+    assert_eq!(
+        expected.len(),
+        records.iter().filter(|r| r.group == "g1").count()
+    );
+    Ok(())
+}
