@@ -113,6 +113,11 @@ pub trait TranscodeName {
 ///
 /// Implement it on a marker type of your own and name that type in
 /// `#[transcode(path::to::Marker)]`.
+#[diagnostic::on_unimplemented(
+    message = "transcode `{Self}` does not accept values of type `{T}`",
+    label = "`{Self}` does not implement `Transcode<{T}>`",
+    note = "the defaults accept: `Str` `String`; `Int` integers up to 64 bits; `Fix6` `f64`, `f32`; `Timestamp` `u64`, `i64`, `u32`, `i32`; `Boolean` `bool`; `BigInt20` `i64`, `u64`, `i128`, `u128`"
+)]
 pub trait Transcode<T>: TranscodeName {
     /// Encodes a value; out-of-range values are errors, never wrapped or clamped.
     fn encode(value: &T) -> Result<String, TranscodeError>;
@@ -121,6 +126,11 @@ pub trait Transcode<T>: TranscodeName {
 }
 
 /// A transcode seen through `DynamoDB` attribute values: what the key core uses.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a `Transcoder`",
+    label = "not a `Transcoder`",
+    note = "a typed transcode `T: Transcode<V>` is a `Transcoder` as `Typed::<T, V>::NEW`; the defaults are `transcode::STRING`, `INT`, `FIX6`, `TIMESTAMP`, `BOOLEAN` and `BIGINT20`"
+)]
 pub trait Transcoder: Send + Sync + 'static {
     /// The transcode's name.
     fn name(&self) -> &'static str;

@@ -1,18 +1,6 @@
 //! serde's `rename_all` rules, applied to `snake_case` Rust identifiers, so that stored attribute
 //! names match what serde writes.
 
-/// The serde rule names, for "did you mean" suggestions.
-pub(crate) const RULES: [&str; 8] = [
-    "lowercase",
-    "UPPERCASE",
-    "PascalCase",
-    "camelCase",
-    "snake_case",
-    "SCREAMING_SNAKE_CASE",
-    "kebab-case",
-    "SCREAMING-KEBAB-CASE",
-];
-
 /// Renames a `snake_case` field name by a serde `rename_all` rule; `None` for an unknown rule.
 pub(crate) fn rename(field: &str, rule: &str) -> Option<String> {
     let field = field.strip_prefix("r#").unwrap_or(field);

@@ -1,29 +1,22 @@
 //! The configuration rules that one struct can check by itself, one function per rule group,
 //! each rule stated in a comment. Rules that need the table or other entities are compile-time
-//! assertions in the expansion (`__private::check_entity_in_table`, `check_table`).
+//! assertions in the expansion (`expand.rs`, over `__private`'s `const fn`s).
 
-use darling::error::Accumulator;
 use syn::Ident;
 
 use crate::attrs::{GeneratedAttrs, IndexAttrs, ShardBumpsAttrs};
 use crate::case;
+use crate::errors::Errors;
 use crate::model::{Bump, Field, Generated, IndexDef, KeyRef, ProjectionDef};
 
-fn err(message: impl std::fmt::Display, span: &impl syn::spanned::Spanned) -> darling::Error {
-    darling::Error::custom(message).with_span(span)
-}
-
-/// ``; did you mean `x`?`` when a candidate is close to `name` (Jaro-Winkler, as darling does).
-pub(crate) fn did_you_mean<'n>(
+/// `"; did you mean `x`?"` for the candidate most like `name`, or nothing.
+pub(crate) fn did_you_mean<'a>(
     name: &str,
-    candidates: impl IntoIterator<Item = &'n str>,
+    candidates: impl IntoIterator<Item = &'a str>,
 ) -> String {
-    candidates
-        .into_iter()
-        .map(|c| (strsim::jaro_winkler(name, c), c))
-        .filter(|(score, _)| *score > 0.8)
-        .max_by(|a, b| a.0.total_cmp(&b.0))
-        .map_or_else(String::new, |(_, c)| format!("; did you mean `{c}`?"))
+    let candidates: Vec<&str> = candidates.into_iter().collect();
+    crate::attrs::suggestion(name, &candidates)
+        .map_or_else(String::new, |c| format!("; did you mean `{c}`?"))
 }
 
 fn field_names(fields: &[Field<'_>]) -> Vec<String> {
@@ -33,24 +26,40 @@ fn field_names(fields: &[Field<'_>]) -> Vec<String> {
 /// The unique and the timestamp property must be transcoded fields: the unique value is written
 /// into the range key, and both are written into page keys.
 pub(crate) fn check_key_property(
-    fields: &[Field<'_>],
-    index: Option<usize>,
+    field: &Field<'_>,
     ident: &Ident,
     what: &str,
-    errors: &mut Accumulator,
+    errors: &mut Errors,
 ) {
-    if let Some(field) = index.map(|i| &fields[i])
-        && field.transcode.is_none()
-    {
+    if field.transcode.is_none() {
         let hint = if what == "timestamp" {
             "#[transcode(\"timestamp\")]"
         } else {
             "#[transcode(\"string\")]"
         };
-        errors.push(err(
-            format!("the {what} property `{ident}` must be a transcoded field, as it is written into keys; add `{hint}` to it"),
+        errors.at(
             ident,
-        ));
+            format!("the {what} property `{ident}` must be a transcoded field, as it is written into keys; add `{hint}` to it"),
+        );
+    }
+}
+
+/// No two fields are stored under one attribute name (serde would write one over the other).
+/// The table's key names are checked by the expansion: they are the table's settings.
+pub(crate) fn check_stored_names(fields: &[Field<'_>], errors: &mut Errors) {
+    for (i, field) in fields.iter().enumerate().filter(|(_, f)| f.written) {
+        if let Some(first) = fields[..i]
+            .iter()
+            .find(|f| f.written && f.stored == field.stored)
+        {
+            errors.at(
+                &field.name_tokens,
+                format!(
+                    "field `{}` is stored as `{}`, like field `{}`; rename one of them",
+                    field.ident, field.stored, first.ident
+                ),
+            );
+        }
     }
 }
 
@@ -60,50 +69,69 @@ pub(crate) fn check_generated(
     attrs: Vec<GeneratedAttrs>,
     fields: &[Field<'_>],
     stored_name: &dyn Fn(&Ident) -> String,
-    errors: &mut Accumulator,
+    errors: &mut Errors,
 ) -> Vec<Generated> {
-    let names: Vec<Ident> = attrs.iter().map(|g| g.name.clone()).collect();
+    let names: Vec<Ident> = attrs
+        .iter()
+        .filter_map(|g| g.name.as_ref().map(|n| n.0.clone()))
+        .collect();
     let mut out: Vec<Generated> = Vec::with_capacity(attrs.len());
     for g in attrs {
-        let ident = &g.name;
-        let stored = g
-            .rename
-            .as_ref()
-            .map_or_else(|| stored_name(ident), |r| (**r).clone());
+        // without a name (reported), the property cannot be referred to: skip it
+        let Some(ident) = g.name.as_ref().map(|n| n.0.clone()) else {
+            continue;
+        };
+        let (stored, name_tokens) = match &g.rename {
+            Some(rename) => (
+                rename.value.clone(),
+                quote::ToTokens::to_token_stream(&rename.lit),
+            ),
+            None => (
+                stored_name(&ident),
+                quote::ToTokens::to_token_stream(&ident),
+            ),
+        };
         // generated property names are unique
-        if out.iter().any(|o| o.stored == stored || o.ident == *ident) {
-            errors.push(err(
+        if out.iter().any(|o| o.stored == stored || o.ident == ident) {
+            errors.at(
+                &name_tokens,
                 format!("duplicate generated property `{stored}`"),
-                ident,
-            ));
+            );
         }
         // a generated property does not reuse a field's stored name
-        if let Some(field) = fields.iter().find(|f| f.stored == stored) {
-            errors.push(err(
-                format!("generated property `{stored}` collides with field `{}`, stored under the same attribute name", field.ident),
-                ident,
-            ));
+        else if let Some(field) = fields.iter().find(|f| f.written && f.stored == stored) {
+            errors.at(
+                &name_tokens,
+                format!(
+                    "generated property `{ident}` is stored as `{stored}`, like field `{}`; rename one of them",
+                    field.ident
+                ),
+            );
         }
+        let component_idents = g.components.as_ref().map_or(&[][..], |c| &c.idents);
         // the component list is not empty
-        if g.components.idents.is_empty() {
-            errors.push(
-                darling::Error::custom("a generated property needs at least one component, like `components = [user_id]`")
-                    .with_span(&g.components.span),
+        if let Some(list) = &g.components
+            && list.idents.is_empty()
+        {
+            errors.at(
+                &list.tokens,
+                "a generated property needs at least one component, like `components = [user_id]`",
             );
         }
         let mut components: Vec<usize> = Vec::new();
-        for component in &g.components.idents {
+        for component in component_idents {
             // a component is not itself a generated property
             if names.iter().any(|n| n == component) {
-                errors.push(err(
-                    format!("component `{component}` is a generated property; components must be transcoded fields"),
+                errors.at(
                     component,
-                ));
+                    format!("component `{component}` is a generated property; components must be transcoded fields"),
+                );
                 continue;
             }
             // a component is a field of this struct
             let Some(index) = fields.iter().position(|f| f.ident == component) else {
-                errors.push(err(
+                errors.at(
+                    component,
                     format!(
                         "component `{component}`: no field `{component}` in this struct{}",
                         did_you_mean(
@@ -111,27 +139,27 @@ pub(crate) fn check_generated(
                             field_names(fields).iter().map(String::as_str)
                         )
                     ),
-                    component,
-                ));
+                );
                 continue;
             };
             // ... that is transcoded
             if fields[index].transcode.is_none() {
-                errors.push(err(
-                    format!("component `{component}` must be a transcoded field, as its value is written into the key; add `#[transcode(\"…\")]` to it"),
+                errors.at(
                     component,
-                ));
+                    format!("component `{component}` must be a transcoded field, as its value is written into the key; add `#[transcode(\"…\")]` to it"),
+                );
             }
             // ... and listed once
             if components.contains(&index) {
-                errors.push(err(format!("duplicate component `{component}`"), component));
+                errors.at(component, format!("duplicate component `{component}`"));
                 continue;
             }
             components.push(index);
         }
         out.push(Generated {
-            ident: g.name.clone(),
+            ident,
             stored,
+            name_tokens,
             sharded: g.sharded.is_present(),
             atomic: g.atomic.is_present() || g.sharded.is_present(),
             components,
@@ -142,126 +170,195 @@ pub(crate) fn check_generated(
 
 /// Indexes: a name that makes an enum variant; the hash key is the table hash key or a sharded
 /// generated property; the range key is the table range key, an unsharded generated property or
-/// a transcoded field; no two indexes share a (hash, range) pair or a name; projections name
-/// only non-key fields, once each.
+/// a transcoded field; the keys differ from the table's own; no two indexes share a (hash,
+/// range) pair or a name; projections name only non-key fields, once each.
+///
+/// An index whose name is rejected is left out (of the index enum too); one whose key is
+/// rejected stays, but takes no part in the pair checks.
 pub(crate) fn check_indexes(
     attrs: Vec<IndexAttrs>,
     fields: &[Field<'_>],
     generated: &[Generated],
-    errors: &mut Accumulator,
+    errors: &mut Errors,
 ) -> Vec<IndexDef> {
     let mut out: Vec<IndexDef> = Vec::new();
     for index in attrs {
-        let name_span = index.name.span();
-        let name = (*index.name).clone();
-        let variant = index_variant(&name, name_span, &out, errors);
-        let hash = index_hash_key(index.hash.as_ref(), fields, generated, errors);
-        let range = index_range_key(index.range.as_ref(), fields, generated, errors);
+        let variant = index
+            .name
+            .as_ref()
+            .and_then(|name| index_variant(name, &out, errors));
+        let hash = index_hash_key(index.hash.as_ref().map(|h| &h.0), fields, generated, errors);
+        let range = index_range_key(
+            index.range.as_ref().map(|r| &r.0),
+            fields,
+            generated,
+            errors,
+        );
+        let mut keys_valid = hash.is_some() && range.is_some();
+        let (hash, range) = (
+            hash.unwrap_or(KeyRef::TableHash),
+            range.unwrap_or(KeyRef::TableRange),
+        );
+        let name = index
+            .name
+            .as_ref()
+            .map(|n| n.value.clone())
+            .unwrap_or_default();
+        // an index differs from the table's primary key
+        if index.hash.is_none() && index.range.is_none() {
+            if let Some(lit) = &index.name {
+                errors.at(
+                    &lit.lit,
+                    format!("index `{name}` has the table's own hash and range keys; give it a `range` (or a sharded generated `hash`)"),
+                );
+            }
+            keys_valid = false;
+        }
         // no two indexes share a (hash key, range key) pair
-        if let Some(other) = out.iter().find(|o| o.hash == hash && o.range == range) {
-            errors.push(
-                darling::Error::custom(format!(
+        if keys_valid
+            && let Some(other) = out
+                .iter()
+                .find(|o| o.keys_valid && o.hash == hash && o.range == range)
+            && let Some(lit) = &index.name
+        {
+            errors.at(
+                &lit.lit,
+                format!(
                     "index `{name}` has the same hash and range keys as index `{}`",
                     other.name
-                ))
-                .with_span(&name_span),
+                ),
             );
         }
         let projection = index_projection(&index, range, fields, generated, errors);
-        out.push(IndexDef {
-            name,
-            variant,
-            hash,
-            range,
-            projection,
-        });
+        if let Some(variant) = variant {
+            out.push(IndexDef {
+                name,
+                variant,
+                hash,
+                range,
+                keys_valid,
+                projection,
+            });
+        }
     }
     out
 }
 
-/// An index name makes an enum variant; names and variants are unique.
+/// An index name makes an enum variant; names and variants are unique. `None` when rejected.
 fn index_variant(
-    name: &str,
-    span: proc_macro2::Span,
+    name: &crate::attrs::Str,
     previous: &[IndexDef],
-    errors: &mut Accumulator,
-) -> Ident {
-    let variant = if let Some(v) = case::variant(name) {
-        Ident::new(&v, span)
-    } else {
-        errors.push(
-            darling::Error::custom(format!(
-                "index name `{name}` must start with a letter, so that it can name an enum variant"
-            ))
-            .with_span(&span),
+    errors: &mut Errors,
+) -> Option<Ident> {
+    let value = &name.value;
+    let Some(variant) = case::variant(value) else {
+        errors.at(
+            &name.lit,
+            format!(
+                "index name `{value}` must start with a letter, so that it can name an enum variant"
+            ),
         );
-        Ident::new("Invalid", span)
+        return None;
     };
-    if previous.iter().any(|o| o.name == name) {
-        errors.push(darling::Error::custom(format!("duplicate index `{name}`")).with_span(&span));
-    } else if previous.iter().any(|o| o.variant == variant) {
-        errors.push(darling::Error::custom(format!("index `{name}` maps to the same enum variant `{variant}` as another index; rename one")).with_span(&span));
+    let variant = Ident::new(&variant, name.lit.span());
+    if previous.iter().any(|o| o.name == *value) {
+        errors.at(&name.lit, format!("duplicate index `{value}`"));
+        return None;
     }
-    variant
+    if let Some(other) = previous.iter().find(|o| o.variant == variant) {
+        errors.at(
+            &name.lit,
+            format!(
+                "index `{value}` maps to the same enum variant `{variant}` as index `{}`; rename one",
+                other.name
+            ),
+        );
+        return None;
+    }
+    Some(variant)
 }
 
-/// An index hash key is the table hash key (no `hash`) or a sharded generated property.
+/// An index hash key is the table hash key (no `hash`) or a sharded generated property. `None`
+/// when rejected.
 fn index_hash_key(
     hash: Option<&Ident>,
     fields: &[Field<'_>],
     generated: &[Generated],
-    errors: &mut Accumulator,
-) -> KeyRef {
+    errors: &mut Errors,
+) -> Option<KeyRef> {
     let Some(ident) = hash else {
-        return KeyRef::TableHash;
+        return Some(KeyRef::TableHash);
     };
+    let what = "an index hash key is the table hash key (leave `hash` out) or a `sharded` generated property";
     match generated.iter().position(|g| g.ident == *ident) {
-        Some(i) if generated[i].sharded => return KeyRef::Generated(i),
-        Some(_) => errors.push(err(format!("index hash key `{ident}` is an unsharded generated property; an index hash key is the table hash key (leave `hash` out) or a `sharded` generated property"), ident)),
-        None if fields.iter().any(|f| f.ident == ident) => errors.push(err(format!("index hash key `{ident}` is a field; an index hash key is the table hash key (leave `hash` out) or a `sharded` generated property"), ident)),
+        Some(i) if generated[i].sharded => return Some(KeyRef::Generated(i)),
+        Some(_) => errors.at(
+            ident,
+            format!("index hash key `{ident}` is an unsharded generated property; {what}"),
+        ),
+        None if fields.iter().any(|f| f.ident == ident) => {
+            errors.at(
+                ident,
+                format!("index hash key `{ident}` is a field; {what}"),
+            );
+        }
         None => {
             let names: Vec<String> = generated.iter().map(|g| g.ident.to_string()).collect();
-            errors.push(err(format!("index hash key `{ident}`: no generated property `{ident}`{}", did_you_mean(&ident.to_string(), names.iter().map(String::as_str))), ident));
+            errors.at(
+                ident,
+                format!(
+                    "index hash key `{ident}`: no generated property `{ident}`{}",
+                    did_you_mean(&ident.to_string(), names.iter().map(String::as_str))
+                ),
+            );
         }
     }
-    KeyRef::TableHash
+    None
 }
 
 /// An index range key is the table range key (no `range`), an unsharded generated property or a
-/// transcoded field.
+/// transcoded field. `None` when rejected.
 fn index_range_key(
     range: Option<&Ident>,
     fields: &[Field<'_>],
     generated: &[Generated],
-    errors: &mut Accumulator,
-) -> KeyRef {
+    errors: &mut Errors,
+) -> Option<KeyRef> {
     let Some(ident) = range else {
-        return KeyRef::TableRange;
+        return Some(KeyRef::TableRange);
     };
     if let Some(i) = generated.iter().position(|g| g.ident == *ident) {
         if generated[i].sharded {
-            errors.push(err(format!("index range key `{ident}` is a sharded generated property; an index range key is the table range key (leave `range` out), an unsharded generated property or a transcoded field"), ident));
+            errors.at(
+                ident,
+                format!("index range key `{ident}` is a sharded generated property; an index range key is the table range key (leave `range` out), an unsharded generated property or a transcoded field"),
+            );
+            return None;
         }
-        KeyRef::Generated(i)
+        Some(KeyRef::Generated(i))
     } else if let Some(i) = fields.iter().position(|f| f.ident == ident) {
         if fields[i].transcode.is_none() {
-            errors.push(err(format!("index range key `{ident}` must be a transcoded field; add `#[transcode(\"…\")]` to it"), ident));
+            errors.at(
+                ident,
+                format!("index range key `{ident}` must be a transcoded field; add `#[transcode(\"…\")]` to it"),
+            );
+            return None;
         }
-        KeyRef::Field(i)
+        Some(KeyRef::Field(i))
     } else {
         let candidates: Vec<String> = fields
             .iter()
             .map(|f| f.ident.to_string())
             .chain(generated.iter().map(|g| g.ident.to_string()))
             .collect();
-        errors.push(err(
+        errors.at(
+            ident,
             format!(
                 "index range key `{ident}`: no field or generated property `{ident}`{}",
                 did_you_mean(&ident.to_string(), candidates.iter().map(String::as_str))
             ),
-            ident,
-        ));
-        KeyRef::TableRange
+        );
+        None
     }
 }
 
@@ -272,14 +369,11 @@ fn index_projection(
     range: KeyRef,
     fields: &[Field<'_>],
     generated: &[Generated],
-    errors: &mut Accumulator,
+    errors: &mut Errors,
 ) -> ProjectionDef {
     let list = match (&index.project, index.keys_only.is_present()) {
         (Some(list), true) => {
-            errors.push(
-                darling::Error::custom("`project` and `keys_only` exclude each other")
-                    .with_span(&list.span),
-            );
+            errors.at(&list.tokens, "`project` and `keys_only` exclude each other");
             return ProjectionDef::KeysOnly;
         }
         (None, true) => return ProjectionDef::KeysOnly,
@@ -289,11 +383,15 @@ fn index_projection(
     let mut projected: Vec<usize> = Vec::new();
     for ident in &list.idents {
         if generated.iter().any(|g| g.ident == *ident) {
-            errors.push(err(format!("projection `{ident}` is a generated property, a key that every index projects; remove it"), ident));
+            errors.at(
+                ident,
+                format!("projection `{ident}` is a generated property, a key that every index projects; remove it"),
+            );
             continue;
         }
         let Some(i) = fields.iter().position(|f| f.ident == ident) else {
-            errors.push(err(
+            errors.at(
+                ident,
                 format!(
                     "projection `{ident}`: no field `{ident}` in this struct{}",
                     did_you_mean(
@@ -301,16 +399,18 @@ fn index_projection(
                         field_names(fields).iter().map(String::as_str)
                     )
                 ),
-                ident,
-            ));
+            );
             continue;
         };
         if range == KeyRef::Field(i) {
-            errors.push(err(format!("projection `{ident}` is the index's range key, which every index projects; remove it"), ident));
+            errors.at(
+                ident,
+                format!("projection `{ident}` is the index's range key, which every index projects; remove it"),
+            );
             continue;
         }
         if projected.contains(&i) {
-            errors.push(err(format!("duplicate projection `{ident}`"), ident));
+            errors.at(ident, format!("duplicate projection `{ident}`"));
             continue;
         }
         projected.push(i);
@@ -320,78 +420,77 @@ fn index_projection(
 
 /// Shard bumps: `char_bits` in 1..=5, `chars` in 0..=40, timestamps non-negative and distinct;
 /// after sorting and putting the implied `{0, 1, 0}` bump in front, `chars` strictly increases.
-pub(crate) fn check_bumps(attrs: Option<ShardBumpsAttrs>, errors: &mut Accumulator) -> Vec<Bump> {
-    let mut bumps: Vec<(Bump, proc_macro2::Span, proc_macro2::Span)> = Vec::new();
+pub(crate) fn check_bumps(attrs: Option<ShardBumpsAttrs>, errors: &mut Errors) -> Vec<Bump> {
+    let mut bumps: Vec<(Bump, proc_macro2::TokenStream)> = Vec::new();
     for b in attrs.map(|a| a.bumps).unwrap_or_default() {
+        // a bump with a missing option is reported where it is parsed
+        let (Some(timestamp), Some(char_bits), Some(chars)) = (b.timestamp, b.char_bits, b.chars)
+        else {
+            continue;
+        };
         let mut ok = true;
-        if b.timestamp.value < 0 {
-            errors.push(
-                darling::Error::custom(
-                    "a shard bump timestamp is milliseconds since the epoch and cannot be negative",
-                )
-                .with_span(&b.timestamp.span),
+        if timestamp.value < 0 {
+            errors.at(
+                &timestamp.tokens,
+                "a shard bump timestamp is milliseconds since the epoch and cannot be negative",
             );
             ok = false;
-        } else if b.timestamp.value > i128::from(u64::MAX) {
-            errors.push(
-                darling::Error::custom("shard bump timestamp out of range")
-                    .with_span(&b.timestamp.span),
+        } else if timestamp.value > i128::from(u64::MAX) {
+            errors.at(&timestamp.tokens, "shard bump timestamp out of range");
+            ok = false;
+        }
+        if !(1..=5).contains(&char_bits.value) {
+            errors.at(
+                &char_bits.tokens,
+                "`char_bits` must be in 1..=5 (radix 2, 4, 8, 16 or 32)",
             );
             ok = false;
         }
-        if !(1..=5).contains(&b.char_bits.value) {
-            errors.push(
-                darling::Error::custom("`char_bits` must be in 1..=5 (radix 2, 4, 8, 16 or 32)")
-                    .with_span(&b.char_bits.span),
-            );
-            ok = false;
-        }
-        if !(0..=40).contains(&b.chars.value) {
-            errors
-                .push(darling::Error::custom("`chars` must be in 0..=40").with_span(&b.chars.span));
+        if !(0..=40).contains(&chars.value) {
+            errors.at(&chars.tokens, "`chars` must be in 0..=40");
             ok = false;
         }
         if !ok {
             continue;
         }
-        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)] // checked above
         let bump = Bump {
-            timestamp: b.timestamp.value as u64,
-            char_bits: b.char_bits.value as u8,
-            chars: b.chars.value as u8,
+            timestamp: timestamp.value as u64,
+            char_bits: char_bits.value as u8,
+            chars: chars.value as u8,
         };
-        if bumps.iter().any(|(o, _, _)| o.timestamp == bump.timestamp) {
-            errors.push(
-                darling::Error::custom(format!(
-                    "duplicate shard bump timestamp {}",
-                    bump.timestamp
-                ))
-                .with_span(&b.timestamp.span),
+        if bumps.iter().any(|(o, _)| o.timestamp == bump.timestamp) {
+            errors.at(
+                &timestamp.tokens,
+                format!("duplicate shard bump timestamp {}", bump.timestamp),
             );
             continue;
         }
-        bumps.push((bump, b.timestamp.span, b.chars.span));
+        bumps.push((bump, chars.tokens));
     }
-    bumps.sort_by_key(|(b, _, _)| b.timestamp);
+    bumps.sort_by_key(|(b, _)| b.timestamp);
     let mut normalized: Vec<Bump> = Vec::with_capacity(bumps.len() + 1);
-    if bumps.first().is_none_or(|(b, _, _)| b.timestamp != 0) {
+    if bumps.first().is_none_or(|(b, _)| b.timestamp != 0) {
         normalized.push(Bump {
             timestamp: 0,
             char_bits: 1,
             chars: 0,
         });
     }
-    for (bump, _, chars_span) in bumps {
+    for (bump, chars_tokens) in bumps {
         if let Some(previous) = normalized.last()
             && bump.chars <= previous.chars
         {
-            errors.push(darling::Error::custom(format!(
-                "shard bump `chars` must strictly increase over time: {} at timestamp {} does not exceed {} before it{}",
-                bump.chars,
-                bump.timestamp,
-                previous.chars,
-                if previous.timestamp == 0 && normalized.len() == 1 { " (the implied first bump has 0 chars)" } else { "" }
-            )).with_span(&chars_span));
+            errors.at(
+                &chars_tokens,
+                format!(
+                    "shard bump `chars` must strictly increase over time: {} at timestamp {} does not exceed {} before it{}",
+                    bump.chars,
+                    bump.timestamp,
+                    previous.chars,
+                    if previous.timestamp == 0 && normalized.len() == 1 { " (the implied first bump has 0 chars)" } else { "" }
+                ),
+            );
             continue;
         }
         normalized.push(bump);

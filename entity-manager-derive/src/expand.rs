@@ -1,34 +1,68 @@
 //! Emission: the static model, a thin trait impl, the index-token enum and the compile-time
 //! assertions. No key logic is emitted: the runtime reads the model.
+//!
+//! Every assertion is its own `const` item, spanned at the user's token it is about, so that the
+//! error points there and its text does not depend on the runtime's source (STYLE.md §3.6).
 
 use darling::FromDeriveInput;
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
 use syn::DeriveInput;
+use syn::spanned::Spanned;
 
 use crate::attrs::{EntityAttrs, TableAttrs};
-use crate::model::{Container, KeyRef, ProjectionDef, Transcode};
+use crate::errors::Errors;
+use crate::fallback;
+use crate::model::{Container, Field, KeyRef, ProjectionDef, Transcode};
+use crate::table::{TableDef, TableSettings};
+
+/// An error for a shape the derive does not support, on the smallest token that shows it.
+fn unsupported_shape(input: &DeriveInput, derive: &str, expected: &str) -> Option<TokenStream> {
+    let message = format!("`#[derive({derive})]` needs {expected}");
+    let error = match &input.data {
+        // a table may be any struct; an entity's fields are named
+        syn::Data::Struct(data) => match &data.fields {
+            syn::Fields::Unnamed(fields) if derive == "Entity" => {
+                syn::Error::new_spanned(fields, message)
+            }
+            syn::Fields::Unit if derive == "Entity" => {
+                syn::Error::new_spanned(&input.ident, message)
+            }
+            _ => return None,
+        },
+        syn::Data::Enum(data) => syn::Error::new_spanned(data.enum_token, message),
+        syn::Data::Union(data) => syn::Error::new_spanned(data.union_token, message),
+    };
+    Some(error.to_compile_error())
+}
 
 /// `#[derive(Entity)]`: tokens whether it succeeded or not.
 pub(crate) fn derive_entity(input: &DeriveInput) -> TokenStream {
+    if let Some(error) = unsupported_shape(
+        input,
+        "Entity",
+        "a struct with named fields, whose fields are the stored attributes",
+    ) {
+        return error;
+    }
     let attrs = match EntityAttrs::from_derive_input(input) {
         Ok(attrs) => attrs,
         Err(e) => return e.write_errors(),
     };
-    let mut errors = darling::Error::accumulator();
+    let mut errors = Errors::default();
     let container = Container::from_attrs(&attrs, &mut errors);
-    match errors.finish() {
-        Ok(()) => expand_entity(&container),
-        Err(e) => {
-            let mut tokens = e.write_errors();
-            tokens.extend(fallback_entity(&container));
-            tokens
-        }
+    if errors.is_empty()
+        && let Some(tokens) = expand_entity(&container)
+    {
+        return tokens;
     }
+    let mut tokens = errors.to_compile_errors();
+    tokens.extend(fallback::entity(&container));
+    tokens
 }
 
 /// The index-token enum: one variant per index.
-fn index_enum(c: &Container<'_>) -> TokenStream {
+pub(crate) fn index_enum(c: &Container<'_>) -> TokenStream {
     let krate = &c.krate;
     let vis = c.vis;
     let name = &c.index_enum;
@@ -70,44 +104,41 @@ fn index_enum(c: &Container<'_>) -> TokenStream {
 /// ```text
 /// const _: () = {
 ///     use ::entity_manager as _em;
-///     const __TABLE: &TableModel = &<UsersTable as Table>::MODEL;
-///     impl Entity for User { type Table = …; type Index = UserIndex; const MODEL = …; fn model() }
-///     const _: () = { assert_transcode::<Timestamp, u64>(); … };   // spanned at field types
-///     const _: () = check_entity_in_table(__TABLE, __ENTITY);
+///     const __TABLE: &TableModel = &<<User as Entity>::Table as Table>::MODEL;
+///     impl Entity for User {
+///         type Table = Users; type Index = UserIndex; fn model() …
+///         // each transcoder checks its field's type, spanned at the type
+///         const MODEL = EntityModel { properties: &[Property::new("created", <u64 as TimestampValue>::TRANSCODER), …], … };
+///     }
+///     const _: () = <User as MemberOf<<User as Entity>::Table>>::MEMBER;  // at `table = Users`
+///     const _: () = assert!(!is_hash_key(__TABLE, "userId"), "…");       // at each stored name
+///     …
 /// };
 /// pub enum UserIndex { Created, … }
+/// // typed key builders
 /// ```
-fn expand_entity(c: &Container<'_>) -> TokenStream {
-    let Some(table) = &c.table else {
-        return TokenStream::new();
-    };
+///
+/// `None` when the model is incomplete (which comes with an error).
+fn expand_entity(c: &Container<'_>) -> Option<TokenStream> {
+    let table = c.table.as_ref()?;
+    let (unique, timestamp) = (c.unique?, c.timestamp?);
+    if c.generic {
+        return None;
+    }
     let krate = &c.krate;
     let ident = c.ident;
     let index_enum_name = &c.index_enum;
-    let (Some(unique), Some(timestamp)) = (c.unique, c.timestamp) else {
-        return TokenStream::new();
-    };
-    let unique = &c.fields[unique].stored;
-    let timestamp_field = &c.fields[timestamp];
-    let timestamp = &timestamp_field.stored;
-    let model = entity_model(c, unique, timestamp);
-
-    let timestamp_ty = timestamp_field.ty;
-    let timestamp_assert = quote_spanned! {value_ty_span(timestamp_ty)=>
-        _em::__private::assert_timestamp::<#timestamp_ty>();
-    };
-    let table_assert = quote_spanned! {path_span(table)=>
-        const _: () = _em::__private::check_entity_in_table(__TABLE, __ENTITY);
-    };
+    let model = entity_model(c, &c.fields[unique].stored, timestamp);
+    let table_asserts = table_assertions(c, table);
     let index_enum = index_enum(c);
     let builders = key_builders(c);
 
-    quote! {
+    Some(quote! {
         #[doc(hidden)]
         #[allow(non_upper_case_globals, unused_attributes, unused_qualifications, clippy::all, clippy::pedantic)]
         const _: () = {
             use #krate as _em;
-            const __TABLE: &_em::__private::TableModel = &<#table as _em::__private::Table>::MODEL;
+            const __TABLE: &_em::__private::TableModel = &<<#ident as _em::__private::Entity>::Table as _em::__private::Table>::MODEL;
 
             #[automatically_derived]
             impl _em::__private::Entity for #ident {
@@ -122,36 +153,200 @@ fn expand_entity(c: &Container<'_>) -> TokenStream {
                 }
             }
 
-            const __ENTITY: &_em::__private::EntityModel = &<#ident as _em::__private::Entity>::MODEL;
-            const _: () = { #timestamp_assert };
-            #table_assert
+            #table_asserts
         };
 
         #index_enum
         #builders
+    })
+}
+
+/// The entity is listed by its table (spanned at `table = …`). The table is named through
+/// `Entity::Table`, so that a table path that does not resolve is reported once, in the impl.
+pub(crate) fn member_assertion(ident: &syn::Ident, table: &syn::Path) -> TokenStream {
+    let span = table.span();
+    // the error points at the `Self` type of the path: give it the table's span
+    let this = syn::Ident::new(&ident.to_string(), span);
+    quote_spanned! {span=>
+        const _: () = <#this as _em::__private::MemberOf<<#ident as _em::__private::Entity>::Table>>::MEMBER;
     }
 }
 
-/// The `EntityModel` value: names, schedule, transcoded properties (each spanned at its field's
-/// type, so a transcode that does not accept the type fails there), generated properties and
-/// indexes (the table's key names come from the table's own model).
-fn entity_model(c: &Container<'_>, unique: &str, timestamp: &str) -> TokenStream {
+/// The checks of the entity's names against its table's settings, one `const` each, spanned at
+/// the name's token: the entity is listed by the table; no stored name is a table key's name;
+/// no name written inside keys (the token, transcoded and generated properties) contains a
+/// delimiter.
+fn table_assertions(c: &Container<'_>, table: &syn::Path) -> TokenStream {
+    let mut tokens = member_assertion(c.ident, table);
+    // the timestamp property is `u64` or `i64` (with the `timestamp` transcode, the model checks
+    // it, as one check)
+    if let Some(t) = c.timestamp
+        && !matches!(
+            c.fields[t].transcode,
+            Some(Transcode::Builtin {
+                name: "timestamp",
+                ..
+            })
+        )
+    {
+        let ty = c.fields[t].ty;
+        tokens.extend(quote_spanned! {ty.span()=>
+            const _: &dyn _em::__private::Transcoder = <#ty as _em::__private::TimestampValue>::TRANSCODER;
+        });
+    }
+    let keys = |what: &str, stored: &str, at: &TokenStream| {
+        let span = first_span(at);
+        let hash = format!(
+            "{what} is stored as `{stored}`, the name of the table's hash key attribute; rename it"
+        );
+        let range = format!(
+            "{what} is stored as `{stored}`, the name of the table's range key attribute; rename it"
+        );
+        quote_spanned! {span=>
+            const _: () = ::core::assert!(!_em::__private::is_hash_key(__TABLE, #stored), #hash);
+            const _: () = ::core::assert!(!_em::__private::is_range_key(__TABLE, #stored), #range);
+        }
+    };
+    let delimiters = |subject: &str, text: &str, at: &TokenStream, fix: &str| {
+        let span = first_span(at);
+        let checks = [
+            ("GeneratedKey", "generated_key_delimiter"),
+            ("GeneratedValue", "generated_value_delimiter"),
+            ("ShardKey", "shard_key_delimiter"),
+        ]
+        .map(|(variant, option)| {
+            let variant = format_ident!("{variant}", span = span);
+            let message =
+                format!("{subject} contains the table's `{option}`, a key separator; {fix}");
+            quote_spanned! {span=>
+                const _: () = ::core::assert!(
+                    !_em::__private::contains_delimiter(__TABLE, _em::__private::Delimiter::#variant, #text),
+                    #message
+                );
+            }
+        });
+        quote!(#(#checks)*)
+    };
+    tokens.extend(delimiters(
+        &format!("the entity token `{}`", c.token),
+        &c.token,
+        &c.token_tokens,
+        "choose another `token` or other delimiters",
+    ));
+    for f in c.fields.iter().filter(|f| f.written) {
+        tokens.extend(keys(
+            &format!("field `{}`", f.ident),
+            &f.stored,
+            &f.name_tokens,
+        ));
+        if f.transcode.is_some() {
+            tokens.extend(delimiters(
+                &format!("field `{}` is stored as `{}`, which", f.ident, f.stored),
+                &f.stored,
+                &f.name_tokens,
+                "rename it",
+            ));
+        }
+    }
+    for g in &c.generated {
+        tokens.extend(keys(
+            &format!("generated property `{}`", g.ident),
+            &g.stored,
+            &g.name_tokens,
+        ));
+        tokens.extend(delimiters(
+            &format!(
+                "generated property `{}` is stored as `{}`, which",
+                g.ident, g.stored
+            ),
+            &g.stored,
+            &g.name_tokens,
+            "rename it",
+        ));
+    }
+    tokens
+}
+
+fn first_span(tokens: &TokenStream) -> Span {
+    tokens
+        .clone()
+        .into_iter()
+        .next()
+        .map_or_else(Span::call_site, |t| t.span())
+}
+
+/// The transcoder of a field, as an expression checking at the field's type that the transcode
+/// accepts it (`<u64 as TimestampField>::TRANSCODER`). The timestamp property transcoded with
+/// `timestamp` is checked as a timestamp property, which implies the transcode's check.
+fn transcoder(f: &Field<'_>, timestamp_property: bool) -> Option<TokenStream> {
+    let span = f.value_ty.span();
+    Some(match f.transcode.as_ref()? {
+        Transcode::Builtin {
+            name: "timestamp", ..
+        } if timestamp_property => {
+            let ty = f.ty;
+            quote_spanned!(ty.span()=> <#ty as _em::__private::TimestampValue>::TRANSCODER)
+        }
+        Transcode::Builtin {
+            check,
+            span: name_span,
+            ..
+        } => {
+            let check = format_ident!("{}", check, span = *name_span);
+            let value_ty = f.value_ty;
+            quote_spanned!(span=> <#value_ty as _em::__private::#check>::TRANSCODER)
+        }
+        Transcode::Path(path) => {
+            let value_ty = f.value_ty;
+            quote_spanned!(span=> <#value_ty as _em::__private::TranscodedBy<#path>>::TRANSCODER)
+        }
+        Transcode::Invalid => return None,
+    })
+}
+
+/// How a key builder encodes a component: the same check as the model's, so that a transcode
+/// that does not accept the field's type is one error.
+fn encoder(krate: &syn::Path, f: &Field<'_>, timestamp_property: bool) -> Option<TokenStream> {
+    let span = f.value_ty.span();
+    let value_ty = f.value_ty;
+    Some(match f.transcode.as_ref()? {
+        Transcode::Builtin {
+            name: "timestamp", ..
+        } if timestamp_property => {
+            quote_spanned!(span=> <#value_ty as #krate::__private::TimestampValue>::encode)
+        }
+        Transcode::Builtin {
+            check,
+            span: name_span,
+            ..
+        } => {
+            let check = format_ident!("{}", check, span = *name_span);
+            quote_spanned!(span=> <#value_ty as #krate::__private::#check>::encode)
+        }
+        Transcode::Path(path) => {
+            quote_spanned!(span=> <#value_ty as #krate::__private::TranscodedBy<#path>>::encode)
+        }
+        Transcode::Invalid => return None,
+    })
+}
+
+/// The `EntityModel` value: names, schedule, transcoded properties (each checked at its field's
+/// type), generated properties and indexes (the table's key names come from the table's own
+/// model).
+fn entity_model(c: &Container<'_>, unique: &str, timestamp: usize) -> TokenStream {
     let token = &c.token;
+    let timestamp_field = &c.fields[timestamp];
+    let timestamp_name = &timestamp_field.stored;
     let (default_limit, default_page_size) = (c.default_limit, c.default_page_size);
     let bumps = c.bumps.iter().map(|b| {
         let (t, bits, chars) = (b.timestamp, b.char_bits, b.chars);
         quote!(_em::__private::ShardBump::new(#t, #bits, #chars))
     });
 
-    let properties = c.fields.iter().filter_map(|f| {
-        let transcode = f.transcode.as_ref()?;
+    let properties = c.fields.iter().enumerate().filter_map(|(i, f)| {
+        let transcoder = transcoder(f, i == timestamp)?;
         let stored = &f.stored;
-        let value_ty = f.value_ty;
-        let marker = marker(transcode);
-        // spanned at the field's type: a transcode that does not accept it fails there
-        Some(quote_spanned! {value_ty_span(f.value_ty)=>
-            _em::__private::Property::new(#stored, &_em::__private::Typed::<#marker, #value_ty>::NEW)
-        })
+        Some(quote!(_em::__private::Property::new(#stored, #transcoder)))
     });
 
     let generated = c.generated.iter().map(|g| {
@@ -211,7 +406,7 @@ fn entity_model(c: &Container<'_>, unique: &str, timestamp: &str) -> TokenStream
         _em::__private::EntityModel {
             token: _em::__private::Cow::Borrowed(#token),
             unique_property: _em::__private::Cow::Borrowed(#unique),
-            timestamp_property: _em::__private::Cow::Borrowed(#timestamp),
+            timestamp_property: _em::__private::Cow::Borrowed(#timestamp_name),
             shard_bumps: _em::__private::Cow::Borrowed(&[#(#bumps),*]),
             default_limit: #default_limit,
             default_page_size: #default_page_size,
@@ -235,11 +430,11 @@ fn key_builders(c: &Container<'_>) -> TokenStream {
         let builder = format_ident!("{}{}", ident, crate::case::pascal(&g.ident.to_string()));
         let method = &g.ident;
         let stored = &g.stored;
-        let components: Vec<&crate::model::Field<'_>> =
-            g.components.iter().map(|&i| &c.fields[i]).collect();
+        let components: Vec<(usize, &Field<'_>)> =
+            g.components.iter().map(|&i| (i, &c.fields[i])).collect();
         let listing = components
             .iter()
-            .map(|f| format!("`{}`", f.stored))
+            .map(|(_, f)| format!("`{}`", f.stored))
             .collect::<Vec<_>>()
             .join(", ");
         let doc = format!(
@@ -271,11 +466,11 @@ fn key_builders(c: &Container<'_>) -> TokenStream {
                 #builder(#ctor_body)
             }
         });
-        let stages = components.iter().enumerate().map(|(n, f)| {
+        let stages = components.iter().enumerate().map(|(n, (i, f))| {
             let next = n + 1;
             let name = f.ident;
             let value_ty = f.value_ty;
-            let marker = f.transcode.as_ref().map(|t| marker_abs(krate, t));
+            let encode = encoder(krate, f, Some(*i) == c.timestamp);
             let is_string = matches!(value_ty, syn::Type::Path(p) if p.qself.is_none() && p.path.is_ident("String"));
             let stage_doc = format!("Appends `{}`.", f.stored);
             let (arg, value) = if is_string {
@@ -288,9 +483,7 @@ fn key_builders(c: &Container<'_>) -> TokenStream {
                 impl #builder<#n> {
                     #[doc = #stage_doc]
                     #vis fn #name(self, #arg) -> #krate::Result<#builder<#next>> {
-                        self.0
-                            .push_encoded(<#marker as #krate::__private::Transcode<#value_ty>>::encode(#value))
-                            .map(#builder)
+                        self.0.push_encoded(#encode(#value)).map(#builder)
                     }
                 }
             }
@@ -333,95 +526,71 @@ fn key_builders(c: &Container<'_>) -> TokenStream {
     tokens
 }
 
-fn marker_abs(krate: &syn::Path, transcode: &Transcode) -> TokenStream {
-    match transcode {
-        Transcode::Builtin(name, span) => {
-            let marker = format_ident!("{}", name, span = *span);
-            quote_spanned!(*span=> #krate::transcode::#marker)
-        }
-        Transcode::Path(path) => quote!(#path),
-    }
-}
-
-/// What is emitted beside the errors: the index enum, and a placeholder impl when the table is
-/// known, so that code using the entity does not drown in follow-on errors.
-fn fallback_entity(c: &Container<'_>) -> TokenStream {
-    let mut tokens = index_enum(c);
-    let Some(table) = &c.table else {
-        return tokens;
-    };
-    let krate = &c.krate;
-    let ident = c.ident;
-    let index_enum_name = &c.index_enum;
-    tokens.extend(quote! {
-        #[doc(hidden)]
-        const _: () = {
-            use #krate as _em;
-            #[automatically_derived]
-            impl _em::__private::Entity for #ident {
-                type Table = #table;
-                type Index = #index_enum_name;
-                const MODEL: _em::__private::EntityModel = _em::__private::PLACEHOLDER_ENTITY;
-                fn model() -> &'static _em::__private::EntityModel {
-                    static __MODEL: _em::__private::EntityModel = _em::__private::PLACEHOLDER_ENTITY;
-                    &__MODEL
-                }
-            }
-        };
-    });
-    tokens
-}
-
-fn marker(transcode: &Transcode) -> TokenStream {
-    match transcode {
-        Transcode::Builtin(name, span) => {
-            let marker = format_ident!("{}", name, span = *span);
-            quote_spanned!(*span=> _em::transcode::#marker)
-        }
-        Transcode::Path(path) => quote!(#path),
-    }
-}
-
-fn value_ty_span(ty: &syn::Type) -> Span {
-    crate::model::ty_span(ty)
-}
-
-fn path_span(path: &syn::Path) -> Span {
-    syn::spanned::Spanned::span(path)
-}
-
 // ---------------------------------------------------------------------------------------------
 
-/// `#[derive(Table)]`.
+/// `#[derive(Table)]`: tokens whether it succeeded or not.
 pub(crate) fn derive_table(input: &DeriveInput) -> TokenStream {
+    if let Some(error) = unsupported_shape(input, "Table", "a struct, like `struct Users;`") {
+        return error;
+    }
     let attrs = match TableAttrs::from_derive_input(input) {
         Ok(attrs) => attrs,
         Err(e) => return e.write_errors(),
     };
-    let mut errors = darling::Error::accumulator();
-    let settings = crate::table::TableSettings::from_attrs(&attrs, &mut errors);
-    if let Err(e) = errors.finish() {
-        return e.write_errors();
+    let mut errors = Errors::default();
+    let table = TableDef::from_attrs(&attrs, &mut errors);
+    if errors.is_empty()
+        && let Some(settings) = &table.settings
+        && !table.generic
+    {
+        return expand_table(&table, settings);
     }
-    expand_table(&attrs, &settings)
+    let mut tokens = errors.to_compile_errors();
+    tokens.extend(fallback::table(&table));
+    tokens
 }
 
-fn expand_table(attrs: &TableAttrs, s: &crate::table::TableSettings) -> TokenStream {
-    let krate = attrs
-        .krate
-        .clone()
-        .unwrap_or_else(|| syn::parse_quote!(::entity_manager));
-    let ident = &attrs.ident;
+/// `crate::users::User` as written, without spaces: for messages.
+pub(crate) fn path_text(path: &syn::Path) -> String {
+    let segments: Vec<String> = path.segments.iter().map(|s| s.ident.to_string()).collect();
+    let text = segments.join("::");
+    if path.leading_colon.is_some() {
+        format!("::{text}")
+    } else {
+        text
+    }
+}
+
+/// The `MemberOf` impls of the listed entities and the table's `TableOf` impl: what the entity
+/// side checks.
+pub(crate) fn membership(table: &TableDef<'_>) -> TokenStream {
+    let ident = table.ident;
+    let members = table.entities.iter().map(|e| {
+        quote_spanned! {e.span()=>
+            #[automatically_derived]
+            #[diagnostic::do_not_recommend]
+            impl _em::__private::MemberOf<#ident> for #e {}
+        }
+    });
+    quote! {
+        #(#members)*
+
+        #[automatically_derived]
+        #[diagnostic::do_not_recommend]
+        impl<__T: _em::__private::SameType<#ident>, __E> _em::__private::TableOf<__T, __E> for #ident {}
+    }
+}
+
+fn expand_table(table: &TableDef<'_>, s: &TableSettings) -> TokenStream {
+    let krate = &table.krate;
+    let ident = table.ident;
     let (hash_key, range_key) = (&s.hash_key, &s.range_key);
     let (gkd, gvd, skd) = (&s.generated_key, &s.generated_value, &s.shard_key);
     let shard_space = format_ident!("{}", if s.power { "Power" } else { "Product" });
     let throttle = s.throttle;
-    let entities: Vec<&syn::Path> = attrs.entities.iter().collect();
-    let entity_asserts = entities.iter().map(|e| {
-        quote_spanned! {path_span(e)=>
-            _em::__private::assert_entity_of::<#e, #ident>();
-        }
-    });
+    let entities = &table.entities;
+    let membership = membership(table);
+    let checks = table_checks(table);
     quote! {
         #[doc(hidden)]
         #[allow(non_upper_case_globals, unused_qualifications, clippy::all, clippy::pedantic)]
@@ -452,9 +621,85 @@ fn expand_table(attrs: &TableAttrs, s: &crate::table::TableSettings) -> TokenStr
                 }
             }
 
-            const _: () = { #(#entity_asserts)* };
-            const __ENTITIES: &[&_em::__private::EntityModel] = &[#(&<#entities as _em::__private::Entity>::MODEL),*];
-            const _: () = _em::__private::check_table(__ENTITIES);
+            #membership
+            #checks
         };
     }
+}
+
+/// The checks across the listed entities, each spanned at an entity's path in `entities(…)`:
+/// every entity is stored in this table; tokens are distinct; an index name means one key
+/// schema and one projection; at most 20 distinct indexes.
+fn table_checks(table: &TableDef<'_>) -> TokenStream {
+    let ident = table.ident;
+    let table_name = ident.to_string();
+    let entities = &table.entities;
+    let models: Vec<syn::Ident> = (0..entities.len())
+        .map(|i| format_ident!("__ENTITY{}", i))
+        .collect();
+    let mut tokens = TokenStream::new();
+    for (e, model) in entities.iter().zip(&models) {
+        let span = e.span();
+        tokens.extend(quote_spanned! {span=>
+            const #model: &'static _em::__private::EntityModel = &<#e as _em::__private::Entity>::MODEL;
+            const _: () = <<#e as _em::__private::Entity>::Table as _em::__private::TableOf<#ident, #e>>::OK;
+        });
+    }
+    for (i, (e, model)) in entities.iter().zip(&models).enumerate() {
+        let span = e.span();
+        let this = path_text(e);
+        for (f, other_model) in entities[..i].iter().zip(&models) {
+            let other = path_text(f);
+            let token = format!(
+                "`{this}` has the same entity token as `{other}`; give one of them another `#[entity(token = \"…\")]`"
+            );
+            let keys = (
+                "index `",
+                format!(
+                    "` of `{this}` has other hash or range keys than in `{other}`; one index name is one GSI, with one key schema: give both the same keys, or rename one"
+                ),
+            );
+            let projection = (
+                "index `",
+                format!(
+                    "` of `{this}` projects other attributes than in `{other}`; one index name is one GSI, with one projection: give both the same projection, or rename one"
+                ),
+            );
+            let (kp, ks) = keys;
+            let (pp, ps) = projection;
+            tokens.extend(quote_spanned! {span=>
+                const _: () = ::core::assert!(!_em::__private::same_token(#model, #other_model), #token);
+                const _: () = match _em::__private::index_conflict(#model, #other_model) {
+                    _em::__private::Option::Some(_em::__private::IndexConflict::Keys(name)) => ::core::panic!(
+                        "{}",
+                        _em::__private::Message::new().push(#kp).push(name).push(#ks).as_str()
+                    ),
+                    _em::__private::Option::Some(_em::__private::IndexConflict::Projection(name)) => ::core::panic!(
+                        "{}",
+                        _em::__private::Message::new().push(#pp).push(name).push(#ps).as_str()
+                    ),
+                    _em::__private::Option::None => {}
+                };
+            });
+        }
+    }
+    if !entities.is_empty() {
+        let span = first_span(&table.entities_key);
+        let (before, after) = (
+            format!("the entities of `{table_name}` declare "),
+            " distinct indexes; DynamoDB allows at most 20 global secondary indexes per table",
+        );
+        tokens.extend(quote_spanned! {span=>
+            const _: () = {
+                let count = _em::__private::distinct_indexes(&[#(#models),*]);
+                if count > _em::__private::MAX_GSIS {
+                    ::core::panic!(
+                        "{}",
+                        _em::__private::Message::new().push(#before).push_usize(count).push(#after).as_str()
+                    );
+                }
+            };
+        });
+    }
+    tokens
 }

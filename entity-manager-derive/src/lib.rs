@@ -4,7 +4,9 @@
 mod attrs;
 mod case;
 mod check;
+mod errors;
 mod expand;
+mod fallback;
 mod model;
 mod table;
 #[cfg(test)]

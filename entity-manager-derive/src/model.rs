@@ -1,36 +1,39 @@
 //! The validated model of one entity: what the emitter reads. Built from the attribute
-//! receivers; every problem goes to one accumulator, and each model item keeps references to
-//! the user's tokens so that errors point at them.
+//! receivers; every problem goes to one accumulator, and each model item keeps the user's tokens
+//! so that errors and compile-time assertions point at them.
 
-use darling::FromMeta;
-use darling::error::Accumulator;
-use proc_macro2::Span;
-use syn::spanned::Spanned;
-use syn::{Ident, Path, Type};
+use proc_macro2::{Span, TokenStream};
+use quote::ToTokens;
+use syn::{Ident, Meta, Path, Type};
 
 use crate::attrs::{
-    EntityAttrs, EntityOptions, FieldAttrs, GeneratedAttrs, IndexAttrs, SerdeAttrs,
+    self, EntityAttrs, EntityOptions, FieldAttrs, GeneratedAttrs, IndexAttrs, SerdeAttrs,
     ShardBumpsAttrs, TranscodeSpec,
 };
+use crate::errors::Errors;
 use crate::{case, check};
 
-/// The default transcodes: attribute name → marker type in `transcode`.
+/// The default transcodes: attribute name → the `__private` trait checking a field's type.
 pub(crate) const TRANSCODES: [(&str, &str); 6] = [
-    ("string", "Str"),
-    ("int", "Int"),
-    ("fix6", "Fix6"),
-    ("timestamp", "Timestamp"),
-    ("boolean", "Boolean"),
-    ("bigint20", "BigInt20"),
+    ("string", "StringField"),
+    ("int", "IntField"),
+    ("fix6", "Fix6Field"),
+    ("timestamp", "TimestampField"),
+    ("boolean", "BooleanField"),
+    ("bigint20", "BigInt20Field"),
 ];
 
 pub(crate) struct Container<'a> {
     pub(crate) ident: &'a Ident,
     pub(crate) vis: &'a syn::Visibility,
-    /// `None` when `#[entity(…)]` could not be read (its errors are reported).
+    /// Generic structs get no impl at all, not even a placeholder.
+    pub(crate) generic: bool,
+    /// `None` when `#[entity(…)]` names no table (an error is reported).
     pub(crate) table: Option<Path>,
     pub(crate) krate: Path,
     pub(crate) token: String,
+    /// Where the token comes from: `token = "…"` or the struct name.
+    pub(crate) token_tokens: TokenStream,
     pub(crate) fields: Vec<Field<'a>>,
     pub(crate) unique: Option<usize>,
     pub(crate) timestamp: Option<usize>,
@@ -48,20 +51,34 @@ pub(crate) struct Field<'a> {
     pub(crate) ty: &'a Type,
     /// The type of its values: `T` for `Option<T>`.
     pub(crate) value_ty: &'a Type,
+    /// The stored attribute name.
     pub(crate) stored: String,
+    /// Where the stored name comes from: `#[serde(rename = "…")]` or the field name.
+    pub(crate) name_tokens: TokenStream,
+    /// Whether serde writes the field under `stored` (not skipped, not flattened).
+    pub(crate) written: bool,
     pub(crate) transcode: Option<Transcode>,
 }
 
 pub(crate) enum Transcode {
-    /// A default transcode: the marker type's name in `transcode`.
-    Builtin(&'static str, Span),
+    /// A default transcode: its name and the `__private` trait that checks the field's type.
+    Builtin {
+        name: &'static str,
+        check: &'static str,
+        span: Span,
+    },
     /// A user's transcode type.
     Path(Path),
+    /// A `#[transcode(…)]` that could not be read (an error is reported): the field counts as
+    /// transcoded, so that the mistake is reported once.
+    Invalid,
 }
 
 pub(crate) struct Generated {
     pub(crate) ident: Ident,
     pub(crate) stored: String,
+    /// Where the stored name comes from: `rename = "…"` or `name = …`.
+    pub(crate) name_tokens: TokenStream,
     pub(crate) sharded: bool,
     pub(crate) atomic: bool,
     /// Indices into `fields`.
@@ -87,6 +104,9 @@ pub(crate) struct IndexDef {
     pub(crate) variant: Ident,
     pub(crate) hash: KeyRef,
     pub(crate) range: KeyRef,
+    /// `false` when a key was rejected (and replaced by the table's): such an index is left out
+    /// of the (hash, range) pair checks, which would only repeat the first error.
+    pub(crate) keys_valid: bool,
     pub(crate) projection: ProjectionDef,
 }
 
@@ -113,11 +133,39 @@ fn option_inner(ty: &Type) -> Option<&Type> {
     }
 }
 
+/// The first `i128` or `u128` in a type (`Option<i128>`, `Vec<u128>`, …).
+fn int128(ty: &Type) -> Option<&Ident> {
+    match ty {
+        Type::Path(path) => path.path.segments.iter().find_map(|segment| {
+            if segment.arguments.is_none() && (segment.ident == "i128" || segment.ident == "u128") {
+                return Some(&segment.ident);
+            }
+            let syn::PathArguments::AngleBracketed(args) = &segment.arguments else {
+                return None;
+            };
+            args.args.iter().find_map(|arg| match arg {
+                syn::GenericArgument::Type(inner) => int128(inner),
+                _ => None,
+            })
+        }),
+        Type::Array(array) => int128(&array.elem),
+        Type::Slice(slice) => int128(&slice.elem),
+        Type::Reference(reference) => int128(&reference.elem),
+        Type::Paren(paren) => int128(&paren.elem),
+        Type::Group(group) => int128(&group.elem),
+        Type::Tuple(tuple) => tuple.elems.iter().find_map(int128),
+        _ => None,
+    }
+}
+
 impl<'a> Container<'a> {
-    pub(crate) fn from_attrs(attrs: &'a EntityAttrs, errors: &mut Accumulator) -> Self {
-        let options = read_options(attrs, errors);
+    pub(crate) fn from_attrs(attrs: &'a EntityAttrs, errors: &mut Errors) -> Self {
+        let (options, lenient) = read_options(attrs, errors);
         let serde = SerdeAttrs::from_attrs(&attrs.attrs, errors);
-        let rename_all = read_rename_all(&serde, errors);
+        // an unknown rule is serde's to report; names then stay as written
+        let rename_all = serde
+            .rename_all
+            .filter(|rule| case::rename(rule, rule).is_some());
         let stored_name = |ident: &Ident| {
             let name = ident.to_string();
             let name = name.strip_prefix("r#").unwrap_or(&name).to_owned();
@@ -127,10 +175,11 @@ impl<'a> Container<'a> {
             }
         };
 
-        if !attrs.generics.params.is_empty() {
-            errors.push(
-                darling::Error::custom("`#[derive(Entity)]` does not support generic structs: an entity's model is one static value")
-                    .with_span(&attrs.generics),
+        let generic = !attrs.generics.params.is_empty();
+        if generic {
+            errors.at(
+                &attrs.generics,
+                "`#[derive(Entity)]` does not support generic structs: an entity's model is one static value",
             );
         }
         let fields = attrs
@@ -143,52 +192,68 @@ impl<'a> Container<'a> {
             .into_iter()
             .filter_map(|f| Field::from_attrs(f, &stored_name, errors))
             .collect();
+        check::check_stored_names(&fields, errors);
 
         let (unique, timestamp) = options
             .as_ref()
             .map_or((None, None), |o| resolve_key_properties(o, &fields, errors));
 
-        let token = entity_token(attrs, options.as_ref(), errors);
-        let positive = |v: Option<darling::util::SpannedValue<usize>>, errors: &mut Accumulator| {
-            v.map_or(10, |v| {
-                if *v == 0 {
-                    errors.push(darling::Error::custom("must be at least 1").with_span(&v.span()));
+        let (token, token_tokens) = entity_token(attrs, options.as_ref(), errors);
+        let positive = |v: Option<&attrs::IntExpr>, errors: &mut Errors| {
+            v.map_or(10, |v| match usize::try_from(v.value) {
+                Ok(n) if n >= 1 => n,
+                _ => {
+                    errors.at(&v.tokens, "must be at least 1");
+                    10
                 }
-                *v
             })
         };
-        let default_limit = positive(options.as_ref().and_then(|o| o.default_limit), errors);
-        let default_page_size =
-            positive(options.as_ref().and_then(|o| o.default_page_size), errors);
+        let default_limit = positive(
+            options.as_ref().and_then(|o| o.default_limit.as_ref()),
+            errors,
+        );
+        let default_page_size = positive(
+            options.as_ref().and_then(|o| o.default_page_size.as_ref()),
+            errors,
+        );
 
         // generated properties, then indexes (which refer to them), then shard bumps
         let (generated, index_attrs, bumps_attrs) = read_struct_attrs(attrs, errors);
         let generated = check::check_generated(generated, &fields, &stored_name, errors);
         let indexes = check::check_indexes(index_attrs, &fields, &generated, errors);
-        if bumps_attrs.len() > 1 {
-            errors.push(
-                darling::Error::custom(
-                    "duplicate `#[shard_bumps(…)]`: list every bump in one attribute",
-                )
-                .with_span(bumps_attrs[1].0),
+        if let Some((second, _)) = bumps_attrs.get(1) {
+            errors.at(
+                &second.meta,
+                "duplicate `#[shard_bumps(…)]`: list every bump in one attribute",
             );
         }
         let bumps = check::check_bumps(bumps_attrs.into_iter().next().map(|(_, b)| b), errors);
 
         let index_enum = options
             .as_ref()
-            .and_then(|o| o.index_enum.clone())
-            .unwrap_or_else(|| Ident::new(&format!("{}Index", attrs.ident), attrs.ident.span()));
+            .and_then(|o| o.index_enum.as_ref())
+            .map_or_else(
+                || Ident::new(&format!("{}Index", attrs.ident), attrs.ident.span()),
+                |i| i.0.clone(),
+            );
 
+        let krate = options
+            .as_ref()
+            .and_then(|o| o.krate.as_ref().map(|k| k.0.clone()))
+            .or(lenient.krate)
+            .unwrap_or_else(|| syn::parse_quote!(::entity_manager));
+        let table = options
+            .as_ref()
+            .and_then(|o| o.table.as_ref().map(|t| t.0.clone()))
+            .or(lenient.table);
         Self {
             ident: &attrs.ident,
             vis: &attrs.vis,
-            krate: options
-                .as_ref()
-                .and_then(|o| o.krate.clone())
-                .unwrap_or_else(|| syn::parse_quote!(::entity_manager)),
-            table: options.map(|o| o.table),
+            generic,
+            krate,
+            table,
             token,
+            token_tokens,
             fields,
             unique,
             timestamp,
@@ -203,89 +268,99 @@ impl<'a> Container<'a> {
 }
 
 /// The unique and timestamp fields named in `#[entity(…)]`: fields of the struct, transcoded.
-fn resolve_key_properties(
-    options: &EntityOptions,
+fn resolve_key_properties<'o>(
+    options: &'o EntityOptions,
     fields: &[Field<'_>],
-    errors: &mut Accumulator,
+    errors: &mut Errors,
 ) -> (Option<usize>, Option<usize>) {
-    let mut lookup = |ident: &Ident, what: &str| {
-        let found = fields.iter().position(|f| f.ident == ident);
-        if found.is_none() {
-            let names: Vec<String> = fields.iter().map(|f| f.ident.to_string()).collect();
-            errors.push(
-                darling::Error::custom(format!(
-                    "`{what}`: no field `{ident}` in this struct{}",
-                    check::did_you_mean(&ident.to_string(), names.iter().map(String::as_str))
-                ))
-                .with_span(ident),
-            );
-        }
-        found
-    };
-    let unique = lookup(&options.unique, "unique");
-    let timestamp = lookup(&options.timestamp, "timestamp");
-    check::check_key_property(fields, unique, &options.unique, "unique", errors);
-    check::check_key_property(fields, timestamp, &options.timestamp, "timestamp", errors);
-    (unique, timestamp)
+    let mut lookup =
+        |value: Option<&'o attrs::IdentValue>, what: &str| -> Option<(usize, &'o Ident)> {
+            let ident = &value?.0;
+            let found = fields.iter().position(|f| f.ident == ident);
+            if found.is_none() {
+                let names: Vec<String> = fields.iter().map(|f| f.ident.to_string()).collect();
+                errors.at(
+                    ident,
+                    format!(
+                        "`{what}`: no field `{ident}` in this struct{}",
+                        check::did_you_mean(&ident.to_string(), names.iter().map(String::as_str))
+                    ),
+                );
+            }
+            found.map(|i| (i, ident))
+        };
+    let unique = lookup(options.unique.as_ref(), "unique");
+    let timestamp = lookup(options.timestamp.as_ref(), "timestamp");
+    if let Some((i, ident)) = unique {
+        check::check_key_property(&fields[i], ident, "unique", errors);
+    }
+    if let Some((i, ident)) = timestamp {
+        check::check_key_property(&fields[i], ident, "timestamp", errors);
+    }
+    (unique.map(|u| u.0), timestamp.map(|t| t.0))
 }
 
-/// The entity token: as given (not empty), or the struct name in lowerCamelCase.
+/// The entity token (as given, not empty, or the struct name in lowerCamelCase) and the tokens
+/// it comes from.
 fn entity_token(
     attrs: &EntityAttrs,
     options: Option<&EntityOptions>,
-    errors: &mut Accumulator,
-) -> String {
+    errors: &mut Errors,
+) -> (String, TokenStream) {
     match options.and_then(|o| o.token.as_ref()) {
-        Some(t) if t.is_empty() => {
-            errors.push(
-                darling::Error::custom("the entity token must not be empty").with_span(&t.span()),
-            );
-            String::new()
+        Some(t) => {
+            if t.value.is_empty() {
+                errors.at(&t.lit, "the entity token must not be empty");
+            }
+            (t.value.clone(), t.lit.to_token_stream())
         }
-        Some(t) => (**t).clone(),
-        None => case::lower_camel(&attrs.ident.to_string()),
+        None => (
+            case::lower_camel(&attrs.ident.to_string()),
+            attrs.ident.to_token_stream(),
+        ),
     }
 }
 
-/// The `#[entity(…)]` options: exactly one attribute, read with darling.
-fn read_options(attrs: &EntityAttrs, errors: &mut Accumulator) -> Option<EntityOptions> {
+/// What a placeholder impl needs from `#[entity(…)]` even when its options do not parse.
+#[derive(Default)]
+struct Lenient {
+    table: Option<Path>,
+    krate: Option<Path>,
+}
+
+/// The `#[entity(…)]` options: exactly one attribute, read with darling; plus `table` and
+/// `crate` read leniently, for the placeholder impl.
+fn read_options(attrs: &EntityAttrs, errors: &mut Errors) -> (Option<EntityOptions>, Lenient) {
     let entity_attrs: Vec<&syn::Attribute> = attrs
         .attrs
         .iter()
         .filter(|a| a.path().is_ident("entity"))
         .collect();
     let Some((first, rest)) = entity_attrs.split_first() else {
-        errors.push(
-            darling::Error::custom(
-                "missing `#[entity(table = …, unique = …, timestamp = …)]`: an entity names its table, its unique property and its timestamp property",
-            )
-            .with_span(&attrs.ident),
+        errors.at(
+            &attrs.ident,
+            "missing `#[entity(table = …, unique = …, timestamp = …)]`: an entity names its table, its unique property and its timestamp property",
         );
-        return None;
+        return (None, Lenient::default());
     };
     for extra in rest {
-        errors.push(
-            darling::Error::custom("duplicate `#[entity(…)]`: give every option in one attribute")
-                .with_span(extra),
+        errors.at(
+            &extra.meta,
+            "duplicate `#[entity(…)]`: give every option in one attribute",
         );
     }
-    errors.handle(EntityOptions::from_meta(&first.meta))
-}
-
-/// serde's `rename_all` rule of the container, if it is one serde knows.
-fn read_rename_all(serde: &SerdeAttrs, errors: &mut Accumulator) -> Option<String> {
-    let (rule, span) = serde.rename_all.as_ref()?;
-    if case::rename(rule, rule).is_none() {
-        errors.push(
-            darling::Error::custom(format!(
-                "unknown serde `rename_all` rule `{rule}`{}",
-                check::did_you_mean(rule, case::RULES)
-            ))
-            .with_span(span),
-        );
-        return None;
-    }
-    Some(rule.clone())
+    let path = |key: &str| match attrs::lenient_value(&first.meta, key) {
+        Some(syn::Expr::Path(p)) if p.qself.is_none() => Some(p.path),
+        _ => None,
+    };
+    let lenient = Lenient {
+        table: path("table"),
+        krate: path("crate"),
+    };
+    (
+        attrs::parse_list(&first.meta, &attrs::ENTITY, errors),
+        lenient,
+    )
 }
 
 type StructAttrs<'a> = (
@@ -295,24 +370,28 @@ type StructAttrs<'a> = (
 );
 
 /// The repeatable struct attributes: `#[generated]`, `#[index]` and `#[shard_bumps]`.
-fn read_struct_attrs<'a>(attrs: &'a EntityAttrs, errors: &mut Accumulator) -> StructAttrs<'a> {
+fn read_struct_attrs<'a>(attrs: &'a EntityAttrs, errors: &mut Errors) -> StructAttrs<'a> {
     let (mut generated, mut indexes, mut bumps) = (Vec::new(), Vec::new(), Vec::new());
     for attr in &attrs.attrs {
         let path = attr.path();
         if path.is_ident("generated") {
-            generated.extend(errors.handle(GeneratedAttrs::from_meta(&attr.meta)));
+            generated.extend(attrs::parse_list(&attr.meta, &attrs::GENERATED, errors));
         } else if path.is_ident("index") {
-            indexes.extend(errors.handle(IndexAttrs::from_meta(&attr.meta)));
+            indexes.extend(attrs::parse_list(&attr.meta, &attrs::INDEX, errors));
         } else if path.is_ident("shard_bumps") {
-            bumps.extend(
-                errors
-                    .handle(ShardBumpsAttrs::from_meta(&attr.meta))
-                    .map(|b| (attr, b)),
-            );
+            let parsed =
+                attrs::parse_list::<ShardBumpsAttrs>(&attr.meta, &attrs::SHARD_BUMPS, errors);
+            // darling reads each `bump(…)`; missing options are reported per bump
+            for bump in attrs::nested(&attr.meta).unwrap_or_default() {
+                if bump.path().is_ident("bump") && matches!(bump, Meta::List(_)) {
+                    attrs::report_missing(&bump, &attrs::BUMP, errors);
+                }
+            }
+            bumps.extend(parsed.map(|b| (attr, b)));
         } else if path.is_ident("transcode") {
-            errors.push(
-                darling::Error::custom("`#[transcode(…)]` goes on a field, not on the struct")
-                    .with_span(attr),
+            errors.at(
+                &attr.meta,
+                "`#[transcode(…)]` goes on a field, not on the struct",
             );
         }
     }
@@ -323,7 +402,7 @@ impl<'a> Field<'a> {
     fn from_attrs(
         field: &'a FieldAttrs,
         stored_name: &dyn Fn(&Ident) -> String,
-        errors: &mut Accumulator,
+        errors: &mut Errors,
     ) -> Option<Self> {
         let ident = field.ident.as_ref()?;
         let serde = SerdeAttrs::from_attrs(&field.attrs, errors);
@@ -332,72 +411,106 @@ impl<'a> Field<'a> {
             let path = attr.path();
             if path.is_ident("transcode") {
                 if transcode.is_some() {
-                    errors.push(
-                        darling::Error::custom("duplicate `#[transcode(…)]`").with_span(attr),
-                    );
+                    errors.at(&attr.meta, "duplicate `#[transcode(…)]`");
                     continue;
                 }
-                match attr.parse_args::<TranscodeSpec>() {
-                    Ok(TranscodeSpec::Named(lit)) => {
-                        let name = lit.value();
-                        match TRANSCODES.iter().find(|(n, _)| *n == name) {
-                            Some((_, marker)) => transcode = Some(Transcode::Builtin(marker, lit.span())),
-                            None => errors.push(
-                                darling::Error::custom(format!(
-                                    "unknown transcode `{name}`{}; the defaults are `string`, `int`, `fix6`, `timestamp`, `boolean` and `bigint20`, and a type implementing `Transcode` can be named as a path: `#[transcode(my::Transcode)]`",
-                                    check::did_you_mean(&name, TRANSCODES.iter().map(|(n, _)| *n))
-                                ))
-                                .with_span(&lit),
-                            ),
-                        }
-                    }
-                    Ok(TranscodeSpec::Path(path)) => transcode = Some(Transcode::Path(path)),
-                    Err(e) => errors.push(e.into()),
-                }
+                transcode = Some(read_transcode(attr, errors));
             } else if !path.is_ident("serde") {
                 // generated, index, shard_bumps or entity on a field
-                errors.push(
-                    darling::Error::custom(format!(
+                errors.at(
+                    &attr.meta,
+                    format!(
                         "`#[{}(…)]` goes on the struct, not on a field",
-                        path.get_ident()
-                            .map(ToString::to_string)
-                            .unwrap_or_default()
-                    ))
-                    .with_span(attr),
+                        path.to_token_stream()
+                    ),
                 );
             }
         }
         if transcode.is_some() {
             if let Some(span) = serde.skip {
-                errors.push(
-                    darling::Error::custom(
-                        "a transcoded field appears in keys, so serde must not skip it",
-                    )
-                    .with_span(&span),
+                errors.at_span(
+                    span,
+                    "a transcoded field appears in keys, so serde must not skip it",
                 );
             }
             if let Some(span) = serde.flatten {
-                errors.push(
-                    darling::Error::custom(
-                        "a transcoded field appears in keys, so it cannot be flattened",
-                    )
-                    .with_span(&span),
+                errors.at_span(
+                    span,
+                    "a transcoded field appears in keys, so it cannot be flattened",
                 );
             }
         }
-        let stored = serde
-            .rename
-            .map_or_else(|| stored_name(ident), |(name, _)| name);
+        let written = !serde.not_written && serde.flatten.is_none();
+        // serde_dynamo has no 128-bit numbers: such a field fails in every `to_item`
+        if (transcode.is_some() || (written && !serde.custom))
+            && let Some(int) = int128(&field.ty)
+        {
+            errors.at(
+                int,
+                "`serde_dynamo` cannot store 128-bit integers; use `i64` or `u64` (which `bigint20` also accepts), or a `String` field",
+            );
+        }
+        let (stored, name_tokens) = match &serde.rename {
+            Some(lit) => (lit.value(), lit.to_token_stream()),
+            None => (stored_name(ident), ident.to_token_stream()),
+        };
         Some(Field {
             ident,
             ty: &field.ty,
             value_ty: option_inner(&field.ty).unwrap_or(&field.ty),
             stored,
+            name_tokens,
+            written,
             transcode,
         })
     }
 }
 
-pub(crate) fn ty_span(ty: &Type) -> Span {
-    ty.span()
+/// `#[transcode("name")]` or `#[transcode(path::to::Type)]`; `Invalid` after an error.
+fn read_transcode(attr: &syn::Attribute, errors: &mut Errors) -> Transcode {
+    let empty = match &attr.meta {
+        Meta::List(list) => list.tokens.is_empty(),
+        _ => true,
+    };
+    if empty {
+        errors.at(
+            &attr.meta,
+            "`#[transcode]` needs a transcode: a default by name, like `#[transcode(\"string\")]`, or a type implementing `Transcode`, like `#[transcode(my::Upper)]`",
+        );
+        return Transcode::Invalid;
+    }
+    match attr.parse_args::<TranscodeSpec>() {
+        Ok(TranscodeSpec::Named(lit)) => {
+            let name = lit.value();
+            if let Some((name, check)) = TRANSCODES.iter().find(|(n, _)| *n == name) {
+                return Transcode::Builtin {
+                    name,
+                    check,
+                    span: lit.span(),
+                };
+            }
+            let suggestion = check::did_you_mean(&name, TRANSCODES.iter().map(|(n, _)| *n));
+            if name.is_empty() {
+                errors.at(
+                    &lit,
+                    "empty transcode name: the defaults are `string`, `int`, `fix6`, `timestamp`, `boolean` and `bigint20`",
+                );
+            } else if suggestion.is_empty() {
+                errors.at(
+                    &lit,
+                    format!(
+                        "unknown transcode `{name}`: the defaults are `string`, `int`, `fix6`, `timestamp`, `boolean` and `bigint20`, and a type implementing `Transcode` is named by its path, like `#[transcode(my::Upper)]`"
+                    ),
+                );
+            } else {
+                errors.at(&lit, format!("unknown transcode `{name}`{suggestion}"));
+            }
+            Transcode::Invalid
+        }
+        Ok(TranscodeSpec::Path(path)) => Transcode::Path(path),
+        Err(e) => {
+            errors.syn(e);
+            Transcode::Invalid
+        }
+    }
 }

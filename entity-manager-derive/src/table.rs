@@ -1,9 +1,11 @@
 //! `#[derive(Table)]`: the table settings and their rules.
 
-use darling::error::Accumulator;
-use darling::util::SpannedValue;
+use proc_macro2::TokenStream;
+use quote::ToTokens;
+use syn::{Ident, Meta, Path};
 
-use crate::attrs::TableAttrs;
+use crate::attrs::{self, Str, TableAttrs, TableOptions};
+use crate::errors::Errors;
 
 pub(crate) struct TableSettings {
     pub(crate) hash_key: String,
@@ -15,129 +17,212 @@ pub(crate) struct TableSettings {
     pub(crate) throttle: usize,
 }
 
-fn value(v: Option<&SpannedValue<String>>, default: &str) -> String {
-    v.map_or_else(|| default.to_owned(), |v| (**v).clone())
+/// One `#[derive(Table)]`, read: enough for a placeholder impl even when the options are wrong.
+pub(crate) struct TableDef<'a> {
+    pub(crate) ident: &'a Ident,
+    pub(crate) generic: bool,
+    pub(crate) krate: Path,
+    /// `entities(…)`, read leniently when the options do not parse.
+    pub(crate) entities: Vec<Path>,
+    /// The `entities` key, for errors about all the entities.
+    pub(crate) entities_key: TokenStream,
+    /// `None` when the options do not parse.
+    pub(crate) settings: Option<TableSettings>,
+}
+
+fn value(v: Option<&Str>, default: &str) -> String {
+    v.map_or_else(|| default.to_owned(), |v| v.value.clone())
+}
+
+impl<'a> TableDef<'a> {
+    pub(crate) fn from_attrs(attrs: &'a TableAttrs, errors: &mut Errors) -> Self {
+        let generic = !attrs.generics.params.is_empty();
+        if generic {
+            errors.at(
+                &attrs.generics,
+                "`#[derive(Table)]` does not support generic types",
+            );
+        }
+        let table_attrs: Vec<&syn::Attribute> = attrs
+            .attrs
+            .iter()
+            .filter(|a| a.path().is_ident("table"))
+            .collect();
+        for extra in table_attrs.iter().skip(1) {
+            errors.at(
+                &extra.meta,
+                "duplicate `#[table(…)]`: give every option in one attribute",
+            );
+        }
+        let first = table_attrs.first().map(|a| &a.meta);
+        let options: Option<TableOptions> = match first {
+            Some(meta) => attrs::parse_list(meta, &attrs::TABLE, errors),
+            None => attrs::parse_list(&syn::parse_quote!(table()), &attrs::TABLE, errors),
+        };
+        let lenient = first.and_then(lenient_entities);
+        let entities_key = lenient.as_ref().map_or_else(
+            || attrs.ident.to_token_stream(),
+            |(key, _)| key.to_token_stream(),
+        );
+        let listed = match (options.as_ref().and_then(|o| o.entities.as_ref()), lenient) {
+            (Some(list), _) => list.to_vec(),
+            (None, Some((_, paths))) => paths,
+            (None, None) => Vec::new(),
+        };
+        // each entity once (twice would be two conflicting `MemberOf` impls)
+        let mut entities: Vec<Path> = Vec::with_capacity(listed.len());
+        for path in listed {
+            let name = crate::expand::path_text(&path);
+            if entities.iter().any(|e| crate::expand::path_text(e) == name) {
+                errors.at(&path, format!("duplicate entity `{name}` in `entities(…)`"));
+            } else {
+                entities.push(path);
+            }
+        }
+        let krate = options
+            .as_ref()
+            .and_then(|o| o.krate.as_ref().map(|k| k.0.clone()))
+            .or_else(
+                || match first.and_then(|m| attrs::lenient_value(m, "crate")) {
+                    Some(syn::Expr::Path(p)) if p.qself.is_none() => Some(p.path),
+                    _ => None,
+                },
+            )
+            .unwrap_or_else(|| syn::parse_quote!(::entity_manager));
+        let settings = options
+            .as_ref()
+            .map(|o| TableSettings::from_options(o, errors));
+        Self {
+            ident: &attrs.ident,
+            generic,
+            krate,
+            entities,
+            entities_key,
+            settings,
+        }
+    }
+}
+
+/// `entities(A, B)` of `#[table(…)]`, whatever else the list holds: its key and its paths.
+fn lenient_entities(meta: &Meta) -> Option<(Path, Vec<Path>)> {
+    attrs::nested(meta)?
+        .into_iter()
+        .find_map(|item| match item {
+            Meta::List(list) if list.path.is_ident("entities") => {
+                let paths = list
+                    .parse_args_with(
+                        syn::punctuated::Punctuated::<Path, syn::Token![,]>::parse_terminated,
+                    )
+                    .ok()?;
+                Some((list.path, paths.into_iter().collect()))
+            }
+            _ => None,
+        })
 }
 
 impl TableSettings {
-    pub(crate) fn from_attrs(attrs: &TableAttrs, errors: &mut Accumulator) -> Self {
-        if !attrs.generics.params.is_empty() {
-            errors.push(
-                darling::Error::custom("`#[derive(Table)]` does not support generic types")
-                    .with_span(&attrs.generics),
-            );
-        }
+    fn from_options(options: &TableOptions, errors: &mut Errors) -> Self {
         let settings = Self {
-            hash_key: value(attrs.hash_key.as_ref(), "hashKey"),
-            range_key: value(attrs.range_key.as_ref(), "rangeKey"),
-            generated_key: value(attrs.generated_key_delimiter.as_ref(), "|"),
-            generated_value: value(attrs.generated_value_delimiter.as_ref(), "#"),
-            shard_key: value(attrs.shard_key_delimiter.as_ref(), "!"),
-            power: match &attrs.shard_space {
+            hash_key: value(options.hash_key.as_ref(), "hashKey"),
+            range_key: value(options.range_key.as_ref(), "rangeKey"),
+            generated_key: value(options.generated_key_delimiter.as_ref(), "|"),
+            generated_value: value(options.generated_value_delimiter.as_ref(), "#"),
+            shard_key: value(options.shard_key_delimiter.as_ref(), "!"),
+            power: match &options.shard_space {
                 None => false,
-                Some(space) if *space.as_ref() == "product" => false,
-                Some(space) if *space.as_ref() == "power" => true,
+                Some(space) if space.0 == "product" => false,
+                Some(space) if space.0 == "power" => true,
                 Some(space) => {
-                    errors.push(
-                        darling::Error::custom(format!(
+                    errors.at(
+                        &space.0,
+                        format!(
                             "unknown shard space `{}`: use `product` (chars × 2^char_bits shards, npm 6.14.0) or `power` ((2^char_bits)^chars, upstream v8){}",
-                            space.as_ref(),
-                            crate::check::did_you_mean(&space.to_string(), ["product", "power"])
-                        ))
-                        .with_span(&space.span()),
+                            space.0,
+                            crate::check::did_you_mean(&space.0.to_string(), ["product", "power"])
+                        ),
                     );
                     false
                 }
             },
-            throttle: attrs.throttle.as_ref().map_or(10, |t| {
-                if **t == 0 {
-                    errors.push(
-                        darling::Error::custom("`throttle` must be at least 1")
-                            .with_span(&t.span()),
-                    );
-                }
-                **t
-            }),
+            throttle: options
+                .throttle
+                .as_ref()
+                .map_or(10, |t| match usize::try_from(t.value) {
+                    Ok(n) if n >= 1 => n,
+                    _ => {
+                        errors.at(&t.tokens, "`throttle` must be at least 1");
+                        10
+                    }
+                }),
         };
-        check_key_names(attrs, &settings, errors);
-        check_delimiters(attrs, &settings, errors);
+        check_key_names(options, &settings, errors);
+        check_delimiters(options, &settings, errors);
         settings
     }
 }
 
 /// The table key attribute names are not empty and differ.
-fn check_key_names(attrs: &TableAttrs, s: &TableSettings, errors: &mut Accumulator) {
-    for (v, name) in [
-        (&attrs.hash_key, &s.hash_key),
-        (&attrs.range_key, &s.range_key),
-    ] {
-        if let Some(v) = v
-            && name.is_empty()
-        {
-            errors.push(
-                darling::Error::custom("a key attribute name must not be empty")
-                    .with_span(&v.span()),
-            );
+fn check_key_names(options: &TableOptions, s: &TableSettings, errors: &mut Errors) {
+    for v in [&options.hash_key, &options.range_key]
+        .into_iter()
+        .flatten()
+    {
+        if v.value.is_empty() {
+            errors.at(&v.lit, "a key attribute name must not be empty");
         }
     }
-    if s.hash_key == s.range_key {
-        let span = attrs
-            .range_key
-            .as_ref()
-            .or(attrs.hash_key.as_ref())
-            .map(SpannedValue::span);
-        let error = darling::Error::custom(format!(
+    if s.hash_key == s.range_key && !s.hash_key.is_empty() {
+        let message = format!(
             "the hash key and the range key are both `{}`; they must differ",
             s.hash_key
-        ));
-        errors.push(match span {
-            Some(span) => error.with_span(&span),
-            None => error,
-        });
+        );
+        // the one given last (both given, or one given as the other's default)
+        match options.range_key.as_ref().or(options.hash_key.as_ref()) {
+            Some(v) => errors.at(&v.lit, message),
+            None => errors.at_span(proc_macro2::Span::call_site(), message),
+        }
     }
 }
 
 /// Delimiters are not empty, hold no word character (`[A-Za-z0-9_]`, which values and names
 /// use), and none contains another.
-fn check_delimiters(attrs: &TableAttrs, s: &TableSettings, errors: &mut Accumulator) {
+fn check_delimiters(options: &TableOptions, s: &TableSettings, errors: &mut Errors) {
     let delimiters = [
         (
             "generated_key_delimiter",
-            &attrs.generated_key_delimiter,
+            &options.generated_key_delimiter,
             &s.generated_key,
         ),
         (
             "generated_value_delimiter",
-            &attrs.generated_value_delimiter,
+            &options.generated_value_delimiter,
             &s.generated_value,
         ),
         (
             "shard_key_delimiter",
-            &attrs.shard_key_delimiter,
+            &options.shard_key_delimiter,
             &s.shard_key,
         ),
     ];
     for (i, (name, attr, value)) in delimiters.iter().enumerate() {
-        let at = |e: darling::Error| match attr {
-            Some(a) => e.with_span(&a.span()),
-            None => e,
-        };
+        // only a delimiter the user gave can be wrong: the defaults are fine together
+        let Some(attr) = attr else { continue };
         if value.is_empty() {
-            errors.push(at(darling::Error::custom(format!(
-                "`{name}` must not be empty"
-            ))));
+            errors.at(&attr.lit, format!("`{name}` must not be empty"));
             continue;
         }
         if value.chars().any(|c| c.is_ascii_alphanumeric() || c == '_') {
-            errors.push(at(darling::Error::custom(format!(
-                "`{name}` {value:?} contains a word character; delimiters must be punctuation such as `|`, `#` or `!`"
-            ))));
+            errors.at(
+                &attr.lit,
+                format!("`{name}` {value:?} contains a word character; delimiters must be punctuation such as `|`, `#` or `!`"),
+            );
         }
         for (j, (other, _, other_value)) in delimiters.iter().enumerate() {
             if i != j && !other_value.is_empty() && value.contains(other_value.as_str()) {
-                errors.push(at(darling::Error::custom(format!(
-                    "`{name}` {value:?} contains `{other}` {other_value:?}, which would make keys ambiguous"
-                ))));
+                errors.at(
+                    &attr.lit,
+                    format!("`{name}` {value:?} contains `{other}` {other_value:?}, which would make keys ambiguous"),
+                );
             }
         }
     }

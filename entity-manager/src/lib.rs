@@ -1,56 +1,18 @@
-//! entity-manager: DynamoDB single-table design for Rust.
-//!
-//! Declare a table and its entities with `#[derive(Table)]` and `#[derive(Entity)]`; the
-//! derives validate the whole configuration at compile time and emit a static model, typed key
-//! builders and typed index tokens. The runtime core ([`entity_manager_core`], re-exported here)
-//! adds keys to items, assigns deterministic time-scheduled shard keys and reads keys back.
-//!
-//! ```
-//! use entity_manager::{Entity, EntityExt, Table};
-//! use serde::{Deserialize, Serialize};
-//!
-//! #[derive(Table)]
-//! #[table(entities(User))]
-//! struct Users;
-//!
-//! #[derive(Entity, Serialize, Deserialize, Debug, PartialEq)]
-//! #[serde(rename_all = "camelCase")]
-//! #[entity(table = Users, unique = user_id, timestamp = created)]
-//! #[shard_bumps(bump(timestamp = 1_700_000_000_000, char_bits = 2, chars = 1))]
-//! #[generated(name = name_range_key, components = [last_name, first_name])]
-//! #[index(name = "lastName", range = name_range_key)]
-//! struct User {
-//!     #[transcode("string")]
-//!     user_id: String,
-//!     #[transcode("timestamp")]
-//!     created: u64,
-//!     #[transcode("string")]
-//!     first_name: String,
-//!     #[transcode("string")]
-//!     last_name: String,
-//! }
-//!
-//! let user = User {
-//!     user_id: "user-123".into(),
-//!     created: 1_700_000_000_005,
-//!     first_name: "ann".into(),
-//!     last_name: "lee".into(),
-//! };
-//! let item = user.to_item()?;
-//! assert_eq!(item["hashKey"], entity_manager::AttributeValue::S("user!1".into()));
-//! assert_eq!(item["rangeKey"], entity_manager::AttributeValue::S("userId#user-123".into()));
-//! assert_eq!(item["nameRangeKey"], entity_manager::AttributeValue::S("lastName#lee|firstName#ann".into()));
-//! assert_eq!(User::from_item(&item)?, user);
-//!
-//! // typed key builders: a `begins_with` prefix from the leading component
-//! assert_eq!(User::name_range_key().last_name("le")?.as_str(), "lastName#le");
-//! # Ok::<(), entity_manager::Error>(())
-//! ```
+#![doc = include_str!("../docs/crate.md")]
 #![warn(missing_docs)]
 #![deny(rustdoc::broken_intra_doc_links)]
 
 #[doc(inline)]
 pub use entity_manager_core::*;
+
+/// Guides: how the parts fit together, beyond the reference of each item.
+pub mod guide {
+    #[doc = include_str!("../docs/sharding.md")]
+    pub mod sharding {}
+
+    #[doc = include_str!("../docs/paging.md")]
+    pub mod paging {}
+}
 
 /// Derives [`Table`](trait@Table) for a unit struct: the settings of one DynamoDB table and the
 /// entities stored in it.

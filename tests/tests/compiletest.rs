@@ -4,6 +4,11 @@
 //! The messages depend on the compiler version, so the cases run on the one toolchain CI builds
 //! with. Regenerate after a deliberate change with `TRYBUILD=overwrite cargo test -p
 //! entity-manager-tests --test compiletest`, then read every changed `.stderr`.
+//!
+//! Every error points at the user's token, and no `.stderr` quotes the runtime's sources (no
+//! `$WORKSPACE/…` or `$RUST/…` snippet): the derive spans its compile-time assertions itself and
+//! its type checks go through `#[diagnostic::on_unimplemented]` traits, so these files change when
+//! a message changes, not when `entity-manager-core` is edited.
 
 #[rustversion::attr(
     not(stable(1.95)),

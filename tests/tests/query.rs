@@ -15,254 +15,14 @@ use entity_manager::store::{
     BatchGetError, BatchWriteError, Comparison, Expect, Filter, MemoryStore, Page, QueryPage,
     RangeCondition, Store, StoreError, TableDefinition, TransactWrite, WriteRequest, block_on,
 };
-use entity_manager::{AttributeValue, EntitySchema, Error, Item, Schema, ShardSpace};
+use entity_manager::{Error, Item, Schema, ShardSpace};
 use proptest::prelude::*;
 use serde_json::json;
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
 
-// ---------------------------------------------------------------------------------------------
-// fixture: a `user` entity with a numeric and a string range key index, on a configurable
-// shard schedule
-
-fn schema(bumps: &[(u64, u8, u8)], space: ShardSpace) -> Result<Schema, Error> {
-    let bumps: Vec<_> = bumps
-        .iter()
-        .map(|(t, b, c)| json!({ "timestamp": t, "charBits": b, "chars": c }))
-        .collect();
-    let config = json!({
-        "hashKey": "hashKey",
-        "rangeKey": "rangeKey",
-        "entities": {
-            "user": { "uniqueProperty": "userId", "timestampProperty": "created", "shardBumps": bumps },
-            "other": { "uniqueProperty": "userId", "timestampProperty": "created" }
-        },
-        "generatedProperties": {
-            "unsharded": { "nameRK": ["name", "userId"] },
-            "sharded": { "groupPK": ["group"] }
-        },
-        "indexes": {
-            "created": { "hashKey": "hashKey", "rangeKey": "created" },
-            "name": { "hashKey": "hashKey", "rangeKey": "nameRK" },
-            "groupCreated": { "hashKey": "groupPK", "rangeKey": "created" }
-        },
-        "propertyTranscodes": {
-            "userId": "string", "created": "timestamp", "name": "string", "group": "string", "score": "int"
-        }
-    });
-    Ok(Schema::from_ts_config(&config, space)?)
-}
-
-#[derive(Clone, Debug)]
-struct Record {
-    id: String,
-    created: u64,
-    name: String,
-    group: String,
-    score: i64,
-}
-
-impl Record {
-    fn item(&self) -> Result<Item, serde_dynamo::Error> {
-        serde_dynamo::to_item(json!({
-            "userId": self.id, "created": self.created, "name": self.name,
-            "group": self.group, "score": self.score
-        }))
-    }
-}
-
-fn load(schema: &Schema, records: &[Record]) -> Result<MemoryStore, Box<dyn std::error::Error>> {
-    let store = MemoryStore::new(TableDefinition::from_schema(schema)?);
-    let user = schema.entity("user")?;
-    let writes: Result<Vec<WriteRequest>, Box<dyn std::error::Error>> = records
-        .iter()
-        .map(|r| Ok(WriteRequest::Put(user.add_keys(&r.item()?)?)))
-        .collect();
-    block_on(store.batch_write(writes?))?;
-    Ok(store)
-}
-
-fn s(v: &str) -> AttributeValue {
-    AttributeValue::S(v.to_owned())
-}
-
-fn n(v: u64) -> AttributeValue {
-    AttributeValue::N(v.to_string())
-}
-
-fn text<'i>(item: &'i Item, attr: &str) -> &'i str {
-    match item.get(attr) {
-        Some(AttributeValue::S(v) | AttributeValue::N(v)) => v,
-        _ => "",
-    }
-}
-
-// ---------------------------------------------------------------------------------------------
-// the oracle
-
-/// Orders range keys as DynamoDB does: numbers numerically, strings by bytes.
-fn order(a: &AttributeValue, b: &AttributeValue) -> Ordering {
-    match (a, b) {
-        (AttributeValue::N(x), AttributeValue::N(y)) => x
-            .parse::<i128>()
-            .unwrap_or(0)
-            .cmp(&y.parse::<i128>().unwrap_or(0)),
-        (AttributeValue::S(x), AttributeValue::S(y)) => x.as_bytes().cmp(y.as_bytes()),
-        _ => Ordering::Equal,
-    }
-}
-
-fn holds(condition: Option<&RangeCondition>, v: &AttributeValue) -> bool {
-    use RangeCondition as R;
-    match condition {
-        None => true,
-        Some(R::Eq(x)) => order(v, x) == Ordering::Equal,
-        Some(R::Lt(x)) => order(v, x) == Ordering::Less,
-        Some(R::Le(x)) => order(v, x) != Ordering::Greater,
-        Some(R::Gt(x)) => order(v, x) == Ordering::Greater,
-        Some(R::Ge(x)) => order(v, x) != Ordering::Less,
-        Some(R::Between(a, b)) => order(v, a) != Ordering::Less && order(v, b) != Ordering::Greater,
-        Some(R::BeginsWith(AttributeValue::S(p))) => {
-            matches!(v, AttributeValue::S(x) if x.starts_with(p.as_str()))
-        }
-        Some(R::BeginsWith(_)) => false,
-    }
-}
-
-/// Every item of `index` in the query's shards that meets the condition and the filter (score
-/// at least `min_score`), in range-key order.
-#[allow(clippy::too_many_arguments)]
-fn oracle(
-    user: EntitySchema<'_>,
-    records: &[Record],
-    index: &str,
-    window: (u64, u64),
-    condition: Option<&RangeCondition>,
-    min_score: Option<i64>,
-    descending: bool,
-    item: &Item,
-) -> Result<Vec<Item>, Box<dyn std::error::Error>> {
-    let idx = user.index(index)?;
-    let space: HashSet<String> = user
-        .hash_key_space(&idx.hash_key, item, window.0, window.1)?
-        .into_iter()
-        .collect();
-    let range_attr = idx.range_key.to_string();
-    let mut out = Vec::new();
-    for r in records {
-        let keyed = user.add_keys(&r.item()?)?;
-        let (Some(AttributeValue::S(hash)), Some(rk)) =
-            (keyed.get(&*idx.hash_key), keyed.get(&range_attr))
-        else {
-            continue;
-        };
-        if space.contains(hash) && holds(condition, rk) && min_score.is_none_or(|m| r.score >= m) {
-            out.push(keyed);
-        }
-    }
-    out.sort_by(|a, b| {
-        let o = order(&a[range_attr.as_str()], &b[range_attr.as_str()]);
-        if descending { o.reverse() } else { o }
-    });
-    Ok(out)
-}
-
-/// Pages to the end; returns the pages.
-fn page_all<S: Store>(query: &Query<'_, S>) -> Result<Vec<QueryPageResult>, Error> {
-    let mut pages = Vec::new();
-    let mut token: Option<String> = None;
-    loop {
-        let page = block_on(query.page(token.as_deref()))?;
-        token.clone_from(&page.next);
-        pages.push(page);
-        if token.is_none() {
-            return Ok(pages);
-        }
-        if pages.len() > 100_000 {
-            return Err(Error::InvalidQuery {
-                entity: "user".into(),
-                reason: "did not terminate".into(),
-            });
-        }
-    }
-}
-
-// ---------------------------------------------------------------------------------------------
-// random datasets and queries
-
-prop_compose! {
-    fn records(max: usize)(
-        count in prop_oneof![4 => 0usize..120, 2 => 0usize..600, 1 => 0..=max],
-        seed in any::<u64>(),
-    ) -> Vec<Record> {
-        // a small deterministic generator keeps shrinking cheap
-        let mut state = seed | 1;
-        let mut next = move |m: u64| { state ^= state << 13; state ^= state >> 7; state ^= state << 17; state % m };
-        (0..count)
-            .map(|i| Record {
-                id: format!("u{i}-{}", next(1_000_000)),
-                created: next(3_000),
-                name: ["ann", "bob", "cy", "dee", "eve"][usize::try_from(next(5)).unwrap_or(0)].to_owned(),
-                group: ["g1", "g2"][usize::try_from(next(2)).unwrap_or(0)].to_owned(),
-                score: i64::try_from(next(100)).unwrap_or(0) - 50,
-            })
-            .collect()
-    }
-}
-
-/// 1–3 bumps with at most 64 shards each under either rule.
-fn bumps() -> impl Strategy<Value = (Vec<(u64, u8, u8)>, ShardSpace)> {
-    prop_oneof![Just(ShardSpace::Product), Just(ShardSpace::Power)].prop_flat_map(|space| {
-        proptest::collection::vec((0u64..3_000, 1u8..=5, 1u8..=3), 1..=3).prop_map(move |raw| {
-            let mut raw = raw;
-            raw.sort_by_key(|b| b.0);
-            raw.dedup_by_key(|b| b.0);
-            let mut chars = 0u8;
-            let bumps = raw
-                .into_iter()
-                .filter_map(|(t, bits, extra)| {
-                    let c = chars + extra;
-                    let shards = match space {
-                        ShardSpace::Product => u32::from(c) << bits,
-                        ShardSpace::Power => 1u32 << (u32::from(bits) * u32::from(c)).min(31),
-                    };
-                    (shards <= 64).then(|| {
-                        chars = c;
-                        (t, bits, c)
-                    })
-                })
-                .collect();
-            (bumps, space)
-        })
-    })
-}
-
-fn window() -> impl Strategy<Value = (u64, u64)> {
-    (0u64..3_500, 0u64..3_500).prop_map(|(a, b)| (a.min(b), a.max(b)))
-}
-
-fn condition_on_created() -> impl Strategy<Value = Option<RangeCondition>> {
-    prop_oneof![
-        3 => Just(None),
-        1 => (0u64..3_000).prop_map(|v| Some(RangeCondition::Ge(n(v)))),
-        1 => (0u64..3_000).prop_map(|v| Some(RangeCondition::Lt(n(v)))),
-        1 => (0u64..3_000, 0u64..3_000).prop_map(|(a, b)| Some(RangeCondition::Between(n(a.min(b)), n(a.max(b))))),
-        1 => (0u64..3_000).prop_map(|v| Some(RangeCondition::Eq(n(v)))),
-    ]
-}
-
-fn condition_on_name() -> impl Strategy<Value = Option<RangeCondition>> {
-    prop_oneof![
-        2 => Just(None),
-        1 => Just(Some(RangeCondition::BeginsWith(s("name#b")))),
-        1 => Just(Some(RangeCondition::Gt(s("name#cy")))),
-        1 => Just(Some(RangeCondition::Le(s("name#dee|")))),
-    ]
-}
-
-fn score_filter(min: Option<i64>) -> Option<Filter> {
-    min.map(|m| Filter::compare("score", Comparison::Ge, AttributeValue::N(m.to_string())))
-}
+mod query_support;
+use query_support::*;
 
 proptest! {
     #![proptest_config(ProptestConfig { cases: 500, ..ProptestConfig::default() })]
@@ -369,26 +129,8 @@ proptest! {
 // ---------------------------------------------------------------------------------------------
 // reads proportional to what is returned
 
-fn uniform(count: usize, seed: u64) -> Vec<Record> {
-    let mut state = seed | 1;
-    let mut next = move |m: u64| {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state % m
-    };
-    (0..count)
-        .map(|i| Record {
-            id: format!("user-{i:05}-{}", next(1 << 30)),
-            created: 1_000 + next(10_000_000),
-            name: "x".into(),
-            group: "g1".into(),
-            score: 0,
-        })
-        .collect()
-}
-
 #[test]
+#[allow(clippy::cast_precision_loss)] // ratios for the printed summary
 fn twenty_thousand_items_over_twenty_shards_read_little_more_than_they_return() -> TestResult {
     // product rule: chars 1 × radix 32 would be 32 shards; chars 2 × radix 2^… — use power
     // with 20 populated shards out of 32? Use product chars=5, charBits=2: 5 × 4 = 20 shards.
@@ -536,18 +278,13 @@ impl<S: Store> Store for Counting<S> {
     ) -> impl Future<Output = Result<(), StoreError>> + Send {
         self.inner.transact_write(writes)
     }
-    fn query_page(
-        &self,
-        request: &QueryPage,
-    ) -> impl Future<Output = Result<Page, StoreError>> + Send {
-        async move {
-            let now = self.in_flight.fetch_add(1, AtomicOrdering::SeqCst) + 1;
-            self.max.fetch_max(now, AtomicOrdering::SeqCst);
-            YieldOnce(false).await;
-            let result = self.inner.query_page(request).await;
-            self.in_flight.fetch_sub(1, AtomicOrdering::SeqCst);
-            result
-        }
+    async fn query_page(&self, request: &QueryPage) -> Result<Page, StoreError> {
+        let now = self.in_flight.fetch_add(1, AtomicOrdering::SeqCst) + 1;
+        self.max.fetch_max(now, AtomicOrdering::SeqCst);
+        YieldOnce(false).await;
+        let result = self.inner.query_page(request).await;
+        self.in_flight.fetch_sub(1, AtomicOrdering::SeqCst);
+        result
     }
 }
 

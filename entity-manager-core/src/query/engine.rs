@@ -364,6 +364,19 @@ impl<S: Store> Engine<'_, '_, S> {
         for &t in targets {
             let lane = &mut lanes[t];
             let index = &plan.indexes[lane.index];
+            // a lane already read past the bound (its last read item was filtered out beyond
+            // it) holds nothing more up to the bound; DynamoDB would also reject a starting key
+            // outside the key condition
+            let position = lane
+                .read_from
+                .as_ref()
+                .and_then(|k| k.get(&index.range_attr));
+            if let (Some(end), Some(position)) = (bound, position)
+                && before(end, position, plan.descending)
+            {
+                lane.frontier = Some(position.clone());
+                continue;
+            }
             match narrow(index.range.as_ref(), bound, plan.descending) {
                 Narrowed::Empty => {
                     // nothing up to the bound: the lane is read that far
@@ -408,42 +421,63 @@ impl<S: Store> Engine<'_, '_, S> {
         for (t, bounded, result) in results {
             totals.shard_queries += 1;
             let lane = &mut lanes[t];
-            let index = &plan.indexes[lane.index];
             let page = result.map_err(|source| Error::ShardQuery {
                 entity: plan.schema.model().token.to_string(),
-                index: index.name.clone(),
+                index: plan.indexes[lane.index].name.clone(),
                 hash_key: plan.hash_keys[lane.shard].clone(),
                 source: Box::new(source),
             })?;
             totals.items_read += page.items.len();
-            let mut last_item: Option<Item> = None;
-            for item in page.items {
-                let Some(key) = item.get(&index.range_attr).cloned() else {
-                    continue;
-                };
-                last_item = Some(item.clone());
-                lane.buffer.push_back((key, item));
-            }
-            match page.last_evaluated_key {
-                Some(lek) => {
-                    lane.frontier = lek.get(&index.range_attr).cloned();
-                    lane.read_from = Some(lek);
-                }
-                None if bounded => {
-                    lane.frontier = bound.cloned();
-                    if let Some(item) = last_item {
-                        lane.read_from = Some(self.key_of(lane.index, lane.shard, &item));
-                    }
-                }
-                None => {
-                    lane.exhausted = true;
-                    if let Some(item) = last_item {
-                        lane.read_from = Some(self.key_of(lane.index, lane.shard, &item));
-                    }
-                }
-            }
+            let limit_reached = page.items.len() >= usize::try_from(limit).unwrap_or(usize::MAX);
+            self.take(
+                lane,
+                page,
+                limit_reached,
+                bounded.then_some(bound).flatten(),
+            );
         }
         Ok(())
+    }
+
+    /// Buffers a shard page in its lane and moves the lane's read position: to the page key,
+    /// or when there is none, to "complete up to the bound" or "exhausted".
+    fn take(
+        &self,
+        lane: &mut Lane,
+        page: Page,
+        limit_reached: bool,
+        bound: Option<&AttributeValue>,
+    ) {
+        let range_attr = &self.plan.indexes[lane.index].range_attr;
+        let mut last_item: Option<Item> = None;
+        for item in page.items {
+            let Some(key) = item.get(range_attr).cloned() else {
+                continue;
+            };
+            last_item = Some(item.clone());
+            lane.buffer.push_back((key, item));
+        }
+        // DynamoDB returns a page key whenever the limit is reached; DynamoDB Local omits it
+        // when the last item sits exactly on an inclusive bound, although equal keys may
+        // follow: resume after the last item rather than trust "complete"
+        let last_evaluated_key = page.last_evaluated_key.or_else(|| {
+            last_item
+                .as_ref()
+                .filter(|_| limit_reached)
+                .map(|item| self.key_of(lane.index, lane.shard, item))
+        });
+        if let Some(lek) = last_evaluated_key {
+            lane.frontier = lek.get(range_attr).cloned();
+            lane.read_from = Some(lek);
+            return;
+        }
+        match bound {
+            Some(bound) => lane.frontier = Some(bound.clone()),
+            None => lane.exhausted = true,
+        }
+        if let Some(item) = last_item {
+            lane.read_from = Some(self.key_of(lane.index, lane.shard, &item));
+        }
     }
 
     /// The page key of an item in a lane: table keys plus index keys.

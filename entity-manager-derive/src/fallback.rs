@@ -1,0 +1,76 @@
+//! What a failed derive emits beside its errors (STYLE.md §3.5): placeholder impls, so that code
+//! using the type (`User::model()`, `#[table(entities(User))]`, `table = Users`) does not drown
+//! in follow-on errors. Generic types get none: an impl without their parameters is one more
+//! error.
+
+use proc_macro2::TokenStream;
+use quote::quote;
+
+use crate::expand::{index_enum, member_assertion, membership};
+use crate::model::Container;
+use crate::table::TableDef;
+
+/// The index enum and a placeholder `impl Entity`. Without a `table = …`, the entity stands in
+/// `PlaceholderTable`, which every table accepts.
+pub(crate) fn entity(c: &Container<'_>) -> TokenStream {
+    let mut tokens = index_enum(c);
+    if c.generic {
+        return tokens;
+    }
+    let krate = &c.krate;
+    let ident = c.ident;
+    let index_enum_name = &c.index_enum;
+    let (table, member) = match &c.table {
+        Some(table) => (quote!(#table), member_assertion(ident, table)),
+        None => (quote!(_em::__private::PlaceholderTable), TokenStream::new()),
+    };
+    tokens.extend(quote! {
+        #[doc(hidden)]
+        #[allow(unused_qualifications, clippy::all, clippy::pedantic)]
+        const _: () = {
+            use #krate as _em;
+            #[automatically_derived]
+            impl _em::__private::Entity for #ident {
+                type Table = #table;
+                type Index = #index_enum_name;
+                const MODEL: _em::__private::EntityModel = _em::__private::PLACEHOLDER_ENTITY;
+                fn model() -> &'static _em::__private::EntityModel {
+                    static __MODEL: _em::__private::EntityModel = _em::__private::PLACEHOLDER_ENTITY;
+                    &__MODEL
+                }
+            }
+            #member
+        };
+    });
+    tokens
+}
+
+/// A placeholder `impl Table` with the default settings and the memberships of the entities it
+/// lists, so that the entities report nothing more.
+pub(crate) fn table(t: &TableDef<'_>) -> TokenStream {
+    if t.generic {
+        return TokenStream::new();
+    }
+    let krate = &t.krate;
+    let ident = t.ident;
+    let membership = membership(t);
+    quote! {
+        #[doc(hidden)]
+        #[allow(unused_qualifications, clippy::all, clippy::pedantic)]
+        const _: () = {
+            use #krate as _em;
+            #[automatically_derived]
+            impl _em::__private::Table for #ident {
+                const MODEL: _em::__private::TableModel = _em::__private::TableModel::DEFAULT;
+                fn model() -> &'static _em::__private::TableModel {
+                    static __MODEL: _em::__private::TableModel = _em::__private::TableModel::DEFAULT;
+                    &__MODEL
+                }
+                fn entities() -> _em::__private::Vec<&'static _em::__private::EntityModel> {
+                    _em::__private::Vec::new()
+                }
+            }
+            #membership
+        };
+    }
+}

@@ -1,0 +1,26 @@
+use entity_manager::{Entity, Table};
+
+#[derive(Table)]
+#[table(entities(User))]
+struct Users;
+
+#[derive(Entity)]
+#[entity(table = Users, unique = user_id, timestamp = created)]
+struct User {
+    #[transcode("string")]
+    user_id: String,
+    #[transcode("timestamp")]
+    created: u64,
+}
+
+// names `Users` as its table, but `Users` does not list it
+#[derive(Entity)]
+#[entity(table = Users, unique = email, timestamp = created)]
+struct Email {
+    #[transcode("string")]
+    email: String,
+    #[transcode("timestamp")]
+    created: u64,
+}
+
+fn main() {}

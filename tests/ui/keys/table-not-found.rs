@@ -1,0 +1,16 @@
+use entity_manager::{Entity, Table};
+
+#[derive(Table)]
+#[table(entities(User))]
+struct Users;
+
+#[derive(Entity)]
+#[entity(table = Usres, unique = user_id, timestamp = created)]
+struct User {
+    #[transcode("string")]
+    user_id: String,
+    #[transcode("timestamp")]
+    created: u64,
+}
+
+fn main() {}

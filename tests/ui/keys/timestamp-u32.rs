@@ -1,0 +1,17 @@
+use entity_manager::{Entity, Table};
+
+#[derive(Table)]
+#[table(entities(User))]
+struct Users;
+
+// the `timestamp` transcode takes `u32`, but a creation time in milliseconds does not fit it
+#[derive(Entity)]
+#[entity(table = Users, unique = user_id, timestamp = created)]
+struct User {
+    #[transcode("string")]
+    user_id: String,
+    #[transcode("timestamp")]
+    created: u32,
+}
+
+fn main() {}
