@@ -78,8 +78,10 @@ pub use entity_manager_derive::Table;
 ///
 /// **`#[transcode("name")]`** on a field makes it a transcoded property, which keys may contain.
 /// The defaults are `string` (`String`), `int` (integers up to 16 digits), `fix6` (`f64`),
-/// `timestamp` (`u64`, `i64`), `boolean` (`bool`) and `bigint20` (`i128`, `u128`); an `Option`
-/// of any of these is an optional property. A user transcode is named by its path:
+/// `timestamp` (`u64`, `i64`), `boolean` (`bool`) and `bigint20` (`i64`, `u64` on fields:
+/// `serde_dynamo` cannot store 128-bit integers, so `i128`/`u128` fields are rejected; the
+/// dynamic transcoder covers the whole 20-digit range); an `Option` of any of these is an
+/// optional property. A user transcode is named by its path:
 /// `#[transcode(my::Upper)]` for a type implementing [`transcode::Transcode`] for the field's
 /// type. A transcode that does not accept the field's type is a compile error on that type.
 ///
@@ -92,7 +94,10 @@ pub use entity_manager_derive::Table;
 /// **`#[shard_bumps(bump(timestamp = ms, char_bits = 1..=5, chars = 0..=40), …)]`** on the
 /// struct: the shard schedule. Records created from `timestamp` on get a suffix of `chars`
 /// characters in radix `2^char_bits`; `chars` must strictly increase. Without it the entity
-/// has one unsharded partition.
+/// has one unsharded partition. Clippy's `duplicated_attributes` lint misreads two or more
+/// `bump(…)` entries as duplicates (rust-clippy#13238, a known false positive for attributes it
+/// does not know): add `#[allow(clippy::duplicated_attributes)]` on the struct until it is
+/// fixed.
 ///
 /// **`#[index(name = "gsiName", hash = sharded_generated, range = field_or_generated,
 /// project = [field, …] | keys_only)]`** on the struct (repeatable): a GSI the entity can be

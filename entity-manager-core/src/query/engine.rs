@@ -198,12 +198,18 @@ impl<S: Store> Engine<'_, '_, S> {
         while out.len() < want {
             let remaining = want - out.len();
             let head = self.head(&lanes);
-            let blockers = self.blockers(&lanes, head);
-            if !blockers.is_empty() {
+            if self.blocked(&lanes, head) {
                 // the page cannot end after the `remaining`-th buffered item: read no further
                 let bound = self.nth_buffered(&lanes, remaining);
-                let limit = remaining.div_ceil(live(&lanes)).max(1);
-                self.fetch(&mut lanes, &blockers, limit, bound.as_ref(), totals)
+                let targets = self.refills(&lanes, head, bound.as_ref());
+                // a read bounded by the page's known end cannot overshoot it: let it take all it
+                // finds up to there in one query; unbounded, take a fair share
+                let limit = if bound.is_some() {
+                    remaining
+                } else {
+                    remaining.div_ceil(live(&lanes)).max(1)
+                };
+                self.fetch(&mut lanes, &targets, limit, bound.as_ref(), totals)
                     .await?;
                 continue;
             }
@@ -288,23 +294,52 @@ impl<S: Store> Engine<'_, '_, S> {
             .await
     }
 
-    /// The lanes that may still hold an item before the head (all live lanes when nothing is
-    /// buffered), least advanced first, at most `throttle` of them.
-    fn blockers(&self, lanes: &[Lane], head: Option<usize>) -> Vec<usize> {
+    /// Whether a lane may still hold an item before the head (all live lanes block when nothing
+    /// is buffered): the head cannot be emitted yet.
+    fn blocked(&self, lanes: &[Lane], head: Option<usize>) -> bool {
+        let head_key = head.map(|i| &lanes[i].buffer[0].0);
+        lanes.iter().any(|lane| {
+            lane.buffer.is_empty()
+                && !lane.exhausted
+                && match (head_key, &lane.frontier) {
+                    (Some(h), Some(f)) => before(f, h, self.plan.descending),
+                    _ => true,
+                }
+        })
+    }
+
+    /// The lanes to read in one round: those that block the head, and with them every live
+    /// lane not yet read up to `bound` (the page's known end), which the page needs read that
+    /// far anyway: reading them in the same round keeps `throttle` queries in flight instead of
+    /// waiting for each in turn. Least advanced first, at most `throttle`.
+    fn refills(
+        &self,
+        lanes: &[Lane],
+        head: Option<usize>,
+        bound: Option<&AttributeValue>,
+    ) -> Vec<usize> {
         let descending = self.plan.descending;
         let head_key = head.map(|i| &lanes[i].buffer[0].0);
-        let mut blockers: Vec<usize> = (0..lanes.len())
+        let mut targets: Vec<usize> = (0..lanes.len())
             .filter(|&i| {
                 let lane = &lanes[i];
-                lane.buffer.is_empty()
-                    && !lane.exhausted
+                if lane.exhausted {
+                    return false;
+                }
+                let blocks_head = lane.buffer.is_empty()
                     && match (head_key, &lane.frontier) {
                         (Some(h), Some(f)) => before(f, h, descending),
                         _ => true,
-                    }
+                    };
+                let short_of_bound = match (bound, &lane.frontier) {
+                    (Some(b), Some(f)) => before(f, b, descending),
+                    (Some(_), None) => lane.buffer.is_empty(),
+                    (None, _) => false,
+                };
+                blocks_head || short_of_bound
             })
             .collect();
-        blockers.sort_by(|&a, &b| match (&lanes[a].frontier, &lanes[b].frontier) {
+        targets.sort_by(|&a, &b| match (&lanes[a].frontier, &lanes[b].frontier) {
             (Some(x), Some(y)) => {
                 let o = estimate::compare(x, y);
                 if descending { o.reverse() } else { o }
@@ -313,8 +348,8 @@ impl<S: Store> Engine<'_, '_, S> {
             (Some(_), None) => Ordering::Greater,
             (None, None) => Ordering::Equal,
         });
-        blockers.truncate(self.throttle.max(1));
-        blockers
+        targets.truncate(self.throttle.max(1));
+        targets
     }
 
     /// The lane whose next buffered item comes first (ties: lane order, for determinism).

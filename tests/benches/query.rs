@@ -1,0 +1,547 @@
+//! The cross-shard query, against baselines measured in the same run.
+//!
+//! - `query_cpu`: paging to the end of the `user` entity (limit 100, page size 100) on the
+//!   in-memory store (no latency), with the same items spread over 1, 8, 64 and 512 populated
+//!   shards, against a scan of the same items, one partition, through `Store::query_page`
+//!   directly (the cost of the store alone). Criterion measures one whole scan per iteration;
+//!   the summary gives the median per returned item and its growth with the number of shards.
+//! - fan-out: a store that sleeps a fixed delay in every `query_page`, throttle 10, pages of
+//!   100 over 64 shards on a tokio runtime: wall time of each page against the ideal
+//!   `ceil(shard queries of the page / throttle) × delay` (plain timed loop, printed first).
+//! - token size: bytes of the page token after the first page, against shards and indexes.
+//!
+//! ```text
+//! cargo bench -p entity-manager-tests --bench query -- --warm-up-time 1 --measurement-time 3
+//! ```
+//!
+//! The fan-out and token tables are printed only when measuring (`--bench`, as `cargo bench`
+//! passes), not when `cargo test --benches` runs every bench once.
+
+use std::collections::HashSet;
+use std::fmt::Write as _;
+use std::hint::black_box;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime};
+
+use criterion::{Criterion, Throughput};
+use entity_manager::query::{Query, QueryStats};
+use entity_manager::store::{
+    BatchGetError, BatchWriteError, Expect, MemoryStore, Page, QueryPage, Store, StoreError,
+    TableDefinition, TransactWrite, WriteRequest, block_on,
+};
+use entity_manager::{AttributeValue, Error, Item, Schema, ShardSpace};
+use serde_json::json;
+
+type BenchResult<T> = Result<T, Box<dyn std::error::Error>>;
+
+/// Items of every dataset.
+const ITEMS: usize = 20_000;
+/// Items per page, and `Limit` of each shard query.
+const LIMIT: usize = 100;
+/// `LIMIT` for the store-only baseline.
+const STORE_LIMIT: u32 = 100;
+/// The query window: every item (created in `1_000..10_001_000`).
+const WINDOW: (u64, u64) = (0, 20_000_000);
+/// `(chars, shards)` under the power rule with 3 bits per char: 8^chars shards.
+const SHARDINGS: [(u8, usize); 4] = [(0, 1), (1, 8), (2, 64), (3, 512)];
+
+// ---------------------------------------------------------------------------------------------
+// The fixture of tests/tests/query_support: a `user` entity with a numeric (`created`) and a
+// string (`name`) range key index, all items in one shard bump at timestamp 0.
+
+fn schema(chars: u8) -> Result<Schema, Error> {
+    let bumps = if chars == 0 {
+        json!([])
+    } else {
+        json!([{ "timestamp": 0, "charBits": 3, "chars": chars }])
+    };
+    let config = json!({
+        "hashKey": "hashKey",
+        "rangeKey": "rangeKey",
+        "entities": {
+            "user": { "uniqueProperty": "userId", "timestampProperty": "created", "shardBumps": bumps }
+        },
+        "generatedProperties": { "unsharded": { "nameRK": ["name", "userId"] } },
+        "indexes": {
+            "created": { "hashKey": "hashKey", "rangeKey": "created" },
+            "name": { "hashKey": "hashKey", "rangeKey": "nameRK" }
+        },
+        "propertyTranscodes": { "userId": "string", "created": "timestamp", "name": "string" }
+    });
+    Ok(Schema::from_ts_config(&config, ShardSpace::Power)?)
+}
+
+/// `count` users with distinct ids, uniform `created` times and five names (deterministic).
+fn records(count: usize) -> BenchResult<Vec<Item>> {
+    let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = move |m: u64| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state % m
+    };
+    let names = ["ann", "bob", "cy", "dee", "eve"];
+    (0..count)
+        .map(|i| {
+            let name = names[usize::try_from(next(5))?];
+            Ok(serde_dynamo::to_item(json!({
+                "userId": format!("user-{i:05}-{}", next(1 << 30)),
+                "created": 1_000 + next(10_000_000),
+                "name": name,
+            }))?)
+        })
+        .collect()
+}
+
+/// A store holding `records` with their keys, and the number of distinct hash keys (populated
+/// shards).
+fn load(schema: &Schema, records: &[Item]) -> BenchResult<(MemoryStore, usize)> {
+    let store = MemoryStore::new(TableDefinition::from_schema(schema)?);
+    let user = schema.entity("user")?;
+    let keyed: Vec<Item> = records
+        .iter()
+        .map(|r| user.add_keys(r))
+        .collect::<Result<_, _>>()?;
+    let populated: HashSet<&str> = keyed
+        .iter()
+        .filter_map(|i| match i.get("hashKey") {
+            Some(AttributeValue::S(hash)) => Some(hash.as_str()),
+            _ => None,
+        })
+        .collect();
+    let populated = populated.len();
+    block_on(store.batch_write(keyed.into_iter().map(WriteRequest::Put).collect()))?;
+    Ok((store, populated))
+}
+
+/// Pages `query` to the end; returns the items and the summed stats.
+fn scan<S: Store>(query: &Query<'_, S>) -> Result<(usize, usize, QueryStats), Error> {
+    let mut token: Option<String> = None;
+    let mut total = QueryStats::default();
+    let (mut items, mut pages) = (0, 0);
+    loop {
+        let page = block_on(query.page(token.as_deref()))?;
+        items += page.items.len();
+        pages += 1;
+        total.shards = page.stats.shards;
+        total.shard_queries += page.stats.shard_queries;
+        total.items_read += page.stats.items_read;
+        black_box(&page.items);
+        match page.next {
+            Some(next) => token = Some(next),
+            None => return Ok((items, pages, total)),
+        }
+    }
+}
+
+/// The baseline: the same items from one partition of the `created` index, 100 at a time,
+/// through the store alone. Returns the number of items.
+fn store_scan(store: &MemoryStore, hash_key: &AttributeValue) -> Result<usize, StoreError> {
+    let mut start: Option<Item> = None;
+    let mut items = 0;
+    loop {
+        let request = QueryPage::new(hash_key.clone())
+            .index("created")
+            .limit(STORE_LIMIT)
+            .start_after(start.take());
+        let page = block_on(store.query_page(&request))?;
+        items += page.items.len();
+        black_box(&page.items);
+        match page.last_evaluated_key {
+            Some(key) => start = Some(key),
+            None => return Ok(items),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 2. Query CPU
+
+struct Dataset {
+    shards: usize,
+    schema: Schema,
+    store: MemoryStore,
+}
+
+fn datasets(records: &[Item]) -> BenchResult<Vec<Dataset>> {
+    SHARDINGS
+        .iter()
+        .map(|&(chars, shards)| {
+            let schema = schema(chars)?;
+            let (store, populated) = load(&schema, records)?;
+            if populated != shards {
+                return Err(format!("{populated} populated shards, not {shards}").into());
+            }
+            Ok(Dataset {
+                shards,
+                schema,
+                store,
+            })
+        })
+        .collect()
+}
+
+fn cpu_query(data: &Dataset) -> BenchResult<Query<'_, MemoryStore>> {
+    Ok(Query::new(&data.store, data.schema.entity("user")?)
+        .index("created")
+        .window(WINDOW.0, WINDOW.1)
+        .limit(LIMIT)
+        .page_size(LIMIT)
+        .throttle(10))
+}
+
+/// Checks every scan returns every item once, and prints what one scan costs in store calls.
+fn check_scans(data: &[Dataset], baseline_key: &AttributeValue) -> BenchResult<()> {
+    let base = store_scan(&data[0].store, baseline_key)?;
+    if base != ITEMS {
+        return Err(format!("the baseline scan returned {base} items, not {ITEMS}").into());
+    }
+    println!("\nOne scan to the end, {ITEMS} items, limit {LIMIT}:\n");
+    println!("| populated shards | pages | shard queries | items read | shard queries per page |");
+    println!("|---:|---:|---:|---:|---:|");
+    for d in data {
+        let (items, pages, stats) = scan(&cpu_query(d)?)?;
+        if items != ITEMS {
+            return Err(format!("{} shards: {items} items, not {ITEMS}", d.shards).into());
+        }
+        println!(
+            "| {} | {pages} | {} | {} | {:.1} |",
+            d.shards,
+            stats.shard_queries,
+            stats.items_read,
+            ratio(stats.shard_queries, pages)
+        );
+    }
+    Ok(())
+}
+
+fn bench_cpu(c: &mut Criterion, data: &[Dataset], baseline_key: &AttributeValue) {
+    let mut group = c.benchmark_group("query_cpu");
+    group.throughput(Throughput::Elements(ITEMS as u64));
+    group.sample_size(10);
+    group.bench_function("baseline", |b| {
+        b.iter(|| store_scan(&data[0].store, baseline_key));
+    });
+    for d in data {
+        let Ok(query) = cpu_query(d) else { continue };
+        group.bench_function(format!("shards_{}", d.shards), |b| b.iter(|| scan(&query)));
+    }
+    group.finish();
+}
+
+#[allow(clippy::cast_precision_loss)] // counts far below 2^52, printed as ratios
+fn ratio(a: usize, b: usize) -> f64 {
+    a as f64 / b.max(1) as f64
+}
+
+// ---------------------------------------------------------------------------------------------
+// 3. Latency-bound fan-out
+
+/// A store that waits `delay` (a tokio timer) before every `query_page`.
+struct Delayed<S> {
+    inner: S,
+    delay: Duration,
+}
+
+impl<S: Store> Store for Delayed<S> {
+    fn definition(&self) -> &TableDefinition {
+        self.inner.definition()
+    }
+    fn put_item(
+        &self,
+        item: Item,
+        expect: Expect,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send {
+        self.inner.put_item(item, expect)
+    }
+    fn get_item(
+        &self,
+        key: &Item,
+        projection: Option<&[String]>,
+    ) -> impl Future<Output = Result<Option<Item>, StoreError>> + Send {
+        self.inner.get_item(key, projection)
+    }
+    fn delete_item(
+        &self,
+        key: &Item,
+        expect: Expect,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send {
+        self.inner.delete_item(key, expect)
+    }
+    fn batch_write(
+        &self,
+        writes: Vec<WriteRequest>,
+    ) -> impl Future<Output = Result<(), BatchWriteError>> + Send {
+        self.inner.batch_write(writes)
+    }
+    fn batch_get(
+        &self,
+        keys: Vec<Item>,
+        projection: Option<&[String]>,
+    ) -> impl Future<Output = Result<Vec<Item>, BatchGetError>> + Send {
+        self.inner.batch_get(keys, projection)
+    }
+    fn transact_write(
+        &self,
+        writes: Vec<TransactWrite>,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send {
+        self.inner.transact_write(writes)
+    }
+    async fn query_page(&self, request: &QueryPage) -> Result<Page, StoreError> {
+        tokio::time::sleep(self.delay).await;
+        self.inner.query_page(request).await
+    }
+}
+
+const DELAY: Duration = Duration::from_millis(2);
+const THROTTLE: usize = 10;
+/// Pages measured (of about 200 in the scan).
+const FANOUT_PAGES: usize = 60;
+
+/// Per-page wall time against `ceil(shard queries / throttle) × delay`, over 64 shards; the
+/// ideal is given both with the nominal delay and with the delay one `sleep` really takes on
+/// this runtime (measured in the same run).
+fn fanout(records: &[Item]) -> BenchResult<()> {
+    let schema = schema(2)?;
+    let (inner, populated) = load(&schema, records)?;
+    let store = Delayed {
+        inner,
+        delay: DELAY,
+    };
+    let query = Query::new(&store, schema.entity("user")?)
+        .index("created")
+        .window(WINDOW.0, WINDOW.1)
+        .limit(LIMIT)
+        .page_size(LIMIT)
+        .throttle(THROTTLE);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()?;
+    runtime.block_on(async {
+        // the baseline: what one sleep of `DELAY` takes on this runtime
+        let calibration = 50;
+        let started = Instant::now();
+        for _ in 0..calibration {
+            tokio::time::sleep(DELAY).await;
+        }
+        let sleep = started.elapsed() / calibration;
+
+        let mut rows = Vec::new();
+        let mut token: Option<String> = None;
+        for _ in 0..FANOUT_PAGES {
+            let started = Instant::now();
+            let page = query.page(token.as_deref()).await?;
+            let wall = started.elapsed();
+            let rounds = page.stats.shard_queries.div_ceil(THROTTLE);
+            rows.push((wall, page.stats.shard_queries, rounds));
+            token = page.next;
+            if token.is_none() {
+                break;
+            }
+        }
+        print_fanout(populated, sleep, &rows);
+        Ok(())
+    })
+}
+
+#[allow(clippy::cast_precision_loss)] // durations in µs and counts, printed as ratios
+fn print_fanout(shards: usize, sleep: Duration, rows: &[(Duration, usize, usize)]) {
+    let us = |d: Duration| d.as_secs_f64() * 1e6;
+    let nominal = us(DELAY);
+    let sleep = us(sleep);
+    let ratios = |skip: usize, delay: f64| {
+        let wall: f64 = rows.iter().skip(skip).map(|r| us(r.0)).sum();
+        let ideal: f64 = rows.iter().skip(skip).map(|r| r.2 as f64 * delay).sum();
+        (
+            wall / rows.len().saturating_sub(skip).max(1) as f64,
+            wall / ideal,
+        )
+    };
+    let mut per_page: Vec<f64> = rows
+        .iter()
+        .map(|r| us(r.0) / (r.2.max(1) as f64 * nominal))
+        .collect();
+    per_page.sort_by(f64::total_cmp);
+    let median = per_page.get(per_page.len() / 2).copied().unwrap_or(0.0);
+    let worst = per_page.last().copied().unwrap_or(0.0);
+    let queries: usize = rows.iter().skip(1).map(|r| r.1).sum();
+    let rounds: usize = rows.iter().skip(1).map(|r| r.2).sum();
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "\nLatency-bound fan-out: {shards} shards, delay {nominal:.0} µs per shard query (one \
+         sleep measures {sleep:.0} µs on this runtime), throttle {THROTTLE}, limit {LIMIT}, {} pages:\n",
+        rows.len()
+    );
+    let _ = writeln!(
+        out,
+        "| pages | shard queries / page | ideal rounds / page | wall / page (µs) | ÷ ideal (nominal delay) | ÷ ideal (measured sleep) |\n\
+         |---|---:|---:|---:|---:|---:|"
+    );
+    let first = rows.first().copied().unwrap_or_default();
+    let _ = writeln!(
+        out,
+        "| first | {} | {} | {:.0} | {:.2}× | {:.2}× |",
+        first.1,
+        first.2,
+        us(first.0),
+        us(first.0) / (first.2 as f64 * nominal),
+        us(first.0) / (first.2 as f64 * sleep)
+    );
+    let (wall, to_nominal) = ratios(1, nominal);
+    let (_, to_sleep) = ratios(1, sleep);
+    let later = rows.len().saturating_sub(1).max(1) as f64;
+    let _ = writeln!(
+        out,
+        "| later (mean) | {:.1} | {:.1} | {wall:.0} | {to_nominal:.2}× | {to_sleep:.2}× |",
+        queries as f64 / later,
+        rounds as f64 / later
+    );
+    let (wall, to_nominal) = ratios(0, nominal);
+    let (_, to_sleep) = ratios(0, sleep);
+    let _ = writeln!(
+        out,
+        "| all (total ÷ total) | | | {wall:.0} | {to_nominal:.2}× | {to_sleep:.2}× |"
+    );
+    let all_queries: usize = rows.iter().map(|r| r.1).sum();
+    let all_wall: f64 = rows.iter().map(|r| us(r.0)).sum();
+    let _ = writeln!(
+        out,
+        "\nPer page, wall ÷ ideal (nominal delay): median {median:.2}×, worst {worst:.2}×; \
+         shard queries in flight on average (queries × measured sleep ÷ wall): {:.1} of {THROTTLE}",
+        all_queries as f64 * sleep / all_wall
+    );
+    print!("{out}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// 4. Token size
+
+fn token_sizes(records: &[Item]) -> BenchResult<()> {
+    // a smaller dataset is enough: every shard still holds items after the first page
+    let records = &records[..records.len().min(5_000)];
+    println!("\nPage token after the first page (limit {LIMIT}), bytes:\n");
+    println!("| shards | 1 index (`created`) | 2 indexes (`created` ∪ `name`) |");
+    println!("|---:|---:|---:|");
+    for (chars, shards) in SHARDINGS {
+        let schema = schema(chars)?;
+        let (store, _) = load(&schema, records)?;
+        let user = schema.entity("user")?;
+        let base = Query::new(&store, user)
+            .window(WINDOW.0, WINDOW.1)
+            .limit(LIMIT)
+            .page_size(LIMIT)
+            .index("created");
+        let one = block_on(base.page(None))?.next.unwrap_or_default().len();
+        let union = Query::new(&store, user)
+            .window(WINDOW.0, WINDOW.1)
+            .limit(LIMIT)
+            .page_size(LIMIT)
+            .index("created")
+            .index("name");
+        let two = block_on(union.page(None))?.next.unwrap_or_default().len();
+        println!("| {shards} | {one} | {two} |");
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// The summary: medians of this run, per returned item, from criterion's own estimates
+
+/// Where criterion writes its reports (its own rule, less the `cargo metadata` call).
+fn criterion_dir() -> PathBuf {
+    if let Some(home) = std::env::var_os("CRITERION_HOME") {
+        return PathBuf::from(home);
+    }
+    if let Some(target) = std::env::var_os("CARGO_TARGET_DIR") {
+        return Path::new(&target).join("criterion");
+    }
+    // the bench runs from <target>/<profile>/deps/
+    std::env::current_exe()
+        .ok()
+        .and_then(|exe| Some(exe.parent()?.parent()?.parent()?.join("criterion")))
+        .unwrap_or_else(|| PathBuf::from("target/criterion"))
+}
+
+/// The median of `query_cpu/<function>` in ns per item, if measured since `since`.
+fn median_per_item(function: &str, since: SystemTime) -> Option<f64> {
+    let dir = criterion_dir().join("query_cpu").join(function).join("new");
+    let fresh = std::fs::metadata(dir.join("estimates.json"))
+        .and_then(|m| m.modified())
+        .is_ok_and(|t| t >= since);
+    let read = |file: &str| -> Option<serde_json::Value> {
+        serde_json::from_str(&std::fs::read_to_string(dir.join(file)).ok()?).ok()
+    };
+    let (estimates, id) = (read("estimates.json")?, read("benchmark.json")?);
+    let median = estimates["median"]["point_estimate"].as_f64()?;
+    let elements = id["throughput"]["Elements"].as_f64().unwrap_or(1.0);
+    fresh.then_some(median / elements)
+}
+
+#[allow(clippy::cast_precision_loss)] // shard counts, printed as ratios
+fn print_cpu(since: SystemTime) {
+    let Some(one) = median_per_item("shards_1", since) else {
+        return;
+    };
+    let baseline = median_per_item("baseline", since);
+    let mut table = String::from(
+        "| populated shards | median ns / returned item | ÷ 1 shard | ÷ store-only baseline |\n\
+         |---:|---:|---:|---:|\n",
+    );
+    if let Some(b) = baseline {
+        let _ = writeln!(
+            table,
+            "| store only (1 partition) | {b:.0} | {:.2}× | 1.00× |",
+            b / one
+        );
+    }
+    let mut per_shards = Vec::new();
+    for (_, shards) in SHARDINGS {
+        if let Some(t) = median_per_item(&format!("shards_{shards}"), since) {
+            per_shards.push((shards, t));
+            let _ = writeln!(
+                table,
+                "| {shards} | {t:.0} | {:.2}× | {} |",
+                t / one,
+                baseline.map_or(String::new(), |b| format!("{:.2}×", t / b))
+            );
+        }
+    }
+    println!("\nQuery CPU, medians of this run:\n");
+    print!("{table}");
+    let at = |s: usize| per_shards.iter().find(|p| p.0 == s).map(|p| p.1);
+    if let (Some(t8), Some(t64), Some(t512)) = (at(8), at(64), at(512)) {
+        println!(
+            "\n512 shards ÷ 1 shard: {:.1}× (linear would be 512×); 64 ÷ 8 shards: {:.1}× \
+             (linear 8×); 512 ÷ 64 shards: {:.1}× (linear 8×)",
+            t512 / one,
+            t64 / t8,
+            t512 / t64
+        );
+    }
+}
+
+fn main() -> BenchResult<()> {
+    let measuring = std::env::args().any(|a| a == "--bench");
+    let records = records(ITEMS)?;
+    let data = datasets(&records)?;
+    let baseline_key = data[0]
+        .schema
+        .entity("user")?
+        .add_keys(&records[0])?
+        .get("hashKey")
+        .cloned()
+        .ok_or("no hash key")?;
+    check_scans(&data, &baseline_key)?;
+    if measuring {
+        token_sizes(&records)?;
+        fanout(&records)?;
+    }
+
+    let since = SystemTime::now();
+    let mut c = Criterion::default().configure_from_args();
+    bench_cpu(&mut c, &data, &baseline_key);
+    c.final_summary();
+    print_cpu(since);
+    Ok(())
+}
