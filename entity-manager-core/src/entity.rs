@@ -118,11 +118,13 @@ pub trait EntityExt: Entity {
     where
         Self: Serialize,
     {
-        let item: Item = serde_dynamo::to_item(self).map_err(|source| Error::Serde {
+        let mut item: Item = serde_dynamo::to_item(self).map_err(|source| Error::Serde {
             entity: Self::model().token.to_string(),
             source,
         })?;
-        Self::schema().refresh_keys(&item)
+        // the same as `refresh_keys(&item)`, without copying the item
+        Self::schema().add_keys_in_place(&mut item, true)?;
+        Ok(item)
     }
 
     /// The record of a DynamoDB item; its keys and generated properties are dropped first.

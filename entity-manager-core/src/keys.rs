@@ -45,6 +45,36 @@ fn truthy_str<'i>(item: &'i Item, name: &str) -> Option<&'i str> {
     }
 }
 
+/// The encoded values of the components of one item, so that a component shared by several keys
+/// is read and encoded once. Holds up to 16 components; beyond that the last slot is reused.
+#[derive(Default)]
+struct EncodedComponents<'a> {
+    len: usize,
+    entries: [(&'a str, Option<String>); 16],
+}
+
+impl<'a> EncodedComponents<'a> {
+    /// The slot of `property`, if its value was stored.
+    fn find(&self, property: &str) -> Option<usize> {
+        self.entries[..self.len]
+            .iter()
+            .position(|(name, _)| *name == property)
+    }
+
+    /// Stores the encoded value of `property` (`None`: missing or empty); returns its slot.
+    fn store(&mut self, property: &'a str, value: Option<String>) -> usize {
+        let slot = self.len.min(self.entries.len() - 1);
+        self.entries[slot] = (property, value);
+        self.len = slot + 1;
+        slot
+    }
+
+    /// The encoded value in `slot`.
+    fn value(&self, slot: usize) -> Option<&str> {
+        self.entries[slot].1.as_deref()
+    }
+}
+
 /// Sorts names by UTF-16 code units, as JavaScript's default `sort()` does.
 fn sort_utf16(names: &mut [&str]) {
     names.sort_by(|a, b| a.encode_utf16().cmp(b.encode_utf16()));
@@ -93,7 +123,7 @@ impl<'a> EntitySchema<'a> {
             property: property.to_owned(),
             source: Box::new(source),
         })?;
-        if let Some(delimiter) = self.table.delimiters.find_in(&encoded) {
+        if let Some(delimiter) = self.delimiter_in(&encoded) {
             return Err(Error::DelimiterInValue {
                 entity: self.entity(),
                 property: property.to_owned(),
@@ -102,6 +132,52 @@ impl<'a> EntitySchema<'a> {
             });
         }
         Ok((!encoded.is_empty()).then_some(encoded))
+    }
+
+    /// The first delimiter that occurs in `value`, if any: one pass over the bytes for the usual
+    /// single-byte delimiters.
+    fn delimiter_in(&self, value: &str) -> Option<&'a str> {
+        let d = &self.table.delimiters;
+        if let ([k], [v], [s]) = (
+            d.generated_key.as_bytes(),
+            d.generated_value.as_bytes(),
+            d.shard_key.as_bytes(),
+        ) && !value.bytes().any(|b| b == *k || b == *v || b == *s)
+        {
+            return None;
+        }
+        d.find_in(value)
+    }
+
+    /// Appends `<gkd>` (unless `first`), `<property><gvd>` and the item's encoded value of
+    /// `property` (if any) to `key`; `Ok(false)` when the value is missing or encodes as empty.
+    fn push_component(
+        &self,
+        key: &mut String,
+        first: bool,
+        property: &'a str,
+        item: &Item,
+        encoded: &mut EncodedComponents<'a>,
+    ) -> Result<bool> {
+        let d = &self.table.delimiters;
+        if !first {
+            key.push_str(&d.generated_key);
+        }
+        key.push_str(property);
+        key.push_str(&d.generated_value);
+        let slot = if let Some(slot) = encoded.find(property) {
+            slot
+        } else {
+            let value = match present(item, property) {
+                Some(value) => self.encode_component(property, value)?,
+                None => None,
+            };
+            encoded.store(property, value)
+        };
+        Ok(encoded.value(slot).is_some_and(|value| {
+            key.push_str(value);
+            true
+        }))
     }
 
     /// Reads one component value back with its property's transcode.
@@ -176,26 +252,38 @@ impl<'a> EntitySchema<'a> {
             .model
             .shard_bump(timestamp)
             .unwrap_or(ShardBump::UNSHARDED);
-        if bump.chars == 0 {
-            return Ok(self.hash_key_value(""));
-        }
-        let text = self
-            .unique_hash_text(item)
-            .ok_or_else(|| self.missing_unique())?;
-        Ok(self.hash_key_value(&self.suffix_of(&text, bump)))
+        let shard = if bump.chars == 0 {
+            0
+        } else {
+            let text = self
+                .unique_hash_text(item)
+                .ok_or_else(|| self.missing_unique())?;
+            shard::shard_of(shard::string_hash(&text), bump, self.table.shard_space)
+        };
+        let mut key = String::with_capacity(
+            self.model.token.len()
+                + self.table.delimiters.shard_key.len()
+                + usize::from(bump.chars),
+        );
+        key.push_str(&self.model.token);
+        key.push_str(&self.table.delimiters.shard_key);
+        shard::push_suffix(&mut key, shard, bump);
+        Ok(key)
     }
 
     /// The range key of a record: `<uniqueProperty><generatedValueDelimiter><encoded value>`.
     pub fn range_key(&self, item: &Item) -> Result<String> {
+        self.range_key_with(item, &mut EncodedComponents::default())
+    }
+
+    fn range_key_with(&self, item: &Item, encoded: &mut EncodedComponents<'a>) -> Result<String> {
         let property = &self.model.unique_property;
-        let value = present(item, property).ok_or_else(|| self.missing_unique())?;
-        let encoded = self
-            .encode_component(property, value)?
-            .ok_or_else(|| self.missing_unique())?;
-        Ok(format!(
-            "{property}{}{encoded}",
-            self.table.delimiters.generated_value
-        ))
+        let mut key = String::with_capacity(property.len() + 48);
+        if self.push_component(&mut key, true, property, item, encoded)? {
+            Ok(key)
+        } else {
+            Err(self.missing_unique())
+        }
     }
 
     /// Builds a generated property from the item, or `None` when it is atomic and a component
@@ -207,31 +295,45 @@ impl<'a> EntitySchema<'a> {
 
     fn encode_generated_property(
         &self,
-        generated: &GeneratedProperty,
+        generated: &'a GeneratedProperty,
         item: &Item,
     ) -> Result<Option<String>> {
-        let d = &self.table.delimiters;
-        let mut key = String::new();
-        if generated.is_sharded() {
-            let Some(hash_key) = truthy_str(item, &self.table.hash_key) else {
+        let hash_key = truthy_str(item, &self.table.hash_key);
+        self.generated_value(generated, item, hash_key, &mut EncodedComponents::default())
+    }
+
+    /// A generated property of `item` whose hash key (non-empty, if any) is `hash_key`.
+    fn generated_value(
+        &self,
+        generated: &'a GeneratedProperty,
+        item: &Item,
+        hash_key: Option<&str>,
+        encoded: &mut EncodedComponents<'a>,
+    ) -> Result<Option<String>> {
+        let hash_key = if generated.is_sharded() {
+            let Some(hash_key) = hash_key else {
                 return Ok(None);
             };
-            key.push_str(hash_key);
-        }
+            hash_key
+        } else {
+            ""
+        };
+        // room for the names, the delimiters and values of a typical length
+        let capacity = generated
+            .components
+            .iter()
+            .map(|c| c.len() + 24)
+            .sum::<usize>()
+            + hash_key.len();
+        let mut key = String::with_capacity(capacity);
+        key.push_str(hash_key);
         for (i, component) in generated.components.iter().enumerate() {
-            let encoded = match present(item, component) {
-                Some(value) => self.encode_component(component, value)?,
-                None => None,
-            };
-            if encoded.is_none() && generated.is_atomic() {
+            let first = i == 0 && !generated.is_sharded();
+            if !self.push_component(&mut key, first, component, item, encoded)?
+                && generated.is_atomic()
+            {
                 return Ok(None);
             }
-            if i > 0 || generated.is_sharded() {
-                key.push_str(&d.generated_key);
-            }
-            key.push_str(component);
-            key.push_str(&d.generated_value);
-            key.push_str(encoded.as_deref().unwrap_or(""));
         }
         Ok(Some(key))
     }
@@ -292,24 +394,55 @@ impl<'a> EntitySchema<'a> {
 
     fn add_keys_impl(&self, item: &Item, overwrite: bool) -> Result<Item> {
         let mut keyed = item.clone();
-        let hash_key_name = self.table.hash_key.to_string();
-        if overwrite || truthy_str(item, &hash_key_name).is_none() {
-            keyed.insert(hash_key_name, AttributeValue::S(self.hash_key(item)?));
-        }
-        let range_key_name = self.table.range_key.to_string();
-        if overwrite || truthy_str(item, &range_key_name).is_none() {
-            keyed.insert(range_key_name, AttributeValue::S(self.range_key(item)?));
-        }
+        self.add_keys_in_place(&mut keyed, overwrite)?;
+        Ok(keyed)
+    }
+
+    /// [`add_keys`](Self::add_keys) (or with `overwrite`, [`refresh_keys`](Self::refresh_keys))
+    /// on the item itself, which gives the same item as working on a copy: every key is built
+    /// from transcoded properties and the hash key, and in a validated model no key is a
+    /// component of another, so writing one key never changes what the next one reads. On an
+    /// error the item may hold some of the generated properties.
+    pub(crate) fn add_keys_in_place(&self, item: &mut Item, overwrite: bool) -> Result<()> {
+        let table = self.table;
+        // each component is encoded once, however many keys it appears in
+        let mut encoded = EncodedComponents::default();
+        let hash_key = if overwrite || truthy_str(item, &table.hash_key).is_none() {
+            Some(self.hash_key(item)?)
+        } else {
+            None
+        };
+        let range_key = if overwrite || truthy_str(item, &table.range_key).is_none() {
+            Some(self.range_key_with(item, &mut encoded)?)
+        } else {
+            None
+        };
+        // the hash key the item holds once the new one is written (an owned copy of a kept one,
+        // as the item changes below)
+        let kept_hash_key = match hash_key {
+            Some(_) => None,
+            None => truthy_str(item, &table.hash_key).map(str::to_owned),
+        };
+        let sharded_on = hash_key
+            .as_deref()
+            .or(kept_hash_key.as_deref())
+            .filter(|h| !h.is_empty());
         for generated in self.model.generated.iter() {
             if !overwrite && present(item, &generated.name).is_some() {
                 continue;
             }
-            match self.encode_generated_property(generated, &keyed)? {
-                Some(value) => keyed.insert(generated.name.to_string(), AttributeValue::S(value)),
-                None => keyed.remove(&*generated.name),
+            match self.generated_value(generated, item, sharded_on, &mut encoded)? {
+                Some(value) => item.insert(generated.name.to_string(), AttributeValue::S(value)),
+                None => item.remove(&*generated.name),
             };
         }
-        Ok(keyed)
+        if let Some(hash_key) = hash_key {
+            item.insert(table.hash_key.to_string(), AttributeValue::S(hash_key));
+        }
+        if let Some(range_key) = range_key {
+            item.insert(table.range_key.to_string(), AttributeValue::S(range_key));
+        }
+        Ok(())
     }
 
     /// Removes the hash key, the range key and every generated property the entity declares.

@@ -147,8 +147,22 @@ impl ShardBump {
     }
 
     /// `2^char_bits`.
+    ///
+    /// A validated schedule has `char_bits` in 1..=5; an unvalidated hand-built one is clamped
+    /// into that range here, so that no key computation can overflow or divide by zero.
     pub const fn radix(self) -> u32 {
-        1 << self.char_bits
+        1 << self.bits()
+    }
+
+    /// `char_bits`, clamped into 1..=5 (see [`radix`](Self::radix)).
+    pub const fn bits(self) -> u8 {
+        if self.char_bits < 1 {
+            1
+        } else if self.char_bits > 5 {
+            5
+        } else {
+            self.char_bits
+        }
     }
 }
 

@@ -23,12 +23,19 @@ use crate::model::{ShardBump, ShardSpace};
 /// npm `string-hash` 1.1.3: djb2 with XOR over the UTF-16 code units of `s`, last to first,
 /// starting at 5381, in wrapping 32-bit arithmetic.
 pub fn string_hash(s: &str) -> u32 {
-    // `encode_utf16` is not double-ended, so buffer the (short) unit sequence to walk it backwards.
-    let units: Vec<u16> = s.encode_utf16().collect();
-    units
-        .iter()
-        .rev()
-        .fold(5381u32, |h, &unit| h.wrapping_mul(33) ^ u32::from(unit))
+    let step = |h: u32, unit: u16| h.wrapping_mul(33) ^ u32::from(unit);
+    if s.is_ascii() {
+        // one UTF-16 unit per byte
+        return s.bytes().rev().fold(5381, |h, b| step(h, u16::from(b)));
+    }
+    // The units backwards are the chars backwards, each char's units backwards.
+    s.chars().rev().fold(5381, |h, c| {
+        let mut units = [0u16; 2];
+        c.encode_utf16(&mut units)
+            .iter()
+            .rev()
+            .fold(h, |h, &unit| step(h, unit))
+    })
 }
 
 /// The text a unique value is hashed as: a string as itself, a number as its decimal form (as
@@ -63,7 +70,7 @@ pub fn shard_count(bump: ShardBump, space: ShardSpace) -> u128 {
     match space {
         ShardSpace::Product => u128::from(bump.chars) * radix,
         ShardSpace::Power => {
-            let bits = u32::from(bump.char_bits) * u32::from(bump.chars);
+            let bits = u32::from(bump.bits()) * u32::from(bump.chars);
             if bits >= 128 {
                 u128::MAX
             } else {
@@ -76,30 +83,49 @@ pub fn shard_count(bump: ShardBump, space: ShardSpace) -> u128 {
 /// The shard number of a record whose unique value hashes to `hash`: `hash % shard_count`.
 /// When the space exceeds 2^32 the modulo is the identity, as in JavaScript.
 pub fn shard_of(hash: u32, bump: ShardBump, space: ShardSpace) -> u128 {
-    u128::from(hash) % shard_count(bump, space)
+    let count = shard_count(bump, space);
+    // a 64-bit modulo when the space allows it (it always does under the product rule)
+    match u64::try_from(count) {
+        Ok(count) => u128::from(u64::from(hash) % count),
+        Err(_) => u128::from(hash) % count,
+    }
 }
 
 /// Writes a shard number in base `2^char_bits`, lowercase, zero-padded to `chars` characters.
 /// Empty when `chars` is 0.
 pub fn format_suffix(shard: u128, bump: ShardBump) -> String {
+    let mut suffix = String::new();
+    push_suffix(&mut suffix, shard, bump);
+    suffix
+}
+
+/// Appends [`format_suffix`] of `shard` to `out`.
+pub(crate) fn push_suffix(out: &mut String, shard: u128, bump: ShardBump) {
     const DIGITS: &[u8; 32] = b"0123456789abcdefghijklmnopqrstuv";
     if bump.chars == 0 {
-        return String::new();
+        return;
     }
-    let mut digits = Vec::with_capacity(usize::from(bump.chars));
+    // the radix is 2^char_bits (char_bits in 1..=5 once validated): digits are groups of
+    // char_bits bits, at most 128 of them
+    let bits = u32::from(bump.bits());
+    let mask = u128::from(bump.radix()) - 1;
+    let mut digits = [0u8; 128];
+    let mut start = digits.len();
     let mut rest = shard;
-    let radix = u128::from(bump.radix());
     while rest > 0 {
-        // rest % radix < 32
+        start -= 1;
+        // rest & mask < 32
         #[allow(clippy::cast_possible_truncation)]
-        digits.push(DIGITS[(rest % radix) as usize]);
-        rest /= radix;
+        let digit = DIGITS[(rest & mask) as usize];
+        digits[start] = digit;
+        rest >>= bits;
     }
-    while digits.len() < usize::from(bump.chars) {
-        digits.push(b'0');
+    let written = digits.len() - start;
+    out.reserve(usize::from(bump.chars).max(written));
+    for _ in written..usize::from(bump.chars) {
+        out.push('0');
     }
-    digits.reverse();
-    digits.into_iter().map(char::from).collect()
+    out.extend(digits[start..].iter().map(|&d| char::from(d)));
 }
 
 /// The suffix of a record whose unique value hashes to `hash`, under `bump`.
@@ -114,4 +140,64 @@ pub fn bumps_in_window(bumps: &[ShardBump], from: u64, to: u64) -> impl Iterator
         let next_after_from = bumps.get(i + 1).is_none_or(|next| next.timestamp > from);
         (next_after_from && bump.timestamp <= to).then_some(*bump)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// `string-hash` as written in the npm package: the UTF-16 units, last to first.
+    fn reference_hash(s: &str) -> u32 {
+        let units: Vec<u16> = s.encode_utf16().collect();
+        units
+            .iter()
+            .rev()
+            .fold(5381u32, |h, &unit| h.wrapping_mul(33) ^ u32::from(unit))
+    }
+
+    /// Base `2^char_bits` digits by repeated division, zero-padded to `chars`.
+    fn reference_suffix(shard: u128, bump: ShardBump) -> String {
+        if bump.chars == 0 {
+            return String::new();
+        }
+        let radix = u128::from(bump.radix());
+        let mut digits = Vec::new();
+        let mut rest = shard;
+        while rest > 0 {
+            let digit = u32::try_from(rest % radix).unwrap_or(0);
+            digits.push(char::from_digit(digit, 32).unwrap_or('?'));
+            rest /= radix;
+        }
+        while digits.len() < usize::from(bump.chars) {
+            digits.push('0');
+        }
+        digits.iter().rev().collect()
+    }
+
+    proptest! {
+        #[test]
+        fn string_hash_is_the_reference(s in any::<String>(), ascii in "[ -~]{0,40}") {
+            prop_assert_eq!(string_hash(&s), reference_hash(&s));
+            prop_assert_eq!(string_hash(&ascii), reference_hash(&ascii));
+        }
+
+        #[test]
+        fn format_suffix_is_the_reference(
+            shard in any::<u128>(),
+            char_bits in 1u8..=5,
+            chars in 0u8..=40,
+        ) {
+            let bump = ShardBump::new(0, char_bits, chars);
+            prop_assert_eq!(format_suffix(shard, bump), reference_suffix(shard, bump));
+            let hash = u32::try_from(shard & u128::from(u32::MAX)).unwrap_or(0);
+            for space in [ShardSpace::Product, ShardSpace::Power] {
+                prop_assert_eq!(
+                    shard_of(hash, bump, space),
+                    u128::from(hash) % shard_count(bump, space)
+                );
+            }
+        }
+    }
 }

@@ -28,6 +28,7 @@
 //! # Ok::<(), entity_manager_core::transcode::TranscodeError>(())
 //! ```
 
+use std::any::{Any, TypeId};
 use std::fmt;
 use std::marker::PhantomData;
 
@@ -184,6 +185,18 @@ where
     }
 
     fn encode(&self, value: &AttributeValue) -> Result<String, TranscodeError> {
+        // Fast paths, without copying the value: strings and booleans are borrowed as `V` when
+        // `V` is `String` or `bool`, numbers parsed as `V` exactly as `serde_dynamo` parses them
+        // when `V` is a primitive number. Anything else (and every error) takes the general path.
+        let fast = match value {
+            AttributeValue::S(s) => (s as &dyn Any).downcast_ref::<V>().map(T::encode),
+            AttributeValue::Bool(b) => (b as &dyn Any).downcast_ref::<V>().map(T::encode),
+            AttributeValue::N(n) => encode_number::<T, V>(n),
+            _ => None,
+        };
+        if let Some(encoded) = fast {
+            return encoded;
+        }
         let typed: V = serde_dynamo::from_attribute_value(value.clone()).map_err(|e| {
             TranscodeError::encode(
                 T::NAME,
@@ -196,9 +209,70 @@ where
 
     fn decode(&self, encoded: &str) -> Result<AttributeValue, TranscodeError> {
         let typed = T::decode(encoded)?;
+        // Fast paths for strings, booleans and numbers, written as `serde_dynamo` writes them.
+        if let Some(value) = scalar_attribute(&typed) {
+            return Ok(value);
+        }
+        let typed = match into_string(typed) {
+            Ok(s) => return Ok(AttributeValue::S(s)),
+            Err(typed) => typed,
+        };
         serde_dynamo::to_attribute_value(typed)
             .map_err(|e| TranscodeError::decode(T::NAME, encoded, e.to_string()))
     }
+}
+
+/// `n` parsed as `V` the way `serde_dynamo` parses it (`str::parse` of that type), then encoded,
+/// when `V` is a primitive number. `None` when `V` is another type or `n` does not parse, which
+/// leaves the error to the general path.
+fn encode_number<T, V>(n: &str) -> Option<Result<String, TranscodeError>>
+where
+    T: Transcode<V>,
+    V: 'static,
+{
+    macro_rules! parse_as {
+        ($($t:ty),*) => {$(
+            if TypeId::of::<V>() == TypeId::of::<$t>() {
+                let parsed: $t = n.parse().ok()?;
+                return (&parsed as &dyn Any).downcast_ref::<V>().map(T::encode);
+            }
+        )*};
+    }
+    parse_as!(u64, i64, u32, i32, f64, f32, u16, i16, u8, i8);
+    None
+}
+
+/// `value` itself when `V` is `String` (moved, not copied); otherwise `value` back.
+fn into_string<V: 'static>(value: V) -> Result<String, V> {
+    if TypeId::of::<V>() != TypeId::of::<String>() {
+        return Err(value);
+    }
+    let mut slot = Some(value);
+    if let Some(s) = (&mut slot as &mut dyn Any).downcast_mut::<Option<String>>() {
+        return Ok(s.take().unwrap_or_default());
+    }
+    match slot {
+        Some(value) => Err(value),
+        None => Ok(String::new()), // not reached: `slot` is only emptied above
+    }
+}
+
+/// A `bool` or primitive number as the attribute value `serde_dynamo` writes for it.
+fn scalar_attribute<V: 'static>(value: &V) -> Option<AttributeValue> {
+    // `TypeId::of` comparisons are resolved at compile time; one downcast in the matching branch
+    let any: &dyn Any = value;
+    macro_rules! number {
+        ($($t:ty),*) => {$(
+            if TypeId::of::<V>() == TypeId::of::<$t>() {
+                return any.downcast_ref::<$t>().map(|v| AttributeValue::N(v.to_string()));
+            }
+        )*};
+    }
+    if TypeId::of::<V>() == TypeId::of::<bool>() {
+        return any.downcast_ref::<bool>().map(|b| AttributeValue::Bool(*b));
+    }
+    number!(u64, i64, u32, i32, f64, f32, u16, i16, u8, i8);
+    None
 }
 
 /// Renders an attribute value compactly for error messages (`"abc"`, `42`, `true`, …).
@@ -282,6 +356,15 @@ fn ascii_digits(bytes: &[u8]) -> Option<u128> {
     if bytes.is_empty() {
         return None;
     }
+    if bytes.len() <= 19 {
+        // below 10^19: no overflow in 64 bits, which are cheaper than 128
+        return bytes
+            .iter()
+            .try_fold(0u64, |acc, &b| {
+                b.is_ascii_digit().then(|| acc * 10 + u64::from(b - b'0'))
+            })
+            .map(u128::from);
+    }
     bytes.iter().try_fold(0u128, |acc, &b| {
         if b.is_ascii_digit() {
             acc.checked_mul(10)?.checked_add(u128::from(b - b'0'))
@@ -306,10 +389,15 @@ fn encode_signed(
     if magnitude >= modulus {
         return Err(TranscodeError::encode(transcode, value, reason));
     }
-    Ok(if value < 0 {
-        format!("n{:0width$}", modulus - magnitude)
+    let (sign, digits) = if value < 0 {
+        ('n', modulus - magnitude)
     } else {
-        format!("p{magnitude:0width$}")
+        ('p', magnitude)
+    };
+    // 64-bit formatting is much cheaper than 128-bit
+    Ok(match u64::try_from(digits) {
+        Ok(digits) => format!("{sign}{digits:0width$}"),
+        Err(_) => format!("{sign}{digits:0width$}"),
     })
 }
 
@@ -556,11 +644,10 @@ macro_rules! timestamp_impls {
     ($($t:ty),*) => {$(
         impl Transcode<$t> for Timestamp {
             fn encode(value: &$t) -> Result<String, TranscodeError> {
-                let v = i128::from(*value);
-                if !(0..=i128::from(TIMESTAMP_MAX)).contains(&v) {
-                    return Err(TranscodeError::encode("timestamp", value, "must be in 0..=9999999999999 (ms since the epoch, 13 digits)"));
+                match u64::try_from(*value) {
+                    Ok(v) if v <= TIMESTAMP_MAX.unsigned_abs() => Ok(format!("{v:013}")),
+                    _ => Err(TranscodeError::encode("timestamp", value, "must be in 0..=9999999999999 (ms since the epoch, 13 digits)")),
                 }
-                Ok(format!("{v:013}"))
             }
 
             fn decode(encoded: &str) -> Result<$t, TranscodeError> {
@@ -803,6 +890,87 @@ mod tests {
         }
         assert!(<Timestamp as Transcode<i64>>::decode("+000000000000").is_err());
         assert!(<BigInt20 as Transcode<i128>>::decode("n00000000000000000000").is_err());
+    }
+
+    /// The general path of [`Typed::encode`]: the value read with `serde_dynamo`.
+    fn through_serde<T: Transcode<V>, V: DeserializeOwned>(
+        value: &AttributeValue,
+    ) -> Option<String> {
+        serde_dynamo::from_attribute_value::<_, V>(value.clone())
+            .ok()
+            .and_then(|v| T::encode(&v).ok())
+    }
+
+    #[test]
+    fn typed_fast_paths_agree_with_serde_dynamo() {
+        fn check<T: Transcode<V> + 'static, V: Serialize + DeserializeOwned + 'static>(
+            value: &AttributeValue,
+        ) {
+            let fast = Transcoder::encode(&Typed::<T, V>::NEW, value).ok();
+            assert_eq!(fast, through_serde::<T, V>(value), "{value:?}");
+            if let Some(encoded) = fast {
+                let decoded = Transcoder::decode(&Typed::<T, V>::NEW, &encoded).ok();
+                let expected = T::decode(&encoded)
+                    .ok()
+                    .and_then(|v| serde_dynamo::to_attribute_value(v).ok());
+                assert_eq!(decoded, expected, "{encoded:?}");
+            }
+        }
+        let numbers = [
+            "0",
+            "1",
+            "-1",
+            "+5",
+            "007",
+            "-0",
+            "1.5",
+            "-2.25",
+            "1e3",
+            "0.0",
+            " 1",
+            "",
+            "NaN",
+            "inf",
+            "127",
+            "128",
+            "-129",
+            "255",
+            "256",
+            "65536",
+            "4294967296",
+            "1700000000000",
+            "9999999999999999",
+            "18446744073709551615",
+            "18446744073709551616",
+        ];
+        for n in numbers {
+            let v = AttributeValue::N(n.to_owned());
+            check::<Int, i64>(&v);
+            check::<Int, u64>(&v);
+            check::<Int, i32>(&v);
+            check::<Int, u32>(&v);
+            check::<Int, i16>(&v);
+            check::<Int, u16>(&v);
+            check::<Int, i8>(&v);
+            check::<Int, u8>(&v);
+            check::<Timestamp, u64>(&v);
+            check::<Timestamp, i64>(&v);
+            check::<Fix6, f64>(&v);
+            check::<Fix6, f32>(&v);
+            check::<Str, String>(&v);
+        }
+        for value in [
+            AttributeValue::S("abc".to_owned()),
+            AttributeValue::S(String::new()),
+            AttributeValue::S("12".to_owned()),
+            AttributeValue::Bool(true),
+            AttributeValue::Bool(false),
+            AttributeValue::Null(true),
+        ] {
+            check::<Str, String>(&value);
+            check::<Boolean, bool>(&value);
+            check::<Int, i64>(&value);
+        }
     }
 
     #[test]

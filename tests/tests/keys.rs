@@ -450,3 +450,14 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn an_unvalidated_schedule_cannot_make_suffixes_panic() {
+    // static models skip validation until `Schema::new`; out-of-range char bits are clamped
+    for char_bits in [0u8, 6, 9, 31, 200] {
+        let bump = ShardBump::new(0, char_bits, 3);
+        for space in [ShardSpace::Product, ShardSpace::Power] {
+            assert_eq!(suffix(string_hash("user-123"), bump, space).len(), 3);
+        }
+    }
+}
