@@ -11,6 +11,7 @@ use std::cmp::Ordering;
 use std::collections::{HashSet, VecDeque};
 
 use futures::StreamExt as _;
+use futures::stream::FuturesUnordered;
 use serde_dynamo::{AttributeValue, Item};
 
 use super::QueryStats;
@@ -44,6 +45,15 @@ pub(crate) struct StreamPage {
     pub(crate) items: Vec<Item>,
     pub(crate) state: Vec<IndexState>,
 }
+
+/// A finished read: the lane, the bound it stopped at (if bounded), the limit it asked for, and
+/// the store's answer.
+type Read = (
+    usize,
+    Option<AttributeValue>,
+    u32,
+    std::result::Result<Page, crate::store::StoreError>,
+);
 
 /// The lanes that can still give items (at least 1, to divide by).
 fn live(lanes: &[Lane]) -> usize {
@@ -195,13 +205,16 @@ impl<S: Store> Engine<'_, '_, S> {
         let mut out: Vec<Item> = Vec::new();
         let mut first_key: Option<AttributeValue> = None;
         let mut last_key: Option<AttributeValue> = None;
+        // reads in flight, at most `throttle`: a lane is read again as soon as any read
+        // returns, while the merge goes on with what is buffered
+        let mut inflight = FuturesUnordered::new();
+        let mut busy = vec![false; lanes.len()];
         while out.len() < want {
             let remaining = want - out.len();
             let head = self.head(&lanes);
             if self.blocked(&lanes, head) {
                 // the page cannot end after the `remaining`-th buffered item: read no further
                 let bound = self.nth_buffered(&lanes, remaining);
-                let targets = self.refills(&lanes, head, bound.as_ref());
                 // a read bounded by the page's known end cannot overshoot it: let it take all it
                 // finds up to there in one query; unbounded, take a fair share
                 let limit = if bound.is_some() {
@@ -209,8 +222,29 @@ impl<S: Store> Engine<'_, '_, S> {
                 } else {
                     remaining.div_ceil(live(&lanes)).max(1)
                 };
-                self.fetch(&mut lanes, &targets, limit, bound.as_ref(), totals)
-                    .await?;
+                let limit = u32::try_from(limit.min(self.page_size).max(1)).unwrap_or(u32::MAX);
+                for t in self.refills(&lanes, head, bound.as_ref()) {
+                    if inflight.len() >= self.throttle.max(1) {
+                        break;
+                    }
+                    if busy[t] {
+                        continue;
+                    }
+                    if let Some((request, bounded)) =
+                        self.request(&mut lanes[t], limit, bound.as_ref())
+                    {
+                        busy[t] = true;
+                        let end = if bounded { bound.clone() } else { None };
+                        let store = self.store;
+                        inflight.push(async move {
+                            let result = store.query_page(&request).await;
+                            (t, end, limit, result)
+                        });
+                    }
+                }
+                if let Some(done) = inflight.next().await {
+                    self.settle(&mut lanes, &mut busy, done, totals)?;
+                }
                 continue;
             }
             let Some((key, item)) = head
@@ -233,6 +267,11 @@ impl<S: Store> Engine<'_, '_, S> {
             out.push(item);
         }
 
+        // reads still in flight are waited for: they were paid for, and they keep the cursors
+        // and the throttle accounting exact
+        while let Some(done) = inflight.next().await {
+            self.settle(&mut lanes, &mut busy, done, totals)?;
+        }
         let state = self.state_after(indexes, &lanes, &out, first_key, last_key, seen);
         Ok(StreamPage { items: out, state })
     }
@@ -348,7 +387,6 @@ impl<S: Store> Engine<'_, '_, S> {
             (Some(_), None) => Ordering::Greater,
             (None, None) => Ordering::Equal,
         });
-        targets.truncate(self.throttle.max(1));
         targets
     }
 
@@ -384,6 +422,57 @@ impl<S: Store> Engine<'_, '_, S> {
         keys.get(n - 1).map(|k| (*k).clone())
     }
 
+    /// The next read of a lane, up to `bound`; `None` when the lane is settled without one (it
+    /// was already read past the bound, or nothing can match up to it). The flag tells whether
+    /// the read stops at the bound.
+    fn request(
+        &self,
+        lane: &mut Lane,
+        limit: u32,
+        bound: Option<&AttributeValue>,
+    ) -> Option<(QueryPage, bool)> {
+        let plan = self.plan;
+        let index = &plan.indexes[lane.index];
+        // a lane already read past the bound (its last read item was filtered out beyond it)
+        // holds nothing more up to the bound; DynamoDB would also reject a starting key outside
+        // the key condition
+        let position = lane
+            .read_from
+            .as_ref()
+            .and_then(|k| k.get(&index.range_attr));
+        if let (Some(end), Some(position)) = (bound, position)
+            && before(end, position, plan.descending)
+        {
+            lane.frontier = Some(position.clone());
+            return None;
+        }
+        match narrow(index.range.as_ref(), bound, plan.descending) {
+            Narrowed::Empty => {
+                // nothing up to the bound: the lane is read that far
+                lane.frontier = bound.cloned();
+                None
+            }
+            Narrowed::Query { condition, bounded } => {
+                let mut request =
+                    QueryPage::new(AttributeValue::S(plan.hash_keys[lane.shard].clone()))
+                        .index(index.name.clone())
+                        .limit(limit)
+                        .descending(plan.descending)
+                        .start_after(lane.read_from.clone());
+                if let Some(condition) = condition {
+                    request = request.range(condition);
+                }
+                if let Some(filter) = &index.filter {
+                    request = request.filter(filter.clone());
+                }
+                if let Some(projection) = &plan.projection {
+                    request = request.projection(projection.iter().cloned());
+                }
+                Some((request, bounded))
+            }
+        }
+    }
+
     /// Reads the next page of each target lane (at most `throttle` queries in flight).
     async fn fetch(
         &self,
@@ -393,48 +482,11 @@ impl<S: Store> Engine<'_, '_, S> {
         bound: Option<&AttributeValue>,
         totals: &mut QueryStats,
     ) -> Result<()> {
-        let plan = self.plan;
         let limit = u32::try_from(limit.min(self.page_size).max(1)).unwrap_or(u32::MAX);
         let mut requests: Vec<(usize, QueryPage, bool)> = Vec::with_capacity(targets.len());
         for &t in targets {
-            let lane = &mut lanes[t];
-            let index = &plan.indexes[lane.index];
-            // a lane already read past the bound (its last read item was filtered out beyond
-            // it) holds nothing more up to the bound; DynamoDB would also reject a starting key
-            // outside the key condition
-            let position = lane
-                .read_from
-                .as_ref()
-                .and_then(|k| k.get(&index.range_attr));
-            if let (Some(end), Some(position)) = (bound, position)
-                && before(end, position, plan.descending)
-            {
-                lane.frontier = Some(position.clone());
-                continue;
-            }
-            match narrow(index.range.as_ref(), bound, plan.descending) {
-                Narrowed::Empty => {
-                    // nothing up to the bound: the lane is read that far
-                    lane.frontier = bound.cloned();
-                }
-                Narrowed::Query { condition, bounded } => {
-                    let mut request =
-                        QueryPage::new(AttributeValue::S(plan.hash_keys[lane.shard].clone()))
-                            .index(index.name.clone())
-                            .limit(limit)
-                            .descending(plan.descending)
-                            .start_after(lane.read_from.clone());
-                    if let Some(condition) = condition {
-                        request = request.range(condition);
-                    }
-                    if let Some(filter) = &index.filter {
-                        request = request.filter(filter.clone());
-                    }
-                    if let Some(projection) = &plan.projection {
-                        request = request.projection(projection.iter().cloned());
-                    }
-                    requests.push((t, request, bounded));
-                }
+            if let Some((request, bounded)) = self.request(&mut lanes[t], limit, bound) {
+                requests.push((t, request, bounded));
             }
         }
         let store = self.store;
@@ -456,12 +508,7 @@ impl<S: Store> Engine<'_, '_, S> {
         for (t, bounded, result) in results {
             totals.shard_queries += 1;
             let lane = &mut lanes[t];
-            let page = result.map_err(|source| Error::ShardQuery {
-                entity: plan.schema.model().token.to_string(),
-                index: plan.indexes[lane.index].name.clone(),
-                hash_key: plan.hash_keys[lane.shard].clone(),
-                source: Box::new(source),
-            })?;
+            let page = result.map_err(|source| self.shard_error(lane, source))?;
             totals.items_read += page.items.len();
             let limit_reached = page.items.len() >= usize::try_from(limit).unwrap_or(usize::MAX);
             self.take(
@@ -512,6 +559,35 @@ impl<S: Store> Engine<'_, '_, S> {
         }
         if let Some(item) = last_item {
             lane.read_from = Some(self.key_of(lane.index, lane.shard, &item));
+        }
+    }
+
+    /// Applies a finished read to its lane.
+    fn settle(
+        &self,
+        lanes: &mut [Lane],
+        busy: &mut [bool],
+        (t, end, asked, result): Read,
+        totals: &mut QueryStats,
+    ) -> Result<()> {
+        busy[t] = false;
+        totals.shard_queries += 1;
+        let lane = &mut lanes[t];
+        let page = result.map_err(|source| self.shard_error(lane, source))?;
+        totals.items_read += page.items.len();
+        let limit_reached = page.items.len() >= usize::try_from(asked).unwrap_or(usize::MAX);
+        self.take(lane, page, limit_reached, end.as_ref());
+        Ok(())
+    }
+
+    /// A failed read of a lane, as the query's error.
+    fn shard_error(&self, lane: &Lane, source: crate::store::StoreError) -> Error {
+        let plan = self.plan;
+        Error::ShardQuery {
+            entity: plan.schema.model().token.to_string(),
+            index: plan.indexes[lane.index].name.clone(),
+            hash_key: plan.hash_keys[lane.shard].clone(),
+            source: Box::new(source),
         }
     }
 
