@@ -1,14 +1,27 @@
 //! One page of one merged stream: a k-way merge over shard lanes with per-lane cursors.
 //!
 //! Every lane (one shard of one index) is read in range-key order from its cursor. An item is
-//! emitted only when no lane can still hold an earlier one, so pages are exact. Lanes are read
-//! in small bounded steps: the first round reads each live lane up to where the page is
-//! predicted to end, and later rounds refill only the lanes that block the merge, never past
-//! the point where the page is already known to end. The cursor of each lane after the page is
+//! emitted only when no lane can still hold an earlier one, so pages are exact.
+//!
+//! Reads are scheduled continuously: up to `throttle` shard queries are in flight, a new one
+//! starts as soon as any returns, and the merge goes on meanwhile with what is buffered. The
+//! lanes read, least advanced first:
+//! - every lane not yet read on this page, and every lane that blocks the merge (nothing
+//!   buffered, and it may still hold an item before the head);
+//! - every lane not yet read up to where the page is known to end (the `remaining`-th buffered
+//!   item: the page cannot end later), in one query bounded there;
+//! - until that end is known, every lane not yet read up to where the page is predicted to end
+//!   (from the previous page's span), a few items at a time.
+//!
+//! The page is over as soon as it holds what it wants and the reads in flight are back. The cursor of each lane after the page is
 //! the last item it gave (or where it stopped reading, when it gave everything it read).
+//!
+//! Range keys are compared as [`Pos`]itions, parsed once per item read, and the lanes are kept
+//! in ordered sets (by next item, by how far they are read), so that choosing the next item or
+//! the next reads costs a logarithm of the number of lanes, not a pass over them.
 
-use std::cmp::Ordering;
-use std::collections::{HashSet, VecDeque};
+use std::cmp::{Ordering, Reverse};
+use std::collections::{BTreeSet, BinaryHeap, HashSet, VecDeque};
 
 use futures::StreamExt as _;
 use futures::stream::FuturesUnordered;
@@ -19,25 +32,187 @@ use super::estimate::{self, MARGIN};
 use super::plan::Plan;
 use super::token::{Boundary, IndexState, ShardState};
 use crate::error::{Error, Result};
+use crate::store::value::Scalar;
 use crate::store::{Page, QueryPage, RangeCondition, Store};
+
+/// A range key in scan order: "earlier in the scan" is always `<` (keys as `DynamoDB` orders
+/// them when ascending, reversed when descending). One engine uses one variant only.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Pos {
+    Up(Scalar),
+    Down(Reverse<Scalar>),
+}
+
+/// Where reads stop: a range key, as a position and as the value for the key condition.
+#[derive(Clone, Debug)]
+struct End {
+    pos: Pos,
+    value: AttributeValue,
+}
+
+/// The last item a lane gave on this page.
+#[derive(Debug)]
+enum Consumed {
+    Nothing,
+    /// Emitted: the position in the page.
+    Out(usize),
+    /// Dropped as a duplicate.
+    Dropped(Item),
+}
 
 /// Where one lane stands during a page.
 #[derive(Debug)]
 struct Lane {
     index: usize,
     shard: usize,
-    /// Items read but not yet emitted, in the lane's order, with their range keys.
-    buffer: VecDeque<(AttributeValue, Item)>,
+    /// Items read but not yet emitted, in the lane's order, with their positions.
+    buffer: VecDeque<(Pos, Item)>,
     /// Where the next read starts (`ExclusiveStartKey`); `None` for the beginning.
     read_from: Option<Item>,
     /// The lane's state at the start of the page, kept while it has emitted nothing.
     start: ShardState,
     /// The last item emitted (or dropped as a duplicate) from this lane on this page.
-    consumed: Option<Item>,
-    /// Every item up to this range key has been read.
-    frontier: Option<AttributeValue>,
+    consumed: Consumed,
+    /// Every item up to this position has been read; `None` before the first read.
+    frontier: Option<Pos>,
     /// Nothing is left to read.
     exhausted: bool,
+    /// A read of this lane is in flight.
+    busy: bool,
+}
+
+/// The cached end of the page.
+#[derive(Debug)]
+enum Known {
+    /// To compute again.
+    Stale,
+    /// Computed since the last change (`None`: too few items buffered to know).
+    Fresh(Option<End>),
+}
+
+/// The lanes of one page and the ordered views of them that the merge and the scheduler use.
+#[derive(Debug)]
+struct Merge {
+    lanes: Vec<Lane>,
+    /// The next item of every lane with buffered items, earliest first (ties: lane order).
+    heads: BinaryHeap<Reverse<(Pos, usize)>>,
+    /// Lanes with something left to read and no read yet on this page, in lane order.
+    unread: BTreeSet<usize>,
+    /// Lanes with something left to read, read at least once, by frontier.
+    read: BTreeSet<(Pos, usize)>,
+    /// The lanes of `read` with nothing buffered: those before the head block the merge.
+    waiting: BTreeSet<(Pos, usize)>,
+    /// Items buffered over all lanes.
+    buffered: usize,
+    /// Lanes exhausted with nothing buffered.
+    dead: usize,
+    /// Where the page is known to end, while no read or duplicate has changed it.
+    known_end: Known,
+}
+
+impl Merge {
+    /// Takes lane `t` out of the ordered sets, before its frontier or state changes.
+    fn detach(&mut self, t: usize) {
+        let lane = &self.lanes[t];
+        if lane.exhausted {
+            return;
+        }
+        match &lane.frontier {
+            None => {
+                self.unread.remove(&t);
+            }
+            Some(f) => {
+                let key = (f.clone(), t);
+                self.read.remove(&key);
+                self.waiting.remove(&key);
+            }
+        }
+    }
+
+    /// Puts lane `t` back into the ordered sets its state calls for.
+    fn attach(&mut self, t: usize) {
+        let lane = &self.lanes[t];
+        if lane.exhausted {
+            return;
+        }
+        match &lane.frontier {
+            None => {
+                self.unread.insert(t);
+            }
+            Some(f) => {
+                if lane.buffer.is_empty() {
+                    self.waiting.insert((f.clone(), t));
+                }
+                self.read.insert((f.clone(), t));
+            }
+        }
+    }
+
+    /// Whether some lane with something left to read is not read up to `end`.
+    fn short_of(&self, end: &Pos) -> bool {
+        !self.unread.is_empty() || self.read.first().is_some_and(|(f, _)| f < end)
+    }
+
+    /// The lanes that can still give items (at least 1, to divide by).
+    fn live(&self) -> usize {
+        (self.lanes.len() - self.dead).max(1)
+    }
+
+    /// The position of the next item in scan order.
+    fn head(&self) -> Option<&Pos> {
+        self.heads.peek().map(|Reverse((pos, _))| pos)
+    }
+
+    /// Whether a lane may still hold an item before the head (every lane with nothing
+    /// buffered, when nothing is): the head cannot be emitted yet.
+    fn blocked(&self) -> bool {
+        if !self.unread.is_empty() {
+            return true;
+        }
+        match (self.waiting.first(), self.head()) {
+            (None, _) => false,
+            (Some(_), None) => true,
+            (Some((f, _)), Some(h)) => f < h,
+        }
+    }
+
+    /// Up to `free` lanes to read now, least advanced first: the unread lanes, then the lanes
+    /// read short of `bound` (or of the head, if it is further), skipping those being read.
+    /// With nothing buffered, every lane with something left qualifies.
+    fn targets(&self, free: usize, bound: Option<&Pos>) -> Vec<usize> {
+        let threshold = self.head().map(|h| match bound {
+            Some(b) if b > h => b,
+            _ => h,
+        });
+        self.unread
+            .iter()
+            .copied()
+            .chain(
+                self.read
+                    .iter()
+                    .take_while(|(f, _)| threshold.is_none_or(|t| f < t))
+                    .map(|&(_, t)| t),
+            )
+            .filter(|&t| !self.lanes[t].busy)
+            .take(free)
+            .collect()
+    }
+}
+
+/// The limit of a read up to the predicted end, for a lane whose fair share of the page is
+/// `share`: the lane holds about `share × (1 + MARGIN)` items up to there (if the prediction
+/// holds), and a read that stops at its limit short of the end costs a second query. Items of a
+/// shard are about Poisson-distributed over the range key, so three standard deviations above
+/// the mean, plus one, leave about one lane in a hundred short.
+fn predicted_limit(share: usize) -> usize {
+    // shares are at most a page size, far below 2^52
+    #[allow(clippy::cast_precision_loss)]
+    let mean = share as f64 * (1.0 + MARGIN);
+    let limit = (mean + 3.0 * mean.sqrt()).ceil() + 1.0;
+    // a positive finite value of a few thousand at most
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    let limit = limit as usize;
+    limit.max(1)
 }
 
 /// The outcome of one page of one stream.
@@ -46,33 +221,14 @@ pub(crate) struct StreamPage {
     pub(crate) state: Vec<IndexState>,
 }
 
-/// A finished read: the lane, the bound it stopped at (if bounded), the limit it asked for, and
-/// the store's answer.
+/// A finished read: the lane, where it stops (if bounded), the limit it asked for, and the
+/// store's answer.
 type Read = (
     usize,
-    Option<AttributeValue>,
+    Option<End>,
     u32,
     std::result::Result<Page, crate::store::StoreError>,
 );
-
-/// The lanes that can still give items (at least 1, to divide by).
-fn live(lanes: &[Lane]) -> usize {
-    lanes
-        .iter()
-        .filter(|l| !l.exhausted || !l.buffer.is_empty())
-        .count()
-        .max(1)
-}
-
-/// `a` comes strictly before `b` in the scan direction.
-fn before(a: &AttributeValue, b: &AttributeValue, descending: bool) -> bool {
-    let order = estimate::compare(a, b);
-    if descending {
-        order == Ordering::Greater
-    } else {
-        order == Ordering::Less
-    }
-}
 
 /// A range condition narrowed to what lies at or before `bound` in the scan direction.
 enum Narrowed {
@@ -190,7 +346,7 @@ impl<S: Store> Engine<'_, '_, S> {
         totals: &mut QueryStats,
     ) -> Result<StreamPage> {
         // a boundary and ties are kept once per stream, on its first index
-        let boundary = states.first().and_then(|s| s.boundary.clone());
+        let boundary = states.first().and_then(|s| s.boundary.as_ref());
         for tie in states
             .first()
             .map(|s| s.ties.as_slice())
@@ -198,43 +354,47 @@ impl<S: Store> Engine<'_, '_, S> {
         {
             seen.insert(tie.clone());
         }
-        let mut lanes = self.lanes(indexes, states);
-        self.first_round(&mut lanes, boundary.as_ref(), want, totals)
-            .await?;
-
+        // where the page probably ends: as far beyond the previous page as that page spanned,
+        // plus a margin (an unlimited page reads everything anyway)
+        let mut predicted = boundary
+            .filter(|_| want != usize::MAX)
+            .and_then(|b| estimate::extrapolate(&b.first, &b.last, 1.0 + MARGIN))
+            .and_then(|value| self.end(value));
+        let mut merge = self.lanes(indexes, states);
+        let throttle = self.throttle.max(1);
         let mut out: Vec<Item> = Vec::new();
-        let mut first_key: Option<AttributeValue> = None;
-        let mut last_key: Option<AttributeValue> = None;
-        // reads in flight, at most `throttle`: a lane is read again as soon as any read
-        // returns, while the merge goes on with what is buffered
+        // the plan index of the first and last item on the page, for the next page's boundary
+        let mut first_from: Option<usize> = None;
+        let mut last_from: Option<usize> = None;
         let mut inflight = FuturesUnordered::new();
-        let mut busy = vec![false; lanes.len()];
+        let mut repredicted = false;
         while out.len() < want {
             let remaining = want - out.len();
-            let head = self.head(&lanes);
-            if self.blocked(&lanes, head) {
-                // the page cannot end after the `remaining`-th buffered item: read no further
-                let bound = self.nth_buffered(&lanes, remaining);
-                // a read bounded by the page's known end cannot overshoot it: let it take all it
-                // finds up to there in one query; unbounded, take a fair share
-                let limit = if bound.is_some() {
-                    remaining
-                } else {
-                    remaining.div_ceil(live(&lanes)).max(1)
-                };
-                let limit = u32::try_from(limit.min(self.page_size).max(1)).unwrap_or(u32::MAX);
-                for t in self.refills(&lanes, head, bound.as_ref()) {
-                    if inflight.len() >= self.throttle.max(1) {
-                        break;
-                    }
-                    if busy[t] {
-                        continue;
-                    }
-                    if let Some((request, bounded)) =
-                        self.request(&mut lanes[t], limit, bound.as_ref())
+            if merge.blocked() {
+                if inflight.len() < throttle {
+                    let known = self.known_end(&mut merge, remaining);
+                    if known.is_none()
+                        && let Some(end) = &predicted
+                        && !merge.short_of(&end.pos)
                     {
-                        busy[t] = true;
-                        let end = if bounded { bound.clone() } else { None };
+                        // every lane is read up to the predicted end and the page is not full:
+                        // predict once more, from what that range held; then read unbounded
+                        // (only an unbounded read finds that a lane has nothing left)
+                        let found = out.len() + merge.buffered;
+                        predicted = boundary
+                            .filter(|_| !repredicted)
+                            .and_then(|b| self.repredict(&b.last, end, found, want));
+                        repredicted = true;
+                    }
+                    let reads = self.schedule(
+                        &mut merge,
+                        throttle - inflight.len(),
+                        remaining,
+                        known.as_ref(),
+                        predicted.as_ref(),
+                    );
+                    for (t, request, end, limit) in reads {
+                        totals.shard_queries += 1;
                         let store = self.store;
                         inflight.push(async move {
                             let result = store.query_page(&request).await;
@@ -243,43 +403,105 @@ impl<S: Store> Engine<'_, '_, S> {
                     }
                 }
                 if let Some(done) = inflight.next().await {
-                    self.settle(&mut lanes, &mut busy, done, totals)?;
+                    self.settle(&mut merge, done, totals)?;
                 }
                 continue;
             }
-            let Some((key, item)) = head
-                .and_then(|h| lanes[h].buffer.pop_front().map(|e| (h, e)))
-                .map(|(h, (key, item))| {
-                    lanes[h].consumed = Some(item.clone());
-                    (key, item)
-                })
-            else {
+            let Some(Reverse((_, h))) = merge.heads.pop() else {
                 break;
             };
+            let lane = &mut merge.lanes[h];
+            let Some((_, item)) = lane.buffer.pop_front() else {
+                continue;
+            };
+            merge.buffered -= 1;
+            if let Some((next, _)) = lane.buffer.front() {
+                merge.heads.push(Reverse((next.clone(), h)));
+            } else if lane.exhausted {
+                merge.dead += 1;
+            } else if let Some(f) = &lane.frontier {
+                merge.waiting.insert((f.clone(), h));
+            }
+            let index = lane.index;
             if !seen.insert(self.plan.unique_of(&item).unwrap_or_default()) {
                 totals.duplicates_removed += 1;
+                merge.lanes[h].consumed = Consumed::Dropped(item);
+                // the page now ends one item further
+                merge.known_end = Known::Stale;
                 continue;
             }
-            if first_key.is_none() {
-                first_key = Some(key.clone());
-            }
-            last_key = Some(key);
+            merge.lanes[h].consumed = Consumed::Out(out.len());
+            first_from.get_or_insert(index);
+            last_from = Some(index);
             out.push(item);
         }
-
-        // reads still in flight are waited for: they were paid for, and they keep the cursors
-        // and the throttle accounting exact
+        // reads still in flight are waited for, not abandoned: the store may already be
+        // serving them, and a caller that asks for the next page at once must not find more
+        // than `throttle` of its reads in flight (measured: it costs little, as they are reads
+        // the page needed up to its end)
         while let Some(done) = inflight.next().await {
-            self.settle(&mut lanes, &mut busy, done, totals)?;
+            self.settle(&mut merge, done, totals)?;
         }
-        let state = self.state_after(indexes, &lanes, &out, first_key, last_key, seen);
+        let range_key = |item: Option<&Item>, index: Option<usize>| {
+            item.zip(index)
+                .and_then(|(item, index)| item.get(&self.plan.indexes[index].range_attr))
+                .cloned()
+        };
+        let first_key = range_key(out.first(), first_from);
+        let last_key = range_key(out.last(), last_from);
+        let state = self.state_after(indexes, &merge.lanes, &out, first_key, last_key, seen);
         Ok(StreamPage { items: out, state })
     }
 
+    /// The position of a range key value in this scan.
+    fn pos(&self, value: &AttributeValue) -> Option<Pos> {
+        let scalar = Scalar::any(value)?;
+        Some(if self.plan.descending {
+            Pos::Down(Reverse(scalar))
+        } else {
+            Pos::Up(scalar)
+        })
+    }
+
+    fn end(&self, value: AttributeValue) -> Option<End> {
+        self.pos(&value).map(|pos| End { pos, value })
+    }
+
+    /// A new predicted end, when the range from `start` (where the page began) to `end` (the
+    /// previous prediction) held only `found` of the `want` items: as much further as that
+    /// density calls for, plus the margin. `None` when no prediction can be made (nothing
+    /// found: no density to go by).
+    fn repredict(
+        &self,
+        start: &AttributeValue,
+        end: &End,
+        found: usize,
+        want: usize,
+    ) -> Option<End> {
+        // counts of one page, far below 2^52
+        #[allow(clippy::cast_precision_loss)]
+        let factor = if found == 0 {
+            return None;
+        } else {
+            (want as f64 / found as f64 * (1.0 + MARGIN) - 1.0).max(MARGIN)
+        };
+        let next = self.end(estimate::extrapolate(start, &end.value, factor)?)?;
+        (next.pos > end.pos).then_some(next)
+    }
+
     /// The lanes of `indexes`, each at its cursor from `states`.
-    fn lanes(&self, indexes: &[usize], states: &[IndexState]) -> Vec<Lane> {
+    fn lanes(&self, indexes: &[usize], states: &[IndexState]) -> Merge {
         let plan = self.plan;
-        let mut lanes: Vec<Lane> = Vec::with_capacity(indexes.len() * plan.hash_keys.len());
+        let mut merge = Merge {
+            lanes: Vec::with_capacity(indexes.len() * plan.hash_keys.len()),
+            heads: BinaryHeap::new(),
+            unread: BTreeSet::new(),
+            read: BTreeSet::new(),
+            waiting: BTreeSet::new(),
+            buffered: 0,
+            dead: 0,
+            known_end: Known::Stale,
+        };
         for (position, &index) in indexes.iter().enumerate() {
             for shard in 0..plan.hash_keys.len() {
                 let start = states
@@ -295,161 +517,131 @@ impl<S: Store> Engine<'_, '_, S> {
                         false,
                     ),
                 };
-                lanes.push(Lane {
+                merge.dead += usize::from(exhausted);
+                merge.lanes.push(Lane {
                     index,
                     shard,
                     buffer: VecDeque::new(),
                     read_from,
                     start,
-                    consumed: None,
+                    consumed: Consumed::Nothing,
                     frontier: None,
                     exhausted,
+                    busy: false,
                 });
+                merge.attach(merge.lanes.len() - 1);
             }
         }
-        lanes
+        merge
     }
 
-    /// Reads every live lane once, up to where the page is predicted to end when the previous
-    /// page's span allows a prediction, else a fair share of the page plus a tenth.
-    async fn first_round(
-        &self,
-        lanes: &mut [Lane],
-        boundary: Option<&Boundary>,
-        want: usize,
-        totals: &mut QueryStats,
-    ) -> Result<()> {
-        let predicted = boundary
-            .filter(|_| want != usize::MAX)
-            .and_then(|b| estimate::extrapolate(&b.first, &b.last, 1.0 + MARGIN));
-        let share = want.div_ceil(live(lanes));
-        let limit = if predicted.is_some() {
-            share.saturating_mul(2)
-        } else {
-            share.saturating_add(share.div_ceil(10)).max(1)
-        };
-        let targets: Vec<usize> = (0..lanes.len()).filter(|&i| !lanes[i].exhausted).collect();
-        self.fetch(lanes, &targets, limit, predicted.as_ref(), totals)
-            .await
-    }
-
-    /// Whether a lane may still hold an item before the head (all live lanes block when nothing
-    /// is buffered): the head cannot be emitted yet.
-    fn blocked(&self, lanes: &[Lane], head: Option<usize>) -> bool {
-        let head_key = head.map(|i| &lanes[i].buffer[0].0);
-        lanes.iter().any(|lane| {
-            lane.buffer.is_empty()
-                && !lane.exhausted
-                && match (head_key, &lane.frontier) {
-                    (Some(h), Some(f)) => before(f, h, self.plan.descending),
-                    _ => true,
-                }
-        })
-    }
-
-    /// The lanes to read in one round: those that block the head, and with them every live
-    /// lane not yet read up to `bound` (the page's known end), which the page needs read that
-    /// far anyway: reading them in the same round keeps `throttle` queries in flight instead of
-    /// waiting for each in turn. Least advanced first, at most `throttle`.
-    fn refills(
-        &self,
-        lanes: &[Lane],
-        head: Option<usize>,
-        bound: Option<&AttributeValue>,
-    ) -> Vec<usize> {
-        let descending = self.plan.descending;
-        let head_key = head.map(|i| &lanes[i].buffer[0].0);
-        let mut targets: Vec<usize> = (0..lanes.len())
-            .filter(|&i| {
-                let lane = &lanes[i];
-                if lane.exhausted {
-                    return false;
-                }
-                let blocks_head = lane.buffer.is_empty()
-                    && match (head_key, &lane.frontier) {
-                        (Some(h), Some(f)) => before(f, h, descending),
-                        _ => true,
-                    };
-                let short_of_bound = match (bound, &lane.frontier) {
-                    (Some(b), Some(f)) => before(f, b, descending),
-                    (Some(_), None) => lane.buffer.is_empty(),
-                    (None, _) => false,
-                };
-                blocks_head || short_of_bound
-            })
-            .collect();
-        targets.sort_by(|&a, &b| match (&lanes[a].frontier, &lanes[b].frontier) {
-            (Some(x), Some(y)) => {
-                let o = estimate::compare(x, y);
-                if descending { o.reverse() } else { o }
-            }
-            (None, Some(_)) => Ordering::Less,
-            (Some(_), None) => Ordering::Greater,
-            (None, None) => Ordering::Equal,
-        });
-        targets
-    }
-
-    /// The lane whose next buffered item comes first (ties: lane order, for determinism).
-    fn head(&self, lanes: &[Lane]) -> Option<usize> {
-        let mut best: Option<usize> = None;
-        for (i, lane) in lanes.iter().enumerate() {
-            let Some((key, _)) = lane.buffer.front() else {
-                continue;
-            };
-            match best {
-                Some(b) if !before(key, &lanes[b].buffer[0].0, self.plan.descending) => {}
-                _ => best = Some(i),
-            }
-        }
-        best
-    }
-
-    /// The range key of the `n`-th buffered item in scan order, if that many are buffered.
-    fn nth_buffered(&self, lanes: &[Lane], n: usize) -> Option<AttributeValue> {
-        let total: usize = lanes.iter().map(|l| l.buffer.len()).sum();
-        if n == 0 || total < n {
+    /// Where the page is known to end: the `remaining`-th buffered item in scan order, if that
+    /// many are buffered (more lanes can only bring it forward). Kept until a read buffers more
+    /// or a duplicate is dropped: emitting an item takes the first buffered one and lowers
+    /// `remaining` by one, which leaves it where it is.
+    fn known_end(&self, merge: &mut Merge, remaining: usize) -> Option<End> {
+        if remaining == 0 || merge.buffered < remaining {
             return None;
         }
-        let mut keys: Vec<&AttributeValue> = lanes
-            .iter()
-            .flat_map(|l| l.buffer.iter().map(|(k, _)| k))
-            .collect();
-        keys.sort_by(|a, b| {
-            let o = estimate::compare(a, b);
-            if self.plan.descending { o.reverse() } else { o }
-        });
-        keys.get(n - 1).map(|k| (*k).clone())
+        if let Known::Fresh(known) = &merge.known_end {
+            return known.clone();
+        }
+        let mut keys: Vec<(&Pos, usize, usize)> = Vec::with_capacity(merge.buffered);
+        for (t, lane) in merge.lanes.iter().enumerate() {
+            keys.extend(
+                lane.buffer
+                    .iter()
+                    .enumerate()
+                    .map(|(i, (pos, _))| (pos, t, i)),
+            );
+        }
+        let end = if keys.len() >= remaining {
+            let (_, &mut (pos, t, i), _) =
+                keys.select_nth_unstable_by(remaining - 1, |a, b| a.0.cmp(b.0));
+            let lane = &merge.lanes[t];
+            lane.buffer[i]
+                .1
+                .get(&self.plan.indexes[lane.index].range_attr)
+                .map(|value| End {
+                    pos: pos.clone(),
+                    value: value.clone(),
+                })
+        } else {
+            None
+        };
+        merge.known_end = Known::Fresh(end.clone());
+        end
     }
 
-    /// The next read of a lane, up to `bound`; `None` when the lane is settled without one (it
-    /// was already read past the bound, or nothing can match up to it). The flag tells whether
-    /// the read stops at the bound.
-    fn request(
+    /// The next reads, at most `free`: the lane, the request, where it stops (if bounded) and
+    /// its limit. Each read stops at the known end of the page (taking everything up to it: it
+    /// cannot overshoot); else at the predicted end, for lanes short of it, a little more than a
+    /// fair share at a time; else it takes a fair share of what the page still wants. Lanes
+    /// settled without a read (nothing can match up to the end) are marked read that far.
+    fn schedule(
         &self,
-        lane: &mut Lane,
-        limit: u32,
-        bound: Option<&AttributeValue>,
-    ) -> Option<(QueryPage, bool)> {
+        merge: &mut Merge,
+        free: usize,
+        remaining: usize,
+        known: Option<&End>,
+        predicted: Option<&End>,
+    ) -> Vec<(usize, QueryPage, Option<End>, u32)> {
+        let share = remaining.div_ceil(merge.live());
+        let tail = predicted_limit(share);
+        let bound = known.or(predicted);
+        let targets = merge.targets(free, bound.map(|b| &b.pos));
+        let mut reads = Vec::with_capacity(targets.len());
+        for t in targets {
+            let short_of = |end: &End| {
+                merge.lanes[t]
+                    .frontier
+                    .as_ref()
+                    .is_none_or(|f| *f < end.pos)
+            };
+            let (end, limit) = match (known, predicted) {
+                (Some(known), _) => (Some(known), remaining),
+                (None, Some(predicted)) if short_of(predicted) => (Some(predicted), tail),
+                _ => (None, share.saturating_add(share.div_ceil(10))),
+            };
+            let limit = u32::try_from(limit.min(self.page_size).max(1)).unwrap_or(u32::MAX);
+            merge.detach(t);
+            let request = self.request(&mut merge.lanes[t], limit, end);
+            merge.attach(t);
+            if let Some((request, bounded)) = request {
+                merge.lanes[t].busy = true;
+                reads.push((t, request, end.filter(|_| bounded).cloned(), limit));
+            }
+        }
+        reads
+    }
+
+    /// The next read of a lane, up to `end`; `None` when the lane is settled without one (it
+    /// was already read past the end, or nothing can match up to it). The flag tells whether
+    /// the read stops at the end.
+    fn request(&self, lane: &mut Lane, limit: u32, end: Option<&End>) -> Option<(QueryPage, bool)> {
         let plan = self.plan;
         let index = &plan.indexes[lane.index];
-        // a lane already read past the bound (its last read item was filtered out beyond it)
-        // holds nothing more up to the bound; DynamoDB would also reject a starting key outside
-        // the key condition
+        // a lane already read past the end holds nothing more up to it; DynamoDB would also
+        // reject a starting key outside the key condition
         let position = lane
             .read_from
             .as_ref()
-            .and_then(|k| k.get(&index.range_attr));
-        if let (Some(end), Some(position)) = (bound, position)
-            && before(end, position, plan.descending)
+            .and_then(|k| k.get(&index.range_attr))
+            .and_then(|v| self.pos(v));
+        if let (Some(end), Some(position)) = (end, position)
+            && end.pos < position
         {
-            lane.frontier = Some(position.clone());
+            if lane.frontier.as_ref().is_none_or(|f| *f < position) {
+                lane.frontier = Some(position);
+            }
             return None;
         }
-        match narrow(index.range.as_ref(), bound, plan.descending) {
+        match narrow(index.range.as_ref(), end.map(|e| &e.value), plan.descending) {
             Narrowed::Empty => {
-                // nothing up to the bound: the lane is read that far
-                lane.frontier = bound.cloned();
+                // nothing up to the end: the lane is read that far
+                if let Some(end) = end {
+                    lane.frontier = Some(end.pos.clone());
+                }
                 None
             }
             Narrowed::Query { condition, bounded } => {
@@ -473,111 +665,78 @@ impl<S: Store> Engine<'_, '_, S> {
         }
     }
 
-    /// Reads the next page of each target lane (at most `throttle` queries in flight).
-    async fn fetch(
+    /// Applies a finished read to its lane.
+    fn settle(
         &self,
-        lanes: &mut [Lane],
-        targets: &[usize],
-        limit: usize,
-        bound: Option<&AttributeValue>,
+        merge: &mut Merge,
+        (t, end, asked, result): Read,
         totals: &mut QueryStats,
     ) -> Result<()> {
-        let limit = u32::try_from(limit.min(self.page_size).max(1)).unwrap_or(u32::MAX);
-        let mut requests: Vec<(usize, QueryPage, bool)> = Vec::with_capacity(targets.len());
-        for &t in targets {
-            if let Some((request, bounded)) = self.request(&mut lanes[t], limit, bound) {
-                requests.push((t, request, bounded));
+        merge.lanes[t].busy = false;
+        let page = result.map_err(|source| self.shard_error(&merge.lanes[t], source))?;
+        totals.items_read += page.items.len();
+        let limit_reached = page.items.len() >= usize::try_from(asked).unwrap_or(usize::MAX);
+        let was_empty = merge.lanes[t].buffer.is_empty();
+        merge.detach(t);
+        let added = self.take(&mut merge.lanes[t], page, limit_reached, end);
+        merge.attach(t);
+        let lane = &merge.lanes[t];
+        if added > 0 {
+            merge.buffered += added;
+            merge.known_end = Known::Stale;
+            if was_empty && let Some((pos, _)) = lane.buffer.front() {
+                merge.heads.push(Reverse((pos.clone(), t)));
             }
         }
-        let store = self.store;
-        let results: Vec<(
-            usize,
-            bool,
-            std::result::Result<Page, crate::store::StoreError>,
-        )> = futures::stream::iter(
-            requests
-                .into_iter()
-                .map(|(t, request, bounded)| async move {
-                    let result = store.query_page(&request).await;
-                    (t, bounded, result)
-                }),
-        )
-        .buffer_unordered(self.throttle.max(1))
-        .collect()
-        .await;
-        for (t, bounded, result) in results {
-            totals.shard_queries += 1;
-            let lane = &mut lanes[t];
-            let page = result.map_err(|source| self.shard_error(lane, source))?;
-            totals.items_read += page.items.len();
-            let limit_reached = page.items.len() >= usize::try_from(limit).unwrap_or(usize::MAX);
-            self.take(
-                lane,
-                page,
-                limit_reached,
-                bounded.then_some(bound).flatten(),
-            );
+        if lane.exhausted && lane.buffer.is_empty() {
+            merge.dead += 1;
         }
         Ok(())
     }
 
     /// Buffers a shard page in its lane and moves the lane's read position: to the page key,
-    /// or when there is none, to "complete up to the bound" or "exhausted".
-    fn take(
-        &self,
-        lane: &mut Lane,
-        page: Page,
-        limit_reached: bool,
-        bound: Option<&AttributeValue>,
-    ) {
+    /// or when there is none, to "complete up to the end" or "exhausted". Returns how many
+    /// items it buffered.
+    fn take(&self, lane: &mut Lane, page: Page, limit_reached: bool, end: Option<End>) -> usize {
         let range_attr = &self.plan.indexes[lane.index].range_attr;
-        let mut last_item: Option<Item> = None;
+        let before = lane.buffer.len();
         for item in page.items {
-            let Some(key) = item.get(range_attr).cloned() else {
+            let Some(pos) = item.get(range_attr).and_then(|v| self.pos(v)) else {
                 continue;
             };
-            last_item = Some(item.clone());
-            lane.buffer.push_back((key, item));
+            lane.buffer.push_back((pos, item));
         }
+        let added = lane.buffer.len() - before;
+        // the page key of the last item read
+        let last_key = |lane: &Lane| {
+            lane.buffer
+                .back()
+                .filter(|_| added > 0)
+                .map(|(_, item)| self.key_of(lane.index, lane.shard, item))
+        };
         // DynamoDB returns a page key whenever the limit is reached; DynamoDB Local omits it
         // when the last item sits exactly on an inclusive bound, although equal keys may
         // follow: resume after the last item rather than trust "complete"
-        let last_evaluated_key = page.last_evaluated_key.or_else(|| {
-            last_item
-                .as_ref()
-                .filter(|_| limit_reached)
-                .map(|item| self.key_of(lane.index, lane.shard, item))
-        });
+        let last_evaluated_key = match page.last_evaluated_key {
+            Some(key) => Some(key),
+            None if limit_reached => last_key(lane),
+            None => None,
+        };
         if let Some(lek) = last_evaluated_key {
-            lane.frontier = lek.get(range_attr).cloned();
+            if let Some(f) = lek.get(range_attr).and_then(|v| self.pos(v)) {
+                lane.frontier = Some(f);
+            }
             lane.read_from = Some(lek);
-            return;
+            return added;
         }
-        match bound {
-            Some(bound) => lane.frontier = Some(bound.clone()),
+        match end {
+            Some(end) => lane.frontier = Some(end.pos),
             None => lane.exhausted = true,
         }
-        if let Some(item) = last_item {
-            lane.read_from = Some(self.key_of(lane.index, lane.shard, &item));
+        if let Some(key) = last_key(lane) {
+            lane.read_from = Some(key);
         }
-    }
-
-    /// Applies a finished read to its lane.
-    fn settle(
-        &self,
-        lanes: &mut [Lane],
-        busy: &mut [bool],
-        (t, end, asked, result): Read,
-        totals: &mut QueryStats,
-    ) -> Result<()> {
-        busy[t] = false;
-        totals.shard_queries += 1;
-        let lane = &mut lanes[t];
-        let page = result.map_err(|source| self.shard_error(lane, source))?;
-        totals.items_read += page.items.len();
-        let limit_reached = page.items.len() >= usize::try_from(asked).unwrap_or(usize::MAX);
-        self.take(lane, page, limit_reached, end.as_ref());
-        Ok(())
+        added
     }
 
     /// A failed read of a lane, as the query's error.
@@ -633,8 +792,11 @@ impl<S: Store> Engine<'_, '_, S> {
                 }
             } else {
                 match &lane.consumed {
-                    Some(item) => self.after(lane, item),
-                    None => lane.start.clone(),
+                    Consumed::Out(i) => out
+                        .get(*i)
+                        .map_or_else(|| lane.start.clone(), |item| self.after(lane, item)),
+                    Consumed::Dropped(item) => self.after(lane, item),
+                    Consumed::Nothing => lane.start.clone(),
                 }
             };
             if let Some(s) = states.get_mut(position) {

@@ -199,15 +199,11 @@ impl<'a> Plan<'a> {
     /// The unique value (encoded, as written in the range key) of an item or page key.
     pub(crate) fn unique_of(&self, item: &Item) -> Option<String> {
         let table = self.schema.table();
-        let prefix = format!(
-            "{}{}",
-            self.schema.model().unique_property,
-            table.delimiters.generated_value
-        );
         match item.get(&*table.range_key) {
-            Some(AttributeValue::S(range_key)) => {
-                range_key.strip_prefix(&prefix).map(str::to_owned)
-            }
+            Some(AttributeValue::S(range_key)) => range_key
+                .strip_prefix(&*self.schema.model().unique_property)
+                .and_then(|rest| rest.strip_prefix(&*table.delimiters.generated_value))
+                .map(str::to_owned),
             _ => None,
         }
     }

@@ -1,5 +1,6 @@
 //! [`MemoryStore`]: the embedded store, with `DynamoDB` semantics where they matter.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
 use std::ops::Bound;
@@ -521,9 +522,10 @@ impl MemoryStore {
                 continue;
             };
             evaluated += 1;
+            // what the index holds of the item (a GSI may project only some attributes)
             let index_item = match &projected {
-                Some(attrs) => project(item, Some(attrs)),
-                None => item.clone(),
+                Some(attrs) => Cow::Owned(project(item, Some(attrs))),
+                None => Cow::Borrowed(item),
             };
             if request
                 .filter
@@ -531,7 +533,10 @@ impl MemoryStore {
                 .is_none_or(|f| value::matches(f, &index_item))
             {
                 page.items
-                    .push(project(&index_item, request.projection.as_deref()));
+                    .push(match (index_item, request.projection.as_deref()) {
+                        (Cow::Owned(item), None) => item,
+                        (item, projection) => project(&item, projection),
+                    });
             }
             if limit == Some(evaluated) {
                 page.last_evaluated_key = Some(self.last_key(&view, item));

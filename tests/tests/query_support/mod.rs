@@ -190,6 +190,7 @@ prop_compose! {
     pub fn records(max: usize)(
         count in prop_oneof![4 => 0usize..120, 2 => 0usize..600, 1 => 0..=max],
         seed in any::<u64>(),
+        clustered in proptest::bool::weighted(0.3),
     ) -> Vec<Record> {
         // a small deterministic generator keeps shrinking cheap
         let mut state = seed | 1;
@@ -197,7 +198,9 @@ prop_compose! {
         (0..count)
             .map(|i| Record {
                 id: format!("u{i}-{}", next(1_000_000)),
-                created: next(3_000),
+                // uniform, or dense clusters in a sparse range: a page's span then says little
+                // about the next one's
+                created: if clustered && next(4) != 0 { 700 * next(4) + next(20) } else { next(3_000) },
                 name: ["ann", "bob", "cy", "dee", "eve"][usize::try_from(next(5)).unwrap_or(0)].to_owned(),
                 group: ["g1", "g2"][usize::try_from(next(2)).unwrap_or(0)].to_owned(),
                 score: i64::try_from(next(100)).unwrap_or(0) - 50,
