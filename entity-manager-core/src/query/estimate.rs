@@ -2,8 +2,9 @@
 //! further.
 //!
 //! The previous page returned `limit` items between two range keys `first` and `last`; the next
-//! page probably ends about as far beyond `last`. The prediction only bounds the first round of
-//! shard queries: a wrong guess costs reads or one more round, never correctness.
+//! page probably ends about as far beyond `last`. The prediction only bounds shard reads until
+//! the page's end is known from what was read: a wrong guess costs reads or one more wave of
+//! queries, never correctness.
 
 use std::cmp::Ordering;
 
@@ -11,7 +12,7 @@ use serde_dynamo::AttributeValue;
 
 use crate::store::value::Scalar;
 
-/// How far beyond the previous page's span the first round reads, as a fraction of the span.
+/// How far beyond the previous page's span the predicted end lies, as a fraction of the span.
 pub(crate) const MARGIN: f64 = 0.2;
 
 /// The range key `factor` spans beyond `last`, the span being `first..last` (descending when
