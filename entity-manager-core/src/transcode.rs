@@ -538,31 +538,34 @@ fn round_to_micros(v: f64) -> Option<u64> {
     u64::try_from(rounded).ok()
 }
 
+/// Ten integer digits and six decimals: the micros of a `fix6` stay below this.
+const FIX6_MODULUS: u64 = 10_000_000_000_000_000;
+
+/// The sign (`true`: negative) and rounded magnitude in millionths that `fix6` writes for `v`;
+/// `None` when `v` is not finite or |v| > [`FIX6_MAX`]. A negative value that rounds to zero is
+/// zero.
+fn fix6_micros(v: f64) -> Option<(bool, u64)> {
+    if !v.is_finite() || v.abs() > FIX6_MAX {
+        return None;
+    }
+    let micros = round_to_micros(v).filter(|&m| m < FIX6_MODULUS)?;
+    Some((v < 0.0 && micros != 0, micros))
+}
+
 /// Encodes a finite value with |v| ≤ [`FIX6_MAX`].
 fn encode_fix6(v: f64, shown: impl fmt::Debug) -> Result<String, TranscodeError> {
-    const MICROS_MODULUS: u64 = 10_000_000_000_000_000; // 10^16: ten integer digits, six decimals
-    let out_of_range = || {
+    let (negative, micros) = fix6_micros(v).ok_or_else(|| {
         TranscodeError::encode(
             "fix6",
             &shown,
             "must be finite with magnitude at most 9007199254.740991",
         )
-    };
-    if !v.is_finite() || v.abs() > FIX6_MAX {
-        return Err(out_of_range());
-    }
-    let micros = round_to_micros(v).ok_or_else(out_of_range)?;
-    let (sign, digits) = if v < 0.0 && micros != 0 {
-        (
-            'n',
-            MICROS_MODULUS
-                .checked_sub(micros)
-                .ok_or_else(out_of_range)?,
-        )
-    } else if micros < MICROS_MODULUS {
-        ('p', micros)
+    })?;
+    let (sign, digits) = if negative {
+        // 0 < micros < FIX6_MODULUS
+        ('n', FIX6_MODULUS - micros)
     } else {
-        return Err(out_of_range());
+        ('p', micros)
     };
     Ok(format!(
         "{sign}{:010}.{:06}",
@@ -571,59 +574,100 @@ fn encode_fix6(v: f64, shown: impl fmt::Debug) -> Result<String, TranscodeError>
     ))
 }
 
-/// Parses the layout of [`encode_fix6`] back to the decimal text of the value (`-` for `n`),
-/// without checking that it is canonical.
-fn fix6_decimal_text(encoded: &str) -> Option<String> {
-    const MICROS_MODULUS: u128 = 10_000_000_000_000_000;
+/// Reads the layout of [`encode_fix6`]: the sign and the magnitude in millionths, without
+/// checking that a float encodes to it.
+fn fix6_parts(encoded: &str) -> Option<(bool, u64)> {
     let b = encoded.as_bytes();
     if b.len() != 18 || b[11] != b'.' {
         return None;
     }
-    let int = ascii_digits(&b[1..11])?;
-    let frac = ascii_digits(&b[12..])?;
+    let int = u64::try_from(ascii_digits(&b[1..11])?).ok()?;
+    let frac = u64::try_from(ascii_digits(&b[12..])?).ok()?;
     let digits = int * 1_000_000 + frac;
-    let (minus, micros) = match b[0] {
-        b'p' => ("", digits),
-        b'n' if digits != 0 => ("-", MICROS_MODULUS - digits),
-        _ => return None,
-    };
-    Some(format!(
-        "{minus}{}.{:06}",
-        micros / 1_000_000,
-        micros % 1_000_000
-    ))
+    match b[0] {
+        b'p' => Some((false, digits)),
+        b'n' if digits != 0 => Some((true, FIX6_MODULUS - digits)),
+        _ => None,
+    }
+}
+
+/// Decodes a `fix6` string as the float nearest to its decimal value (`nearest` computes it
+/// from the sign and the millionths), and accepts it only if that float encodes back to
+/// exactly this string.
+fn decode_fix6<T: Copy>(
+    encoded: &str,
+    nearest: impl Fn(bool, u64) -> Option<T>,
+    widen: impl Fn(T) -> f64,
+) -> Result<T, TranscodeError> {
+    let (negative, micros) = fix6_parts(encoded).ok_or_else(|| {
+        TranscodeError::decode(
+            "fix6",
+            encoded,
+            "expected `p` or `n`, 10 digits, `.` and 6 digits",
+        )
+    })?;
+    let v = nearest(negative, micros)
+        .ok_or_else(|| TranscodeError::decode("fix6", encoded, "not a decimal number"))?;
+    // Out-of-range values, `n` forms of values that round to zero, and decimals that are not
+    // what encode writes for the nearest float are all rejected here.
+    if fix6_micros(widen(v)) == Some((negative, micros)) {
+        Ok(v)
+    } else {
+        Err(TranscodeError::decode(
+            "fix6",
+            encoded,
+            format!(
+                "not the encoding of any {} (out of range or not canonical)",
+                std::any::type_name::<T>()
+            ),
+        ))
+    }
+}
+
+/// The `f64` nearest to `±micros / 10^6`. Both operands are exact below 2^53 (every in-range
+/// value), and IEEE 754 division rounds the exact quotient to the nearest float, as parsing the
+/// decimal text would. (From 2^53 on the value is out of range and rejected by the caller.)
+fn nearest_f64(negative: bool, micros: u64) -> f64 {
+    // exact below 2^53, see above
+    #[allow(clippy::cast_precision_loss)]
+    let magnitude = micros as f64 / 1e6;
+    if negative { -magnitude } else { magnitude }
+}
+
+/// The `f32` nearest to `±micros / 10^6`, parsed from the decimal text (through `f64` it would
+/// be rounded twice).
+fn nearest_f32(negative: bool, micros: u64) -> Option<f32> {
+    // `-` + 10 digits + `.` + 6 digits at most, written on the stack
+    let mut text = [0u8; 24];
+    let mut cursor = &mut text[..];
+    std::io::Write::write_fmt(
+        &mut cursor,
+        format_args!(
+            "{}{}.{:06}",
+            if negative { "-" } else { "" },
+            micros / 1_000_000,
+            micros % 1_000_000
+        ),
+    )
+    .ok()?;
+    let len = 24 - cursor.len();
+    std::str::from_utf8(&text[..len]).ok()?.parse().ok()
 }
 
 macro_rules! fix6_impls {
-    ($($t:ty),*) => {$(
+    ($($t:ty => $nearest:expr),*) => {$(
         impl Transcode<$t> for Fix6 {
             fn encode(value: &$t) -> Result<String, TranscodeError> {
                 encode_fix6(f64::from(*value), value)
             }
 
             fn decode(encoded: &str) -> Result<$t, TranscodeError> {
-                let text = fix6_decimal_text(encoded).ok_or_else(|| {
-                    TranscodeError::decode("fix6", encoded, "expected `p` or `n`, 10 digits, `.` and 6 digits")
-                })?;
-                // parsed directly as the target type: no double rounding through f64 for f32
-                let v: $t = text.parse().map_err(|_| {
-                    TranscodeError::decode("fix6", encoded, "not a decimal number")
-                })?;
-                // Out-of-range values, `n` forms of values that round to zero, and decimals that
-                // are not what encode writes for the nearest float are all rejected here.
-                match <Self as Transcode<$t>>::encode(&v) {
-                    Ok(canonical) if canonical == encoded => Ok(v),
-                    _ => Err(TranscodeError::decode(
-                        "fix6",
-                        encoded,
-                        concat!("not the encoding of any ", stringify!($t), " (out of range or not canonical)"),
-                    )),
-                }
+                decode_fix6::<$t>(encoded, $nearest, f64::from)
             }
         }
     )*};
 }
-fix6_impls!(f64, f32);
+fix6_impls!(f64 => |n, m| Some(nearest_f64(n, m)), f32 => nearest_f32);
 
 // ---------------------------------------------------------------------------------------------
 // timestamp
