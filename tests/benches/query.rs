@@ -28,10 +28,10 @@ use std::time::{Duration, Instant, SystemTime};
 use criterion::{Criterion, Throughput};
 use entity_manager::query::{Query, QueryStats};
 use entity_manager::store::{
-    BatchGetError, BatchWriteError, Expect, MemoryStore, Page, QueryPage, Store, StoreError,
-    TableDefinition, TransactWrite, WriteRequest, block_on,
+    MemoryStore, QueryPage, Store, StoreError, TableDefinition, WriteRequest, block_on,
 };
 use entity_manager::{AttributeValue, Error, Item, Schema, ShardSpace};
+use entity_manager_tests::{Hooked, QueryHook};
 use serde_json::json;
 use tokio::sync::oneshot;
 
@@ -300,10 +300,8 @@ impl PreciseTimer {
     }
 }
 
-/// A store that waits `delay` before every `query_page`, and records how long the waits
-/// really took.
-struct Delayed<'t, S> {
-    inner: S,
+/// Waits `delay` before every shard query, and records how long the waits really took.
+struct Latency<'t> {
     delay: Duration,
     clock: Clock,
     timer: &'t PreciseTimer,
@@ -312,7 +310,7 @@ struct Delayed<'t, S> {
     waits: AtomicU64,
 }
 
-impl<S> Delayed<'_, S> {
+impl Latency<'_> {
     /// The mean wait so far.
     fn mean_wait(&self) -> Duration {
         let waited = self.waited.load(AtomicOrdering::Relaxed);
@@ -321,51 +319,8 @@ impl<S> Delayed<'_, S> {
     }
 }
 
-impl<S: Store> Store for Delayed<'_, S> {
-    fn definition(&self) -> &TableDefinition {
-        self.inner.definition()
-    }
-    fn put_item(
-        &self,
-        item: Item,
-        expect: Expect,
-    ) -> impl Future<Output = Result<(), StoreError>> + Send {
-        self.inner.put_item(item, expect)
-    }
-    fn get_item(
-        &self,
-        key: &Item,
-        projection: Option<&[String]>,
-    ) -> impl Future<Output = Result<Option<Item>, StoreError>> + Send {
-        self.inner.get_item(key, projection)
-    }
-    fn delete_item(
-        &self,
-        key: &Item,
-        expect: Expect,
-    ) -> impl Future<Output = Result<(), StoreError>> + Send {
-        self.inner.delete_item(key, expect)
-    }
-    fn batch_write(
-        &self,
-        writes: Vec<WriteRequest>,
-    ) -> impl Future<Output = Result<(), BatchWriteError>> + Send {
-        self.inner.batch_write(writes)
-    }
-    fn batch_get(
-        &self,
-        keys: Vec<Item>,
-        projection: Option<&[String]>,
-    ) -> impl Future<Output = Result<Vec<Item>, BatchGetError>> + Send {
-        self.inner.batch_get(keys, projection)
-    }
-    fn transact_write(
-        &self,
-        writes: Vec<TransactWrite>,
-    ) -> impl Future<Output = Result<(), StoreError>> + Send {
-        self.inner.transact_write(writes)
-    }
-    async fn query_page(&self, request: &QueryPage) -> Result<Page, StoreError> {
+impl QueryHook for Latency<'_> {
+    async fn around<T: Send>(&self, query: impl Future<Output = T> + Send) -> T {
         let started = Instant::now();
         match self.clock {
             Clock::Precise => self.timer.sleep(self.delay).await,
@@ -374,7 +329,7 @@ impl<S: Store> Store for Delayed<'_, S> {
         let waited = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
         self.waited.fetch_add(waited, AtomicOrdering::Relaxed);
         self.waits.fetch_add(1, AtomicOrdering::Relaxed);
-        self.inner.query_page(request).await
+        query.await
     }
 }
 
@@ -418,13 +373,15 @@ fn fanout(records: &[Item]) -> BenchResult<()> {
     for (chars, clock) in FANOUT_RUNS {
         let schema = schema(chars)?;
         let (inner, populated) = load(&schema, records)?;
-        let store = Delayed {
+        let store = Hooked {
             inner,
-            delay: DELAY,
-            clock,
-            timer: &timer,
-            waited: AtomicU64::new(0),
-            waits: AtomicU64::new(0),
+            hook: Latency {
+                delay: DELAY,
+                clock,
+                timer: &timer,
+                waited: AtomicU64::new(0),
+                waits: AtomicU64::new(0),
+            },
         };
         let query = Query::new(&store, schema.entity("user")?)
             .index("created")
@@ -448,7 +405,7 @@ fn fanout(records: &[Item]) -> BenchResult<()> {
             }
             Ok::<_, Error>(rows)
         })?;
-        fanout_rows(&mut out, populated, clock, store.mean_wait(), &rows);
+        fanout_rows(&mut out, populated, clock, store.hook.mean_wait(), &rows);
     }
     let _ = writeln!(
         out,

@@ -6,16 +6,13 @@ use std::cmp::Ordering;
 use std::collections::{BTreeMap, HashSet};
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
 use std::task::{Context, Poll};
 
 use entity_manager::query::{Query, QueryPageResult, QueryStats, TokenError};
-use entity_manager::store::{
-    BatchGetError, BatchWriteError, Comparison, Expect, Filter, MemoryStore, Page, QueryPage,
-    RangeCondition, Store, StoreError, TableDefinition, TransactWrite, WriteRequest, block_on,
-};
+use entity_manager::store::{Comparison, Filter, MemoryStore, RangeCondition, block_on};
 use entity_manager::{Error, Item, Schema, ShardSpace};
+use entity_manager_tests::{Hooked, QueryHook};
 use proptest::prelude::*;
 use serde_json::json;
 
@@ -299,12 +296,12 @@ fn an_unlimited_query_over_a_sharded_entity_terminates_with_every_item() -> Test
 // ---------------------------------------------------------------------------------------------
 // the throttle
 
-/// A store that counts shard queries in flight and yields once inside each, so that the
-/// orchestrator really has several in flight.
-struct Counting<S> {
-    inner: S,
-    in_flight: Arc<AtomicUsize>,
-    max: Arc<AtomicUsize>,
+/// Counts shard queries in flight and yields once inside each, so that the orchestrator really
+/// has several in flight.
+#[derive(Default)]
+struct Counting {
+    in_flight: AtomicUsize,
+    max: AtomicUsize,
 }
 
 struct YieldOnce(bool);
@@ -322,55 +319,12 @@ impl Future for YieldOnce {
     }
 }
 
-impl<S: Store> Store for Counting<S> {
-    fn definition(&self) -> &TableDefinition {
-        self.inner.definition()
-    }
-    fn put_item(
-        &self,
-        item: Item,
-        expect: Expect,
-    ) -> impl Future<Output = Result<(), StoreError>> + Send {
-        self.inner.put_item(item, expect)
-    }
-    fn get_item(
-        &self,
-        key: &Item,
-        projection: Option<&[String]>,
-    ) -> impl Future<Output = Result<Option<Item>, StoreError>> + Send {
-        self.inner.get_item(key, projection)
-    }
-    fn delete_item(
-        &self,
-        key: &Item,
-        expect: Expect,
-    ) -> impl Future<Output = Result<(), StoreError>> + Send {
-        self.inner.delete_item(key, expect)
-    }
-    fn batch_write(
-        &self,
-        writes: Vec<WriteRequest>,
-    ) -> impl Future<Output = Result<(), BatchWriteError>> + Send {
-        self.inner.batch_write(writes)
-    }
-    fn batch_get(
-        &self,
-        keys: Vec<Item>,
-        projection: Option<&[String]>,
-    ) -> impl Future<Output = Result<Vec<Item>, BatchGetError>> + Send {
-        self.inner.batch_get(keys, projection)
-    }
-    fn transact_write(
-        &self,
-        writes: Vec<TransactWrite>,
-    ) -> impl Future<Output = Result<(), StoreError>> + Send {
-        self.inner.transact_write(writes)
-    }
-    async fn query_page(&self, request: &QueryPage) -> Result<Page, StoreError> {
+impl QueryHook for Counting {
+    async fn around<T: Send>(&self, query: impl Future<Output = T> + Send) -> T {
         let now = self.in_flight.fetch_add(1, AtomicOrdering::SeqCst) + 1;
         self.max.fetch_max(now, AtomicOrdering::SeqCst);
         YieldOnce(false).await;
-        let result = self.inner.query_page(request).await;
+        let result = query.await;
         self.in_flight.fetch_sub(1, AtomicOrdering::SeqCst);
         result
     }
@@ -380,19 +334,12 @@ impl<S: Store> Store for Counting<S> {
 fn the_throttle_is_never_exceeded() -> TestResult {
     let schema = schema(&[(0, 3, 2)], ShardSpace::Power)?;
     let records = uniform(2_000, 3);
-    let inner = load(&schema, &records)?;
     let user = schema.entity("user")?;
     for throttle in [1, 3, 10] {
-        let store = Counting {
-            inner: MemoryStore::new(inner.definition().clone()),
-            in_flight: Arc::new(AtomicUsize::new(0)),
-            max: Arc::new(AtomicUsize::new(0)),
+        let store = Hooked {
+            inner: load(&schema, &records)?,
+            hook: Counting::default(),
         };
-        let items: Vec<WriteRequest> = records
-            .iter()
-            .map(|r| Ok(WriteRequest::Put(user.add_keys(&r.item()?)?)))
-            .collect::<Result<_, Box<dyn std::error::Error>>>()?;
-        block_on(store.inner.batch_write(items))?;
         let query = Query::new(&store, user)
             .index("created")
             .window(0, 20_000_000)
@@ -400,7 +347,7 @@ fn the_throttle_is_never_exceeded() -> TestResult {
             .throttle(throttle);
         let pages = page_all(&query)?;
         assert_eq!(pages.iter().map(|p| p.items.len()).sum::<usize>(), 2_000);
-        let max = store.max.load(AtomicOrdering::SeqCst);
+        let max = store.hook.max.load(AtomicOrdering::SeqCst);
         assert!(max <= throttle, "{max} in flight with throttle {throttle}");
         assert_eq!(max, throttle, "the throttle is used");
     }
