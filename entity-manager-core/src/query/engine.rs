@@ -13,8 +13,9 @@
 //! - until that end is known, every lane not yet read up to where the page is predicted to end
 //!   (from the previous page's span), a few items at a time.
 //!
-//! The page is over as soon as it holds what it wants and the reads in flight are back. The cursor of each lane after the page is
-//! the last item it gave (or where it stopped reading, when it gave everything it read).
+//! The page is over as soon as it holds what it wants and the reads in flight are back. The
+//! cursor of each lane after the page is the last item it gave (or where it stopped reading,
+//! when it gave everything it read).
 //!
 //! Range keys are compared as [`Pos`]itions, parsed once per item read, and the lanes are kept
 //! in ordered sets (by next item, by how far they are read), so that choosing the next item or
