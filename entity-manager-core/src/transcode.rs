@@ -637,21 +637,10 @@ fn nearest_f64(negative: bool, micros: u64) -> f64 {
 /// The `f32` nearest to `±micros / 10^6`, parsed from the decimal text (through `f64` it would
 /// be rounded twice).
 fn nearest_f32(negative: bool, micros: u64) -> Option<f32> {
-    // `-` + 10 digits + `.` + 6 digits at most, written on the stack
-    let mut text = [0u8; 24];
-    let mut cursor = &mut text[..];
-    std::io::Write::write_fmt(
-        &mut cursor,
-        format_args!(
-            "{}{}.{:06}",
-            if negative { "-" } else { "" },
-            micros / 1_000_000,
-            micros % 1_000_000
-        ),
-    )
-    .ok()?;
-    let len = 24 - cursor.len();
-    std::str::from_utf8(&text[..len]).ok()?.parse().ok()
+    let sign = if negative { "-" } else { "" };
+    format!("{sign}{}.{:06}", micros / 1_000_000, micros % 1_000_000)
+        .parse()
+        .ok()
 }
 
 macro_rules! fix6_impls {

@@ -149,6 +149,48 @@ impl Merge {
         }
     }
 
+    /// Applies `change` to lane `t` and keeps every view of the lanes in step with it: the
+    /// ordered sets, the heads, the buffered and dead counts, the cached end of the page.
+    /// A change may only append to the lane's buffer (emitting goes through [`Self::pop`]).
+    fn update<R>(&mut self, t: usize, change: impl FnOnce(&mut Lane) -> R) -> R {
+        let lane = &self.lanes[t];
+        let (before, was_dead) = (lane.buffer.len(), lane.exhausted && lane.buffer.is_empty());
+        self.detach(t);
+        let result = change(&mut self.lanes[t]);
+        self.attach(t);
+        let lane = &self.lanes[t];
+        let added = lane.buffer.len().saturating_sub(before);
+        if added > 0 {
+            self.buffered += added;
+            self.known_end = Known::Stale;
+            if before == 0
+                && let Some((pos, _)) = lane.buffer.front()
+            {
+                self.heads.push(Reverse((pos.clone(), t)));
+            }
+        }
+        if lane.exhausted && lane.buffer.is_empty() && !was_dead {
+            self.dead += 1;
+        }
+        result
+    }
+
+    /// Takes the next item in scan order out of its lane: the lane and the item.
+    fn pop(&mut self) -> Option<(usize, Item)> {
+        let Reverse((_, h)) = self.heads.pop()?;
+        let lane = &mut self.lanes[h];
+        let (_, item) = lane.buffer.pop_front()?;
+        self.buffered -= 1;
+        if let Some((next, _)) = lane.buffer.front() {
+            self.heads.push(Reverse((next.clone(), h)));
+        } else if lane.exhausted {
+            self.dead += 1;
+        } else if let Some(f) = &lane.frontier {
+            self.waiting.insert((f.clone(), h));
+        }
+        Some((h, item))
+    }
+
     /// Whether some lane with something left to read is not read up to `end`.
     fn short_of(&self, end: &Pos) -> bool {
         !self.unread.is_empty() || self.read.first().is_some_and(|(f, _)| f < end)
@@ -361,7 +403,7 @@ impl<S: Store> Engine<'_, '_, S> {
             .filter(|_| want != usize::MAX)
             .and_then(|b| estimate::extrapolate(&b.first, &b.last, 1.0 + MARGIN))
             .and_then(|value| self.end(value));
-        let mut merge = self.lanes(indexes, states);
+        let mut merge = self.merge(indexes, states);
         let throttle = self.throttle.max(1);
         let mut out: Vec<Item> = Vec::new();
         // the plan index of the first and last item on the page, for the next page's boundary
@@ -408,22 +450,10 @@ impl<S: Store> Engine<'_, '_, S> {
                 }
                 continue;
             }
-            let Some(Reverse((_, h))) = merge.heads.pop() else {
+            let Some((h, item)) = merge.pop() else {
                 break;
             };
-            let lane = &mut merge.lanes[h];
-            let Some((_, item)) = lane.buffer.pop_front() else {
-                continue;
-            };
-            merge.buffered -= 1;
-            if let Some((next, _)) = lane.buffer.front() {
-                merge.heads.push(Reverse((next.clone(), h)));
-            } else if lane.exhausted {
-                merge.dead += 1;
-            } else if let Some(f) = &lane.frontier {
-                merge.waiting.insert((f.clone(), h));
-            }
-            let index = lane.index;
+            let index = merge.lanes[h].index;
             if !seen.insert(self.plan.unique_of(&item).unwrap_or_default()) {
                 totals.duplicates_removed += 1;
                 merge.lanes[h].consumed = Consumed::Dropped(item);
@@ -490,8 +520,8 @@ impl<S: Store> Engine<'_, '_, S> {
         (next.pos > end.pos).then_some(next)
     }
 
-    /// The lanes of `indexes`, each at its cursor from `states`.
-    fn lanes(&self, indexes: &[usize], states: &[IndexState]) -> Merge {
+    /// The merge over the lanes of `indexes`, each at its cursor from `states`.
+    fn merge(&self, indexes: &[usize], states: &[IndexState]) -> Merge {
         let plan = self.plan;
         let mut merge = Merge {
             lanes: Vec::with_capacity(indexes.len() * plan.hash_keys.len()),
@@ -605,9 +635,7 @@ impl<S: Store> Engine<'_, '_, S> {
                 _ => (None, share.saturating_add(share.div_ceil(10))),
             };
             let limit = u32::try_from(limit.min(self.page_size).max(1)).unwrap_or(u32::MAX);
-            merge.detach(t);
-            let request = self.request(&mut merge.lanes[t], limit, end);
-            merge.attach(t);
+            let request = merge.update(t, |lane| self.request(lane, limit, end));
             if let Some((request, bounded)) = request {
                 merge.lanes[t].busy = true;
                 reads.push((t, request, end.filter(|_| bounded).cloned(), limit));
@@ -677,28 +705,13 @@ impl<S: Store> Engine<'_, '_, S> {
         let page = result.map_err(|source| self.shard_error(&merge.lanes[t], source))?;
         totals.items_read += page.items.len();
         let limit_reached = page.items.len() >= usize::try_from(asked).unwrap_or(usize::MAX);
-        let was_empty = merge.lanes[t].buffer.is_empty();
-        merge.detach(t);
-        let added = self.take(&mut merge.lanes[t], page, limit_reached, end);
-        merge.attach(t);
-        let lane = &merge.lanes[t];
-        if added > 0 {
-            merge.buffered += added;
-            merge.known_end = Known::Stale;
-            if was_empty && let Some((pos, _)) = lane.buffer.front() {
-                merge.heads.push(Reverse((pos.clone(), t)));
-            }
-        }
-        if lane.exhausted && lane.buffer.is_empty() {
-            merge.dead += 1;
-        }
+        merge.update(t, |lane| self.take(lane, page, limit_reached, end));
         Ok(())
     }
 
     /// Buffers a shard page in its lane and moves the lane's read position: to the page key,
-    /// or when there is none, to "complete up to the end" or "exhausted". Returns how many
-    /// items it buffered.
-    fn take(&self, lane: &mut Lane, page: Page, limit_reached: bool, end: Option<End>) -> usize {
+    /// or when there is none, to "complete up to the end" or "exhausted".
+    fn take(&self, lane: &mut Lane, page: Page, limit_reached: bool, end: Option<End>) {
         let range_attr = &self.plan.indexes[lane.index].range_attr;
         let before = lane.buffer.len();
         for item in page.items {
@@ -728,7 +741,7 @@ impl<S: Store> Engine<'_, '_, S> {
                 lane.frontier = Some(f);
             }
             lane.read_from = Some(lek);
-            return added;
+            return;
         }
         match end {
             Some(end) => lane.frontier = Some(end.pos),
@@ -737,7 +750,6 @@ impl<S: Store> Engine<'_, '_, S> {
         if let Some(key) = last_key(lane) {
             lane.read_from = Some(key);
         }
-        added
     }
 
     /// A failed read of a lane, as the query's error.
