@@ -200,7 +200,7 @@ async fn main() -> Result<()> {
         }
     };
     let started = Instant::now();
-    let definition = TableDefinition::from_schema(&UserService::schema()?)?;
+    let definition = TableDefinition::from_schema(UserService::schema()?)?;
     match &options.endpoint {
         None => {
             let users = options.users.unwrap_or(5_000);
@@ -287,7 +287,7 @@ async fn created_in_the_last_30_days<S: Store>(store: &S) -> Result<Summary> {
             "exact mode: one index, so every page is exactly `limit` items in global order",
         ],
     );
-    let query = User::query(store)
+    let query = User::query(store)?
         .index(UserIndex::Created)
         .range(RangeCondition::Ge(key_value(&from)?))
         .window(from, NOW)
@@ -317,7 +317,7 @@ async fn first_name_starts_with_j<S: Store>(store: &S) -> Result<Summary> {
             "for last-name order, sort the (bounded) result in the application, as below, or see 2b",
         ],
     );
-    let query = User::query(store)
+    let query = User::query(store)?
         .index(UserIndex::FirstName)
         .range(RangeCondition::BeginsWith(AttributeValue::S(
             prefix.as_str().to_owned(),
@@ -360,7 +360,7 @@ async fn first_name_starts_with_j_by_last_name<S: Store>(store: &S) -> Result<Su
             "so every user is evaluated: the items it drops are not counted as read, yet cost shard queries (compare with 2a)",
         ],
     );
-    let query = User::query(store)
+    let query = User::query(store)?
         .index(UserIndex::LastName)
         .filter(Filter::BeginsWith {
             attribute: "firstNameCanonical".into(),
@@ -400,7 +400,7 @@ async fn emails_of_a_user<S: Store>(store: &S, data: &Dataset) -> Result<Summary
             "emails are unsharded: one partition, `email!|userId#…`",
         ],
     );
-    let query = Email::query(store)
+    let query = Email::query(store)?
         .index(EmailIndex::UserCreated)
         .with("userId", &user.user_id)?
         .window(0, NOW)
@@ -425,7 +425,7 @@ async fn users_of_a_beneficiary<S: Store>(store: &S, data: &Dataset) -> Result<[
             "beneficiary {beneficiary} ({count} users), index `userBeneficiaryCreated`, .with(\"beneficiaryId\", …)"
         )],
     );
-    let query = User::query(store)
+    let query = User::query(store)?
         .index(UserIndex::UserBeneficiaryCreated)
         .with("beneficiaryId", beneficiary)?
         .window(0, NOW)
@@ -441,7 +441,7 @@ async fn users_of_a_beneficiary<S: Store>(store: &S, data: &Dataset) -> Result<[
             "beneficiary {beneficiary}, index `userBeneficiaryUpdated`, descending"
         )],
     );
-    let query = User::query(store)
+    let query = User::query(store)?
         .index(UserIndex::UserBeneficiaryUpdated)
         .with("beneficiaryId", beneficiary)?
         .window(0, NOW)
@@ -474,7 +474,7 @@ async fn name_fragment_search<S: Store>(store: &S, fragment: &str) -> Result<Sum
             "at most once per page and once per index: paging to the end returns every match at least once",
         ],
     );
-    let query = User::query(store)
+    let query = User::query(store)?
         .index(UserIndex::FirstName)
         .range(RangeCondition::BeginsWith(AttributeValue::S(
             first.as_str().to_owned(),
@@ -521,7 +521,7 @@ async fn phone_prefix<S: Store>(store: &S, prefix: &str) -> Result<Summary> {
         &format!("7. Users whose phone starts with {prefix:?}"),
         &["index `phone` (sparse: users without a phone are not in it), begins_with(phone, …)"],
     );
-    let query = User::query(store)
+    let query = User::query(store)?
         .index(UserIndex::Phone)
         .range(RangeCondition::BeginsWith(AttributeValue::S(prefix.into())))
         .window(0, NOW)

@@ -5,8 +5,9 @@
 //! methods take the components in key order with their Rust types, so that users never
 //! assemble key strings by hand.
 
+use crate::entity::{Entity, Table};
 use crate::error::{Error, Result};
-use crate::model::GeneratedProperty;
+use crate::model::{Delimiters, GeneratedProperty};
 use crate::schema::EntitySchema;
 use crate::transcode::TranscodeError;
 
@@ -36,7 +37,9 @@ use crate::transcode::TranscodeError;
 /// ```
 #[derive(Clone, Debug)]
 pub struct KeyBuilder<'a> {
-    schema: EntitySchema<'a>,
+    /// The entity token, for errors.
+    entity: &'a str,
+    delimiters: &'a Delimiters,
     property: &'a GeneratedProperty,
     key: String,
     next: usize,
@@ -58,7 +61,22 @@ impl<'a> KeyBuilder<'a> {
     /// Starts a value of a generated property of the schema's entity.
     pub fn from_property(schema: EntitySchema<'a>, property: &'a GeneratedProperty) -> Self {
         Self {
-            schema,
+            entity: &schema.model().token,
+            delimiters: &schema.table().delimiters,
+            property,
+            key: String::new(),
+            next: 0,
+        }
+    }
+
+    /// Starts a value of a generated property of the entity `E` (what the typed builders of
+    /// `#[derive(Entity)]` call). A key builder reads only the table's delimiters and the
+    /// property's components, which validation does not change, so it needs no schema.
+    #[doc(hidden)]
+    pub fn of<E: Entity>(property: &'static GeneratedProperty) -> KeyBuilder<'static> {
+        KeyBuilder {
+            entity: &E::model().token,
+            delimiters: &<E::Table as Table>::model().delimiters,
             property,
             key: String::new(),
             next: 0,
@@ -76,7 +94,7 @@ impl<'a> KeyBuilder<'a> {
     /// Appends the next component, already encoded by its transcode. A transcode error, or an
     /// encoding holding a delimiter, is an error naming the entity and the component.
     pub fn push_encoded(mut self, encoded: Result<String, TranscodeError>) -> Result<Self> {
-        let entity = || self.schema.model().token.to_string();
+        let entity = || self.entity.to_owned();
         let component =
             self.property
                 .components
@@ -95,7 +113,7 @@ impl<'a> KeyBuilder<'a> {
             property: component.to_string(),
             source: Box::new(source),
         })?;
-        let delimiters = &self.schema.table().delimiters;
+        let delimiters = self.delimiters;
         if let Some(delimiter) = delimiters.find_in(&encoded) {
             return Err(Error::DelimiterInValue {
                 entity: entity(),

@@ -50,12 +50,21 @@ pub trait Table: 'static {
     /// The models of the entities stored in this table.
     fn entities() -> Vec<&'static EntityModel>;
 
-    /// The validated schema of the table and all its entities.
-    fn schema() -> Result<Schema> {
-        Ok(Schema::new(
-            Self::model().clone(),
-            Self::entities().into_iter().cloned().collect(),
-        )?)
+    /// The validated schema of the table and all its entities: built and validated once per
+    /// table type, then shared by every path (keys, queries, stores).
+    ///
+    /// A configuration error (possible only for a hand-written impl: the derive checks the
+    /// same rules at compile time) is returned on every call.
+    fn schema() -> Result<&'static Schema>
+    where
+        Self: Sized,
+    {
+        crate::schema::registry::get_or_try_init::<Self, Schema, Error>(|| {
+            Ok(Schema::new(
+                Self::model().clone(),
+                Self::entities().into_iter().cloned().collect(),
+            )?)
+        })
     }
 }
 
@@ -102,14 +111,20 @@ pub trait Entity: Sized + 'static {
 /// What every [`Entity`] can do: conversion to and from DynamoDB items with keys, keys, and
 /// queries.
 pub trait EntityExt: Entity {
-    /// A cross-shard query of this entity on `store`; see [`TypedQuery`].
-    fn query<S: Store>(store: &S) -> TypedQuery<'_, S, Self> {
+    /// A cross-shard query of this entity on `store`; see [`TypedQuery`]. Fails only when the
+    /// table's configuration is invalid (see [`EntityExt::schema`]).
+    fn query<S: Store>(store: &S) -> Result<TypedQuery<'_, S, Self>> {
         TypedQuery::new(store)
     }
 
-    /// The entity bound to its table settings, for every key operation.
-    fn schema() -> EntitySchema<'static> {
-        EntitySchema::new(<Self::Table as Table>::model(), Self::model())
+    /// The entity in its table's validated schema ([`Table::schema`]), for every key
+    /// operation. Fails when the table's configuration is invalid (only possible for a
+    /// hand-written impl) or does not list this entity in [`Table::entities`].
+    fn schema() -> Result<EntitySchema<'static>> {
+        crate::schema::registry::get_or_try_init::<Self, EntitySchema<'static>, Error>(|| {
+            <Self::Table as Table>::schema()?.entity(&Self::model().token)
+        })
+        .copied()
     }
 
     /// The record as a DynamoDB item, with its hash key, range key and every generated property
@@ -123,7 +138,7 @@ pub trait EntityExt: Entity {
             source,
         })?;
         // the same as `refresh_keys(&item)`, without copying the item
-        Self::schema().add_keys_in_place(&mut item, true)?;
+        Self::schema()?.add_keys_in_place(&mut item, true)?;
         Ok(item)
     }
 
@@ -132,7 +147,7 @@ pub trait EntityExt: Entity {
     where
         Self: DeserializeOwned,
     {
-        serde_dynamo::from_item(Self::schema().remove_keys(item)).map_err(|source| Error::Serde {
+        serde_dynamo::from_item(Self::schema()?.remove_keys(item)).map_err(|source| Error::Serde {
             entity: Self::model().token.to_string(),
             source,
         })
@@ -147,7 +162,7 @@ pub trait EntityExt: Entity {
             entity: Self::model().token.to_string(),
             source,
         })?;
-        let schema = Self::schema();
+        let schema = Self::schema()?;
         Ok(PrimaryKey {
             hash_key: schema.hash_key(&item)?,
             range_key: schema.range_key(&item)?,

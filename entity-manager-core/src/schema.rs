@@ -57,6 +57,10 @@ impl Schema {
 }
 
 /// An entity bound to its table's settings: the handle every key operation goes through.
+///
+/// It only comes out of a validated [`Schema`] ([`Schema::entity`], or `EntityExt::schema` for
+/// a derived entity), so its shard schedule is always normalised: sorted, with the implied
+/// `{timestamp: 0, charBits: 1, chars: 0}` bump in front.
 #[derive(Clone, Copy, Debug)]
 pub struct EntitySchema<'a> {
     pub(crate) table: &'a TableModel,
@@ -64,12 +68,6 @@ pub struct EntitySchema<'a> {
 }
 
 impl<'a> EntitySchema<'a> {
-    /// Binds an entity to table settings without validating them; use models that came out of
-    /// a [`Schema`] or a derive, which are validated.
-    pub fn new(table: &'a TableModel, model: &'a EntityModel) -> Self {
-        Self { table, model }
-    }
-
     /// The table settings.
     pub fn table(&self) -> &'a TableModel {
         self.table
@@ -78,5 +76,66 @@ impl<'a> EntitySchema<'a> {
     /// The entity model.
     pub fn model(&self) -> &'a EntityModel {
         self.model
+    }
+}
+
+/// The validated schemas of `Table` types and their entities, built once per type and leaked:
+/// one per type, like a `static`, so every path (keys, queries, stores) shares one validated
+/// value without revalidating.
+///
+/// A small per-thread cache sits in front of the shared map, so the hot write path takes no
+/// lock once a thread has seen a type.
+pub(crate) mod registry {
+    use std::any::{Any, TypeId};
+    use std::cell::RefCell;
+    use std::collections::HashMap;
+    use std::sync::{PoisonError, RwLock};
+
+    type Value = &'static (dyn Any + Send + Sync);
+    /// The key type and the value type: one registry serves several kinds of values.
+    type Key = (TypeId, TypeId);
+
+    static SHARED: RwLock<Option<HashMap<Key, Value>>> = RwLock::new(None);
+
+    thread_local! {
+        static LOCAL: RefCell<Vec<(Key, Value)>> = const { RefCell::new(Vec::new()) };
+    }
+
+    /// The `V` registered for the type `K`, built with `build` and registered the first time.
+    /// A failed build registers nothing (it is tried again, and fails again, next time:
+    /// validation is deterministic).
+    pub(crate) fn get_or_try_init<K: 'static, V: Any + Send + Sync, E>(
+        build: impl FnOnce() -> Result<V, E>,
+    ) -> Result<&'static V, E> {
+        let key = (TypeId::of::<K>(), TypeId::of::<V>());
+        let cached = LOCAL.with_borrow(|local| {
+            local
+                .iter()
+                .find(|(k, _)| *k == key)
+                .and_then(|(_, v)| v.downcast_ref::<V>())
+        });
+        if let Some(value) = cached {
+            return Ok(value);
+        }
+        let shared = SHARED
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_ref()
+            .and_then(|map| map.get(&key).copied())
+            .and_then(|v| v.downcast_ref::<V>());
+        let value: &'static V = if let Some(value) = shared {
+            value
+        } else {
+            let fresh: &'static V = Box::leak(Box::new(build()?));
+            let mut map = SHARED.write().unwrap_or_else(PoisonError::into_inner);
+            // Another thread may have registered one meanwhile: keep the first.
+            let kept = *map
+                .get_or_insert_with(HashMap::new)
+                .entry(key)
+                .or_insert(fresh);
+            kept.downcast_ref::<V>().unwrap_or(fresh)
+        };
+        LOCAL.with_borrow_mut(|local| local.push((key, value)));
+        Ok(value)
     }
 }

@@ -444,12 +444,12 @@ fn key_builders(c: &Container<'_>) -> TokenStream {
         let (ctor_args, ctor_body) = if g.sharded {
             (
                 quote!(hash_key: &str),
-                quote!(#krate::__private::KeyBuilder::from_property(<Self as #krate::__private::EntityExt>::schema(), &<Self as #krate::__private::Entity>::model().generated[#index]).hash_key(hash_key)),
+                quote!(#krate::__private::KeyBuilder::of::<Self>(&<Self as #krate::__private::Entity>::model().generated[#index]).hash_key(hash_key)),
             )
         } else {
             (
                 quote!(),
-                quote!(#krate::__private::KeyBuilder::from_property(<Self as #krate::__private::EntityExt>::schema(), &<Self as #krate::__private::Entity>::model().generated[#index])),
+                quote!(#krate::__private::KeyBuilder::of::<Self>(&<Self as #krate::__private::Entity>::model().generated[#index])),
             )
         };
         let ctor_doc = format!(

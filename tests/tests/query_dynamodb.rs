@@ -172,7 +172,7 @@ fn the_seed_access_patterns_run_on_dynamodb_local_through_the_typed_builder() ->
         let store = entity_manager::store::DynamoStore::new(
             client,
             store_support::unique_table("seed-patterns"),
-            TableDefinition::from_schema(&UserService::schema()?)?,
+            TableDefinition::from_schema(UserService::schema()?)?,
         );
         store.create_table().await?;
         let (users, emails) = dataset();
@@ -188,7 +188,7 @@ fn the_seed_access_patterns_run_on_dynamodb_local_through_the_typed_builder() ->
 
         // users created in the last 30 days, newest first
         let since = NOW - 30 * DAY;
-        let query = User::query(&store)
+        let query = User::query(&store)?
             .index(UserIndex::Created)
             .range(RangeCondition::Ge(AttributeValue::N(since.to_string())))
             .window(window.0, window.1)
@@ -205,7 +205,7 @@ fn the_seed_access_patterns_run_on_dynamodb_local_through_the_typed_builder() ->
 
         // first name begins with "j", through the typed key builder
         let prefix = User::first_name_range_key().first_name_canonical("j")?;
-        let query = User::query(&store)
+        let query = User::query(&store)?
             .index(UserIndex::FirstName)
             .range(RangeCondition::BeginsWith(AttributeValue::S(
                 prefix.as_str().to_owned(),
@@ -227,7 +227,7 @@ fn the_seed_access_patterns_run_on_dynamodb_local_through_the_typed_builder() ->
 
         // the emails of a user
         let target = &users[41];
-        let query = Email::query(&store)
+        let query = Email::query(&store)?
             .index(EmailIndex::UserCreated)
             .with("userId", &target.user_id)?
             .window(window.0, window.1)
@@ -241,7 +241,7 @@ fn the_seed_access_patterns_run_on_dynamodb_local_through_the_typed_builder() ->
         assert!(got.windows(2).all(|w| w[0].created <= w[1].created));
 
         // the users of a beneficiary, by created
-        let query = User::query(&store)
+        let query = User::query(&store)?
             .index(UserIndex::UserBeneficiaryCreated)
             .with("beneficiaryId", "ben-2")?
             .window(window.0, window.1)

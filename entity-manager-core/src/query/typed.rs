@@ -50,12 +50,12 @@ use crate::store::{Filter, RangeCondition, Store};
 /// #     fn model() -> &'static EntityModel { static M: EntityModel = User::MODEL; &M }
 /// # }
 /// // `User` derives `Entity` (its index tokens are `UserIndex`)
-/// let store = MemoryStore::new(TableDefinition::from_schema(&Users::schema()?)?);
+/// let store = MemoryStore::new(TableDefinition::from_schema(Users::schema()?)?);
 /// for n in 0..30u64 {
 ///     let user = User { user_id: format!("u{n}"), created: 1_000 + n };
 ///     block_on(store.put_item(user.to_item()?, Default::default()))?;
 /// }
-/// let query = User::query(&store)
+/// let query = User::query(&store)?
 ///     .index(UserIndex::Created)
 ///     .range(RangeCondition::Ge(key_value(&1_020u64)?))
 ///     .window(0, 5_000);
@@ -82,11 +82,11 @@ pub struct TypedPage<E> {
 }
 
 impl<'a, S: Store, E: Entity> TypedQuery<'a, S, E> {
-    pub(crate) fn new(store: &'a S) -> Self {
-        Self {
-            inner: Query::new(store, E::schema()),
+    pub(crate) fn new(store: &'a S) -> Result<Self> {
+        Ok(Self {
+            inner: Query::new(store, E::schema()?),
             entity: PhantomData,
-        }
+        })
     }
 
     /// Adds an index; [`range`](Self::range) and [`filter`](Self::filter) then apply to it.
