@@ -90,8 +90,10 @@ pub struct QueryPageResult {
 /// A query of one entity over one or more of its indexes.
 ///
 /// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// use entity_manager_core::query::Query;
-/// use entity_manager_core::store::{block_on, MemoryStore, Store, TableDefinition};
+/// use entity_manager_core::store::{MemoryStore, Store, TableDefinition};
 /// use entity_manager_core::{Schema, ShardSpace};
 /// use serde_json::json;
 ///
@@ -113,15 +115,16 @@ pub struct QueryPageResult {
 /// let user = schema.entity("user")?;
 /// for n in 0..25u64 {
 ///     let item = serde_dynamo::to_item(json!({ "userId": format!("u{n}"), "created": 1_000 + n }))?;
-///     block_on(store.put_item(user.add_keys(&item)?, Default::default()))?;
+///     store.put_item(user.add_keys(&item)?, Default::default()).await?;
 /// }
 ///
 /// let query = Query::new(&store, user).index("created").window(0, 10_000).limit(10);
-/// let first = block_on(query.page(None))?;
+/// let first = query.page(None).await?;
 /// assert_eq!(first.items.len(), 10); // merged over 4 shards, in `created` order
-/// let second = block_on(query.page(first.next.as_deref()))?;
+/// let second = query.page(first.next.as_deref()).await?;
 /// assert_eq!(second.items[0]["created"], serde_dynamo::AttributeValue::N("1010".into()));
-/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # Ok(())
+/// # }
 /// ```
 #[derive(Debug)]
 pub struct Query<'a, S> {

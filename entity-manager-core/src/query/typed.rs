@@ -16,8 +16,10 @@ use crate::store::{Filter, RangeCondition, Store};
 /// A query of entity `E`, built from [`EntityExt::query`].
 ///
 /// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// use entity_manager_core::query::key_value;
-/// use entity_manager_core::store::{block_on, MemoryStore, RangeCondition, Store, TableDefinition};
+/// use entity_manager_core::store::{MemoryStore, RangeCondition, Store, TableDefinition};
 /// use entity_manager_core::{Entity, EntityExt, Table};
 /// # use entity_manager_core::{EntityModel, TableModel, IndexToken, Index, Projection, Property, ShardBump, transcode};
 /// # use std::borrow::Cow;
@@ -53,16 +55,17 @@ use crate::store::{Filter, RangeCondition, Store};
 /// let store = MemoryStore::new(TableDefinition::from_schema(Users::schema()?)?);
 /// for n in 0..30u64 {
 ///     let user = User { user_id: format!("u{n}"), created: 1_000 + n };
-///     block_on(store.put_item(user.to_item()?, Default::default()))?;
+///     store.put_item(user.to_item()?, Default::default()).await?;
 /// }
 /// let query = User::query(&store)?
 ///     .index(UserIndex::Created)
 ///     .range(RangeCondition::Ge(key_value(&1_020u64)?))
 ///     .window(0, 5_000);
-/// let page = block_on(query.page(None))?;
+/// let page = query.page(None).await?;
 /// assert_eq!(page.items.len(), 10);
 /// assert_eq!(page.items[0], User { user_id: "u20".into(), created: 1_020 });
-/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # Ok(())
+/// # }
 /// ```
 #[derive(Debug)]
 pub struct TypedQuery<'a, S, E> {
