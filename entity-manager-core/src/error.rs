@@ -188,7 +188,7 @@ pub enum Error {
 
     /// A page token was rejected.
     #[error(transparent)]
-    Token(#[from] crate::query::TokenError),
+    Token(#[from] TokenError),
 
     /// A shard query failed, so the whole page failed: no partial pages.
     #[error("query of shard `{hash_key}` of index `{index}` (entity `{entity}`) failed: {source}")]
@@ -257,4 +257,44 @@ impl fmt::Display for ConfigError {
         }
         Ok(())
     }
+}
+
+/// Why a page token was rejected.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum TokenError {
+    /// Not a token this library wrote: bad characters, truncated, or a broken structure.
+    #[error("the page token is malformed ({0}); pass the token of the previous page unchanged")]
+    Malformed(&'static str),
+    /// Written by a version of this library that this one cannot read.
+    #[error(
+        "the page token has version {0}, which this library cannot read; start the query again"
+    )]
+    UnsupportedVersion(u8),
+    /// The token belongs to another query (other entity, indexes, conditions, item or shard
+    /// schedule).
+    #[error(
+        "the page token belongs to another query (entity, indexes, conditions, item or shard schedule differ); start this query without a token"
+    )]
+    OtherQuery,
+    /// The token was made for another time window than the one given.
+    #[error(
+        "the page token was made for the time window {token_from}..={token_to}, not {from}..={to}; leave the window out to continue, or start again"
+    )]
+    OtherWindow {
+        /// The window in the token (from).
+        token_from: u64,
+        /// The window in the token (to).
+        token_to: u64,
+        /// The window given (from).
+        from: u64,
+        /// The window given (to).
+        to: u64,
+    },
+    /// The checksum or signature does not match: the token was altered, or signed with another
+    /// key.
+    #[error(
+        "the page token failed its integrity check: it was altered, or signed with another key"
+    )]
+    Tampered,
 }

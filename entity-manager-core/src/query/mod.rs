@@ -48,9 +48,9 @@ use crate::store::{Filter, RangeCondition, Store};
 
 use self::engine::Engine;
 use self::plan::{IndexSpec, Plan};
-pub use self::token::TokenError;
 use self::token::{IndexState, TokenState};
 pub use self::typed::{TypedPage, TypedQuery};
+pub use crate::error::TokenError;
 
 /// What one page of a query cost and returned.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
