@@ -8,7 +8,7 @@ use std::fmt;
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use serde_dynamo::Item;
+use serde_dynamo::{AttributeValue, Item};
 
 use crate::error::{Error, Result};
 use crate::keys::PrimaryKey;
@@ -129,6 +129,11 @@ pub trait EntityExt: Entity {
 
     /// The record as a DynamoDB item, with its hash key, range key and every generated property
     /// the entity declares.
+    ///
+    /// `None` fields are left out, never written as `NULL` (DynamoDB rejects a `NULL` index key,
+    /// and a record leaves a sparse index by lacking the attribute). Every key value is checked
+    /// against DynamoDB's limits ([`limits`](crate::limits)): a key too long is
+    /// [`Error::KeyTooLong`] here, before any store call.
     fn to_item(&self) -> Result<Item>
     where
         Self: Serialize,
@@ -137,17 +142,25 @@ pub trait EntityExt: Entity {
             entity: Self::model().token.to_string(),
             source,
         })?;
+        item.retain(|_, value| !matches!(value, AttributeValue::Null(_)));
+        let schema = Self::schema()?;
         // the same as `refresh_keys(&item)`, without copying the item
-        Self::schema()?.add_keys_in_place(&mut item, true)?;
+        schema.add_keys_in_place(&mut item, true)?;
+        schema.check_key_sizes(&item)?;
         Ok(item)
     }
 
     /// The record of a DynamoDB item; its keys and generated properties are dropped first.
+    ///
+    /// An item whose hash key belongs to another entity (it does not start with this entity's
+    /// token and the shard key delimiter) is [`Error::OtherEntity`].
     fn from_item(item: &Item) -> Result<Self>
     where
         Self: DeserializeOwned,
     {
-        serde_dynamo::from_item(Self::schema()?.remove_keys(item)).map_err(|source| Error::Serde {
+        let schema = Self::schema()?;
+        schema.check_entity_token(item)?;
+        serde_dynamo::from_item(schema.remove_keys(item)).map_err(|source| Error::Serde {
             entity: Self::model().token.to_string(),
             source,
         })

@@ -204,6 +204,40 @@ pub enum Error {
         source: Box<crate::store::StoreError>,
     },
 
+    /// A key value is longer than DynamoDB allows (partition keys 2,048 bytes, sort keys
+    /// 1,024 bytes, for the table and every index); nothing was written.
+    #[error(
+        "the {role} key `{attribute}`{} of entity `{entity}` is {bytes} bytes long, more than the {max} bytes DynamoDB allows; shorten the values of its components",
+        index.as_ref().map(|i| format!(" (index `{i}`)")).unwrap_or_default(),
+        max = role.max_bytes()
+    )]
+    KeyTooLong {
+        /// The entity token.
+        entity: String,
+        /// The key attribute.
+        attribute: String,
+        /// The index whose key it is, or `None` for the table's own key.
+        index: Option<String>,
+        /// Partition or sort key.
+        role: crate::limits::KeyRole,
+        /// The value's length in bytes.
+        bytes: usize,
+    },
+
+    /// An item of another entity was read as this one: its hash key does not start with this
+    /// entity's token.
+    #[error(
+        "the item with hash key {hash_key:?} is not a record of entity `{entity}` (its hash keys start with `{entity}{delimiter}`); read it as the entity its token names"
+    )]
+    OtherEntity {
+        /// The entity asked for.
+        entity: String,
+        /// The shard key delimiter.
+        delimiter: String,
+        /// The item's hash key value.
+        hash_key: String,
+    },
+
     /// A hash-key space too large to enumerate.
     #[error(
         "the hash key space of entity `{entity}` has {shards} shards, more than the {limit} that can be enumerated; narrow the time window or give the unique property"

@@ -44,6 +44,7 @@ mod config;
 mod entity;
 mod error;
 mod keys;
+pub mod limits;
 pub mod model;
 pub mod query;
 mod schema;

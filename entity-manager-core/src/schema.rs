@@ -1,5 +1,7 @@
 //! A validated schema: one table and its entities.
 
+use serde_dynamo::{AttributeValue, Item};
+
 use crate::error::{ConfigError, Error, Result};
 use crate::model::{EntityModel, TableModel};
 
@@ -76,6 +78,28 @@ impl<'a> EntitySchema<'a> {
     /// The entity model.
     pub fn model(&self) -> &'a EntityModel {
         self.model
+    }
+
+    /// Whether `item` is a record of this entity, judged by its hash key: it must start with
+    /// the entity token and the shard key delimiter. An item without a string hash key (a
+    /// record not yet keyed) passes.
+    pub fn check_entity_token(&self, item: &Item) -> Result<()> {
+        let Some(AttributeValue::S(hash_key)) = item.get(&*self.table.hash_key) else {
+            return Ok(());
+        };
+        let delimiter = &*self.table.delimiters.shard_key;
+        let ours = hash_key
+            .strip_prefix(&*self.model.token)
+            .is_some_and(|rest| rest.starts_with(delimiter));
+        if ours {
+            Ok(())
+        } else {
+            Err(Error::OtherEntity {
+                entity: self.model.token.to_string(),
+                delimiter: delimiter.to_owned(),
+                hash_key: hash_key.clone(),
+            })
+        }
     }
 }
 
