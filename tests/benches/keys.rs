@@ -862,14 +862,14 @@ fn routine(name: &str) -> Option<fn(&User, &Item)> {
                 User::schema()
                     .and_then(|s| s.add_keys(black_box(item)))
                     .ok(),
-            ))
+            ));
         },
         "refresh_keys" => |_, item| {
             drop(black_box(
                 User::schema()
                     .and_then(|s| s.refresh_keys(black_box(item)))
                     .ok(),
-            ))
+            ));
         },
         "baseline_add_keys" => |_, item| drop(black_box(baseline_add_keys(black_box(item)))),
         "none" => |_, _| {},
