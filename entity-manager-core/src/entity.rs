@@ -5,6 +5,7 @@
 //! provided method of [`EntityExt`], which reads the model through [`EntitySchema`].
 
 use std::fmt;
+use std::future::Future;
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -164,6 +165,86 @@ pub trait EntityExt: Entity {
             entity: Self::model().token.to_string(),
             source,
         })
+    }
+
+    /// Reads the record whose unique property is `id`, or `None`.
+    ///
+    /// Without its timestamp the record may sit under any shard bump, so every candidate key
+    /// (one per bump) is read in one round trip: `GetItem` for one candidate, `BatchGetItem` for
+    /// more.
+    fn get<'s, S: Store, I: Serialize + Sync + ?Sized>(
+        store: &'s S,
+        id: &'s I,
+    ) -> impl Future<Output = Result<Option<Self>>> + Send + 's
+    where
+        Self: DeserializeOwned,
+    {
+        crate::ops::get::<Self, S, I>(store, id)
+    }
+
+    /// Reads the records with these unique values, in one batch read of every candidate key;
+    /// the result is aligned with `ids` (`None` where there is no record).
+    fn get_many<'s, S: Store, I: Serialize + Sync>(
+        store: &'s S,
+        ids: &'s [I],
+    ) -> impl Future<Output = Result<Vec<Option<Self>>>> + Send + 's
+    where
+        Self: DeserializeOwned + Send,
+    {
+        crate::ops::get_many::<Self, S, I>(store, ids)
+    }
+
+    /// Creates the record, refusing it with [`Error::AlreadyExists`] (and writing nothing) if a
+    /// record with its unique value exists under *any* candidate key: the put is conditioned
+    /// on its own key being free and, in the same transaction, every other candidate key is
+    /// checked free too.
+    fn create<'s, S: Store>(&'s self, store: &'s S) -> impl Future<Output = Result<()>> + Send + 's
+    where
+        Self: Serialize + Sync,
+    {
+        crate::ops::create(store, self)
+    }
+
+    /// Puts the record: creates it, or replaces the record with the same primary key.
+    fn put<'s, S: Store>(&'s self, store: &'s S) -> impl Future<Output = Result<()>> + Send + 's
+    where
+        Self: Serialize + Sync,
+    {
+        crate::ops::put(store, self)
+    }
+
+    /// Deletes the record whose unique property is `id` and returns it (`None` if there was
+    /// none): it is read from its candidate keys in one round trip, then deleted under the
+    /// condition that it still exists.
+    fn delete<'s, S: Store, I: Serialize + Sync + ?Sized>(
+        store: &'s S,
+        id: &'s I,
+    ) -> impl Future<Output = Result<Option<Self>>> + Send + 's
+    where
+        Self: DeserializeOwned + Send,
+    {
+        crate::ops::delete::<Self, S, I>(store, id)
+    }
+
+    /// Puts many records with batch writes (25 a request, unprocessed ones retried). Not atomic:
+    /// on failure the error lists what was not written.
+    fn put_many<'s, S: Store>(
+        store: &'s S,
+        records: &'s [Self],
+    ) -> impl Future<Output = Result<()>> + Send + 's
+    where
+        Self: Serialize + Sync,
+    {
+        crate::ops::put_many(store, records)
+    }
+
+    /// Deletes the records with these unique values with batch deletes of every candidate key
+    /// (no read needed). Not atomic: on failure the error lists what was not deleted.
+    fn delete_many<'s, S: Store, I: Serialize + Sync>(
+        store: &'s S,
+        ids: &'s [I],
+    ) -> impl Future<Output = Result<()>> + Send + 's {
+        crate::ops::delete_many::<Self, S, I>(store, ids)
     }
 
     /// The record's primary key.

@@ -238,6 +238,50 @@ pub enum Error {
         hash_key: String,
     },
 
+    /// A record with this unique value already exists (in any shard): nothing was written.
+    #[error(
+        "a record of entity `{entity}` with unique value {unique:?} already exists; read it, or put it to replace it"
+    )]
+    AlreadyExists {
+        /// The entity token.
+        entity: String,
+        /// The unique value.
+        unique: String,
+    },
+
+    /// A store call of an entity operation failed.
+    #[error("{operation} of entity `{entity}` failed: {source}")]
+    Store {
+        /// The entity token(s).
+        entity: String,
+        /// The store operation (`GetItem`, `PutItem`, `TransactWriteItems`, …).
+        operation: &'static str,
+        /// What the store reported.
+        #[source]
+        source: Box<crate::store::StoreError>,
+    },
+
+    /// A batch write of an entity operation did not carry out every request; the source lists
+    /// which ones were not.
+    #[error("batch write of entity `{entity}` failed: {source}")]
+    BatchWrite {
+        /// The entity token.
+        entity: String,
+        /// What the store reported, with the requests not carried out.
+        #[source]
+        source: Box<crate::store::BatchWriteError>,
+    },
+
+    /// A batch read of an entity operation did not read every key; the source lists which.
+    #[error("batch read of entity `{entity}` failed: {source}")]
+    BatchGet {
+        /// The entity token.
+        entity: String,
+        /// What the store reported, with the keys not read.
+        #[source]
+        source: Box<crate::store::BatchGetError>,
+    },
+
     /// A hash-key space too large to enumerate.
     #[error(
         "the hash key space of entity `{entity}` has {shards} shards, more than the {limit} that can be enumerated; narrow the time window or give the unique property"

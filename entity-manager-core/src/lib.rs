@@ -46,6 +46,7 @@ mod error;
 mod keys;
 pub mod limits;
 pub mod model;
+mod ops;
 pub mod query;
 mod schema;
 pub mod shard;
@@ -61,6 +62,7 @@ pub use model::{
     Delimiters, EntityModel, GeneratedKind, GeneratedProperty, Index, Projection, Property,
     ShardBump, ShardSpace, TableModel,
 };
+pub use ops::Transaction;
 pub use schema::{EntitySchema, Schema};
 pub use serde_dynamo::{AttributeValue, Item};
 #[cfg(feature = "dynamodb")]
