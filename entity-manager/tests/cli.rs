@@ -1,0 +1,387 @@
+//! The `entity-manager` binary, driven as a process: outputs and exit codes.
+//!
+//! The table commands run against DynamoDB Local when `DYNAMODB_ENDPOINT` is set (`.ci/run`
+//! starts it); they skip with a printed reason otherwise, except under `CI=true`.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+
+use serde_json::{Value, json};
+
+type TestResult = Result<(), Box<dyn std::error::Error>>;
+
+fn bin() -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_entity-manager"));
+    // never the caller's AWS settings
+    command
+        .env_remove("AWS_PROFILE")
+        .env_remove("AWS_ACCESS_KEY_ID")
+        .env_remove("AWS_SECRET_ACCESS_KEY")
+        .env("AWS_EC2_METADATA_DISABLED", "true");
+    command
+}
+
+fn run(args: &[&str], stdin: &str) -> Result<Output, std::io::Error> {
+    let mut child = bin()
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    if let Some(mut input) = child.stdin.take() {
+        input.write_all(stdin.as_bytes())?;
+    }
+    child.wait_with_output()
+}
+
+fn compat(name: &str) -> Result<Value, Box<dyn std::error::Error>> {
+    let path =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("../../shared/compat/{name}.json"));
+    Ok(serde_json::from_str(&std::fs::read_to_string(path)?)?)
+}
+
+/// The compat config written to a temporary file.
+fn config_file(test: &str, config: &Value) -> Result<PathBuf, Box<dyn std::error::Error>> {
+    let path = std::env::temp_dir().join(format!("em-cli-{test}-{}.json", std::process::id()));
+    std::fs::write(&path, serde_json::to_vec(config)?)?;
+    Ok(path)
+}
+
+fn code(output: &Output) -> Option<i32> {
+    output.status.code()
+}
+
+fn stdout_json(output: &Output) -> Result<Value, Box<dyn std::error::Error>> {
+    Ok(serde_json::from_slice(&output.stdout)?)
+}
+
+#[test]
+fn validate_reports_validity_with_exit_codes() -> TestResult {
+    let vectors = compat("product-user-service")?;
+    let good = config_file("validate-good", &vectors["config"])?;
+    let out = run(&["validate", good.to_str().ok_or("path")?, "--json"], "")?;
+    assert_eq!(
+        code(&out),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let body = stdout_json(&out)?;
+    assert_eq!(body["ok"], json!(true));
+    let mut entities: Vec<&str> = body["entities"]
+        .as_array()
+        .ok_or("entities")?
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    entities.sort_unstable();
+    assert_eq!(entities, ["email", "user"]);
+
+    // Two independent problems: both are listed, exit 1.
+    let mut config = vectors["config"].clone();
+    config["entities"]["user"]["shardBumps"] =
+        json!([{ "timestamp": 0, "charBits": 9, "chars": 1 }]);
+    config["generatedKeyDelimiter"] = json!("");
+    let bad = config_file("validate-bad", &config)?;
+    let out = run(&["validate", bad.to_str().ok_or("path")?, "--json"], "")?;
+    assert_eq!(code(&out), Some(1));
+    let body = stdout_json(&out)?;
+    assert_eq!(body["ok"], json!(false));
+    assert_eq!(body["error"], json!("config"));
+    let paths: Vec<&str> = body["problems"]
+        .as_array()
+        .ok_or("problems")?
+        .iter()
+        .filter_map(|p| p["path"].as_str())
+        .collect();
+    assert!(paths.iter().any(|p| p.contains("charBits")), "{paths:?}");
+    assert!(paths.contains(&"generatedKeyDelimiter"), "{paths:?}");
+    // Text output names them too, on stderr.
+    let out = run(&["validate", bad.to_str().ok_or("path")?], "")?;
+    assert_eq!(code(&out), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("generatedKeyDelimiter"));
+
+    // Unreadable input and bad usage: exit 2.
+    let out = run(&["validate", "/nonexistent/config.json"], "")?;
+    assert_eq!(code(&out), Some(2));
+    let out = run(&["validate"], "")?;
+    assert_eq!(code(&out), Some(2));
+    let out = run(&["frobnicate"], "")?;
+    assert_eq!(code(&out), Some(2));
+    Ok(())
+}
+
+/// `keys add` writes exactly the keys the TypeScript reference recorded, for every `add_keys`
+/// case of the golden vectors that has a result.
+#[test]
+fn keys_add_matches_the_golden_vectors() -> TestResult {
+    for file in [
+        "product-user-service",
+        "power-user-service",
+        "product-custom-delims",
+    ] {
+        let vectors = compat(file)?;
+        let space = vectors["shardSpace"].as_str().ok_or("shardSpace")?;
+        let config = config_file(&format!("keys-{file}"), &vectors["config"])?;
+        let cases: Vec<&Value> = vectors["cases"]
+            .as_array()
+            .ok_or("cases")?
+            .iter()
+            .filter(|c| c["op"] == "add_keys" && c["expected"].get("error").is_none())
+            // `null` in an expected value stands for `undefined` (see the compat README)
+            .filter(|c| {
+                c["expected"]
+                    .as_object()
+                    .is_some_and(|o| o.values().all(|v| !v.is_null()))
+            })
+            .collect();
+        assert!(!cases.is_empty(), "{file}");
+        for case in cases {
+            let entity = case["entity"].as_str().ok_or("entity")?;
+            let line = format!("{}\n", case["item"]);
+            let out = run(
+                &[
+                    "keys",
+                    "add",
+                    "--config",
+                    config.to_str().ok_or("path")?,
+                    "--entity",
+                    entity,
+                    "--shard-space",
+                    space,
+                ],
+                &line,
+            )?;
+            assert_eq!(
+                code(&out),
+                Some(0),
+                "{file}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let got = stdout_json(&out)?;
+            assert_eq!(got, case["expected"], "{file}, item {}", case["item"]);
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn keys_remove_undoes_keys_add_for_arrays_and_lines() -> TestResult {
+    let vectors = compat("product-user-service")?;
+    let config = config_file("keys-roundtrip", &vectors["config"])?;
+    let config = config.to_str().ok_or("path")?;
+    let items = json!([
+        { "userId": "u1", "created": 1_726_880_933_000u64, "firstNameCanonical": "ann", "lastNameCanonical": "lee" },
+        { "userId": "u2", "created": 1_700_000_000_000u64, "phone": "+1" }
+    ]);
+    let out = run(
+        &["keys", "add", "--config", config, "--entity", "user"],
+        &items.to_string(),
+    )?;
+    assert_eq!(
+        code(&out),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let keyed = stdout_json(&out)?;
+    assert!(keyed[0]["hashKey"].is_string() && keyed[1]["rangeKey"] == json!("userId#u2"));
+    let out = run(
+        &["keys", "remove", "--config", config, "--entity", "user"],
+        &keyed.to_string(),
+    )?;
+    assert_eq!(code(&out), Some(0));
+    assert_eq!(stdout_json(&out)?, items);
+
+    // One item per line in, one per line out.
+    let lines: String = items
+        .as_array()
+        .ok_or("items")?
+        .iter()
+        .map(|i| i.to_string() + "\n")
+        .collect();
+    let out = run(
+        &["keys", "add", "--config", config, "--entity", "user"],
+        &lines,
+    )?;
+    let text = String::from_utf8(out.stdout)?;
+    let back: Vec<Value> = text
+        .lines()
+        .map(serde_json::from_str)
+        .collect::<Result<_, _>>()?;
+    assert_eq!(back, keyed.as_array().ok_or("keyed")?.clone());
+
+    // A value with a delimiter is an operation error naming the item; bad JSON is an input error.
+    let out = run(
+        &["keys", "add", "--config", config, "--entity", "user"],
+        r#"{"userId":"a|b","created":1}"#,
+    )?;
+    assert_eq!(code(&out), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("item 1"));
+    let out = run(
+        &["keys", "add", "--config", config, "--entity", "user"],
+        "{not json\n",
+    )?;
+    assert_eq!(code(&out), Some(2));
+    let out = run(
+        &["keys", "add", "--config", config, "--entity", "nobody"],
+        "",
+    )?;
+    assert_eq!(code(&out), Some(2));
+    Ok(())
+}
+
+#[test]
+fn table_cloudformation_prints_the_resource() -> TestResult {
+    let vectors = compat("product-user-service")?;
+    let config = config_file("cfn", &vectors["config"])?;
+    let out = run(
+        &[
+            "table",
+            "cloudformation",
+            "--config",
+            config.to_str().ok_or("path")?,
+            "--table",
+            "Users",
+        ],
+        "",
+    )?;
+    assert_eq!(
+        code(&out),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let resource = stdout_json(&out)?;
+    assert_eq!(resource["Type"], json!("AWS::DynamoDB::Table"));
+    assert_eq!(resource["Properties"]["TableName"], json!("Users"));
+    let indexes = resource["Properties"]["GlobalSecondaryIndexes"]
+        .as_array()
+        .ok_or("indexes")?;
+    assert_eq!(
+        indexes.len(),
+        vectors["config"]["indexes"]
+            .as_object()
+            .ok_or("config indexes")?
+            .len()
+    );
+    Ok(())
+}
+
+/// The DynamoDB Local endpoint, or `None` (skip) outside CI.
+fn endpoint() -> Option<String> {
+    if let Ok(endpoint) = std::env::var("DYNAMODB_ENDPOINT") {
+        assert!(
+            endpoint.starts_with("http://127.") || endpoint.starts_with("http://localhost"),
+            "loopback only: {endpoint}"
+        );
+        Some(endpoint)
+    } else {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "CI=true but DYNAMODB_ENDPOINT is not set"
+        );
+        eprintln!("skipping: DYNAMODB_ENDPOINT is not set");
+        None
+    }
+}
+
+#[test]
+fn table_create_describe_delete_on_dynamodb_local() -> TestResult {
+    let Some(endpoint) = endpoint() else {
+        return Ok(());
+    };
+    let vectors = compat("product-user-service")?;
+    let config = config_file("table", &vectors["config"])?;
+    let config = config.to_str().ok_or("path")?;
+    let table = format!("cli-table-{}", std::process::id());
+    let common = [
+        "--config",
+        config,
+        "--table",
+        &table,
+        "--endpoint",
+        &endpoint,
+    ];
+
+    let out = run(&[&["table", "create", "--json"][..], &common].concat(), "")?;
+    assert_eq!(
+        code(&out),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(stdout_json(&out)?["action"], json!("created"));
+
+    let out = run(
+        &[&["table", "describe", "--json"][..], &common].concat(),
+        "",
+    )?;
+    assert_eq!(
+        code(&out),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let described = stdout_json(&out)?;
+    assert_eq!(described["table"], json!(table));
+    assert_eq!(described["status"], json!("ACTIVE"));
+    assert_eq!(
+        described["indexes"].as_array().ok_or("indexes")?.len(),
+        vectors["config"]["indexes"]
+            .as_object()
+            .ok_or("config indexes")?
+            .len()
+    );
+
+    // Creating it again fails (it exists): exit 1 with the store's reason.
+    let out = run(&[&["table", "create"][..], &common].concat(), "")?;
+    assert_eq!(code(&out), Some(1));
+
+    let out = run(&[&["table", "delete", "--json"][..], &common].concat(), "")?;
+    assert_eq!(
+        code(&out),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = run(&[&["table", "describe"][..], &common].concat(), "")?;
+    assert_eq!(code(&out), Some(1), "a deleted table cannot be described");
+    Ok(())
+}
+
+/// A silent endpoint (accepts connections, never answers) fails within the timeout instead of
+/// hanging.
+#[test]
+fn a_silent_endpoint_times_out() -> TestResult {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+    let endpoint = format!("http://{}", listener.local_addr()?);
+    let vectors = compat("product-user-service")?;
+    let config = config_file("silent", &vectors["config"])?;
+    let started = std::time::Instant::now();
+    let out = run(
+        &[
+            "table",
+            "describe",
+            "--config",
+            config.to_str().ok_or("path")?,
+            "--table",
+            "t",
+            "--endpoint",
+            &endpoint,
+            "--timeout",
+            "1",
+        ],
+        "",
+    )?;
+    assert_eq!(
+        code(&out),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(30));
+    drop(listener);
+    Ok(())
+}
