@@ -26,9 +26,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
 use entity_manager::query::{QueryStats, TypedQuery, key_value};
 use entity_manager::store::{
-    DynamoStore, Filter, MemoryStore, RangeCondition, Store, TableDefinition, WriteRequest,
+    DynamoStore, Filter, MemoryStore, RangeCondition, Store, TableDefinition,
 };
-use entity_manager::{AttributeValue, Entity, EntityExt, ShardSpace, Table, shard};
+use entity_manager::{AttributeValue, Entity, EntityExt, ShardSpace, Table, Transaction, shard};
 use futures::StreamExt as _;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -91,8 +91,7 @@ struct User {
     #[transcode("string")]
     last_name_canonical: String,
     #[transcode("string")]
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    phone: Option<String>,
+    phone: Option<String>, // `None` is never written: the user is then not in the phone indexes
 }
 
 /// An email address of a user. Emails are small, so the entity stays unsharded (`email!`):
@@ -264,7 +263,151 @@ async fn run<S: Store>(store: &S, store_name: &str, users: usize) -> Result<()> 
     summary.push(name_fragment_search(store, "jo").await?);
     summary.push(phone_prefix(store, "1773").await?);
     print_summary(&summary);
+    lifecycle(store).await
+}
+
+// =============================================================================================
+// The life of one record, through the typed entity API
+
+/// Creates a user and their emails, reads the user by id, renames them, clears their phone and
+/// deletes them with their emails, each step through the typed API, checking what the indexes
+/// see after it.
+async fn lifecycle<S: Store>(store: &S) -> Result<()> {
+    section(
+        "The life of one record",
+        &["create, read by id, rename, clear the phone, delete with the emails: typed calls only"],
+    );
+    let mut ada = User {
+        user_id: "ada-lovelace".into(),
+        created: NOW - DAY,
+        updated: NOW - DAY,
+        beneficiary_id: "b-analytical".into(),
+        first_name: "Ada".into(),
+        first_name_canonical: "ada".into(),
+        last_name: "Byron".into(),
+        last_name_canonical: "byron".into(),
+        phone: Some("17735550100".into()),
+    };
+    let emails = [
+        Email {
+            email: "ada@engine.example".into(),
+            created: NOW - DAY,
+            user_id: ada.user_id.clone(),
+        },
+        Email {
+            email: "countess@engine.example".into(),
+            created: NOW - DAY,
+            user_id: ada.user_id.clone(),
+        },
+    ];
+
+    // Create the user and her emails together: all or nothing, and each refused if its unique
+    // value exists in any shard.
+    let mut create = Transaction::new().create(&ada)?;
+    for email in &emails {
+        create = create.create(email)?;
+    }
+    create.commit(store).await?;
+    println!(
+        "  created {} with {} emails in one transaction",
+        ada.user_id,
+        emails.len()
+    );
+    match ada.create(store).await {
+        Err(entity_manager::Error::AlreadyExists { unique, .. }) => {
+            println!("  creating {unique} again is refused: it already exists");
+        }
+        other => return Err(format!("a second create must be refused, got {other:?}").into()),
+    }
+
+    // Read by id: one round trip over the candidate key of every shard bump.
+    let read = User::get(store, &ada.user_id)
+        .await?
+        .ok_or("ada was just created")?;
+    assert_eq(&read, &ada, "read by id")?;
+    println!(
+        "  read {} by id: {} {}",
+        read.user_id, read.first_name, read.last_name
+    );
+
+    // Rename: the put rewrites every generated key, so the lastName index finds her under the
+    // new name and no longer under the old one.
+    ada.last_name = "King".into();
+    ada.last_name_canonical = "king".into();
+    ada.updated = NOW;
+    ada.put(store).await?;
+    let (new, old) = (
+        found_by_last_name(store, "king").await?,
+        found_by_last_name(store, "byron").await?,
+    );
+    println!(
+        "  renamed to {} {}: lastName index finds her under `king`: {new}, under `byron`: {old}",
+        ada.first_name, ada.last_name
+    );
+    if !new || old {
+        return Err("the lastName index must follow the rename".into());
+    }
+
+    // Clear the phone: `None` is not written, so she leaves the sparse phone index.
+    ada.phone = None;
+    ada.put(store).await?;
+    let found = found_by_phone(store, "17735550100").await?;
+    println!("  cleared the phone: the phone index finds {found} users with 17735550100");
+    if found > 0 {
+        return Err("a cleared phone must leave the phone index".into());
+    }
+
+    // Delete the user with her emails in one transaction (every candidate shard of each id).
+    let mut delete = Transaction::new().delete::<User, _>(&ada.user_id)?;
+    for email in &emails {
+        delete = delete.delete::<Email, _>(&email.email)?;
+    }
+    delete.commit(store).await?;
+    let left =
+        Email::get_many(store, &[emails[0].email.as_str(), emails[1].email.as_str()]).await?;
+    println!(
+        "  deleted {} and her emails in one transaction: user found {}, emails found {}",
+        ada.user_id,
+        User::get(store, &ada.user_id).await?.is_some(),
+        left.iter().flatten().count()
+    );
+    println!("  (optimistic locking with a version field comes with typed updates)");
     Ok(())
+}
+
+/// Whether the lastName index finds `ada-lovelace` under this canonical last name.
+async fn found_by_last_name<S: Store>(store: &S, name: &str) -> Result<bool> {
+    let prefix = User::last_name_range_key().last_name_canonical(name)?;
+    let page = User::query(store)?
+        .index(UserIndex::LastName)
+        .range(RangeCondition::BeginsWith(AttributeValue::S(
+            prefix.as_str().into(),
+        )))
+        .window(0, NOW)
+        .unlimited()
+        .page(None)
+        .await?;
+    Ok(page.items.iter().any(|u| u.user_id == "ada-lovelace"))
+}
+
+/// How many users the phone index finds with this phone.
+async fn found_by_phone<S: Store>(store: &S, phone: &str) -> Result<usize> {
+    let page = User::query(store)?
+        .index(UserIndex::Phone)
+        .range(RangeCondition::Eq(key_value(&phone)?))
+        .window(0, NOW)
+        .unlimited()
+        .page(None)
+        .await?;
+    Ok(page.items.len())
+}
+
+fn assert_eq<T: PartialEq + std::fmt::Debug>(got: &T, want: &T, what: &str) -> Result<()> {
+    if got == want {
+        Ok(())
+    } else {
+        Err(format!("{what}: got {got:?}, want {want:?}").into())
+    }
 }
 
 // =============================================================================================
@@ -691,28 +834,21 @@ fn print_summary(summary: &[Summary]) {
 /// flight, with a progress bar once loading takes longer than a second.
 async fn load<S: Store>(store: &S, data: &Dataset) -> Result<Duration> {
     let started = Instant::now();
-    let mut writes = Vec::with_capacity(data.users.len() + data.emails.len());
-    for user in &data.users {
-        writes.push(WriteRequest::Put(user.to_item()?));
-    }
-    for email in &data.emails {
-        writes.push(WriteRequest::Put(email.to_item()?));
-    }
-    let total = writes.len();
-    let mut chunks: Vec<Vec<WriteRequest>> = Vec::new();
-    let mut writes = writes.into_iter().peekable();
-    while writes.peek().is_some() {
-        chunks.push(writes.by_ref().take(100).collect());
-    }
+    let total = data.users.len() + data.emails.len();
     let mut progress = Progress::new("loading", total);
-    let mut in_flight = futures::stream::iter(chunks)
-        .map(|chunk| async move {
-            let n = chunk.len();
-            store.batch_write(chunk).await.map(|()| n)
-        })
-        .buffer_unordered(4);
     let mut done = 0;
-    while let Some(written) = in_flight.next().await {
+    // typed batch writes, 100 records a call (the store splits them into requests of 25)
+    let mut users = futures::stream::iter(data.users.chunks(100))
+        .map(|chunk| async move { User::put_many(store, chunk).await.map(|()| chunk.len()) })
+        .buffer_unordered(4);
+    while let Some(written) = users.next().await {
+        done += written?;
+        progress.update(done);
+    }
+    let mut emails = futures::stream::iter(data.emails.chunks(100))
+        .map(|chunk| async move { Email::put_many(store, chunk).await.map(|()| chunk.len()) })
+        .buffer_unordered(4);
+    while let Some(written) = emails.next().await {
         done += written?;
         progress.update(done);
     }
