@@ -145,9 +145,8 @@ pub trait EntityExt: Entity {
         })?;
         item.retain(|_, value| !matches!(value, AttributeValue::Null(_)));
         let schema = Self::schema()?;
-        // the same as `refresh_keys(&item)`, without copying the item
-        schema.add_keys_in_place(&mut item, true)?;
-        schema.check_key_sizes(&item)?;
+        // the same as `refresh_keys(&item)`, without copying the item; checks the key limits
+        schema.refresh_keys_mut(&mut item)?;
         Ok(item)
     }
 

@@ -398,13 +398,46 @@ impl<'a> EntitySchema<'a> {
         Ok(keyed)
     }
 
+    /// [`add_keys`](Self::add_keys) on the item itself, without copying it: the in-place write
+    /// path. On an error the item is unchanged. Every key value is checked against DynamoDB's
+    /// limits ([`Error::KeyTooLong`]) before anything is written.
+    pub fn add_keys_mut(&self, item: &mut Item) -> Result<()> {
+        self.add_keys_in_place(item, false)
+    }
+
+    /// [`refresh_keys`](Self::refresh_keys) on the item itself, without copying it. On an error
+    /// the item is unchanged.
+    pub fn refresh_keys_mut(&self, item: &mut Item) -> Result<()> {
+        self.add_keys_in_place(item, true)
+    }
+
     /// [`add_keys`](Self::add_keys) (or with `overwrite`, [`refresh_keys`](Self::refresh_keys))
     /// on the item itself, which gives the same item as working on a copy: every key is built
     /// from transcoded properties and the hash key, and in a validated model no key is a
-    /// component of another, so writing one key never changes what the next one reads. On an
-    /// error the item may hold some of the generated properties.
+    /// component of another. Every value is computed and checked first, then written, so an
+    /// error leaves the item unchanged.
     pub(crate) fn add_keys_in_place(&self, item: &mut Item, overwrite: bool) -> Result<()> {
+        let updates = self.key_updates(item, overwrite)?;
+        self.check_key_sizes_with(item, &updates)?;
+        item.reserve(updates.len());
+        for (name, value) in updates {
+            match value {
+                Some(value) => {
+                    item.insert(name.to_owned(), AttributeValue::S(value));
+                }
+                None => {
+                    item.remove(name);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The key attributes `add_keys` writes (`Some`) or removes (`None`), computed from the
+    /// item without changing it.
+    fn key_updates(&self, item: &Item, overwrite: bool) -> Result<Vec<(&'a str, Option<String>)>> {
         let table = self.table;
+        let mut updates = Vec::with_capacity(2 + self.model.generated.len());
         // each component is encoded once, however many keys it appears in
         let mut encoded = EncodedComponents::default();
         let hash_key = if overwrite || truthy_str(item, &table.hash_key).is_none() {
@@ -417,32 +450,24 @@ impl<'a> EntitySchema<'a> {
         } else {
             None
         };
-        // the hash key the item holds once the new one is written (an owned copy of a kept one,
-        // as the item changes below)
-        let kept_hash_key = match hash_key {
-            Some(_) => None,
-            None => truthy_str(item, &table.hash_key).map(str::to_owned),
-        };
         let sharded_on = hash_key
             .as_deref()
-            .or(kept_hash_key.as_deref())
+            .or_else(|| truthy_str(item, &table.hash_key))
             .filter(|h| !h.is_empty());
         for generated in self.model.generated.iter() {
             if !overwrite && present(item, &generated.name).is_some() {
                 continue;
             }
-            match self.generated_value(generated, item, sharded_on, &mut encoded)? {
-                Some(value) => item.insert(generated.name.to_string(), AttributeValue::S(value)),
-                None => item.remove(&*generated.name),
-            };
+            let value = self.generated_value(generated, item, sharded_on, &mut encoded)?;
+            updates.push((&*generated.name, value));
         }
         if let Some(hash_key) = hash_key {
-            item.insert(table.hash_key.to_string(), AttributeValue::S(hash_key));
+            updates.push((&*table.hash_key, Some(hash_key)));
         }
         if let Some(range_key) = range_key {
-            item.insert(table.range_key.to_string(), AttributeValue::S(range_key));
+            updates.push((&*table.range_key, Some(range_key)));
         }
-        Ok(())
+        Ok(updates)
     }
 
     /// Removes the hash key, the range key and every generated property the entity declares.

@@ -10,7 +10,9 @@
 use serde_dynamo::{AttributeValue, Item};
 
 use crate::error::{Error, Result};
+use crate::model::{EntityModel, TableModel};
 use crate::schema::EntitySchema;
+use crate::transcode::KeyType;
 
 /// The largest partition (hash) key value, in bytes.
 pub const MAX_PARTITION_KEY_BYTES: usize = 2_048;
@@ -64,37 +66,100 @@ pub(crate) fn key_value_bytes(value: &AttributeValue) -> Option<usize> {
     }
 }
 
-impl EntitySchema<'_> {
-    /// Checks every key value of a keyed item against DynamoDB's limits: the table's hash and
-    /// range keys and the hash and range key of every index the entity declares. The first
-    /// value over its limit is a [`Error::KeyTooLong`] naming the entity, the attribute, the key
-    /// (table or index) and the byte length.
-    pub fn check_key_sizes(&self, item: &Item) -> Result<()> {
-        let table = self.table();
+/// A key attribute of an entity whose values DynamoDB limits: the strictest role it has in the
+/// table's key or any index key (computed once per validated schema).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct KeyLimit {
+    attribute: String,
+    /// Whether the key core writes it (table keys, generated properties), so that its new value
+    /// is among the key updates, rather than a stored property.
+    computed: bool,
+    role: KeyRole,
+    /// The index whose key it is (the first with the strictest role), `None` for the table's.
+    index: Option<String>,
+}
+
+impl KeyLimit {
+    /// The key attributes of `entity`, each once.
+    pub(crate) fn of(table: &TableModel, entity: &EntityModel) -> Vec<Self> {
         let table_keys = [
             (&*table.hash_key, KeyRole::Partition),
             (&*table.range_key, KeyRole::Sort),
         ]
         .into_iter()
         .map(|(attribute, role)| (None, attribute, role));
-        let index_keys = self.model().indexes.iter().flat_map(|index| {
+        let index_keys = entity.indexes.iter().flat_map(|index| {
             [
                 (Some(&*index.name), &*index.hash_key, KeyRole::Partition),
                 (Some(&*index.name), &*index.range_key, KeyRole::Sort),
             ]
         });
+        let mut limits: Vec<Self> = Vec::new();
         for (index, attribute, role) in table_keys.chain(index_keys) {
-            let Some(bytes) = item.get(attribute).and_then(key_value_bytes) else {
-                continue;
-            };
-            if bytes > role.max_bytes() {
-                return Err(Error::KeyTooLong {
-                    entity: self.model().token.to_string(),
+            match limits.iter_mut().find(|l| l.attribute == attribute) {
+                Some(known) if role.max_bytes() < known.role.max_bytes() => {
+                    known.role = role;
+                    known.index = index.map(str::to_owned);
+                }
+                Some(_) => {}
+                None => limits.push(Self {
                     attribute: attribute.to_owned(),
-                    index: index.map(str::to_owned),
+                    computed: attribute == &*table.hash_key
+                        || attribute == &*table.range_key
+                        || entity.generated_property(attribute).is_some(),
                     role,
-                    bytes,
-                });
+                    index: index.map(str::to_owned),
+                }),
+            }
+        }
+        // a property stored as a number has no byte length to check
+        limits.retain(|l| {
+            l.computed
+                || entity
+                    .property(&l.attribute)
+                    .is_none_or(|p| p.transcode.key_type() != Some(KeyType::N))
+        });
+        limits
+    }
+}
+
+impl EntitySchema<'_> {
+    /// Checks every key value of a keyed item against DynamoDB's limits: the table's hash and
+    /// range keys and the hash and range key of every index the entity declares. The first
+    /// value over its limit is a [`Error::KeyTooLong`] naming the entity, the attribute, the key
+    /// (table or index) and the byte length.
+    pub fn check_key_sizes(&self, item: &Item) -> Result<()> {
+        self.check_key_sizes_with(item, &[])
+    }
+
+    /// [`check_key_sizes`](Self::check_key_sizes) of `item` once `updates` are written (a
+    /// `None` value removes the attribute).
+    pub(crate) fn check_key_sizes_with(
+        &self,
+        item: &Item,
+        updates: &[(&str, Option<String>)],
+    ) -> Result<()> {
+        for limit in self.key_limits {
+            let update = if limit.computed {
+                updates.iter().find(|(name, _)| **name == *limit.attribute)
+            } else {
+                None
+            };
+            let bytes = match update {
+                Some((_, value)) => value.as_ref().map(String::len),
+                None => item.get(&limit.attribute).and_then(key_value_bytes),
+            };
+            match bytes {
+                Some(bytes) if bytes > limit.role.max_bytes() => {
+                    return Err(Error::KeyTooLong {
+                        entity: self.model().token.to_string(),
+                        attribute: limit.attribute.clone(),
+                        index: limit.index.clone(),
+                        role: limit.role,
+                        bytes,
+                    });
+                }
+                _ => {}
             }
         }
         Ok(())

@@ -3,6 +3,7 @@
 use serde_dynamo::{AttributeValue, Item};
 
 use crate::error::{ConfigError, Error, Result};
+use crate::limits::KeyLimit;
 use crate::model::{EntityModel, TableModel};
 
 /// A validated table configuration with its entities.
@@ -13,6 +14,8 @@ use crate::model::{EntityModel, TableModel};
 pub struct Schema {
     table: TableModel,
     entities: Vec<EntityModel>,
+    /// Per entity (same order), the key attributes whose values DynamoDB limits.
+    key_limits: Vec<Vec<KeyLimit>>,
 }
 
 impl Schema {
@@ -24,7 +27,15 @@ impl Schema {
     /// [`ConfigError`].
     pub fn new(table: TableModel, mut entities: Vec<EntityModel>) -> Result<Self, ConfigError> {
         crate::validate::validate(&table, &mut entities)?;
-        Ok(Self { table, entities })
+        let key_limits = entities
+            .iter()
+            .map(|entity| KeyLimit::of(&table, entity))
+            .collect();
+        Ok(Self {
+            table,
+            entities,
+            key_limits,
+        })
     }
 
     /// The table settings.
@@ -41,10 +52,12 @@ impl Schema {
     pub fn entity(&self, token: &str) -> Result<EntitySchema<'_>> {
         self.entities
             .iter()
-            .find(|e| e.token == token)
-            .map(|model| EntitySchema {
+            .zip(&self.key_limits)
+            .find(|(e, _)| e.token == token)
+            .map(|(model, key_limits)| EntitySchema {
                 table: &self.table,
                 model,
+                key_limits,
             })
             .ok_or_else(|| Error::UnknownEntity {
                 entity: token.to_owned(),
@@ -67,6 +80,7 @@ impl Schema {
 pub struct EntitySchema<'a> {
     pub(crate) table: &'a TableModel,
     pub(crate) model: &'a EntityModel,
+    pub(crate) key_limits: &'a [KeyLimit],
 }
 
 impl<'a> EntitySchema<'a> {

@@ -18,7 +18,7 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::Instant;
 
-use criterion::{Criterion, Throughput};
+use criterion::{BatchSize, Criterion, Throughput};
 use entity_manager::{Item, Schema, ShardSpace};
 use serde_json::{Value, json};
 
@@ -82,6 +82,7 @@ fn median(mut xs: Vec<f64>) -> f64 {
     xs[xs.len() / 2]
 }
 
+#[allow(clippy::too_many_lines)] // one straight sequence: set up, criterion, side by side
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let config: Value = serde_json::from_str(&std::fs::read_to_string(config_path())?)?;
     let schema = Schema::from_ts_config(&config, ShardSpace::Product)?;
@@ -102,6 +103,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             }
         });
     });
+    group.bench_function("add_keys_mut", |b| {
+        b.iter_batched_ref(
+            || prepared.clone(),
+            |items| {
+                for item in items.iter_mut() {
+                    black_box(user.add_keys_mut(black_box(item)).ok());
+                }
+            },
+            BatchSize::LargeInput,
+        );
+    });
     group.finish();
     criterion.final_summary();
 
@@ -121,11 +133,25 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         })
         .collect();
     let ours = median(ours);
+    let in_place: Vec<f64> = (0..ROUNDS)
+        .map(|_| {
+            let mut items = prepared.clone();
+            let start = Instant::now();
+            for item in &mut items {
+                black_box(user.add_keys_mut(black_box(item)).ok());
+            }
+            let took = start.elapsed().as_secs_f64() * 1e9 / ITEMS_F64;
+            drop(black_box(items));
+            took
+        })
+        .collect();
+    let in_place = median(in_place);
 
     let Some(node_path) = std::env::var_os("EM_TS_NODE_PATH") else {
         println!(
-            "\nwrite_path: add_keys {:.3} µs/item (set EM_TS_NODE_PATH=$(bash tests/ts-bench/install.sh) to compare with TypeScript)",
-            ours / 1e3
+            "\nwrite_path: add_keys {:.3} µs/item, add_keys_mut {:.3} µs/item (set EM_TS_NODE_PATH=$(bash tests/ts-bench/install.sh) to compare with TypeScript)",
+            ours / 1e3,
+            in_place / 1e3
         );
         return Ok(());
     };
@@ -172,6 +198,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "| ours `add_keys` (keyed copy) | {:.3} | **{:.1}×** |",
         ours / 1e3,
         ts / ours
+    );
+    println!(
+        "| ours `add_keys_mut` (in place) | {:.3} | **{:.1}×** |",
+        in_place / 1e3,
+        ts / in_place
     );
     Ok(())
 }

@@ -310,3 +310,47 @@ fn an_item_of_another_entity_is_refused() -> Result<(), Error> {
     assert_eq!(Personnel::from_item(&staff)?.person_id, "p1");
     Ok(())
 }
+
+/// The in-place key path leaves the item unchanged on any error: every value is computed and
+/// checked before anything is written.
+#[test]
+fn add_keys_mut_changes_nothing_on_error() -> Result<(), Error> {
+    let schema = Person::schema()?;
+    // A delimiter in the last component written (`nickname`, in `nameRangeKey`).
+    let mut item = person("p1").to_item()?;
+    item.remove("nameRangeKey");
+    item.insert("nickname".into(), AttributeValue::S("a|b".into()));
+    let before = item.clone();
+    assert!(matches!(
+        schema.add_keys_mut(&mut item),
+        Err(Error::DelimiterInValue { .. })
+    ));
+    assert_eq!(item, before);
+    assert!(matches!(
+        schema.refresh_keys_mut(&mut item),
+        Err(Error::DelimiterInValue { .. })
+    ));
+    assert_eq!(item, before);
+
+    // A key too long.
+    let mut item = person("p2").to_item()?;
+    item.insert(
+        "name".into(),
+        AttributeValue::S("n".repeat(MAX_SORT_KEY_BYTES)),
+    );
+    let before = item.clone();
+    assert!(matches!(
+        schema.refresh_keys_mut(&mut item),
+        Err(Error::KeyTooLong { .. })
+    ));
+    assert_eq!(item, before);
+
+    // And on success it equals the copying path.
+    let mut item = person("p3").to_item()?;
+    item.insert("group".into(), AttributeValue::S("g".into()));
+    let copied = schema.refresh_keys(&item)?;
+    schema.refresh_keys_mut(&mut item)?;
+    assert_eq!(item, copied);
+    assert!(item.contains_key("groupHashKey"));
+    Ok(())
+}
