@@ -22,8 +22,8 @@ pub use crate::builder::KeyBuilder;
 pub use crate::entity::{Entity, EntityExt, IndexToken, Table};
 pub use crate::error::Result;
 pub use crate::model::{
-    Delimiters, EntityModel, GeneratedKind, GeneratedProperty, Index, Projection, Property,
-    ShardBump, ShardSpace, TableModel,
+    Delimiters, EntityModel, GeneratedKind, GeneratedProperty, Index, KeyMode, NumericHash,
+    Projection, Property, ShardBump, ShardSpace, TableModel,
 };
 use crate::transcode::{BigInt20, Boolean, Fix6, Int, Str, Timestamp};
 pub use crate::transcode::{Transcode, TranscodeError, Transcoder, Typed};

@@ -443,6 +443,8 @@ impl Loader {
             delimiters,
             shard_space,
             throttle: self.count(root, "", "throttle", defaults.throttle),
+            key_mode: defaults.key_mode,
+            numeric_hash: defaults.numeric_hash,
         }
     }
 

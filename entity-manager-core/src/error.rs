@@ -282,6 +282,25 @@ pub enum Error {
         source: Box<crate::store::BatchGetError>,
     },
 
+    /// A key component was written in the other key mode: the table sharing these records is
+    /// configured differently (for example a TypeScript service writes raw values while this
+    /// table transcodes them). Nothing is read as a wrong value.
+    #[error(
+        "property `{property}` of entity `{entity}` holds {value:?}, written in the `{written}` key mode, but this table uses the `{table}` key mode; configure every service sharing the table with the same key mode (see `Profile`)"
+    )]
+    KeyModeMismatch {
+        /// The entity token.
+        entity: String,
+        /// The component.
+        property: String,
+        /// The encoded value found.
+        value: String,
+        /// The table's key mode.
+        table: crate::model::KeyMode,
+        /// The key mode the value was written in.
+        written: crate::model::KeyMode,
+    },
+
     /// A hash-key space too large to enumerate.
     #[error(
         "the hash key space of entity `{entity}` has {shards} shards, more than the {limit} that can be enumerated; narrow the time window or give the unique property"

@@ -10,10 +10,11 @@ use std::borrow::Cow;
 use serde_dynamo::{AttributeValue, Item};
 
 use crate::error::{Error, Result};
-use crate::model::{GeneratedProperty, Index, ShardBump};
+use crate::model::{GeneratedProperty, Index, KeyMode, NumericHash, ShardBump};
 use crate::schema::EntitySchema;
 use crate::shard;
 use crate::transcode::DisplayAttr;
+use crate::transcode::ts_mode;
 
 /// The most hash keys one hash-key space may enumerate.
 pub const MAX_HASH_KEY_SPACE: u128 = 1 << 20;
@@ -118,7 +119,11 @@ impl<'a> EntitySchema<'a> {
                 property: property.to_owned(),
             })?
             .transcode;
-        let encoded = transcode.encode(value).map_err(|source| Error::Transcode {
+        let encoded = match self.table.key_mode {
+            KeyMode::Transcoded => transcode.encode(value),
+            KeyMode::TypeScript => ts_mode::encode(transcode, value),
+        }
+        .map_err(|source| Error::Transcode {
             entity: self.entity(),
             property: property.to_owned(),
             source: Box::new(source),
@@ -131,7 +136,9 @@ impl<'a> EntitySchema<'a> {
                 delimiter: delimiter.to_owned(),
             });
         }
-        Ok((!encoded.is_empty()).then_some(encoded))
+        // An empty encoding counts as absent in our keys (so that they stay injective); the
+        // TypeScript release writes an empty string as a present, empty value.
+        Ok((!encoded.is_empty() || self.table.key_mode == KeyMode::TypeScript).then_some(encoded))
     }
 
     /// The first delimiter that occurs in `value`, if any: one pass over the bytes for the usual
@@ -180,7 +187,10 @@ impl<'a> EntitySchema<'a> {
         }))
     }
 
-    /// Reads one component value back with its property's transcode.
+    /// Reads one component value back with its property's transcode (in the table's key mode).
+    ///
+    /// A value that does not decode in the table's mode but does in the other one was written by
+    /// a table configured the other way: that is [`Error::KeyModeMismatch`], naming both modes.
     pub fn decode_component(&self, property: &str, encoded: &str) -> Result<AttributeValue> {
         let transcode = self
             .model
@@ -190,13 +200,32 @@ impl<'a> EntitySchema<'a> {
                 property: property.to_owned(),
             })?
             .transcode;
-        transcode
-            .decode(encoded)
-            .map_err(|source| Error::Transcode {
-                entity: self.entity(),
-                property: property.to_owned(),
-                source: Box::new(source),
-            })
+        let decode = |mode: KeyMode| match mode {
+            KeyMode::Transcoded => transcode.decode(encoded),
+            KeyMode::TypeScript => ts_mode::decode(transcode, encoded),
+        };
+        let mode = self.table.key_mode;
+        decode(mode).map_err(|source| {
+            let other = match mode {
+                KeyMode::Transcoded => KeyMode::TypeScript,
+                KeyMode::TypeScript => KeyMode::Transcoded,
+            };
+            if decode(other).is_ok() {
+                Error::KeyModeMismatch {
+                    entity: self.entity(),
+                    property: property.to_owned(),
+                    value: encoded.to_owned(),
+                    table: mode,
+                    written: other,
+                }
+            } else {
+                Error::Transcode {
+                    entity: self.entity(),
+                    property: property.to_owned(),
+                    source: Box::new(source),
+                }
+            }
+        })
     }
 
     /// The item's creation time, which picks its shard bump.
@@ -219,7 +248,20 @@ impl<'a> EntitySchema<'a> {
 
     /// The string the item's unique value is hashed as, if it has one.
     fn unique_hash_text<'i>(&self, item: &'i Item) -> Option<Cow<'i, str>> {
-        present(item, &self.model.unique_property).and_then(shard::hash_text)
+        match present(item, &self.model.unique_property) {
+            // upstream v8 hashes a number as `string-hash` of a non-string: the constant 5381,
+            // which is the hash of the empty string
+            Some(AttributeValue::N(_)) if self.table.numeric_hash == NumericHash::Constant => {
+                Some(Cow::Borrowed(""))
+            }
+            // the TypeScript release hashes an empty string (5381) where we require a value
+            Some(AttributeValue::S(s))
+                if s.is_empty() && self.table.key_mode == KeyMode::TypeScript =>
+            {
+                Some(Cow::Borrowed(""))
+            }
+            value => value.and_then(shard::hash_text),
+        }
     }
 
     fn missing_unique(&self) -> Error {

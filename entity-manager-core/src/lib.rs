@@ -59,8 +59,8 @@ pub use entity::{Entity, EntityExt, IndexToken, NoIndex, Table};
 pub use error::{ConfigError, ConfigProblem, Error, Result};
 pub use keys::{MAX_HASH_KEY_SPACE, PageKeyMap, PrimaryKey};
 pub use model::{
-    Delimiters, EntityModel, GeneratedKind, GeneratedProperty, Index, Projection, Property,
-    ShardBump, ShardSpace, TableModel,
+    Delimiters, EntityModel, GeneratedKind, GeneratedProperty, Index, KeyMode, NumericHash,
+    Profile, Projection, Property, ShardBump, ShardSpace, TableModel,
 };
 pub use ops::Transaction;
 pub use schema::{EntitySchema, Schema};

@@ -46,6 +46,108 @@ impl fmt::Display for ShardSpace {
     }
 }
 
+/// How component values are written inside generated properties and range keys.
+///
+/// | mode | `int` 42 | `int` −5 | `timestamp` 5000 | `fix6` 1.5 | `boolean` | `string` |
+/// |---|---|---|---|---|---|---|
+/// | [`Transcoded`](Self::Transcoded) | `p0000000000000042` | `n9999999999999995` | `0000000005000` | `p0000000001.500000` | `t` / `f` | as is |
+/// | [`TypeScript`](Self::TypeScript) | `42` | `-5` | `5000` | `1.5` | `true` / `false` | as is |
+///
+/// Strings and 13-digit millisecond timestamps are written alike in both modes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum KeyMode {
+    /// Each value with its transcode: keys sort in value order (negative numbers included) and
+    /// every key decodes back to its values. The default.
+    #[default]
+    Transcoded,
+    /// As the TypeScript Entity Manager writes them: the raw JavaScript string form of each
+    /// value (`String(value)`), so that a TypeScript service finds the records a Rust service
+    /// writes and the other way round. Gives up order for numbers: `10` sorts before `9` and
+    /// negative numbers sort backwards, so a range condition on a numeric component of a
+    /// generated property (`begins_with`, `between`, `<`) does not select by value. Values that
+    /// hold a delimiter are still refused (TypeScript would write an ambiguous key).
+    TypeScript,
+}
+
+impl KeyMode {
+    /// `"transcoded"` or `"typescript"`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Transcoded => "transcoded",
+            Self::TypeScript => "typescript",
+        }
+    }
+}
+
+impl fmt::Display for KeyMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// How a numeric unique value is hashed to pick its shard.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum NumericHash {
+    /// The decimal string of the number (`String(value)`), as npm 6.14.0 hashes it. The default.
+    #[default]
+    Decimal,
+    /// The constant 5381, as upstream v8 hashes any number (`string-hash` of a non-string), so
+    /// that every record of a bump with a numeric unique value lands in one shard.
+    Constant,
+}
+
+/// Every choice that depends on the TypeScript release a table is shared with, pinned at once.
+///
+/// | profile | shard space | key mode | numeric unique values hash as |
+/// |---|---|---|---|
+/// | [`Native`](Self::Native) (default) | `product` | [`Transcoded`](KeyMode::Transcoded) | their decimal string |
+/// | [`Npm6_14`](Self::Npm6_14) | `product` | [`TypeScript`](KeyMode::TypeScript) | their decimal string |
+/// | [`Upstream8`](Self::Upstream8) | `power` | [`TypeScript`](KeyMode::TypeScript) | the constant 5381 |
+///
+/// ```
+/// use entity_manager_core::{KeyMode, Profile, ShardSpace, TableModel};
+///
+/// let table = TableModel::DEFAULT.with_profile(Profile::Npm6_14);
+/// assert_eq!((table.shard_space, table.key_mode), (ShardSpace::Product, KeyMode::TypeScript));
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[allow(non_camel_case_types)] // `Npm6_14` names the release
+pub enum Profile {
+    /// Our keys: transcoded components (ordered, injective), the `product` shard space.
+    #[default]
+    Native,
+    /// Byte-compatible with the published npm release `@karmaniverous/entity-manager@6.14.0`.
+    Npm6_14,
+    /// Byte-compatible with upstream TypeScript v8 (6.14.1 and later).
+    Upstream8,
+}
+
+impl Profile {
+    /// The shard-space rule of the profile.
+    pub const fn shard_space(self) -> ShardSpace {
+        match self {
+            Self::Native | Self::Npm6_14 => ShardSpace::Product,
+            Self::Upstream8 => ShardSpace::Power,
+        }
+    }
+
+    /// The key mode of the profile.
+    pub const fn key_mode(self) -> KeyMode {
+        match self {
+            Self::Native => KeyMode::Transcoded,
+            Self::Npm6_14 | Self::Upstream8 => KeyMode::TypeScript,
+        }
+    }
+
+    /// How the profile hashes numeric unique values.
+    pub const fn numeric_hash(self) -> NumericHash {
+        match self {
+            Self::Native | Self::Npm6_14 => NumericHash::Decimal,
+            Self::Upstream8 => NumericHash::Constant,
+        }
+    }
+}
+
 /// The three delimiters that structure generated keys.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Delimiters {
@@ -102,17 +204,34 @@ pub struct TableModel {
     pub shard_space: ShardSpace,
     /// The default maximum number of shard queries in flight.
     pub throttle: usize,
+    /// How component values are written inside keys.
+    pub key_mode: KeyMode,
+    /// How numeric unique values are hashed to pick a shard.
+    pub numeric_hash: NumericHash,
 }
 
 impl TableModel {
-    /// The defaults: `hashKey`/`rangeKey`, `|`/`#`/`!`, the `product` rule and a throttle of 10.
+    /// The defaults: `hashKey`/`rangeKey`, `|`/`#`/`!`, a throttle of 10 and the
+    /// [`Native`](Profile::Native) profile.
     pub const DEFAULT: Self = Self {
         hash_key: Cow::Borrowed("hashKey"),
         range_key: Cow::Borrowed("rangeKey"),
         delimiters: Delimiters::DEFAULT,
         shard_space: ShardSpace::Product,
         throttle: 10,
+        key_mode: KeyMode::Transcoded,
+        numeric_hash: NumericHash::Decimal,
     };
+
+    /// These settings under a compatibility profile: its shard space, key mode and numeric
+    /// hashing replace the table's.
+    #[must_use]
+    pub fn with_profile(mut self, profile: Profile) -> Self {
+        self.shard_space = profile.shard_space();
+        self.key_mode = profile.key_mode();
+        self.numeric_hash = profile.numeric_hash();
+        self
+    }
 }
 
 impl Default for TableModel {

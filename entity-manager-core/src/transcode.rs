@@ -829,6 +829,8 @@ impl Transcoder for BigInt20 {
     }
 }
 
+pub(crate) mod ts_mode;
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -208,6 +208,11 @@ pub(crate) struct TableOptions {
     pub(crate) shard_space: Option<IdentValue>,
     /// The default number of shard queries in flight (default 10).
     pub(crate) throttle: Option<IntExpr>,
+    /// `transcoded` (default) or `typescript`: how component values are written in keys.
+    pub(crate) key_mode: Option<IdentValue>,
+    /// `native` (default), `npm6_14` or `upstream8`: shard space, key mode and numeric hashing
+    /// at once.
+    pub(crate) profile: Option<IdentValue>,
     /// `entities(User, Email)`: the entity types stored in the table.
     pub(crate) entities: Option<PathList>,
     /// `crate = ::entity_manager`: where the runtime lives.
@@ -225,6 +230,8 @@ pub(crate) const TABLE: ListSpec = ListSpec {
         "shard_key_delimiter",
         "shard_space",
         "throttle",
+        "key_mode",
+        "profile",
         "entities",
         "crate",
     ],

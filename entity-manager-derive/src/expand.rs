@@ -588,6 +588,22 @@ fn expand_table(table: &TableDef<'_>, s: &TableSettings) -> TokenStream {
     let (gkd, gvd, skd) = (&s.generated_key, &s.generated_value, &s.shard_key);
     let shard_space = format_ident!("{}", if s.power { "Power" } else { "Product" });
     let throttle = s.throttle;
+    let key_mode = format_ident!(
+        "{}",
+        if s.typescript_keys {
+            "TypeScript"
+        } else {
+            "Transcoded"
+        }
+    );
+    let numeric_hash = format_ident!(
+        "{}",
+        if s.constant_numeric_hash {
+            "Constant"
+        } else {
+            "Decimal"
+        }
+    );
     let entities = &table.entities;
     let membership = membership(table);
     let checks = table_checks(table);
@@ -609,6 +625,8 @@ fn expand_table(table: &TableDef<'_>, s: &TableSettings) -> TokenStream {
                     },
                     shard_space: _em::__private::ShardSpace::#shard_space,
                     throttle: #throttle,
+                    key_mode: _em::__private::KeyMode::#key_mode,
+                    numeric_hash: _em::__private::NumericHash::#numeric_hash,
                 };
 
                 fn model() -> &'static _em::__private::TableModel {

@@ -15,6 +15,10 @@ pub(crate) struct TableSettings {
     pub(crate) shard_key: String,
     pub(crate) power: bool,
     pub(crate) throttle: usize,
+    /// `KeyMode::TypeScript`.
+    pub(crate) typescript_keys: bool,
+    /// `NumericHash::Constant`.
+    pub(crate) constant_numeric_hash: bool,
 }
 
 /// One `#[derive(Table)]`, read: enough for a placeholder impl even when the options are wrong.
@@ -154,7 +158,61 @@ impl TableSettings {
                         10
                     }
                 }),
+            typescript_keys: false,
+            constant_numeric_hash: false,
         };
+        let mut settings = settings;
+        settings.typescript_keys = match &options.key_mode {
+            None => false,
+            Some(mode) if mode.0 == "transcoded" => false,
+            Some(mode) if mode.0 == "typescript" => true,
+            Some(mode) => {
+                errors.at(
+                    &mode.0,
+                    format!(
+                        "unknown key mode `{}`: use `transcoded` (values transcoded, keys sort by value) or `typescript` (raw values, as the TypeScript Entity Manager writes them){}",
+                        mode.0,
+                        crate::check::did_you_mean(&mode.0.to_string(), ["transcoded", "typescript"])
+                    ),
+                );
+                false
+            }
+        };
+        if let Some(profile) = &options.profile {
+            let pinned = match profile.0.to_string().as_str() {
+                "native" => Some((false, false, false)),
+                "npm6_14" => Some((false, true, false)),
+                "upstream8" => Some((true, true, true)),
+                other => {
+                    errors.at(
+                        &profile.0,
+                        format!(
+                            "unknown profile `{other}`: use `native` (our keys), `npm6_14` (the npm release 6.14.0) or `upstream8` (upstream TypeScript v8){}",
+                            crate::check::did_you_mean(other, ["native", "npm6_14", "upstream8"])
+                        ),
+                    );
+                    None
+                }
+            };
+            for (given, name) in [
+                (options.shard_space.as_ref(), "shard_space"),
+                (options.key_mode.as_ref(), "key_mode"),
+            ] {
+                if let Some(given) = given {
+                    errors.at(
+                        &given.0,
+                        format!(
+                            "`profile` already decides `{name}`; remove `{name}`, or the `profile` to choose each setting yourself"
+                        ),
+                    );
+                }
+            }
+            if let Some((power, typescript, constant)) = pinned {
+                settings.power = power;
+                settings.typescript_keys = typescript;
+                settings.constant_numeric_hash = constant;
+            }
+        }
         check_key_names(options, &settings, errors);
         check_delimiters(options, &settings, errors);
         settings
