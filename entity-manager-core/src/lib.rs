@@ -34,6 +34,8 @@
 //!
 //! [entity-manager]: https://docs.rs/entity-manager
 #![warn(missing_docs)]
+// docs.rs (nightly, `--cfg docsrs`) labels feature-gated items; on stable their docs say it
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(rustdoc::broken_intra_doc_links)]
 #![doc(test(attr(deny(warnings))))]
 
@@ -66,5 +68,6 @@ pub use ops::Transaction;
 pub use schema::{EntitySchema, Schema};
 pub use serde_dynamo::{AttributeValue, Item};
 #[cfg(feature = "dynamodb")]
+#[cfg_attr(docsrs, doc(cfg(feature = "dynamodb")))]
 pub use store::DynamoStore;
 pub use store::{MemoryStore, Store, StoreError, TableDefinition};

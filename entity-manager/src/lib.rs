@@ -1,5 +1,7 @@
 #![doc = include_str!("../docs/crate.md")]
 #![warn(missing_docs)]
+// docs.rs (nightly, `--cfg docsrs`) labels feature-gated items; on stable their docs say it
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(rustdoc::broken_intra_doc_links)]
 
 #[doc(inline)]

@@ -27,6 +27,9 @@ use super::{
 
 /// A `DynamoDB` table, through a client you configure.
 ///
+/// **Available with the `dynamodb` feature** (on by default in the `entity-manager` facade),
+/// which brings `aws-sdk-dynamodb` and its HTTP stack.
+///
 /// The client is yours: build it with `aws-config` (credentials, region, retries) or, for
 /// `DynamoDB` Local and other endpoints, with an explicit `endpoint_url`, region and
 /// credentials. The store adds what the entity manager needs on top: conditional writes, batch
@@ -51,6 +54,7 @@ use super::{
 /// # let _compiles = run();
 /// ```
 #[derive(Clone, Debug)]
+#[cfg_attr(docsrs, doc(cfg(feature = "dynamodb")))]
 pub struct DynamoStore {
     client: Client,
     table_name: String,
