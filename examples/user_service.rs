@@ -49,10 +49,9 @@ struct UserService;
 #[derive(Entity, Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[serde(rename_all = "camelCase")]
 #[entity(table = UserService, unique = user_id, timestamp = created)]
-// clippy reads `bump(timestamp = …)` twice as a duplicated attribute (rust-clippy#13238);
 // `user_id` is the seed docs' attribute name (`userId`)
-#[allow(clippy::duplicated_attributes, clippy::struct_field_names)]
-#[shard_bumps(
+#[allow(clippy::struct_field_names)]
+#[shard_bumps(bumps = [
     // before 2025-01-01: one unsharded partition (`user!`)
     // 2025-01-01: 1 character of radix 4, so 1 × 4 = 4 shards (`user!0` … `user!3`)
     bump(timestamp = 1_735_689_600_000, char_bits = 2, chars = 1),
@@ -61,7 +60,7 @@ struct UserService;
     // 2027-01-01, after the dataset's "now": 3 × 16 = 48 shards, added ahead of time (no
     // migration: existing records keep their shard, queries before that date never visit them)
     bump(timestamp = 1_798_761_600_000, char_bits = 4, chars = 3),
-)]
+])]
 #[generated(name = user_beneficiary_hash_key, components = [beneficiary_id], sharded)]
 #[generated(name = first_name_range_key, components = [first_name_canonical, last_name_canonical, created])]
 #[generated(name = last_name_range_key, components = [last_name_canonical, first_name_canonical, created])]

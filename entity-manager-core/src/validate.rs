@@ -32,8 +32,9 @@ const MAX_INDEXES: usize = 20;
 const MAX_CHARS: u8 = 40;
 /// The widest suffix character, in bits (radix 32).
 const MAX_CHAR_BITS: u8 = 5;
-/// The transcodes a timestamp property may have: integer milliseconds.
-const TIMESTAMP_TRANSCODES: [&str; 2] = ["timestamp", "int"];
+/// The transcode a timestamp property must have: 13-digit milliseconds, the form TypeScript
+/// writes (an `int` timestamp would key records as `created#p0001700000000000`).
+const TIMESTAMP_TRANSCODES: [&str; 1] = ["timestamp"];
 
 /// Validates and normalises static models: the rules of [`Schema::new`](crate::Schema::new).
 pub(crate) fn validate(
@@ -421,7 +422,7 @@ fn check_timestamp_property(entity: &EntityModel, path: &str, problems: &mut Pro
             .push(
                 path,
                 format!(
-                    "timestamp property `{name}` has transcode `{}`, but it holds the creation time in whole milliseconds; use the `timestamp` or `int` transcode",
+                    "timestamp property `{name}` has transcode `{}`, but it holds the creation time in whole milliseconds, which keys write as 13 digits (as TypeScript does); use the `timestamp` transcode",
                     property.transcode.name()
                 ),
             ),

@@ -144,16 +144,49 @@ pub(crate) const INDEX: ListSpec = ListSpec {
     )],
 };
 
-/// `#[shard_bumps(bump(timestamp = …, char_bits = …, chars = …), …)]`.
+/// `#[shard_bumps(bumps = [bump(timestamp = …, char_bits = …, chars = …), …])]`, or the bumps
+/// directly: `#[shard_bumps(bump(…), bump(…))]`.
 #[derive(FromMeta)]
 pub(crate) struct ShardBumpsAttrs {
     #[darling(multiple, rename = "bump")]
     pub(crate) bumps: Vec<BumpAttrs>,
+    /// `bumps = [bump(…), …]`: one list, which clippy's `duplicated_attributes` lint does not
+    /// misread as repeated attributes (it does `bump(…), bump(…)`).
+    #[darling(default, rename = "bumps")]
+    pub(crate) list: Option<BumpList>,
+}
+
+/// The `bump(…)` entries of `bumps = [...]`, as metas (read like the direct `bump(…)` ones).
+pub(crate) struct BumpList(pub(crate) Vec<Meta>);
+
+impl FromMeta for BumpList {
+    fn from_expr(expr: &syn::Expr) -> darling::Result<Self> {
+        let syn::Expr::Array(array) = expr else {
+            return Err(darling::Error::custom(
+                "expected a list of bumps: `bumps = [bump(timestamp = …, char_bits = …, chars = …), …]`",
+            )
+            .with_span(expr));
+        };
+        let mut errors = darling::Error::accumulator();
+        let mut metas = Vec::with_capacity(array.elems.len());
+        for elem in &array.elems {
+            match syn::parse2::<Meta>(elem.to_token_stream()) {
+                Ok(meta @ Meta::List(_)) if meta.path().is_ident("bump") => metas.push(meta),
+                _ => errors.push(
+                    darling::Error::custom(
+                        "expected `bump(timestamp = …, char_bits = …, chars = …)`",
+                    )
+                    .with_span(elem),
+                ),
+            }
+        }
+        errors.finish_with(Self(metas))
+    }
 }
 
 pub(crate) const SHARD_BUMPS: ListSpec = ListSpec {
     what: "#[shard_bumps(…)]",
-    known: &["bump"],
+    known: &["bumps", "bump"],
     required: &[],
 };
 

@@ -42,6 +42,32 @@ pub(crate) fn check_key_property(
             format!("the {what} property `{ident}` must be a transcoded field, as it is written into keys; add `{hint}` to it"),
         );
     }
+    // The timestamp is written into keys as 13 digits, the form TypeScript writes and reads;
+    // another transcode (`int`: `created#p0001700000000000`) silently breaks compatibility.
+    if what == "timestamp" {
+        match &field.transcode {
+            Some(crate::model::Transcode::Builtin { name, span, .. }) if *name != "timestamp" => {
+                errors.at_span(
+                    *span,
+                    format!("the timestamp property `{ident}` must use the `timestamp` transcode, not `{name}`: keys write creation times as 13 digits, as TypeScript does; write `#[transcode(\"timestamp\")]`"),
+                );
+            }
+            Some(crate::model::Transcode::Path(path)) => {
+                errors.at(
+                    path,
+                    format!("the timestamp property `{ident}` must use the `timestamp` transcode, not a transcode of your own: keys write creation times as 13 digits, as TypeScript does; write `#[transcode(\"timestamp\")]`"),
+                );
+            }
+            _ => {}
+        }
+    }
+    // The unique value identifies the record: every key holds it, so it cannot be missing.
+    if what == "unique" && !std::ptr::eq(field.ty, field.value_ty) {
+        errors.at(
+            field.ty,
+            format!("the unique property `{ident}` identifies a record and is written into every key, so it cannot be an `Option`; use the value type itself"),
+        );
+    }
 }
 
 /// No two fields are stored under one attribute name (serde would write one over the other).

@@ -8,6 +8,7 @@ use darling::FromDeriveInput;
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
 use syn::DeriveInput;
+use syn::ext::IdentExt as _;
 use syn::spanned::Spanned;
 
 use crate::attrs::{EntityAttrs, TableAttrs};
@@ -166,7 +167,8 @@ fn expand_entity(c: &Container<'_>) -> Option<TokenStream> {
 pub(crate) fn member_assertion(ident: &syn::Ident, table: &syn::Path) -> TokenStream {
     let span = table.span();
     // the error points at the `Self` type of the path: give it the table's span
-    let this = syn::Ident::new(&ident.to_string(), span);
+    let mut this = ident.clone();
+    this.set_span(span);
     quote_spanned! {span=>
         const _: () = <#this as _em::__private::MemberOf<<#ident as _em::__private::Entity>::Table>>::MEMBER;
     }
@@ -427,7 +429,9 @@ fn key_builders(c: &Container<'_>) -> TokenStream {
     let mut tokens = TokenStream::new();
     let mut constructors = TokenStream::new();
     for (index, g) in c.generated.iter().enumerate() {
-        let builder = format_ident!("{}{}", ident, crate::case::pascal(&g.ident.to_string()));
+        // raw identifiers (`r#type_key`) name builders by their plain text
+        let property = crate::case::pascal(&g.ident.unraw().to_string());
+        let builder = format_ident!("{}{property}", ident.unraw());
         let method = &g.ident;
         let stored = &g.stored;
         let components: Vec<(usize, &Field<'_>)> =

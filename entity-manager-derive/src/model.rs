@@ -2,8 +2,11 @@
 //! receivers; every problem goes to one accumulator, and each model item keeps the user's tokens
 //! so that errors and compile-time assertions point at them.
 
+use darling::FromMeta as _;
 use proc_macro2::{Span, TokenStream};
 use quote::ToTokens;
+use quote::format_ident;
+use syn::ext::IdentExt as _;
 use syn::{Ident, Meta, Path, Type};
 
 use crate::attrs::{
@@ -233,7 +236,7 @@ impl<'a> Container<'a> {
             .as_ref()
             .and_then(|o| o.index_enum.as_ref())
             .map_or_else(
-                || Ident::new(&format!("{}Index", attrs.ident), attrs.ident.span()),
+                || format_ident!("{}Index", attrs.ident.unraw(), span = attrs.ident.span()),
                 |i| i.0.clone(),
             );
 
@@ -315,7 +318,7 @@ fn entity_token(
             (t.value.clone(), t.lit.to_token_stream())
         }
         None => (
-            case::lower_camel(&attrs.ident.to_string()),
+            case::lower_camel(&attrs.ident.unraw().to_string()),
             attrs.ident.to_token_stream(),
         ),
     }
@@ -379,12 +382,36 @@ fn read_struct_attrs<'a>(attrs: &'a EntityAttrs, errors: &mut Errors) -> StructA
         } else if path.is_ident("index") {
             indexes.extend(attrs::parse_list(&attr.meta, &attrs::INDEX, errors));
         } else if path.is_ident("shard_bumps") {
-            let parsed =
+            let nested = attrs::nested(&attr.meta).unwrap_or_default();
+            // the options of one bump written without `bump(…)` around them
+            if let Some(loose) = nested.iter().find(|m| {
+                ["timestamp", "char_bits", "chars"]
+                    .iter()
+                    .any(|k| m.path().is_ident(k))
+            }) {
+                errors.at(
+                    loose,
+                    "each shard bump goes inside `bump(…)`: write `#[shard_bumps(bumps = [bump(timestamp = …, char_bits = …, chars = …), …])]`",
+                );
+                continue;
+            }
+            let mut parsed =
                 attrs::parse_list::<ShardBumpsAttrs>(&attr.meta, &attrs::SHARD_BUMPS, errors);
             // darling reads each `bump(…)`; missing options are reported per bump
-            for bump in attrs::nested(&attr.meta).unwrap_or_default() {
+            for bump in nested {
                 if bump.path().is_ident("bump") && matches!(bump, Meta::List(_)) {
                     attrs::report_missing(&bump, &attrs::BUMP, errors);
+                }
+            }
+            // `bumps = [bump(…), …]`: read each entry the same way
+            if let Some(parsed) = parsed.as_mut()
+                && let Some(list) = parsed.list.take()
+            {
+                for bump in list.0 {
+                    attrs::report_missing(&bump, &attrs::BUMP, errors);
+                    if let Some(b) = errors.handle(attrs::BumpAttrs::from_meta(&bump)) {
+                        parsed.bumps.push(b);
+                    }
                 }
             }
             bumps.extend(parsed.map(|b| (attr, b)));

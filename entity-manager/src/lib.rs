@@ -95,13 +95,13 @@ pub use entity_manager_derive::Table;
 /// index hash key, always atomic); otherwise it is a range-side value (`c1#v1|c2#v2`), where a
 /// missing component leaves an empty value unless `atomic`.
 ///
-/// **`#[shard_bumps(bump(timestamp = ms, char_bits = 1..=5, chars = 0..=40), …)]`** on the
-/// struct: the shard schedule. Records created from `timestamp` on get a suffix of `chars`
-/// characters in radix `2^char_bits`; `chars` must strictly increase. Without it the entity
-/// has one unsharded partition. Clippy's `duplicated_attributes` lint misreads two or more
-/// `bump(…)` entries as duplicates (rust-clippy#13238, a known false positive for attributes it
-/// does not know): add `#[allow(clippy::duplicated_attributes)]` on the struct until it is
-/// fixed.
+/// **`#[shard_bumps(bumps = [bump(timestamp = ms, char_bits = 1..=5, chars = 0..=40), …])]`**
+/// on the struct: the shard schedule. Records created from `timestamp` on get a suffix of
+/// `chars` characters in radix `2^char_bits`; `chars` must strictly increase. Without it the
+/// entity has one unsharded partition. The bumps may also be written directly,
+/// `#[shard_bumps(bump(…), bump(…))]`, but clippy's `duplicated_attributes` lint misreads two
+/// or more of those as repeated attributes (rust-clippy#13238); the `bumps = [...]` list does
+/// not trip it.
 ///
 /// **`#[index(name = "gsiName", hash = sharded_generated, range = field_or_generated,
 /// project = [field, …] | keys_only)]`** on the struct (repeatable): a GSI the entity can be

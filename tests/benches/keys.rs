@@ -42,14 +42,14 @@ use serde::{Deserialize, Serialize};
 struct UserService;
 
 /// A user of the User service.
-#[allow(clippy::duplicated_attributes, clippy::struct_field_names)] // `bump(…)` twice; `user_id`
+#[allow(clippy::struct_field_names)] // `user_id`
 #[derive(Entity, Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[serde(rename_all = "camelCase")]
 #[entity(table = UserService, token = "user", unique = user_id, timestamp = created)]
-#[shard_bumps(
+#[shard_bumps(bumps = [
     bump(timestamp = 1_726_880_933_000, char_bits = 2, chars = 1),
-    bump(timestamp = 1_735_689_600_000, char_bits = 3, chars = 2)
-)]
+    bump(timestamp = 1_735_689_600_000, char_bits = 3, chars = 2),
+])]
 #[generated(name = user_hash_key, components = [user_id], sharded)]
 #[generated(name = user_beneficiary_hash_key, components = [beneficiary_id], sharded)]
 #[generated(name = first_name_range_key, components = [first_name_canonical, last_name_canonical, created])]

@@ -370,7 +370,7 @@ fn a_broken_config_reports_every_problem_at_once() -> TestResult {
             ),
             (
                 "entities.user.timestampProperty",
-                "use the `timestamp` or `int` transcode",
+                "use the `timestamp` transcode",
             ),
             ("entities.user.defaultLimit", "greater than 0"),
             ("indexes.byName.rangeKey", "no such attribute"),
@@ -761,7 +761,15 @@ fn the_timestamp_property_must_be_a_transcoded_integer() -> TestResult {
             "has transcode `string`, but it holds the creation time in whole milliseconds",
         )],
     )?;
-    load(&with(minimal(), "propertyTranscodes/created", json!("int")))?;
+    // `int` would write `created#p0001700000000000` into keys: TypeScript writes 13 digits
+    let config = with(minimal(), "propertyTranscodes/created", json!("int"));
+    assert_problems(
+        &config,
+        &[(
+            "entities.user.timestampProperty",
+            "has transcode `int`, but it holds the creation time in whole milliseconds",
+        )],
+    )?;
     Ok(())
 }
 

@@ -354,3 +354,54 @@ proptest! {
         prop_assert_eq!(back, record);
     }
 }
+
+/// Raw identifiers are accepted everywhere: fields, generated property names, components,
+/// index keys, the struct itself.
+mod raw_identifiers {
+    use entity_manager::{Entity, EntityExt, Table};
+    use serde::{Deserialize, Serialize};
+
+    #[derive(Table)]
+    #[table(entities(r#Match))]
+    struct r#Matches;
+
+    #[derive(Entity, Serialize, Deserialize, Debug, PartialEq)]
+    #[serde(rename_all = "camelCase")]
+    #[entity(table = r#Matches, unique = r#ref, timestamp = r#use)]
+    #[generated(name = r#type_key, components = [r#type, r#use])]
+    #[generated(name = r#loop_key, components = [r#type], sharded)]
+    #[index(name = "byType", hash = r#loop_key, range = r#type_key)]
+    struct r#Match {
+        #[transcode("string")]
+        r#ref: String,
+        #[transcode("timestamp")]
+        r#use: u64,
+        #[transcode("string")]
+        r#type: String,
+    }
+
+    #[test]
+    fn raw_identifiers_compile_and_key_records() -> Result<(), entity_manager::Error> {
+        let record = r#Match {
+            r#ref: "m1".into(),
+            r#use: 5,
+            r#type: "final".into(),
+        };
+        let item = record.to_item()?;
+        assert_eq!(
+            item["typeKey"],
+            entity_manager::AttributeValue::S("type#final|use#0000000000005".into())
+        );
+        assert_eq!(
+            item["loopKey"],
+            entity_manager::AttributeValue::S("match!|type#final".into())
+        );
+        let prefix = r#Match::r#type_key().r#type("fi")?;
+        assert_eq!(prefix.as_str(), "type#fi");
+        assert_eq!(MatchIndex::ByType.name(), "byType");
+        assert_eq!(r#Match::from_item(&item)?, record);
+        Ok(())
+    }
+
+    use entity_manager::IndexToken as _;
+}

@@ -25,12 +25,11 @@ struct Accounts;
 #[derive(Entity, Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[serde(rename_all = "camelCase")]
 #[entity(table = Accounts, unique = account_id, timestamp = created)]
-#[shard_bumps(
+#[shard_bumps(bumps = [
     bump(timestamp = 1_000, char_bits = 2, chars = 1),
     bump(timestamp = 2_000, char_bits = 2, chars = 2),
-    bump(timestamp = 3_000, char_bits = 3, chars = 3)
-)]
-#[allow(clippy::duplicated_attributes)]
+    bump(timestamp = 3_000, char_bits = 3, chars = 3),
+])]
 struct Account {
     #[transcode("string")]
     account_id: String,

@@ -9,10 +9,10 @@ macro_rules! user_service {
         #[derive(Entity, Serialize, Deserialize, Clone, Debug, PartialEq)]
         #[serde(rename_all = "camelCase")]
         #[entity(table = $table, token = "user", unique = user_id, timestamp = created)]
-        #[shard_bumps(
+        #[shard_bumps(bumps = [
             bump(timestamp = 1_726_880_933_000, char_bits = 2, chars = 1),
             bump(timestamp = 1_735_689_600_000, char_bits = 3, chars = 2),
-        )]
+        ])]
         #[generated(name = user_beneficiary_hash_key, components = [beneficiary_id], sharded)]
         #[generated(name = first_name_range_key, components = [first_name_canonical, last_name_canonical, created])]
         #[generated(name = last_name_range_key, components = [last_name_canonical, first_name_canonical, created])]

@@ -9,7 +9,7 @@ struct Users;
 struct User {
     #[transcode("string")]
     user_id: String,
-    #[transcode("string")]
+    #[transcode("timestamp")]
     created: String,
 }
 
