@@ -7,6 +7,8 @@ mod check;
 mod errors;
 mod expand;
 mod fallback;
+#[cfg(test)]
+mod fuzz;
 mod model;
 mod table;
 #[cfg(test)]
