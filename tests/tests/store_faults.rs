@@ -355,3 +355,100 @@ async fn keys_never_processed_end_in_an_error_naming_exactly_the_unread() -> Tes
     assert_eq!(read, expected_read);
     Ok(())
 }
+
+/// A server that accepts connections and never answers: every `DynamoStore` call, batch retry
+/// loops and queries included, ends in a typed timeout error instead of hanging.
+#[tokio::test]
+async fn a_silent_server_gives_a_typed_timeout_on_every_call() -> TestResult {
+    use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
+    use entity_manager::store::DynamoStore;
+
+    // accepts, holds the connections open, answers nothing
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let endpoint = format!("http://{}", listener.local_addr()?);
+    let held = tokio::spawn(async move {
+        let mut open = Vec::new();
+        while let Ok((socket, _)) = listener.accept().await {
+            open.push(socket);
+        }
+    });
+    let config = aws_sdk_dynamodb::Config::builder()
+        .behavior_version(BehaviorVersion::latest())
+        .endpoint_url(&endpoint)
+        .region(Region::new("us-east-1"))
+        .credentials_provider(Credentials::new("local", "local", None, None, "static"))
+        .build();
+    let store = DynamoStore::new(
+        aws_sdk_dynamodb::Client::from_conf(config),
+        "silent",
+        definition(),
+    )
+    .with_timeouts(Duration::from_millis(400), Duration::from_millis(200));
+
+    let guard = Duration::from_secs(20);
+    let check =
+        |what: &str, result: Result<Result<(), StoreError>, tokio::time::error::Elapsed>| {
+            match result {
+                Err(_) => panic!("{what} hung past the guard"),
+                Ok(Ok(())) => panic!("{what} succeeded against a silent server"),
+                Ok(Err(e)) => assert!(e.is_timeout(), "{what}: {e}"),
+            }
+        };
+    let item = key("h", "r");
+    check(
+        "put_item",
+        tokio::time::timeout(guard, store.put_item(item.clone(), Expect::Any)).await,
+    );
+    check(
+        "get_item",
+        tokio::time::timeout(guard, async { store.get_item(&item, None).await.map(drop) }).await,
+    );
+    check(
+        "delete_item",
+        tokio::time::timeout(guard, store.delete_item(&item, Expect::Any)).await,
+    );
+    check(
+        "query_page",
+        tokio::time::timeout(guard, async {
+            store
+                .query_page(&QueryPage::new(entity_manager::AttributeValue::S(
+                    "h".into(),
+                )))
+                .await
+                .map(drop)
+        })
+        .await,
+    );
+    check(
+        "transact_write",
+        tokio::time::timeout(
+            guard,
+            store.transact_write(vec![TransactWrite::Put {
+                item: item.clone(),
+                expect: Expect::Absent,
+            }]),
+        )
+        .await,
+    );
+    // batches: the error lists every request as not done, caused by the timeout
+    let written = tokio::time::timeout(guard, store.batch_write(puts(&items(30)))).await;
+    match written {
+        Err(_) => panic!("batch_write hung past the guard"),
+        Ok(Ok(())) => panic!("batch_write succeeded against a silent server"),
+        Ok(Err(e)) => assert!(
+            e.to_string().contains("no answer within the time limit"),
+            "{e}"
+        ),
+    }
+    let read = tokio::time::timeout(guard, store.batch_get(vec![item], None)).await;
+    match read {
+        Err(_) => panic!("batch_get hung past the guard"),
+        Ok(Ok(_)) => panic!("batch_get succeeded against a silent server"),
+        Ok(Err(e)) => assert!(
+            e.to_string().contains("no answer within the time limit"),
+            "{e}"
+        ),
+    }
+    held.abort();
+    Ok(())
+}

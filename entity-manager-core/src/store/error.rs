@@ -27,9 +27,12 @@ pub enum StoreErrorKind {
     ResourceNotFound,
     /// The table already exists, or is being created or deleted.
     ResourceInUse,
-    /// A transient failure (timeout, connection, server error, transaction conflict): retrying
-    /// may succeed.
+    /// A transient failure (connection, server error, transaction conflict): retrying may
+    /// succeed.
     Transient,
+    /// The store did not answer within the operation's time limit (see
+    /// `DynamoStore::with_timeouts`); retrying may succeed.
+    Timeout,
     /// A batch left requests unprocessed after every attempt the retry policy allows.
     Incomplete,
     /// An item could not be converted between the store's format and [`Item`].
@@ -208,14 +211,25 @@ impl StoreError {
     pub fn is_retryable(&self) -> bool {
         matches!(
             self.0.kind,
-            StoreErrorKind::Throttled | StoreErrorKind::Transient | StoreErrorKind::Incomplete
+            StoreErrorKind::Throttled
+                | StoreErrorKind::Transient
+                | StoreErrorKind::Timeout
+                | StoreErrorKind::Incomplete
         )
+    }
+
+    /// The store did not answer in time: the call was abandoned after its time limit.
+    pub fn is_timeout(&self) -> bool {
+        self.0.kind == StoreErrorKind::Timeout
     }
 
     fn hint(&self) -> &'static str {
         match self.0.kind {
             StoreErrorKind::Throttled => " (throttled; retry later, or raise the table's capacity)",
             StoreErrorKind::Transient => " (transient; retrying may succeed)",
+            StoreErrorKind::Timeout => {
+                " (no answer within the time limit; retrying may succeed, or raise the limit with `DynamoStore::with_timeouts`)"
+            }
             StoreErrorKind::ResourceNotFound => {
                 " (create the table first, e.g. with `DynamoStore::create_table`)"
             }

@@ -103,9 +103,9 @@ where
 {
     let code = err.code().map(str::to_owned);
     let kind = code.as_deref().and_then(kind_of).unwrap_or(match &err {
-        SdkError::TimeoutError(_) | SdkError::DispatchFailure(_) | SdkError::ResponseError(_) => {
-            StoreErrorKind::Transient
-        }
+        SdkError::TimeoutError(_) => StoreErrorKind::Timeout,
+        SdkError::DispatchFailure(failure) if failure.is_timeout() => StoreErrorKind::Timeout,
+        SdkError::DispatchFailure(_) | SdkError::ResponseError(_) => StoreErrorKind::Transient,
         _ => StoreErrorKind::Other,
     });
     let message = match (err.message(), &code) {

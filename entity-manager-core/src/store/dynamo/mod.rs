@@ -64,9 +64,51 @@ pub struct DynamoStore {
     table_wait: Duration,
 }
 
+/// `client` with these limits (and the default connect timeout unless it has one).
+fn with_timeouts(client: &Client, operation: Duration, attempt: Duration) -> Client {
+    let config = client.config();
+    let connect = config
+        .timeout_config()
+        .and_then(|t| t.connect_timeout())
+        .unwrap_or(DynamoStore::DEFAULT_CONNECT_TIMEOUT);
+    let timeouts = aws_sdk_dynamodb::config::timeout::TimeoutConfig::builder()
+        .connect_timeout(connect)
+        .operation_timeout(operation)
+        .operation_attempt_timeout(attempt.min(operation))
+        .build();
+    Client::from_conf(config.to_builder().timeout_config(timeouts).build())
+}
+
 impl DynamoStore {
+    /// The default limit of one call, retries included: [`with_timeouts`](Self::with_timeouts).
+    pub const DEFAULT_OPERATION_TIMEOUT: Duration = Duration::from_secs(30);
+    /// The default limit of one attempt of a call.
+    pub const DEFAULT_ATTEMPT_TIMEOUT: Duration = Duration::from_secs(10);
+    /// The default limit for opening a connection.
+    pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
     /// The table `table_name`, laid out as `definition`, through `client`.
+    ///
+    /// Nothing hangs: unless the client's configuration sets an operation timeout, every call
+    /// is given [`DEFAULT_OPERATION_TIMEOUT`](Self::DEFAULT_OPERATION_TIMEOUT) (30 s, retries
+    /// included), [`DEFAULT_ATTEMPT_TIMEOUT`](Self::DEFAULT_ATTEMPT_TIMEOUT) per attempt and
+    /// [`DEFAULT_CONNECT_TIMEOUT`](Self::DEFAULT_CONNECT_TIMEOUT) to connect; a call that runs
+    /// out of time fails with [`StoreError::is_timeout`]. Set other limits with
+    /// [`with_timeouts`](Self::with_timeouts).
     pub fn new(client: Client, table_name: impl Into<String>, definition: TableDefinition) -> Self {
+        let bounded = client
+            .config()
+            .timeout_config()
+            .is_some_and(|t| t.operation_timeout().is_some());
+        let client = if bounded {
+            client
+        } else {
+            with_timeouts(
+                &client,
+                Self::DEFAULT_OPERATION_TIMEOUT,
+                Self::DEFAULT_ATTEMPT_TIMEOUT,
+            )
+        };
         Self {
             client,
             table_name: table_name.into(),
@@ -75,6 +117,15 @@ impl DynamoStore {
             consistent_read: false,
             table_wait: Duration::from_mins(10),
         }
+    }
+
+    /// Sets the time limits of every call: `operation` for a whole call (its retries included)
+    /// and `attempt` for each attempt. A call that runs out of time fails with
+    /// [`StoreError::is_timeout`]; batch calls stop retrying and report what was not done.
+    #[must_use]
+    pub fn with_timeouts(mut self, operation: Duration, attempt: Duration) -> Self {
+        self.client = with_timeouts(&self.client, operation, attempt);
+        self
     }
 
     /// Sets how batch calls retry unprocessed requests.
