@@ -69,7 +69,7 @@ fn with_timeouts(client: &Client, operation: Duration, attempt: Duration) -> Cli
     let config = client.config();
     let connect = config
         .timeout_config()
-        .and_then(|t| t.connect_timeout())
+        .and_then(aws_sdk_dynamodb::config::timeout::TimeoutConfig::connect_timeout)
         .unwrap_or(DynamoStore::DEFAULT_CONNECT_TIMEOUT);
     let timeouts = aws_sdk_dynamodb::config::timeout::TimeoutConfig::builder()
         .connect_timeout(connect)
