@@ -389,7 +389,7 @@ async fn a_silent_server_gives_a_typed_timeout_on_every_call() -> TestResult {
     let check =
         |what: &str, result: Result<Result<(), StoreError>, tokio::time::error::Elapsed>| {
             match result {
-                Err(_) => panic!("{what} hung past the guard"),
+                Err(elapsed) => panic!("{what} hung past the guard ({elapsed})"),
                 Ok(Ok(())) => panic!("{what} succeeded against a silent server"),
                 Ok(Err(e)) => assert!(e.is_timeout(), "{what}: {e}"),
             }
@@ -433,7 +433,7 @@ async fn a_silent_server_gives_a_typed_timeout_on_every_call() -> TestResult {
     // batches: the error lists every request as not done, caused by the timeout
     let written = tokio::time::timeout(guard, store.batch_write(puts(&items(30)))).await;
     match written {
-        Err(_) => panic!("batch_write hung past the guard"),
+        Err(elapsed) => panic!("batch_write hung past the guard ({elapsed})"),
         Ok(Ok(())) => panic!("batch_write succeeded against a silent server"),
         Ok(Err(e)) => assert!(
             e.to_string().contains("no answer within the time limit"),
@@ -442,7 +442,7 @@ async fn a_silent_server_gives_a_typed_timeout_on_every_call() -> TestResult {
     }
     let read = tokio::time::timeout(guard, store.batch_get(vec![item], None)).await;
     match read {
-        Err(_) => panic!("batch_get hung past the guard"),
+        Err(elapsed) => panic!("batch_get hung past the guard ({elapsed})"),
         Ok(Ok(_)) => panic!("batch_get succeeded against a silent server"),
         Ok(Err(e)) => assert!(
             e.to_string().contains("no answer within the time limit"),
