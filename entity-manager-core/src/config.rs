@@ -161,6 +161,7 @@ impl Schema {
                 problems: vec![ConfigProblem {
                     path: String::new(),
                     message: format!("the config must be a JSON object, not {}", kind_of(config)),
+                    rule: None,
                 }],
             });
         };

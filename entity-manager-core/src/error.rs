@@ -323,6 +323,9 @@ pub struct ConfigProblem {
     pub path: String,
     /// What is wrong and what to do about it.
     pub message: String,
+    /// The configuration rule broken, or `None` for a problem of shape (a missing field, a
+    /// value of the wrong JSON type, an unknown key).
+    pub rule: Option<crate::validate::ConfigRule>,
 }
 
 impl fmt::Display for ConfigProblem {

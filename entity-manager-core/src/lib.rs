@@ -71,3 +71,4 @@ pub use serde_dynamo::{AttributeValue, Item};
 #[cfg_attr(docsrs, doc(cfg(feature = "dynamodb")))]
 pub use store::DynamoStore;
 pub use store::{MemoryStore, Store, StoreError, TableDefinition};
+pub use validate::ConfigRule;

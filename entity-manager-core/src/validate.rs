@@ -36,6 +36,147 @@ const MAX_CHAR_BITS: u8 = 5;
 /// writes (an `int` timestamp would key records as `created#p0001700000000000`).
 const TIMESTAMP_TRANSCODES: [&str; 1] = ["timestamp"];
 
+/// A rule of the configuration: what [`ConfigProblem::rule`](crate::ConfigProblem::rule) names,
+/// so that a problem can be told apart without reading its message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ConfigRule {
+    /// No delimiter is empty.
+    DelimitersNotEmpty,
+    /// Delimiters hold no word characters.
+    DelimitersWithoutWordCharacters,
+    /// No delimiter contains another.
+    DelimitersDisjoint,
+    /// The table key attribute names are not empty.
+    TableKeysNotEmpty,
+    /// The hash and range key attributes differ.
+    TableKeysDistinct,
+    /// The throttle is at least 1.
+    ThrottlePositive,
+    /// The entity token is not empty and holds no delimiter.
+    EntityToken,
+    /// Shard bump `charBits` is in 1..=5 and `chars` in 0..=40.
+    BumpRanges,
+    /// Shard bump timestamps are distinct.
+    BumpTimestampsUnique,
+    /// Shard bump `chars` strictly increase over time.
+    BumpCharsIncrease,
+    /// The unique property is a transcoded property.
+    UniqueProperty,
+    /// The timestamp property is a `timestamp`-transcoded property.
+    TimestampProperty,
+    /// Default limit and page size are at least 1.
+    EntityDefaultsPositive,
+    /// Property, generated property, index and projection names are not empty.
+    NamesNotEmpty,
+    /// Names written into keys hold no delimiter.
+    NamesFreeOfDelimiters,
+    /// No two roles share an attribute name (table keys, generated and ordinary properties).
+    AttributeNamesDistinct,
+    /// Generated property components are transcoded properties.
+    ComponentsTranscoded,
+    /// A generated property has at least one component.
+    ComponentsNotEmpty,
+    /// A generated property names each component once.
+    ComponentsUnique,
+    /// Index names are unique within an entity.
+    IndexNamesUnique,
+    /// An index hash key is the table hash key or a sharded generated property.
+    IndexHashKeys,
+    /// An index range key is the table range key, an unsharded generated property or a transcoded property.
+    IndexRangeKeys,
+    /// A scalar index range key has a transcode DynamoDB can key on.
+    IndexRangeKeyTypes,
+    /// No two indexes have the same hash and range key.
+    IndexKeyPairsUnique,
+    /// A projection names no key attribute.
+    ProjectionsNotKeys,
+    /// A projection names each attribute once.
+    ProjectionsUnique,
+    /// Entity tokens are unique in a table.
+    EntityTokensUnique,
+    /// One index name means one GSI: the same keys and projection in every entity.
+    IndexDeclarationsAgree,
+    /// A table has at most 20 GSIs.
+    IndexCount,
+}
+
+impl ConfigRule {
+    /// Every rule, in the order they are checked.
+    pub const ALL: &'static [Self] = &[
+        Self::DelimitersNotEmpty,
+        Self::DelimitersWithoutWordCharacters,
+        Self::DelimitersDisjoint,
+        Self::TableKeysNotEmpty,
+        Self::TableKeysDistinct,
+        Self::ThrottlePositive,
+        Self::EntityToken,
+        Self::BumpRanges,
+        Self::BumpTimestampsUnique,
+        Self::BumpCharsIncrease,
+        Self::UniqueProperty,
+        Self::TimestampProperty,
+        Self::EntityDefaultsPositive,
+        Self::NamesNotEmpty,
+        Self::NamesFreeOfDelimiters,
+        Self::AttributeNamesDistinct,
+        Self::ComponentsTranscoded,
+        Self::ComponentsNotEmpty,
+        Self::ComponentsUnique,
+        Self::IndexNamesUnique,
+        Self::IndexHashKeys,
+        Self::IndexRangeKeys,
+        Self::IndexRangeKeyTypes,
+        Self::IndexKeyPairsUnique,
+        Self::ProjectionsNotKeys,
+        Self::ProjectionsUnique,
+        Self::EntityTokensUnique,
+        Self::IndexDeclarationsAgree,
+        Self::IndexCount,
+    ];
+
+    /// A stable kebab-case identifier, e.g. `bump-chars-increase`.
+    pub const fn id(self) -> &'static str {
+        match self {
+            Self::DelimitersNotEmpty => "delimiters-not-empty",
+            Self::DelimitersWithoutWordCharacters => "delimiters-without-word-characters",
+            Self::DelimitersDisjoint => "delimiters-disjoint",
+            Self::TableKeysNotEmpty => "table-keys-not-empty",
+            Self::TableKeysDistinct => "table-keys-distinct",
+            Self::ThrottlePositive => "throttle-positive",
+            Self::EntityToken => "entity-token",
+            Self::BumpRanges => "bump-ranges",
+            Self::BumpTimestampsUnique => "bump-timestamps-unique",
+            Self::BumpCharsIncrease => "bump-chars-increase",
+            Self::UniqueProperty => "unique-property",
+            Self::TimestampProperty => "timestamp-property",
+            Self::EntityDefaultsPositive => "entity-defaults-positive",
+            Self::NamesNotEmpty => "names-not-empty",
+            Self::NamesFreeOfDelimiters => "names-free-of-delimiters",
+            Self::AttributeNamesDistinct => "attribute-names-distinct",
+            Self::ComponentsTranscoded => "components-transcoded",
+            Self::ComponentsNotEmpty => "components-not-empty",
+            Self::ComponentsUnique => "components-unique",
+            Self::IndexNamesUnique => "index-names-unique",
+            Self::IndexHashKeys => "index-hash-keys",
+            Self::IndexRangeKeys => "index-range-keys",
+            Self::IndexRangeKeyTypes => "index-range-key-types",
+            Self::IndexKeyPairsUnique => "index-key-pairs-unique",
+            Self::ProjectionsNotKeys => "projections-not-keys",
+            Self::ProjectionsUnique => "projections-unique",
+            Self::EntityTokensUnique => "entity-tokens-unique",
+            Self::IndexDeclarationsAgree => "index-declarations-agree",
+            Self::IndexCount => "index-count",
+        }
+    }
+}
+
+impl std::fmt::Display for ConfigRule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.id())
+    }
+}
+
 /// Validates and normalises static models: the rules of [`Schema::new`](crate::Schema::new).
 pub(crate) fn validate(
     table: &TableModel,
@@ -100,17 +241,25 @@ pub(crate) struct Globals<'a> {
     pub(crate) unreadable_schedules: &'a [usize],
 }
 
-/// Problems found so far, in the order found.
+/// Problems found so far, in the order found, each tagged with the rule being checked.
 #[derive(Debug, Default)]
-pub(crate) struct Problems(Vec<ConfigProblem>);
+pub(crate) struct Problems(Vec<ConfigProblem>, Option<ConfigRule>);
 
 impl Problems {
-    /// Records a problem.
+    /// Records a problem (of the rule being checked, if any: shape problems have none).
     pub(crate) fn push(&mut self, path: impl Into<String>, message: impl Into<String>) {
         self.0.push(ConfigProblem {
             path: path.into(),
             message: message.into(),
+            rule: self.1,
         });
+    }
+
+    /// Runs the check of `rule`: the problems it records name the rule.
+    fn under(&mut self, rule: ConfigRule, check: impl FnOnce(&mut Self)) {
+        let outer = self.1.replace(rule);
+        check(self);
+        self.1 = outer;
     }
 
     /// The problems, in the order found.
@@ -161,12 +310,24 @@ fn positive_message(field: &str, what: &str) -> String {
 // table settings
 
 fn check_table(table: &TableModel, problems: &mut Problems) {
-    check_delimiters_not_empty(table, problems);
-    check_delimiters_without_word_characters(table, problems);
-    check_delimiters_disjoint(table, problems);
-    check_table_keys_not_empty(table, problems);
-    check_table_keys_distinct(table, problems);
-    check_throttle_positive(table, problems);
+    problems.under(ConfigRule::DelimitersNotEmpty, |problems| {
+        check_delimiters_not_empty(table, problems);
+    });
+    problems.under(ConfigRule::DelimitersWithoutWordCharacters, |problems| {
+        check_delimiters_without_word_characters(table, problems);
+    });
+    problems.under(ConfigRule::DelimitersDisjoint, |problems| {
+        check_delimiters_disjoint(table, problems);
+    });
+    problems.under(ConfigRule::TableKeysNotEmpty, |problems| {
+        check_table_keys_not_empty(table, problems);
+    });
+    problems.under(ConfigRule::TableKeysDistinct, |problems| {
+        check_table_keys_distinct(table, problems);
+    });
+    problems.under(ConfigRule::ThrottlePositive, |problems| {
+        check_throttle_positive(table, problems);
+    });
 }
 
 // Rule: no delimiter is empty.
@@ -270,18 +431,32 @@ fn check_entity(
     problems: &mut Problems,
 ) {
     let path = join("entities", &entity.token);
-    check_entity_token(table, entity, &path, problems);
-    check_bump_ranges(&path, &entity.shard_bumps, problems);
+    problems.under(ConfigRule::EntityToken, |problems| {
+        check_entity_token(table, entity, &path, problems);
+    });
+    problems.under(ConfigRule::BumpRanges, |problems| {
+        check_bump_ranges(&path, &entity.shard_bumps, problems);
+    });
     if check_order {
-        check_bump_timestamps_unique(&path, &entity.shard_bumps, problems);
+        problems.under(ConfigRule::BumpTimestampsUnique, |problems| {
+            check_bump_timestamps_unique(&path, &entity.shard_bumps, problems);
+        });
     }
     let implied = normalise_shard_bumps(entity);
     if check_order {
-        check_bump_chars_increase(&path, &entity.shard_bumps, implied, problems);
+        problems.under(ConfigRule::BumpCharsIncrease, |problems| {
+            check_bump_chars_increase(&path, &entity.shard_bumps, implied, problems);
+        });
     }
-    check_unique_property(entity, &path, problems);
-    check_timestamp_property(entity, &path, problems);
-    check_entity_defaults_positive(entity, &path, problems);
+    problems.under(ConfigRule::UniqueProperty, |problems| {
+        check_unique_property(entity, &path, problems);
+    });
+    problems.under(ConfigRule::TimestampProperty, |problems| {
+        check_timestamp_property(entity, &path, problems);
+    });
+    problems.under(ConfigRule::EntityDefaultsPositive, |problems| {
+        check_entity_defaults_positive(entity, &path, problems);
+    });
 }
 
 /// Sorts the bumps by timestamp (stably) and puts [`ShardBump::UNSHARDED`] in front when no
@@ -559,19 +734,45 @@ impl<'a> Scope<'a> {
 }
 
 fn check_scope(table: &TableModel, scope: &Scope<'_>, problems: &mut Problems) {
-    check_names_not_empty(scope, problems);
-    check_names_free_of_delimiters(table, scope, problems);
-    check_attribute_names_distinct(table, scope, problems);
-    check_components_transcoded(scope, problems);
-    check_components_not_empty(scope, problems);
-    check_components_unique(scope, problems);
-    check_index_names_unique(scope, problems);
-    check_index_hash_keys(table, scope, problems);
-    check_index_range_keys(table, scope, problems);
-    check_index_range_key_types(table, scope, problems);
-    check_index_key_pairs_unique(scope, problems);
-    check_projections_not_keys(table, scope, problems);
-    check_projections_unique(scope, problems);
+    problems.under(ConfigRule::NamesNotEmpty, |problems| {
+        check_names_not_empty(scope, problems);
+    });
+    problems.under(ConfigRule::NamesFreeOfDelimiters, |problems| {
+        check_names_free_of_delimiters(table, scope, problems);
+    });
+    problems.under(ConfigRule::AttributeNamesDistinct, |problems| {
+        check_attribute_names_distinct(table, scope, problems);
+    });
+    problems.under(ConfigRule::ComponentsTranscoded, |problems| {
+        check_components_transcoded(scope, problems);
+    });
+    problems.under(ConfigRule::ComponentsNotEmpty, |problems| {
+        check_components_not_empty(scope, problems);
+    });
+    problems.under(ConfigRule::ComponentsUnique, |problems| {
+        check_components_unique(scope, problems);
+    });
+    problems.under(ConfigRule::IndexNamesUnique, |problems| {
+        check_index_names_unique(scope, problems);
+    });
+    problems.under(ConfigRule::IndexHashKeys, |problems| {
+        check_index_hash_keys(table, scope, problems);
+    });
+    problems.under(ConfigRule::IndexRangeKeys, |problems| {
+        check_index_range_keys(table, scope, problems);
+    });
+    problems.under(ConfigRule::IndexRangeKeyTypes, |problems| {
+        check_index_range_key_types(table, scope, problems);
+    });
+    problems.under(ConfigRule::IndexKeyPairsUnique, |problems| {
+        check_index_key_pairs_unique(scope, problems);
+    });
+    problems.under(ConfigRule::ProjectionsNotKeys, |problems| {
+        check_projections_not_keys(table, scope, problems);
+    });
+    problems.under(ConfigRule::ProjectionsUnique, |problems| {
+        check_projections_unique(scope, problems);
+    });
 }
 
 // Rule: property, generated property, index and projection names are not empty.
@@ -934,11 +1135,17 @@ fn check_projections_unique(scope: &Scope<'_>, problems: &mut Problems) {
 // across entities
 
 fn check_across_entities(entities: &[EntityModel], layout: &Layout<'_>, problems: &mut Problems) {
-    check_entity_tokens_unique(entities, problems);
+    problems.under(ConfigRule::EntityTokensUnique, |problems| {
+        check_entity_tokens_unique(entities, problems);
+    });
     if let Layout::PerEntity = layout {
-        check_index_declarations_agree(entities, problems);
+        problems.under(ConfigRule::IndexDeclarationsAgree, |problems| {
+            check_index_declarations_agree(entities, problems);
+        });
     }
-    check_index_count(entities, layout, problems);
+    problems.under(ConfigRule::IndexCount, |problems| {
+        check_index_count(entities, layout, problems);
+    });
 }
 
 // Rule: entity tokens are unique in a table: the token prefixes every hash key, so two entities

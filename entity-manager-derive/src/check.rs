@@ -277,6 +277,13 @@ fn index_variant(
     errors: &mut Errors,
 ) -> Option<Ident> {
     let value = &name.value;
+    if value.is_empty() {
+        errors.at(
+            &name.lit,
+            "an index needs a name, the GSI's name: write one like `name = \"byCreated\"`",
+        );
+        return None;
+    }
     let Some(variant) = case::variant(value) else {
         errors.at(
             &name.lit,
@@ -367,6 +374,17 @@ fn index_range_key(
             errors.at(
                 ident,
                 format!("index range key `{ident}` must be a transcoded field; add `#[transcode(\"…\")]` to it"),
+            );
+            return None;
+        }
+        // DynamoDB keys are strings, numbers or binary: it cannot key on a boolean
+        if let Some(crate::model::Transcode::Builtin {
+            name: "boolean", ..
+        }) = &fields[i].transcode
+        {
+            errors.at(
+                ident,
+                format!("index range key `{ident}` has the `boolean` transcode, but DynamoDB cannot key an index on a boolean; use a string or number field, or a generated property that holds `{ident}`"),
             );
             return None;
         }

@@ -202,21 +202,14 @@ impl<'a> Container<'a> {
             .map_or((None, None), |o| resolve_key_properties(o, &fields, errors));
 
         let (token, token_tokens) = entity_token(attrs, options.as_ref(), errors);
-        let positive = |v: Option<&attrs::IntExpr>, errors: &mut Errors| {
-            v.map_or(10, |v| match usize::try_from(v.value) {
-                Ok(n) if n >= 1 => n,
-                _ => {
-                    errors.at(&v.tokens, "must be at least 1");
-                    10
-                }
-            })
-        };
         let default_limit = positive(
             options.as_ref().and_then(|o| o.default_limit.as_ref()),
+            "default_limit",
             errors,
         );
         let default_page_size = positive(
             options.as_ref().and_then(|o| o.default_page_size.as_ref()),
+            "default_page_size",
             errors,
         );
 
@@ -364,6 +357,20 @@ fn read_options(attrs: &EntityAttrs, errors: &mut Errors) -> (Option<EntityOptio
         attrs::parse_list(&first.meta, &attrs::ENTITY, errors),
         lenient,
     )
+}
+
+/// A query default (`default_limit`, `default_page_size`): at least 1, 10 when left out.
+fn positive(v: Option<&attrs::IntExpr>, name: &str, errors: &mut Errors) -> usize {
+    v.map_or(10, |v| match usize::try_from(v.value) {
+        Ok(n) if n >= 1 => n,
+        _ => {
+            errors.at(
+                &v.tokens,
+                format!("`{name}` must be at least 1 (a query of 0 items returns nothing); leave it out for the default, 10"),
+            );
+            10
+        }
+    })
 }
 
 type StructAttrs<'a> = (

@@ -23,3 +23,5 @@ struct Admin {
 }
 
 fn main() {}
+
+// rule: entity-tokens-unique

@@ -27,3 +27,5 @@ struct Email {
 }
 
 fn main() {}
+
+// rule: index-declarations-agree

@@ -87,3 +87,5 @@ struct Email {
 }
 
 fn main() {}
+
+// rule: index-count

@@ -15,3 +15,5 @@ struct User {
 }
 
 fn main() {}
+
+// rule: components-not-empty

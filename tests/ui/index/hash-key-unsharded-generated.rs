@@ -21,3 +21,5 @@ struct User {
 }
 
 fn main() {}
+
+// rule: index-hash-keys

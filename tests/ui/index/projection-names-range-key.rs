@@ -20,3 +20,5 @@ struct User {
 }
 
 fn main() {}
+
+// rule: projections-not-keys

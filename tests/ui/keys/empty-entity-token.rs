@@ -14,3 +14,5 @@ struct User {
 }
 
 fn main() {}
+
+// rule: entity-token

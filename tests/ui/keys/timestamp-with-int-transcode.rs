@@ -16,3 +16,5 @@ struct User {
 }
 
 fn main() {}
+
+// rule: timestamp-property

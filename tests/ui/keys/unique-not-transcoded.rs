@@ -13,3 +13,5 @@ struct User {
 }
 
 fn main() {}
+
+// rule: unique-property

@@ -18,3 +18,5 @@ struct User {
 }
 
 fn main() {}
+
+// rule: bump-timestamps-unique

@@ -18,3 +18,5 @@ struct User {
 }
 
 fn main() {}
+
+// rule: delimiters-disjoint

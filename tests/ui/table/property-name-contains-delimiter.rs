@@ -18,3 +18,5 @@ struct User {
 }
 
 fn main() {}
+
+// rule: names-free-of-delimiters

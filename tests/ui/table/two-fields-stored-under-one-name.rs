@@ -19,3 +19,5 @@ struct User {
 }
 
 fn main() {}
+
+// rule: attribute-names-distinct
