@@ -59,7 +59,10 @@ mod validate;
 pub use builder::KeyBuilder;
 pub use entity::{Entity, EntityExt, IndexToken, NoIndex, Table};
 pub use error::{ConfigError, ConfigProblem, Error, Result};
-pub use keys::{MAX_HASH_KEY_SPACE, PageKeyMap, PrimaryKey};
+pub use keys::{MAX_HASH_KEY_SPACE, PrimaryKey};
+// The TypeScript page-key layout, used by the compatibility tests only.
+#[doc(hidden)]
+pub use keys::PageKeyMap;
 pub use model::{
     Delimiters, EntityModel, GeneratedKind, GeneratedProperty, Index, KeyMode, NumericHash,
     Profile, Projection, Property, ShardBump, ShardSpace, TableModel,

@@ -47,19 +47,22 @@ const MAX_TRANSACTION: usize = 100;
 /// deterministic: the same calls give the same results.
 ///
 /// ```
-/// use entity_manager_core::store::{block_on, Expect, KeyType, MemoryStore, Store, TableDefinition};
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use entity_manager_core::store::{Expect, KeyType, MemoryStore, Store, TableDefinition};
 /// use entity_manager_core::{AttributeValue, Item};
 ///
 /// let store = MemoryStore::new(TableDefinition::new(("pk", KeyType::S), ("sk", KeyType::N)));
 /// let item: Item = serde_dynamo::to_item(serde_json::json!({ "pk": "a", "sk": 1.50, "x": true }))?;
-/// block_on(store.put_item(item.clone(), Expect::Absent))?;
+/// store.put_item(item.clone(), Expect::Absent).await?;
 /// // A second put of the same key fails its condition.
-/// let again = block_on(store.put_item(item, Expect::Absent)).unwrap_err();
-/// assert!(again.is_conditional_check_failed());
+/// let again = store.put_item(item, Expect::Absent).await;
+/// assert!(again.is_err_and(|e| e.is_conditional_check_failed()));
 /// let key: Item = serde_dynamo::to_item(serde_json::json!({ "pk": "a", "sk": 1.5 }))?;
-/// let read = block_on(store.get_item(&key, None))?.ok_or("missing")?;
+/// let read = store.get_item(&key, None).await?.ok_or("missing")?;
 /// assert_eq!(read["sk"], AttributeValue::N("1.5".into()));
-/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # Ok(())
+/// # }
 /// ```
 #[derive(Debug)]
 pub struct MemoryStore {

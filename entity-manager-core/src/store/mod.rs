@@ -22,7 +22,8 @@
 //! };
 //! use entity_manager_core::{AttributeValue, Item};
 //!
-//! # tokio_test_block_on(async {
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let store = MemoryStore::new(TableDefinition::new(("hashKey", KeyType::S), ("rangeKey", KeyType::S)));
 //! for (range, n) in [("b", "2"), ("a", "1"), ("c", "3")] {
 //!     let item: Item = [
@@ -45,10 +46,8 @@
 //! assert_eq!(page.items.len(), 1);
 //! assert_eq!(page.items[0]["n"], AttributeValue::N("2".into()));
 //! assert!(page.last_evaluated_key.is_some()); // the limit was reached: there may be more
-//! # Ok::<(), entity_manager_core::store::StoreError>(())
-//! # })?;
-//! # fn tokio_test_block_on<F: std::future::Future>(f: F) -> F::Output { entity_manager_core::store::block_on(f) }
-//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! # Ok(())
+//! # }
 //! ```
 
 use std::future::Future;
@@ -65,9 +64,10 @@ pub(crate) mod value;
 
 pub use crate::model::Projection;
 pub use crate::transcode::KeyType;
-pub use batch::{
-    BatchSender, GetBatch, MAX_BATCH_GET, MAX_BATCH_WRITE, RetryPolicy, get_batches, write_batches,
-};
+pub use batch::{MAX_BATCH_GET, MAX_BATCH_WRITE, RetryPolicy};
+// The batch loops `DynamoStore` runs, exposed for the fault-injection tests only.
+#[doc(hidden)]
+pub use batch::{BatchSender, GetBatch, get_batches, write_batches};
 #[cfg(feature = "dynamodb")]
 pub use dynamo::DynamoStore;
 pub use error::{BatchGetError, BatchWriteError, CancellationReason, StoreError, StoreErrorKind};
@@ -438,9 +438,9 @@ pub trait Store: Send + Sync {
     ) -> impl Future<Output = Result<Page, StoreError>> + Send;
 }
 
-/// Runs a future to completion on the current thread: enough for the in-memory store, whose
-/// futures never wait on anything, and for doc examples. Use a real async runtime for the
-/// `DynamoDB` store.
+/// Runs a future to completion on the current thread: a helper of this workspace's tests and
+/// benches, not public API. Use tokio (`#[tokio::main]`), as every example does.
+#[doc(hidden)]
 pub fn block_on<F: Future>(future: F) -> F::Output {
     use std::pin::pin;
     use std::sync::Arc;
