@@ -40,7 +40,6 @@
 #[doc(hidden)]
 pub mod __private;
 mod builder;
-mod config;
 mod entity;
 mod error;
 mod keys;
@@ -50,12 +49,13 @@ mod schema;
 pub mod shard;
 pub mod store;
 pub mod transcode;
+mod ts;
 mod validate;
 
 pub use builder::KeyBuilder;
 pub use entity::{Entity, EntityExt, IndexToken, NoIndex, Table};
 pub use error::{ConfigError, ConfigProblem, Error, Result};
-pub use keys::{MAX_HASH_KEY_SPACE, PageKeyMap, PrimaryKey};
+pub use keys::{MAX_HASH_KEY_SPACE, PrimaryKey};
 pub use model::{
     Delimiters, EntityModel, GeneratedKind, GeneratedProperty, Index, Projection, Property,
     ShardBump, ShardSpace, TableModel,
@@ -65,3 +65,10 @@ pub use serde_dynamo::{AttributeValue, Item};
 #[cfg(feature = "dynamodb")]
 pub use store::DynamoStore;
 pub use store::{MemoryStore, Store, StoreError, TableDefinition};
+
+/// Helpers for this workspace's tests: the TypeScript page-key layout, which the compatibility
+/// tests replay from the golden vectors. Not part of the public API; may change at any time.
+#[doc(hidden)]
+pub mod __test_support {
+    pub use crate::ts::page_key::{PageKeyMap, TsPageKeys};
+}
