@@ -1325,3 +1325,298 @@ fn static_paths_follow_the_model() -> TestResult {
     );
     Ok(())
 }
+
+// =============================================================================================
+// the per-entity shape of seed 001
+
+/// The example `Config` of seed 001 ("Entity Manager Configuration",
+/// `shared/seeds/001_b276935b7e31e307.txt`, section "The Config Type"), transcribed from its
+/// TypeScript literal: per-entity `elementTranscodes`, `generated` (with `atomic`, `sharded` and
+/// `elements` or `components`, both spellings appear in the seed) and `indexes` as component
+/// lists; `transcodes: defaultTranscodes` is the default and left out.
+fn seed_001_config() -> Value {
+    json!({
+        "entities": {
+            "email": {
+                "defaultLimit": 10,
+                "defaultPageSize": 10,
+                "elementTranscodes": { "created": "timestamp", "email": "string", "userId": "string" },
+                "generated": {
+                    "userHashKey": { "atomic": true, "components": ["userId"], "sharded": true }
+                },
+                "indexes": {
+                    "created": ["created", "hashKey", "rangeKey"],
+                    "userCreated": ["created", "hashKey", "rangeKey", "userHashKey"]
+                },
+                "shardBumps": [{ "charBits": 1, "chars": 0, "timestamp": 0 }],
+                "timestampProperty": "created",
+                "uniqueProperty": "email"
+            },
+            "user": {
+                "defaultLimit": 10,
+                "defaultPageSize": 10,
+                "elementTranscodes": {
+                    "beneficiaryId": "string",
+                    "created": "timestamp",
+                    "firstName": "string",
+                    "firstNameCanonical": "string",
+                    "lastName": "string",
+                    "lastNameCanonical": "string",
+                    "phone": "string",
+                    "updated": "timestamp",
+                    "userId": "string"
+                },
+                "indexes": {
+                    "created": ["created", "hashKey", "rangeKey"],
+                    "firstName": ["firstNameRangeKey", "hashKey", "rangeKey"],
+                    "lastName": ["hashKey", "lastNameRangeKey", "rangeKey"],
+                    "phone": ["hashKey", "phone", "rangeKey"],
+                    "updated": ["hashKey", "rangeKey", "updated"],
+                    "userBeneficiaryCreated": ["created", "hashKey", "rangeKey", "userBeneficiaryHashKey"],
+                    "userBeneficiaryFirstName": ["firstNameRangeKey", "hashKey", "rangeKey", "userBeneficiaryHashKey"],
+                    "userBeneficiaryLastName": ["hashKey", "lastNameRangeKey", "rangeKey", "userBeneficiaryHashKey"],
+                    "userBeneficiaryPhone": ["hashKey", "phone", "rangeKey", "userBeneficiaryHashKey"],
+                    "userBeneficiaryUpdated": ["hashKey", "rangeKey", "updated", "userBeneficiaryHashKey"],
+                    "userCreated": ["created", "hashKey", "rangeKey", "userHashKey"],
+                    "userUpdated": ["hashKey", "rangeKey", "updated", "userHashKey"]
+                },
+                "generated": {
+                    "firstNameRangeKey": {
+                        "atomic": true,
+                        "elements": ["firstNameCanonical", "lastNameCanonical", "created"],
+                        "sharded": false
+                    },
+                    "lastNameRangeKey": {
+                        "atomic": true,
+                        "elements": ["lastNameCanonical", "firstNameCanonical", "created"],
+                        "sharded": false
+                    },
+                    "userBeneficiaryHashKey": { "atomic": true, "components": ["beneficiaryId"], "sharded": true },
+                    "userHashKey": { "atomic": true, "components": ["userId"], "sharded": true }
+                },
+                "timestampProperty": "created",
+                "uniqueProperty": "userId"
+            }
+        },
+        "generatedKeyDelimiter": "|",
+        "generatedValueDelimiter": "#",
+        "hashKey": "hashKey",
+        "rangeKey": "rangeKey",
+        "shardKeyDelimiter": "!",
+        "throttle": 10
+    })
+}
+
+fn item_of(value: Value) -> Result<entity_manager::Item, Box<dyn Error>> {
+    Ok(serde_dynamo::to_item(value)?)
+}
+
+fn s(value: &str) -> entity_manager::AttributeValue {
+    entity_manager::AttributeValue::S(value.to_owned())
+}
+
+#[test]
+fn the_seed_001_config_loads_with_per_entity_lists() -> TestResult {
+    let schema = Schema::from_ts_config(&seed_001_config(), ShardSpace::Product)?;
+    let user = schema.entity("user")?.model();
+    let email = schema.entity("email")?.model();
+    assert_eq!(user.properties.len(), 9);
+    assert_eq!(email.properties.len(), 3);
+    // each entity has its own generated properties and indexes, not the union
+    assert_eq!(
+        user.generated.iter().map(|g| &*g.name).collect::<Vec<_>>(),
+        [
+            "firstNameRangeKey",
+            "lastNameRangeKey",
+            "userBeneficiaryHashKey",
+            "userHashKey"
+        ]
+    );
+    assert_eq!(
+        email.generated.iter().map(|g| &*g.name).collect::<Vec<_>>(),
+        ["userHashKey"]
+    );
+    assert_eq!(user.indexes.len(), 12);
+    assert_eq!(email.indexes.len(), 2);
+    let first_name = user.generated_property("firstNameRangeKey");
+    assert_eq!(
+        first_name.map(|g| (g.kind, g.atomic)),
+        Some((GeneratedKind::Unsharded, true))
+    );
+    // index component lists: the sharded generated property is the hash key, the other
+    // non-table-key component the range key; table keys fill in for a missing side
+    let pair = |token: &str, index: &str| -> Result<(String, String), Box<dyn Error>> {
+        let index = schema
+            .entity(token)?
+            .index(index)
+            .map_err(|e| e.to_string())?;
+        Ok((index.hash_key.to_string(), index.range_key.to_string()))
+    };
+    assert_eq!(pair("user", "created")?, ("hashKey".into(), "created".into()));
+    assert_eq!(
+        pair("user", "lastName")?,
+        ("hashKey".into(), "lastNameRangeKey".into())
+    );
+    assert_eq!(
+        pair("user", "userBeneficiaryFirstName")?,
+        ("userBeneficiaryHashKey".into(), "firstNameRangeKey".into())
+    );
+    assert_eq!(
+        pair("email", "userCreated")?,
+        ("userHashKey".into(), "created".into())
+    );
+    assert!(email.index("firstName").is_none());
+    Ok(())
+}
+
+/// Keys derived by hand from the seeds' rules: hash key `<token>!<suffix>` with an empty suffix
+/// (both entities keep the default `chars: 0` schedule), range key `<unique>#<value>`, a sharded
+/// generated property `<hash key>|<component>#<value>…`, an unsharded one
+/// `<component>#<value>|…`, `timestamp` writing 13 digits.
+#[test]
+fn the_seed_001_config_gives_the_keys_of_the_seed_rules() -> TestResult {
+    let schema = Schema::from_ts_config(&seed_001_config(), ShardSpace::Product)?;
+    let user = schema.entity("user")?;
+    let keyed = user.add_keys(&item_of(json!({
+        "userId": "u1",
+        "created": 1_700_000_000_000u64,
+        "beneficiaryId": "b7",
+        "firstNameCanonical": "jane",
+        "lastNameCanonical": "doe"
+    }))?)?;
+    assert_eq!(keyed["hashKey"], s("user!"));
+    assert_eq!(keyed["rangeKey"], s("userId#u1"));
+    assert_eq!(keyed["userHashKey"], s("user!|userId#u1"));
+    assert_eq!(keyed["userBeneficiaryHashKey"], s("user!|beneficiaryId#b7"));
+    assert_eq!(
+        keyed["firstNameRangeKey"],
+        s("firstNameCanonical#jane|lastNameCanonical#doe|created#1700000000000")
+    );
+    assert_eq!(
+        keyed["lastNameRangeKey"],
+        s("lastNameCanonical#doe|firstNameCanonical#jane|created#1700000000000")
+    );
+    // atomic: a missing component gives no value (seed 001, "Generated Properties")
+    let partial = user.add_keys(&item_of(json!({
+        "userId": "u1",
+        "created": 1_700_000_000_000u64,
+        "firstNameCanonical": "jane"
+    }))?)?;
+    assert!(!partial.contains_key("firstNameRangeKey"));
+    assert!(!partial.contains_key("userBeneficiaryHashKey"));
+
+    let email = schema.entity("email")?;
+    let keyed = email.add_keys(&item_of(json!({
+        "email": "me@example.com",
+        "userId": "u1",
+        "created": 1_700_000_000_000u64
+    }))?)?;
+    assert_eq!(keyed["hashKey"], s("email!"));
+    assert_eq!(keyed["rangeKey"], s("email#me@example.com"));
+    assert_eq!(keyed["userHashKey"], s("email!|userId#u1"));
+    // the user's generated properties are not the email's
+    assert!(!keyed.contains_key("firstNameRangeKey"));
+    Ok(())
+}
+
+#[test]
+fn seed_001_shard_bumps_shard_the_per_entity_shape() -> TestResult {
+    // one bump of 1 character in radix 4: suffix = string-hash("u1") % (1 × 4) under `product`
+    let config = with(
+        seed_001_config(),
+        "entities/user/shardBumps",
+        json!([{ "timestamp": 0, "charBits": 2, "chars": 1 }]),
+    );
+    let schema = Schema::from_ts_config(&config, ShardSpace::Product)?;
+    // string-hash("u1"), by hand, last unit first: (5381·33) ^ '1'(49) = 177573 ^ 49 = 177556;
+    // (177556·33) ^ 'u'(117) = 5859348 ^ 117 = 5859425; 5859425 % 4 = 1
+    assert_eq!(
+        entity_manager::shard::string_hash("u1"),
+        5_859_425,
+        "hand computation"
+    );
+    let keyed = schema.entity("user")?.add_keys(&item_of(json!({
+        "userId": "u1",
+        "created": 1_700_000_000_000u64
+    }))?)?;
+    assert_eq!(keyed["hashKey"], s("user!1"));
+    assert_eq!(keyed["userHashKey"], s("user!1|userId#u1"));
+    Ok(())
+}
+
+#[test]
+fn mixing_the_two_shapes_is_a_problem_at_every_per_entity_key() -> TestResult {
+    let config = with(
+        with(
+            base(),
+            "entities/user/generated",
+            json!({ "x": { "elements": ["userId"] } }),
+        ),
+        "entities/user/elementTranscodes",
+        json!({ "userId": "string" }),
+    );
+    assert_problems(
+        &config,
+        &[
+            ("entities.user.generated", "per-entity config shape"),
+            ("entities.user.elementTranscodes", "per-entity config shape"),
+        ],
+    )
+}
+
+#[test]
+fn a_broken_per_entity_config_reports_every_problem_at_once() -> TestResult {
+    let mut config = seed_001_config();
+    config = with(
+        config,
+        "entities/user/generated/userHashKey",
+        json!({ "atomic": false, "elements": ["userId"], "components": ["userId"], "sharded": true }),
+    );
+    config = with(
+        config,
+        "entities/user/generated/firstNameRangeKey/shraded",
+        json!(true),
+    );
+    config = with(
+        config,
+        "entities/user/indexes/both",
+        json!(["hashKey", "phone", "updated"]),
+    );
+    config = with(config, "entities/user/indexes/empty", json!([]));
+    config = with(
+        config,
+        "entities/email/elementTranscodes/email",
+        json!("strnig"),
+    );
+    config = with(
+        config,
+        "entities/user/generated/lastNameRangeKey/atomic",
+        json!("yes"),
+    );
+    config = without(config, "entities/user/elementTranscodes/userId");
+    let problems = problems_of(&config)?;
+    assert_exactly(
+        &problems,
+        &[
+            (
+                "entities.user.generated.userHashKey.components",
+                "not both",
+            ),
+            ("entities.user.generated.userHashKey.atomic", "always atomic"),
+            (
+                "entities.user.generated.firstNameRangeKey.shraded",
+                "`sharded`",
+            ),
+            ("entities.user.indexes.both", "one range key"),
+            ("entities.user.indexes.empty", "needs its key components"),
+            ("entities.email.elementTranscodes.email", "unknown transcode"),
+            (
+                "entities.user.generated.lastNameRangeKey.atomic",
+                "expected true or false",
+            ),
+            ("entities.user.uniqueProperty", "userId"),
+            ("entities.user.generated.userHashKey.components.0", "userId"),
+        ],
+    );
+    Ok(())
+}
