@@ -82,7 +82,19 @@ impl Schema {
     /// `#`, `!`, a throttle of 10, a default limit and page size of 10, and the default shard
     /// schedule.
     ///
-    /// TypeScript semantics are kept: generated properties, property transcodes and indexes are
+    /// The per-entity shape of the seed docs ("Entity Manager Configuration", TypeScript
+    /// v6.1–v6.4) loads too: no root `generatedProperties`, `propertyTranscodes` or `indexes`;
+    /// instead each entity has `elementTranscodes` (property → transcode), `generated` (name →
+    /// `{elements, atomic = false, sharded = false}`, `components` accepted for `elements`) and
+    /// `indexes` (token → component names in any order: the table keys may be listed, a sharded
+    /// generated property is the index hash key, the one other component its range key, and the
+    /// table keys stand in for a side left out; every index projects all attributes). Here
+    /// `hashKey` and `rangeKey` default to `hashKey` and `rangeKey`, generated properties and
+    /// indexes belong to their entity, an unsharded property may be atomic, and a sharded one
+    /// always is (`atomic: false` on it is a problem). A config mixing the two shapes is a
+    /// problem at each per-entity key.
+    ///
+    /// In the table-wide shape, TypeScript semantics are kept: generated properties, property transcodes and indexes are
     /// global, so every entity gets all of them, in config order (sharded generated properties,
     /// which are atomic, before unsharded ones, which are not). An index without `projections`
     /// projects all attributes, `[]` projects keys only, and a list projects the keys and those
@@ -176,7 +188,7 @@ impl Schema {
         let mut loader = Loader::default();
         loader.unknown_keys(root, "", ROOT_KEYS);
         let custom_transcodes = loader.transcodes(root);
-        if loader.per_entity_shape(root) {
+        if Loader::per_entity_shape(root) {
             return loader.load_per_entity(root, shard_space, &custom_transcodes);
         }
         let table = loader.table(root, shard_space, true);
@@ -808,7 +820,7 @@ impl Loader {
     /// Whether `root` is in the per-entity shape: some entity has a per-entity key and the root
     /// has none of the table-wide lists (a config mixing both is read as the table-wide shape,
     /// and each per-entity key is reported by [`Self::no_per_entity_keys`]).
-    fn per_entity_shape(&self, root: &Map<String, Value>) -> bool {
+    fn per_entity_shape(root: &Map<String, Value>) -> bool {
         let global = GLOBAL_LIST_KEYS.iter().any(|k| root.contains_key(*k));
         !global && !per_entity_keys(root).is_empty()
     }
@@ -945,7 +957,11 @@ impl Loader {
                         join(&path, "components"),
                         "give the component property names once, as `elements` or as `components`, not both",
                     );
-                    self.strings(elements, &join(&path, "elements"), "component property names")
+                    self.strings(
+                        elements,
+                        &join(&path, "elements"),
+                        "component property names",
+                    )
                 }
                 (Some(v), None) => {
                     self.strings(v, &join(&path, "elements"), "component property names")
@@ -1061,7 +1077,8 @@ impl Loader {
                         ),
                     );
                 }
-                keys.first().map_or_else(|| default.clone(), |k| (*k).clone())
+                keys.first()
+                    .map_or_else(|| default.clone(), |k| (*k).clone())
             };
             let hash_key = pick(hash_keys, "hash", &table.hash_key);
             let range_key = pick(range_keys, "range", &table.range_key);

@@ -19,7 +19,7 @@
 use serde_json::{Map, Value, json};
 
 use crate::error::{ConfigError, ConfigProblem};
-use crate::model::{GeneratedKind, Projection};
+use crate::model::{GeneratedKind, Index, Projection};
 use crate::schema::Schema;
 use crate::transcode;
 use crate::validate::join;
@@ -118,24 +118,11 @@ impl Schema {
                 );
             }
             for index in entity.indexes.iter() {
-                let mut fields = Map::new();
-                fields.insert("hashKey".into(), json!(index.hash_key));
-                fields.insert("rangeKey".into(), json!(index.range_key));
-                match &index.projection {
-                    Projection::All => {}
-                    Projection::KeysOnly => {
-                        fields.insert("projections".into(), json!([]));
-                    }
-                    Projection::Include(names) => {
-                        let names: Vec<&str> = names.iter().map(|n| &**n).collect();
-                        fields.insert("projections".into(), json!(names));
-                    }
-                }
                 let path = join("indexes", &index.name);
                 merge(
                     &mut indexes,
                     &index.name,
-                    Value::Object(fields),
+                    index_json(index),
                     &path,
                     &mut problems,
                 );
@@ -172,6 +159,24 @@ impl Schema {
             "propertyTranscodes": transcodes,
         }))
     }
+}
+
+/// An index as the TypeScript config writes it.
+fn index_json(index: &Index) -> Value {
+    let mut fields = Map::new();
+    fields.insert("hashKey".into(), json!(index.hash_key));
+    fields.insert("rangeKey".into(), json!(index.range_key));
+    match &index.projection {
+        Projection::All => {}
+        Projection::KeysOnly => {
+            fields.insert("projections".into(), json!([]));
+        }
+        Projection::Include(names) => {
+            let names: Vec<&str> = names.iter().map(|n| &**n).collect();
+            fields.insert("projections".into(), json!(names));
+        }
+    }
+    Value::Object(fields)
 }
 
 fn problem(path: &str, message: String) -> ConfigProblem {
