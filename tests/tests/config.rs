@@ -1915,3 +1915,45 @@ mod round_trip {
         }
     }
 }
+
+/// A transcode of a user's own: upper-cased strings.
+struct Upper;
+
+impl transcode::Transcoder for Upper {
+    fn name(&self) -> &'static str {
+        "upper"
+    }
+    fn key_type(&self) -> Option<transcode::KeyType> {
+        Some(transcode::KeyType::S)
+    }
+    fn encode(
+        &self,
+        value: &entity_manager::AttributeValue,
+    ) -> Result<String, transcode::TranscodeError> {
+        transcode::STRING.encode(value).map(|s| s.to_uppercase())
+    }
+    fn decode(
+        &self,
+        encoded: &str,
+    ) -> Result<entity_manager::AttributeValue, transcode::TranscodeError> {
+        transcode::STRING.decode(encoded)
+    }
+}
+
+#[test]
+fn a_transcode_of_your_own_cannot_be_exported() -> TestResult {
+    let mut model = export_entity("a", Vec::new());
+    model.properties = Cow::Owned(vec![
+        Property::new("id", &Upper),
+        Property::new("created", transcode::TIMESTAMP),
+    ]);
+    let schema = Schema::new(TableModel::DEFAULT, vec![model])?;
+    let Err(error) = schema.to_ts_config() else {
+        return Err("the export should fail".into());
+    };
+    assert_exactly(
+        &error.problems,
+        &[("propertyTranscodes.id", "`upper`, which is not built in")],
+    );
+    Ok(())
+}
