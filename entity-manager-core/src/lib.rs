@@ -42,7 +42,6 @@
 #[doc(hidden)]
 pub mod __private;
 mod builder;
-mod config;
 mod entity;
 mod error;
 mod keys;
@@ -54,15 +53,13 @@ mod schema;
 pub mod shard;
 pub mod store;
 pub mod transcode;
+mod ts;
 mod validate;
 
 pub use builder::KeyBuilder;
 pub use entity::{Entity, EntityExt, IndexToken, NoIndex, Table};
 pub use error::{ConfigError, ConfigProblem, Error, Result};
 pub use keys::{MAX_HASH_KEY_SPACE, PrimaryKey};
-// The TypeScript page-key layout, used by the compatibility tests only.
-#[doc(hidden)]
-pub use keys::PageKeyMap;
 pub use model::{
     Delimiters, EntityModel, GeneratedKind, GeneratedProperty, Index, KeyMode, NumericHash,
     Profile, Projection, Property, ShardBump, ShardSpace, TableModel,
@@ -75,3 +72,10 @@ pub use serde_dynamo::{AttributeValue, Item};
 pub use store::DynamoStore;
 pub use store::{MemoryStore, Store, StoreError, TableDefinition};
 pub use validate::ConfigRule;
+
+/// Helpers for this workspace's tests: the TypeScript page-key layout, which the compatibility
+/// tests replay from the golden vectors. Not part of the public API; may change at any time.
+#[doc(hidden)]
+pub mod __test_support {
+    pub use crate::ts::page_key::{PageKeyMap, TsPageKeys};
+}

@@ -17,10 +17,9 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use entity_manager::__test_support::{PageKeyMap, TsPageKeys as _};
 use entity_manager::transcode::{self, Direction, TranscodeError};
-use entity_manager::{
-    AttributeValue, EntitySchema, Error, Item, PageKeyMap, PrimaryKey, Schema, ShardSpace,
-};
+use entity_manager::{AttributeValue, EntitySchema, Error, Item, PrimaryKey, Schema, ShardSpace};
 use serde_json::{Map, Value};
 
 type Outcome = Result<(), String>;
@@ -90,19 +89,39 @@ fn run_file(path: &Path) -> (usize, usize, String) {
         Ok(schema) => schema,
         Err(e) => return (0, cases.len().max(1), format!("  config rejected: {e}\n")),
     };
-    let ctx = Ctx {
-        schema: &schema,
-        config: &file["config"],
-        space,
+    // Round trip: the schema exported as a TypeScript config and loaded again must be the same
+    // model, and must pass every case of the file as well.
+    let reloaded = match schema
+        .to_ts_config()
+        .map_err(|e| format!("export failed: {e}"))
+        .and_then(|exported| {
+            Schema::from_ts_config(&exported, space).map_err(|e| format!("reload failed: {e}"))
+        }) {
+        Ok(reloaded) => reloaded,
+        Err(why) => return (0, cases.len().max(1), format!("  round trip: {why}\n")),
     };
+    if reloaded.table() != schema.table() || reloaded.entities() != schema.entities() {
+        return (
+            0,
+            cases.len().max(1),
+            "  round trip: the reloaded export is a different model\n".to_owned(),
+        );
+    }
     let (mut passed, mut failed) = (0, 0);
-    for (i, case) in cases.iter().enumerate() {
-        match ctx.run_case(case) {
-            Ok(()) => passed += 1,
-            Err(why) => {
-                failed += 1;
-                let op = case["op"].as_str().unwrap_or("?");
-                let _ = writeln!(report, "  case {i} ({op}) failed: {why}");
+    for (label, schema) in [("", &schema), (" (exported and reloaded)", &reloaded)] {
+        let ctx = Ctx {
+            schema,
+            config: &file["config"],
+            space,
+        };
+        for (i, case) in cases.iter().enumerate() {
+            match ctx.run_case(case) {
+                Ok(()) => passed += 1,
+                Err(why) => {
+                    failed += 1;
+                    let op = case["op"].as_str().unwrap_or("?");
+                    let _ = writeln!(report, "  case {i} ({op}){label} failed: {why}");
+                }
             }
         }
     }

@@ -1333,3 +1333,635 @@ fn static_paths_follow_the_model() -> TestResult {
     );
     Ok(())
 }
+
+// =============================================================================================
+// the per-entity shape of seed 001
+
+/// The example `Config` of seed 001 ("Entity Manager Configuration",
+/// `shared/seeds/001_b276935b7e31e307.txt`, section "The Config Type"), transcribed from its
+/// TypeScript literal: per-entity `elementTranscodes`, `generated` (with `atomic`, `sharded` and
+/// `elements` or `components`, both spellings appear in the seed) and `indexes` as component
+/// lists; `transcodes: defaultTranscodes` is the default and left out.
+fn seed_001_config() -> Value {
+    json!({
+        "entities": {
+            "email": {
+                "defaultLimit": 10,
+                "defaultPageSize": 10,
+                "elementTranscodes": { "created": "timestamp", "email": "string", "userId": "string" },
+                "generated": {
+                    "userHashKey": { "atomic": true, "components": ["userId"], "sharded": true }
+                },
+                "indexes": {
+                    "created": ["created", "hashKey", "rangeKey"],
+                    "userCreated": ["created", "hashKey", "rangeKey", "userHashKey"]
+                },
+                "shardBumps": [{ "charBits": 1, "chars": 0, "timestamp": 0 }],
+                "timestampProperty": "created",
+                "uniqueProperty": "email"
+            },
+            "user": {
+                "defaultLimit": 10,
+                "defaultPageSize": 10,
+                "elementTranscodes": {
+                    "beneficiaryId": "string",
+                    "created": "timestamp",
+                    "firstName": "string",
+                    "firstNameCanonical": "string",
+                    "lastName": "string",
+                    "lastNameCanonical": "string",
+                    "phone": "string",
+                    "updated": "timestamp",
+                    "userId": "string"
+                },
+                "indexes": {
+                    "created": ["created", "hashKey", "rangeKey"],
+                    "firstName": ["firstNameRangeKey", "hashKey", "rangeKey"],
+                    "lastName": ["hashKey", "lastNameRangeKey", "rangeKey"],
+                    "phone": ["hashKey", "phone", "rangeKey"],
+                    "updated": ["hashKey", "rangeKey", "updated"],
+                    "userBeneficiaryCreated": ["created", "hashKey", "rangeKey", "userBeneficiaryHashKey"],
+                    "userBeneficiaryFirstName": ["firstNameRangeKey", "hashKey", "rangeKey", "userBeneficiaryHashKey"],
+                    "userBeneficiaryLastName": ["hashKey", "lastNameRangeKey", "rangeKey", "userBeneficiaryHashKey"],
+                    "userBeneficiaryPhone": ["hashKey", "phone", "rangeKey", "userBeneficiaryHashKey"],
+                    "userBeneficiaryUpdated": ["hashKey", "rangeKey", "updated", "userBeneficiaryHashKey"],
+                    "userCreated": ["created", "hashKey", "rangeKey", "userHashKey"],
+                    "userUpdated": ["hashKey", "rangeKey", "updated", "userHashKey"]
+                },
+                "generated": {
+                    "firstNameRangeKey": {
+                        "atomic": true,
+                        "elements": ["firstNameCanonical", "lastNameCanonical", "created"],
+                        "sharded": false
+                    },
+                    "lastNameRangeKey": {
+                        "atomic": true,
+                        "elements": ["lastNameCanonical", "firstNameCanonical", "created"],
+                        "sharded": false
+                    },
+                    "userBeneficiaryHashKey": { "atomic": true, "components": ["beneficiaryId"], "sharded": true },
+                    "userHashKey": { "atomic": true, "components": ["userId"], "sharded": true }
+                },
+                "timestampProperty": "created",
+                "uniqueProperty": "userId"
+            }
+        },
+        "generatedKeyDelimiter": "|",
+        "generatedValueDelimiter": "#",
+        "hashKey": "hashKey",
+        "rangeKey": "rangeKey",
+        "shardKeyDelimiter": "!",
+        "throttle": 10
+    })
+}
+
+fn item_of(value: Value) -> Result<entity_manager::Item, Box<dyn Error>> {
+    Ok(serde_dynamo::to_item(value)?)
+}
+
+fn s(value: &str) -> entity_manager::AttributeValue {
+    entity_manager::AttributeValue::S(value.to_owned())
+}
+
+#[test]
+fn the_seed_001_config_loads_with_per_entity_lists() -> TestResult {
+    let schema = Schema::from_ts_config(&seed_001_config(), ShardSpace::Product)?;
+    let user = schema.entity("user")?.model();
+    let email = schema.entity("email")?.model();
+    assert_eq!(user.properties.len(), 9);
+    assert_eq!(email.properties.len(), 3);
+    // each entity has its own generated properties and indexes, not the union
+    assert_eq!(
+        user.generated.iter().map(|g| &*g.name).collect::<Vec<_>>(),
+        [
+            "firstNameRangeKey",
+            "lastNameRangeKey",
+            "userBeneficiaryHashKey",
+            "userHashKey"
+        ]
+    );
+    assert_eq!(
+        email.generated.iter().map(|g| &*g.name).collect::<Vec<_>>(),
+        ["userHashKey"]
+    );
+    assert_eq!(user.indexes.len(), 12);
+    assert_eq!(email.indexes.len(), 2);
+    let first_name = user.generated_property("firstNameRangeKey");
+    assert_eq!(
+        first_name.map(|g| (g.kind, g.atomic)),
+        Some((GeneratedKind::Unsharded, true))
+    );
+    // index component lists: the sharded generated property is the hash key, the other
+    // non-table-key component the range key; table keys fill in for a missing side
+    let pair = |token: &str, index: &str| -> Result<(String, String), Box<dyn Error>> {
+        let index = schema
+            .entity(token)?
+            .index(index)
+            .map_err(|e| e.to_string())?;
+        Ok((index.hash_key.to_string(), index.range_key.to_string()))
+    };
+    assert_eq!(
+        pair("user", "created")?,
+        ("hashKey".into(), "created".into())
+    );
+    assert_eq!(
+        pair("user", "lastName")?,
+        ("hashKey".into(), "lastNameRangeKey".into())
+    );
+    assert_eq!(
+        pair("user", "userBeneficiaryFirstName")?,
+        ("userBeneficiaryHashKey".into(), "firstNameRangeKey".into())
+    );
+    assert_eq!(
+        pair("email", "userCreated")?,
+        ("userHashKey".into(), "created".into())
+    );
+    assert!(email.index("firstName").is_none());
+    Ok(())
+}
+
+/// Keys derived by hand from the seeds' rules: hash key `<token>!<suffix>` with an empty suffix
+/// (both entities keep the default `chars: 0` schedule), range key `<unique>#<value>`, a sharded
+/// generated property `<hash key>|<component>#<value>…`, an unsharded one
+/// `<component>#<value>|…`, `timestamp` writing 13 digits.
+#[test]
+fn the_seed_001_config_gives_the_keys_of_the_seed_rules() -> TestResult {
+    let schema = Schema::from_ts_config(&seed_001_config(), ShardSpace::Product)?;
+    let user = schema.entity("user")?;
+    let keyed = user.add_keys(&item_of(json!({
+        "userId": "u1",
+        "created": 1_700_000_000_000u64,
+        "beneficiaryId": "b7",
+        "firstNameCanonical": "jane",
+        "lastNameCanonical": "doe"
+    }))?)?;
+    assert_eq!(keyed["hashKey"], s("user!"));
+    assert_eq!(keyed["rangeKey"], s("userId#u1"));
+    assert_eq!(keyed["userHashKey"], s("user!|userId#u1"));
+    assert_eq!(keyed["userBeneficiaryHashKey"], s("user!|beneficiaryId#b7"));
+    assert_eq!(
+        keyed["firstNameRangeKey"],
+        s("firstNameCanonical#jane|lastNameCanonical#doe|created#1700000000000")
+    );
+    assert_eq!(
+        keyed["lastNameRangeKey"],
+        s("lastNameCanonical#doe|firstNameCanonical#jane|created#1700000000000")
+    );
+    // atomic: a missing component gives no value (seed 001, "Generated Properties")
+    let partial = user.add_keys(&item_of(json!({
+        "userId": "u1",
+        "created": 1_700_000_000_000u64,
+        "firstNameCanonical": "jane"
+    }))?)?;
+    assert!(!partial.contains_key("firstNameRangeKey"));
+    assert!(!partial.contains_key("userBeneficiaryHashKey"));
+
+    let email = schema.entity("email")?;
+    let keyed = email.add_keys(&item_of(json!({
+        "email": "me@example.com",
+        "userId": "u1",
+        "created": 1_700_000_000_000u64
+    }))?)?;
+    assert_eq!(keyed["hashKey"], s("email!"));
+    assert_eq!(keyed["rangeKey"], s("email#me@example.com"));
+    assert_eq!(keyed["userHashKey"], s("email!|userId#u1"));
+    // the user's generated properties are not the email's
+    assert!(!keyed.contains_key("firstNameRangeKey"));
+    Ok(())
+}
+
+#[test]
+fn seed_001_shard_bumps_shard_the_per_entity_shape() -> TestResult {
+    // one bump of 1 character in radix 4: suffix = string-hash("u1") % (1 × 4) under `product`
+    let config = with(
+        seed_001_config(),
+        "entities/user/shardBumps",
+        json!([{ "timestamp": 0, "charBits": 2, "chars": 1 }]),
+    );
+    let schema = Schema::from_ts_config(&config, ShardSpace::Product)?;
+    // string-hash("u1"), by hand, last unit first: (5381·33) ^ '1'(49) = 177573 ^ 49 = 177556;
+    // (177556·33) ^ 'u'(117) = 5859348 ^ 117 = 5859425; 5859425 % 4 = 1
+    assert_eq!(
+        entity_manager::shard::string_hash("u1"),
+        5_859_425,
+        "hand computation"
+    );
+    let keyed = schema.entity("user")?.add_keys(&item_of(json!({
+        "userId": "u1",
+        "created": 1_700_000_000_000u64
+    }))?)?;
+    assert_eq!(keyed["hashKey"], s("user!1"));
+    assert_eq!(keyed["userHashKey"], s("user!1|userId#u1"));
+    Ok(())
+}
+
+#[test]
+fn mixing_the_two_shapes_is_a_problem_at_every_per_entity_key() -> TestResult {
+    let config = with(
+        with(
+            base(),
+            "entities/user/generated",
+            json!({ "x": { "elements": ["userId"] } }),
+        ),
+        "entities/user/elementTranscodes",
+        json!({ "userId": "string" }),
+    );
+    assert_problems(
+        &config,
+        &[
+            ("entities.user.generated", "per-entity config shape"),
+            ("entities.user.elementTranscodes", "per-entity config shape"),
+        ],
+    )
+}
+
+#[test]
+fn a_broken_per_entity_config_reports_every_problem_at_once() -> TestResult {
+    let mut config = seed_001_config();
+    config = with(
+        config,
+        "entities/user/generated/userHashKey",
+        json!({ "atomic": false, "elements": ["userId"], "components": ["userId"], "sharded": true }),
+    );
+    config = with(
+        config,
+        "entities/user/generated/firstNameRangeKey/shraded",
+        json!(true),
+    );
+    config = with(
+        config,
+        "entities/user/indexes/both",
+        json!(["hashKey", "phone", "updated"]),
+    );
+    config = with(config, "entities/user/indexes/empty", json!([]));
+    config = with(
+        config,
+        "entities/email/elementTranscodes/email",
+        json!("strnig"),
+    );
+    config = with(
+        config,
+        "entities/user/generated/lastNameRangeKey/atomic",
+        json!("yes"),
+    );
+    config = without(config, "entities/user/elementTranscodes/userId");
+    let problems = problems_of(&config)?;
+    assert_exactly(
+        &problems,
+        &[
+            ("entities.user.generated.userHashKey.components", "not both"),
+            (
+                "entities.user.generated.userHashKey.atomic",
+                "always atomic",
+            ),
+            (
+                "entities.user.generated.firstNameRangeKey.shraded",
+                "`sharded`",
+            ),
+            ("entities.user.indexes.both", "one range key"),
+            ("entities.user.indexes.empty", "needs its key components"),
+            (
+                "entities.email.elementTranscodes.email",
+                "unknown transcode",
+            ),
+            (
+                "entities.user.generated.lastNameRangeKey.atomic",
+                "expected true or false",
+            ),
+            ("entities.user.uniqueProperty", "userId"),
+            ("entities.user.generated.userHashKey.components.0", "userId"),
+        ],
+    );
+    Ok(())
+}
+
+// =============================================================================================
+// export
+
+#[macro_use]
+mod user_service;
+
+mod derived {
+    //! The seed docs' User service, declared with the derives.
+    use entity_manager::{Entity, Table};
+    use serde::{Deserialize, Serialize};
+
+    /// The User service table.
+    #[derive(Table, Debug)]
+    #[table(entities(User, Email))]
+    pub(crate) struct UserService;
+
+    user_service!(User, Email, UserService);
+}
+
+/// A key attribute and its value, if written.
+type KeyValue = (String, Option<entity_manager::AttributeValue>);
+
+/// The keys (hash key, range key, generated properties) the entity `token` of `schema` writes
+/// for `item`: only the ones the entity declares.
+fn declared_keys(
+    schema: &Schema,
+    declared: &EntityModel,
+    item: &entity_manager::Item,
+) -> Result<Vec<KeyValue>, Box<dyn Error>> {
+    let keyed = schema.entity(&declared.token)?.add_keys(item)?;
+    let table = schema.table();
+    Ok([&*table.hash_key, &*table.range_key]
+        .into_iter()
+        .chain(declared.generated.iter().map(|g| &*g.name))
+        .map(|name| (name.to_owned(), keyed.get(name).cloned()))
+        .collect())
+}
+
+#[test]
+fn the_derived_user_service_exports_a_config_that_gives_the_same_keys() -> TestResult {
+    use entity_manager::Table as _;
+    let schema = derived::UserService::schema()?;
+    let exported = schema.to_ts_config()?;
+    // the shape the TypeScript library reads
+    assert_eq!(
+        exported["generatedProperties"]["sharded"]["userHashKey"],
+        json!(["userId"])
+    );
+    assert_eq!(
+        exported["generatedProperties"]["unsharded"]["firstNameRangeKey"],
+        json!(["firstNameCanonical", "lastNameCanonical", "created"])
+    );
+    assert_eq!(
+        exported["indexes"]["userBeneficiaryFirstName"],
+        json!({ "hashKey": "userBeneficiaryHashKey", "rangeKey": "firstNameRangeKey", "projections": [] })
+    );
+    assert_eq!(
+        exported["indexes"]["userBeneficiaryCreated"]["projections"],
+        json!(["someProperty", "someOtherProperty"])
+    );
+    assert_eq!(
+        exported["entities"]["user"]["shardBumps"],
+        json!([
+            { "timestamp": 0, "charBits": 1, "chars": 0 },
+            { "timestamp": 1_726_880_933_000u64, "charBits": 2, "chars": 1 },
+            { "timestamp": 1_735_689_600_000u64, "charBits": 3, "chars": 2 }
+        ])
+    );
+    assert_eq!(exported["propertyTranscodes"]["created"], "timestamp");
+    let reloaded = Schema::from_ts_config(&exported, schema.table().shard_space)?;
+    assert_eq!(reloaded.table(), schema.table());
+    let records = [
+        (
+            "user",
+            json!({ "userId": "wf5yU_5f63gqauSOLpP5O", "created": 1_726_880_933_000u64,
+                    "updated": 1_726_880_933_000u64, "beneficiaryId": "b1", "firstName": "Jason",
+                    "firstNameCanonical": "jason", "lastName": "Williscroft",
+                    "lastNameCanonical": "williscroft", "phone": "+15555555555" }),
+        ),
+        (
+            "user",
+            json!({ "userId": "u-2", "created": 1_740_000_000_000u64, "updated": 1u64,
+                    "firstName": "A", "firstNameCanonical": "a", "lastName": "B",
+                    "lastNameCanonical": "b" }),
+        ),
+        (
+            "email",
+            json!({ "email": "me@karmanivero.us", "created": 1_731_000_000_000u64,
+                    "userId": "wf5yU_5f63gqauSOLpP5O" }),
+        ),
+    ];
+    for (token, record) in records {
+        let item = item_of(record)?;
+        let declared = schema.entity(token)?.model();
+        let before = declared_keys(schema, declared, &item)?;
+        assert!(
+            before[0].1.is_some() && before[1].1.is_some(),
+            "{token}: {before:?}"
+        );
+        assert_eq!(
+            declared_keys(&reloaded, declared, &item)?,
+            before,
+            "{token}"
+        );
+    }
+    Ok(())
+}
+
+fn export_entity(token: &'static str, generated: Vec<GeneratedProperty>) -> EntityModel {
+    EntityModel {
+        token: Cow::Borrowed(token),
+        unique_property: Cow::Borrowed("id"),
+        timestamp_property: Cow::Borrowed("created"),
+        shard_bumps: Cow::Borrowed(&[]),
+        default_limit: 10,
+        default_page_size: 10,
+        properties: Cow::Owned(vec![
+            Property::new("id", transcode::STRING),
+            Property::new("created", transcode::TIMESTAMP),
+            Property::new("name", transcode::STRING),
+        ]),
+        generated: Cow::Owned(generated),
+        indexes: Cow::Borrowed(&[]),
+    }
+}
+
+fn generated(name: &'static str, kind: GeneratedKind, atomic: bool) -> GeneratedProperty {
+    GeneratedProperty {
+        name: Cow::Borrowed(name),
+        kind,
+        atomic,
+        components: Cow::Borrowed(&[Cow::Borrowed("name")]),
+    }
+}
+
+#[test]
+fn what_typescript_cannot_express_is_reported_at_once() -> TestResult {
+    let mut other = export_entity(
+        "b",
+        vec![generated("nameKey", GeneratedKind::Unsharded, false)],
+    );
+    other.properties = Cow::Owned(vec![
+        Property::new("id", transcode::STRING),
+        Property::new("created", transcode::TIMESTAMP),
+        Property::new("name", transcode::INT),
+    ]);
+    let schema = Schema::new(
+        TableModel::DEFAULT,
+        vec![
+            export_entity(
+                "a",
+                vec![
+                    generated("nameKey", GeneratedKind::Unsharded, true),
+                    generated("nameHash", GeneratedKind::Sharded, true),
+                ],
+            ),
+            other,
+        ],
+    )?;
+    let Err(error) = schema.to_ts_config() else {
+        return Err("the export should fail".into());
+    };
+    assert_exactly(
+        &error.problems,
+        &[
+            ("generatedProperties.unsharded.nameKey", "cannot express"),
+            ("propertyTranscodes.name", "different names"),
+        ],
+    );
+    Ok(())
+}
+
+#[test]
+fn generated_properties_of_one_entity_go_to_every_entity_on_export() -> TestResult {
+    // PRODUCT.md §9 item 7: TypeScript gives every entity every generated property.
+    let schema = Schema::new(
+        TableModel::DEFAULT,
+        vec![
+            export_entity(
+                "a",
+                vec![generated("nameHash", GeneratedKind::Sharded, true)],
+            ),
+            export_entity("b", Vec::new()),
+        ],
+    )?;
+    let reloaded = Schema::from_ts_config(&schema.to_ts_config()?, ShardSpace::Product)?;
+    let b = reloaded.entity("b")?.model();
+    assert!(b.generated_property("nameHash").is_some());
+    let item = item_of(json!({ "id": "x", "created": 5u64, "name": "n" }))?;
+    let a = schema.entity("a")?.model();
+    assert_eq!(
+        declared_keys(&reloaded, a, &item)?,
+        declared_keys(&schema, a, &item)?
+    );
+    Ok(())
+}
+
+mod round_trip {
+    use super::*;
+    use proptest::prelude::*;
+
+    const NAMES: [&str; 5] = ["p0", "p1", "p2", "p3", "p4"];
+    const TRANSCODES: [&str; 6] = ["string", "int", "fix6", "timestamp", "boolean", "bigint20"];
+
+    /// A random valid config in the table-wide shape.
+    fn config() -> impl Strategy<Value = Value> {
+        let bumps = prop::collection::btree_map(1u64..10_000_000_000_000, (1u8..=5, 1u8..=4), 0..4);
+        let entity = (bumps, 1usize..50, 1usize..50);
+        (
+            prop::collection::vec(entity, 1..4),
+            prop::collection::vec(0usize..4, 5),
+            prop::collection::vec(prop::sample::subsequence(NAMES.to_vec(), 1..3), 0..3),
+            prop::collection::vec(prop::sample::subsequence(NAMES.to_vec(), 1..3), 0..3),
+            prop::sample::select(vec![("|", "#", "!"), ("~", ":", "$")]),
+            1usize..20,
+        )
+            .prop_map(
+                |(entities, transcodes, sharded, unsharded, delims, throttle)| {
+                    let mut property_transcodes = serde_json::Map::new();
+                    property_transcodes.insert("id".into(), json!("string"));
+                    property_transcodes.insert("created".into(), json!("timestamp"));
+                    for (name, t) in NAMES.iter().zip(&transcodes) {
+                        property_transcodes.insert((*name).into(), json!(TRANSCODES[*t]));
+                    }
+                    let mut entity_map = serde_json::Map::new();
+                    for (i, (bumps, limit, page)) in entities.into_iter().enumerate() {
+                        let mut chars = 0u8;
+                        let bumps: Vec<Value> = bumps
+                            .into_iter()
+                            .map(|(timestamp, (char_bits, step))| {
+                                chars += step;
+                                json!({ "timestamp": timestamp, "charBits": char_bits, "chars": chars })
+                            })
+                            .collect();
+                        entity_map.insert(
+                            format!("e{i}"),
+                            json!({ "uniqueProperty": "id", "timestampProperty": "created",
+                                    "shardBumps": bumps, "defaultLimit": limit,
+                                    "defaultPageSize": page }),
+                        );
+                    }
+                    let named = |lists: Vec<Vec<&str>>, prefix: &str| -> serde_json::Map<String, Value> {
+                        lists
+                            .into_iter()
+                            .enumerate()
+                            .map(|(i, c)| (format!("{prefix}{i}"), json!(c)))
+                            .collect()
+                    };
+                    let sharded = named(sharded, "hk");
+                    let unsharded = named(unsharded, "rk");
+                    let mut indexes = serde_json::Map::new();
+                    for hash in sharded.keys().map(String::as_str).chain(["pk"]) {
+                        for range in unsharded.keys().map(String::as_str).chain(["created"]) {
+                            indexes.insert(
+                                format!("{hash}_{range}"),
+                                json!({ "hashKey": hash, "rangeKey": range }),
+                            );
+                        }
+                    }
+                    json!({
+                        "hashKey": "pk", "rangeKey": "sk",
+                        "generatedKeyDelimiter": delims.0, "generatedValueDelimiter": delims.1,
+                        "shardKeyDelimiter": delims.2, "throttle": throttle,
+                        "entities": entity_map, "propertyTranscodes": property_transcodes,
+                        "generatedProperties": { "sharded": sharded, "unsharded": unsharded },
+                        "indexes": indexes
+                    })
+                },
+            )
+    }
+
+    proptest! {
+        #[test]
+        fn load_export_load_gives_the_same_model(config in config(), power in any::<bool>()) {
+            let space = if power { ShardSpace::Power } else { ShardSpace::Product };
+            let schema = Schema::from_ts_config(&config, space)
+                .map_err(|e| TestCaseError::fail(format!("{e}\n{config:#}")))?;
+            let exported = schema.to_ts_config().map_err(|e| TestCaseError::fail(e.to_string()))?;
+            let reloaded = Schema::from_ts_config(&exported, space)
+                .map_err(|e| TestCaseError::fail(e.to_string()))?;
+            prop_assert_eq!(reloaded.table(), schema.table());
+            prop_assert_eq!(reloaded.entities(), schema.entities());
+            // and exporting again is a fixed point
+            let again = reloaded.to_ts_config().map_err(|e| TestCaseError::fail(e.to_string()))?;
+            prop_assert_eq!(again, exported);
+        }
+    }
+}
+
+/// A transcode of a user's own: upper-cased strings.
+struct Upper;
+
+impl transcode::Transcoder for Upper {
+    fn name(&self) -> &'static str {
+        "upper"
+    }
+    fn key_type(&self) -> Option<transcode::KeyType> {
+        Some(transcode::KeyType::S)
+    }
+    fn encode(
+        &self,
+        value: &entity_manager::AttributeValue,
+    ) -> Result<String, transcode::TranscodeError> {
+        transcode::STRING.encode(value).map(|s| s.to_uppercase())
+    }
+    fn decode(
+        &self,
+        encoded: &str,
+    ) -> Result<entity_manager::AttributeValue, transcode::TranscodeError> {
+        transcode::STRING.decode(encoded)
+    }
+}
+
+#[test]
+fn a_transcode_of_your_own_cannot_be_exported() -> TestResult {
+    let mut model = export_entity("a", Vec::new());
+    model.properties = Cow::Owned(vec![
+        Property::new("id", &Upper),
+        Property::new("created", transcode::TIMESTAMP),
+    ]);
+    let schema = Schema::new(TableModel::DEFAULT, vec![model])?;
+    let Err(error) = schema.to_ts_config() else {
+        return Err("the export should fail".into());
+    };
+    assert_exactly(
+        &error.problems,
+        &[("propertyTranscodes.id", "`upper`, which is not built in")],
+    );
+    Ok(())
+}

@@ -5,6 +5,7 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 
+use entity_manager::__test_support::TsPageKeys as _;
 use entity_manager::shard::{string_hash, suffix};
 use entity_manager::transcode;
 use entity_manager::{

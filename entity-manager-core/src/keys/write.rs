@@ -1,5 +1,5 @@
-//! Building and reading keys: hash and range keys, generated properties, hash-key spaces,
-//! index components and dehydrated page keys.
+//! Write-side keys: hash and range keys, generated properties, adding, refreshing and removing
+//! keys, candidate primary keys, and encoding and decoding single components.
 //!
 //! Every operation is a method of [`EntitySchema`]; all are pure. Component values are written
 //! with their transcode, and a value whose encoding contains a delimiter is rejected, so every
@@ -16,9 +16,6 @@ use crate::shard;
 use crate::transcode::DisplayAttr;
 use crate::transcode::ts_mode;
 
-/// The most hash keys one hash-key space may enumerate.
-pub const MAX_HASH_KEY_SPACE: u128 = 1 << 20;
-
 /// A primary key: the values of the table's hash and range key attributes.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct PrimaryKey {
@@ -28,12 +25,8 @@ pub struct PrimaryKey {
     pub range_key: String,
 }
 
-/// Page keys of a multi-shard query in the TypeScript layout: for each index token, for each
-/// hash key value, the shard's last evaluated key (`None` when there is none).
-pub type PageKeyMap = Vec<(String, Vec<(String, Option<Item>)>)>;
-
 /// A present value: the attribute exists and is not `NULL`.
-fn present<'i>(item: &'i Item, name: &str) -> Option<&'i AttributeValue> {
+pub(crate) fn present<'i>(item: &'i Item, name: &str) -> Option<&'i AttributeValue> {
     item.get(name)
         .filter(|v| !matches!(v, AttributeValue::Null(_)))
 }
@@ -76,17 +69,12 @@ impl<'a> EncodedComponents<'a> {
     }
 }
 
-/// Sorts names by UTF-16 code units, as JavaScript's default `sort()` does.
-fn sort_utf16(names: &mut [&str]) {
-    names.sort_by(|a, b| a.encode_utf16().cmp(b.encode_utf16()));
-}
-
 impl<'a> EntitySchema<'a> {
-    fn entity(&self) -> String {
+    pub(crate) fn entity(&self) -> String {
         self.model.token.to_string()
     }
 
-    fn generated(&self, name: &str) -> Result<&'a GeneratedProperty> {
+    pub(super) fn generated(&self, name: &str) -> Result<&'a GeneratedProperty> {
         self.model
             .generated_property(name)
             .ok_or_else(|| Error::UnknownGeneratedProperty {
@@ -247,7 +235,7 @@ impl<'a> EntitySchema<'a> {
     }
 
     /// The string the item's unique value is hashed as, if it has one.
-    fn unique_hash_text<'i>(&self, item: &'i Item) -> Option<Cow<'i, str>> {
+    pub(super) fn unique_hash_text<'i>(&self, item: &'i Item) -> Option<Cow<'i, str>> {
         match present(item, &self.model.unique_property) {
             // upstream v8 hashes a number as `string-hash` of a non-string: the constant 5381,
             // which is the hash of the empty string
@@ -272,7 +260,7 @@ impl<'a> EntitySchema<'a> {
     }
 
     /// `<entityToken><shardKeyDelimiter><suffix>`.
-    fn hash_key_value(&self, suffix: &str) -> String {
+    pub(super) fn hash_key_value(&self, suffix: &str) -> String {
         let mut key = String::with_capacity(
             self.model.token.len() + self.table.delimiters.shard_key.len() + suffix.len(),
         );
@@ -283,7 +271,7 @@ impl<'a> EntitySchema<'a> {
     }
 
     /// The suffix of the unique value `text` under `bump`.
-    fn suffix_of(&self, text: &str, bump: ShardBump) -> String {
+    pub(super) fn suffix_of(&self, text: &str, bump: ShardBump) -> String {
         shard::suffix(shard::string_hash(text), bump, self.table.shard_space)
     }
 
@@ -335,7 +323,7 @@ impl<'a> EntitySchema<'a> {
         self.encode_generated_property(generated, item)
     }
 
-    fn encode_generated_property(
+    pub(super) fn encode_generated_property(
         &self,
         generated: &'a GeneratedProperty,
         item: &Item,
@@ -559,232 +547,5 @@ impl<'a> EntitySchema<'a> {
             }
         }
         Ok(keys)
-    }
-
-    /// Every hash key value a query over records created in `from..=to` must visit, for the
-    /// table hash key or a sharded generated property (whose other components come from `item`).
-    ///
-    /// Bumps are visited in order, and each contributes its suffixes in ascending order. When
-    /// `item` holds the unique value, each bump contributes only that record's shard. Under the
-    /// `product` rule only the suffixes records can get are listed.
-    pub fn hash_key_space(
-        &self,
-        hash_key_token: &str,
-        item: &Item,
-        from: u64,
-        to: u64,
-    ) -> Result<Vec<String>> {
-        let generated = if hash_key_token == self.table.hash_key {
-            None
-        } else {
-            let generated = self.generated(hash_key_token)?;
-            if !generated.is_sharded() {
-                return Err(Error::NotSharded {
-                    entity: self.entity(),
-                    property: hash_key_token.to_owned(),
-                });
-            }
-            Some(generated)
-        };
-        let unique = self.unique_hash_text(item);
-        let bumps: Vec<ShardBump> =
-            shard::bumps_in_window(&self.model.shard_bumps, from, to).collect();
-        let total: u128 = if unique.is_some() {
-            bumps.len() as u128
-        } else {
-            bumps
-                .iter()
-                .map(|b| shard::shard_count(*b, self.table.shard_space))
-                .fold(0u128, u128::saturating_add)
-        };
-        if total > MAX_HASH_KEY_SPACE {
-            return Err(Error::ShardSpaceTooLarge {
-                entity: self.entity(),
-                shards: total,
-                limit: MAX_HASH_KEY_SPACE,
-            });
-        }
-        // total ≤ MAX_HASH_KEY_SPACE fits in usize
-        let mut space = Vec::with_capacity(usize::try_from(total).unwrap_or(0));
-        for bump in bumps {
-            match &unique {
-                Some(text) => space.push(self.hash_key_value(&self.suffix_of(text, bump))),
-                None => {
-                    for shard in 0..shard::shard_count(bump, self.table.shard_space) {
-                        space.push(self.hash_key_value(&shard::format_suffix(shard, bump)));
-                    }
-                }
-            }
-        }
-        let Some(generated) = generated else {
-            return Ok(space);
-        };
-        let mut with_hash_key = item.clone();
-        space
-            .into_iter()
-            .map(|hash_key| {
-                with_hash_key.insert(self.table.hash_key.to_string(), AttributeValue::S(hash_key));
-                self.encode_generated_property(generated, &with_hash_key)?
-                    .ok_or_else(|| Error::MissingComponent {
-                        entity: self.entity(),
-                        property: generated.name.to_string(),
-                        component: generated
-                            .components
-                            .iter()
-                            .find(|c| present(item, c).is_none())
-                            .map_or_else(String::new, ToString::to_string),
-                    })
-            })
-            .collect()
-    }
-
-    /// The attributes of a page key (DynamoDB `LastEvaluatedKey`) of this index: the table hash
-    /// and range keys plus the index hash and range keys, without duplicates.
-    pub fn index_components(&self, index: &str) -> Result<Vec<&'a str>> {
-        let index = self.index(index)?;
-        let mut components: Vec<&'a str> = Vec::with_capacity(4);
-        for name in [
-            &*self.table.hash_key,
-            &*self.table.range_key,
-            &*index.hash_key,
-            &*index.range_key,
-        ] {
-            if !components.contains(&name) {
-                components.push(name);
-            }
-        }
-        Ok(components)
-    }
-
-    /// The transcoded properties an index's page key is made of, sorted by UTF-16 code units:
-    /// the table hash key stands for the timestamp property, the table range key for the unique
-    /// property, a generated property for its components. Names in `omit` are left out, before
-    /// and after unwrapping.
-    pub fn unwrap_index(&self, index: &str, omit: &[&str]) -> Result<Vec<&'a str>> {
-        let mut unwrapped: Vec<&'a str> = Vec::new();
-        for component in self.index_components(index)? {
-            if omit.contains(&component) {
-                continue;
-            }
-            let expanded: Vec<&'a str> = if component == self.table.hash_key {
-                vec![&*self.model.timestamp_property]
-            } else if component == self.table.range_key {
-                vec![&*self.model.unique_property]
-            } else if let Some(generated) = self.model.generated_property(component) {
-                generated.components.iter().map(|c| &**c).collect()
-            } else {
-                vec![component]
-            };
-            for name in expanded {
-                if !omit.contains(&name) && !unwrapped.contains(&name) {
-                    unwrapped.push(name);
-                }
-            }
-        }
-        sort_utf16(&mut unwrapped);
-        Ok(unwrapped)
-    }
-
-    /// The index-item fields a page key is stored as: the index's unwrapped properties (less
-    /// its hash key, which the hash-key space re-derives), encoded and joined with the generated
-    /// key delimiter; missing values give empty fields.
-    pub fn dehydrate_index_item(&self, index: &str, item: &Item) -> Result<String> {
-        let hash_key = &*self.index(index)?.hash_key;
-        let mut fields = Vec::new();
-        for element in self.unwrap_index(index, &[hash_key])? {
-            fields.push(match present(item, element) {
-                Some(value) => self.encode_component(element, value)?.unwrap_or_default(),
-                None => String::new(),
-            });
-        }
-        Ok(fields.join(&self.table.delimiters.generated_key))
-    }
-
-    /// Reads a dehydrated index item back; empty fields are left out.
-    pub fn rehydrate_index_item(&self, index: &str, dehydrated: &str) -> Result<Item> {
-        let hash_key = &*self.index(index)?.hash_key;
-        let elements = self.unwrap_index(index, &[hash_key])?;
-        let fields: Vec<&str> = dehydrated
-            .split(&*self.table.delimiters.generated_key)
-            .collect();
-        if fields.len() != elements.len() {
-            return Err(Error::RehydrationMismatch {
-                entity: self.entity(),
-                index: index.to_owned(),
-                expected: elements.len(),
-                found: fields.len(),
-            });
-        }
-        let mut item = Item::default();
-        for (element, field) in elements.into_iter().zip(fields) {
-            if !field.is_empty() {
-                item.insert(element.to_owned(), self.decode_component(element, field)?);
-            }
-        }
-        Ok(item)
-    }
-
-    /// Dehydrates the page keys of a multi-shard query, in the TypeScript layout: index tokens
-    /// sorted (UTF-16), hash keys in the order of the first sorted index, one dehydrated index
-    /// item (or `""`) per (index, hash key). All-empty gives `[]`.
-    pub fn dehydrate_page_key_map(&self, map: &PageKeyMap) -> Result<Vec<String>> {
-        let mut indexes: Vec<&str> = map.iter().map(|(index, _)| index.as_str()).collect();
-        sort_utf16(&mut indexes);
-        for index in &indexes {
-            self.index(index)?;
-        }
-        let Some(first) = indexes.first() else {
-            return Ok(Vec::new());
-        };
-        let shards_of = |index: &str| {
-            map.iter()
-                .find(|(i, _)| i == index)
-                .map_or(&[][..], |(_, shards)| shards.as_slice())
-        };
-        let hash_keys: Vec<&str> = shards_of(first).iter().map(|(h, _)| h.as_str()).collect();
-        let mut dehydrated = Vec::with_capacity(indexes.len() * hash_keys.len());
-        for index in &indexes {
-            let shards = shards_of(index);
-            for hash_key in &hash_keys {
-                let page_key = shards
-                    .iter()
-                    .find(|(h, _)| h == hash_key)
-                    .and_then(|(_, page_key)| page_key.as_ref());
-                dehydrated.push(match page_key {
-                    None => String::new(),
-                    Some(page_key) => {
-                        let item = self.page_key_item(page_key)?;
-                        self.dehydrate_index_item(index, &item)?
-                    }
-                });
-            }
-        }
-        if dehydrated.iter().all(String::is_empty) {
-            dehydrated.clear();
-        }
-        Ok(dehydrated)
-    }
-
-    /// The properties a page key holds: generated keys and the range key decoded into their
-    /// components, other attributes as they are.
-    fn page_key_item(&self, page_key: &Item) -> Result<Item> {
-        let mut item = Item::default();
-        for (name, value) in page_key.iter() {
-            let is_generated =
-                *name == *self.table.range_key || self.model.generated_property(name).is_some();
-            match value {
-                AttributeValue::S(encoded) if is_generated => {
-                    item.extend(
-                        self.decode_generated(encoded)?
-                            .iter()
-                            .map(|(k, v)| (k.clone(), v.clone())),
-                    );
-                }
-                _ => {
-                    item.insert(name.clone(), value.clone());
-                }
-            }
-        }
-        Ok(item)
     }
 }

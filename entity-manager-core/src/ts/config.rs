@@ -41,7 +41,16 @@ const ENTITY_KEYS: &[&str] = &[
     "defaultLimit",
     "defaultPageSize",
     "shardBumps",
+    "elementTranscodes",
+    "generated",
+    "indexes",
 ];
+/// The root keys of the v8 shape that hold table-wide lists.
+const GLOBAL_LIST_KEYS: &[&str] = &["generatedProperties", "indexes", "propertyTranscodes"];
+/// The entity keys of the per-entity shape (seed 001, TypeScript v6.1–v6.4).
+const PER_ENTITY_KEYS: &[&str] = &["elementTranscodes", "generated", "indexes"];
+/// The keys of a generated property in the per-entity shape.
+const ENTITY_GENERATED_KEYS: &[&str] = &["atomic", "elements", "components", "sharded"];
 /// The keys of a shard bump.
 const BUMP_KEYS: &[&str] = &["timestamp", "charBits", "chars"];
 /// The keys of `generatedProperties`.
@@ -73,7 +82,19 @@ impl Schema {
     /// `#`, `!`, a throttle of 10, a default limit and page size of 10, and the default shard
     /// schedule.
     ///
-    /// TypeScript semantics are kept: generated properties, property transcodes and indexes are
+    /// The per-entity shape of the seed docs ("Entity Manager Configuration", TypeScript
+    /// v6.1–v6.4) loads too: no root `generatedProperties`, `propertyTranscodes` or `indexes`;
+    /// instead each entity has `elementTranscodes` (property → transcode), `generated` (name →
+    /// `{elements, atomic = false, sharded = false}`, `components` accepted for `elements`) and
+    /// `indexes` (token → component names in any order: the table keys may be listed, a sharded
+    /// generated property is the index hash key, the one other component its range key, and the
+    /// table keys stand in for a side left out; every index projects all attributes). Here
+    /// `hashKey` and `rangeKey` default to `hashKey` and `rangeKey`, generated properties and
+    /// indexes belong to their entity, an unsharded property may be atomic, and a sharded one
+    /// always is (`atomic: false` on it is a problem). A config mixing the two shapes is a
+    /// problem at each per-entity key.
+    ///
+    /// In the table-wide shape, TypeScript semantics are kept: generated properties, property transcodes and indexes are
     /// global, so every entity gets all of them, in config order (sharded generated properties,
     /// which are atomic, before unsharded ones, which are not). An index without `projections`
     /// projects all attributes, `[]` projects keys only, and a list projects the keys and those
@@ -168,11 +189,15 @@ impl Schema {
         let mut loader = Loader::default();
         loader.unknown_keys(root, "", ROOT_KEYS);
         let custom_transcodes = loader.transcodes(root);
-        let table = loader.table(root, shard_space);
+        if Loader::per_entity_shape(root) {
+            return loader.load_per_entity(root, shard_space, &custom_transcodes);
+        }
+        let table = loader.table(root, shard_space, true);
         let properties = loader.property_transcodes(root, &custom_transcodes);
         let generated = loader.generated_properties(root);
         let indexes = loader.indexes(root);
         let mut entities = loader.entities(root, &properties, &generated, &indexes);
+        loader.no_per_entity_keys(root);
         let globals = Globals {
             properties: &properties,
             generated: &generated,
@@ -404,7 +429,14 @@ impl Loader {
     }
 
     /// The table settings.
-    fn table(&mut self, root: &Map<String, Value>, shard_space: ShardSpace) -> TableModel {
+    /// `hashKey` and `rangeKey` are required in the v8 shape and default to `hashKey` and
+    /// `rangeKey` in the per-entity one.
+    fn table(
+        &mut self,
+        root: &Map<String, Value>,
+        shard_space: ShardSpace,
+        keys_required: bool,
+    ) -> TableModel {
         let defaults = TableModel::DEFAULT;
         let delimiters = Delimiters {
             generated_key: self.optional_string(
@@ -426,21 +458,32 @@ impl Loader {
                 &defaults.delimiters.shard_key,
             ),
         };
+        let (hash_key, range_key) = if keys_required {
+            (
+                self.required_string(
+                    root,
+                    "",
+                    "hashKey",
+                    "the name of the table's partition key attribute",
+                    &defaults.hash_key,
+                ),
+                self.required_string(
+                    root,
+                    "",
+                    "rangeKey",
+                    "the name of the table's sort key attribute",
+                    &defaults.range_key,
+                ),
+            )
+        } else {
+            (
+                self.optional_string(root, "", "hashKey", &defaults.hash_key),
+                self.optional_string(root, "", "rangeKey", &defaults.range_key),
+            )
+        };
         TableModel {
-            hash_key: self.required_string(
-                root,
-                "",
-                "hashKey",
-                "the name of the table's partition key attribute",
-                &defaults.hash_key,
-            ),
-            range_key: self.required_string(
-                root,
-                "",
-                "rangeKey",
-                "the name of the table's sort key attribute",
-                &defaults.range_key,
-            ),
+            hash_key,
+            range_key,
             delimiters,
             shard_space,
             throttle: self.count(root, "", "throttle", defaults.throttle),
@@ -772,4 +815,302 @@ fn edit_distance(a: &str, b: &str) -> usize {
         }
     }
     row[b.len()]
+}
+
+/// The per-entity shape of seed 001 (TypeScript v6.1–v6.4): each entity declares its own
+/// `elementTranscodes`, `generated` properties and `indexes`.
+impl Loader {
+    /// Whether `root` is in the per-entity shape: some entity has a per-entity key and the root
+    /// has none of the table-wide lists (a config mixing both is read as the table-wide shape,
+    /// and each per-entity key is reported by [`Self::no_per_entity_keys`]).
+    fn per_entity_shape(root: &Map<String, Value>) -> bool {
+        let global = GLOBAL_LIST_KEYS.iter().any(|k| root.contains_key(*k));
+        !global && !per_entity_keys(root).is_empty()
+    }
+
+    /// Reports every per-entity key of a config in the table-wide shape.
+    fn no_per_entity_keys(&mut self, root: &Map<String, Value>) {
+        for (token, key) in per_entity_keys(root) {
+            self.problems.push(
+                join(&join("entities", &token), key),
+                format!(
+                    "`{key}` belongs to the per-entity config shape, but this config has the table-wide lists ({}) at its root; use one shape: move `{key}` into the root lists, or the root lists into the entities",
+                    list(GLOBAL_LIST_KEYS.iter().copied())
+                ),
+            );
+        }
+    }
+
+    /// Loads a config in the per-entity shape.
+    fn load_per_entity(
+        mut self,
+        root: &Map<String, Value>,
+        shard_space: ShardSpace,
+        custom_transcodes: &[String],
+    ) -> Result<Schema, ConfigError> {
+        let table = self.table(root, shard_space, false);
+        let mut entities = Vec::new();
+        if let Some(map) = self.object_field(root, "", "entities") {
+            for (token, value) in map {
+                let path = join("entities", token);
+                let Some(fields) = self.object(value, &path) else {
+                    continue;
+                };
+                self.unknown_keys(fields, &path, ENTITY_KEYS);
+                let position = entities.len();
+                let properties = self.element_transcodes(fields, &path, custom_transcodes);
+                let generated = self.entity_generated(fields, &path);
+                let indexes = self.entity_indexes(fields, &path, &table, &generated);
+                entities.push(EntityModel {
+                    token: Cow::Owned(token.clone()),
+                    unique_property: self.required_string(
+                        fields,
+                        &path,
+                        "uniqueProperty",
+                        "the transcoded property that identifies a record",
+                        "",
+                    ),
+                    timestamp_property: self.required_string(
+                        fields,
+                        &path,
+                        "timestampProperty",
+                        "the transcoded property holding the creation time in ms",
+                        "",
+                    ),
+                    shard_bumps: Cow::Owned(self.shard_bumps(fields, &path, position)),
+                    default_limit: self.count(fields, &path, "defaultLimit", 10),
+                    default_page_size: self.count(fields, &path, "defaultPageSize", 10),
+                    properties: Cow::Owned(properties),
+                    generated: Cow::Owned(generated),
+                    indexes: Cow::Owned(indexes),
+                });
+            }
+        }
+        let rule_problems = validate::problems(&table, &mut entities, &Layout::PerEntity);
+        // The rules name an entity's transcoded properties `properties`; this shape calls them
+        // `elementTranscodes`.
+        let rule_problems = rule_problems
+            .into_iter()
+            .map(|mut problem| {
+                for entity in &entities {
+                    let model_path = join(&join("entities", &entity.token), "properties");
+                    if let Some(rest) = problem.path.strip_prefix(model_path.as_str())
+                        && (rest.is_empty() || rest.starts_with('.'))
+                    {
+                        problem.path = format!(
+                            "{}{rest}",
+                            join(&join("entities", &entity.token), "elementTranscodes")
+                        );
+                        break;
+                    }
+                }
+                problem
+            })
+            .collect();
+        let problems = self.finish(rule_problems);
+        if !problems.is_empty() {
+            return Err(ConfigError { problems });
+        }
+        Schema::new(table, entities)
+    }
+
+    /// An entity's `elementTranscodes`, in config order.
+    fn element_transcodes(
+        &mut self,
+        entity: &Map<String, Value>,
+        entity_path: &str,
+        custom_transcodes: &[String],
+    ) -> Vec<Property> {
+        let Some(map) = self.object_field(entity, entity_path, "elementTranscodes") else {
+            return Vec::new();
+        };
+        let parent = join(entity_path, "elementTranscodes");
+        let mut properties = Vec::with_capacity(map.len());
+        for (name, value) in map {
+            let transcode = self.transcode(value, &join(&parent, name), custom_transcodes);
+            properties.push(Property {
+                name: Cow::Owned(name.clone()),
+                transcode,
+            });
+        }
+        properties
+    }
+
+    /// An entity's `generated` properties, in config order: `{elements (or components), atomic
+    /// = false, sharded = false}`. A sharded property is always atomic.
+    fn entity_generated(
+        &mut self,
+        entity: &Map<String, Value>,
+        entity_path: &str,
+    ) -> Vec<GeneratedProperty> {
+        let Some(map) = self.object_field(entity, entity_path, "generated") else {
+            return Vec::new();
+        };
+        let parent = join(entity_path, "generated");
+        let mut generated = Vec::with_capacity(map.len());
+        for (name, value) in map {
+            let path = join(&parent, name);
+            let Some(fields) = self.object(value, &path) else {
+                continue;
+            };
+            self.unknown_keys(fields, &path, ENTITY_GENERATED_KEYS);
+            let components = match (fields.get("elements"), fields.get("components")) {
+                (Some(elements), Some(_)) => {
+                    self.problems.push(
+                        join(&path, "components"),
+                        "give the component property names once, as `elements` or as `components`, not both",
+                    );
+                    self.strings(
+                        elements,
+                        &join(&path, "elements"),
+                        "component property names",
+                    )
+                }
+                (Some(v), None) => {
+                    self.strings(v, &join(&path, "elements"), "component property names")
+                }
+                (None, Some(v)) => {
+                    self.strings(v, &join(&path, "components"), "component property names")
+                }
+                (None, None) => {
+                    self.fail(
+                        &join(&path, "elements"),
+                        "missing required `elements`: the component property names",
+                    );
+                    None
+                }
+            };
+            let sharded = self.boolean(fields, &path, "sharded");
+            let atomic = self.boolean(fields, &path, "atomic");
+            if sharded && fields.get("atomic") == Some(&Value::Bool(false)) {
+                self.problems.push(
+                    join(&path, "atomic"),
+                    "a sharded generated property is always atomic (it is part of a hash key, which needs every component); remove `atomic: false`",
+                );
+            }
+            let kind = if sharded {
+                GeneratedKind::Sharded
+            } else {
+                GeneratedKind::Unsharded
+            };
+            generated.push(GeneratedProperty {
+                name: Cow::Owned(name.clone()),
+                kind,
+                atomic: atomic || sharded,
+                components: Cow::Owned(components.unwrap_or_default()),
+            });
+        }
+        generated
+    }
+
+    /// The optional boolean `map[key]` (default `false`).
+    fn boolean(&mut self, map: &Map<String, Value>, parent: &str, key: &str) -> bool {
+        match map.get(key) {
+            None => false,
+            Some(Value::Bool(b)) => *b,
+            Some(other) => {
+                self.fail(
+                    &join(parent, key),
+                    format!("expected true or false, found {}", kind_of(other)),
+                );
+                false
+            }
+        }
+    }
+
+    /// An entity's `indexes`: token → component names, in any order. The table hash and range
+    /// keys may be listed (they are part of every page key); of the others, a sharded generated
+    /// property is the index hash key (the table hash key when there is none) and the one left
+    /// is the index range key (the table range key when there is none). Every index projects
+    /// all attributes.
+    fn entity_indexes(
+        &mut self,
+        entity: &Map<String, Value>,
+        entity_path: &str,
+        table: &TableModel,
+        generated: &[GeneratedProperty],
+    ) -> Vec<Index> {
+        let Some(map) = self.object_field(entity, entity_path, "indexes") else {
+            return Vec::new();
+        };
+        let parent = join(entity_path, "indexes");
+        let mut indexes = Vec::with_capacity(map.len());
+        for (name, value) in map {
+            let path = join(&parent, name);
+            let Some(components) = self.strings(value, &path, "index component names") else {
+                continue;
+            };
+            if components.is_empty() {
+                self.fail(
+                    &path,
+                    "an index needs its key components, e.g. [\"hashKey\", \"rangeKey\", \"created\"]",
+                );
+                continue;
+            }
+            let mut seen: Vec<&str> = Vec::new();
+            let mut hash_keys: Vec<&Name> = Vec::new();
+            let mut range_keys: Vec<&Name> = Vec::new();
+            for component in &components {
+                if seen.contains(&&**component) {
+                    self.problems
+                        .push(&path, format!("duplicate index component `{component}`"));
+                    continue;
+                }
+                seen.push(component);
+                if *component == table.hash_key || *component == table.range_key {
+                    continue;
+                }
+                let sharded = generated
+                    .iter()
+                    .any(|g| g.name == *component && g.kind == GeneratedKind::Sharded);
+                if sharded {
+                    hash_keys.push(component);
+                } else {
+                    range_keys.push(component);
+                }
+            }
+            let mut pick = |keys: Vec<&Name>, side: &str, default: &Name| -> Name {
+                if keys.len() > 1 {
+                    // a placeholder: rules about the index would only repeat this
+                    self.fail(
+                        &path,
+                        format!(
+                            "an index has one {side} key, but {} could each be it; keep one",
+                            list(keys.iter().map(|k| &***k))
+                        ),
+                    );
+                }
+                keys.first()
+                    .map_or_else(|| default.clone(), |k| (*k).clone())
+            };
+            let hash_key = pick(hash_keys, "hash", &table.hash_key);
+            let range_key = pick(range_keys, "range", &table.range_key);
+            indexes.push(Index {
+                name: Cow::Owned(name.clone()),
+                hash_key,
+                range_key,
+                projection: Projection::All,
+            });
+        }
+        indexes
+    }
+}
+
+/// (entity token, per-entity key) for every per-entity key in `root.entities`.
+fn per_entity_keys(root: &Map<String, Value>) -> Vec<(String, &'static str)> {
+    let Some(entities) = root.get("entities").and_then(Value::as_object) else {
+        return Vec::new();
+    };
+    let mut found = Vec::new();
+    for (token, entity) in entities {
+        let Some(fields) = entity.as_object() else {
+            continue;
+        };
+        for key in PER_ENTITY_KEYS {
+            if fields.contains_key(*key) {
+                found.push((token.clone(), *key));
+            }
+        }
+    }
+    found
 }
