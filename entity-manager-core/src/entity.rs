@@ -41,6 +41,11 @@ use crate::store::Store;
 /// assert_eq!(Users::model().hash_key, "hashKey");
 /// assert!(Users::entities().is_empty());
 /// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a table",
+    label = "not a `#[derive(Table)]` type",
+    note = "add `#[derive(Table)]` and `#[table(entities(…))]` to `{Self}`, or name the table type the entity is stored in"
+)]
 pub trait Table: 'static {
     /// The table settings, as a constant (for compile-time checks).
     const MODEL: TableModel;

@@ -133,17 +133,22 @@ fn expand_entity(c: &Container<'_>) -> Option<TokenStream> {
     let table_asserts = table_assertions(c, table);
     let index_enum = index_enum(c);
     let builders = key_builders(c);
+    // spanned at `table = …`, so that a table of the wrong visibility is reported there
+    let table_item = quote_spanned!(table.span()=> type Table = #table;);
+    let table_const = quote_spanned!(table.span()=>
+        const __TABLE: &_em::__private::TableModel = &<<#ident as _em::__private::Entity>::Table as _em::__private::Table>::MODEL;
+    );
 
     Some(quote! {
         #[doc(hidden)]
         #[allow(non_upper_case_globals, unused_attributes, unused_qualifications, clippy::all, clippy::pedantic)]
         const _: () = {
             use #krate as _em;
-            const __TABLE: &_em::__private::TableModel = &<<#ident as _em::__private::Entity>::Table as _em::__private::Table>::MODEL;
+            #table_const
 
             #[automatically_derived]
             impl _em::__private::Entity for #ident {
-                type Table = #table;
+                #table_item
                 type Index = #index_enum_name;
 
                 const MODEL: _em::__private::EntityModel = #model;

@@ -541,6 +541,23 @@ fn read_transcode(attr: &syn::Attribute, errors: &mut Errors) -> Transcode {
             }
             Transcode::Invalid
         }
+        // a default transcode's name written without quotes would be read as a type path
+        Ok(TranscodeSpec::Path(path))
+            if path.leading_colon.is_none()
+                && path
+                    .get_ident()
+                    .is_some_and(|name| TRANSCODES.iter().any(|(builtin, _)| name == builtin)) =>
+        {
+            let name = path
+                .get_ident()
+                .map(ToString::to_string)
+                .unwrap_or_default();
+            errors.at(
+                &path,
+                format!("the default transcodes are named by strings: write `#[transcode(\"{name}\")]` (a path names a transcode type of your own)"),
+            );
+            Transcode::Invalid
+        }
         Ok(TranscodeSpec::Path(path)) => Transcode::Path(path),
         Err(e) => {
             errors.syn(e);

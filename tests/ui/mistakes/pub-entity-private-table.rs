@@ -1,0 +1,19 @@
+// A public entity stored in a private table.
+mod model {
+    use entity_manager::{Entity, Table};
+
+    #[derive(Table)]
+    #[table(entities(User))]
+    struct Users;
+
+    #[derive(Entity, serde::Serialize, serde::Deserialize)]
+    #[entity(table = Users, unique = id, timestamp = created)]
+    pub struct User {
+        #[transcode("string")]
+        id: String,
+        #[transcode("timestamp")]
+        created: u64,
+    }
+}
+
+fn main() {}
