@@ -257,11 +257,7 @@ where
     I: Serialize + ?Sized,
 {
     let schema = E::schema()?;
-    let keys = candidates::<E, I>(schema, id)?
-        .iter()
-        .map(|key| key_item(schema, key))
-        .collect();
-    let Some(found) = pick(schema, read_keys(store, schema, keys).await?) else {
+    let Some(found) = read_by_id::<E, S, I>(store, schema, id).await? else {
         return Ok(None);
     };
     let record = E::from_item(&found)?;
