@@ -121,14 +121,25 @@ where
     I: Serialize + ?Sized,
 {
     let schema = E::schema()?;
+    read_by_id::<E, S, I>(store, schema, id)
+        .await?
+        .map(|item| E::from_item(&item))
+        .transpose()
+}
+
+/// The stored item of the record with unique value `id`, read from every candidate key in one
+/// round trip.
+async fn read_by_id<E, S, I>(store: &S, schema: EntitySchema<'_>, id: &I) -> Result<Option<Item>>
+where
+    E: Entity,
+    S: Store,
+    I: Serialize + ?Sized,
+{
     let keys = candidates::<E, I>(schema, id)?
         .iter()
         .map(|key| key_item(schema, key))
         .collect();
-    let found = read_keys(store, schema, keys).await?;
-    pick(schema, found)
-        .map(|item| E::from_item(&item))
-        .transpose()
+    Ok(pick(schema, read_keys(store, schema, keys).await?))
 }
 
 /// Reads the records with these unique values; see [`EntityExt::get_many`].
