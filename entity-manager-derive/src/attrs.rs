@@ -120,7 +120,7 @@ pub(crate) const GENERATED: ListSpec = ListSpec {
     ],
 };
 
-/// `#[index(name = "firstName", hash = …, range = …, project = […] | keys_only)]`.
+/// `#[index(name = "firstName", hash = …, range = …, project = […])]` or `…, keys_only)]`.
 #[derive(FromMeta)]
 pub(crate) struct IndexAttrs {
     /// The index token, which is also the GSI name (required).
@@ -468,6 +468,14 @@ pub(crate) struct IdentList {
 impl FromMeta for IdentList {
     fn from_meta(item: &Meta) -> darling::Result<Self> {
         let expr = value_of(item)?;
+        if let Expr::Path(p) = ungroup(expr)
+            && p.path.is_ident("keys_only")
+        {
+            return Err(darling::Error::custom(
+                "`keys_only` stands on its own: write `#[index(…, keys_only)]` for a KEYS_ONLY index, or `project = [field, …]` for an INCLUDE one",
+            )
+            .with_span(expr));
+        }
         let Expr::Array(array) = expr else {
             return Err(darling::Error::custom(
                 "expected a list of field names, like `[first_name, last_name]`",

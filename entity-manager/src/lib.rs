@@ -104,8 +104,11 @@ pub use entity_manager_derive::Table;
 /// not trip it.
 ///
 /// **`#[index(name = "gsiName", hash = sharded_generated, range = field_or_generated,
-/// project = [field, …] | keys_only)]`** on the struct (repeatable): a GSI the entity can be
-/// queried through. `hash` defaults to the table hash key and `range` to the table range key.
+/// project = [field, …])]`** on the struct (repeatable): a GSI the entity can be queried
+/// through. `hash` defaults to the table hash key and `range` to the table range key. The GSI
+/// projects every attribute, or with `project = [field, …]` the keys and those fields
+/// (INCLUDE), or with the flag `keys_only` (`#[index(name = "…", range = …, keys_only)]`) only
+/// the keys.
 ///
 /// # What it emits
 ///
