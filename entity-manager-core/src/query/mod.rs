@@ -312,7 +312,13 @@ impl<'a, S: Store> Query<'a, S> {
         let (plan, state) = match token {
             None => (probe, None),
             Some(token) => {
-                let state = token::decode(token, &probe.fingerprint, key)?;
+                // the probe's window is the given one or 0..=now, the widest a token can carry,
+                // so its shards bound the token's
+                let shape = token::Shape {
+                    indexes: probe.indexes.len(),
+                    shards: probe.hash_keys.len(),
+                };
+                let state = token::decode(token, &probe.fingerprint, key, shape)?;
                 if let Some((from, to)) = self.window
                     && (from, to) != (state.from, state.to)
                 {
