@@ -140,6 +140,7 @@ pub struct Query<'a, S> {
     throttle: Option<usize>,
     projection: Option<Vec<String>>,
     signing_key: Option<Vec<u8>>,
+    table_name: Option<String>,
 }
 
 impl<'a, S: Store> Query<'a, S> {
@@ -158,6 +159,7 @@ impl<'a, S: Store> Query<'a, S> {
             throttle: None,
             projection: None,
             signing_key: None,
+            table_name: None,
         }
     }
 
@@ -270,6 +272,40 @@ impl<'a, S: Store> Query<'a, S> {
         self
     }
 
+    /// Binds page tokens to the table of this name: a token of this query on another table is
+    /// refused ([`TokenError::OtherQuery`]). Tokens are always bound to the store's table
+    /// definition (keys and indexes); the name tells apart tables defined alike. Give the same
+    /// name for every page.
+    #[must_use]
+    pub fn table_name(mut self, name: impl Into<String>) -> Self {
+        self.table_name = Some(name.into());
+        self
+    }
+
+    /// The fingerprint a token of this query is bound to: the plan's, with the table (its
+    /// definition and, when given, its name).
+    fn bound_fingerprint(&self, plan_fingerprint: &[u8; 32]) -> [u8; 32] {
+        use sha2::{Digest as _, Sha256};
+        let mut h = Sha256::new();
+        let mut field = |bytes: &[u8]| {
+            h.update((bytes.len() as u64).to_le_bytes());
+            h.update(bytes);
+        };
+        field(b"entity-manager query table binding v1");
+        field(plan_fingerprint);
+        // Debug rendering of the definition is canonical within one build; tokens are
+        // versioned, not promised across releases
+        field(format!("{:?}", self.store.definition()).as_bytes());
+        match &self.table_name {
+            Some(name) => {
+                field(b"named");
+                field(name.as_bytes());
+            }
+            None => field(b"unnamed"),
+        }
+        h.finalize().into()
+    }
+
     fn invalid(&self, reason: impl Into<String>) -> Error {
         Error::InvalidQuery {
             entity: self.schema.model().token.to_string(),
@@ -318,7 +354,12 @@ impl<'a, S: Store> Query<'a, S> {
                     indexes: probe.indexes.len(),
                     shards: probe.hash_keys.len(),
                 };
-                let state = token::decode(token, &probe.fingerprint, key, shape)?;
+                let state = token::decode(
+                    token,
+                    &self.bound_fingerprint(&probe.fingerprint),
+                    key,
+                    shape,
+                )?;
                 if let Some((from, to)) = self.window
                     && (from, to) != (state.from, state.to)
                 {
@@ -466,7 +507,7 @@ impl<'a, S: Store> Query<'a, S> {
                     to: plan.window.1,
                     indexes: next_states,
                 },
-                &plan.fingerprint,
+                &self.bound_fingerprint(&plan.fingerprint),
                 self.signing_key.as_deref(),
             )
         });

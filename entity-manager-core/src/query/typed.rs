@@ -183,6 +183,13 @@ impl<'a, S: Store, E: Entity> TypedQuery<'a, S, E> {
         self
     }
 
+    /// Binds page tokens to the table of this name (see [`Query::table_name`]).
+    #[must_use]
+    pub fn table_name(mut self, name: impl Into<String>) -> Self {
+        self.inner = self.inner.table_name(name);
+        self
+    }
+
     /// The untyped query.
     pub fn untyped(&self) -> &Query<'a, S> {
         &self.inner
