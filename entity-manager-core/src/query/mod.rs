@@ -141,6 +141,8 @@ pub struct Query<'a, S> {
     projection: Option<Vec<String>>,
     signing_key: Option<Vec<u8>>,
     table_name: Option<String>,
+    /// A `.range()` or `.filter()` given before any `.index()`: refused by every page.
+    orphan_condition: Option<&'static str>,
 }
 
 impl<'a, S: Store> Query<'a, S> {
@@ -160,6 +162,7 @@ impl<'a, S: Store> Query<'a, S> {
             projection: None,
             signing_key: None,
             table_name: None,
+            orphan_condition: None,
         }
     }
 
@@ -175,21 +178,26 @@ impl<'a, S: Store> Query<'a, S> {
         self
     }
 
-    /// A condition on the range key of the last index added.
+    /// A condition on the range key of the last index added. Called before any
+    /// [`index`](Self::index), it makes every page fail with [`Error::InvalidQuery`]: a condition
+    /// is never dropped.
     #[must_use]
     pub fn range(mut self, condition: RangeCondition) -> Self {
-        if let Some(index) = self.indexes.last_mut() {
-            index.range = Some(condition);
+        match self.indexes.last_mut() {
+            Some(index) => index.range = Some(condition),
+            None => self.orphan_condition = Some("range"),
         }
         self
     }
 
     /// A filter on the items of the last index added (applied after each shard query's limit,
-    /// as DynamoDB does).
+    /// as DynamoDB does). Called before any [`index`](Self::index), it makes every page fail
+    /// with [`Error::InvalidQuery`]: a filter is never dropped.
     #[must_use]
     pub fn filter(mut self, filter: Filter) -> Self {
-        if let Some(index) = self.indexes.last_mut() {
-            index.filter = Some(filter);
+        match self.indexes.last_mut() {
+            Some(index) => index.filter = Some(filter),
+            None => self.orphan_condition = Some("filter"),
         }
         self
     }
@@ -319,6 +327,11 @@ impl<'a, S: Store> Query<'a, S> {
         let limit = self.limit.unwrap_or(model.default_limit);
         let page_size = self.page_size.unwrap_or(model.default_page_size);
         let throttle = self.throttle.unwrap_or(self.schema.table().throttle);
+        if let Some(call) = self.orphan_condition {
+            return Err(self.invalid(format!(
+                ".{call}() was called before any .index(), so it applies to no index; call .index() first: a condition applies to the last index added"
+            )));
+        }
         if limit == 0 {
             return Err(self.invalid("the limit must be at least 1"));
         }

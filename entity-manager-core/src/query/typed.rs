@@ -99,7 +99,8 @@ impl<'a, S: Store, E: Entity> TypedQuery<'a, S, E> {
         self
     }
 
-    /// A condition on the range key of the last index added.
+    /// A condition on the range key of the last index added; before any index, every page fails
+    /// with [`Error::InvalidQuery`](crate::Error::InvalidQuery) (never dropped).
     #[must_use]
     pub fn range(mut self, condition: RangeCondition) -> Self {
         self.inner = self.inner.range(condition);
