@@ -314,6 +314,16 @@ impl<'a, S: Store> Query<'a, S> {
         h.finalize().into()
     }
 
+    /// Refuses a `.range()` or `.filter()` that was given before any index.
+    fn check_conditions(&self) -> Result<()> {
+        match self.orphan_condition {
+            Some(call) => Err(self.invalid(format!(
+                ".{call}() was called before any .index(), so it applies to no index; call .index() first: a condition applies to the last index added"
+            ))),
+            None => Ok(()),
+        }
+    }
+
     fn invalid(&self, reason: impl Into<String>) -> Error {
         Error::InvalidQuery {
             entity: self.schema.model().token.to_string(),
@@ -327,11 +337,7 @@ impl<'a, S: Store> Query<'a, S> {
         let limit = self.limit.unwrap_or(model.default_limit);
         let page_size = self.page_size.unwrap_or(model.default_page_size);
         let throttle = self.throttle.unwrap_or(self.schema.table().throttle);
-        if let Some(call) = self.orphan_condition {
-            return Err(self.invalid(format!(
-                ".{call}() was called before any .index(), so it applies to no index; call .index() first: a condition applies to the last index added"
-            )));
-        }
+        self.check_conditions()?;
         if limit == 0 {
             return Err(self.invalid("the limit must be at least 1"));
         }
