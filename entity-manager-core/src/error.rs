@@ -397,4 +397,14 @@ pub enum TokenError {
         "the page token failed its integrity check: it was altered, or signed with another key"
     )]
     Tampered,
+    /// The token is longer than any token of this query can be: refused before it is decoded.
+    #[error(
+        "the page token is {length} characters long, more than the {max} a token of this query can have; pass the token of the previous page unchanged"
+    )]
+    TooLong {
+        /// The length of the token given, in characters (bytes).
+        length: usize,
+        /// The longest token this query can have written.
+        max: usize,
+    },
 }

@@ -10,7 +10,9 @@ use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
 use std::task::{Context, Poll};
 
 use entity_manager::query::{Query, QueryPageResult, QueryStats, TokenError};
-use entity_manager::store::{Comparison, Filter, MemoryStore, RangeCondition, block_on};
+use entity_manager::store::{
+    Comparison, Filter, MemoryStore, RangeCondition, Store as _, block_on,
+};
 use entity_manager::{Error, Item, Schema, ShardSpace};
 use entity_manager_tests::{Hooked, QueryHook};
 use proptest::prelude::*;
@@ -438,6 +440,94 @@ fn tokens_from_other_queries_are_rejected() -> TestResult {
     // the window may be left out when continuing: it comes from the token
     let no_window = Query::new(&store, user).index("created").limit(10);
     assert!(token_error(block_on(no_window.page(Some(&token)))).is_none());
+    Ok(())
+}
+
+#[test]
+fn tokens_are_bound_to_the_table() -> TestResult {
+    let (schema, store) = token_fixture()?;
+    let user = schema.entity("user")?;
+    let named = |name: &str| {
+        Query::new(&store, user)
+            .index("created")
+            .window(0, 1_000)
+            .limit(10)
+            .table_name(name)
+    };
+    let token = block_on(named("users-a").page(None))?
+        .next
+        .ok_or("no next page")?;
+    // the same table continues
+    assert_eq!(
+        block_on(named("users-a").page(Some(&token)))?.items.len(),
+        10
+    );
+    // another table of the same definition, told apart by its name
+    assert_eq!(
+        token_error(block_on(named("users-b").page(Some(&token)))),
+        Some(TokenError::OtherQuery)
+    );
+    // another table definition (one index more), even without a name
+    let unnamed = Query::new(&store, user)
+        .index("created")
+        .window(0, 1_000)
+        .limit(10);
+    let token = block_on(unnamed.page(None))?.next.ok_or("no next page")?;
+    let mut definition = store.definition().clone();
+    let mut extra = definition
+        .indexes
+        .first()
+        .cloned()
+        .ok_or("the fixture table has an index")?;
+    extra.name = "extra".into();
+    definition.indexes.push(extra);
+    let other_store = MemoryStore::new(definition);
+    let other_table = Query::new(&other_store, user)
+        .index("created")
+        .window(0, 1_000)
+        .limit(10);
+    assert_eq!(
+        token_error(block_on(other_table.page(Some(&token)))),
+        Some(TokenError::OtherQuery)
+    );
+    Ok(())
+}
+
+#[test]
+fn a_condition_before_any_index_is_refused_not_dropped() -> TestResult {
+    let (schema, store) = token_fixture()?;
+    let user = schema.entity("user")?;
+    let range_first = Query::new(&store, user)
+        .range(RangeCondition::Ge(n(5)))
+        .index("created")
+        .window(0, 1_000);
+    let filter_first = Query::new(&store, user)
+        .filter(Filter::Exists("name".into()))
+        .index("created")
+        .window(0, 1_000);
+    for (query, call) in [(range_first, ".range()"), (filter_first, ".filter()")] {
+        match block_on(query.page(None)) {
+            Err(Error::InvalidQuery { reason, .. }) => assert!(reason.contains(call), "{reason}"),
+            other => return Err(format!("expected InvalidQuery, got {other:?}").into()),
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn an_over_long_token_is_refused_before_it_is_decoded() -> TestResult {
+    let (schema, store) = token_fixture()?;
+    let user = schema.entity("user")?;
+    let query = Query::new(&store, user)
+        .index("created")
+        .window(0, 1_000)
+        .limit(10);
+    // 20 MB of valid base64url, starting like a version-1 token
+    let forged = format!("AQ{}", "A".repeat(20 * 1024 * 1024));
+    assert!(matches!(
+        token_error(block_on(query.page(Some(&forged)))),
+        Some(TokenError::TooLong { length, .. }) if length == forged.len()
+    ));
     Ok(())
 }
 

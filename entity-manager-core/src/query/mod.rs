@@ -140,6 +140,9 @@ pub struct Query<'a, S> {
     throttle: Option<usize>,
     projection: Option<Vec<String>>,
     signing_key: Option<Vec<u8>>,
+    table_name: Option<String>,
+    /// A `.range()` or `.filter()` given before any `.index()`: refused by every page.
+    orphan_condition: Option<&'static str>,
 }
 
 impl<'a, S: Store> Query<'a, S> {
@@ -158,6 +161,8 @@ impl<'a, S: Store> Query<'a, S> {
             throttle: None,
             projection: None,
             signing_key: None,
+            table_name: None,
+            orphan_condition: None,
         }
     }
 
@@ -173,21 +178,26 @@ impl<'a, S: Store> Query<'a, S> {
         self
     }
 
-    /// A condition on the range key of the last index added.
+    /// A condition on the range key of the last index added. Called before any
+    /// [`index`](Self::index), it makes every page fail with [`Error::InvalidQuery`]: a condition
+    /// is never dropped.
     #[must_use]
     pub fn range(mut self, condition: RangeCondition) -> Self {
-        if let Some(index) = self.indexes.last_mut() {
-            index.range = Some(condition);
+        match self.indexes.last_mut() {
+            Some(index) => index.range = Some(condition),
+            None => self.orphan_condition = Some("range"),
         }
         self
     }
 
     /// A filter on the items of the last index added (applied after each shard query's limit,
-    /// as DynamoDB does).
+    /// as DynamoDB does). Called before any [`index`](Self::index), it makes every page fail
+    /// with [`Error::InvalidQuery`]: a filter is never dropped.
     #[must_use]
     pub fn filter(mut self, filter: Filter) -> Self {
-        if let Some(index) = self.indexes.last_mut() {
-            index.filter = Some(filter);
+        match self.indexes.last_mut() {
+            Some(index) => index.filter = Some(filter),
+            None => self.orphan_condition = Some("filter"),
         }
         self
     }
@@ -270,6 +280,50 @@ impl<'a, S: Store> Query<'a, S> {
         self
     }
 
+    /// Binds page tokens to the table of this name: a token of this query on another table is
+    /// refused ([`TokenError::OtherQuery`]). Tokens are always bound to the store's table
+    /// definition (keys and indexes); the name tells apart tables defined alike. Give the same
+    /// name for every page.
+    #[must_use]
+    pub fn table_name(mut self, name: impl Into<String>) -> Self {
+        self.table_name = Some(name.into());
+        self
+    }
+
+    /// The fingerprint a token of this query is bound to: the plan's, with the table (its
+    /// definition and, when given, its name).
+    fn bound_fingerprint(&self, plan_fingerprint: &[u8; 32]) -> [u8; 32] {
+        use sha2::{Digest as _, Sha256};
+        let mut h = Sha256::new();
+        let mut field = |bytes: &[u8]| {
+            h.update((bytes.len() as u64).to_le_bytes());
+            h.update(bytes);
+        };
+        field(b"entity-manager query table binding v1");
+        field(plan_fingerprint);
+        // Debug rendering of the definition is canonical within one build; tokens are
+        // versioned, not promised across releases
+        field(format!("{:?}", self.store.definition()).as_bytes());
+        match &self.table_name {
+            Some(name) => {
+                field(b"named");
+                field(name.as_bytes());
+            }
+            None => field(b"unnamed"),
+        }
+        h.finalize().into()
+    }
+
+    /// Refuses a `.range()` or `.filter()` that was given before any index.
+    fn check_conditions(&self) -> Result<()> {
+        match self.orphan_condition {
+            Some(call) => Err(self.invalid(format!(
+                ".{call}() was called before any .index(), so it applies to no index; call .index() first: a condition applies to the last index added"
+            ))),
+            None => Ok(()),
+        }
+    }
+
     fn invalid(&self, reason: impl Into<String>) -> Error {
         Error::InvalidQuery {
             entity: self.schema.model().token.to_string(),
@@ -283,6 +337,7 @@ impl<'a, S: Store> Query<'a, S> {
         let limit = self.limit.unwrap_or(model.default_limit);
         let page_size = self.page_size.unwrap_or(model.default_page_size);
         let throttle = self.throttle.unwrap_or(self.schema.table().throttle);
+        self.check_conditions()?;
         if limit == 0 {
             return Err(self.invalid("the limit must be at least 1"));
         }
@@ -312,7 +367,18 @@ impl<'a, S: Store> Query<'a, S> {
         let (plan, state) = match token {
             None => (probe, None),
             Some(token) => {
-                let state = token::decode(token, &probe.fingerprint, key)?;
+                // the probe's window is the given one or 0..=now, the widest a token can carry,
+                // so its shards bound the token's
+                let shape = token::Shape {
+                    indexes: probe.indexes.len(),
+                    shards: probe.hash_keys.len(),
+                };
+                let state = token::decode(
+                    token,
+                    &self.bound_fingerprint(&probe.fingerprint),
+                    key,
+                    shape,
+                )?;
                 if let Some((from, to)) = self.window
                     && (from, to) != (state.from, state.to)
                 {
@@ -460,7 +526,7 @@ impl<'a, S: Store> Query<'a, S> {
                     to: plan.window.1,
                     indexes: next_states,
                 },
-                &plan.fingerprint,
+                &self.bound_fingerprint(&plan.fingerprint),
                 self.signing_key.as_deref(),
             )
         });

@@ -230,13 +230,46 @@ impl<'a> Reader<'a> {
     }
 }
 
-/// Reads a token for a query with this fingerprint; `key` must be the signing key it was
-/// written with (or none).
+/// The shape of the query a token is read for: how many indexes, and at most how many shards
+/// each (the shards of the widest window the token can carry).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Shape {
+    pub(crate) indexes: usize,
+    pub(crate) shards: usize,
+}
+
+/// Characters a lane (index × shard) can take at most in a token: a state byte, a unique value
+/// and a range key value of at most 1,024 bytes each with their type and length, in base64.
+const MAX_CHARS_PER_LANE: usize = 3 * 1024;
+/// Characters the rest of a token can take at most: header, window, boundaries, ties, tag.
+const MAX_CHARS_FIXED: usize = 16 * 1024;
+
+/// The longest token a query of this shape can have written; a longer one is refused before it
+/// is decoded, so memory spent on a token is bounded by the query, not by the token.
+pub(crate) fn max_chars(shape: Shape) -> usize {
+    MAX_CHARS_FIXED.saturating_add(
+        shape
+            .indexes
+            .saturating_mul(shape.shards)
+            .saturating_mul(MAX_CHARS_PER_LANE),
+    )
+}
+
+/// Reads a token for a query with this fingerprint and shape; `key` must be the signing key it
+/// was written with (or none).
 pub(crate) fn decode(
     token: &str,
     fingerprint: &[u8; 32],
     key: Option<&[u8]>,
+    shape: Shape,
 ) -> Result<TokenState, TokenError> {
+    let max = max_chars(shape);
+    if token.len() > max {
+        return Err(TokenError::TooLong {
+            length: token.len(),
+            max,
+        });
+    }
     let raw = URL_SAFE_NO_PAD
         .decode(token.as_bytes())
         .map_err(|_| TokenError::Malformed("not base64url"))?;
@@ -269,15 +302,21 @@ pub(crate) fn decode(
     if tag(fingerprint, body, key) != given_tag {
         return Err(TokenError::Tampered);
     }
-    parse_body(&body[6..])
+    parse_body(&body[6..], shape)
 }
 
-fn parse_body(bytes: &[u8]) -> Result<TokenState, TokenError> {
+/// Parses a verified body. Counts inside the token never size an allocation beyond the query's
+/// own shape: the index count must equal it, the shard count must not exceed it, and ties grow
+/// one read at a time.
+fn parse_body(bytes: &[u8], shape: Shape) -> Result<TokenState, TokenError> {
     let mut r = Reader { bytes };
     let from = r.varint()?;
     let to = r.varint()?;
     let index_count = r.count()?;
-    let mut indexes = Vec::with_capacity(index_count);
+    if index_count != shape.indexes {
+        return Err(TokenError::Malformed("shape"));
+    }
+    let mut indexes = Vec::with_capacity(shape.indexes);
     for _ in 0..index_count {
         let boundary = match r.u8()? {
             0 => None,
@@ -288,11 +327,14 @@ fn parse_body(bytes: &[u8]) -> Result<TokenState, TokenError> {
             _ => return Err(TokenError::Malformed("boundary")),
         };
         let tie_count = r.count()?;
-        let mut ties = Vec::with_capacity(tie_count);
+        let mut ties = Vec::new();
         for _ in 0..tie_count {
             ties.push(r.string()?);
         }
         let shard_count = r.count()?;
+        if shard_count > shape.shards {
+            return Err(TokenError::Malformed("shape"));
+        }
         let mut shards = Vec::with_capacity(shard_count);
         for _ in 0..shard_count {
             shards.push(match r.u8()? {
@@ -343,6 +385,58 @@ mod tests {
         }
     }
 
+    const SHAPE: Shape = Shape {
+        indexes: 1,
+        shards: 3,
+    };
+
+    #[test]
+    fn refuses_an_over_long_token_before_decoding() {
+        // 20 MB of valid base64url: refused on its length alone, before any decoding
+        let forged = "A".repeat(20 * 1024 * 1024);
+        assert_eq!(
+            decode(&forged, &[7u8; 32], None, SHAPE),
+            Err(TokenError::TooLong {
+                length: forged.len(),
+                max: max_chars(SHAPE),
+            })
+        );
+        // a real token of the widest shape is never refused for its length
+        let token = encode(&sample(), &[7u8; 32], None);
+        assert!(token.len() <= max_chars(SHAPE));
+    }
+
+    #[test]
+    fn refuses_counts_beyond_the_query_shape() {
+        let fp = [7u8; 32];
+        let token = encode(&sample(), &fp, None);
+        // more shards in the token than the query can have
+        assert_eq!(
+            decode(
+                &token,
+                &fp,
+                None,
+                Shape {
+                    indexes: 1,
+                    shards: 2
+                }
+            ),
+            Err(TokenError::Malformed("shape"))
+        );
+        assert_eq!(
+            decode(
+                &token,
+                &fp,
+                None,
+                Shape {
+                    indexes: 2,
+                    shards: 3
+                }
+            ),
+            Err(TokenError::Malformed("shape"))
+        );
+    }
+
     #[test]
     fn round_trips_signed_and_unsigned() -> Result<(), TokenError> {
         let fp = [7u8; 32];
@@ -353,7 +447,7 @@ mod tests {
                     .bytes()
                     .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
             );
-            assert_eq!(decode(&token, &fp, key)?, sample());
+            assert_eq!(decode(&token, &fp, key, SHAPE)?, sample());
         }
         Ok(())
     }
@@ -363,16 +457,16 @@ mod tests {
         let fp = [7u8; 32];
         let token = encode(&sample(), &fp, Some(b"secret"));
         assert_eq!(
-            decode(&token, &[8u8; 32], Some(b"secret")),
+            decode(&token, &[8u8; 32], Some(b"secret"), SHAPE),
             Err(TokenError::OtherQuery)
         );
         assert_eq!(
-            decode(&token, &fp, Some(b"other")),
+            decode(&token, &fp, Some(b"other"), SHAPE),
             Err(TokenError::Tampered)
         );
-        assert_eq!(decode(&token, &fp, None), Err(TokenError::Tampered));
+        assert_eq!(decode(&token, &fp, None, SHAPE), Err(TokenError::Tampered));
         for cut in 0..token.len() {
-            assert!(decode(&token[..cut], &fp, Some(b"secret")).is_err());
+            assert!(decode(&token[..cut], &fp, Some(b"secret"), SHAPE).is_err());
         }
     }
 }

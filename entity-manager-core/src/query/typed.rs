@@ -99,7 +99,8 @@ impl<'a, S: Store, E: Entity> TypedQuery<'a, S, E> {
         self
     }
 
-    /// A condition on the range key of the last index added.
+    /// A condition on the range key of the last index added; before any index, every page fails
+    /// with [`Error::InvalidQuery`](crate::Error::InvalidQuery) (never dropped).
     #[must_use]
     pub fn range(mut self, condition: RangeCondition) -> Self {
         self.inner = self.inner.range(condition);
@@ -180,6 +181,13 @@ impl<'a, S: Store, E: Entity> TypedQuery<'a, S, E> {
     #[must_use]
     pub fn signing_key(mut self, key: impl Into<Vec<u8>>) -> Self {
         self.inner = self.inner.signing_key(key);
+        self
+    }
+
+    /// Binds page tokens to the table of this name (see [`Query::table_name`]).
+    #[must_use]
+    pub fn table_name(mut self, name: impl Into<String>) -> Self {
+        self.inner = self.inner.table_name(name);
         self
     }
 
