@@ -1,41 +1,18 @@
-//! Emission: the static model, a thin trait impl, the index-token enum and the compile-time
-//! assertions. No key logic is emitted: the runtime reads the model.
-//!
-//! Every assertion is its own `const` item, spanned at the user's token it is about, so that the
-//! error points there and its text does not depend on the runtime's source (STYLE.md §3.6).
+//! `#[derive(Entity)]`: the entity's model, its `impl Entity`, the index-token enum, the typed
+//! key builders and the checks against its table.
 
 use darling::FromDeriveInput;
-use proc_macro2::{Span, TokenStream};
+use proc_macro2::TokenStream;
 use quote::{format_ident, quote, quote_spanned};
 use syn::DeriveInput;
 use syn::ext::IdentExt as _;
 use syn::spanned::Spanned;
 
-use crate::attrs::{EntityAttrs, TableAttrs};
+use super::{first_span, unsupported_shape};
+use crate::attrs::EntityAttrs;
 use crate::errors::Errors;
 use crate::fallback;
 use crate::model::{Container, Field, KeyRef, ProjectionDef, Transcode};
-use crate::table::{TableDef, TableSettings};
-
-/// An error for a shape the derive does not support, on the smallest token that shows it.
-fn unsupported_shape(input: &DeriveInput, derive: &str, expected: &str) -> Option<TokenStream> {
-    let message = format!("`#[derive({derive})]` needs {expected}");
-    let error = match &input.data {
-        // a table may be any struct; an entity's fields are named
-        syn::Data::Struct(data) => match &data.fields {
-            syn::Fields::Unnamed(fields) if derive == "Entity" => {
-                syn::Error::new_spanned(fields, message)
-            }
-            syn::Fields::Unit if derive == "Entity" => {
-                syn::Error::new_spanned(&input.ident, message)
-            }
-            _ => return None,
-        },
-        syn::Data::Enum(data) => syn::Error::new_spanned(data.enum_token, message),
-        syn::Data::Union(data) => syn::Error::new_spanned(data.union_token, message),
-    };
-    Some(error.to_compile_error())
-}
 
 /// `#[derive(Entity)]`: tokens whether it succeeded or not.
 pub(crate) fn derive_entity(input: &DeriveInput) -> TokenStream {
@@ -274,15 +251,6 @@ fn table_assertions(c: &Container<'_>, table: &syn::Path) -> TokenStream {
     tokens
 }
 
-fn first_span(tokens: &TokenStream) -> Span {
-    tokens
-        .clone()
-        .into_iter()
-        .next()
-        .map_or_else(Span::call_site, |t| t.span())
-}
-
-/// The transcoder of a field, as an expression checking at the field's type that the transcode
 /// accepts it (`<u64 as TimestampField>::TRANSCODER`). The timestamp property transcoded with
 /// `timestamp` is checked as a timestamp property, which implies the transcode's check.
 fn transcoder(f: &Field<'_>, timestamp_property: bool) -> Option<TokenStream> {
@@ -530,202 +498,6 @@ fn key_builders(c: &Container<'_>) -> TokenStream {
             impl #ident {
                 #constructors
             }
-        });
-    }
-    tokens
-}
-
-// ---------------------------------------------------------------------------------------------
-
-/// `#[derive(Table)]`: tokens whether it succeeded or not.
-pub(crate) fn derive_table(input: &DeriveInput) -> TokenStream {
-    if let Some(error) = unsupported_shape(input, "Table", "a struct, like `struct Users;`") {
-        return error;
-    }
-    let attrs = match TableAttrs::from_derive_input(input) {
-        Ok(attrs) => attrs,
-        Err(e) => return e.write_errors(),
-    };
-    let mut errors = Errors::default();
-    let table = TableDef::from_attrs(&attrs, &mut errors);
-    if errors.is_empty()
-        && let Some(settings) = &table.settings
-        && !table.generic
-    {
-        return expand_table(&table, settings);
-    }
-    let mut tokens = errors.to_compile_errors();
-    tokens.extend(fallback::table(&table));
-    tokens
-}
-
-/// `crate::users::User` as written, without spaces: for messages.
-pub(crate) fn path_text(path: &syn::Path) -> String {
-    let segments: Vec<String> = path.segments.iter().map(|s| s.ident.to_string()).collect();
-    let text = segments.join("::");
-    if path.leading_colon.is_some() {
-        format!("::{text}")
-    } else {
-        text
-    }
-}
-
-/// The `MemberOf` impls of the listed entities and the table's `TableOf` impl: what the entity
-/// side checks.
-pub(crate) fn membership(table: &TableDef<'_>) -> TokenStream {
-    let ident = table.ident;
-    let members = table.entities.iter().map(|e| {
-        quote_spanned! {e.span()=>
-            #[automatically_derived]
-            #[diagnostic::do_not_recommend]
-            impl _em::__private::MemberOf<#ident> for #e {}
-        }
-    });
-    quote! {
-        #(#members)*
-
-        #[automatically_derived]
-        #[diagnostic::do_not_recommend]
-        impl<__T: _em::__private::SameType<#ident>, __E> _em::__private::TableOf<__T, __E> for #ident {}
-    }
-}
-
-fn expand_table(table: &TableDef<'_>, s: &TableSettings) -> TokenStream {
-    let krate = &table.krate;
-    let ident = table.ident;
-    let (hash_key, range_key) = (&s.hash_key, &s.range_key);
-    let (gkd, gvd, skd) = (&s.generated_key, &s.generated_value, &s.shard_key);
-    let shard_space = format_ident!("{}", if s.power { "Power" } else { "Product" });
-    let throttle = s.throttle;
-    let key_mode = format_ident!(
-        "{}",
-        if s.typescript_keys {
-            "TypeScript"
-        } else {
-            "Transcoded"
-        }
-    );
-    let numeric_hash = format_ident!(
-        "{}",
-        if s.constant_numeric_hash {
-            "Constant"
-        } else {
-            "Decimal"
-        }
-    );
-    let entities = &table.entities;
-    let membership = membership(table);
-    let checks = table_checks(table);
-    quote! {
-        #[doc(hidden)]
-        #[allow(non_upper_case_globals, unused_qualifications, clippy::all, clippy::pedantic)]
-        const _: () = {
-            use #krate as _em;
-
-            #[automatically_derived]
-            impl _em::__private::Table for #ident {
-                const MODEL: _em::__private::TableModel = _em::__private::TableModel {
-                    hash_key: _em::__private::Cow::Borrowed(#hash_key),
-                    range_key: _em::__private::Cow::Borrowed(#range_key),
-                    delimiters: _em::__private::Delimiters {
-                        generated_key: _em::__private::Cow::Borrowed(#gkd),
-                        generated_value: _em::__private::Cow::Borrowed(#gvd),
-                        shard_key: _em::__private::Cow::Borrowed(#skd),
-                    },
-                    shard_space: _em::__private::ShardSpace::#shard_space,
-                    throttle: #throttle,
-                    key_mode: _em::__private::KeyMode::#key_mode,
-                    numeric_hash: _em::__private::NumericHash::#numeric_hash,
-                };
-
-                fn model() -> &'static _em::__private::TableModel {
-                    static __MODEL: _em::__private::TableModel = <#ident as _em::__private::Table>::MODEL;
-                    &__MODEL
-                }
-
-                fn entities() -> _em::__private::Vec<&'static _em::__private::EntityModel> {
-                    _em::__private::Vec::from([#(<#entities as _em::__private::Entity>::model()),*])
-                }
-            }
-
-            #membership
-            #checks
-        };
-    }
-}
-
-/// The checks across the listed entities, each spanned at an entity's path in `entities(…)`:
-/// every entity is stored in this table; tokens are distinct; an index name means one key
-/// schema and one projection; at most 20 distinct indexes.
-fn table_checks(table: &TableDef<'_>) -> TokenStream {
-    let ident = table.ident;
-    let table_name = ident.to_string();
-    let entities = &table.entities;
-    let models: Vec<syn::Ident> = (0..entities.len())
-        .map(|i| format_ident!("__ENTITY{}", i))
-        .collect();
-    let mut tokens = TokenStream::new();
-    for (e, model) in entities.iter().zip(&models) {
-        let span = e.span();
-        tokens.extend(quote_spanned! {span=>
-            const #model: &'static _em::__private::EntityModel = &<#e as _em::__private::Entity>::MODEL;
-            const _: () = <<#e as _em::__private::Entity>::Table as _em::__private::TableOf<#ident, #e>>::OK;
-        });
-    }
-    for (i, (e, model)) in entities.iter().zip(&models).enumerate() {
-        let span = e.span();
-        let this = path_text(e);
-        for (f, other_model) in entities[..i].iter().zip(&models) {
-            let other = path_text(f);
-            let token = format!(
-                "`{this}` has the same entity token as `{other}`; give one of them another `#[entity(token = \"…\")]`"
-            );
-            let keys = (
-                "index `",
-                format!(
-                    "` of `{this}` has other hash or range keys than in `{other}`; one index name is one GSI, with one key schema: give both the same keys, or rename one"
-                ),
-            );
-            let projection = (
-                "index `",
-                format!(
-                    "` of `{this}` projects other attributes than in `{other}`; one index name is one GSI, with one projection: give both the same projection, or rename one"
-                ),
-            );
-            let (kp, ks) = keys;
-            let (pp, ps) = projection;
-            tokens.extend(quote_spanned! {span=>
-                const _: () = ::core::assert!(!_em::__private::same_token(#model, #other_model), #token);
-                const _: () = match _em::__private::index_conflict(#model, #other_model) {
-                    _em::__private::Option::Some(_em::__private::IndexConflict::Keys(name)) => ::core::panic!(
-                        "{}",
-                        _em::__private::Message::new().push(#kp).push(name).push(#ks).as_str()
-                    ),
-                    _em::__private::Option::Some(_em::__private::IndexConflict::Projection(name)) => ::core::panic!(
-                        "{}",
-                        _em::__private::Message::new().push(#pp).push(name).push(#ps).as_str()
-                    ),
-                    _em::__private::Option::None => {}
-                };
-            });
-        }
-    }
-    if !entities.is_empty() {
-        let span = first_span(&table.entities_key);
-        let (before, after) = (
-            format!("the entities of `{table_name}` declare "),
-            " distinct indexes; DynamoDB allows at most 20 global secondary indexes per table",
-        );
-        tokens.extend(quote_spanned! {span=>
-            const _: () = {
-                let count = _em::__private::distinct_indexes(&[#(#models),*]);
-                if count > _em::__private::MAX_GSIS {
-                    ::core::panic!(
-                        "{}",
-                        _em::__private::Message::new().push(#before).push_usize(count).push(#after).as_str()
-                    );
-                }
-            };
         });
     }
     tokens
