@@ -112,9 +112,18 @@ fn expand_entity(c: &Container<'_>) -> Option<TokenStream> {
     let builders = key_builders(c);
     // spanned at `table = …`, so that a table of the wrong visibility is reported there
     let table_item = quote_spanned!(table.span()=> type Table = #table;);
-    let table_const = quote_spanned!(table.span()=>
-        const __TABLE: &_em::__private::TableModel = &<<#ident as _em::__private::Entity>::Table as _em::__private::Table>::MODEL;
-    );
+    // the table's model, reached through a blanket impl over every entity, so that a table type
+    // that is not a `#[derive(Table)]` is reported once, by the impl's `type Table`, not here too
+    let table_const = quote! {
+        trait __TableOf {
+            const __TABLE: &'static _em::__private::TableModel;
+        }
+        impl<__E: _em::__private::Entity> __TableOf for __E {
+            const __TABLE: &'static _em::__private::TableModel =
+                &<<__E as _em::__private::Entity>::Table as _em::__private::Table>::MODEL;
+        }
+        const __TABLE: &_em::__private::TableModel = <#ident as __TableOf>::__TABLE;
+    };
 
     Some(quote! {
         #[doc(hidden)]
@@ -144,15 +153,59 @@ fn expand_entity(c: &Container<'_>) -> Option<TokenStream> {
     })
 }
 
-/// The entity is listed by its table (spanned at `table = …`). The table is named through
-/// `Entity::Table`, so that a table path that does not resolve is reported once, in the impl.
+/// The entity is listed by its table (spanned at `table = …`), checked only when the table is a
+/// `#[derive(Table)]` type: otherwise the impl's `type Table` reports it, and "add `User` to
+/// `entities(…)`" would only mislead. The probe picks `__IsTable<T>` by method resolution when
+/// `T: Table` (autoref specialisation), `__NotTable` otherwise; `__Member` then requires
+/// `MemberOf<T>` for `__IsTable<T>` only. The table is named through `Entity::Table`, so that a
+/// table path that does not resolve is reported once, in the impl.
 pub(crate) fn member_assertion(ident: &syn::Ident, table: &syn::Path) -> TokenStream {
     let span = table.span();
-    // the error points at the `Self` type of the path: give it the table's span
-    let mut this = ident.clone();
-    this.set_span(span);
-    quote_spanned! {span=>
-        const _: () = <#this as _em::__private::MemberOf<<#ident as _em::__private::Entity>::Table>>::MEMBER;
+    // the error points at the call (the table's span), and its help at `__IsTable`'s definition
+    // (the entity's name)
+    let check = quote_spanned! {span=>
+        <_ as __Member<#ident, <#ident as _em::__private::Entity>::Table>>::__check(
+            (&__Probe::<<#ident as _em::__private::Entity>::Table>(::core::marker::PhantomData)).__probe()
+        );
+    };
+    let is_table = quote_spanned! {ident.span()=>
+        struct __IsTable<T>(::core::marker::PhantomData<T>);
+    };
+    quote! {
+        #[allow(dead_code)]
+        fn __member() {
+            struct __Probe<T>(::core::marker::PhantomData<T>);
+            #is_table
+            struct __NotTable;
+            trait __ProbeTable<T> {
+                fn __probe(&self) -> __IsTable<T> {
+                    __IsTable(::core::marker::PhantomData)
+                }
+            }
+            impl<T: _em::__private::Table> __ProbeTable<T> for __Probe<T> {}
+            trait __ProbeOther {
+                fn __probe(&self) -> __NotTable {
+                    __NotTable
+                }
+            }
+            impl<T> __ProbeOther for &__Probe<T> {}
+            #[diagnostic::on_unimplemented(
+                message = "`{E}` is not an entity of table `{T}`",
+                label = "add `{E}` to `#[table(entities(…))]` of `{T}`"
+            )]
+            trait __Member<E, T> {
+                fn __check(self);
+            }
+            #[diagnostic::do_not_recommend]
+            impl<E: _em::__private::MemberOf<T>, T> __Member<E, T> for __IsTable<T> {
+                fn __check(self) {}
+            }
+            #[diagnostic::do_not_recommend]
+            impl<E, T> __Member<E, T> for __NotTable {
+                fn __check(self) {}
+            }
+            #check
+        }
     }
 }
 
