@@ -120,7 +120,8 @@ pub(crate) const GENERATED: ListSpec = ListSpec {
     ],
 };
 
-/// `#[index(name = "firstName", hash = …, range = …, project = […])]` or `…, keys_only)]`.
+/// `#[index(name = "firstName", hash = …, range = …, project = […])]`, or with `keys_only` (also
+/// written `project = keys_only`).
 #[derive(FromMeta)]
 pub(crate) struct IndexAttrs {
     /// The index token, which is also the GSI name (required).
@@ -131,7 +132,7 @@ pub(crate) struct IndexAttrs {
     pub(crate) range: Option<IdentValue>,
     /// Attributes the GSI projects besides the keys (default: all attributes).
     pub(crate) project: Option<IdentList>,
-    /// Project only the keys.
+    /// Project only the keys: `keys_only`, or `project = keys_only`.
     pub(crate) keys_only: Flag,
 }
 
@@ -422,18 +423,55 @@ impl FromMeta for IdentValue {
             && path.qself.is_none()
             && let Some(ident) = path.path.get_ident()
         {
+            // path keywords parse as a path of one segment, but name nothing here
+            if ["self", "Self", "super", "crate"]
+                .iter()
+                .any(|k| ident == k)
+            {
+                return Err(darling::Error::custom(format!(
+                    "`{ident}` is a keyword, not a name: write a name like `{key} = my_name`"
+                ))
+                .with_span(ident));
+            }
             return Ok(Self(ident.clone()));
         }
         let message = match expr {
             Expr::Lit(syn::ExprLit {
                 lit: Lit::Str(lit), ..
-            }) if syn::parse_str::<Ident>(&lit.value()).is_ok() => {
-                format!("expected a name without quotes: `{key} = {}`", lit.value())
-            }
-            _ => format!("expected a name, like `{key} = my_name`"),
-        };
+            }) => quoted_name(&key, &lit.value()),
+            _ => None,
+        }
+        .unwrap_or_else(|| format!("expected a name, like `{key} = my_name`"));
         Err(darling::Error::custom(message).with_span(expr))
     }
+}
+
+/// What to write instead of `key = "text"`: the name without quotes, in the case Rust expects
+/// there (so that the fix does not trip `non_snake_case`). `None` when `text` makes no name.
+fn quoted_name(key: &str, text: &str) -> Option<String> {
+    // type names and setting values are written as they are; fields and properties in snake_case
+    let as_is = matches!(key, "index_enum" | "shard_space" | "key_mode" | "profile");
+    let name = if as_is {
+        text.to_owned()
+    } else {
+        crate::case::snake(text)
+    };
+    let name = match syn::parse_str::<Ident>(&name) {
+        Ok(_) => name,
+        // a keyword (`type`) is written as a raw identifier
+        Err(_) if syn::parse_str::<Ident>(&format!("r#{name}")).is_ok() => format!("r#{name}"),
+        Err(_) => return None,
+    };
+    let rename = if key == "name" && name != text {
+        format!(
+            "; it is stored as serde's `rename_all` makes it, or exactly as written with `rename = \"{text}\"`"
+        )
+    } else {
+        String::new()
+    };
+    Some(format!(
+        "expected a name without quotes: `{key} = {name}`{rename}"
+    ))
 }
 
 /// A path value, like `table = Users` or `crate = ::entity_manager`.
@@ -468,14 +506,6 @@ pub(crate) struct IdentList {
 impl FromMeta for IdentList {
     fn from_meta(item: &Meta) -> darling::Result<Self> {
         let expr = value_of(item)?;
-        if let Expr::Path(p) = ungroup(expr)
-            && p.path.is_ident("keys_only")
-        {
-            return Err(darling::Error::custom(
-                "`keys_only` stands on its own: write `#[index(…, keys_only)]` for a KEYS_ONLY index, or `project = [field, …]` for an INCLUDE one",
-            )
-            .with_span(expr));
-        }
         let Expr::Array(array) = expr else {
             return Err(darling::Error::custom(
                 "expected a list of field names, like `[first_name, last_name]`",

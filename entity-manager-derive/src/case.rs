@@ -56,7 +56,36 @@ pub(crate) fn variant(name: &str) -> Option<String> {
         }
     }
     let first = out.chars().next()?;
+    // `self` would make `Self`, a keyword that cannot name a variant
+    if out == "Self" {
+        out.push('_');
+    }
     first.is_ascii_alphabetic().then_some(out)
+}
+
+/// `nameKey` → `name_key`, `HTTPServer` → `http_server`, `first-name` → `first_name`: the Rust
+/// name to suggest for a name written as a string.
+pub(crate) fn snake(name: &str) -> String {
+    let chars: Vec<char> = name.chars().collect();
+    let mut out = String::with_capacity(name.len() + 4);
+    for (i, &ch) in chars.iter().enumerate() {
+        if ch.is_uppercase() {
+            let previous = i.checked_sub(1).and_then(|p| chars.get(p));
+            let next = chars.get(i + 1);
+            let boundary = previous.is_some_and(|p| p.is_lowercase() || p.is_ascii_digit())
+                || (previous.is_some_and(|p| p.is_uppercase())
+                    && next.is_some_and(|n| n.is_lowercase()));
+            if boundary && !out.ends_with('_') {
+                out.push('_');
+            }
+            out.extend(ch.to_lowercase());
+        } else if ch == '-' || ch == ' ' || ch == '.' {
+            out.push('_');
+        } else {
+            out.push(ch);
+        }
+    }
+    out
 }
 
 /// `OrderLine` → `orderLine`: the default entity token.
@@ -93,6 +122,12 @@ mod tests {
         );
         assert_eq!(variant("by-sk").as_deref(), Some("BySk"));
         assert_eq!(variant("9lives"), None);
+        assert_eq!(variant("self").as_deref(), Some("Self_"));
         assert_eq!(lower_camel("OrderLine"), "orderLine");
+        assert_eq!(snake("nameKey"), "name_key");
+        assert_eq!(snake("HTTPServer"), "http_server");
+        assert_eq!(snake("first-name"), "first_name");
+        assert_eq!(snake("userID"), "user_id");
+        assert_eq!(snake("already_snake"), "already_snake");
     }
 }

@@ -233,6 +233,8 @@ impl<'a> Container<'a> {
                 |i| i.0.clone(),
             );
 
+        check_emitted_names(&attrs.ident, &index_enum, &generated, errors);
+
         let krate = options
             .as_ref()
             .and_then(|o| o.krate.as_ref().map(|k| k.0.clone()))
@@ -260,6 +262,47 @@ impl<'a> Container<'a> {
             bumps,
             index_enum,
         }
+    }
+}
+
+/// The type names the derive emits beside the struct do not collide: the index enum is not the
+/// struct itself, and each generated property's key builder (`User` + `NameKey`) has a name of
+/// its own, other than the index enum's.
+fn check_emitted_names(
+    ident: &Ident,
+    index_enum: &Ident,
+    generated: &[Generated],
+    errors: &mut Errors,
+) {
+    if index_enum == ident {
+        errors.at(
+            index_enum,
+            format!("`index_enum = {index_enum}` names the struct itself; the index enum needs a name of its own, like `{}Index`", ident.unraw()),
+        );
+    }
+    let mut builders: Vec<(String, &Ident)> = Vec::with_capacity(generated.len());
+    for g in generated {
+        let builder = format!(
+            "{}{}",
+            ident.unraw(),
+            case::pascal(&g.ident.unraw().to_string())
+        );
+        if index_enum.unraw() == builder {
+            errors.at(
+                &g.ident,
+                format!("generated property `{}` would make the key builder `{builder}`, the name of the index enum; rename the property, or the enum with `#[entity(index_enum = …)]`", g.ident),
+            );
+        } else if let Some((_, other)) = builders
+            .iter()
+            // the same name twice is reported as a duplicate property
+            .find(|(b, other)| *b == builder && **other != g.ident)
+        {
+            errors.at(
+                &g.ident,
+                format!("generated properties `{other}` and `{}` would both make the key builder `{builder}`; rename one", g.ident),
+            );
+        }
+        builders.push((builder, &g.ident));
     }
 }
 
@@ -387,7 +430,8 @@ fn read_struct_attrs<'a>(attrs: &'a EntityAttrs, errors: &mut Errors) -> StructA
         if path.is_ident("generated") {
             generated.extend(attrs::parse_list(&attr.meta, &attrs::GENERATED, errors));
         } else if path.is_ident("index") {
-            indexes.extend(attrs::parse_list(&attr.meta, &attrs::INDEX, errors));
+            let meta = project_keys_only(&attr.meta);
+            indexes.extend(attrs::parse_list(&meta, &attrs::INDEX, errors));
         } else if path.is_ident("shard_bumps") {
             let nested = attrs::nested(&attr.meta).unwrap_or_default();
             // the options of one bump written without `bump(…)` around them
@@ -430,6 +474,36 @@ fn read_struct_attrs<'a>(attrs: &'a EntityAttrs, errors: &mut Errors) -> StructA
         }
     }
     (generated, indexes, bumps)
+}
+
+/// `#[index(…, project = keys_only)]` read as the flag `keys_only` it means (the docs write the
+/// projection as `project = […] | keys_only`); the flag keeps the value's span.
+fn project_keys_only(meta: &Meta) -> Meta {
+    let Meta::List(list) = meta else {
+        return meta.clone();
+    };
+    let Some(items) = attrs::nested(meta) else {
+        return meta.clone();
+    };
+    let keys_only = |item: &Meta| match item {
+        Meta::NameValue(nv) if nv.path.is_ident("project") => match &nv.value {
+            syn::Expr::Path(p) if p.qself.is_none() && p.path.is_ident("keys_only") => {
+                p.path.get_ident().cloned()
+            }
+            _ => None,
+        },
+        _ => None,
+    };
+    if !items.iter().any(|item| keys_only(item).is_some()) {
+        return meta.clone();
+    }
+    let items = items.iter().map(|item| match keys_only(item) {
+        Some(flag) => flag.to_token_stream(),
+        None => item.to_token_stream(),
+    });
+    let mut list = list.clone();
+    list.tokens = quote::quote!(#(#items),*);
+    Meta::List(list)
 }
 
 impl<'a> Field<'a> {

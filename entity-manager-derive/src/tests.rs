@@ -585,7 +585,9 @@ fn every_stored_name_is_checked_against_the_table_keys() {
         "{text}"
     );
     assert!(
-        text.contains("MemberOf << User as _em :: __private :: Entity > :: Table >> :: MEMBER"),
+        text.contains(
+            "< _ as __Member < User , < User as _em :: __private :: Entity > :: Table >> :: __check"
+        ),
         "{text}"
     );
     assert!(text.contains("type Table = Users"), "{text}");

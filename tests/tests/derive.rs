@@ -405,3 +405,79 @@ mod raw_identifiers {
 
     use entity_manager::IndexToken as _;
 }
+
+/// The syntax the derive's docs show compiles and means what they say.
+mod accepted_syntax {
+    use entity_manager::{Entity, Projection, ShardBump, Table};
+    use serde::{Deserialize, Serialize};
+
+    #[derive(Table)]
+    #[table(entities(Listing, OldBumps))]
+    struct Listings;
+
+    /// `project = keys_only` (as the docs write `project = […] | keys_only`), the flag
+    /// `keys_only`, and a bump list of two.
+    #[derive(Entity, Serialize, Deserialize)]
+    #[entity(table = Listings, unique = id, timestamp = created)]
+    #[shard_bumps(bumps = [
+        bump(timestamp = 1_000, char_bits = 2, chars = 1),
+        bump(timestamp = 2_000, char_bits = 2, chars = 2),
+    ])]
+    #[index(name = "byCreated", range = created, project = keys_only)]
+    #[index(name = "byPrice", range = price, keys_only)]
+    #[index(name = "byTitle", range = title, project = [price])]
+    struct Listing {
+        #[transcode("string")]
+        id: String,
+        #[transcode("timestamp")]
+        created: u64,
+        #[transcode("int")]
+        price: u32,
+        #[transcode("string")]
+        title: String,
+    }
+
+    /// The first bump syntax, `bump(…)` written directly, still works. Two of them trip clippy's
+    /// `duplicated_attributes` (rust-clippy#13238; `char_bits = 2` twice): the `expect` proves
+    /// the lint fires on this syntax, while `Listing` above (the `bumps = [...]` list, no
+    /// `allow`) proves it does not fire on the list, under `cargo clippy -- -D warnings`.
+    #[derive(Entity, Serialize, Deserialize)]
+    #[entity(table = Listings, unique = id, timestamp = created)]
+    #[expect(clippy::duplicated_attributes)]
+    #[shard_bumps(
+        bump(timestamp = 1_000, char_bits = 2, chars = 1),
+        bump(timestamp = 2_000, char_bits = 2, chars = 2)
+    )]
+    struct OldBumps {
+        #[transcode("string")]
+        id: String,
+        #[transcode("timestamp")]
+        created: u64,
+    }
+
+    #[test]
+    fn project_equals_keys_only_is_the_keys_only_flag() {
+        let projections: Vec<(&str, &Projection)> = Listing::model()
+            .indexes
+            .iter()
+            .map(|i| (&*i.name, &i.projection))
+            .collect();
+        assert_eq!(projections.len(), 3);
+        assert_eq!(projections[0], ("byCreated", &Projection::KeysOnly));
+        assert_eq!(projections[1], ("byPrice", &Projection::KeysOnly));
+        assert!(
+            matches!(projections[2], ("byTitle", Projection::Include(fields)) if fields.len() == 1 && fields[0] == "price")
+        );
+    }
+
+    #[test]
+    fn both_bump_syntaxes_give_one_schedule() {
+        let expected = [
+            ShardBump::UNSHARDED,
+            ShardBump::new(1_000, 2, 1),
+            ShardBump::new(2_000, 2, 2),
+        ];
+        assert_eq!(&*Listing::model().shard_bumps, &expected);
+        assert_eq!(&*OldBumps::model().shard_bumps, &expected);
+    }
+}

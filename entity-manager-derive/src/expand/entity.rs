@@ -61,7 +61,8 @@ pub(crate) fn index_enum(c: &Container<'_>) -> TokenStream {
     quote! {
         #[doc = #enum_doc]
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-        #[allow(dead_code)]
+        // index names often share a prefix (`byName`, `byDate`): not the user's to rename
+        #[allow(dead_code, clippy::enum_variant_names)]
         #vis enum #name {
             #(#[doc = #docs] #variants,)*
         }
