@@ -6,7 +6,6 @@
 //! the attribute, and only when no unknown option of the list looks like a misspelling of it.
 
 use darling::FromMeta;
-use darling::util::{Flag, PathList};
 use proc_macro2::{Span, TokenStream};
 use quote::ToTokens;
 use syn::punctuated::Punctuated;
@@ -186,7 +185,7 @@ impl FromMeta for BumpList {
 }
 
 pub(crate) const SHARD_BUMPS: ListSpec = ListSpec {
-    what: "#[shard_bumps(…)]",
+    what: "#[shard_bumps(bumps = [bump(timestamp = …, char_bits = …, chars = …), …])]",
     known: &["bumps", "bump"],
     required: &[],
 };
@@ -248,7 +247,7 @@ pub(crate) struct TableOptions {
     /// at once.
     pub(crate) profile: Option<IdentValue>,
     /// `entities(User, Email)`: the entity types stored in the table.
-    pub(crate) entities: Option<PathList>,
+    pub(crate) entities: Option<EntityList>,
     /// `crate = ::entity_manager`: where the runtime lives.
     #[darling(rename = "crate")]
     pub(crate) krate: Option<PathValue>,
@@ -439,6 +438,12 @@ impl FromMeta for IdentValue {
             Expr::Lit(syn::ExprLit {
                 lit: Lit::Str(lit), ..
             }) => quoted_name(&key, &lit.value()),
+            // `keys::name_key`: the name is the last segment
+            Expr::Path(path) if path.qself.is_none() && path.path.segments.len() > 1 => path
+                .path
+                .segments
+                .last()
+                .map(|last| format!("expected a name, not a path: `{key} = {}`", last.ident)),
             _ => None,
         }
         .unwrap_or_else(|| format!("expected a name, like `{key} = my_name`"));
@@ -543,15 +548,16 @@ pub(crate) struct IntExpr {
 
 impl FromMeta for IntExpr {
     fn from_meta(item: &Meta) -> darling::Result<Self> {
+        let key = key_of(item);
         let expr = value_of(item)?;
         let not_an_integer = |tokens: &dyn ToTokens| {
             darling::Error::custom("expected an integer literal, like `1`")
                 .with_span(&tokens.to_token_stream())
         };
         let parse = |lit: &Lit| match lit {
-            Lit::Int(int) => int
-                .base10_parse::<i128>()
-                .map_err(|e| darling::Error::custom(e).with_span(int)),
+            Lit::Int(int) => int.base10_parse::<i128>().map_err(|_| {
+                darling::Error::custom(format!("number too large for `{key}`")).with_span(int)
+            }),
             other => Err(not_an_integer(other)),
         };
         let value = match expr {
@@ -573,6 +579,101 @@ impl FromMeta for IntExpr {
     }
 }
 
+/// A flag, like `sharded`: present or not. A value (`sharded = true`) is an error that says to
+/// write the word alone (darling's own `Flag` says only "Unexpected type `bool`").
+#[derive(Default)]
+pub(crate) struct Flag(bool);
+
+impl Flag {
+    pub(crate) fn is_present(&self) -> bool {
+        self.0
+    }
+}
+
+impl FromMeta for Flag {
+    fn from_none() -> Option<Self> {
+        Some(Self(false))
+    }
+
+    fn from_meta(item: &Meta) -> darling::Result<Self> {
+        let key = key_of(item);
+        match item {
+            Meta::Path(_) => Ok(Self(true)),
+            Meta::NameValue(nv) => {
+                let off = matches!(&nv.value, Expr::Lit(syn::ExprLit { lit: Lit::Bool(b), .. }) if !b.value);
+                let message = if off {
+                    format!("`{key}` is a flag: leave it out to turn it off")
+                } else {
+                    format!("`{key}` is a flag: write `{key}` alone, without a value")
+                };
+                Err(darling::Error::custom(message).with_span(&nv.value))
+            }
+            Meta::List(list) => Err(darling::Error::custom(format!(
+                "`{key}` is a flag: write `{key}` alone, without options"
+            ))
+            .with_span(&list.delimiter.span().join())),
+        }
+    }
+}
+
+/// `entities(User, Email)`: the entity types of a table, as paths.
+pub(crate) struct EntityList(Vec<Path>);
+
+impl std::ops::Deref for EntityList {
+    type Target = Vec<Path>;
+
+    fn deref(&self) -> &Vec<Path> {
+        &self.0
+    }
+}
+
+impl FromMeta for EntityList {
+    fn from_meta(item: &Meta) -> darling::Result<Self> {
+        let entities = match item {
+            Meta::List(entities) => entities,
+            Meta::NameValue(nv) => {
+                let inside = match ungroup(&nv.value) {
+                    Expr::Array(array) => array.elems.to_token_stream().to_string(),
+                    other => other.to_token_stream().to_string(),
+                };
+                return Err(darling::Error::custom(format!(
+                    "list the entities in parentheses: `entities({inside})`"
+                ))
+                .with_span(&nv.value));
+            }
+            Meta::Path(path) => {
+                return Err(darling::Error::custom(
+                    "`entities` needs the entity types: `entities(User, …)`",
+                )
+                .with_span(path));
+            }
+        };
+        let elems = entities
+            .parse_args_with(Punctuated::<Expr, syn::Token![,]>::parse_terminated)
+            .map_err(darling::Error::from)?;
+        let mut errors = darling::Error::accumulator();
+        let mut paths = Vec::with_capacity(elems.len());
+        for elem in &elems {
+            match ungroup(elem) {
+                Expr::Path(p) if p.qself.is_none() => paths.push(p.path.clone()),
+                Expr::Lit(syn::ExprLit {
+                    lit: Lit::Str(lit), ..
+                }) if syn::parse_str::<Path>(&lit.value()).is_ok() => errors.push(
+                    darling::Error::custom(format!(
+                        "expected an entity type without quotes: `{}`",
+                        lit.value()
+                    ))
+                    .with_span(lit),
+                ),
+                other => errors.push(
+                    darling::Error::custom("expected an entity type, like `User`").with_span(other),
+                ),
+            }
+        }
+        errors.finish_with(Self(paths))
+    }
+}
+
 /// What `#[transcode(…)]` names.
 pub(crate) enum TranscodeSpec {
     /// A default transcode by name: `#[transcode("timestamp")]`.
@@ -589,7 +690,11 @@ impl syn::parse::Parse for TranscodeSpec {
             Self::Path(input.parse()?)
         };
         if !input.is_empty() {
-            return Err(input.error("expected one transcode, like `#[transcode(\"string\")]`"));
+            let rest: TokenStream = input.parse()?;
+            return Err(syn::Error::new_spanned(
+                rest,
+                "a field has one transcode: keep one, like `#[transcode(\"string\")]`",
+            ));
         }
         Ok(spec)
     }

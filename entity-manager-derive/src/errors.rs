@@ -30,9 +30,22 @@ impl Errors {
         self.0.extend(error);
     }
 
-    /// A darling error, possibly several, each kept with its own span.
+    /// A darling error, possibly several, each kept with its own span. darling's "Duplicate
+    /// field `x`" is reworded in our style, with what to do.
     pub(crate) fn darling(&mut self, error: darling::Error) {
-        self.syn(error.into());
+        for error in error.flatten() {
+            let text = error.to_string();
+            let duplicate = text
+                .strip_prefix("Duplicate field `")
+                .and_then(|rest| rest.split('`').next());
+            match duplicate {
+                Some(name) => self.at_span(
+                    error.span(),
+                    format!("duplicate `{name}`: give each option once"),
+                ),
+                None => self.syn(error.into()),
+            }
+        }
     }
 
     /// The value of `result`, or `None` after recording its errors.

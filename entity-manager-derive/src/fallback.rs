@@ -5,6 +5,7 @@
 
 use proc_macro2::TokenStream;
 use quote::quote;
+use syn::DeriveInput;
 
 use crate::expand::{index_enum, member_assertion, membership};
 use crate::model::Container;
@@ -71,6 +72,41 @@ pub(crate) fn table(t: &TableDef<'_>) -> TokenStream {
                 }
             }
             #membership
+        };
+    }
+}
+
+/// A placeholder `impl Entity` for a type the derive does not support (a tuple or unit struct, an
+/// enum): a table listing it then reports nothing more.
+pub(crate) fn unsupported_entity(input: &DeriveInput) -> TokenStream {
+    if !input.generics.params.is_empty() {
+        return TokenStream::new();
+    }
+    let krate: syn::Path = input
+        .attrs
+        .iter()
+        .filter(|a| a.path().is_ident("entity"))
+        .find_map(|a| match crate::attrs::lenient_value(&a.meta, "crate") {
+            Some(syn::Expr::Path(p)) if p.qself.is_none() => Some(p.path),
+            _ => None,
+        })
+        .unwrap_or_else(|| syn::parse_quote!(::entity_manager));
+    let ident = &input.ident;
+    quote! {
+        #[doc(hidden)]
+        #[allow(unused_qualifications, clippy::all, clippy::pedantic)]
+        const _: () = {
+            use #krate as _em;
+            #[automatically_derived]
+            impl _em::__private::Entity for #ident {
+                type Table = _em::__private::PlaceholderTable;
+                type Index = _em::NoIndex;
+                const MODEL: _em::__private::EntityModel = _em::__private::PLACEHOLDER_ENTITY;
+                fn model() -> &'static _em::__private::EntityModel {
+                    static __MODEL: _em::__private::EntityModel = _em::__private::PLACEHOLDER_ENTITY;
+                    &__MODEL
+                }
+            }
         };
     }
 }

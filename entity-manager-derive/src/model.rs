@@ -233,7 +233,7 @@ impl<'a> Container<'a> {
                 |i| i.0.clone(),
             );
 
-        check_emitted_names(&attrs.ident, &index_enum, &generated, errors);
+        let index_enum = check_emitted_names(&attrs.ident, index_enum, &generated, errors);
 
         let krate = options
             .as_ref()
@@ -267,19 +267,25 @@ impl<'a> Container<'a> {
 
 /// The type names the derive emits beside the struct do not collide: the index enum is not the
 /// struct itself, and each generated property's key builder (`User` + `NameKey`) has a name of
-/// its own, other than the index enum's.
+/// its own, other than the index enum's. An enum named like the struct takes the default name
+/// after the error, so that the placeholder brings no follow-on error.
 fn check_emitted_names(
     ident: &Ident,
-    index_enum: &Ident,
+    index_enum: Ident,
     generated: &[Generated],
     errors: &mut Errors,
-) {
-    if index_enum == ident {
+) -> Ident {
+    let default = format_ident!("{}Index", ident.unraw(), span = ident.span());
+    let index_enum = if index_enum.unraw() == ident.unraw() {
         errors.at(
-            index_enum,
-            format!("`index_enum = {index_enum}` names the struct itself; the index enum needs a name of its own, like `{}Index`", ident.unraw()),
+            &index_enum,
+            format!("`index_enum = {index_enum}` names the struct itself; the index enum needs a name of its own, like `{default}`"),
         );
-    }
+        default
+    } else {
+        index_enum
+    };
+    let index_enum = &index_enum;
     let mut builders: Vec<(String, &Ident)> = Vec::with_capacity(generated.len());
     for g in generated {
         let builder = format!(
@@ -304,6 +310,7 @@ fn check_emitted_names(
         }
         builders.push((builder, &g.ident));
     }
+    index_enum.clone()
 }
 
 /// The unique and timestamp fields named in `#[entity(…)]`: fields of the struct, transcoded.
@@ -430,7 +437,7 @@ fn read_struct_attrs<'a>(attrs: &'a EntityAttrs, errors: &mut Errors) -> StructA
         if path.is_ident("generated") {
             generated.extend(attrs::parse_list(&attr.meta, &attrs::GENERATED, errors));
         } else if path.is_ident("index") {
-            let meta = project_keys_only(&attr.meta);
+            let meta = project_keys_only(&attr.meta, errors);
             indexes.extend(attrs::parse_list(&meta, &attrs::INDEX, errors));
         } else if path.is_ident("shard_bumps") {
             let nested = attrs::nested(&attr.meta).unwrap_or_default();
@@ -478,7 +485,7 @@ fn read_struct_attrs<'a>(attrs: &'a EntityAttrs, errors: &mut Errors) -> StructA
 
 /// `#[index(…, project = keys_only)]` read as the flag `keys_only` it means (the docs write the
 /// projection as `project = […] | keys_only`); the flag keeps the value's span.
-fn project_keys_only(meta: &Meta) -> Meta {
+fn project_keys_only(meta: &Meta, errors: &mut Errors) -> Meta {
     let Meta::List(list) = meta else {
         return meta.clone();
     };
@@ -497,10 +504,23 @@ fn project_keys_only(meta: &Meta) -> Meta {
     if !items.iter().any(|item| keys_only(item).is_some()) {
         return meta.clone();
     }
-    let items = items.iter().map(|item| match keys_only(item) {
-        Some(flag) => flag.to_token_stream(),
-        None => item.to_token_stream(),
-    });
+    let flag_too = items
+        .iter()
+        .any(|item| matches!(item, Meta::Path(p) if p.is_ident("keys_only")));
+    let items: Vec<TokenStream> = items
+        .iter()
+        .filter_map(|item| match keys_only(item) {
+            Some(_) if flag_too => {
+                errors.at(
+                    item,
+                    "`project = keys_only` and the flag `keys_only` say the same: keep one",
+                );
+                None
+            }
+            Some(flag) => Some(flag.to_token_stream()),
+            None => Some(item.to_token_stream()),
+        })
+        .collect();
     let mut list = list.clone();
     list.tokens = quote::quote!(#(#items),*);
     Meta::List(list)
@@ -576,6 +596,21 @@ impl<'a> Field<'a> {
 
 /// `#[transcode("name")]` or `#[transcode(path::to::Type)]`; `Invalid` after an error.
 fn read_transcode(attr: &syn::Attribute, errors: &mut Errors) -> Transcode {
+    // `#[transcode = "string"]`
+    if let Meta::NameValue(nv) = &attr.meta {
+        let value = match &nv.value {
+            syn::Expr::Lit(syn::ExprLit {
+                lit: syn::Lit::Str(lit),
+                ..
+            }) => format!("{:?}", lit.value()),
+            other => other.to_token_stream().to_string(),
+        };
+        errors.at(
+            &attr.meta,
+            format!("a transcode goes in parentheses: `#[transcode({value})]`"),
+        );
+        return Transcode::Invalid;
+    }
     let empty = match &attr.meta {
         Meta::List(list) => list.tokens.is_empty(),
         _ => true,

@@ -21,7 +21,9 @@ pub(crate) fn derive_entity(input: &DeriveInput) -> TokenStream {
         "Entity",
         "a struct with named fields, whose fields are the stored attributes",
     ) {
-        return error;
+        let mut tokens = error;
+        tokens.extend(fallback::unsupported_entity(input));
+        return tokens;
     }
     let attrs = match EntityAttrs::from_derive_input(input) {
         Ok(attrs) => attrs,

@@ -1,0 +1,17 @@
+// `index_enum` names the struct itself.
+use entity_manager::{Entity, Table};
+
+#[derive(Table)]
+#[table(entities(User))]
+struct Users;
+
+#[derive(Entity, serde::Serialize, serde::Deserialize)]
+#[entity(table = Users, unique = id, timestamp = created, index_enum = User)]
+struct User {
+    #[transcode("string")]
+    id: String,
+    #[transcode("timestamp")]
+    created: u64,
+}
+
+fn main() {}

@@ -1,0 +1,19 @@
+// Two property names that differ only by underscores make one key builder name.
+use entity_manager::{Entity, Table};
+
+#[derive(Table)]
+#[table(entities(User))]
+struct Users;
+
+#[derive(Entity, serde::Serialize, serde::Deserialize)]
+#[entity(table = Users, unique = id, timestamp = created)]
+#[generated(name = id_key, components = [id])]
+#[generated(name = id__key, components = [id, created])]
+struct User {
+    #[transcode("string")]
+    id: String,
+    #[transcode("timestamp")]
+    created: u64,
+}
+
+fn main() {}

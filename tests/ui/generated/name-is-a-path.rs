@@ -1,0 +1,18 @@
+// The property named by a path.
+use entity_manager::{Entity, Table};
+
+#[derive(Table)]
+#[table(entities(User))]
+struct Users;
+
+#[derive(Entity, serde::Serialize, serde::Deserialize)]
+#[entity(table = Users, unique = id, timestamp = created)]
+#[generated(name = keys::id_key, components = [id])]
+struct User {
+    #[transcode("string")]
+    id: String,
+    #[transcode("timestamp")]
+    created: u64,
+}
+
+fn main() {}

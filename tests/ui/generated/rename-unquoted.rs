@@ -1,0 +1,18 @@
+// `rename` given an identifier instead of a string.
+use entity_manager::{Entity, Table};
+
+#[derive(Table)]
+#[table(entities(User))]
+struct Users;
+
+#[derive(Entity, serde::Serialize, serde::Deserialize)]
+#[entity(table = Users, unique = id, timestamp = created)]
+#[generated(name = id_key, components = [id], rename = idKey)]
+struct User {
+    #[transcode("string")]
+    id: String,
+    #[transcode("timestamp")]
+    created: u64,
+}
+
+fn main() {}

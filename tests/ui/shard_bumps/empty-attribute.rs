@@ -1,0 +1,18 @@
+// `#[shard_bumps]` with no bump.
+use entity_manager::{Entity, Table};
+
+#[derive(Table)]
+#[table(entities(User))]
+struct Users;
+
+#[derive(Entity, serde::Serialize, serde::Deserialize)]
+#[entity(table = Users, unique = id, timestamp = created)]
+#[shard_bumps]
+struct User {
+    #[transcode("string")]
+    id: String,
+    #[transcode("timestamp")]
+    created: u64,
+}
+
+fn main() {}

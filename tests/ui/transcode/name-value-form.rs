@@ -1,0 +1,19 @@
+// `#[transcode = "string"]` instead of `#[transcode("string")]`.
+use entity_manager::{Entity, Table};
+
+#[derive(Table)]
+#[table(entities(User))]
+struct Users;
+
+#[derive(Entity, serde::Serialize, serde::Deserialize)]
+#[entity(table = Users, unique = id, timestamp = created)]
+struct User {
+    #[transcode("string")]
+    id: String,
+    #[transcode("timestamp")]
+    created: u64,
+    #[transcode = "string"]
+    name: String,
+}
+
+fn main() {}
