@@ -93,22 +93,58 @@ pub use entity_manager_derive::Table;
 /// the struct (repeatable) declares a generated property: a string attribute built from
 /// transcoded fields. `sharded` puts it on the hash side (`<hashKey>|c1#v1|…`, usable as an
 /// index hash key, always atomic); otherwise it is a range-side value (`c1#v1|c2#v2`), where a
-/// missing component leaves an empty value unless `atomic`.
+/// missing component leaves an empty value unless `atomic`. `name` is written like a field, in
+/// snake_case (`name_key`, or `r#type` for a keyword); the property is stored under the struct's
+/// serde renaming (`nameKey` with `rename_all = "camelCase"`), or exactly as `rename` gives it.
 ///
 /// **`#[shard_bumps(bumps = [bump(timestamp = ms, char_bits = 1..=5, chars = 0..=40), …])]`**
-/// on the struct: the shard schedule. Records created from `timestamp` on get a suffix of
-/// `chars` characters in radix `2^char_bits`; `chars` must strictly increase. Without it the
-/// entity has one unsharded partition. The bumps may also be written directly,
-/// `#[shard_bumps(bump(…), bump(…))]`, but clippy's `duplicated_attributes` lint misreads two
-/// or more of those as repeated attributes (rust-clippy#13238); the `bumps = [...]` list does
-/// not trip it.
+/// on the struct (once): the shard schedule. Records created from `timestamp` on get a suffix
+/// of `chars` characters in radix `2^char_bits`; `chars` must strictly increase. Without it the
+/// entity has one unsharded partition. The older form without the list,
+/// `#[shard_bumps(bump(…), bump(…))]`, means the same.
 ///
 /// **`#[index(name = "gsiName", hash = sharded_generated, range = field_or_generated,
-/// project = [field, …])]`** on the struct (repeatable): a GSI the entity can be queried
-/// through. `hash` defaults to the table hash key and `range` to the table range key. The GSI
-/// projects every attribute, or with `project = [field, …]` the keys and those fields
-/// (INCLUDE), or with the flag `keys_only` (`#[index(name = "…", range = …, keys_only)]`) only
-/// the keys.
+/// project = [field, …] | keys_only)]`** on the struct (repeatable): a GSI the entity can be
+/// queried through. `hash` defaults to the table hash key and `range` to the table range key.
+/// The GSI projects every attribute, or with `project = [field, …]` the keys and those fields
+/// (INCLUDE), or with `project = keys_only` (also written as the bare flag `keys_only`) only the
+/// keys.
+///
+/// Names are Rust identifiers everywhere, raw ones (`r#type`) included.
+///
+/// ```
+/// use entity_manager::{Entity, Projection, Table};
+/// use serde::{Deserialize, Serialize};
+///
+/// #[derive(Table)]
+/// #[table(entities(Order))]
+/// struct Orders;
+///
+/// #[derive(Entity, Serialize, Deserialize)]
+/// #[serde(rename_all = "camelCase")]
+/// #[entity(table = Orders, unique = order_id, timestamp = created)]
+/// #[shard_bumps(bumps = [
+///     bump(timestamp = 1_735_689_600_000, char_bits = 2, chars = 1),
+///     bump(timestamp = 1_767_225_600_000, char_bits = 3, chars = 2),
+/// ])]
+/// #[generated(name = customer_range_key, components = [customer, created])]
+/// #[index(name = "byCustomer", range = customer_range_key, project = [total])]
+/// #[index(name = "byCreated", range = created, project = keys_only)]
+/// struct Order {
+///     #[transcode("string")]
+///     order_id: String,
+///     #[transcode("timestamp")]
+///     created: u64,
+///     #[transcode("string")]
+///     customer: String,
+///     total: u32,
+/// }
+///
+/// let model = Order::model();
+/// assert_eq!(model.generated[0].name, "customerRangeKey");
+/// assert_eq!(model.indexes[1].projection, Projection::KeysOnly);
+/// assert_eq!(model.shard_bumps.len(), 3); // the implied unsharded bump first
+/// ```
 ///
 /// # What it emits
 ///
