@@ -94,7 +94,7 @@ pub use entity_manager_derive::Table;
 /// transcoded fields. `sharded` puts it on the hash side (`<hashKey>|c1#v1|…`, usable as an
 /// index hash key, always atomic); otherwise it is a range-side value (`c1#v1|c2#v2`), where a
 /// missing component leaves an empty value unless `atomic`. `name` is written like a field, in
-/// snake_case (`name_key`, or `r#type` for a keyword); the property is stored under the struct's
+/// `snake_case` (`name_key`, or `r#type` for a keyword); the property is stored under the struct's
 /// serde renaming (`nameKey` with `rename_all = "camelCase"`), or exactly as `rename` gives it.
 ///
 /// **`#[shard_bumps(bumps = [bump(timestamp = ms, char_bits = 1..=5, chars = 0..=40), …])]`**
