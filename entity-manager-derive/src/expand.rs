@@ -5,7 +5,7 @@
 //! error points there and its text does not depend on the runtime's source (STYLE.md §3.6).
 
 use darling::FromDeriveInput;
-use proc_macro2::{Span, TokenStream};
+use proc_macro2::TokenStream;
 use quote::{format_ident, quote, quote_spanned};
 use syn::DeriveInput;
 use syn::ext::IdentExt as _;
@@ -52,6 +52,7 @@ pub(crate) fn derive_entity(input: &DeriveInput) -> TokenStream {
     };
     let mut errors = Errors::default();
     let container = Container::from_attrs(&attrs, &mut errors);
+    crate::check::check_entity(&container, &mut errors);
     if errors.is_empty()
         && let Some(tokens) = expand_entity(&container)
     {
@@ -68,13 +69,13 @@ pub(crate) fn index_enum(c: &Container<'_>) -> TokenStream {
     let vis = c.vis;
     let name = &c.index_enum;
     let ident = c.ident;
-    let variants: Vec<_> = c.indexes.iter().map(|i| &i.variant).collect();
-    let names: Vec<_> = c.indexes.iter().map(|i| &i.name).collect();
-    let docs: Vec<String> = c
+    // an index whose name makes no variant of its own is an error, and left out
+    let (variants, names): (Vec<_>, Vec<_>) = c
         .indexes
         .iter()
-        .map(|i| format!("The `{}` index.", i.name))
-        .collect();
+        .filter_map(|i| Some((i.variant.as_ref()?, &i.name)))
+        .unzip();
+    let docs: Vec<String> = names.iter().map(|n| format!("The `{n}` index.")).collect();
     let enum_doc = format!("The indexes of [`{ident}`], for typed queries.");
     let name_body = if variants.is_empty() {
         quote!(match self {})
@@ -130,7 +131,7 @@ fn expand_entity(c: &Container<'_>) -> Option<TokenStream> {
     let ident = c.ident;
     let index_enum_name = &c.index_enum;
     let model = entity_model(c, &c.fields[unique].stored, timestamp);
-    let table_asserts = table_assertions(c, table);
+    let table_asserts = crate::assertions::table_assertions(c, table);
     let index_enum = index_enum(c);
     let builders = key_builders(c);
     // spanned at `table = …`, so that a table of the wrong visibility is reported there
@@ -177,109 +178,6 @@ pub(crate) fn member_assertion(ident: &syn::Ident, table: &syn::Path) -> TokenSt
     quote_spanned! {span=>
         const _: () = <#this as _em::__private::MemberOf<<#ident as _em::__private::Entity>::Table>>::MEMBER;
     }
-}
-
-/// The checks of the entity's names against its table's settings, one `const` each, spanned at
-/// the name's token: the entity is listed by the table; no stored name is a table key's name;
-/// no name written inside keys (the token, transcoded and generated properties) contains a
-/// delimiter.
-fn table_assertions(c: &Container<'_>, table: &syn::Path) -> TokenStream {
-    let mut tokens = member_assertion(c.ident, table);
-    // the timestamp property is `u64` or `i64` (with the `timestamp` transcode, the model checks
-    // it, as one check)
-    if let Some(t) = c.timestamp
-        && !matches!(
-            c.fields[t].transcode,
-            Some(Transcode::Builtin {
-                name: "timestamp",
-                ..
-            })
-        )
-    {
-        let ty = c.fields[t].ty;
-        tokens.extend(quote_spanned! {ty.span()=>
-            const _: &dyn _em::__private::Transcoder = <#ty as _em::__private::TimestampValue>::TRANSCODER;
-        });
-    }
-    let keys = |what: &str, stored: &str, at: &TokenStream| {
-        let span = first_span(at);
-        let hash = format!(
-            "{what} is stored as `{stored}`, the name of the table's hash key attribute; rename it"
-        );
-        let range = format!(
-            "{what} is stored as `{stored}`, the name of the table's range key attribute; rename it"
-        );
-        quote_spanned! {span=>
-            const _: () = ::core::assert!(!_em::__private::is_hash_key(__TABLE, #stored), #hash);
-            const _: () = ::core::assert!(!_em::__private::is_range_key(__TABLE, #stored), #range);
-        }
-    };
-    let delimiters = |subject: &str, text: &str, at: &TokenStream, fix: &str| {
-        let span = first_span(at);
-        let checks = [
-            ("GeneratedKey", "generated_key_delimiter"),
-            ("GeneratedValue", "generated_value_delimiter"),
-            ("ShardKey", "shard_key_delimiter"),
-        ]
-        .map(|(variant, option)| {
-            let variant = format_ident!("{variant}", span = span);
-            let message =
-                format!("{subject} contains the table's `{option}`, a key separator; {fix}");
-            quote_spanned! {span=>
-                const _: () = ::core::assert!(
-                    !_em::__private::contains_delimiter(__TABLE, _em::__private::Delimiter::#variant, #text),
-                    #message
-                );
-            }
-        });
-        quote!(#(#checks)*)
-    };
-    tokens.extend(delimiters(
-        &format!("the entity token `{}`", c.token),
-        &c.token,
-        &c.token_tokens,
-        "choose another `token` or other delimiters",
-    ));
-    for f in c.fields.iter().filter(|f| f.written) {
-        tokens.extend(keys(
-            &format!("field `{}`", f.ident),
-            &f.stored,
-            &f.name_tokens,
-        ));
-        if f.transcode.is_some() {
-            tokens.extend(delimiters(
-                &format!("field `{}` is stored as `{}`, which", f.ident, f.stored),
-                &f.stored,
-                &f.name_tokens,
-                "rename it",
-            ));
-        }
-    }
-    for g in &c.generated {
-        tokens.extend(keys(
-            &format!("generated property `{}`", g.ident),
-            &g.stored,
-            &g.name_tokens,
-        ));
-        tokens.extend(delimiters(
-            &format!(
-                "generated property `{}` is stored as `{}`, which",
-                g.ident, g.stored
-            ),
-            &g.stored,
-            &g.name_tokens,
-            "rename it",
-        ));
-    }
-    tokens
-}
-
-fn first_span(tokens: &TokenStream) -> Span {
-    tokens
-        .clone()
-        .into_iter()
-        .next()
-        .map_or_else(Span::call_site, |t| t.span())
 }
 
 /// The transcoder of a field, as an expression checking at the field's type that the transcode
@@ -615,7 +513,7 @@ fn expand_table(table: &TableDef<'_>, s: &TableSettings) -> TokenStream {
     );
     let entities = &table.entities;
     let membership = membership(table);
-    let checks = table_checks(table);
+    let checks = crate::assertions::table_checks(table);
     quote! {
         #[doc(hidden)]
         #[allow(non_upper_case_globals, unused_qualifications, clippy::all, clippy::pedantic)]
@@ -652,81 +550,4 @@ fn expand_table(table: &TableDef<'_>, s: &TableSettings) -> TokenStream {
             #checks
         };
     }
-}
-
-/// The checks across the listed entities, each spanned at an entity's path in `entities(…)`:
-/// every entity is stored in this table; tokens are distinct; an index name means one key
-/// schema and one projection; at most 20 distinct indexes.
-fn table_checks(table: &TableDef<'_>) -> TokenStream {
-    let ident = table.ident;
-    let table_name = ident.to_string();
-    let entities = &table.entities;
-    let models: Vec<syn::Ident> = (0..entities.len())
-        .map(|i| format_ident!("__ENTITY{}", i))
-        .collect();
-    let mut tokens = TokenStream::new();
-    for (e, model) in entities.iter().zip(&models) {
-        let span = e.span();
-        tokens.extend(quote_spanned! {span=>
-            const #model: &'static _em::__private::EntityModel = &<#e as _em::__private::Entity>::MODEL;
-            const _: () = <<#e as _em::__private::Entity>::Table as _em::__private::TableOf<#ident, #e>>::OK;
-        });
-    }
-    for (i, (e, model)) in entities.iter().zip(&models).enumerate() {
-        let span = e.span();
-        let this = path_text(e);
-        for (f, other_model) in entities[..i].iter().zip(&models) {
-            let other = path_text(f);
-            let token = format!(
-                "`{this}` has the same entity token as `{other}`; give one of them another `#[entity(token = \"…\")]`"
-            );
-            let keys = (
-                "index `",
-                format!(
-                    "` of `{this}` has other hash or range keys than in `{other}`; one index name is one GSI, with one key schema: give both the same keys, or rename one"
-                ),
-            );
-            let projection = (
-                "index `",
-                format!(
-                    "` of `{this}` projects other attributes than in `{other}`; one index name is one GSI, with one projection: give both the same projection, or rename one"
-                ),
-            );
-            let (kp, ks) = keys;
-            let (pp, ps) = projection;
-            tokens.extend(quote_spanned! {span=>
-                const _: () = ::core::assert!(!_em::__private::same_token(#model, #other_model), #token);
-                const _: () = match _em::__private::index_conflict(#model, #other_model) {
-                    _em::__private::Option::Some(_em::__private::IndexConflict::Keys(name)) => ::core::panic!(
-                        "{}",
-                        _em::__private::Message::new().push(#kp).push(name).push(#ks).as_str()
-                    ),
-                    _em::__private::Option::Some(_em::__private::IndexConflict::Projection(name)) => ::core::panic!(
-                        "{}",
-                        _em::__private::Message::new().push(#pp).push(name).push(#ps).as_str()
-                    ),
-                    _em::__private::Option::None => {}
-                };
-            });
-        }
-    }
-    if !entities.is_empty() {
-        let span = first_span(&table.entities_key);
-        let (before, after) = (
-            format!("the entities of `{table_name}` declare "),
-            " distinct indexes; DynamoDB allows at most 20 global secondary indexes per table",
-        );
-        tokens.extend(quote_spanned! {span=>
-            const _: () = {
-                let count = _em::__private::distinct_indexes(&[#(#models),*]);
-                if count > _em::__private::MAX_GSIS {
-                    ::core::panic!(
-                        "{}",
-                        _em::__private::Message::new().push(#before).push_usize(count).push(#after).as_str()
-                    );
-                }
-            };
-        });
-    }
-    tokens
 }
