@@ -25,7 +25,7 @@ pub use crate::model::{
     Delimiters, EntityModel, GeneratedKind, GeneratedProperty, Index, KeyMode, NumericHash,
     Projection, Property, ShardBump, ShardSpace, TableModel,
 };
-use crate::transcode::{BigInt20, Boolean, Fix6, Int, Str, Timestamp};
+use crate::transcode::{BUILTIN_NAMES, BigInt20, Boolean, Fix6, Int, Str, Timestamp};
 pub use crate::transcode::{Transcode, TranscodeError, Transcoder, Typed};
 
 // ---------------------------------------------------------------------------------------------
@@ -109,6 +109,17 @@ field_traits! {
     )]
     BigInt20Field => BigInt20;
 }
+
+/// The default transcodes by name, each with the trait above that checks a field's type: what
+/// `#[transcode("…")]` accepts.
+pub const FIELD_TRAITS: [(&str, &str); 6] = [
+    (BUILTIN_NAMES[0], "StringField"),
+    (BUILTIN_NAMES[1], "IntField"),
+    (BUILTIN_NAMES[2], "Fix6Field"),
+    (BUILTIN_NAMES[3], "TimestampField"),
+    (BUILTIN_NAMES[4], "BooleanField"),
+    (BUILTIN_NAMES[5], "BigInt20Field"),
+];
 
 /// A type a user transcode `T` (`#[transcode(path::to::T)]`) accepts: `T: Transcode<Self>`, and
 /// `Self` is (de)serializable, as a stored attribute must be.
@@ -232,8 +243,8 @@ pub const PLACEHOLDER_ENTITY: EntityModel = EntityModel {
     unique_property: Cow::Borrowed(""),
     timestamp_property: Cow::Borrowed(""),
     shard_bumps: Cow::Borrowed(&[]),
-    default_limit: 10,
-    default_page_size: 10,
+    default_limit: crate::rules::DEFAULT_LIMIT,
+    default_page_size: crate::rules::DEFAULT_PAGE_SIZE,
     properties: Cow::Borrowed(&[]),
     generated: Cow::Borrowed(&[]),
     indexes: Cow::Borrowed(&[]),
@@ -250,261 +261,21 @@ pub const fn borrowed(cow: &Cow<'static, str>) -> Cow<'static, str> {
 }
 
 // ---------------------------------------------------------------------------------------------
-// compile-time checks of names against the table
+// the configuration rules
+//
+// The derive calls the rules at expansion time through `rules`; the `const` assertions it emits
+// (the rules that need the table's settings or the other entities) evaluate the `const fn`s
+// re-exported below, which `validate.rs` calls at run time too.
 
-const fn str_eq(a: &str, b: &str) -> bool {
-    let (a, b) = (a.as_bytes(), b.as_bytes());
-    if a.len() != b.len() {
-        return false;
-    }
-    let mut i = 0;
-    while i < a.len() {
-        if a[i] != b[i] {
-            return false;
-        }
-        i += 1;
-    }
-    true
+/// The configuration rules, for the derive (see `rules.rs`).
+pub mod rules {
+    pub use crate::rules::*;
 }
 
-const fn contains(haystack: &str, needle: &str) -> bool {
-    let (h, n) = (haystack.as_bytes(), needle.as_bytes());
-    if n.is_empty() || n.len() > h.len() {
-        return false;
-    }
-    let mut start = 0;
-    while start + n.len() <= h.len() {
-        let mut i = 0;
-        while i < n.len() && h[start + i] == n[i] {
-            i += 1;
-        }
-        if i == n.len() {
-            return true;
-        }
-        start += 1;
-    }
-    false
-}
-
-#[allow(clippy::ptr_arg)] // `&str` cannot be had from a `&Cow` in a const fn otherwise
-const fn name<'a>(cow: &'a Cow<'static, str>) -> &'a str {
-    match cow {
-        Cow::Borrowed(s) => s,
-        Cow::Owned(s) => s.as_str(),
-    }
-}
-
-#[allow(clippy::ptr_arg)] // `&[T]` cannot be had from a `&Cow` in a const fn otherwise
-const fn slice<'a, T: Clone>(cow: &'a Cow<'static, [T]>) -> &'a [T] {
-    match cow {
-        Cow::Borrowed(s) => s,
-        Cow::Owned(v) => v.as_slice(),
-    }
-}
-
-/// Whether `name` is the table's hash key attribute name.
-pub const fn is_hash_key(table: &TableModel, name: &str) -> bool {
-    str_eq(name, self::name(&table.hash_key))
-}
-
-/// Whether `name` is the table's range key attribute name.
-pub const fn is_range_key(table: &TableModel, name: &str) -> bool {
-    str_eq(name, self::name(&table.range_key))
-}
-
-/// One of the table's delimiters.
-#[derive(Clone, Copy, Debug)]
-pub enum Delimiter {
-    /// `generated_key_delimiter`.
-    GeneratedKey,
-    /// `generated_value_delimiter`.
-    GeneratedValue,
-    /// `shard_key_delimiter`.
-    ShardKey,
-}
-
-/// Whether `text` (a name written inside keys) contains the table's `delimiter`.
-pub const fn contains_delimiter(table: &TableModel, delimiter: Delimiter, text: &str) -> bool {
-    let d = match delimiter {
-        Delimiter::GeneratedKey => &table.delimiters.generated_key,
-        Delimiter::GeneratedValue => &table.delimiters.generated_value,
-        Delimiter::ShardKey => &table.delimiters.shard_key,
-    };
-    contains(text, name(d))
-}
-
-// ---------------------------------------------------------------------------------------------
-// compile-time checks across the entities of one table
-
-/// Whether two entities have the same (non-empty) token. A placeholder model has none.
-pub const fn same_token(a: &EntityModel, b: &EntityModel) -> bool {
-    !name(&a.token).is_empty() && str_eq(name(&a.token), name(&b.token))
-}
-
-const fn same_projection(a: &Projection, b: &Projection) -> bool {
-    match (a, b) {
-        (Projection::All, Projection::All) | (Projection::KeysOnly, Projection::KeysOnly) => true,
-        (Projection::Include(a), Projection::Include(b)) => {
-            let (a, b) = (slice(a), slice(b));
-            if a.len() != b.len() {
-                return false;
-            }
-            let mut i = 0;
-            while i < a.len() {
-                if !str_eq(name(&a[i]), name(&b[i])) {
-                    return false;
-                }
-                i += 1;
-            }
-            true
-        }
-        _ => false,
-    }
-}
-
-/// How two indexes of one name in two entities of a table disagree.
-#[derive(Clone, Copy, Debug)]
-pub enum IndexConflict {
-    /// Different hash or range key attributes.
-    Keys(&'static str),
-    /// Different projections.
-    Projection(&'static str),
-}
-
-/// The first index name `a` and `b` both declare with different key attributes or projections:
-/// one index name is one GSI, with one key schema and one projection.
-#[allow(clippy::many_single_char_names)] // two entities, two index positions, two indexes
-pub const fn index_conflict(
-    a: &'static EntityModel,
-    b: &'static EntityModel,
-) -> Option<IndexConflict> {
-    let (a, b) = (slice(&a.indexes), slice(&b.indexes));
-    let mut i = 0;
-    while i < a.len() {
-        let mut j = 0;
-        while j < b.len() {
-            let (x, y) = (&a[i], &b[j]);
-            if str_eq(name(&x.name), name(&y.name)) {
-                if !(str_eq(name(&x.hash_key), name(&y.hash_key))
-                    && str_eq(name(&x.range_key), name(&y.range_key)))
-                {
-                    return Some(IndexConflict::Keys(name(&x.name)));
-                }
-                if !same_projection(&x.projection, &y.projection) {
-                    return Some(IndexConflict::Projection(name(&x.name)));
-                }
-            }
-            j += 1;
-        }
-        i += 1;
-    }
-    None
-}
-
-/// The most global secondary indexes one DynamoDB table can have.
-pub const MAX_GSIS: usize = 20;
-
-/// The number of distinct index names the entities of one table declare: the table's GSIs.
-#[allow(clippy::many_single_char_names)] // loop indices over entities and indexes
-pub const fn distinct_indexes(entities: &[&EntityModel]) -> usize {
-    let mut count = 0;
-    let mut e = 0;
-    while e < entities.len() {
-        let indexes = slice(&entities[e].indexes);
-        let mut i = 0;
-        while i < indexes.len() {
-            // counted where it first occurs: in an earlier entity, or earlier in this one
-            let mut seen = false;
-            let mut f = 0;
-            while f <= e && !seen {
-                let others = slice(&entities[f].indexes);
-                let end = if f == e { i } else { others.len() };
-                let mut j = 0;
-                while j < end && !seen {
-                    seen = str_eq(name(&indexes[i].name), name(&others[j].name));
-                    j += 1;
-                }
-                f += 1;
-            }
-            if !seen {
-                count += 1;
-            }
-            i += 1;
-        }
-        e += 1;
-    }
-    count
-}
-
-/// A panic message assembled at compile time (a `const` cannot `format!`): up to 512 bytes,
-/// longer text is cut at a piece boundary.
-#[derive(Clone, Copy, Debug)]
-pub struct Message {
-    buf: [u8; 512],
-    len: usize,
-}
-
-impl Message {
-    /// An empty message.
-    pub const fn new() -> Self {
-        Self {
-            buf: [0; 512],
-            len: 0,
-        }
-    }
-
-    /// Appends `text` whole, or nothing if it does not fit.
-    #[must_use]
-    pub const fn push(mut self, text: &str) -> Self {
-        let bytes = text.as_bytes();
-        if self.len + bytes.len() > self.buf.len() {
-            return self;
-        }
-        let mut i = 0;
-        while i < bytes.len() {
-            self.buf[self.len + i] = bytes[i];
-            i += 1;
-        }
-        self.len += bytes.len();
-        self
-    }
-
-    /// Appends a number in decimal.
-    #[must_use]
-    pub const fn push_usize(self, mut n: usize) -> Self {
-        let mut digits = [0u8; 20];
-        let mut start = digits.len();
-        loop {
-            start -= 1;
-            #[allow(clippy::cast_possible_truncation)] // a digit
-            {
-                digits[start] = b'0' + (n % 10) as u8;
-            }
-            n /= 10;
-            if n == 0 {
-                break;
-            }
-        }
-        match std::str::from_utf8(digits.split_at(start).1) {
-            Ok(text) => self.push(text),
-            Err(_) => self,
-        }
-    }
-
-    /// The message.
-    pub const fn as_str(&self) -> &str {
-        match std::str::from_utf8(self.buf.split_at(self.len).0) {
-            Ok(text) => text,
-            Err(_) => "",
-        }
-    }
-}
-
-impl Default for Message {
-    fn default() -> Self {
-        Self::new()
-    }
-}
+pub use crate::rules::{
+    Delimiter, IndexConflict, MAX_INDEXES, Message, contains_delimiter, distinct_indexes,
+    index_conflict, index_conflict_message, index_count_message, indexes_of, is_name, same_token,
+};
 
 #[cfg(test)]
 mod tests {
@@ -524,19 +295,25 @@ mod tests {
     }
 
     #[test]
-    fn messages_are_assembled_at_compile_time() {
-        const M: Message = Message::new().push("index `a` of ").push_usize(20).push("");
-        assert_eq!(M.as_str(), "index `a` of 20");
-        assert_eq!(Message::new().push_usize(0).as_str(), "0");
-        assert_eq!(Message::new().push(&"x".repeat(600)).as_str(), "");
+    fn each_field_trait_checks_its_transcode() {
+        let transcoders = [
+            <String as StringField>::TRANSCODER,
+            <i64 as IntField>::TRANSCODER,
+            <f64 as Fix6Field>::TRANSCODER,
+            <u64 as TimestampField>::TRANSCODER,
+            <bool as BooleanField>::TRANSCODER,
+            <i64 as BigInt20Field>::TRANSCODER,
+        ];
+        for ((name, _), transcoder) in FIELD_TRAITS.iter().zip(transcoders) {
+            assert_eq!(*name, transcoder.name());
+        }
     }
 
     #[test]
     fn names_are_checked_against_the_table() {
         let table = TableModel::DEFAULT;
-        assert!(is_hash_key(&table, "hashKey") && !is_hash_key(&table, "rangeKey"));
-        assert!(is_range_key(&table, "rangeKey"));
-        assert!(contains_delimiter(&table, Delimiter::GeneratedKey, "a|b"));
-        assert!(!contains_delimiter(&table, Delimiter::ShardKey, "a|b"));
+        assert!(is_name(&table.hash_key, "hashKey") && !is_name(&table.hash_key, "rangeKey"));
+        assert!(contains_delimiter(&table.delimiters, Delimiter::GeneratedKey, "a|b"));
+        assert!(!contains_delimiter(&table.delimiters, Delimiter::ShardKey, "a|b"));
     }
 }

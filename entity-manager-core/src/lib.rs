@@ -54,6 +54,7 @@ pub mod shard;
 pub mod store;
 pub mod transcode;
 mod ts;
+mod rules;
 mod validate;
 
 pub use builder::KeyBuilder;

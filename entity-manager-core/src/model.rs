@@ -8,6 +8,7 @@
 use std::borrow::Cow;
 use std::fmt;
 
+use crate::rules;
 use crate::transcode::Transcoder;
 
 /// A name of an attribute, entity, index or delimiter: borrowed for static models, owned for
@@ -162,9 +163,9 @@ pub struct Delimiters {
 impl Delimiters {
     /// The TypeScript defaults: `|`, `#` and `!`.
     pub const DEFAULT: Self = Self {
-        generated_key: Cow::Borrowed("|"),
-        generated_value: Cow::Borrowed("#"),
-        shard_key: Cow::Borrowed("!"),
+        generated_key: Cow::Borrowed(rules::DEFAULT_GENERATED_KEY_DELIMITER),
+        generated_value: Cow::Borrowed(rules::DEFAULT_GENERATED_VALUE_DELIMITER),
+        shard_key: Cow::Borrowed(rules::DEFAULT_SHARD_KEY_DELIMITER),
     };
 
     /// The three delimiters with their configuration names, in a fixed order.
@@ -214,11 +215,11 @@ impl TableModel {
     /// The defaults: `hashKey`/`rangeKey`, `|`/`#`/`!`, a throttle of 10 and the
     /// [`Native`](Profile::Native) profile.
     pub const DEFAULT: Self = Self {
-        hash_key: Cow::Borrowed("hashKey"),
-        range_key: Cow::Borrowed("rangeKey"),
+        hash_key: Cow::Borrowed(rules::DEFAULT_HASH_KEY),
+        range_key: Cow::Borrowed(rules::DEFAULT_RANGE_KEY),
         delimiters: Delimiters::DEFAULT,
         shard_space: ShardSpace::Product,
-        throttle: 10,
+        throttle: rules::DEFAULT_THROTTLE,
         key_mode: KeyMode::Transcoded,
         numeric_hash: NumericHash::Decimal,
     };

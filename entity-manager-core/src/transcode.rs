@@ -298,19 +298,21 @@ impl fmt::Display for DisplayAttr<'_> {
 
 /// The default transcodes by name, as a TypeScript config names them.
 pub fn builtin(name: &str) -> Option<&'static dyn Transcoder> {
-    Some(match name {
-        "string" => STRING,
-        "int" => INT,
-        "fix6" => FIX6,
-        "timestamp" => TIMESTAMP,
-        "boolean" => BOOLEAN,
-        "bigint20" => BIGINT20,
-        _ => return None,
-    })
+    BUILTINS.into_iter().find(|t| t.name() == name)
 }
 
-/// The names of the default transcodes.
-pub const BUILTIN_NAMES: [&str; 6] = ["string", "int", "fix6", "timestamp", "boolean", "bigint20"];
+/// The default transcoders, in the order of [`BUILTIN_NAMES`].
+const BUILTINS: [&dyn Transcoder; 6] = [STRING, INT, FIX6, TIMESTAMP, BOOLEAN, BIGINT20];
+
+/// The names of the default transcodes (each transcode's own [`TranscodeName::NAME`]).
+pub const BUILTIN_NAMES: [&str; 6] = [
+    Str::NAME,
+    Int::NAME,
+    Fix6::NAME,
+    Timestamp::NAME,
+    Boolean::NAME,
+    BigInt20::NAME,
+];
 
 /// `string` over attribute values (`S`).
 pub const STRING: &dyn Transcoder = &Typed::<Str, String>::NEW;

@@ -14,17 +14,11 @@ use crate::attrs::{
     ShardBumpsAttrs, TranscodeSpec,
 };
 use crate::errors::Errors;
-use crate::{case, check};
+use crate::{case, resolve};
+use entity_manager_core::__private::rules;
 
 /// The default transcodes: attribute name → the `__private` trait checking a field's type.
-pub(crate) const TRANSCODES: [(&str, &str); 6] = [
-    ("string", "StringField"),
-    ("int", "IntField"),
-    ("fix6", "Fix6Field"),
-    ("timestamp", "TimestampField"),
-    ("boolean", "BooleanField"),
-    ("bigint20", "BigInt20Field"),
-];
+pub(crate) const TRANSCODES: [(&str, &str); 6] = entity_manager_core::__private::FIELD_TRAITS;
 
 pub(crate) struct Container<'a> {
     pub(crate) ident: &'a Ident,
@@ -42,8 +36,13 @@ pub(crate) struct Container<'a> {
     pub(crate) timestamp: Option<usize>,
     pub(crate) default_limit: usize,
     pub(crate) default_page_size: usize,
+    /// `default_limit = …` and `default_page_size = …` as written.
+    pub(crate) defaults_given: [Option<Written<i128>>; 2],
     pub(crate) generated: Vec<Generated>,
     pub(crate) indexes: Vec<IndexDef>,
+    /// The shard bumps as written.
+    pub(crate) bump_defs: Vec<BumpDef>,
+    /// The schedule they make: sorted, with the implied zero bump in front.
     pub(crate) bumps: Vec<Bump>,
     pub(crate) index_enum: Ident,
 }
@@ -86,6 +85,32 @@ pub(crate) struct Generated {
     pub(crate) atomic: bool,
     /// Indices into `fields`.
     pub(crate) components: Vec<usize>,
+    /// The components as listed, each with what it names.
+    pub(crate) listed: Vec<(Ident, Target)>,
+    /// `components = []`, when the list is empty.
+    pub(crate) empty_list: Option<TokenStream>,
+}
+
+/// What a name in a list refers to.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Target {
+    Field(usize),
+    Generated(usize),
+}
+
+/// A value as written, with its tokens.
+pub(crate) struct Written<T> {
+    pub(crate) value: T,
+    pub(crate) tokens: TokenStream,
+}
+
+/// One `bump(…)` as written.
+pub(crate) struct BumpDef {
+    pub(crate) timestamp: Written<i128>,
+    /// The timestamp, when it is milliseconds since the epoch.
+    pub(crate) valid_timestamp: Option<u64>,
+    pub(crate) char_bits: Written<i128>,
+    pub(crate) chars: Written<i128>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -104,21 +129,24 @@ pub(crate) enum ProjectionDef {
 
 pub(crate) struct IndexDef {
     pub(crate) name: String,
-    pub(crate) variant: Ident,
+    pub(crate) name_lit: syn::LitStr,
+    /// `None` when the name makes no variant, or the variant of an earlier index.
+    pub(crate) variant: Option<Ident>,
     pub(crate) hash: KeyRef,
     pub(crate) range: KeyRef,
-    /// `false` when a key was rejected (and replaced by the table's): such an index is left out
-    /// of the (hash, range) pair checks, which would only repeat the first error.
+    /// `hash = …` and `range = …` as written.
+    pub(crate) hash_ident: Option<Ident>,
+    pub(crate) range_ident: Option<Ident>,
+    /// `false` when a key names nothing (and was replaced by the table's): such an index is
+    /// left out of the (hash, range) pair checks, which would only repeat the first error.
     pub(crate) keys_valid: bool,
     pub(crate) projection: ProjectionDef,
+    /// `project = […]` as written, each with what it names.
+    pub(crate) project: Vec<(Ident, Target)>,
 }
 
-#[derive(Clone, Copy)]
-pub(crate) struct Bump {
-    pub(crate) timestamp: u64,
-    pub(crate) char_bits: u8,
-    pub(crate) chars: u8,
-}
+/// A shard bump of the model.
+pub(crate) use entity_manager_core::ShardBump as Bump;
 
 /// `Option<T>` → `T`, recognised by the last path segment (`Option`, `std::option::Option`).
 fn option_inner(ty: &Type) -> Option<&Type> {
@@ -195,35 +223,32 @@ impl<'a> Container<'a> {
             .into_iter()
             .filter_map(|f| Field::from_attrs(f, &stored_name, errors))
             .collect();
-        check::check_stored_names(&fields, errors);
 
         let (unique, timestamp) = options
             .as_ref()
             .map_or((None, None), |o| resolve_key_properties(o, &fields, errors));
 
-        let (token, token_tokens) = entity_token(attrs, options.as_ref(), errors);
-        let default_limit = positive(
-            options.as_ref().and_then(|o| o.default_limit.as_ref()),
-            "default_limit",
-            errors,
-        );
-        let default_page_size = positive(
-            options.as_ref().and_then(|o| o.default_page_size.as_ref()),
-            "default_page_size",
-            errors,
-        );
+        let (token, token_tokens) = entity_token(attrs, options.as_ref());
+        let defaults_given = [
+            resolve::count(options.as_ref().and_then(|o| o.default_limit.as_ref())),
+            resolve::count(options.as_ref().and_then(|o| o.default_page_size.as_ref())),
+        ];
+        let default_limit = resolve::count_value(defaults_given[0].as_ref(), rules::DEFAULT_LIMIT);
+        let default_page_size =
+            resolve::count_value(defaults_given[1].as_ref(), rules::DEFAULT_PAGE_SIZE);
 
         // generated properties, then indexes (which refer to them), then shard bumps
         let (generated, index_attrs, bumps_attrs) = read_struct_attrs(attrs, errors);
-        let generated = check::check_generated(generated, &fields, &stored_name, errors);
-        let indexes = check::check_indexes(index_attrs, &fields, &generated, errors);
+        let generated = resolve::generated(generated, &fields, &stored_name, errors);
+        let indexes = resolve::indexes(index_attrs, &fields, &generated, errors);
         if let Some((second, _)) = bumps_attrs.get(1) {
             errors.at(
                 &second.meta,
                 "duplicate `#[shard_bumps(…)]`: list every bump in one attribute",
             );
         }
-        let bumps = check::check_bumps(bumps_attrs.into_iter().next().map(|(_, b)| b), errors);
+        let (bump_defs, bumps) =
+            resolve::bumps(bumps_attrs.into_iter().next().map(|(_, b)| b), errors);
 
         let index_enum = options
             .as_ref()
@@ -257,8 +282,10 @@ impl<'a> Container<'a> {
             timestamp,
             default_limit,
             default_page_size,
+            defaults_given,
             generated,
             indexes,
+            bump_defs,
             bumps,
             index_enum,
         }
@@ -329,7 +356,7 @@ fn resolve_key_properties<'o>(
                     ident,
                     format!(
                         "`{what}`: no field `{ident}` in this struct{}",
-                        check::did_you_mean(&ident.to_string(), names.iter().map(String::as_str))
+                        resolve::did_you_mean(&ident.to_string(), names.iter().map(String::as_str))
                     ),
                 );
             }
@@ -337,12 +364,6 @@ fn resolve_key_properties<'o>(
         };
     let unique = lookup(options.unique.as_ref(), "unique");
     let timestamp = lookup(options.timestamp.as_ref(), "timestamp");
-    if let Some((i, ident)) = unique {
-        check::check_key_property(&fields[i], ident, "unique", errors);
-    }
-    if let Some((i, ident)) = timestamp {
-        check::check_key_property(&fields[i], ident, "timestamp", errors);
-    }
     (unique.map(|u| u.0), timestamp.map(|t| t.0))
 }
 
@@ -351,15 +372,9 @@ fn resolve_key_properties<'o>(
 fn entity_token(
     attrs: &EntityAttrs,
     options: Option<&EntityOptions>,
-    errors: &mut Errors,
 ) -> (String, TokenStream) {
     match options.and_then(|o| o.token.as_ref()) {
-        Some(t) => {
-            if t.value.is_empty() {
-                errors.at(&t.lit, "the entity token must not be empty");
-            }
-            (t.value.clone(), t.lit.to_token_stream())
-        }
+        Some(t) => (t.value.clone(), t.lit.to_token_stream()),
         None => (
             case::lower_camel(&attrs.ident.unraw().to_string()),
             attrs.ident.to_token_stream(),
@@ -407,20 +422,6 @@ fn read_options(attrs: &EntityAttrs, errors: &mut Errors) -> (Option<EntityOptio
         attrs::parse_list(&first.meta, &attrs::ENTITY, errors),
         lenient,
     )
-}
-
-/// A query default (`default_limit`, `default_page_size`): at least 1, 10 when left out.
-fn positive(v: Option<&attrs::IntExpr>, name: &str, errors: &mut Errors) -> usize {
-    v.map_or(10, |v| match usize::try_from(v.value) {
-        Ok(n) if n >= 1 => n,
-        _ => {
-            errors.at(
-                &v.tokens,
-                format!("`{name}` must be at least 1 (a query of 0 items returns nothing); leave it out for the default, 10"),
-            );
-            10
-        }
-    })
 }
 
 type StructAttrs<'a> = (
@@ -632,7 +633,7 @@ fn read_transcode(attr: &syn::Attribute, errors: &mut Errors) -> Transcode {
                     span: lit.span(),
                 };
             }
-            let suggestion = check::did_you_mean(&name, TRANSCODES.iter().map(|(n, _)| *n));
+            let suggestion = resolve::did_you_mean(&name, TRANSCODES.iter().map(|(n, _)| *n));
             if name.is_empty() {
                 errors.at(
                     &lit,

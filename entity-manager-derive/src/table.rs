@@ -6,6 +6,7 @@ use syn::{Ident, Meta, Path};
 
 use crate::attrs::{self, Str, TableAttrs, TableOptions};
 use crate::errors::Errors;
+use entity_manager_core::__private::rules::{self, Delimiter};
 
 pub(crate) struct TableSettings {
     pub(crate) hash_key: String,
@@ -127,11 +128,20 @@ fn lenient_entities(meta: &Meta) -> Option<(Path, Vec<Path>)> {
 impl TableSettings {
     fn from_options(options: &TableOptions, errors: &mut Errors) -> Self {
         let settings = Self {
-            hash_key: value(options.hash_key.as_ref(), "hashKey"),
-            range_key: value(options.range_key.as_ref(), "rangeKey"),
-            generated_key: value(options.generated_key_delimiter.as_ref(), "|"),
-            generated_value: value(options.generated_value_delimiter.as_ref(), "#"),
-            shard_key: value(options.shard_key_delimiter.as_ref(), "!"),
+            hash_key: value(options.hash_key.as_ref(), rules::DEFAULT_HASH_KEY),
+            range_key: value(options.range_key.as_ref(), rules::DEFAULT_RANGE_KEY),
+            generated_key: value(
+                options.generated_key_delimiter.as_ref(),
+                Delimiter::GeneratedKey.default_value(),
+            ),
+            generated_value: value(
+                options.generated_value_delimiter.as_ref(),
+                Delimiter::GeneratedValue.default_value(),
+            ),
+            shard_key: value(
+                options.shard_key_delimiter.as_ref(),
+                Delimiter::ShardKey.default_value(),
+            ),
             power: match &options.shard_space {
                 None => false,
                 Some(space) if space.0 == "product" => false,
@@ -142,7 +152,7 @@ impl TableSettings {
                         format!(
                             "unknown shard space `{}`: use `product` (chars × 2^char_bits shards, npm 6.14.0) or `power` ((2^char_bits)^chars, upstream v8){}",
                             space.0,
-                            crate::check::did_you_mean(&space.0.to_string(), ["product", "power"])
+                            crate::resolve::did_you_mean(&space.0.to_string(), ["product", "power"])
                         ),
                     );
                     false
@@ -151,13 +161,9 @@ impl TableSettings {
             throttle: options
                 .throttle
                 .as_ref()
-                .map_or(10, |t| match usize::try_from(t.value) {
-                    Ok(n) if n >= 1 => n,
-                    _ => {
-                        errors.at(&t.tokens, "`throttle` must be at least 1");
-                        10
-                    }
-                }),
+                .and_then(|t| usize::try_from(t.value).ok())
+                .filter(|&n| n >= 1)
+                .unwrap_or(rules::DEFAULT_THROTTLE),
             typescript_keys: false,
             constant_numeric_hash: false,
         };
@@ -172,7 +178,7 @@ impl TableSettings {
                     format!(
                         "unknown key mode `{}`: use `transcoded` (values transcoded, keys sort by value) or `typescript` (raw values, as the TypeScript Entity Manager writes them){}",
                         mode.0,
-                        crate::check::did_you_mean(&mode.0.to_string(), ["transcoded", "typescript"])
+                        crate::resolve::did_you_mean(&mode.0.to_string(), ["transcoded", "typescript"])
                     ),
                 );
                 false
@@ -188,7 +194,7 @@ impl TableSettings {
                         &profile.0,
                         format!(
                             "unknown profile `{other}`: use `native` (our keys), `npm6_14` (the npm release 6.14.0) or `upstream8` (upstream TypeScript v8){}",
-                            crate::check::did_you_mean(other, ["native", "npm6_14", "upstream8"])
+                            crate::resolve::did_you_mean(other, ["native", "npm6_14", "upstream8"])
                         ),
                     );
                     None
@@ -213,75 +219,7 @@ impl TableSettings {
                 settings.constant_numeric_hash = constant;
             }
         }
-        check_key_names(options, &settings, errors);
-        check_delimiters(options, &settings, errors);
+        crate::check::check_table(options, &settings, errors);
         settings
-    }
-}
-
-/// The table key attribute names are not empty and differ.
-fn check_key_names(options: &TableOptions, s: &TableSettings, errors: &mut Errors) {
-    for v in [&options.hash_key, &options.range_key]
-        .into_iter()
-        .flatten()
-    {
-        if v.value.is_empty() {
-            errors.at(&v.lit, "a key attribute name must not be empty");
-        }
-    }
-    if s.hash_key == s.range_key && !s.hash_key.is_empty() {
-        let message = format!(
-            "the hash key and the range key are both `{}`; they must differ",
-            s.hash_key
-        );
-        // the one given last (both given, or one given as the other's default)
-        match options.range_key.as_ref().or(options.hash_key.as_ref()) {
-            Some(v) => errors.at(&v.lit, message),
-            None => errors.at_span(proc_macro2::Span::call_site(), message),
-        }
-    }
-}
-
-/// Delimiters are not empty, hold no word character (`[A-Za-z0-9_]`, which values and names
-/// use), and none contains another.
-fn check_delimiters(options: &TableOptions, s: &TableSettings, errors: &mut Errors) {
-    let delimiters = [
-        (
-            "generated_key_delimiter",
-            &options.generated_key_delimiter,
-            &s.generated_key,
-        ),
-        (
-            "generated_value_delimiter",
-            &options.generated_value_delimiter,
-            &s.generated_value,
-        ),
-        (
-            "shard_key_delimiter",
-            &options.shard_key_delimiter,
-            &s.shard_key,
-        ),
-    ];
-    for (i, (name, attr, value)) in delimiters.iter().enumerate() {
-        // only a delimiter the user gave can be wrong: the defaults are fine together
-        let Some(attr) = attr else { continue };
-        if value.is_empty() {
-            errors.at(&attr.lit, format!("`{name}` must not be empty"));
-            continue;
-        }
-        if value.chars().any(|c| c.is_ascii_alphanumeric() || c == '_') {
-            errors.at(
-                &attr.lit,
-                format!("`{name}` {value:?} contains a word character; delimiters must be punctuation such as `|`, `#` or `!`"),
-            );
-        }
-        for (j, (other, _, other_value)) in delimiters.iter().enumerate() {
-            if i != j && !other_value.is_empty() && value.contains(other_value.as_str()) {
-                errors.at(
-                    &attr.lit,
-                    format!("`{name}` {value:?} contains `{other}` {other_value:?}, which would make keys ambiguous"),
-                );
-            }
-        }
     }
 }

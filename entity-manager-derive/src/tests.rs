@@ -138,7 +138,7 @@ fn three_independent_mistakes_give_three_errors() {
         &[
             "unknown transcode `strin`",
             "no field `frist_name`",
-            "`char_bits` must be in 1..=5",
+            "`char_bits` is 6; it must be in 1..=5",
         ],
     );
 }
@@ -167,10 +167,10 @@ fn one_error_per_attribute_kind() {
         &input,
         &[
             "serde must not skip it",
-            "must be at least 1",
-            "at least one component",
-            "index range key `phone` must be a transcoded field",
             "cannot be negative",
+            "`default_limit` must be greater than 0",
+            "has no components",
+            "range key `phone` is not a transcoded property",
         ],
     );
 }
@@ -185,9 +185,9 @@ fn every_bad_component_of_one_generated_property_is_reported() {
         &input,
         &[
             "no field `frist_name`",
-            "component `last_name` must be a transcoded field",
-            "component `user_key` is a generated property",
-            "duplicate component `user_id`",
+            "component `last_name` of generated property `name_key` is not a transcoded property",
+            "component `user_key` of generated property `name_key` is itself a generated property",
+            "component `user_id` is listed twice",
         ],
     );
 }
@@ -206,10 +206,10 @@ fn every_bad_shard_bump_is_reported() {
         &input,
         &[
             "cannot be negative",
-            "`char_bits` must be in 1..=5",
-            "`chars` must be in 0..=40",
-            "duplicate shard bump timestamp 1700000000000",
-            "must strictly increase",
+            "`char_bits` is 0; it must be in 1..=5",
+            "`chars` is 41; it must be in 0..=40",
+            "both start at timestamp 1700000000000",
+            "do not strictly increase",
         ],
     );
 }
@@ -230,12 +230,12 @@ fn every_bad_index_is_reported() {
     entity_errors(
         &input,
         &[
-            "index hash key `first_name` is a field",
-            "index hash key `name_key` is an unsharded generated property",
-            "index range key `user_key` is a sharded generated property",
-            "index range key `last_name` must be a transcoded field",
-            "index `f` has the same hash and range keys as index `e`",
-            "projection `name_key` is a generated property",
+            "hash key `first_name` is neither the table hash key (leave `hash` out) nor a sharded generated property (it is a transcoded property",
+            "hash key `name_key` is neither the table hash key (leave `hash` out) nor a sharded generated property (it is an unsharded generated property",
+            "range key `user_key` is neither the table range key (leave `range` out), an unsharded generated property nor a transcoded property (it is a sharded generated property",
+            "range key `last_name` is not a transcoded property",
+            "projection `name_key` of index `g` is a generated property",
+            "index `f` has the same hash key (the table hash key) and range key `first_name` as index `e`",
         ],
     );
 }
@@ -254,7 +254,7 @@ fn unique_and_timestamp_mistakes_are_both_reported() {
         &input,
         &[
             "no field `user_ud`",
-            "the timestamp property `created` must be a transcoded field",
+            "timestamp property `created` is not a transcoded property; add `#[transcode(\"timestamp\")]` to it",
         ],
     );
 }
@@ -278,10 +278,10 @@ fn every_table_mistake_is_reported() {
         &input,
         &[
             "unknown shard space `powr`",
-            "`throttle` must be at least 1",
-            "the hash key and the range key are both `pk`",
-            "`generated_key_delimiter` must not be empty",
-            "`generated_value_delimiter` \"a\" contains a word character",
+            "the table range key `pk` is the same attribute as the table hash key",
+            "`generated_key_delimiter` is empty",
+            "`generated_value_delimiter` `a` contains the word character `a`",
+            "`throttle` must be greater than 0",
         ],
     );
 }
@@ -293,15 +293,15 @@ fn one_mistake_gives_one_error() {
     let cases: Vec<(TokenStream, &str)> = vec![
         (
             quote::quote!(#[generated(name = k, components = [first_name, first_name])]),
-            "duplicate component",
+            "listed twice in generated property `k`",
         ),
         (
             quote::quote!(#[generated(name = k, components = [user_id])] #[generated(name = k, components = [created])]),
-            "duplicate generated property `k`",
+            "`k` is declared twice as an unsharded generated property",
         ),
         (
             quote::quote!(#[generated(name = first_name, components = [user_id])]),
-            "stored as `first_name`, like field `first_name`",
+            "`first_name` is already a transcoded property, so it cannot also be an unsharded generated property",
         ),
         (
             quote::quote!(#[generated(name = k, components = [user_id], shraded)]),
@@ -321,7 +321,7 @@ fn one_mistake_gives_one_error() {
         ),
         (
             quote::quote!(#[shard_bumps(bump(timestamp = 1, char_bits = 2, chars = 0))]),
-            "must strictly increase",
+            "do not strictly increase",
         ),
         (
             quote::quote!(#[shard_bumps(bump(timestamp = 1, char_bits = 2, chars = 1))] #[shard_bumps(bump(timestamp = 2, char_bits = 2, chars = 2))]),
@@ -338,7 +338,7 @@ fn one_mistake_gives_one_error() {
         ),
         (
             quote::quote!(#[index(name = "a", range = created)] #[index(name = "a", range = first_name)]),
-            "duplicate index `a`",
+            "index `a` is declared twice",
         ),
         (
             quote::quote!(#[index(name = "a", range = created)] #[index(name = "A", range = first_name)]),
@@ -432,7 +432,7 @@ fn an_unsupported_shape_is_one_error() {
 #[test]
 fn errors_come_with_a_placeholder_impl() {
     let input = user(&quote::quote!(#[generated(name = k, components = [])]));
-    let text = entity_errors(&input, &["at least one component"]).to_string();
+    let text = entity_errors(&input, &["has no components"]).to_string();
     assert!(text.contains("PLACEHOLDER_ENTITY"), "{text}");
     assert!(text.contains("enum UserIndex"), "{text}");
 }
@@ -469,8 +469,8 @@ fn a_bad_index_hash_key_is_one_error() {
     entity_errors(
         &input,
         &[
-            "`first_name` is a field",
-            "`name_key` is an unsharded generated property",
+            "hash key `first_name` is neither",
+            "hash key `name_key` is neither",
         ],
     );
 }
@@ -560,7 +560,7 @@ fn two_fields_stored_under_one_name_are_an_error() {
     };
     entity_errors(
         &input,
-        &["field `legacy_id` is stored as `userId`, like field `user_id`"],
+        &["`userId` is already a transcoded property, so it cannot also be a stored attribute"],
     );
 }
 
@@ -580,7 +580,7 @@ fn every_stored_name_is_checked_against_the_table_keys() {
     let text = entity_errors(&input, &[]).to_string();
     assert!(
         text.contains(
-            "field `range_key` is stored as `rangeKey`, the name of the table's range key attribute"
+            "`rangeKey` is already the table range key, so it cannot also be a stored attribute"
         ),
         "{text}"
     );
@@ -696,7 +696,7 @@ fn a_valid_table_checks_its_entities_pairwise() {
         "`Phone` has the same entity token as `Email`",
         "`Phone` has the same entity token as `User`",
         "`Email` has the same entity token as `User`",
-        "distinct_indexes",
+        "index_count_message",
     ] {
         assert!(text.contains(fragment), "{fragment}: {text}");
     }

@@ -8,7 +8,7 @@ use syn::DeriveInput;
 use syn::ext::IdentExt as _;
 use syn::spanned::Spanned;
 
-use super::{first_span, unsupported_shape};
+use super::unsupported_shape;
 use crate::attrs::EntityAttrs;
 use crate::errors::Errors;
 use crate::fallback;
@@ -31,6 +31,7 @@ pub(crate) fn derive_entity(input: &DeriveInput) -> TokenStream {
     };
     let mut errors = Errors::default();
     let container = Container::from_attrs(&attrs, &mut errors);
+    crate::check::check_entity(&container, &mut errors);
     if errors.is_empty()
         && let Some(tokens) = expand_entity(&container)
     {
@@ -47,13 +48,13 @@ pub(crate) fn index_enum(c: &Container<'_>) -> TokenStream {
     let vis = c.vis;
     let name = &c.index_enum;
     let ident = c.ident;
-    let variants: Vec<_> = c.indexes.iter().map(|i| &i.variant).collect();
-    let names: Vec<_> = c.indexes.iter().map(|i| &i.name).collect();
-    let docs: Vec<String> = c
+    // an index whose name makes no variant of its own is an error, and left out
+    let (variants, names): (Vec<_>, Vec<_>) = c
         .indexes
         .iter()
-        .map(|i| format!("The `{}` index.", i.name))
-        .collect();
+        .filter_map(|i| Some((i.variant.as_ref()?, &i.name)))
+        .unzip();
+    let docs: Vec<String> = names.iter().map(|n| format!("The `{n}` index.")).collect();
     let enum_doc = format!("The indexes of [`{ident}`], for typed queries.");
     let name_body = if variants.is_empty() {
         quote!(match self {})
@@ -110,7 +111,7 @@ fn expand_entity(c: &Container<'_>) -> Option<TokenStream> {
     let ident = c.ident;
     let index_enum_name = &c.index_enum;
     let model = entity_model(c, &c.fields[unique].stored, timestamp);
-    let table_asserts = table_assertions(c, table);
+    let table_asserts = crate::assertions::table_assertions(c, table);
     let index_enum = index_enum(c);
     let builders = key_builders(c);
     // spanned at `table = …`, so that a table of the wrong visibility is reported there
@@ -210,101 +211,6 @@ pub(crate) fn member_assertion(ident: &syn::Ident, table: &syn::Path) -> TokenSt
             #check
         }
     }
-}
-
-/// The checks of the entity's names against its table's settings, one `const` each, spanned at
-/// the name's token: the entity is listed by the table; no stored name is a table key's name;
-/// no name written inside keys (the token, transcoded and generated properties) contains a
-/// delimiter.
-fn table_assertions(c: &Container<'_>, table: &syn::Path) -> TokenStream {
-    let mut tokens = member_assertion(c.ident, table);
-    // the timestamp property is `u64` or `i64` (with the `timestamp` transcode, the model checks
-    // it, as one check)
-    if let Some(t) = c.timestamp
-        && !matches!(
-            c.fields[t].transcode,
-            Some(Transcode::Builtin {
-                name: "timestamp",
-                ..
-            })
-        )
-    {
-        let ty = c.fields[t].ty;
-        tokens.extend(quote_spanned! {ty.span()=>
-            const _: &dyn _em::__private::Transcoder = <#ty as _em::__private::TimestampValue>::TRANSCODER;
-        });
-    }
-    let keys = |what: &str, stored: &str, at: &TokenStream| {
-        let span = first_span(at);
-        let hash = format!(
-            "{what} is stored as `{stored}`, the name of the table's hash key attribute; rename it"
-        );
-        let range = format!(
-            "{what} is stored as `{stored}`, the name of the table's range key attribute; rename it"
-        );
-        quote_spanned! {span=>
-            const _: () = ::core::assert!(!_em::__private::is_hash_key(__TABLE, #stored), #hash);
-            const _: () = ::core::assert!(!_em::__private::is_range_key(__TABLE, #stored), #range);
-        }
-    };
-    let delimiters = |subject: &str, text: &str, at: &TokenStream, fix: &str| {
-        let span = first_span(at);
-        let checks = [
-            ("GeneratedKey", "generated_key_delimiter"),
-            ("GeneratedValue", "generated_value_delimiter"),
-            ("ShardKey", "shard_key_delimiter"),
-        ]
-        .map(|(variant, option)| {
-            let variant = format_ident!("{variant}", span = span);
-            let message =
-                format!("{subject} contains the table's `{option}`, a key separator; {fix}");
-            quote_spanned! {span=>
-                const _: () = ::core::assert!(
-                    !_em::__private::contains_delimiter(__TABLE, _em::__private::Delimiter::#variant, #text),
-                    #message
-                );
-            }
-        });
-        quote!(#(#checks)*)
-    };
-    tokens.extend(delimiters(
-        &format!("the entity token `{}`", c.token),
-        &c.token,
-        &c.token_tokens,
-        "choose another `token` or other delimiters",
-    ));
-    for f in c.fields.iter().filter(|f| f.written) {
-        tokens.extend(keys(
-            &format!("field `{}`", f.ident),
-            &f.stored,
-            &f.name_tokens,
-        ));
-        if f.transcode.is_some() {
-            tokens.extend(delimiters(
-                &format!("field `{}` is stored as `{}`, which", f.ident, f.stored),
-                &f.stored,
-                &f.name_tokens,
-                "rename it",
-            ));
-        }
-    }
-    for g in &c.generated {
-        tokens.extend(keys(
-            &format!("generated property `{}`", g.ident),
-            &g.stored,
-            &g.name_tokens,
-        ));
-        tokens.extend(delimiters(
-            &format!(
-                "generated property `{}` is stored as `{}`, which",
-                g.ident, g.stored
-            ),
-            &g.stored,
-            &g.name_tokens,
-            "rename it",
-        ));
-    }
-    tokens
 }
 
 /// accepts it (`<u64 as TimestampField>::TRANSCODER`). The timestamp property transcoded with

@@ -10,7 +10,7 @@ mod table;
 pub(crate) use entity::{derive_entity, index_enum, member_assertion};
 pub(crate) use table::{derive_table, membership};
 
-use proc_macro2::{Span, TokenStream};
+use proc_macro2::TokenStream;
 use syn::DeriveInput;
 
 /// An error for a shape the derive does not support, on the smallest token that shows it.
@@ -31,15 +31,6 @@ fn unsupported_shape(input: &DeriveInput, derive: &str, expected: &str) -> Optio
         syn::Data::Union(data) => syn::Error::new_spanned(data.union_token, message),
     };
     Some(error.to_compile_error())
-}
-
-/// The span of the first token of `tokens` (the call site when there is none).
-fn first_span(tokens: &TokenStream) -> Span {
-    tokens
-        .clone()
-        .into_iter()
-        .next()
-        .map_or_else(Span::call_site, |t| t.span())
 }
 
 /// `crate::users::User` as written, without spaces: for messages.

@@ -7,7 +7,7 @@ use quote::{format_ident, quote, quote_spanned};
 use syn::DeriveInput;
 use syn::spanned::Spanned;
 
-use super::{first_span, path_text, unsupported_shape};
+use super::unsupported_shape;
 use crate::attrs::TableAttrs;
 use crate::errors::Errors;
 use crate::fallback;
@@ -79,7 +79,7 @@ fn expand_table(table: &TableDef<'_>, s: &TableSettings) -> TokenStream {
     );
     let entities = &table.entities;
     let membership = membership(table);
-    let checks = table_checks(table);
+    let checks = crate::assertions::table_checks(table);
     quote! {
         #[doc(hidden)]
         #[allow(non_upper_case_globals, unused_qualifications, clippy::all, clippy::pedantic)]
@@ -116,81 +116,4 @@ fn expand_table(table: &TableDef<'_>, s: &TableSettings) -> TokenStream {
             #checks
         };
     }
-}
-
-/// The checks across the listed entities, each spanned at an entity's path in `entities(…)`:
-/// every entity is stored in this table; tokens are distinct; an index name means one key
-/// schema and one projection; at most 20 distinct indexes.
-fn table_checks(table: &TableDef<'_>) -> TokenStream {
-    let ident = table.ident;
-    let table_name = ident.to_string();
-    let entities = &table.entities;
-    let models: Vec<syn::Ident> = (0..entities.len())
-        .map(|i| format_ident!("__ENTITY{}", i))
-        .collect();
-    let mut tokens = TokenStream::new();
-    for (e, model) in entities.iter().zip(&models) {
-        let span = e.span();
-        tokens.extend(quote_spanned! {span=>
-            const #model: &'static _em::__private::EntityModel = &<#e as _em::__private::Entity>::MODEL;
-            const _: () = <<#e as _em::__private::Entity>::Table as _em::__private::TableOf<#ident, #e>>::OK;
-        });
-    }
-    for (i, (e, model)) in entities.iter().zip(&models).enumerate() {
-        let span = e.span();
-        let this = path_text(e);
-        for (f, other_model) in entities[..i].iter().zip(&models) {
-            let other = path_text(f);
-            let token = format!(
-                "`{this}` has the same entity token as `{other}`; give one of them another `#[entity(token = \"…\")]`"
-            );
-            let keys = (
-                "index `",
-                format!(
-                    "` of `{this}` has other hash or range keys than in `{other}`; one index name is one GSI, with one key schema: give both the same keys, or rename one"
-                ),
-            );
-            let projection = (
-                "index `",
-                format!(
-                    "` of `{this}` projects other attributes than in `{other}`; one index name is one GSI, with one projection: give both the same projection, or rename one"
-                ),
-            );
-            let (kp, ks) = keys;
-            let (pp, ps) = projection;
-            tokens.extend(quote_spanned! {span=>
-                const _: () = ::core::assert!(!_em::__private::same_token(#model, #other_model), #token);
-                const _: () = match _em::__private::index_conflict(#model, #other_model) {
-                    _em::__private::Option::Some(_em::__private::IndexConflict::Keys(name)) => ::core::panic!(
-                        "{}",
-                        _em::__private::Message::new().push(#kp).push(name).push(#ks).as_str()
-                    ),
-                    _em::__private::Option::Some(_em::__private::IndexConflict::Projection(name)) => ::core::panic!(
-                        "{}",
-                        _em::__private::Message::new().push(#pp).push(name).push(#ps).as_str()
-                    ),
-                    _em::__private::Option::None => {}
-                };
-            });
-        }
-    }
-    if !entities.is_empty() {
-        let span = first_span(&table.entities_key);
-        let (before, after) = (
-            format!("the entities of `{table_name}` declare "),
-            " distinct indexes; DynamoDB allows at most 20 global secondary indexes per table",
-        );
-        tokens.extend(quote_spanned! {span=>
-            const _: () = {
-                let count = _em::__private::distinct_indexes(&[#(#models),*]);
-                if count > _em::__private::MAX_GSIS {
-                    ::core::panic!(
-                        "{}",
-                        _em::__private::Message::new().push(#before).push_usize(count).push(#after).as_str()
-                    );
-                }
-            };
-        });
-    }
-    tokens
 }

@@ -1,0 +1,1581 @@
+//! The configuration rules, once.
+//!
+//! Every rule of a table and entity configuration is one function here, headed by a comment that
+//! states the rule and its reason, and tagged with its [`ConfigRule`]. The functions take plain
+//! data (names, numbers, what a name refers to) and return [`Problem`]s, so that both callers
+//! apply the same rule with the same words:
+//!
+//! - at run time, `validate.rs` ([`Schema::new`](crate::Schema::new) and
+//!   [`Schema::from_ts_config`](crate::Schema::from_ts_config)) locates each problem by a path of
+//!   the configuration;
+//! - at compile time, `#[derive(Entity)]` and `#[derive(Table)]` (through `__private::rules`)
+//!   put each problem on the offending token. The rules that need another entity or the table's
+//!   settings cannot run in one derive: they are `const fn`s here, evaluated by `const`
+//!   assertions that the derive emits, and called by `validate.rs` at run time too.
+//!
+//! A message says what is wrong and what to do, in the words of the caller's [`Syntax`]: a JSON
+//! config spells `charBits`, the derive `char_bits`.
+//!
+//! Limits and defaults are the named constants of this module.
+
+use std::borrow::Cow;
+use std::collections::hash_map::Entry;
+use std::collections::{HashMap, HashSet};
+use std::fmt::Write as _;
+
+use crate::model::{Delimiters, EntityModel, GeneratedKind, Index, Projection, ShardBump};
+
+// =============================================================================================
+// limits and defaults
+
+/// The most global secondary indexes `DynamoDB` allows on one table.
+pub const MAX_INDEXES: usize = 20;
+/// The longest shard suffix, in characters.
+pub const MAX_CHARS: u8 = 40;
+/// The widest suffix character, in bits (radix 32).
+pub const MAX_CHAR_BITS: u8 = 5;
+/// The transcode a timestamp property must have: 13-digit milliseconds, the form TypeScript
+/// writes (an `int` timestamp would key records as `created#p0001700000000000`).
+pub const TIMESTAMP_TRANSCODE: &str = "timestamp";
+/// The default table hash (partition) key attribute name.
+pub const DEFAULT_HASH_KEY: &str = "hashKey";
+/// The default table range (sort) key attribute name.
+pub const DEFAULT_RANGE_KEY: &str = "rangeKey";
+/// The default delimiter between the parts of a generated property.
+pub const DEFAULT_GENERATED_KEY_DELIMITER: &str = "|";
+/// The default delimiter between a component's name and its value.
+pub const DEFAULT_GENERATED_VALUE_DELIMITER: &str = "#";
+/// The default delimiter between the entity token and the shard suffix.
+pub const DEFAULT_SHARD_KEY_DELIMITER: &str = "!";
+/// The default number of shard queries in flight.
+pub const DEFAULT_THROTTLE: usize = 10;
+/// The default number of items a query returns.
+pub const DEFAULT_LIMIT: usize = 10;
+/// The default number of items one shard query reads.
+pub const DEFAULT_PAGE_SIZE: usize = 10;
+
+// =============================================================================================
+// rule identifiers, problems and wording
+
+/// A rule of the configuration: what [`ConfigProblem::rule`](crate::ConfigProblem::rule) names,
+/// so that a problem can be told apart without reading its message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ConfigRule {
+    /// No delimiter is empty.
+    DelimitersNotEmpty,
+    /// Delimiters hold no word characters.
+    DelimitersWithoutWordCharacters,
+    /// No delimiter contains another.
+    DelimitersDisjoint,
+    /// The table key attribute names are not empty.
+    TableKeysNotEmpty,
+    /// The hash and range key attributes differ.
+    TableKeysDistinct,
+    /// The throttle is at least 1.
+    ThrottlePositive,
+    /// The entity token is not empty and holds no delimiter.
+    EntityToken,
+    /// Shard bump `charBits` is in 1..=5 and `chars` in 0..=40.
+    BumpRanges,
+    /// Shard bump timestamps are distinct.
+    BumpTimestampsUnique,
+    /// Shard bump `chars` strictly increase over time.
+    BumpCharsIncrease,
+    /// The unique property is a transcoded property.
+    UniqueProperty,
+    /// The timestamp property is a `timestamp`-transcoded property.
+    TimestampProperty,
+    /// Default limit and page size are at least 1.
+    EntityDefaultsPositive,
+    /// Property, generated property, index and projection names are not empty.
+    NamesNotEmpty,
+    /// Names written into keys hold no delimiter.
+    NamesFreeOfDelimiters,
+    /// No two roles share an attribute name (table keys, generated and ordinary properties).
+    AttributeNamesDistinct,
+    /// Generated property components are transcoded properties.
+    ComponentsTranscoded,
+    /// A generated property has at least one component.
+    ComponentsNotEmpty,
+    /// A generated property names each component once.
+    ComponentsUnique,
+    /// Index names are unique within an entity.
+    IndexNamesUnique,
+    /// An index hash key is the table hash key or a sharded generated property.
+    IndexHashKeys,
+    /// An index range key is the table range key, an unsharded generated property or a transcoded property.
+    IndexRangeKeys,
+    /// A scalar index range key has a transcode DynamoDB can key on.
+    IndexRangeKeyTypes,
+    /// No two indexes have the same hash and range key.
+    IndexKeyPairsUnique,
+    /// A projection names no key attribute.
+    ProjectionsNotKeys,
+    /// A projection names each attribute once.
+    ProjectionsUnique,
+    /// Entity tokens are unique in a table.
+    EntityTokensUnique,
+    /// One index name means one GSI: the same keys and projection in every entity.
+    IndexDeclarationsAgree,
+    /// A table has at most 20 GSIs.
+    IndexCount,
+}
+
+impl ConfigRule {
+    /// Every rule, in the order they are checked.
+    pub const ALL: &'static [Self] = &[
+        Self::DelimitersNotEmpty,
+        Self::DelimitersWithoutWordCharacters,
+        Self::DelimitersDisjoint,
+        Self::TableKeysNotEmpty,
+        Self::TableKeysDistinct,
+        Self::ThrottlePositive,
+        Self::EntityToken,
+        Self::BumpRanges,
+        Self::BumpTimestampsUnique,
+        Self::BumpCharsIncrease,
+        Self::UniqueProperty,
+        Self::TimestampProperty,
+        Self::EntityDefaultsPositive,
+        Self::NamesNotEmpty,
+        Self::NamesFreeOfDelimiters,
+        Self::AttributeNamesDistinct,
+        Self::ComponentsTranscoded,
+        Self::ComponentsNotEmpty,
+        Self::ComponentsUnique,
+        Self::IndexNamesUnique,
+        Self::IndexHashKeys,
+        Self::IndexRangeKeys,
+        Self::IndexRangeKeyTypes,
+        Self::IndexKeyPairsUnique,
+        Self::ProjectionsNotKeys,
+        Self::ProjectionsUnique,
+        Self::EntityTokensUnique,
+        Self::IndexDeclarationsAgree,
+        Self::IndexCount,
+    ];
+
+    /// A stable kebab-case identifier, e.g. `bump-chars-increase`.
+    pub const fn id(self) -> &'static str {
+        match self {
+            Self::DelimitersNotEmpty => "delimiters-not-empty",
+            Self::DelimitersWithoutWordCharacters => "delimiters-without-word-characters",
+            Self::DelimitersDisjoint => "delimiters-disjoint",
+            Self::TableKeysNotEmpty => "table-keys-not-empty",
+            Self::TableKeysDistinct => "table-keys-distinct",
+            Self::ThrottlePositive => "throttle-positive",
+            Self::EntityToken => "entity-token",
+            Self::BumpRanges => "bump-ranges",
+            Self::BumpTimestampsUnique => "bump-timestamps-unique",
+            Self::BumpCharsIncrease => "bump-chars-increase",
+            Self::UniqueProperty => "unique-property",
+            Self::TimestampProperty => "timestamp-property",
+            Self::EntityDefaultsPositive => "entity-defaults-positive",
+            Self::NamesNotEmpty => "names-not-empty",
+            Self::NamesFreeOfDelimiters => "names-free-of-delimiters",
+            Self::AttributeNamesDistinct => "attribute-names-distinct",
+            Self::ComponentsTranscoded => "components-transcoded",
+            Self::ComponentsNotEmpty => "components-not-empty",
+            Self::ComponentsUnique => "components-unique",
+            Self::IndexNamesUnique => "index-names-unique",
+            Self::IndexHashKeys => "index-hash-keys",
+            Self::IndexRangeKeys => "index-range-keys",
+            Self::IndexRangeKeyTypes => "index-range-key-types",
+            Self::IndexKeyPairsUnique => "index-key-pairs-unique",
+            Self::ProjectionsNotKeys => "projections-not-keys",
+            Self::ProjectionsUnique => "projections-unique",
+            Self::EntityTokensUnique => "entity-tokens-unique",
+            Self::IndexDeclarationsAgree => "index-declarations-agree",
+            Self::IndexCount => "index-count",
+        }
+    }
+}
+
+impl std::fmt::Display for ConfigRule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.id())
+    }
+}
+
+/// A broken rule: which one, and the message that says what is wrong and what to do. Where it
+/// is (a configuration path, a token) is the caller's.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Problem {
+    /// The rule.
+    pub rule: ConfigRule,
+    /// What is wrong and what to do.
+    pub message: String,
+}
+
+impl Problem {
+    fn new(rule: ConfigRule, message: impl Into<String>) -> Self {
+        Self {
+            rule,
+            message: message.into(),
+        }
+    }
+}
+
+/// How messages spell settings and fixes: as a JSON configuration or as the derive's
+/// attributes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Syntax {
+    /// A TypeScript-shaped JSON config, or models built in Rust (`charBits`, `defaultLimit`).
+    Config,
+    /// `#[derive(Entity)]` and `#[derive(Table)]` attributes (`char_bits`, `default_limit`).
+    Derive,
+}
+
+/// A setting a message names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Setting {
+    /// The table hash key attribute name.
+    HashKey,
+    /// The table range key attribute name.
+    RangeKey,
+    /// A delimiter.
+    Delimiter(Delimiter),
+    /// The default number of shard queries in flight.
+    Throttle,
+    /// An entity's default query limit.
+    DefaultLimit,
+    /// An entity's default page size.
+    DefaultPageSize,
+    /// A shard bump's bits per character.
+    CharBits,
+    /// A shard bump's suffix length.
+    Chars,
+}
+
+impl Setting {
+    /// The setting's name in `syntax`.
+    pub const fn name(self, syntax: Syntax) -> &'static str {
+        let (config, derive) = match self {
+            Self::HashKey => ("hashKey", "hash_key"),
+            Self::RangeKey => ("rangeKey", "range_key"),
+            Self::Delimiter(Delimiter::GeneratedKey) => {
+                ("generatedKeyDelimiter", "generated_key_delimiter")
+            }
+            Self::Delimiter(Delimiter::GeneratedValue) => {
+                ("generatedValueDelimiter", "generated_value_delimiter")
+            }
+            Self::Delimiter(Delimiter::ShardKey) => ("shardKeyDelimiter", "shard_key_delimiter"),
+            Self::Throttle => ("throttle", "throttle"),
+            Self::DefaultLimit => ("defaultLimit", "default_limit"),
+            Self::DefaultPageSize => ("defaultPageSize", "default_page_size"),
+            Self::CharBits => ("charBits", "char_bits"),
+            Self::Chars => ("chars", "chars"),
+        };
+        match syntax {
+            Syntax::Config => config,
+            Syntax::Derive => derive,
+        }
+    }
+}
+
+impl Syntax {
+    /// How to give a property a transcode (`example` names one, for the derive).
+    fn give_transcode(self, example: &str) -> String {
+        match self {
+            Self::Config => "give it a transcode".to_owned(),
+            Self::Derive => format!("add `#[transcode(\"{example}\")]` to it"),
+        }
+    }
+}
+
+/// One of the table's delimiters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Delimiter {
+    /// `generated_key`: separates the parts of a generated property.
+    GeneratedKey,
+    /// `generated_value`: separates a component's name from its value.
+    GeneratedValue,
+    /// `shard_key`: separates the entity token from the shard suffix.
+    ShardKey,
+}
+
+impl Delimiter {
+    /// The three delimiters, in a fixed order.
+    pub const ALL: [Self; 3] = [Self::GeneratedKey, Self::GeneratedValue, Self::ShardKey];
+
+    /// This delimiter of `delimiters`.
+    pub const fn of(self, delimiters: &Delimiters) -> &str {
+        name(match self {
+            Self::GeneratedKey => &delimiters.generated_key,
+            Self::GeneratedValue => &delimiters.generated_value,
+            Self::ShardKey => &delimiters.shard_key,
+        })
+    }
+
+    /// The default value.
+    pub const fn default_value(self) -> &'static str {
+        match self {
+            Self::GeneratedKey => DEFAULT_GENERATED_KEY_DELIMITER,
+            Self::GeneratedValue => DEFAULT_GENERATED_VALUE_DELIMITER,
+            Self::ShardKey => DEFAULT_SHARD_KEY_DELIMITER,
+        }
+    }
+}
+
+/// What an attribute name is used for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    /// The table hash key.
+    TableHashKey,
+    /// The table range key.
+    TableRangeKey,
+    /// A generated property.
+    Generated(GeneratedKind),
+    /// A transcoded property.
+    Transcoded,
+    /// A stored attribute without a transcode (a field of a derived entity).
+    Attribute,
+}
+
+impl Role {
+    fn phrase(self) -> &'static str {
+        match self {
+            Self::TableHashKey => "the table hash key",
+            Self::TableRangeKey => "the table range key",
+            Self::Generated(GeneratedKind::Sharded) => "a sharded generated property",
+            Self::Generated(GeneratedKind::Unsharded) => "an unsharded generated property",
+            Self::Transcoded => "a transcoded property",
+            Self::Attribute => "a stored attribute",
+        }
+    }
+}
+
+/// A kind of name written into keys.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Named {
+    /// The entity token.
+    EntityToken,
+    /// A transcoded property.
+    Transcoded,
+    /// A generated property.
+    Generated,
+    /// An index.
+    Index,
+}
+
+impl Named {
+    fn phrase(self) -> &'static str {
+        match self {
+            Self::EntityToken => "entity token",
+            Self::Transcoded => "transcoded property",
+            Self::Generated => "generated property",
+            Self::Index => "index",
+        }
+    }
+}
+
+/// Names in backticks, comma-separated, or `none`.
+pub fn list<'a>(names: impl IntoIterator<Item = &'a str>) -> String {
+    let names: Vec<String> = names.into_iter().map(|n| format!("`{n}`")).collect();
+    if names.is_empty() {
+        "none".to_owned()
+    } else {
+        names.join(", ")
+    }
+}
+
+/// The positions in `items` that repeat an earlier item.
+fn repeats<'a, T: Eq + std::hash::Hash + ?Sized + 'a>(
+    items: impl IntoIterator<Item = &'a T>,
+) -> Vec<usize> {
+    let mut seen = HashSet::new();
+    items
+        .into_iter()
+        .enumerate()
+        .filter(|(_, item)| !seen.insert(*item))
+        .map(|(i, _)| i)
+        .collect()
+}
+
+// =============================================================================================
+// table settings
+
+/// Rule: no delimiter is empty: keys are split on delimiters.
+pub fn delimiter_not_empty(syntax: Syntax, which: Delimiter, value: &str) -> Option<Problem> {
+    let name = Setting::Delimiter(which).name(syntax);
+    value.is_empty().then(|| {
+        Problem::new(
+            ConfigRule::DelimitersNotEmpty,
+            format!("`{name}` is empty; use one or more non-word characters, such as `|`, `#` or `!`"),
+        )
+    })
+}
+
+/// Rule: no delimiter contains a word character (`[A-Za-z0-9_]`), because names and encoded
+/// values are made of them. Stricter than TypeScript on purpose: its unanchored regex `/\W+/`
+/// accepts any delimiter with one non-word character somewhere, such as `a|`.
+pub fn delimiter_without_word_characters(
+    syntax: Syntax,
+    which: Delimiter,
+    value: &str,
+) -> Option<Problem> {
+    let name = Setting::Delimiter(which).name(syntax);
+    let c = value
+        .chars()
+        .find(|c| c.is_ascii_alphanumeric() || *c == '_')?;
+    Some(Problem::new(
+        ConfigRule::DelimitersWithoutWordCharacters,
+        format!(
+            "`{name}` `{value}` contains the word character `{c}`; delimiters must not contain letters, digits or `_`, which occur in names and encoded values"
+        ),
+    ))
+}
+
+/// Rule: no delimiter contains another one (a substring test, checked in both directions as in
+/// TypeScript, so equal delimiters are reported twice); otherwise keys cannot be split. Returns,
+/// for each delimiter that contains another, the problem (reported on the containing one).
+pub fn delimiters_disjoint(
+    syntax: Syntax,
+    delimiters: &[(Delimiter, &str); 3],
+) -> Vec<(Delimiter, Problem)> {
+    let mut problems = Vec::new();
+    for &(which, value) in delimiters {
+        for &(other, other_value) in delimiters {
+            if which != other
+                && !value.is_empty()
+                && !other_value.is_empty()
+                && value.contains(other_value)
+            {
+                let (name, other_name) = (
+                    Setting::Delimiter(which).name(syntax),
+                    Setting::Delimiter(other).name(syntax),
+                );
+                problems.push((
+                    which,
+                    Problem::new(
+                        ConfigRule::DelimitersDisjoint,
+                        format!(
+                            "`{name}` `{value}` contains `{other_name}` `{other_value}`, so keys could not be split unambiguously; choose delimiters that do not contain one another"
+                        ),
+                    ),
+                ));
+            }
+        }
+    }
+    problems
+}
+
+/// Rule: the table hash key and range key names are not empty: they name the table's key
+/// attributes. `key` is `Setting::HashKey` or `Setting::RangeKey`.
+pub fn table_key_not_empty(syntax: Syntax, key: Setting, value: &str) -> Option<Problem> {
+    let field = key.name(syntax);
+    let what = if key == Setting::HashKey {
+        "partition key"
+    } else {
+        "sort key"
+    };
+    value.is_empty().then(|| {
+        Problem::new(
+            ConfigRule::TableKeysNotEmpty,
+            format!("`{field}` is empty; name the table's {what} attribute"),
+        )
+    })
+}
+
+/// Rule: the table hash key and range key are different attributes (reported on the range key).
+pub fn table_keys_distinct(hash_key: &str, range_key: &str) -> Option<Problem> {
+    (!hash_key.is_empty() && hash_key == range_key).then(|| {
+        Problem::new(
+            ConfigRule::TableKeysDistinct,
+            format!(
+                "the table range key `{range_key}` is the same attribute as the table hash key; give the sort key its own name"
+            ),
+        )
+    })
+}
+
+/// The problem of a count (throttle, default limit, default page size) below 1.
+fn positive(rule: ConfigRule, syntax: Syntax, setting: Setting, value: i128) -> Option<Problem> {
+    let what = match setting {
+        Setting::Throttle => "the default number of shard queries in flight",
+        Setting::DefaultLimit => "the default number of items a query returns",
+        _ => "the default number of items one shard query reads",
+    };
+    let field = setting.name(syntax);
+    (value < 1).then(|| Problem::new(rule, format!("`{field}` must be greater than 0: it is {what}")))
+}
+
+/// Rule: the table throttle is greater than 0: a query runs at most that many shard queries at
+/// once, and none at all with 0.
+pub fn throttle_positive(syntax: Syntax, value: i128) -> Option<Problem> {
+    positive(ConfigRule::ThrottlePositive, syntax, Setting::Throttle, value)
+}
+
+// =============================================================================================
+// entity settings and shard bumps
+
+/// Whether `text` contains the delimiter `which` of `delimiters` (never, for an empty one).
+pub const fn contains_delimiter(delimiters: &Delimiters, which: Delimiter, text: &str) -> bool {
+    contains(text, which.of(delimiters))
+}
+
+/// The problem of a name written into keys that contains a delimiter (of rule
+/// [`ConfigRule::EntityToken`] for the token, [`ConfigRule::NamesFreeOfDelimiters`] otherwise).
+/// `value` is the delimiter, when the caller knows it.
+pub fn delimiter_in_name(
+    syntax: Syntax,
+    named: Named,
+    name: &str,
+    which: Delimiter,
+    value: Option<&str>,
+) -> Problem {
+    let rule = if named == Named::EntityToken {
+        ConfigRule::EntityToken
+    } else {
+        ConfigRule::NamesFreeOfDelimiters
+    };
+    let setting = Setting::Delimiter(which).name(syntax);
+    let delimiter = match value {
+        Some(value) => format!("the delimiter `{value}` (`{setting}`)"),
+        None => format!("the table's `{setting}`"),
+    };
+    let role = named.phrase();
+    Problem::new(
+        rule,
+        format!(
+            "{role} `{name}` contains {delimiter}; names appear inside keys, so rename it or choose other delimiters"
+        ),
+    )
+}
+
+/// The first delimiter `name` contains, as a problem.
+fn name_with_delimiter(
+    syntax: Syntax,
+    named: Named,
+    name: &str,
+    delimiters: &Delimiters,
+) -> Option<Problem> {
+    let which = Delimiter::ALL
+        .into_iter()
+        .find(|&d| contains_delimiter(delimiters, d, name))?;
+    Some(delimiter_in_name(
+        syntax,
+        named,
+        name,
+        which,
+        Some(which.of(delimiters)),
+    ))
+}
+
+/// Rule: the entity token is not empty and contains no delimiter: it starts every hash key
+/// (`<token><shardKeyDelimiter><suffix>`). Without `delimiters` (the derive, which does not know
+/// the table's), only emptiness is checked; the delimiters are checked by a `const` assertion over
+/// [`contains_delimiter`], with the message of [`delimiter_in_name`].
+pub fn entity_token(
+    syntax: Syntax,
+    token: &str,
+    delimiters: Option<&Delimiters>,
+) -> Option<Problem> {
+    if token.is_empty() {
+        return Some(Problem::new(
+            ConfigRule::EntityToken,
+            "the entity token is empty; it prefixes every hash key of the entity, so name it",
+        ));
+    }
+    name_with_delimiter(syntax, Named::EntityToken, token, delimiters?)
+}
+
+/// Rule (one half of bump ranges): `charBits` is in 1..=5: a suffix character holds
+/// 1 to 5 bits (radix 2 to 32).
+pub fn bump_char_bits(syntax: Syntax, value: i128) -> Option<Problem> {
+    let name = Setting::CharBits.name(syntax);
+    (!(1..=i128::from(MAX_CHAR_BITS)).contains(&value)).then(|| {
+        Problem::new(
+            ConfigRule::BumpRanges,
+            format!("shard bump `{name}` is {value}; it must be in 1..={MAX_CHAR_BITS} (radix 2, 4, 8, 16 or 32)"),
+        )
+    })
+}
+
+/// Rule (the other half of bump ranges): `chars` is in 0..=40: the suffix length.
+pub fn bump_chars(syntax: Syntax, value: i128) -> Option<Problem> {
+    let name = Setting::Chars.name(syntax);
+    (!(0..=i128::from(MAX_CHARS)).contains(&value)).then(|| {
+        Problem::new(
+            ConfigRule::BumpRanges,
+            format!(
+                "shard bump `{name}` is {value}; it must be in 0..={MAX_CHARS} (the suffix length; 0 means one unsharded partition)"
+            ),
+        )
+    })
+}
+
+/// Rule: no two bumps start at the same timestamp: a record's creation time picks one bump.
+/// `timestamps` are the bumps' (declared position, timestamp); returns the position of each
+/// repeat, with its problem.
+pub fn bump_timestamps_unique(
+    timestamps: impl IntoIterator<Item = (usize, u64)>,
+) -> Vec<(usize, Problem)> {
+    let mut first = HashMap::new();
+    let mut problems = Vec::new();
+    for (i, timestamp) in timestamps {
+        match first.entry(timestamp) {
+            Entry::Vacant(entry) => {
+                entry.insert(i);
+            }
+            Entry::Occupied(entry) => problems.push((
+                i,
+                Problem::new(
+                    ConfigRule::BumpTimestampsUnique,
+                    format!(
+                        "shard bumps {} and {i} both start at timestamp {timestamp}; give each bump its own timestamp",
+                        entry.get()
+                    ),
+                ),
+            )),
+        }
+    }
+    problems
+}
+
+/// A shard schedule put in order: sorted by timestamp (stably), with
+/// [`ShardBump::UNSHARDED`] in front when no bump starts at 0.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Schedule {
+    /// The bumps, in order.
+    pub bumps: Vec<ShardBump>,
+    /// For each of `bumps`, its position in the declared list (`None` for the implied one).
+    pub declared: Vec<Option<usize>>,
+}
+
+impl Schedule {
+    /// Whether the first bump is the implied one.
+    pub fn implied(&self) -> bool {
+        self.declared.first().is_some_and(Option::is_none)
+    }
+}
+
+/// `bumps` in order: sorted by timestamp, with the implied zero bump in front when none starts
+/// at 0 (so an empty schedule is one unsharded partition).
+pub fn schedule(bumps: &[ShardBump]) -> Schedule {
+    let mut order: Vec<usize> = (0..bumps.len()).collect();
+    order.sort_by_key(|&i| bumps[i].timestamp);
+    let mut declared: Vec<Option<usize>> = order.into_iter().map(Some).collect();
+    if declared
+        .first()
+        .and_then(|i| i.map(|i| bumps[i].timestamp))
+        != Some(0)
+    {
+        declared.insert(0, None);
+    }
+    let bumps = declared
+        .iter()
+        .map(|i| i.map_or(ShardBump::UNSHARDED, |i| bumps[i]))
+        .collect();
+    Schedule { bumps, declared }
+}
+
+/// Rule: in the schedule put in order, `chars` strictly increases, so suffixes never get shorter
+/// and the shard spaces of different bumps never overlap. A bump with `chars` out of range is
+/// reported by its own rule and skipped (the next bump is compared with the one before it); two
+/// bumps sharing a timestamp are reported as duplicates and not compared. Returns the position in
+/// the ordered schedule of each offending bump, with its problem.
+pub fn bump_chars_increase(syntax: Syntax, schedule: &Schedule) -> Vec<(usize, Problem)> {
+    let implied = schedule.implied();
+    let chars = Setting::Chars.name(syntax);
+    let mut problems = Vec::new();
+    let mut previous: Option<(usize, ShardBump)> = None;
+    for (i, &bump) in schedule.bumps.iter().enumerate() {
+        if bump.chars > MAX_CHARS {
+            continue;
+        }
+        if let Some((j, before)) = previous
+            && before.timestamp != bump.timestamp
+            && bump.chars <= before.chars
+        {
+            let before = if implied && j == 0 {
+                match syntax {
+                    Syntax::Config => {
+                        "the implied first bump `{timestamp: 0, charBits: 1, chars: 0}`".to_owned()
+                    }
+                    Syntax::Derive => {
+                        "the implied first bump `bump(timestamp = 0, char_bits = 1, chars = 0)`"
+                            .to_owned()
+                    }
+                }
+            } else {
+                format!(
+                    "`{chars}` {} of the bump at timestamp {}",
+                    before.chars, before.timestamp
+                )
+            };
+            problems.push((
+                i,
+                Problem::new(
+                    ConfigRule::BumpCharsIncrease,
+                    format!(
+                        "shard bump chars do not strictly increase at timestamp {}: `{chars}` {} follows {before}; give every later bump more `{chars}`",
+                        bump.timestamp, bump.chars
+                    ),
+                ),
+            ));
+        }
+        previous = Some((i, bump));
+    }
+    problems
+}
+
+fn not_transcoded(
+    syntax: Syntax,
+    role: &str,
+    name: &str,
+    transcoded: &[&str],
+    example: &str,
+) -> String {
+    if name.is_empty() {
+        format!("the {role} is empty; name a transcoded property")
+    } else {
+        format!(
+            "{role} `{name}` is not a transcoded property; {} (transcoded properties: {})",
+            syntax.give_transcode(example),
+            list(transcoded.iter().copied())
+        )
+    }
+}
+
+/// Rule: the unique property is a transcoded property of the entity: its encoded value is part
+/// of the range key. `transcode` is its transcode's name (`None`: not transcoded); `transcoded`
+/// lists the transcoded properties, for the message.
+pub fn unique_property(
+    syntax: Syntax,
+    name: &str,
+    transcode: Option<&str>,
+    transcoded: &[&str],
+) -> Option<Problem> {
+    transcode.is_none().then(|| {
+        Problem::new(
+            ConfigRule::UniqueProperty,
+            not_transcoded(syntax, "unique property", name, transcoded, "string"),
+        )
+    })
+}
+
+/// Rule: the timestamp property is a transcoded property with the `timestamp` transcode: it holds
+/// the creation time in whole milliseconds, which picks the shard bump and which keys write as
+/// 13 digits, as TypeScript does (`int` would write `created#p0001700000000000`).
+pub fn timestamp_property(
+    syntax: Syntax,
+    name: &str,
+    transcode: Option<&str>,
+    transcoded: &[&str],
+) -> Option<Problem> {
+    let message = match transcode {
+        None => not_transcoded(
+            syntax,
+            "timestamp property",
+            name,
+            transcoded,
+            TIMESTAMP_TRANSCODE,
+        ),
+        Some(TIMESTAMP_TRANSCODE) => return None,
+        Some(transcode) => {
+            let fix = match syntax {
+                Syntax::Config => "use the `timestamp` transcode",
+                Syntax::Derive => "write `#[transcode(\"timestamp\")]`",
+            };
+            format!(
+                "timestamp property `{name}` has transcode `{transcode}`, but it holds the creation time in whole milliseconds, which keys write as 13 digits (as TypeScript does); {fix}"
+            )
+        }
+    };
+    Some(Problem::new(ConfigRule::TimestampProperty, message))
+}
+
+/// Rule: the entity's default limit and default page size (`setting`) are greater than 0: a
+/// query of 0 items returns nothing.
+pub fn entity_default_positive(syntax: Syntax, setting: Setting, value: i128) -> Option<Problem> {
+    positive(ConfigRule::EntityDefaultsPositive, syntax, setting, value)
+}
+
+// =============================================================================================
+// properties, generated properties and indexes
+
+/// Rule: property, generated property and index names are not empty: they name attributes and
+/// GSIs.
+pub fn name_not_empty(named: Named, name: &str) -> Option<Problem> {
+    let message = match named {
+        Named::Index => "an index has an empty name; name it (the name is the GSI name)",
+        Named::Generated => "a generated property has an empty name; name the attribute",
+        Named::Transcoded | Named::EntityToken => {
+            "a transcoded property has an empty name; name the attribute"
+        }
+    };
+    name.is_empty()
+        .then(|| Problem::new(ConfigRule::NamesNotEmpty, message))
+}
+
+/// Rule (names not empty, for projections): a projection names an attribute.
+pub fn projection_not_empty(index: &str, i: usize, projection: &str) -> Option<Problem> {
+    projection.is_empty().then(|| {
+        Problem::new(
+            ConfigRule::NamesNotEmpty,
+            format!("projection {i} of index `{index}` is empty; name an attribute or remove it"),
+        )
+    })
+}
+
+/// Rule: property, generated property and index names contain no delimiter: names appear inside
+/// keys (`<name><generatedValueDelimiter><value>`) and page keys, which are split on delimiters.
+/// The derive, which does not know the table's delimiters, checks this with `const` assertions
+/// over [`contains_delimiter`] and the message of [`delimiter_in_name`].
+pub fn name_free_of_delimiters(
+    syntax: Syntax,
+    named: Named,
+    name: &str,
+    delimiters: &Delimiters,
+) -> Option<Problem> {
+    name_with_delimiter(syntax, named, name, delimiters)
+}
+
+/// The problem of an attribute name given a second role (rule
+/// [`ConfigRule::AttributeNamesDistinct`]).
+pub fn role_conflict(name: &str, first: Role, second: Role) -> Problem {
+    let message = if first == second {
+        format!(
+            "`{name}` is declared twice as {}; remove one",
+            second.phrase()
+        )
+    } else {
+        format!(
+            "`{name}` is already {}, so it cannot also be {}; every attribute has one role, so rename one of them",
+            first.phrase(),
+            second.phrase()
+        )
+    };
+    Problem::new(ConfigRule::AttributeNamesDistinct, message)
+}
+
+/// Rule: every attribute name has one role: the table hash key, the table range key, one
+/// generated property or one transcoded property (TypeScript's "key exclusivity"); a repeated
+/// generated or transcoded property is a duplicate. Otherwise one attribute would be written
+/// twice, with different values. `table_keys` are the table's (hash, range) key names, when
+/// known (the derive checks them with `const` assertions and [`role_conflict`]); `declared` the
+/// other names in order. Returns the position in `declared` of each later declaration that
+/// conflicts, with its problem. Empty names are left to [`name_not_empty`].
+pub fn attribute_names_distinct(
+    table_keys: Option<(&str, &str)>,
+    declared: &[(&str, Role)],
+) -> Vec<(usize, Problem)> {
+    let mut roles: HashMap<&str, Role> = HashMap::new();
+    if let Some((hash, range)) = table_keys {
+        roles.insert(hash, Role::TableHashKey);
+        roles.entry(range).or_insert(Role::TableRangeKey);
+    }
+    let mut problems = Vec::new();
+    for (i, &(name, role)) in declared.iter().enumerate() {
+        if name.is_empty() {
+            continue;
+        }
+        match roles.entry(name) {
+            Entry::Vacant(entry) => {
+                entry.insert(role);
+            }
+            Entry::Occupied(entry) => problems.push((i, role_conflict(name, *entry.get(), role))),
+        }
+    }
+    problems
+}
+
+/// Rule: every component of a generated property is a transcoded property of the entity, and not
+/// itself a generated property: its encoded value is written into the key. `role` is what the
+/// component names (`None`: nothing declared).
+pub fn component_transcoded(
+    syntax: Syntax,
+    generated: &str,
+    i: usize,
+    component: &str,
+    role: Option<Role>,
+) -> Option<Problem> {
+    let message = if component.is_empty() {
+        format!("component {i} of generated property `{generated}` is empty; name a transcoded property")
+    } else {
+        match role {
+            Some(Role::Transcoded) => return None,
+            Some(Role::Generated(_)) => format!(
+                "component `{component}` of generated property `{generated}` is itself a generated property; components must be transcoded properties"
+            ),
+            _ => format!(
+                "component `{component}` of generated property `{generated}` is not a transcoded property; {}",
+                syntax.give_transcode("…")
+            ),
+        }
+    };
+    Some(Problem::new(ConfigRule::ComponentsTranscoded, message))
+}
+
+/// Rule: a generated property has at least one component: its value is made of them.
+pub fn components_not_empty(generated: &str, components: usize) -> Option<Problem> {
+    (components == 0).then(|| {
+        Problem::new(
+            ConfigRule::ComponentsNotEmpty,
+            format!("generated property `{generated}` has no components; list at least one transcoded property"),
+        )
+    })
+}
+
+/// Rule: a generated property lists each component once (reported on the repeat): a repeat
+/// writes the same value twice into the key. Returns the positions of the repeats.
+pub fn components_unique(generated: &str, components: &[&str]) -> Vec<(usize, Problem)> {
+    repeats(components.iter().copied())
+        .into_iter()
+        .map(|i| {
+            let component = components[i];
+            (
+                i,
+                Problem::new(
+                    ConfigRule::ComponentsUnique,
+                    format!(
+                        "component `{component}` is listed twice in generated property `{generated}`; remove the repeat"
+                    ),
+                ),
+            )
+        })
+        .collect()
+}
+
+/// Rule: index names are unique within an entity: the name is the GSI name. Returns the positions
+/// of the repeats.
+pub fn index_names_unique(names: &[&str]) -> Vec<(usize, Problem)> {
+    repeats(names.iter().copied())
+        .into_iter()
+        .map(|i| {
+            (
+                i,
+                Problem::new(
+                    ConfigRule::IndexNamesUnique,
+                    format!(
+                        "index `{}` is declared twice; an index name is a GSI name, so rename or remove one",
+                        names[i]
+                    ),
+                ),
+            )
+        })
+        .collect()
+}
+
+/// An index key: an attribute name, or (in the derive, which does not know the table's key
+/// names) the table's own key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Key<'a> {
+    /// The attribute of this name.
+    Named(&'a str),
+    /// The table hash key.
+    TableHash,
+    /// The table range key.
+    TableRange,
+}
+
+impl Key<'_> {
+    fn show(self) -> String {
+        match self {
+            Self::Named(name) => format!("`{name}`"),
+            Self::TableHash => "(the table hash key)".to_owned(),
+            Self::TableRange => "(the table range key)".to_owned(),
+        }
+    }
+}
+
+/// `the table hash key `hashKey``, or how the derive names it.
+fn table_key(syntax: Syntax, which: Key<'_>, name: Option<&str>) -> String {
+    let (what, option) = if which == Key::TableHash {
+        ("hash", "hash")
+    } else {
+        ("range", "range")
+    };
+    match (syntax, name) {
+        (_, Some(name)) => format!("the table {what} key `{name}`"),
+        (Syntax::Derive, None) => format!("the table {what} key (leave `{option}` out)"),
+        (Syntax::Config, None) => format!("the table {what} key"),
+    }
+}
+
+/// Rule: an index hash key is the table hash key or a sharded generated property: an index is
+/// queried shard by shard, so its hash key must carry the shard suffix. `role` is what the key
+/// names (`None`: nothing declared); `table_hash_key` its name, when known; `sharded` lists the
+/// sharded generated properties, for the message.
+pub fn index_hash_key(
+    syntax: Syntax,
+    index: &str,
+    key: &str,
+    role: Option<Role>,
+    table_hash_key: Option<&str>,
+    sharded: &[&str],
+) -> Option<Problem> {
+    let what = match role {
+        Some(Role::TableHashKey | Role::Generated(GeneratedKind::Sharded)) => return None,
+        Some(Role::Generated(GeneratedKind::Unsharded)) => {
+            "it is an unsharded generated property, which can only be a range key"
+        }
+        Some(Role::Transcoded) => "it is a transcoded property, which can only be a range key",
+        Some(Role::Attribute) => "it is a stored attribute without a transcode",
+        Some(Role::TableRangeKey) => "it is the table range key",
+        None => "no such attribute is declared",
+    };
+    Some(Problem::new(
+        ConfigRule::IndexHashKeys,
+        format!(
+            "index `{index}` hash key `{key}` is neither {} nor a sharded generated property ({what}); use one of them (sharded generated properties: {})",
+            table_key(syntax, Key::TableHash, table_hash_key),
+            list(sharded.iter().copied())
+        ),
+    ))
+}
+
+/// Rule: an index range key is the table range key, an unsharded generated property or a
+/// transcoded property: the sort key is a value the index can order by. Arguments as for
+/// [`index_hash_key`].
+pub fn index_range_key(
+    syntax: Syntax,
+    index: &str,
+    key: &str,
+    role: Option<Role>,
+    table_range_key: Option<&str>,
+    unsharded: &[&str],
+) -> Option<Problem> {
+    let what = match role {
+        Some(
+            Role::TableRangeKey | Role::Generated(GeneratedKind::Unsharded) | Role::Transcoded,
+        ) => return None,
+        Some(Role::Generated(GeneratedKind::Sharded)) => {
+            "it is a sharded generated property, which can only be a hash key"
+        }
+        Some(Role::TableHashKey) => "it is the table hash key",
+        Some(Role::Attribute) => {
+            return Some(Problem::new(
+                ConfigRule::IndexRangeKeys,
+                format!(
+                    "index `{index}` range key `{key}` is not a transcoded property; {}",
+                    syntax.give_transcode("…")
+                ),
+            ));
+        }
+        None => "no such attribute is declared",
+    };
+    Some(Problem::new(
+        ConfigRule::IndexRangeKeys,
+        format!(
+            "index `{index}` range key `{key}` is neither {}, an unsharded generated property nor a transcoded property ({what}); use one of them (unsharded generated properties: {})",
+            table_key(syntax, Key::TableRange, table_range_key),
+            list(unsharded.iter().copied())
+        ),
+    ))
+}
+
+/// Rule: a transcoded property used as an index range key has a transcode DynamoDB can key on:
+/// key attributes are strings, numbers or binary, so not `boolean`. `keyable` is whether the
+/// transcode has a key type.
+pub fn index_range_key_type(
+    index: &str,
+    key: &str,
+    transcode: &str,
+    keyable: bool,
+) -> Option<Problem> {
+    (!keyable).then(|| {
+        Problem::new(
+            ConfigRule::IndexRangeKeyTypes,
+            format!(
+                "index `{index}` range key `{key}` has transcode `{transcode}`, which DynamoDB cannot use as a key attribute type; use a property with a string or number transcode"
+            ),
+        )
+    })
+}
+
+/// Rule: no two indexes have the same (hash key, range key) pair: they would be one index twice.
+/// `indexes` are (name, hash key, range key); indexes with an empty key or a repeated name are
+/// reported by other rules and skipped (pass them as `None`). Returns the position of each later
+/// index of a pair, with its problem.
+pub fn index_key_pairs_unique(
+    indexes: &[Option<(&str, Key<'_>, Key<'_>)>],
+) -> Vec<(usize, Problem)> {
+    let mut pairs: HashMap<(Key<'_>, Key<'_>), &str> = HashMap::new();
+    let mut problems = Vec::new();
+    for (i, &(name, hash, range)) in indexes
+        .iter()
+        .enumerate()
+        .filter_map(|(i, index)| index.as_ref().map(|index| (i, index)))
+    {
+        match pairs.entry((hash, range)) {
+            Entry::Vacant(entry) => {
+                entry.insert(name);
+            }
+            Entry::Occupied(entry) => problems.push((
+                i,
+                Problem::new(
+                    ConfigRule::IndexKeyPairsUnique,
+                    format!(
+                        "index `{name}` has the same hash key {} and range key {} as index `{}`; remove one of them",
+                        hash.show(),
+                        range.show(),
+                        entry.get()
+                    ),
+                ),
+            )),
+        }
+    }
+    problems
+}
+
+/// What a projected name is, when it is a key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KeyKind {
+    /// The table hash key.
+    TableHash,
+    /// The table range key.
+    TableRange,
+    /// The index's hash key.
+    IndexHash,
+    /// The index's range key.
+    IndexRange,
+    /// A generated property.
+    Generated,
+}
+
+/// Rule: a projection names no key attribute (the table keys, the index's own keys or any
+/// generated property): keys are always projected (TypeScript rule "index projection is a key").
+/// `key` is what the projected name is, when a key.
+pub fn projection_not_key(index: &str, projection: &str, key: Option<KeyKind>) -> Option<Problem> {
+    let role = match key? {
+        KeyKind::TableHash => "the table hash key",
+        KeyKind::TableRange => "the table range key",
+        KeyKind::IndexHash => "the index hash key",
+        KeyKind::IndexRange => "the index range key",
+        KeyKind::Generated => "a generated property",
+    };
+    Some(Problem::new(
+        ConfigRule::ProjectionsNotKeys,
+        format!(
+            "projection `{projection}` of index `{index}` is {role}; keys are always projected, so remove it"
+        ),
+    ))
+}
+
+/// Rule: an index lists each projection once (reported on the repeat). Returns the positions of
+/// the repeats.
+pub fn projections_unique(index: &str, projections: &[&str]) -> Vec<(usize, Problem)> {
+    repeats(projections.iter().copied())
+        .into_iter()
+        .map(|i| {
+            (
+                i,
+                Problem::new(
+                    ConfigRule::ProjectionsUnique,
+                    format!(
+                        "projection `{}` is listed twice in index `{index}`; remove the repeat",
+                        projections[i]
+                    ),
+                ),
+            )
+        })
+        .collect()
+}
+
+// =============================================================================================
+// across the entities of a table: `const fn`s, for the derive's `const` assertions and for
+// `validate.rs`
+
+const fn str_eq(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
+const fn contains(haystack: &str, needle: &str) -> bool {
+    let (h, n) = (haystack.as_bytes(), needle.as_bytes());
+    if n.is_empty() || n.len() > h.len() {
+        return false;
+    }
+    let mut start = 0;
+    while start + n.len() <= h.len() {
+        let mut i = 0;
+        while i < n.len() && h[start + i] == n[i] {
+            i += 1;
+        }
+        if i == n.len() {
+            return true;
+        }
+        start += 1;
+    }
+    false
+}
+
+/// The text of a name (`const`: `Deref` is not).
+#[allow(clippy::ptr_arg)] // `&str` cannot be had from a `&Cow` in a const fn otherwise
+pub const fn name<'a>(cow: &'a Cow<'_, str>) -> &'a str {
+    match cow {
+        Cow::Borrowed(s) => s,
+        Cow::Owned(s) => s.as_str(),
+    }
+}
+
+#[allow(clippy::ptr_arg)] // `&[T]` cannot be had from a `&Cow` in a const fn otherwise
+const fn slice<'a, T: Clone>(cow: &'a Cow<'_, [T]>) -> &'a [T] {
+    match cow {
+        Cow::Borrowed(s) => s,
+        Cow::Owned(v) => v.as_slice(),
+    }
+}
+
+/// The indexes of an entity (`const`).
+pub const fn indexes_of(entity: &EntityModel) -> &[Index] {
+    slice(&entity.indexes)
+}
+
+/// Whether `name` is the attribute name `key` (a table key's, in a `const` assertion).
+#[allow(clippy::ptr_arg)] // the model's names are `Cow`s
+pub const fn is_name(key: &Cow<'_, str>, name: &str) -> bool {
+    str_eq(name, self::name(key))
+}
+
+/// Rule: entity tokens are unique in a table: the token prefixes every hash key, so two entities
+/// with one token would share partitions. A placeholder model (a failed derive) has no token and
+/// is never a duplicate. Reported on the later entity.
+pub const fn same_token(a: &EntityModel, b: &EntityModel) -> bool {
+    !name(&a.token).is_empty() && str_eq(name(&a.token), name(&b.token))
+}
+
+/// The problem of two entities of one token (rule [`ConfigRule::EntityTokensUnique`]):
+/// `this` and `other` name them (at run time, by the token itself).
+pub fn duplicate_token(syntax: Syntax, this: &str, other: &str) -> Problem {
+    let message = match syntax {
+        Syntax::Config => format!(
+            "entity token `{this}` is used by two entities; each entity of a table needs its own token"
+        ),
+        Syntax::Derive => format!(
+            "`{this}` has the same entity token as `{other}`; each entity of a table needs its own token: give one of them another `#[entity(token = \"…\")]`"
+        ),
+    };
+    Problem::new(ConfigRule::EntityTokensUnique, message)
+}
+
+const fn same_projection(a: &Projection, b: &Projection) -> bool {
+    match (a, b) {
+        (Projection::All, Projection::All) | (Projection::KeysOnly, Projection::KeysOnly) => true,
+        (Projection::Include(a), Projection::Include(b)) => {
+            let (a, b) = (slice(a), slice(b));
+            if a.len() != b.len() {
+                return false;
+            }
+            let mut i = 0;
+            while i < a.len() {
+                if !str_eq(name(&a[i]), name(&b[i])) {
+                    return false;
+                }
+                i += 1;
+            }
+            true
+        }
+        _ => false,
+    }
+}
+
+/// How two indexes of one name in two entities of a table disagree.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IndexConflict<'a> {
+    /// Different hash or range key attributes, for the index of this name.
+    Keys(&'a str),
+    /// Different projections, for the index of this name.
+    Projection(&'a str),
+}
+
+/// Rule: an index name declared by several entities has the same hash key, range key and
+/// projection in each: it is one GSI of the table. Returns the first index name `a` and `b` both
+/// declare with different key attributes or projections.
+#[allow(clippy::many_single_char_names)] // two entities, two index positions, two indexes
+pub const fn index_conflict<'a>(
+    a: &'a EntityModel,
+    b: &'a EntityModel,
+) -> Option<IndexConflict<'a>> {
+    let (a, b) = (slice(&a.indexes), slice(&b.indexes));
+    let mut i = 0;
+    while i < a.len() {
+        let mut j = 0;
+        while j < b.len() {
+            let (x, y) = (&a[i], &b[j]);
+            if str_eq(name(&x.name), name(&y.name)) {
+                if !(str_eq(name(&x.hash_key), name(&y.hash_key))
+                    && str_eq(name(&x.range_key), name(&y.range_key)))
+                {
+                    return Some(IndexConflict::Keys(name(&x.name)));
+                }
+                if !same_projection(&x.projection, &y.projection) {
+                    return Some(IndexConflict::Projection(name(&x.name)));
+                }
+            }
+            j += 1;
+        }
+        i += 1;
+    }
+    None
+}
+
+/// The message of an index conflict between entity `this` and the earlier entity `other` (rule
+/// [`ConfigRule::IndexDeclarationsAgree`]), assembled at compile time or at run time.
+pub const fn index_conflict_message(
+    conflict: IndexConflict<'_>,
+    this: &str,
+    other: &str,
+) -> Message {
+    let (name, what) = match conflict {
+        IndexConflict::Keys(name) => (name, "other hash or range keys"),
+        IndexConflict::Projection(name) => (name, "another projection"),
+    };
+    Message::new()
+        .push("index `")
+        .push(name)
+        .push("` has ")
+        .push(what)
+        .push(" in entity `")
+        .push(this)
+        .push("` than in entity `")
+        .push(other)
+        .push("`; one index name is one GSI of the table, with one key schema and one projection, so make them agree or rename one")
+}
+
+/// Whether index `i` of list `e` is the first declaration of its name in `lists`.
+const fn first_of_name(lists: &[&[Index]], e: usize, i: usize) -> bool {
+    let index = &lists[e][i];
+    let mut f = 0;
+    while f <= e {
+        let others = lists[f];
+        let end = if f == e { i } else { others.len() };
+        let mut j = 0;
+        while j < end {
+            if str_eq(name(&index.name), name(&others[j].name)) {
+                return false;
+            }
+            j += 1;
+        }
+        f += 1;
+    }
+    true
+}
+
+/// The number of distinct index names in `lists` (the index lists of a table's entities): the
+/// table's GSIs.
+pub const fn distinct_indexes(lists: &[&[Index]]) -> usize {
+    let mut count = 0;
+    let mut e = 0;
+    while e < lists.len() {
+        let mut i = 0;
+        while i < lists[e].len() {
+            if first_of_name(lists, e, i) {
+                count += 1;
+            }
+            i += 1;
+        }
+        e += 1;
+    }
+    count
+}
+
+/// Where the first index name beyond [`MAX_INDEXES`] is declared: (list, position).
+pub const fn first_index_over_limit(lists: &[&[Index]]) -> Option<(usize, usize)> {
+    let mut count = 0;
+    let mut e = 0;
+    while e < lists.len() {
+        let mut i = 0;
+        while i < lists[e].len() {
+            if first_of_name(lists, e, i) {
+                count += 1;
+                if count > MAX_INDEXES {
+                    return Some((e, i));
+                }
+            }
+            i += 1;
+        }
+        e += 1;
+    }
+    None
+}
+
+/// Rule: a table has at most 20 distinct index names, DynamoDB's limit of global secondary
+/// indexes per table. `lists` are the index lists of the table's entities (or the one global list
+/// of a TypeScript config); `table` names the table, when known. Reported at the first
+/// declaration of the 21st name ([`first_index_over_limit`]).
+pub const fn index_count_message(table: &str, lists: &[&[Index]]) -> Option<Message> {
+    let Some((e, i)) = first_index_over_limit(lists) else {
+        return None;
+    };
+    let message = Message::new()
+        .push("index `")
+        .push(name(&lists[e][i].name))
+        .push("` is the ")
+        .push_usize(MAX_INDEXES + 1)
+        .push("st distinct index of ");
+    let message = if table.is_empty() {
+        message.push("the table")
+    } else {
+        message.push("table `").push(table).push("`")
+    };
+    Some(
+        message
+            .push(", which declares ")
+            .push_usize(distinct_indexes(lists))
+            .push(" in all; DynamoDB allows at most ")
+            .push_usize(MAX_INDEXES)
+            .push(" global secondary indexes per table, so remove or merge indexes"),
+    )
+}
+
+/// A message assembled by a `const fn` (a `const` cannot `format!`): up to 512 bytes, longer
+/// text is cut at a piece boundary.
+#[derive(Clone, Copy, Debug)]
+pub struct Message {
+    buf: [u8; 512],
+    len: usize,
+}
+
+impl Message {
+    /// An empty message.
+    pub const fn new() -> Self {
+        Self {
+            buf: [0; 512],
+            len: 0,
+        }
+    }
+
+    /// Appends `text` whole, or nothing if it does not fit.
+    #[must_use]
+    pub const fn push(mut self, text: &str) -> Self {
+        let bytes = text.as_bytes();
+        if self.len + bytes.len() > self.buf.len() {
+            return self;
+        }
+        let mut i = 0;
+        while i < bytes.len() {
+            self.buf[self.len + i] = bytes[i];
+            i += 1;
+        }
+        self.len += bytes.len();
+        self
+    }
+
+    /// Appends a number in decimal.
+    #[must_use]
+    pub const fn push_usize(self, mut n: usize) -> Self {
+        let mut digits = [0u8; 20];
+        let mut start = digits.len();
+        loop {
+            start -= 1;
+            #[allow(clippy::cast_possible_truncation)] // a digit
+            {
+                digits[start] = b'0' + (n % 10) as u8;
+            }
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        match std::str::from_utf8(digits.split_at(start).1) {
+            Ok(text) => self.push(text),
+            Err(_) => self,
+        }
+    }
+
+    /// The message.
+    pub const fn as_str(&self) -> &str {
+        match std::str::from_utf8(self.buf.split_at(self.len).0) {
+            Ok(text) => text,
+            Err(_) => "",
+        }
+    }
+}
+
+impl Default for Message {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl std::fmt::Display for Message {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// `rule` with `message`, as a [`Problem`] (for the `const fn` messages).
+pub fn problem(rule: ConfigRule, message: &Message) -> Problem {
+    let mut text = String::new();
+    let _ = write!(text, "{message}");
+    Problem::new(rule, text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_are_assembled_at_compile_time() {
+        const M: Message = Message::new().push("index `a` of ").push_usize(20).push("");
+        assert_eq!(M.as_str(), "index `a` of 20");
+        assert_eq!(Message::new().push_usize(0).as_str(), "0");
+        assert_eq!(Message::new().push(&"x".repeat(600)).as_str(), "");
+    }
+
+    #[test]
+    fn delimiters_are_found_in_names() {
+        let delimiters = Delimiters::DEFAULT;
+        assert!(contains_delimiter(&delimiters, Delimiter::GeneratedKey, "a|b"));
+        assert!(!contains_delimiter(&delimiters, Delimiter::ShardKey, "a|b"));
+        assert!(!contains("abc", ""));
+    }
+
+    #[test]
+    fn settings_are_spelled_in_the_callers_syntax() {
+        let config = bump_char_bits(Syntax::Config, 6).map(|p| p.message);
+        let derive = bump_char_bits(Syntax::Derive, 6).map(|p| p.message);
+        assert!(config.is_some_and(|m| m.contains("`charBits` is 6")));
+        assert!(derive.is_some_and(|m| m.contains("`char_bits` is 6")));
+        assert_eq!(bump_char_bits(Syntax::Derive, MAX_CHAR_BITS.into()), None);
+    }
+
+    #[test]
+    fn a_schedule_is_sorted_with_the_implied_bump_in_front() {
+        let bumps = [ShardBump::new(9, 1, 2), ShardBump::new(5, 1, 1)];
+        let s = schedule(&bumps);
+        assert_eq!(s.declared, [None, Some(1), Some(0)]);
+        assert_eq!(s.bumps[0], ShardBump::UNSHARDED);
+        assert!(s.implied());
+        let s = schedule(&[ShardBump::new(0, 2, 1)]);
+        assert_eq!(s.declared, [Some(0)]);
+        assert!(!s.implied());
+        assert_eq!(schedule(&[]).bumps, [ShardBump::UNSHARDED]);
+    }
+
+    #[test]
+    fn the_21st_distinct_index_is_over_the_limit() {
+        let index = |name: String| Index {
+            name: Cow::Owned(name),
+            hash_key: Cow::Borrowed("hashKey"),
+            range_key: Cow::Borrowed("x"),
+            projection: Projection::All,
+        };
+        let a: Vec<Index> = (0..15).map(|i| index(format!("i{i}"))).collect();
+        // 10 repeats of `a`'s names and 6 new ones
+        let b: Vec<Index> = (5..21).map(|i| index(format!("i{i}"))).collect();
+        let lists: [&[Index]; 2] = [&a, &b];
+        assert_eq!(distinct_indexes(&lists), 21);
+        assert_eq!(first_index_over_limit(&lists), Some((1, 15)));
+        assert_eq!(first_index_over_limit(&lists[..1]), None);
+        assert!(
+            index_count_message("", &lists)
+                .is_some_and(|m| m.as_str().contains("`i20` is the 21st distinct index of the table, which declares 21"))
+        );
+        assert!(index_count_message("Users", &lists[..1]).is_none());
+    }
+}
