@@ -1283,13 +1283,23 @@ const fn same_projection(a: &Projection, b: &Projection) -> bool {
     }
 }
 
-/// How two indexes of one name in two entities of a table disagree.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// How two indexes of one name in two entities of a table disagree: this entity's index, then
+/// the other's.
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub enum IndexConflict<'a> {
-    /// Different hash or range key attributes, for the index of this name.
-    Keys(&'a str),
-    /// Different projections, for the index of this name.
-    Projection(&'a str),
+    /// Different hash or range key attributes.
+    Keys(&'a Index, &'a Index),
+    /// Different projections.
+    Projection(&'a Index, &'a Index),
+}
+
+impl<'a> IndexConflict<'a> {
+    /// The index name.
+    pub const fn name(self) -> &'a str {
+        match self {
+            Self::Keys(index, _) | Self::Projection(index, _) => name(&index.name),
+        }
+    }
 }
 
 /// Rule: an index name declared by several entities has the same hash key, range key and
@@ -1310,10 +1320,10 @@ pub const fn index_conflict<'a>(
                 if !(str_eq(name(&x.hash_key), name(&y.hash_key))
                     && str_eq(name(&x.range_key), name(&y.range_key)))
                 {
-                    return Some(IndexConflict::Keys(name(&x.name)));
+                    return Some(IndexConflict::Keys(x, y));
                 }
                 if !same_projection(&x.projection, &y.projection) {
-                    return Some(IndexConflict::Projection(name(&x.name)));
+                    return Some(IndexConflict::Projection(x, y));
                 }
             }
             j += 1;
@@ -1323,6 +1333,35 @@ pub const fn index_conflict<'a>(
     None
 }
 
+const fn push_keys(message: Message, index: &Index) -> Message {
+    message
+        .push("hash key `")
+        .push(name(&index.hash_key))
+        .push("` and range key `")
+        .push(name(&index.range_key))
+        .push("`")
+}
+
+const fn push_projection(message: Message, projection: &Projection) -> Message {
+    match projection {
+        Projection::All => message.push("all attributes"),
+        Projection::KeysOnly => message.push("keys only"),
+        Projection::Include(names) => {
+            let names = slice(names);
+            let mut message = message.push("keys and ");
+            let mut i = 0;
+            while i < names.len() {
+                if i > 0 {
+                    message = message.push(", ");
+                }
+                message = message.push("`").push(name(&names[i])).push("`");
+                i += 1;
+            }
+            message
+        }
+    }
+}
+
 /// The message of an index conflict between entity `this` and the earlier entity `other` (rule
 /// [`ConfigRule::IndexDeclarationsAgree`]), assembled at compile time or at run time.
 pub const fn index_conflict_message(
@@ -1330,20 +1369,28 @@ pub const fn index_conflict_message(
     this: &str,
     other: &str,
 ) -> Message {
-    let (name, what) = match conflict {
-        IndexConflict::Keys(name) => (name, "other hash or range keys"),
-        IndexConflict::Projection(name) => (name, "another projection"),
+    let message = Message::new().push("index `").push(conflict.name());
+    let message = match conflict {
+        IndexConflict::Keys(mine, theirs) => {
+            let message = push_keys(message.push("` has "), mine)
+                .push(" in entity `")
+                .push(this)
+                .push("`, but entity `")
+                .push(other)
+                .push("` declares it with ");
+            push_keys(message, theirs)
+        }
+        IndexConflict::Projection(mine, theirs) => {
+            let message = push_projection(message.push("` projects "), &mine.projection)
+                .push(" in entity `")
+                .push(this)
+                .push("`, but entity `")
+                .push(other)
+                .push("` declares it projecting ");
+            push_projection(message, &theirs.projection)
+        }
     };
-    Message::new()
-        .push("index `")
-        .push(name)
-        .push("` has ")
-        .push(what)
-        .push(" in entity `")
-        .push(this)
-        .push("` than in entity `")
-        .push(other)
-        .push("`; one index name is one GSI of the table, with one key schema and one projection, so make them agree or rename one")
+    message.push("; one index name is one GSI of the table, so make them agree or rename one")
 }
 
 /// Whether index `i` of list `e` is the first declaration of its name in `lists`.

@@ -577,8 +577,7 @@ fn check_across_entities(entities: &[EntityModel], layout: &Layout<'_>, problems
                     continue; // the duplicate token is reported
                 }
                 if let Some(conflict) = rules::index_conflict(later, earlier) {
-                    let (rules::IndexConflict::Keys(name) | rules::IndexConflict::Projection(name)) =
-                        conflict;
+                    let name = conflict.name();
                     if reported.insert(name) {
                         problems.add(
                             join(&join(&join("entities", &later.token), "indexes"), name),

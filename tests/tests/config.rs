@@ -1247,7 +1247,7 @@ fn a_static_index_name_means_one_key_schema() -> TestResult {
         &problems,
         &[(
             "entities.other.indexes.byName",
-            "has hash key `userPK` and range key `name` here, but entity `user` declares it with hash key `hashKey`",
+            "has hash key `userPK` and range key `name` in entity `other`, but entity `user` declares it with hash key `hashKey`",
         )],
     );
     let mut projected = ADMIN;
@@ -1260,7 +1260,7 @@ fn a_static_index_name_means_one_key_schema() -> TestResult {
         &problems,
         &[(
             "entities.admin.indexes.byName",
-            "projects keys only here, but entity `user` declares it projecting all attributes",
+            "projects keys only in entity `admin`, but entity `user` declares it projecting all attributes",
         )],
     );
     Ok(())
