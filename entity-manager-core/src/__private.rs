@@ -313,7 +313,15 @@ mod tests {
     fn names_are_checked_against_the_table() {
         let table = TableModel::DEFAULT;
         assert!(is_name(&table.hash_key, "hashKey") && !is_name(&table.hash_key, "rangeKey"));
-        assert!(contains_delimiter(&table.delimiters, Delimiter::GeneratedKey, "a|b"));
-        assert!(!contains_delimiter(&table.delimiters, Delimiter::ShardKey, "a|b"));
+        assert!(contains_delimiter(
+            &table.delimiters,
+            Delimiter::GeneratedKey,
+            "a|b"
+        ));
+        assert!(!contains_delimiter(
+            &table.delimiters,
+            Delimiter::ShardKey,
+            "a|b"
+        ));
     }
 }

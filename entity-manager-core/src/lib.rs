@@ -49,12 +49,12 @@ pub mod limits;
 pub mod model;
 mod ops;
 pub mod query;
+mod rules;
 mod schema;
 pub mod shard;
 pub mod store;
 pub mod transcode;
 mod ts;
-mod rules;
 mod validate;
 
 pub use builder::KeyBuilder;

@@ -19,8 +19,8 @@
 //! Limits and defaults are the named constants of this module.
 
 use std::borrow::Cow;
+use std::collections::HashMap;
 use std::collections::hash_map::Entry;
-use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 
 use crate::model::{Delimiters, EntityModel, GeneratedKind, Index, Projection, ShardBump};
@@ -380,16 +380,34 @@ pub fn list<'a>(names: impl IntoIterator<Item = &'a str>) -> String {
     }
 }
 
-/// The positions in `items` that repeat an earlier item.
-fn repeats<'a, T: Eq + std::hash::Hash + ?Sized + 'a>(
-    items: impl IntoIterator<Item = &'a T>,
-) -> Vec<usize> {
-    let mut seen = HashSet::new();
-    items
+/// Each item whose key repeats an earlier item's: its position, its key, and the earlier
+/// item's value.
+fn repeated<K: Eq + std::hash::Hash + Copy, V: Copy>(
+    items: impl IntoIterator<Item = (usize, K, V)>,
+) -> Vec<(usize, K, V)> {
+    let mut first = HashMap::new();
+    let mut out = Vec::new();
+    for (i, key, value) in items {
+        match first.entry(key) {
+            Entry::Vacant(entry) => {
+                entry.insert(value);
+            }
+            Entry::Occupied(entry) => out.push((i, key, *entry.get())),
+        }
+    }
+    out
+}
+
+/// Each name of `names` that repeats an earlier one: its position, with the problem of `rule`
+/// that `message` words for it.
+fn repeats(
+    rule: ConfigRule,
+    names: &[&str],
+    message: impl Fn(&str) -> String,
+) -> Vec<(usize, Problem)> {
+    repeated(names.iter().enumerate().map(|(i, name)| (i, *name, ())))
         .into_iter()
-        .enumerate()
-        .filter(|(_, item)| !seen.insert(*item))
-        .map(|(i, _)| i)
+        .map(|(i, name, ())| (i, Problem::new(rule, message(name))))
         .collect()
 }
 
@@ -402,7 +420,9 @@ pub fn delimiter_not_empty(syntax: Syntax, which: Delimiter, value: &str) -> Opt
     value.is_empty().then(|| {
         Problem::new(
             ConfigRule::DelimitersNotEmpty,
-            format!("`{name}` is empty; use one or more non-word characters, such as `|`, `#` or `!`"),
+            format!(
+                "`{name}` is empty; use one or more non-word characters, such as `|`, `#` or `!`"
+            ),
         )
     })
 }
@@ -498,13 +518,23 @@ fn positive(rule: ConfigRule, syntax: Syntax, setting: Setting, value: i128) -> 
         _ => "the default number of items one shard query reads",
     };
     let field = setting.name(syntax);
-    (value < 1).then(|| Problem::new(rule, format!("`{field}` must be greater than 0: it is {what}")))
+    (value < 1).then(|| {
+        Problem::new(
+            rule,
+            format!("`{field}` must be greater than 0: it is {what}"),
+        )
+    })
 }
 
 /// Rule: the table throttle is greater than 0: a query runs at most that many shard queries at
 /// once, and none at all with 0.
 pub fn throttle_positive(syntax: Syntax, value: i128) -> Option<Problem> {
-    positive(ConfigRule::ThrottlePositive, syntax, Setting::Throttle, value)
+    positive(
+        ConfigRule::ThrottlePositive,
+        syntax,
+        Setting::Throttle,
+        value,
+    )
 }
 
 // =============================================================================================
@@ -535,11 +565,11 @@ pub fn delimiter_in_name(
         Some(value) => format!("the delimiter `{value}` (`{setting}`)"),
         None => format!("the table's `{setting}`"),
     };
-    let role = named.phrase();
+    let what = named.phrase();
     Problem::new(
         rule,
         format!(
-            "{role} `{name}` contains {delimiter}; names appear inside keys, so rename it or choose other delimiters"
+            "{what} `{name}` contains {delimiter}; names appear inside keys, so rename it or choose other delimiters"
         ),
     )
 }
@@ -612,26 +642,15 @@ pub fn bump_chars(syntax: Syntax, value: i128) -> Option<Problem> {
 pub fn bump_timestamps_unique(
     timestamps: impl IntoIterator<Item = (usize, u64)>,
 ) -> Vec<(usize, Problem)> {
-    let mut first = HashMap::new();
-    let mut problems = Vec::new();
-    for (i, timestamp) in timestamps {
-        match first.entry(timestamp) {
-            Entry::Vacant(entry) => {
-                entry.insert(i);
-            }
-            Entry::Occupied(entry) => problems.push((
-                i,
-                Problem::new(
-                    ConfigRule::BumpTimestampsUnique,
-                    format!(
-                        "shard bumps {} and {i} both start at timestamp {timestamp}; give each bump its own timestamp",
-                        entry.get()
-                    ),
-                ),
-            )),
-        }
-    }
-    problems
+    repeated(timestamps.into_iter().map(|(i, t)| (i, t, i)))
+        .into_iter()
+        .map(|(i, timestamp, first)| {
+            let message = format!(
+                "shard bumps {first} and {i} both start at timestamp {timestamp}; give each bump its own timestamp"
+            );
+            (i, Problem::new(ConfigRule::BumpTimestampsUnique, message))
+        })
+        .collect()
 }
 
 /// A shard schedule put in order: sorted by timestamp (stably), with
@@ -657,11 +676,7 @@ pub fn schedule(bumps: &[ShardBump]) -> Schedule {
     let mut order: Vec<usize> = (0..bumps.len()).collect();
     order.sort_by_key(|&i| bumps[i].timestamp);
     let mut declared: Vec<Option<usize>> = order.into_iter().map(Some).collect();
-    if declared
-        .first()
-        .and_then(|i| i.map(|i| bumps[i].timestamp))
-        != Some(0)
-    {
+    if declared.first().and_then(|i| i.map(|i| bumps[i].timestamp)) != Some(0) {
         declared.insert(0, None);
     }
     let bumps = declared
@@ -739,16 +754,24 @@ fn not_transcoded(
     }
 }
 
+/// The unique or the timestamp property, as the rules about it take it.
+#[derive(Clone, Copy, Debug)]
+pub struct KeyProperty<'a> {
+    /// Its name.
+    pub name: &'a str,
+    /// Its transcode's name (`None`: not transcoded).
+    pub transcode: Option<&'a str>,
+    /// The transcoded properties, for the message.
+    pub transcoded: &'a [&'a str],
+}
+
 /// Rule: the unique property is a transcoded property of the entity: its encoded value is part
-/// of the range key. `transcode` is its transcode's name (`None`: not transcoded); `transcoded`
-/// lists the transcoded properties, for the message.
-pub fn unique_property(
-    syntax: Syntax,
-    name: &str,
-    transcode: Option<&str>,
-    transcoded: &[&str],
-) -> Option<Problem> {
-    transcode.is_none().then(|| {
+/// of the range key.
+pub fn unique_property(syntax: Syntax, unique: KeyProperty<'_>) -> Option<Problem> {
+    let KeyProperty {
+        name, transcoded, ..
+    } = unique;
+    unique.transcode.is_none().then(|| {
         Problem::new(
             ConfigRule::UniqueProperty,
             not_transcoded(syntax, "unique property", name, transcoded, "string"),
@@ -759,13 +782,11 @@ pub fn unique_property(
 /// Rule: the timestamp property is a transcoded property with the `timestamp` transcode: it holds
 /// the creation time in whole milliseconds, which picks the shard bump and which keys write as
 /// 13 digits, as TypeScript does (`int` would write `created#p0001700000000000`).
-pub fn timestamp_property(
-    syntax: Syntax,
-    name: &str,
-    transcode: Option<&str>,
-    transcoded: &[&str],
-) -> Option<Problem> {
-    let message = match transcode {
+pub fn timestamp_property(syntax: Syntax, timestamp: KeyProperty<'_>) -> Option<Problem> {
+    let KeyProperty {
+        name, transcoded, ..
+    } = timestamp;
+    let message = match timestamp.transcode {
         None => not_transcoded(
             syntax,
             "timestamp property",
@@ -838,7 +859,7 @@ pub fn name_free_of_delimiters(
 pub fn role_conflict(name: &str, first: Role, second: Role) -> Problem {
     let message = if first == second {
         format!(
-            "`{name}` is declared twice as {}; remove one",
+            "`{name}` is declared twice as {}; remove or rename one",
             second.phrase()
         )
     } else {
@@ -893,7 +914,9 @@ pub fn component_transcoded(
     role: Option<Role>,
 ) -> Option<Problem> {
     let message = if component.is_empty() {
-        format!("component {i} of generated property `{generated}` is empty; name a transcoded property")
+        format!(
+            "component {i} of generated property `{generated}` is empty; name a transcoded property"
+        )
     } else {
         match role {
             Some(Role::Transcoded) => return None,
@@ -922,41 +945,21 @@ pub fn components_not_empty(generated: &str, components: usize) -> Option<Proble
 /// Rule: a generated property lists each component once (reported on the repeat): a repeat
 /// writes the same value twice into the key. Returns the positions of the repeats.
 pub fn components_unique(generated: &str, components: &[&str]) -> Vec<(usize, Problem)> {
-    repeats(components.iter().copied())
-        .into_iter()
-        .map(|i| {
-            let component = components[i];
-            (
-                i,
-                Problem::new(
-                    ConfigRule::ComponentsUnique,
-                    format!(
-                        "component `{component}` is listed twice in generated property `{generated}`; remove the repeat"
-                    ),
-                ),
-            )
-        })
-        .collect()
+    repeats(ConfigRule::ComponentsUnique, components, |component| {
+        format!(
+            "component `{component}` is listed twice in generated property `{generated}`; remove the repeat"
+        )
+    })
 }
 
 /// Rule: index names are unique within an entity: the name is the GSI name. Returns the positions
 /// of the repeats.
 pub fn index_names_unique(names: &[&str]) -> Vec<(usize, Problem)> {
-    repeats(names.iter().copied())
-        .into_iter()
-        .map(|i| {
-            (
-                i,
-                Problem::new(
-                    ConfigRule::IndexNamesUnique,
-                    format!(
-                        "index `{}` is declared twice; an index name is a GSI name, so rename or remove one",
-                        names[i]
-                    ),
-                ),
-            )
-        })
-        .collect()
+    repeats(ConfigRule::IndexNamesUnique, names, |name| {
+        format!(
+            "index `{name}` is declared twice; an index name is a GSI name, so rename or remove one"
+        )
+    })
 }
 
 /// An index key: an attribute name, or (in the derive, which does not know the table's key
@@ -981,7 +984,8 @@ impl Key<'_> {
     }
 }
 
-/// `the table hash key `hashKey``, or how the derive names it.
+/// How a message names a table key: by its name when known, or (in the derive) by how to
+/// choose it.
 fn table_key(syntax: Syntax, which: Key<'_>, name: Option<&str>) -> String {
     let (what, option) = if which == Key::TableHash {
         ("hash", "hash")
@@ -995,19 +999,25 @@ fn table_key(syntax: Syntax, which: Key<'_>, name: Option<&str>) -> String {
     }
 }
 
+/// An index key as the rules about it take it.
+#[derive(Clone, Copy, Debug)]
+pub struct IndexKey<'a> {
+    /// The index name.
+    pub index: &'a str,
+    /// The key's attribute name.
+    pub key: &'a str,
+    /// What the name is (`None`: nothing declared).
+    pub role: Option<Role>,
+    /// The table's key of that side, when known (not in the derive).
+    pub table_key: Option<&'a str>,
+}
+
 /// Rule: an index hash key is the table hash key or a sharded generated property: an index is
-/// queried shard by shard, so its hash key must carry the shard suffix. `role` is what the key
-/// names (`None`: nothing declared); `table_hash_key` its name, when known; `sharded` lists the
+/// queried shard by shard, so its hash key must carry the shard suffix. `sharded` lists the
 /// sharded generated properties, for the message.
-pub fn index_hash_key(
-    syntax: Syntax,
-    index: &str,
-    key: &str,
-    role: Option<Role>,
-    table_hash_key: Option<&str>,
-    sharded: &[&str],
-) -> Option<Problem> {
-    let what = match role {
+pub fn index_hash_key(syntax: Syntax, hash: IndexKey<'_>, sharded: &[&str]) -> Option<Problem> {
+    let IndexKey { index, key, .. } = hash;
+    let what = match hash.role {
         Some(Role::TableHashKey | Role::Generated(GeneratedKind::Sharded)) => return None,
         Some(Role::Generated(GeneratedKind::Unsharded)) => {
             "it is an unsharded generated property, which can only be a range key"
@@ -1017,28 +1027,39 @@ pub fn index_hash_key(
         Some(Role::TableRangeKey) => "it is the table range key",
         None => "no such attribute is declared",
     };
-    Some(Problem::new(
+    let table = table_key(syntax, Key::TableHash, hash.table_key);
+    Some(wrong_key(
         ConfigRule::IndexHashKeys,
-        format!(
-            "index `{index}` hash key `{key}` is neither {} nor a sharded generated property ({what}); use one of them (sharded generated properties: {})",
-            table_key(syntax, Key::TableHash, table_hash_key),
-            list(sharded.iter().copied())
+        &format!(
+            "index `{index}` hash key `{key}` is neither {table} nor a sharded generated property ({what})"
         ),
+        GeneratedKind::Sharded,
+        sharded,
     ))
 }
 
+/// The problem of an index key of the wrong kind: `what` says what it is, and the message lists
+/// the generated properties of `kind`, which would do.
+fn wrong_key(rule: ConfigRule, what: &str, kind: GeneratedKind, candidates: &[&str]) -> Problem {
+    let kind = match kind {
+        GeneratedKind::Sharded => "sharded",
+        GeneratedKind::Unsharded => "unsharded",
+    };
+    Problem::new(
+        rule,
+        format!(
+            "{what}; use one of them ({kind} generated properties: {})",
+            list(candidates.iter().copied())
+        ),
+    )
+}
+
 /// Rule: an index range key is the table range key, an unsharded generated property or a
-/// transcoded property: the sort key is a value the index can order by. Arguments as for
-/// [`index_hash_key`].
-pub fn index_range_key(
-    syntax: Syntax,
-    index: &str,
-    key: &str,
-    role: Option<Role>,
-    table_range_key: Option<&str>,
-    unsharded: &[&str],
-) -> Option<Problem> {
-    let what = match role {
+/// transcoded property: the sort key is a value the index can order by. `unsharded` lists the
+/// unsharded generated properties, for the message.
+pub fn index_range_key(syntax: Syntax, range: IndexKey<'_>, unsharded: &[&str]) -> Option<Problem> {
+    let IndexKey { index, key, .. } = range;
+    let what = match range.role {
         Some(
             Role::TableRangeKey | Role::Generated(GeneratedKind::Unsharded) | Role::Transcoded,
         ) => return None,
@@ -1057,13 +1078,14 @@ pub fn index_range_key(
         }
         None => "no such attribute is declared",
     };
-    Some(Problem::new(
+    let table = table_key(syntax, Key::TableRange, range.table_key);
+    Some(wrong_key(
         ConfigRule::IndexRangeKeys,
-        format!(
-            "index `{index}` range key `{key}` is neither {}, an unsharded generated property nor a transcoded property ({what}); use one of them (unsharded generated properties: {})",
-            table_key(syntax, Key::TableRange, table_range_key),
-            list(unsharded.iter().copied())
+        &format!(
+            "index `{index}` range key `{key}` is neither {table}, an unsharded generated property nor a transcoded property ({what})"
         ),
+        GeneratedKind::Unsharded,
+        unsharded,
     ))
 }
 
@@ -1093,32 +1115,22 @@ pub fn index_range_key_type(
 pub fn index_key_pairs_unique(
     indexes: &[Option<(&str, Key<'_>, Key<'_>)>],
 ) -> Vec<(usize, Problem)> {
-    let mut pairs: HashMap<(Key<'_>, Key<'_>), &str> = HashMap::new();
-    let mut problems = Vec::new();
-    for (i, &(name, hash, range)) in indexes
+    let keyed = indexes
         .iter()
         .enumerate()
-        .filter_map(|(i, index)| index.as_ref().map(|index| (i, index)))
-    {
-        match pairs.entry((hash, range)) {
-            Entry::Vacant(entry) => {
-                entry.insert(name);
-            }
-            Entry::Occupied(entry) => problems.push((
-                i,
-                Problem::new(
-                    ConfigRule::IndexKeyPairsUnique,
-                    format!(
-                        "index `{name}` has the same hash key {} and range key {} as index `{}`; remove one of them",
-                        hash.show(),
-                        range.show(),
-                        entry.get()
-                    ),
-                ),
-            )),
-        }
-    }
-    problems
+        .filter_map(|(i, index)| index.map(|(name, hash, range)| (i, (hash, range), name)));
+    repeated(keyed)
+        .into_iter()
+        .map(|(i, (hash, range), first)| {
+            let name = indexes[i].map_or("", |(name, _, _)| name);
+            let message = format!(
+                "index `{name}` has the same hash key {} and range key {} as index `{first}`; remove one of them",
+                hash.show(),
+                range.show(),
+            );
+            (i, Problem::new(ConfigRule::IndexKeyPairsUnique, message))
+        })
+        .collect()
 }
 
 /// What a projected name is, when it is a key.
@@ -1158,21 +1170,9 @@ pub fn projection_not_key(index: &str, projection: &str, key: Option<KeyKind>) -
 /// Rule: an index lists each projection once (reported on the repeat). Returns the positions of
 /// the repeats.
 pub fn projections_unique(index: &str, projections: &[&str]) -> Vec<(usize, Problem)> {
-    repeats(projections.iter().copied())
-        .into_iter()
-        .map(|i| {
-            (
-                i,
-                Problem::new(
-                    ConfigRule::ProjectionsUnique,
-                    format!(
-                        "projection `{}` is listed twice in index `{index}`; remove the repeat",
-                        projections[i]
-                    ),
-                ),
-            )
-        })
-        .collect()
+    repeats(ConfigRule::ProjectionsUnique, projections, |projection| {
+        format!("projection `{projection}` is listed twice in index `{index}`; remove the repeat")
+    })
 }
 
 // =============================================================================================
@@ -1333,31 +1333,34 @@ pub const fn index_conflict<'a>(
     None
 }
 
-const fn push_keys(message: Message, index: &Index) -> Message {
-    message
-        .push("hash key `")
-        .push(name(&index.hash_key))
-        .push("` and range key `")
-        .push(name(&index.range_key))
-        .push("`")
-}
+impl Message {
+    /// Appends the keys of `index`.
+    const fn push_keys(self, index: &Index) -> Self {
+        self.push("hash key `")
+            .push(name(&index.hash_key))
+            .push("` and range key `")
+            .push(name(&index.range_key))
+            .push("`")
+    }
 
-const fn push_projection(message: Message, projection: &Projection) -> Message {
-    match projection {
-        Projection::All => message.push("all attributes"),
-        Projection::KeysOnly => message.push("keys only"),
-        Projection::Include(names) => {
-            let names = slice(names);
-            let mut message = message.push("keys and ");
-            let mut i = 0;
-            while i < names.len() {
-                if i > 0 {
-                    message = message.push(", ");
+    /// Appends what `projection` projects.
+    const fn push_projection(self, projection: &Projection) -> Self {
+        match projection {
+            Projection::All => self.push("all attributes"),
+            Projection::KeysOnly => self.push("keys only"),
+            Projection::Include(names) => {
+                let names = slice(names);
+                let mut message = self.push("keys and ");
+                let mut i = 0;
+                while i < names.len() {
+                    if i > 0 {
+                        message = message.push(", ");
+                    }
+                    message = message.push("`").push(name(&names[i])).push("`");
+                    i += 1;
                 }
-                message = message.push("`").push(name(&names[i])).push("`");
-                i += 1;
+                message
             }
-            message
         }
     }
 }
@@ -1372,22 +1375,26 @@ pub const fn index_conflict_message(
     let message = Message::new().push("index `").push(conflict.name());
     let message = match conflict {
         IndexConflict::Keys(mine, theirs) => {
-            let message = push_keys(message.push("` has "), mine)
+            let message = message
+                .push("` has ")
+                .push_keys(mine)
                 .push(" in entity `")
                 .push(this)
                 .push("`, but entity `")
                 .push(other)
                 .push("` declares it with ");
-            push_keys(message, theirs)
+            message.push_keys(theirs)
         }
         IndexConflict::Projection(mine, theirs) => {
-            let message = push_projection(message.push("` projects "), &mine.projection)
+            let message = message
+                .push("` projects ")
+                .push_projection(&mine.projection)
                 .push(" in entity `")
                 .push(this)
                 .push("`, but entity `")
                 .push(other)
                 .push("` declares it projecting ");
-            push_projection(message, &theirs.projection)
+            message.push_projection(&theirs.projection)
         }
     };
     message.push("; one index name is one GSI of the table, so make them agree or rename one")
@@ -1412,42 +1419,36 @@ const fn first_of_name(lists: &[&[Index]], e: usize, i: usize) -> bool {
     true
 }
 
-/// The number of distinct index names in `lists` (the index lists of a table's entities): the
-/// table's GSIs.
-pub const fn distinct_indexes(lists: &[&[Index]]) -> usize {
-    let mut count = 0;
+/// The number of distinct index names in `lists`, and where the `n`th (from 1) is first
+/// declared: (list, position).
+const fn count_indexes(lists: &[&[Index]], n: usize) -> (usize, Option<(usize, usize)>) {
+    let (mut count, mut nth) = (0, None);
     let mut e = 0;
     while e < lists.len() {
         let mut i = 0;
         while i < lists[e].len() {
             if first_of_name(lists, e, i) {
                 count += 1;
-            }
-            i += 1;
-        }
-        e += 1;
-    }
-    count
-}
-
-/// Where the first index name beyond [`MAX_INDEXES`] is declared: (list, position).
-pub const fn first_index_over_limit(lists: &[&[Index]]) -> Option<(usize, usize)> {
-    let mut count = 0;
-    let mut e = 0;
-    while e < lists.len() {
-        let mut i = 0;
-        while i < lists[e].len() {
-            if first_of_name(lists, e, i) {
-                count += 1;
-                if count > MAX_INDEXES {
-                    return Some((e, i));
+                if count == n {
+                    nth = Some((e, i));
                 }
             }
             i += 1;
         }
         e += 1;
     }
-    None
+    (count, nth)
+}
+
+/// The number of distinct index names in `lists` (the index lists of a table's entities): the
+/// table's GSIs.
+pub const fn distinct_indexes(lists: &[&[Index]]) -> usize {
+    count_indexes(lists, 0).0
+}
+
+/// Where the first index name beyond [`MAX_INDEXES`] is declared: (list, position).
+pub const fn first_index_over_limit(lists: &[&[Index]]) -> Option<(usize, usize)> {
+    count_indexes(lists, MAX_INDEXES + 1).1
 }
 
 /// Rule: a table has at most 20 distinct index names, DynamoDB's limit of global secondary
@@ -1577,7 +1578,11 @@ mod tests {
     #[test]
     fn delimiters_are_found_in_names() {
         let delimiters = Delimiters::DEFAULT;
-        assert!(contains_delimiter(&delimiters, Delimiter::GeneratedKey, "a|b"));
+        assert!(contains_delimiter(
+            &delimiters,
+            Delimiter::GeneratedKey,
+            "a|b"
+        ));
         assert!(!contains_delimiter(&delimiters, Delimiter::ShardKey, "a|b"));
         assert!(!contains("abc", ""));
     }
@@ -1619,10 +1624,10 @@ mod tests {
         assert_eq!(distinct_indexes(&lists), 21);
         assert_eq!(first_index_over_limit(&lists), Some((1, 15)));
         assert_eq!(first_index_over_limit(&lists[..1]), None);
-        assert!(
-            index_count_message("", &lists)
-                .is_some_and(|m| m.as_str().contains("`i20` is the 21st distinct index of the table, which declares 21"))
-        );
+        assert!(index_count_message("", &lists).is_some_and(|m| {
+            m.as_str()
+                .contains("`i20` is the 21st distinct index of the table, which declares 21")
+        }));
         assert!(index_count_message("Users", &lists[..1]).is_none());
     }
 }

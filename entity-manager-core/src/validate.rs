@@ -21,10 +21,14 @@
 use std::borrow::Cow;
 use std::collections::HashSet;
 
-pub use crate::rules::ConfigRule;
 use crate::error::{ConfigError, ConfigProblem};
-use crate::model::{EntityModel, GeneratedKind, GeneratedProperty, Index, Projection, Property, TableModel};
-use crate::rules::{self, Delimiter, Key, KeyKind, Named, Problem, Role, Setting, Syntax};
+use crate::model::{
+    EntityModel, GeneratedKind, GeneratedProperty, Index, Projection, Property, TableModel,
+};
+pub use crate::rules::ConfigRule;
+use crate::rules::{
+    self, Delimiter, IndexKey, Key, KeyKind, KeyProperty, Named, Problem, Role, Setting, Syntax,
+};
 
 /// Validates and normalises static models: the rules of [`Schema::new`](crate::Schema::new).
 pub(crate) fn validate(
@@ -196,6 +200,9 @@ fn check_table(table: &TableModel, problems: &mut Problems) {
 // =============================================================================================
 // entity settings and shard bumps
 
+/// The rule of the unique or of the timestamp property.
+type PropertyRule = fn(Syntax, KeyProperty<'_>) -> Option<Problem>;
+
 fn check_entity(
     table: &TableModel,
     entity: &mut EntityModel,
@@ -239,24 +246,31 @@ fn check_entity(
 
     let transcoded: Vec<&str> = entity.properties.iter().map(|p| &*p.name).collect();
     let transcode = |name: &str| entity.property(name).map(|p| p.transcode.name());
-    problems.add_some(
-        join(&path, "uniqueProperty"),
-        rules::unique_property(
-            syntax,
+    let key_properties: [(&str, &str, PropertyRule); 2] = [
+        (
+            "uniqueProperty",
             &entity.unique_property,
-            transcode(&entity.unique_property),
-            &transcoded,
+            rules::unique_property,
         ),
-    );
-    problems.add_some(
-        join(&path, "timestampProperty"),
-        rules::timestamp_property(
-            syntax,
+        (
+            "timestampProperty",
             &entity.timestamp_property,
-            transcode(&entity.timestamp_property),
-            &transcoded,
+            rules::timestamp_property,
         ),
-    );
+    ];
+    for (field, name, rule) in key_properties {
+        problems.add_some(
+            join(&path, field),
+            rule(
+                syntax,
+                KeyProperty {
+                    name,
+                    transcode: transcode(name),
+                    transcoded: &transcoded,
+                },
+            ),
+        );
+    }
     for (setting, value) in [
         (Setting::DefaultLimit, entity.default_limit),
         (Setting::DefaultPageSize, entity.default_page_size),
@@ -381,31 +395,31 @@ fn check_scope(table: &TableModel, scope: &Scope<'_>, problems: &mut Problems) {
 
 /// Names: not empty, free of delimiters, one role each.
 fn check_names(table: &TableModel, scope: &Scope<'_>, problems: &mut Problems) {
-    let syntax = Syntax::Config;
-    let delimiters = &table.delimiters;
-    for property in scope.properties {
-        let path = scope.property_path(&property.name);
-        problems.add_some(&path, rules::name_not_empty(Named::Transcoded, &property.name));
-        problems.add_some(
-            path,
-            rules::name_free_of_delimiters(syntax, Named::Transcoded, &property.name, delimiters),
+    let named = scope
+        .properties
+        .iter()
+        .map(|p| (Named::Transcoded, &*p.name, scope.property_path(&p.name)))
+        .chain(
+            scope
+                .generated
+                .iter()
+                .map(|g| (Named::Generated, &*g.name, scope.generated_path(g))),
+        )
+        .chain(
+            scope
+                .indexes
+                .iter()
+                .map(|i| (Named::Index, &*i.name, scope.index_path(i))),
         );
-    }
-    for generated in scope.generated {
-        let path = scope.generated_path(generated);
-        problems.add_some(&path, rules::name_not_empty(Named::Generated, &generated.name));
+    for (named, name, path) in named {
+        problems.add_some(&path, rules::name_not_empty(named, name));
         problems.add_some(
             path,
-            rules::name_free_of_delimiters(syntax, Named::Generated, &generated.name, delimiters),
+            rules::name_free_of_delimiters(Syntax::Config, named, name, &table.delimiters),
         );
     }
     for index in scope.indexes {
         let path = scope.index_path(index);
-        problems.add_some(&path, rules::name_not_empty(Named::Index, &index.name));
-        problems.add_some(
-            &path,
-            rules::name_free_of_delimiters(syntax, Named::Index, &index.name, delimiters),
-        );
         for (i, projection) in Scope::projections(index).iter().enumerate() {
             problems.add_some(
                 format!("{path}.projections.{i}"),
@@ -476,10 +490,12 @@ fn check_indexes(table: &TableModel, scope: &Scope<'_>, problems: &mut Problems)
             format!("{path}.hashKey"),
             rules::index_hash_key(
                 syntax,
-                &index.name,
-                &index.hash_key,
-                scope.role(table, &index.hash_key),
-                Some(&table.hash_key),
+                IndexKey {
+                    index: &index.name,
+                    key: &index.hash_key,
+                    role: scope.role(table, &index.hash_key),
+                    table_key: Some(&table.hash_key),
+                },
                 &sharded,
             ),
         );
@@ -488,10 +504,12 @@ fn check_indexes(table: &TableModel, scope: &Scope<'_>, problems: &mut Problems)
             format!("{path}.rangeKey"),
             rules::index_range_key(
                 syntax,
-                &index.name,
-                &index.range_key,
-                range_role,
-                Some(&table.range_key),
+                IndexKey {
+                    index: &index.name,
+                    key: &index.range_key,
+                    role: range_role,
+                    table_key: Some(&table.range_key),
+                },
                 &unsharded,
             ),
         );

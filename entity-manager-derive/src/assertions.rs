@@ -63,7 +63,8 @@ pub(crate) fn table_assertions(c: &Container<'_>, table: &syn::Path) -> TokenStr
             (Role::TableRangeKey, quote!(range_key)),
         ]
         .map(|(key, field)| {
-            let condition = quote_spanned!(span=> !_em::__private::is_name(&__TABLE.#field, #stored));
+            let condition =
+                quote_spanned!(span=> !_em::__private::is_name(&__TABLE.#field, #stored));
             assertion(span, &condition, &rules::role_conflict(stored, key, role))
         })
         .into_iter()
@@ -135,7 +136,8 @@ pub(crate) fn table_checks(table: &TableDef<'_>) -> TokenStream {
         let this = path_text(e);
         for (f, other_model) in entities[..i].iter().zip(&models) {
             let other = path_text(f);
-            let condition = quote_spanned!(span=> !_em::__private::same_token(#model, #other_model));
+            let condition =
+                quote_spanned!(span=> !_em::__private::same_token(#model, #other_model));
             tokens.extend(assertion(
                 span,
                 &condition,

@@ -9,10 +9,10 @@
 //! Rust has: an index name must make an enum variant, the unique property cannot be an
 //! `Option`, an index needs keys of its own.
 
-use entity_manager_core::GeneratedKind;
 use entity_manager_core::__private::rules::{
-    self, Delimiter, Key, KeyKind, Named, Problem, Role, Setting, Syntax,
+    self, Delimiter, IndexKey, Key, KeyKind, KeyProperty, Named, Problem, Role, Setting, Syntax,
 };
+use entity_manager_core::GeneratedKind;
 use entity_manager_core::transcode;
 use quote::ToTokens;
 
@@ -128,7 +128,11 @@ fn check_bumps(c: &Container<'_>, errors: &mut Errors) {
     let schedule = rules::schedule(&bumps);
     for (i, problem) in rules::bump_chars_increase(SYNTAX, &schedule) {
         if let Some(Some(declared)) = schedule.declared.get(i) {
-            report(errors, &defs[positions[*declared]].chars.tokens, Some(problem));
+            report(
+                errors,
+                &defs[positions[*declared]].chars.tokens,
+                Some(problem),
+            );
         }
     }
 }
@@ -145,11 +149,12 @@ fn check_key_properties(c: &Container<'_>, errors: &mut Errors) {
     let transcoded: Vec<&str> = transcoded.iter().map(String::as_str).collect();
     if let Some(field) = c.unique.map(|i| &c.fields[i]) {
         if let Ok(name) = transcode_name(field) {
-            report(
-                errors,
-                field.ident,
-                rules::unique_property(SYNTAX, &text(field.ident), name.as_deref(), &transcoded),
-            );
+            let unique = KeyProperty {
+                name: &text(field.ident),
+                transcode: name.as_deref(),
+                transcoded: &transcoded,
+            };
+            report(errors, field.ident, rules::unique_property(SYNTAX, unique));
         }
         if !std::ptr::eq(field.ty, field.value_ty) {
             errors.at(
@@ -163,8 +168,14 @@ fn check_key_properties(c: &Container<'_>, errors: &mut Errors) {
     }
     if let Some(field) = c.timestamp.map(|i| &c.fields[i])
         && let Ok(name) = transcode_name(field)
-        && let Some(problem) =
-            rules::timestamp_property(SYNTAX, &text(field.ident), name.as_deref(), &transcoded)
+        && let Some(problem) = rules::timestamp_property(
+            SYNTAX,
+            KeyProperty {
+                name: &text(field.ident),
+                transcode: name.as_deref(),
+                transcoded: &transcoded,
+            },
+        )
     {
         match &field.transcode {
             Some(Transcode::Builtin { span, .. }) => errors.at_span(*span, problem.message),
@@ -226,9 +237,9 @@ fn check_names(c: &Container<'_>, errors: &mut Errors) {
         } else if let Some((_, problem)) = repeats.iter().find(|(r, _)| *r == i) {
             report(errors, lit, Some(problem.clone()));
         } else if index.variant.is_none()
-            && let Some(other) = c.indexes[..i]
-                .iter()
-                .find(|o| o.variant.is_some() && case::variant(&o.name) == case::variant(&index.name))
+            && let Some(other) = c.indexes[..i].iter().find(|o| {
+                o.variant.is_some() && case::variant(&o.name) == case::variant(&index.name)
+            })
         {
             errors.at(
                 lit,
@@ -265,6 +276,16 @@ fn check_generated(c: &Container<'_>, errors: &mut Errors) {
     }
 }
 
+/// An index key, for the rules (the derive does not know the table's key names).
+fn index_key<'a>(index: &'a str, key: &'a str, role: Role) -> IndexKey<'a> {
+    IndexKey {
+        index,
+        key,
+        role: Some(role),
+        table_key: None,
+    }
+}
+
 /// Indexes: valid keys, distinct key pairs, keys of their own; projections of non-keys, once
 /// each.
 fn check_indexes(c: &Container<'_>, errors: &mut Errors) {
@@ -297,26 +318,16 @@ fn check_indexes(c: &Container<'_>, errors: &mut Errors) {
     for (position, index) in c.indexes.iter().enumerate() {
         let mut keys_valid = index.keys_valid;
         if let (Some(ident), Some(target)) = (&index.hash_ident, key_target(index.hash)) {
-            let problem = rules::index_hash_key(
-                SYNTAX,
-                &index.name,
-                &text(ident),
-                Some(role(c, target)),
-                None,
-                &sharded,
-            );
+            let key = text(ident);
+            let hash = index_key(&index.name, &key, role(c, target));
+            let problem = rules::index_hash_key(SYNTAX, hash, &sharded);
             keys_valid &= problem.is_none();
             report(errors, ident, problem);
         }
         if let (Some(ident), Some(target)) = (&index.range_ident, key_target(index.range)) {
-            let mut problem = rules::index_range_key(
-                SYNTAX,
-                &index.name,
-                &text(ident),
-                Some(role(c, target)),
-                None,
-                &unsharded,
-            );
+            let key = text(ident);
+            let range = index_key(&index.name, &key, role(c, target));
+            let mut problem = rules::index_range_key(SYNTAX, range, &unsharded);
             // a default transcode DynamoDB cannot key on (a transcode type's key type is only
             // known at run time, where `Schema::new` checks it)
             if problem.is_none()
@@ -324,7 +335,7 @@ fn check_indexes(c: &Container<'_>, errors: &mut Errors) {
                 && let Some(Transcode::Builtin { name, .. }) = &c.fields[i].transcode
             {
                 let keyable = transcode::builtin(name).is_some_and(|t| t.key_type().is_some());
-                problem = rules::index_range_key_type(&index.name, &text(ident), name, keyable);
+                problem = rules::index_range_key_type(&index.name, &key, name, keyable);
             }
             keys_valid &= problem.is_none();
             report(errors, ident, problem);

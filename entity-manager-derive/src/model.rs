@@ -369,10 +369,7 @@ fn resolve_key_properties<'o>(
 
 /// The entity token (as given, not empty, or the struct name in lowerCamelCase) and the tokens
 /// it comes from.
-fn entity_token(
-    attrs: &EntityAttrs,
-    options: Option<&EntityOptions>,
-) -> (String, TokenStream) {
+fn entity_token(attrs: &EntityAttrs, options: Option<&EntityOptions>) -> (String, TokenStream) {
     match options.and_then(|o| o.token.as_ref()) {
         Some(t) => (t.value.clone(), t.lit.to_token_stream()),
         None => (

@@ -215,7 +215,10 @@ fn written(int: IntExpr) -> Written<i128> {
 /// it is parsed), and the schedule they make: sorted, with the implied zero bump in front. A
 /// timestamp that is not milliseconds since the epoch is reported here; bumps whose values do
 /// not fit are left out of the schedule (an error is reported for each).
-pub(crate) fn bumps(attrs: Option<ShardBumpsAttrs>, errors: &mut Errors) -> (Vec<BumpDef>, Vec<Bump>) {
+pub(crate) fn bumps(
+    attrs: Option<ShardBumpsAttrs>,
+    errors: &mut Errors,
+) -> (Vec<BumpDef>, Vec<Bump>) {
     let mut defs = Vec::new();
     for b in attrs.map(|a| a.bumps).unwrap_or_default() {
         let (Some(timestamp), Some(char_bits), Some(chars)) = (b.timestamp, b.char_bits, b.chars)
