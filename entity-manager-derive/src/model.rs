@@ -1,6 +1,7 @@
-//! The validated model of one entity: what the emitter reads. Built from the attribute
-//! receivers; every problem goes to one accumulator, and each model item keeps the user's tokens
-//! so that errors and compile-time assertions point at them.
+//! The model of one entity: what the checks (`check.rs`) and the emitter read. Built from the
+//! attribute receivers, with every name resolved (`resolve.rs`); every problem goes to one
+//! accumulator, and each model item keeps the user's tokens so that errors and compile-time
+//! assertions point at them.
 
 use darling::FromMeta as _;
 use proc_macro2::{Span, TokenStream};

@@ -93,7 +93,7 @@ pub(crate) fn index_enum(c: &Container<'_>) -> TokenStream {
 ///         const MODEL = EntityModel { properties: &[Property::new("created", <u64 as TimestampValue>::TRANSCODER), …], … };
 ///     }
 ///     const _: () = <User as MemberOf<<User as Entity>::Table>>::MEMBER;  // at `table = Users`
-///     const _: () = assert!(!is_hash_key(__TABLE, "userId"), "…");       // at each stored name
+///     const _: () = assert!(!is_name(&__TABLE.hash_key, "userId"), "{}", "…"); // at each stored name
 ///     …
 /// };
 /// pub enum UserIndex { Created, … }
