@@ -4,8 +4,8 @@ use std::future::Future;
 
 use entity_manager::Item;
 use entity_manager::store::{
-    BatchGetError, BatchWriteError, Expect, Page, QueryPage, Store, StoreError, TableDefinition,
-    TransactWrite, WriteRequest,
+    BatchGetError, BatchWriteError, Expect, Page, QueryPage, ReturnValues, Store, StoreError,
+    TableDefinition, TransactWrite, Update, WriteRequest,
 };
 
 /// What a [`Hooked`] store does around each shard query of the store it wraps: wait, count,
@@ -76,6 +76,23 @@ impl<S: Store, H: QueryHook> Store for Hooked<S, H> {
         writes: Vec<TransactWrite>,
     ) -> impl Future<Output = Result<(), StoreError>> + Send {
         self.inner.transact_write(writes)
+    }
+
+    fn update_item(
+        &self,
+        key: &Item,
+        update: &Update,
+        expect: Expect,
+        returns: ReturnValues,
+    ) -> impl Future<Output = Result<Option<Item>, StoreError>> + Send {
+        self.inner.update_item(key, update, expect, returns)
+    }
+
+    fn transact_get(
+        &self,
+        keys: Vec<Item>,
+    ) -> impl Future<Output = Result<Vec<Option<Item>>, StoreError>> + Send {
+        self.inner.transact_get(keys)
     }
 
     fn query_page(

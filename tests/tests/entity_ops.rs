@@ -7,8 +7,8 @@ use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use entity_manager::store::{
-    BatchGetError, BatchWriteError, Expect, MemoryStore, Page, QueryPage, Store, StoreError,
-    TableDefinition, TransactWrite, WriteRequest,
+    BatchGetError, BatchWriteError, Expect, MemoryStore, Page, QueryPage, ReturnValues, Store,
+    StoreError, TableDefinition, TransactWrite, Update, WriteRequest,
 };
 use entity_manager::{Entity, EntityExt, Error, Item, Table, Transaction};
 use serde::{Deserialize, Serialize};
@@ -130,6 +130,23 @@ impl<S: Store> Store for Counting<S> {
     ) -> impl Future<Output = Result<(), StoreError>> + Send {
         self.count();
         self.inner.transact_write(writes)
+    }
+    fn update_item(
+        &self,
+        key: &Item,
+        update: &Update,
+        expect: Expect,
+        returns: ReturnValues,
+    ) -> impl Future<Output = Result<Option<Item>, StoreError>> + Send {
+        self.count();
+        self.inner.update_item(key, update, expect, returns)
+    }
+    fn transact_get(
+        &self,
+        keys: Vec<Item>,
+    ) -> impl Future<Output = Result<Vec<Option<Item>>, StoreError>> + Send {
+        self.count();
+        self.inner.transact_get(keys)
     }
     fn query_page(
         &self,

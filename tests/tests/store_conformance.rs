@@ -8,8 +8,8 @@
 mod store_support;
 
 use entity_manager::store::{
-    Comparison, Expect, Filter, MemoryStore, QueryPage, RangeCondition, Store, TransactWrite,
-    WriteRequest,
+    AttributeType, Comparison, Expect, Filter, MemoryStore, QueryPage, RangeCondition,
+    ReturnValues, Store, TransactWrite, Update, WriteRequest,
 };
 use entity_manager::{AttributeValue, Item};
 use serde_json::json;
@@ -17,6 +17,7 @@ use store_support::{TestResult, all_pages, canonical, definition, item, key, n, 
 
 /// The conformance tests, each a generic function over the store.
 mod suite {
+    pub(crate) use super::suite2::*;
     use super::*;
 
     fn ranges(items: &[Item]) -> Vec<String> {
@@ -835,6 +836,406 @@ mod suite {
     }
 }
 
+/// Updates, conditions on any attribute, size limits and transactional reads.
+mod suite2 {
+    use super::*;
+
+    fn get(item: &Item, attribute: &str) -> Option<AttributeValue> {
+        item.get(attribute).cloned()
+    }
+
+    #[allow(clippy::too_many_lines)] // one block per update action
+    pub(crate) async fn updates<S: Store>(store: &S) -> TestResult {
+        let k = key("u", "1");
+        // an update of a missing item creates it, with its key
+        let new = store
+            .update_item(
+                &k,
+                &Update::new().set("a", s("x")).add("n", n(5)),
+                Expect::Any,
+                ReturnValues::AllNew,
+            )
+            .await?
+            .ok_or("ALL_NEW returned nothing")?;
+        assert_eq!(
+            new,
+            item(json!({ "hashKey": "u", "rangeKey": "1", "a": "x", "n": 5 }))?
+        );
+        // every action
+        let update = Update::new()
+            .set_if_not_exists("a", s("ignored"))
+            .set_if_not_exists("b", s("set"))
+            .increment("n", n("2.5"))
+            .append("l", AttributeValue::L(vec![n(1), n(2)]))
+            .add("tags", AttributeValue::Ss(vec!["t1".into(), "t2".into()]))
+            .set("z", AttributeValue::Null(true));
+        let old = store
+            .update_item(&k, &update, Expect::Present, ReturnValues::UpdatedOld)
+            .await?;
+        assert_eq!(old, Some(item(json!({ "a": "x", "n": 5 }))?));
+        let update = Update::new()
+            .prepend("l", AttributeValue::L(vec![s("first")]))
+            .decrement("n", n(10))
+            .delete("tags", AttributeValue::Ss(vec!["t1".into()]))
+            .remove("z")
+            .remove("missing");
+        let updated_new = store
+            .update_item(&k, &update, Expect::Any, ReturnValues::UpdatedNew)
+            .await?
+            .ok_or("UPDATED_NEW returned nothing")?;
+        assert_eq!(get(&updated_new, "n"), Some(n("-2.5")));
+        assert_eq!(updated_new.get("z"), None);
+        let now = store.get_item(&k, None).await?.ok_or("gone")?;
+        assert_eq!(get(&now, "a"), Some(s("x")));
+        assert_eq!(get(&now, "b"), Some(s("set")));
+        assert_eq!(
+            get(&now, "l"),
+            Some(AttributeValue::L(vec![s("first"), n(1), n(2)]))
+        );
+        assert_eq!(
+            get(&now, "tags"),
+            Some(AttributeValue::Ss(vec!["t2".into()]))
+        );
+        // deleting the last element removes the set
+        store
+            .update_item(
+                &k,
+                &Update::new().delete("tags", AttributeValue::Ss(vec!["t2".into()])),
+                Expect::Any,
+                ReturnValues::None,
+            )
+            .await?;
+        let now = store.get_item(&k, None).await?.ok_or("gone")?;
+        assert_eq!(now.get("tags"), None);
+        // ALL_OLD of a missing item is nothing
+        let none = store
+            .update_item(
+                &key("u", "2"),
+                &Update::new().set("a", s("y")),
+                Expect::Any,
+                ReturnValues::AllOld,
+            )
+            .await?;
+        assert_eq!(none, None);
+        // an update moves the item into a sparse index and out of it
+        store
+            .update_item(
+                &k,
+                &Update::new().set("group", s("ug")).set("score", n(3)),
+                Expect::Any,
+                ReturnValues::None,
+            )
+            .await?;
+        let q = QueryPage::new(s("ug")).index("byScore");
+        assert_eq!(query_ranges_of(store, &q).await?, vec!["1".to_owned()]);
+        store
+            .update_item(
+                &k,
+                &Update::new().remove("score"),
+                Expect::Any,
+                ReturnValues::None,
+            )
+            .await?;
+        assert!(query_ranges_of(store, &q).await?.is_empty());
+
+        // what DynamoDB refuses
+        let mut with_string = key("u", "3");
+        with_string.insert("s".into(), s("text"));
+        store.put_item(with_string, Expect::Any).await?;
+        let bad = [
+            Update::new().set("hashKey", s("other")),
+            Update::new().set("a", s("1")).remove("a"),
+            Update::new().add("a", s("not a number")),
+            Update::new().add("s", n(1)),
+            Update::new().increment("nothing", n(1)),
+            Update::new().increment("s", n(1)),
+            Update::new().delete("a", s("x")),
+            Update::new().append("s", AttributeValue::L(vec![n(1)])),
+            Update::new()
+                .set("group", s("g"))
+                .set("score", s("not a number")),
+        ];
+        for update in bad {
+            let e = store
+                .update_item(&key("u", "3"), &update, Expect::Any, ReturnValues::None)
+                .await
+                .err()
+                .ok_or(format!("{update:?} succeeded"))?;
+            assert!(e.is_validation(), "{update:?}: {e:?}");
+        }
+        assert_eq!(
+            store.get_item(&key("u", "3"), None).await?.map(|i| i.len()),
+            Some(3),
+            "a refused update changed nothing"
+        );
+        Ok(())
+    }
+
+    async fn query_ranges_of<S: Store>(
+        store: &S,
+        q: &QueryPage,
+    ) -> Result<Vec<String>, Box<dyn std::error::Error>> {
+        let pages = all_pages(store, q).await?;
+        Ok(pages
+            .iter()
+            .flat_map(|p| p.items.iter().map(|i| text(i, "rangeKey")))
+            .collect())
+    }
+
+    #[allow(clippy::too_many_lines)] // two tables of cases
+    pub(crate) async fn conditions_on_attributes<S: Store>(store: &S) -> TestResult {
+        let it = item(
+            json!({ "hashKey": "c", "rangeKey": "1", "v": 3, "name": "ann", "tags": ["a", "b"] }),
+        )?;
+        store.put_item(it.clone(), Expect::Any).await?;
+        let holds = [
+            Filter::eq("v", n(3)),
+            Filter::compare("v", Comparison::Lt, n(4)),
+            Filter::BeginsWith {
+                attribute: "name".into(),
+                prefix: s("an"),
+            },
+            Filter::Between {
+                attribute: "v".into(),
+                low: n(1),
+                high: n(3),
+            },
+            Filter::Size {
+                attribute: "name".into(),
+                op: Comparison::Eq,
+                size: 3,
+            },
+            Filter::Size {
+                attribute: "tags".into(),
+                op: Comparison::Ge,
+                size: 2,
+            },
+            Filter::Type {
+                attribute: "tags".into(),
+                of: AttributeType::L,
+            },
+            Filter::Or(vec![Filter::eq("v", n(9)), Filter::Exists("name".into())]),
+            Filter::Not(Box::new(Filter::Exists("nope".into()))),
+            Filter::eq("hashKey", s("c")),
+        ];
+        for (i, condition) in holds.into_iter().enumerate() {
+            store
+                .update_item(
+                    &key("c", "1"),
+                    &Update::new().set("seen", n(i)),
+                    Expect::Matches(condition.clone()),
+                    ReturnValues::None,
+                )
+                .await
+                .map_err(|e| format!("{condition:?}: {e:?}"))?;
+        }
+        let fails = [
+            Filter::eq("v", n(4)),
+            Filter::Size {
+                attribute: "name".into(),
+                op: Comparison::Gt,
+                size: 3,
+            },
+            Filter::Type {
+                attribute: "v".into(),
+                of: AttributeType::S,
+            },
+            Filter::And(vec![
+                Filter::eq("v", n(3)),
+                Filter::NotExists("name".into()),
+            ]),
+        ];
+        for condition in fails {
+            let e = store
+                .put_item(it.clone(), Expect::Matches(condition.clone()))
+                .await
+                .err()
+                .ok_or(format!("{condition:?} held"))?;
+            assert!(e.is_conditional_check_failed(), "{condition:?}: {e:?}");
+            // the failure carries the current item
+            let current = e.current_item().ok_or("no current item")?;
+            assert_eq!(get(current, "v"), Some(n(3)), "{condition:?}");
+            let e = store
+                .delete_item(&key("c", "1"), Expect::Matches(condition.clone()))
+                .await
+                .err()
+                .ok_or(format!("{condition:?} held on delete"))?;
+            assert!(e.current_item().is_some(), "{e:?}");
+        }
+        // on a missing item a condition sees no attributes
+        let e = store
+            .update_item(
+                &key("c", "2"),
+                &Update::new().set("a", n(1)),
+                Expect::Matches(Filter::eq("v", n(3))),
+                ReturnValues::None,
+            )
+            .await
+            .err()
+            .ok_or("condition held on a missing item")?;
+        assert!(
+            e.is_conditional_check_failed() && e.current_item().is_none(),
+            "{e:?}"
+        );
+        store
+            .put_item(
+                key("c", "2"),
+                Expect::Matches(Filter::NotExists("v".into())),
+            )
+            .await?;
+        // a bad condition is a validation error
+        let e = store
+            .put_item(it, Expect::Matches(Filter::And(vec![])))
+            .await
+            .err()
+            .ok_or("empty AND accepted")?;
+        assert!(e.is_validation(), "{e:?}");
+        Ok(())
+    }
+
+    /// Key and item sizes at the limits: both stores give the same verdict at 2,047/2,048/2,049
+    /// and 1,023/1,024/1,025 bytes, for table keys and GSI keys, and at 400 KB.
+    pub(crate) async fn size_limits<S: Store>(store: &S) -> TestResult {
+        for (len, ok) in [(2_047, true), (2_048, true), (2_049, false)] {
+            let hash = "h".repeat(len);
+            let verdict = store.put_item(key(&hash, "r"), Expect::Any).await;
+            assert_eq!(
+                verdict.is_ok(),
+                ok,
+                "table hash key of {len} bytes: {verdict:?}"
+            );
+            if let Err(e) = verdict {
+                assert!(e.is_validation(), "{e:?}");
+            }
+            let mut it = key("h", "r");
+            it.insert("group".into(), s(&hash));
+            it.insert("score".into(), n(1));
+            let verdict = store.put_item(it, Expect::Any).await;
+            assert_eq!(
+                verdict.is_ok(),
+                ok,
+                "GSI hash key of {len} bytes: {verdict:?}"
+            );
+            // multi-byte characters count their UTF-8 bytes
+            let wide = "é".repeat(len / 2) + if len % 2 == 1 { "h" } else { "" };
+            let verdict = store.put_item(key(&wide, "r"), Expect::Any).await;
+            assert_eq!(
+                verdict.is_ok(),
+                ok,
+                "{len}-byte hash key of 2-byte characters"
+            );
+        }
+        for (len, ok) in [(1_023, true), (1_024, true), (1_025, false)] {
+            let range = "r".repeat(len);
+            let verdict = store.put_item(key("h", &range), Expect::Any).await;
+            assert_eq!(
+                verdict.is_ok(),
+                ok,
+                "table range key of {len} bytes: {verdict:?}"
+            );
+            let mut it = key("h", "r");
+            it.insert("group".into(), s("g"));
+            it.insert("name".into(), s(&range));
+            let verdict = store.put_item(it.clone(), Expect::Any).await;
+            assert_eq!(
+                verdict.is_ok(),
+                ok,
+                "GSI range key of {len} bytes: {verdict:?}"
+            );
+            // the same through an update
+            let verdict = store
+                .update_item(
+                    &key("h", "r"),
+                    &Update::new().set("group", s("g")).set("name", s(&range)),
+                    Expect::Any,
+                    ReturnValues::None,
+                )
+                .await;
+            assert_eq!(
+                verdict.is_ok(),
+                ok,
+                "GSI range key of {len} bytes by update"
+            );
+        }
+        // items: names and values count; 409,600 bytes is the most
+        for (total, ok) in [(409_599, true), (409_600, true), (409_601, false)] {
+            let mut it = key("a", "x"); // 7 + 1 + 8 + 1 bytes
+            it.insert("d".into(), s(&"z".repeat(total - 17 - 1)));
+            let verdict = store.put_item(it, Expect::Any).await;
+            assert_eq!(verdict.is_ok(), ok, "item of {total} bytes: {verdict:?}");
+        }
+        let mut numbers = key("a", "y");
+        numbers.insert("n".into(), n("-12345.678")); // 1 + 7 bytes
+        numbers.insert("d".into(), s(&"z".repeat(409_600 - 17 - 8 - 1)));
+        store.put_item(numbers.clone(), Expect::Any).await?;
+        numbers.insert("n".into(), n("-1234567.891")); // one more pair of digits
+        assert!(store.put_item(numbers, Expect::Any).await.is_err());
+        Ok(())
+    }
+
+    pub(crate) async fn transactional_updates_and_reads<S: Store>(store: &S) -> TestResult {
+        store
+            .put_item(
+                item(json!({ "hashKey": "t", "rangeKey": "1", "n": 1 }))?,
+                Expect::Any,
+            )
+            .await?;
+        store
+            .transact_write(vec![
+                TransactWrite::Update {
+                    key: key("t", "1"),
+                    update: Update::new().add("n", n(1)),
+                    expect: Expect::Matches(Filter::eq("n", n(1))),
+                },
+                TransactWrite::Put {
+                    item: key("t", "2"),
+                    expect: Expect::Absent,
+                },
+            ])
+            .await?;
+        let read = store
+            .transact_get(vec![key("t", "1"), key("t", "3"), key("t", "2")])
+            .await?;
+        assert_eq!(read.len(), 3);
+        assert_eq!(read[0].as_ref().and_then(|i| get(i, "n")), Some(n(2)));
+        assert_eq!(read[1], None);
+        assert_eq!(read[2], Some(key("t", "2")));
+        // a failed condition cancels everything and names the current item
+        let e = store
+            .transact_write(vec![
+                TransactWrite::Update {
+                    key: key("t", "1"),
+                    update: Update::new().add("n", n(1)),
+                    expect: Expect::Matches(Filter::eq("n", n(1))),
+                },
+                TransactWrite::Delete {
+                    key: key("t", "2"),
+                    expect: Expect::Any,
+                },
+            ])
+            .await
+            .err()
+            .ok_or("stale transaction committed")?;
+        assert!(e.is_transaction_canceled(), "{e:?}");
+        let reasons = e.cancellation_reasons();
+        assert!(reasons[0].is_conditional_check_failed(), "{reasons:?}");
+        assert_eq!(
+            reasons[0].item.as_ref().and_then(|i| get(i, "n")),
+            Some(n(2))
+        );
+        assert_eq!(reasons[1].code, None);
+        assert!(store.get_item(&key("t", "2"), None).await?.is_some());
+        // the same item twice is refused
+        let e = store
+            .transact_get(vec![key("t", "1"), key("t", "1")])
+            .await
+            .err()
+            .ok_or("duplicate keys read")?;
+        assert!(e.is_validation(), "{e:?}");
+        Ok(())
+    }
+}
+
 macro_rules! conformance {
     ($($name:ident),* $(,)?) => {
         /// The suite on the in-memory store.
@@ -883,6 +1284,10 @@ conformance!(
     batch_write_and_get,
     transactions,
     concurrent_writes_and_queries,
+    updates,
+    conditions_on_attributes,
+    size_limits,
+    transactional_updates_and_reads,
 );
 
 /// The memory store from several OS threads at once: no lost writes, consistent reads.

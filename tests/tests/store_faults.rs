@@ -189,6 +189,20 @@ impl Store for Faulty {
         self.inner.transact_write(writes).await
     }
 
+    async fn update_item(
+        &self,
+        key: &Item,
+        update: &store::Update,
+        expect: Expect,
+        returns: store::ReturnValues,
+    ) -> Result<Option<Item>, StoreError> {
+        self.inner.update_item(key, update, expect, returns).await
+    }
+
+    async fn transact_get(&self, keys: Vec<Item>) -> Result<Vec<Option<Item>>, StoreError> {
+        self.inner.transact_get(keys).await
+    }
+
     async fn query_page(&self, request: &QueryPage) -> Result<Page, StoreError> {
         self.inner.query_page(request).await
     }

@@ -49,6 +49,8 @@ pub struct CancellationReason {
     pub code: Option<String>,
     /// The store's message, if any.
     pub message: Option<String>,
+    /// The current item, when this operation's condition failed and the item exists.
+    pub item: Option<Item>,
 }
 
 impl CancellationReason {
@@ -56,6 +58,7 @@ impl CancellationReason {
     pub const NONE: Self = Self {
         code: None,
         message: None,
+        item: None,
     };
 
     /// A failed condition.
@@ -63,6 +66,7 @@ impl CancellationReason {
         Self {
             code: Some("ConditionalCheckFailed".to_owned()),
             message: Some("The conditional request failed".to_owned()),
+            item: None,
         }
     }
 
@@ -89,6 +93,7 @@ struct Inner {
     message: String,
     code: Option<String>,
     reasons: Vec<CancellationReason>,
+    item: Option<Item>,
     source: Option<Box<dyn StdError + Send + Sync + 'static>>,
 }
 
@@ -102,6 +107,7 @@ impl StoreError {
             message: message.into(),
             code: None,
             reasons: Vec::new(),
+            item: None,
             source: None,
         }))
     }
@@ -123,6 +129,20 @@ impl StoreError {
     pub fn with_source(mut self, source: impl StdError + Send + Sync + 'static) -> Self {
         self.0.source = Some(Box::new(source));
         self
+    }
+
+    /// Attaches the current item of a failed condition.
+    #[must_use]
+    pub fn with_item(mut self, item: Option<Item>) -> Self {
+        self.0.item = item;
+        self
+    }
+
+    /// The item as it was when a write's condition failed (`None` when there was no item, or
+    /// for other errors). Transactions carry it per operation in
+    /// [`cancellation_reasons`](Self::cancellation_reasons).
+    pub fn current_item(&self) -> Option<&Item> {
+        self.0.item.as_ref()
     }
 
     /// A canceled transaction, with one reason per operation.

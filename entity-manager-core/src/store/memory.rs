@@ -13,9 +13,10 @@ use super::batch::{BatchSender, GetBatch, RetryPolicy, get_batches, write_batche
 use super::value::{self, Scalar, check_filter, normalize};
 use super::{
     BatchGetError, BatchWriteError, CancellationReason, Expect, GlobalIndex, KeyAttribute, Page,
-    QueryPage, RangeCondition, Store, StoreError, StoreErrorKind, TableDefinition, TransactWrite,
-    WriteRequest,
+    QueryPage, RangeCondition, ReturnValues, Store, StoreError, StoreErrorKind, TableDefinition,
+    TransactWrite, Update, WriteRequest, update,
 };
+use crate::limits::{MAX_ITEM_BYTES, MAX_PARTITION_KEY_BYTES, MAX_SORT_KEY_BYTES};
 
 /// A position in an index partition: (index range key, table hash key, table range key).
 type SortKey = (Scalar, Scalar, Scalar);
@@ -41,9 +42,11 @@ const MAX_TRANSACTION: usize = 100;
 ///   strings, mistyped index keys, bad numbers, empty sets, duplicate keys in a batch chunk,
 ///   two operations on one item in a transaction, filters on key attributes, limit 0.
 ///
+/// - `DynamoDB`'s size limits: partition key values (table and GSI) up to 2,048 bytes, sort key
+///   values up to 1,024 bytes, items up to 400 KB, counted as `DynamoDB` counts them.
+///
 /// It differs from `DynamoDB` in what needs a network or a clock: pages are never cut at
-/// 1 MB, items are not limited to 400 KB, reads are always consistent, and nothing is
-/// throttled. It is safe to share between threads (a read-write lock over ordered maps) and
+/// 1 MB, reads are always consistent, and nothing is throttled. It is safe to share between threads (a read-write lock over ordered maps) and
 /// deterministic: the same calls give the same results.
 ///
 /// ```
@@ -167,7 +170,19 @@ impl MemoryStore {
                     },
                 ));
             };
-            key.push(key_scalar(v, attr, operation, None)?);
+            let scalar = key_scalar(v, attr, operation, None)?;
+            let max = if key.is_empty() {
+                MAX_PARTITION_KEY_BYTES
+            } else {
+                MAX_SORT_KEY_BYTES
+            };
+            if crate::limits::key_value_bytes(v).is_some_and(|n| n > max) {
+                return Err(validation(
+                    operation,
+                    "One or more parameter values were invalid: Hash primary key values must be under 2048 bytes, and range primary key values must be under 1024 bytes",
+                ));
+            }
+            key.push(scalar);
         }
         if exact && item.len() != 2 {
             return Err(validation(
@@ -226,8 +241,29 @@ impl MemoryStore {
             })?;
         }
         let pk = self.primary_key(&item, operation, false)?;
-        for i in 0..self.definition.indexes.len() {
+        for (i, index) in self.definition.indexes.iter().enumerate() {
             self.gsi_key(i, &item, operation)?;
+            for (attr, max) in [
+                (&index.hash_key, MAX_PARTITION_KEY_BYTES),
+                (&index.range_key, MAX_SORT_KEY_BYTES),
+            ] {
+                if item
+                    .get(&attr.name)
+                    .and_then(crate::limits::key_value_bytes)
+                    .is_some_and(|n| n > max)
+                {
+                    return Err(validation(
+                        operation,
+                        "One or more parameter values were invalid: Size limit exceeded",
+                    ));
+                }
+            }
+        }
+        if value::item_bytes(&item) > MAX_ITEM_BYTES {
+            return Err(validation(
+                operation,
+                "Item size has exceeded the maximum allowed size",
+            ));
         }
         Ok((pk, item))
     }
@@ -282,7 +318,8 @@ impl MemoryStore {
         state.items.insert(pk, item);
     }
 
-    fn put_sync(&self, item: Item, expect: Expect) -> Result<(), StoreError> {
+    fn put_sync(&self, item: Item, expect: &Expect) -> Result<(), StoreError> {
+        check_condition(expect, "PutItem")?;
         let (pk, item) = self.prepare(item, "PutItem")?;
         let mut state = self.write();
         check_expect(&state, &pk, expect, "PutItem")?;
@@ -301,12 +338,72 @@ impl MemoryStore {
         Ok(state.items.get(&pk).map(|item| project(item, projection)))
     }
 
-    fn delete_sync(&self, key: &Item, expect: Expect) -> Result<(), StoreError> {
+    fn delete_sync(&self, key: &Item, expect: &Expect) -> Result<(), StoreError> {
+        check_condition(expect, "DeleteItem")?;
         let pk = self.prepare_key(key, "DeleteItem")?;
         let mut state = self.write();
         check_expect(&state, &pk, expect, "DeleteItem")?;
         self.unindex(&mut state, &pk);
         Ok(())
+    }
+
+    /// The item an update makes of the current one (or of the key alone), validated as a put.
+    fn updated(
+        &self,
+        old: Option<&Item>,
+        key: &Item,
+        actions: &[super::UpdateAction],
+        operation: &'static str,
+    ) -> Result<(PrimaryKey, Item), StoreError> {
+        let mut item = old.cloned().unwrap_or_else(|| key.clone());
+        update::apply(&mut item, actions).map_err(|m| validation(operation, m))?;
+        self.prepare(item, operation)
+    }
+
+    fn update_sync(
+        &self,
+        key: &Item,
+        update: &Update,
+        expect: &Expect,
+        returns: ReturnValues,
+    ) -> Result<Option<Item>, StoreError> {
+        const OP: &str = "UpdateItem";
+        check_condition(expect, OP)?;
+        let pk = self.prepare_key(key, OP)?;
+        let actions = update::check(update, &self.definition).map_err(|m| validation(OP, m))?;
+        let mut state = self.write();
+        check_expect(&state, &pk, expect, OP)?;
+        let old = state.items.get(&pk).cloned();
+        let (_, new) = self.updated(old.as_ref(), key, &actions, OP)?;
+        let out = update::returned(returns, &actions, old.as_ref(), &new);
+        self.insert(&mut state, pk, new);
+        Ok(out)
+    }
+
+    fn transact_get_sync(&self, keys: &[Item]) -> Result<Vec<Option<Item>>, StoreError> {
+        const OP: &str = "TransactGetItems";
+        if keys.is_empty() || keys.len() > MAX_TRANSACTION {
+            return Err(validation(
+                OP,
+                format!(
+                    "a transaction reads 1 to {MAX_TRANSACTION} items, not {}",
+                    keys.len()
+                ),
+            ));
+        }
+        let mut pks = Vec::with_capacity(keys.len());
+        for key in keys {
+            let pk = self.prepare_key(key, OP)?;
+            if pks.contains(&pk) {
+                return Err(validation(
+                    OP,
+                    "Transaction request cannot include multiple operations on one item",
+                ));
+            }
+            pks.push(pk);
+        }
+        let state = self.read();
+        Ok(pks.iter().map(|pk| state.items.get(pk).cloned()).collect())
     }
 
     fn write_chunk(&self, batch: Vec<WriteRequest>) -> Result<(), StoreError> {
@@ -391,13 +488,26 @@ impl MemoryStore {
             let (pk, expect, item) = match write {
                 TransactWrite::Put { item, expect } => {
                     let (pk, item) = self.prepare(item, OP)?;
-                    (pk, expect, Some(Some(item)))
+                    (pk, expect, Op::Put(item))
                 }
                 TransactWrite::Delete { key, expect } => {
-                    (self.prepare_key(&key, OP)?, expect, Some(None))
+                    (self.prepare_key(&key, OP)?, expect, Op::Delete)
                 }
-                TransactWrite::Check { key, expect } => (self.prepare_key(&key, OP)?, expect, None),
+                TransactWrite::Update {
+                    key,
+                    update,
+                    expect,
+                } => {
+                    let pk = self.prepare_key(&key, OP)?;
+                    let actions =
+                        update::check(&update, &self.definition).map_err(|m| validation(OP, m))?;
+                    (pk, expect, Op::Update(key, actions))
+                }
+                TransactWrite::Check { key, expect } => {
+                    (self.prepare_key(&key, OP)?, expect, Op::Check)
+                }
             };
+            check_condition(&expect, OP)?;
             if !seen.insert(pk.clone()) {
                 return Err(validation(
                     OP,
@@ -410,10 +520,13 @@ impl MemoryStore {
         let reasons: Vec<CancellationReason> = ops
             .iter()
             .map(|(pk, expect, _)| {
-                if holds(&state, pk, *expect) {
+                if holds(&state, pk, expect) {
                     CancellationReason::NONE
                 } else {
-                    CancellationReason::conditional_check_failed()
+                    CancellationReason {
+                        item: state.items.get(pk).cloned(),
+                        ..CancellationReason::conditional_check_failed()
+                    }
                 }
             })
             .collect();
@@ -421,11 +534,22 @@ impl MemoryStore {
             return Err(StoreError::transaction_canceled(OP, reasons)
                 .with_code("TransactionCanceledException"));
         }
-        for (pk, _, write) in ops {
-            match write {
-                Some(Some(item)) => self.insert(&mut state, pk, item),
-                Some(None) => self.unindex(&mut state, &pk),
-                None => {}
+        // every update is computed before anything is written: all or nothing
+        let mut writes = Vec::with_capacity(ops.len());
+        for (pk, _, op) in ops {
+            writes.push(match op {
+                Op::Update(key, actions) => {
+                    let (_, item) = self.updated(state.items.get(&pk), &key, &actions, OP)?;
+                    (pk, Op::Put(item))
+                }
+                op => (pk, op),
+            });
+        }
+        for (pk, op) in writes {
+            match op {
+                Op::Put(item) => self.insert(&mut state, pk, item),
+                Op::Delete => self.unindex(&mut state, &pk),
+                Op::Update(..) | Op::Check => {}
             }
         }
         Ok(())
@@ -702,18 +826,43 @@ fn key_scalar(
     Ok(s)
 }
 
-fn holds(state: &State, pk: &PrimaryKey, expect: Expect) -> bool {
+/// One write of a transaction, once validated.
+enum Op {
+    Put(Item),
+    Delete,
+    Update(Item, Vec<super::UpdateAction>),
+    Check,
+}
+
+fn holds(state: &State, pk: &PrimaryKey, expect: &Expect) -> bool {
     match expect {
         Expect::Any => true,
         Expect::Absent => !state.items.contains_key(pk),
         Expect::Present => state.items.contains_key(pk),
+        Expect::Matches(filter) => match state.items.get(pk) {
+            Some(item) => value::matches(filter, item),
+            None => value::matches(filter, &Item::default()),
+        },
+    }
+}
+
+/// Validates a condition expression as `DynamoDB` does before running the request.
+fn check_condition(expect: &Expect, operation: &'static str) -> Result<(), StoreError> {
+    match expect {
+        Expect::Matches(filter) => check_filter(filter, &[]).map_err(|m| {
+            validation(
+                operation,
+                m.replace("FilterExpression", "ConditionExpression"),
+            )
+        }),
+        _ => Ok(()),
     }
 }
 
 fn check_expect(
     state: &State,
     pk: &PrimaryKey,
-    expect: Expect,
+    expect: &Expect,
     operation: &'static str,
 ) -> Result<(), StoreError> {
     if holds(state, pk, expect) {
@@ -724,7 +873,8 @@ fn check_expect(
             operation,
             "The conditional request failed",
         )
-        .with_code("ConditionalCheckFailedException"))
+        .with_code("ConditionalCheckFailedException")
+        .with_item(state.items.get(pk).cloned()))
     }
 }
 
@@ -895,7 +1045,7 @@ impl Store for MemoryStore {
     }
 
     async fn put_item(&self, item: Item, expect: Expect) -> Result<(), StoreError> {
-        self.put_sync(item, expect)
+        self.put_sync(item, &expect)
     }
 
     async fn get_item(
@@ -907,7 +1057,21 @@ impl Store for MemoryStore {
     }
 
     async fn delete_item(&self, key: &Item, expect: Expect) -> Result<(), StoreError> {
-        self.delete_sync(key, expect)
+        self.delete_sync(key, &expect)
+    }
+
+    async fn update_item(
+        &self,
+        key: &Item,
+        update: &Update,
+        expect: Expect,
+        returns: ReturnValues,
+    ) -> Result<Option<Item>, StoreError> {
+        self.update_sync(key, update, &expect, returns)
+    }
+
+    async fn transact_get(&self, keys: Vec<Item>) -> Result<Vec<Option<Item>>, StoreError> {
+        self.transact_get_sync(&keys)
     }
 
     async fn batch_write(&self, writes: Vec<WriteRequest>) -> Result<(), BatchWriteError> {

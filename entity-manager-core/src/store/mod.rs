@@ -60,6 +60,7 @@ mod dynamo;
 mod error;
 mod memory;
 mod table;
+mod update;
 pub(crate) mod value;
 
 pub use crate::model::Projection;
@@ -182,6 +183,82 @@ pub enum Filter {
     Or(Vec<Filter>),
     /// The operand does not hold.
     Not(Box<Filter>),
+    /// `size(attribute) <op> size`: the UTF-8 length of a string, the length of a binary, the
+    /// number of elements of a set, list or map (false for other types and missing attributes).
+    Size {
+        /// The attribute.
+        attribute: String,
+        /// The operator.
+        op: Comparison,
+        /// The size compared with.
+        size: u64,
+    },
+    /// `attribute_type(attribute, type)`
+    Type {
+        /// The attribute.
+        attribute: String,
+        /// The type it must have.
+        of: AttributeType,
+    },
+}
+
+/// The type of a stored attribute, as `attribute_type` names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum AttributeType {
+    /// A string (`S`).
+    S,
+    /// A number (`N`).
+    N,
+    /// A binary (`B`).
+    B,
+    /// A boolean (`BOOL`).
+    Bool,
+    /// A null (`NULL`).
+    Null,
+    /// A list (`L`).
+    L,
+    /// A map (`M`).
+    M,
+    /// A string set (`SS`).
+    Ss,
+    /// A number set (`NS`).
+    Ns,
+    /// A binary set (`BS`).
+    Bs,
+}
+
+impl AttributeType {
+    /// The type as `DynamoDB` writes it (`S`, `BOOL`, `SS`…).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::S => "S",
+            Self::N => "N",
+            Self::B => "B",
+            Self::Bool => "BOOL",
+            Self::Null => "NULL",
+            Self::L => "L",
+            Self::M => "M",
+            Self::Ss => "SS",
+            Self::Ns => "NS",
+            Self::Bs => "BS",
+        }
+    }
+
+    /// The type of a value.
+    pub const fn of(value: &AttributeValue) -> Self {
+        match value {
+            AttributeValue::S(_) => Self::S,
+            AttributeValue::N(_) => Self::N,
+            AttributeValue::B(_) => Self::B,
+            AttributeValue::Bool(_) => Self::Bool,
+            AttributeValue::Null(_) => Self::Null,
+            AttributeValue::L(_) => Self::L,
+            AttributeValue::M(_) => Self::M,
+            AttributeValue::Ss(_) => Self::Ss,
+            AttributeValue::Ns(_) => Self::Ns,
+            AttributeValue::Bs(_) => Self::Bs,
+        }
+    }
 }
 
 impl Filter {
@@ -214,7 +291,9 @@ impl Filter {
             | Self::Contains { attribute, .. }
             | Self::In { attribute, .. }
             | Self::Exists(attribute)
-            | Self::NotExists(attribute) => out.push(attribute),
+            | Self::NotExists(attribute)
+            | Self::Size { attribute, .. }
+            | Self::Type { attribute, .. } => out.push(attribute),
             Self::And(fs) | Self::Or(fs) => fs.iter().for_each(|f| f.collect_attributes(out)),
             Self::Not(f) => f.collect_attributes(out),
         }
@@ -327,7 +406,11 @@ pub struct Page {
 }
 
 /// What must hold of an item's current state for a write to proceed.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+///
+/// When it does not hold, the write fails with [`StoreError::is_conditional_check_failed`] and
+/// the error carries the current item ([`StoreError::current_item`]), as `DynamoDB` returns it
+/// with `ReturnValuesOnConditionCheckFailure = ALL_OLD`.
+#[derive(Clone, Debug, Default, PartialEq)]
 pub enum Expect {
     /// Nothing: write unconditionally.
     #[default]
@@ -336,6 +419,156 @@ pub enum Expect {
     Absent,
     /// An item with this key exists (`attribute_exists` of the hash key).
     Present,
+    /// The condition holds for the current item (a missing item has no attributes: only
+    /// `attribute_not_exists`, `<>` and their negations can hold for it). The condition may
+    /// name any attribute, the keys included.
+    Matches(Filter),
+}
+
+/// One action of an [`Update`]: what happens to one top-level attribute.
+#[derive(Clone, Debug, PartialEq)]
+pub enum UpdateAction {
+    /// `SET attribute = value`
+    Set(String, AttributeValue),
+    /// `SET attribute = if_not_exists(attribute, value)`
+    SetIfNotExists(String, AttributeValue),
+    /// `SET attribute = attribute + number` (the attribute must exist and be a number)
+    Increment(String, AttributeValue),
+    /// `SET attribute = attribute - number` (the attribute must exist and be a number)
+    Decrement(String, AttributeValue),
+    /// `SET attribute = list_append(if_not_exists(attribute, []), list)`: appends the list's
+    /// elements (to an empty list when the attribute is missing).
+    Append(String, AttributeValue),
+    /// `SET attribute = list_append(list, if_not_exists(attribute, []))`: prepends them.
+    Prepend(String, AttributeValue),
+    /// `REMOVE attribute`
+    Remove(String),
+    /// `ADD attribute value`: adds a number to a number, or the elements of a set to a set
+    /// (the value itself when the attribute is missing).
+    Add(String, AttributeValue),
+    /// `DELETE attribute set`: removes the elements of a set from a set (the attribute goes
+    /// when nothing is left).
+    Delete(String, AttributeValue),
+}
+
+impl UpdateAction {
+    /// The attribute this action changes.
+    pub fn attribute(&self) -> &str {
+        match self {
+            Self::Set(a, _)
+            | Self::SetIfNotExists(a, _)
+            | Self::Increment(a, _)
+            | Self::Decrement(a, _)
+            | Self::Append(a, _)
+            | Self::Prepend(a, _)
+            | Self::Remove(a)
+            | Self::Add(a, _)
+            | Self::Delete(a, _) => a,
+        }
+    }
+}
+
+/// A structured `UpdateItem` expression over top-level attributes: `SET`, `REMOVE`, `ADD` and
+/// `DELETE` actions, each on a distinct attribute that is not a table key.
+///
+/// ```
+/// use entity_manager_core::AttributeValue;
+/// use entity_manager_core::store::Update;
+///
+/// let update = Update::new()
+///     .set("name", AttributeValue::S("Ann".into()))
+///     .remove("phone")
+///     .add("logins", AttributeValue::N("1".into()));
+/// assert_eq!(update.actions().len(), 3);
+/// ```
+#[derive(Clone, Debug, Default, PartialEq)]
+#[must_use]
+pub struct Update {
+    actions: Vec<UpdateAction>,
+}
+
+impl Update {
+    /// An update with no action.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds an action.
+    pub fn action(mut self, action: UpdateAction) -> Self {
+        self.actions.push(action);
+        self
+    }
+
+    /// `SET attribute = value`.
+    pub fn set(self, attribute: impl Into<String>, value: AttributeValue) -> Self {
+        self.action(UpdateAction::Set(attribute.into(), value))
+    }
+
+    /// `SET attribute = if_not_exists(attribute, value)`.
+    pub fn set_if_not_exists(self, attribute: impl Into<String>, value: AttributeValue) -> Self {
+        self.action(UpdateAction::SetIfNotExists(attribute.into(), value))
+    }
+
+    /// `SET attribute = attribute + number`.
+    pub fn increment(self, attribute: impl Into<String>, number: AttributeValue) -> Self {
+        self.action(UpdateAction::Increment(attribute.into(), number))
+    }
+
+    /// `SET attribute = attribute - number`.
+    pub fn decrement(self, attribute: impl Into<String>, number: AttributeValue) -> Self {
+        self.action(UpdateAction::Decrement(attribute.into(), number))
+    }
+
+    /// Appends a list's elements (`list_append`; to an empty list when missing).
+    pub fn append(self, attribute: impl Into<String>, list: AttributeValue) -> Self {
+        self.action(UpdateAction::Append(attribute.into(), list))
+    }
+
+    /// Prepends a list's elements.
+    pub fn prepend(self, attribute: impl Into<String>, list: AttributeValue) -> Self {
+        self.action(UpdateAction::Prepend(attribute.into(), list))
+    }
+
+    /// `REMOVE attribute`.
+    pub fn remove(self, attribute: impl Into<String>) -> Self {
+        self.action(UpdateAction::Remove(attribute.into()))
+    }
+
+    /// `ADD attribute value`.
+    pub fn add(self, attribute: impl Into<String>, value: AttributeValue) -> Self {
+        self.action(UpdateAction::Add(attribute.into(), value))
+    }
+
+    /// `DELETE attribute set`.
+    pub fn delete(self, attribute: impl Into<String>, set: AttributeValue) -> Self {
+        self.action(UpdateAction::Delete(attribute.into(), set))
+    }
+
+    /// The actions, in the order they were added.
+    pub fn actions(&self) -> &[UpdateAction] {
+        &self.actions
+    }
+
+    /// Whether the update has no action.
+    pub fn is_empty(&self) -> bool {
+        self.actions.is_empty()
+    }
+}
+
+/// Which attributes an update returns.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum ReturnValues {
+    /// Nothing.
+    #[default]
+    None,
+    /// The whole item as it was before (nothing if there was none).
+    AllOld,
+    /// The whole item as it is after.
+    AllNew,
+    /// The attributes the update changed, as they were before.
+    UpdatedOld,
+    /// The attributes the update changed, as they are after.
+    UpdatedNew,
 }
 
 /// One request of a batch write.
@@ -361,6 +594,15 @@ pub enum TransactWrite {
     Delete {
         /// The key (the table's hash and range key attributes).
         key: Item,
+        /// The condition on the current item.
+        expect: Expect,
+    },
+    /// Update the item with this key (creating it when missing) if `expect` holds.
+    Update {
+        /// The key.
+        key: Item,
+        /// The actions.
+        update: Update,
         /// The condition on the current item.
         expect: Expect,
     },
@@ -430,6 +672,26 @@ pub trait Store: Send + Sync {
         &self,
         writes: Vec<TransactWrite>,
     ) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// Updates the item with this key if `expect` holds, creating it (with its key and the
+    /// set attributes) when it is missing, like `UpdateItem`. Returns what `returns` asks for
+    /// (`None` for [`ReturnValues::None`], and for [`ReturnValues::AllOld`] when there was no
+    /// item). The updated item obeys the same rules as a put: key types, index key types,
+    /// key and item sizes.
+    fn update_item(
+        &self,
+        key: &Item,
+        update: &Update,
+        expect: Expect,
+        returns: ReturnValues,
+    ) -> impl Future<Output = Result<Option<Item>, StoreError>> + Send;
+
+    /// Reads up to 100 distinct items by key in one consistent snapshot; the result has one
+    /// entry per key, in order (`None` for a missing item).
+    fn transact_get(
+        &self,
+        keys: Vec<Item>,
+    ) -> impl Future<Output = Result<Vec<Option<Item>>, StoreError>> + Send;
 
     /// Queries one page of one partition of the table or of a GSI.
     fn query_page(

@@ -6,7 +6,7 @@ use aws_sdk_dynamodb::types::AttributeValue as AwsValue;
 use serde_dynamo::AttributeValue;
 
 use super::convert::value_to_aws;
-use crate::store::{Filter, RangeCondition, StoreError};
+use crate::store::{Filter, RangeCondition, StoreError, Update, UpdateAction};
 
 /// Collects the placeholders of one request's expressions.
 #[derive(Debug, Default)]
@@ -133,7 +133,66 @@ impl Expr {
                 parts.join(joiner)
             }
             Filter::Not(f) => format!("NOT ({})", self.filter(f)?),
+            Filter::Size {
+                attribute,
+                op,
+                size,
+            } => format!(
+                "size({}) {} {}",
+                self.name(attribute),
+                op.as_str(),
+                self.value(&AttributeValue::N(size.to_string()))
+            ),
+            Filter::Type { attribute, of } => format!(
+                "attribute_type({}, {})",
+                self.name(attribute),
+                self.value(&AttributeValue::S(of.as_str().to_owned()))
+            ),
         })
+    }
+
+    /// An update expression (`SET … REMOVE … ADD … DELETE …`); `None` for no action.
+    pub(super) fn update(&mut self, update: &Update) -> Option<String> {
+        let (mut set, mut remove, mut add, mut delete) = (vec![], vec![], vec![], vec![]);
+        for action in update.actions() {
+            let name = self.name(action.attribute());
+            match action {
+                UpdateAction::Set(_, v) => set.push(format!("{name} = {}", self.value(v))),
+                UpdateAction::SetIfNotExists(_, v) => {
+                    set.push(format!("{name} = if_not_exists({name}, {})", self.value(v)));
+                }
+                UpdateAction::Increment(_, v) => {
+                    set.push(format!("{name} = {name} + {}", self.value(v)));
+                }
+                UpdateAction::Decrement(_, v) => {
+                    set.push(format!("{name} = {name} - {}", self.value(v)));
+                }
+                UpdateAction::Append(_, v) | UpdateAction::Prepend(_, v) => {
+                    let list = self.value(v);
+                    let empty = self.value(&AttributeValue::L(Vec::new()));
+                    let current = format!("if_not_exists({name}, {empty})");
+                    set.push(if matches!(action, UpdateAction::Append(..)) {
+                        format!("{name} = list_append({current}, {list})")
+                    } else {
+                        format!("{name} = list_append({list}, {current})")
+                    });
+                }
+                UpdateAction::Remove(_) => remove.push(name),
+                UpdateAction::Add(_, v) => add.push(format!("{name} {}", self.value(v))),
+                UpdateAction::Delete(_, v) => delete.push(format!("{name} {}", self.value(v))),
+            }
+        }
+        let clauses: Vec<String> = [
+            ("SET", set),
+            ("REMOVE", remove),
+            ("ADD", add),
+            ("DELETE", delete),
+        ]
+        .into_iter()
+        .filter(|(_, parts)| !parts.is_empty())
+        .map(|(keyword, parts)| format!("{keyword} {}", parts.join(", ")))
+        .collect();
+        (!clauses.is_empty()).then(|| clauses.join(" "))
     }
 
     /// A projection expression.

@@ -8,11 +8,15 @@ use std::time::{Duration, Instant};
 
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::config::AsyncSleep;
+use aws_sdk_dynamodb::operation::delete_item::DeleteItemError;
+use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
+use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{
-    self as aws, AttributeDefinition, BillingMode, ConditionCheck, Delete, DeleteRequest,
+    self as aws, AttributeDefinition, BillingMode, ConditionCheck, Delete, DeleteRequest, Get,
     GlobalSecondaryIndex, IndexStatus, KeySchemaElement, KeysAndAttributes, ProjectionType,
-    ProvisionedThroughput, Put, PutRequest, ScalarAttributeType, TableStatus, TransactWriteItem,
+    ProvisionedThroughput, Put, PutRequest, ReturnValue, ReturnValuesOnConditionCheckFailure,
+    ScalarAttributeType, TableStatus, TransactGetItem, TransactWriteItem,
 };
 use serde_dynamo::Item;
 
@@ -22,7 +26,8 @@ use super::batch::{BatchSender, GetBatch, RetryPolicy, get_batches, write_batche
 use super::memory::check_transaction_shape;
 use super::{
     BatchGetError, BatchWriteError, Billing, CancellationReason, Expect, KeyType, Page, QueryPage,
-    Store, StoreError, StoreErrorKind, TableDefinition, TransactWrite, WriteRequest,
+    ReturnValues, Store, StoreError, StoreErrorKind, TableDefinition, TransactWrite, Update,
+    WriteRequest,
 };
 
 /// A `DynamoDB` table, through a client you configure.
@@ -286,14 +291,16 @@ impl DynamoStore {
         }
     }
 
-    /// `attribute_not_exists(#hk)` / `attribute_exists(#hk)` for an expectation.
-    fn condition(&self, expect: Expect, expr: &mut Expr) -> Option<String> {
+    /// `attribute_not_exists(#hk)` / `attribute_exists(#hk)` / the condition expression of an
+    /// expectation.
+    fn condition(&self, expect: &Expect, expr: &mut Expr) -> Result<Option<String>, StoreError> {
         let name = &self.definition.hash_key.name;
-        match expect {
+        Ok(match expect {
             Expect::Any => None,
             Expect::Absent => Some(format!("attribute_not_exists({})", expr.name(name))),
             Expect::Present => Some(format!("attribute_exists({})", expr.name(name))),
-        }
+            Expect::Matches(filter) => Some(expr.filter(filter)?),
+        })
     }
 
     fn projection_parts(projection: Option<&[String]>) -> (Option<String>, Expr) {
@@ -304,17 +311,95 @@ impl DynamoStore {
 
     async fn put(&self, item: Item, expect: Expect) -> Result<(), StoreError> {
         let mut expr = Expr::default();
-        let condition = self.condition(expect, &mut expr);
+        let condition = self.condition(&expect, &mut expr)?;
         self.client
             .put_item()
             .table_name(&self.table_name)
             .set_item(Some(to_aws(item)))
             .set_condition_expression(condition)
             .set_expression_attribute_names(expr.names())
+            .set_expression_attribute_values(expr.values())
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
             .send()
             .await
-            .map_err(|e| sdk_error("PutItem", e))?;
+            .map_err(|e| {
+                let item = match e.as_service_error() {
+                    Some(PutItemError::ConditionalCheckFailedException(c)) => c.item.clone(),
+                    _ => None,
+                };
+                with_current(sdk_error("PutItem", e), item)
+            })?;
         Ok(())
+    }
+
+    async fn update(
+        &self,
+        key: &Item,
+        update: &Update,
+        expect: Expect,
+        returns: ReturnValues,
+    ) -> Result<Option<Item>, StoreError> {
+        const OP: &str = "UpdateItem";
+        let mut expr = Expr::default();
+        let expression = expr.update(update);
+        let condition = self.condition(&expect, &mut expr)?;
+        let out = self
+            .client
+            .update_item()
+            .table_name(&self.table_name)
+            .set_key(Some(to_aws(key.clone())))
+            .set_update_expression(expression)
+            .set_condition_expression(condition)
+            .set_expression_attribute_names(expr.names())
+            .set_expression_attribute_values(expr.values())
+            .return_values(match returns {
+                ReturnValues::None => ReturnValue::None,
+                ReturnValues::AllOld => ReturnValue::AllOld,
+                ReturnValues::AllNew => ReturnValue::AllNew,
+                ReturnValues::UpdatedOld => ReturnValue::UpdatedOld,
+                ReturnValues::UpdatedNew => ReturnValue::UpdatedNew,
+            })
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .send()
+            .await
+            .map_err(|e| {
+                let item = match e.as_service_error() {
+                    Some(UpdateItemError::ConditionalCheckFailedException(c)) => c.item.clone(),
+                    _ => None,
+                };
+                with_current(sdk_error(OP, e), item)
+            })?;
+        out.attributes
+            .filter(|a| !a.is_empty())
+            .map(|a| from_aws(a, OP))
+            .transpose()
+    }
+
+    async fn transact_read(&self, keys: Vec<Item>) -> Result<Vec<Option<Item>>, StoreError> {
+        const OP: &str = "TransactGetItems";
+        let gets = keys
+            .into_iter()
+            .map(|key| {
+                Get::builder()
+                    .table_name(&self.table_name)
+                    .set_key(Some(to_aws(key)))
+                    .build()
+                    .map(|get| TransactGetItem::builder().get(get).build())
+                    .map_err(|e| build_error(OP, e))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let out = self
+            .client
+            .transact_get_items()
+            .set_transact_items(Some(gets))
+            .send()
+            .await
+            .map_err(|e| sdk_error(OP, e))?;
+        out.responses
+            .unwrap_or_default()
+            .into_iter()
+            .map(|r| r.item.map(|i| from_aws(i, OP)).transpose())
+            .collect()
     }
 
     async fn get(
@@ -339,19 +424,28 @@ impl DynamoStore {
 
     async fn delete(&self, key: &Item, expect: Expect) -> Result<(), StoreError> {
         let mut expr = Expr::default();
-        let condition = self.condition(expect, &mut expr);
+        let condition = self.condition(&expect, &mut expr)?;
         self.client
             .delete_item()
             .table_name(&self.table_name)
             .set_key(Some(to_aws(key.clone())))
             .set_condition_expression(condition)
             .set_expression_attribute_names(expr.names())
+            .set_expression_attribute_values(expr.values())
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
             .send()
             .await
-            .map_err(|e| sdk_error("DeleteItem", e))?;
+            .map_err(|e| {
+                let item = match e.as_service_error() {
+                    Some(DeleteItemError::ConditionalCheckFailedException(c)) => c.item.clone(),
+                    _ => None,
+                };
+                with_current(sdk_error("DeleteItem", e), item)
+            })?;
         Ok(())
     }
 
+    #[allow(clippy::too_many_lines)] // one builder per kind of operation
     async fn transact(&self, writes: Vec<TransactWrite>) -> Result<(), StoreError> {
         const OP: &str = "TransactWriteItems";
         check_transaction_shape(&writes)?;
@@ -360,37 +454,63 @@ impl DynamoStore {
             let mut expr = Expr::default();
             let item = match write {
                 TransactWrite::Put { item, expect } => {
-                    let condition = self.condition(expect, &mut expr);
+                    let condition = self.condition(&expect, &mut expr)?;
                     TransactWriteItem::builder().put(
                         Put::builder()
                             .table_name(&self.table_name)
                             .set_item(Some(to_aws(item)))
                             .set_condition_expression(condition)
                             .set_expression_attribute_names(expr.names())
+                            .set_expression_attribute_values(expr.values())
+                            .return_values_on_condition_check_failure(ALL_OLD)
                             .build()
                             .map_err(|e| build_error(OP, e))?,
                     )
                 }
                 TransactWrite::Delete { key, expect } => {
-                    let condition = self.condition(expect, &mut expr);
+                    let condition = self.condition(&expect, &mut expr)?;
                     TransactWriteItem::builder().delete(
                         Delete::builder()
                             .table_name(&self.table_name)
                             .set_key(Some(to_aws(key)))
                             .set_condition_expression(condition)
                             .set_expression_attribute_names(expr.names())
+                            .set_expression_attribute_values(expr.values())
+                            .return_values_on_condition_check_failure(ALL_OLD)
+                            .build()
+                            .map_err(|e| build_error(OP, e))?,
+                    )
+                }
+                TransactWrite::Update {
+                    key,
+                    update,
+                    expect,
+                } => {
+                    let expression = expr.update(&update);
+                    let condition = self.condition(&expect, &mut expr)?;
+                    TransactWriteItem::builder().update(
+                        aws::Update::builder()
+                            .table_name(&self.table_name)
+                            .set_key(Some(to_aws(key)))
+                            .set_update_expression(expression)
+                            .set_condition_expression(condition)
+                            .set_expression_attribute_names(expr.names())
+                            .set_expression_attribute_values(expr.values())
+                            .return_values_on_condition_check_failure(ALL_OLD)
                             .build()
                             .map_err(|e| build_error(OP, e))?,
                     )
                 }
                 TransactWrite::Check { key, expect } => {
-                    let condition = self.condition(expect, &mut expr);
+                    let condition = self.condition(&expect, &mut expr)?;
                     TransactWriteItem::builder().condition_check(
                         ConditionCheck::builder()
                             .table_name(&self.table_name)
                             .set_key(Some(to_aws(key)))
                             .set_condition_expression(condition)
                             .set_expression_attribute_names(expr.names())
+                            .set_expression_attribute_values(expr.values())
+                            .return_values_on_condition_check_failure(ALL_OLD)
                             .build()
                             .map_err(|e| build_error(OP, e))?,
                     )
@@ -416,6 +536,11 @@ impl DynamoStore {
                         .map(|r| CancellationReason {
                             code: r.code().filter(|c| *c != "None").map(str::to_owned),
                             message: r.message().map(str::to_owned),
+                            item: r
+                                .item
+                                .clone()
+                                .and_then(|i| from_aws(i, OP).ok())
+                                .filter(|i| !i.is_empty()),
                         })
                         .collect();
                     return Err(StoreError::transaction_canceled(OP, reasons)
@@ -492,6 +617,19 @@ impl DynamoStore {
                 .transpose()?,
         })
     }
+}
+
+const ALL_OLD: ReturnValuesOnConditionCheckFailure = ReturnValuesOnConditionCheckFailure::AllOld;
+
+/// Attaches the current item a failed condition returned.
+fn with_current(
+    error: StoreError,
+    item: Option<std::collections::HashMap<String, aws::AttributeValue>>,
+) -> StoreError {
+    let item = item
+        .filter(|i| !i.is_empty())
+        .and_then(|i| from_aws(i, error.operation()).ok());
+    error.with_item(item)
 }
 
 fn scalar_type(key_type: KeyType) -> ScalarAttributeType {
@@ -650,6 +788,23 @@ impl Store for DynamoStore {
         writes: Vec<TransactWrite>,
     ) -> impl Future<Output = Result<(), StoreError>> + Send {
         self.transact(writes)
+    }
+
+    fn update_item(
+        &self,
+        key: &Item,
+        update: &Update,
+        expect: Expect,
+        returns: ReturnValues,
+    ) -> impl Future<Output = Result<Option<Item>, StoreError>> + Send {
+        self.update(key, update, expect, returns)
+    }
+
+    fn transact_get(
+        &self,
+        keys: Vec<Item>,
+    ) -> impl Future<Output = Result<Vec<Option<Item>>, StoreError>> + Send {
+        self.transact_read(keys)
     }
 
     fn query_page(
