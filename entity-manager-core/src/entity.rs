@@ -217,6 +217,82 @@ pub trait EntityExt: Entity {
         crate::ops::put(store, self)
     }
 
+    /// Updates the record whose unique property is `id` by a closure over the typed record,
+    /// and returns the updated record (`None` if there is none).
+    ///
+    /// The record is read (every candidate key in one round trip), changed by `change`, and
+    /// written back with one `UpdateItem` that sets what changed and removes what went: every
+    /// generated property and index key whose components changed is rewritten in the same
+    /// write, and one whose component became `None` is removed, so the record leaves that
+    /// sparse index. The stored item then equals [`to_item`](Self::to_item) of the returned
+    /// record.
+    ///
+    /// The write is conditioned on the record being as it was read, so a concurrent change is
+    /// never overwritten: the record is read again and `change` runs again (it may run more
+    /// than once), up to 8 times, then [`Error::Conflict`]. A change of the unique or the
+    /// timestamp property (they decide the primary key) is [`Error::PrimaryKeyChange`]; use
+    /// [`move_record`](Self::move_record).
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # use entity_manager_core::{Entity, EntityExt, EntityModel, NoIndex, Property, Table, TableModel, transcode};
+    /// # use entity_manager_core::store::{MemoryStore, TableDefinition};
+    /// # use std::borrow::Cow;
+    /// # struct Users;
+    /// # impl Table for Users {
+    /// #     const MODEL: TableModel = TableModel::DEFAULT;
+    /// #     fn model() -> &'static TableModel { static M: TableModel = Users::MODEL; &M }
+    /// #     fn entities() -> Vec<&'static EntityModel> { vec![User::model()] }
+    /// # }
+    /// # #[derive(serde::Serialize, serde::Deserialize, Debug, PartialEq)]
+    /// # #[serde(rename_all = "camelCase")]
+    /// # struct User { user_id: String, created: u64, logins: u32 }
+    /// # impl Entity for User {
+    /// #     type Table = Users;
+    /// #     type Index = NoIndex;
+    /// #     const MODEL: EntityModel = EntityModel {
+    /// #         token: Cow::Borrowed("user"), unique_property: Cow::Borrowed("userId"),
+    /// #         timestamp_property: Cow::Borrowed("created"), shard_bumps: Cow::Borrowed(&[]),
+    /// #         default_limit: 10, default_page_size: 10,
+    /// #         properties: Cow::Borrowed(&[Property::new("userId", transcode::STRING), Property::new("created", transcode::TIMESTAMP)]),
+    /// #         generated: Cow::Borrowed(&[]), indexes: Cow::Borrowed(&[]),
+    /// #     };
+    /// #     fn model() -> &'static EntityModel { static M: EntityModel = User::MODEL; &M }
+    /// # }
+    /// let store = MemoryStore::new(TableDefinition::from_schema(Users::schema()?)?);
+    /// User { user_id: "u1".into(), created: 1, logins: 0 }.create(&store).await?;
+    /// let user = User::modify(&store, "u1", |u| u.logins += 1).await?;
+    /// assert_eq!(user.map(|u| u.logins), Some(1));
+    /// # Ok(())
+    /// # }
+    /// ```
+    fn modify<'s, S: Store, I: Serialize + Sync + ?Sized, F: FnMut(&mut Self) + Send + 's>(
+        store: &'s S,
+        id: &'s I,
+        change: F,
+    ) -> impl Future<Output = Result<Option<Self>>> + Send + 's
+    where
+        Self: Serialize + DeserializeOwned + Send + Sync,
+    {
+        crate::ops::modify::<Self, S, I, F>(store, id, change)
+    }
+
+    /// Moves the record whose unique property is `from` to the primary key of `to` (a new
+    /// unique value, or a new timestamp and so maybe another shard), in one transaction: the
+    /// old item is deleted (it must exist, else [`Error::NotFound`]) and `to` is created
+    /// (refused with [`Error::AlreadyExists`] if its unique value exists in any shard).
+    fn move_record<'s, S: Store, I: Serialize + Sync + ?Sized>(
+        store: &'s S,
+        from: &'s I,
+        to: &'s Self,
+    ) -> impl Future<Output = Result<()>> + Send + 's
+    where
+        Self: Serialize + Sync,
+    {
+        crate::ops::move_record::<Self, S, I>(store, from, to)
+    }
+
     /// Deletes the record whose unique property is `id` and returns it (`None` if there was
     /// none): it is read from its candidate keys in one round trip, then deleted under the
     /// condition that it still exists.

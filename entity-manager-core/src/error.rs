@@ -249,6 +249,42 @@ pub enum Error {
         unique: String,
     },
 
+    /// An update would change a property that decides the primary key (the unique or the
+    /// timestamp property): nothing was written.
+    #[error(
+        "an update of entity `{entity}` (unique value {unique:?}) changes `{property}`, which decides the record's primary key; move the record instead (EntityExt::move_record)"
+    )]
+    PrimaryKeyChange {
+        /// The entity token.
+        entity: String,
+        /// The record's unique value.
+        unique: String,
+        /// The stored name of the property the update changed.
+        property: String,
+    },
+
+    /// A read-modify-write kept meeting concurrent changes of the record: nothing was written.
+    #[error(
+        "the record of entity `{entity}` with unique value {unique:?} changed under {attempts} attempts to update it; retry later"
+    )]
+    Conflict {
+        /// The entity token.
+        entity: String,
+        /// The record's unique value.
+        unique: String,
+        /// How many times the update was tried.
+        attempts: usize,
+    },
+
+    /// The record to move or update does not exist: nothing was written.
+    #[error("no record of entity `{entity}` with unique value {unique:?}")]
+    NotFound {
+        /// The entity token.
+        entity: String,
+        /// The unique value.
+        unique: String,
+    },
+
     /// A store call of an entity operation failed.
     #[error("{operation} of entity `{entity}` failed: {source}")]
     Store {

@@ -16,7 +16,10 @@ use crate::entity::{Entity, EntityExt};
 use crate::error::{Error, Result};
 use crate::keys::PrimaryKey;
 use crate::schema::EntitySchema;
-use crate::store::{Expect, Store, StoreError, TransactWrite, WriteRequest};
+use crate::store::{
+    Comparison, Expect, Filter, ReturnValues, Store, StoreError, TransactWrite, Update,
+    WriteRequest,
+};
 
 /// The key item (table hash and range key attributes) of a primary key.
 pub(crate) fn key_item(schema: EntitySchema<'_>, key: &PrimaryKey) -> Item {
@@ -287,6 +290,183 @@ where
             "DeleteItem",
             e,
         )),
+    }
+}
+
+/// How many times [`modify`] reads and writes again after a concurrent change.
+const MODIFY_ATTEMPTS: usize = 8;
+
+/// The table key of a stored item.
+fn key_of(schema: EntitySchema<'_>, item: &Item) -> Item {
+    let table = schema.table();
+    [&*table.hash_key, &*table.range_key]
+        .into_iter()
+        .filter_map(|name| item.get(name).map(|v| (name.to_owned(), v.clone())))
+        .collect::<HashMap<_, _>>()
+        .into()
+}
+
+/// The update that turns `old` into `new` (both full items with keys): `SET` what changed or
+/// appeared, `REMOVE` what went; the table keys are equal in both and left out. Also the
+/// guard: every attribute of the record as read still has the value read, and every attribute
+/// the record did not have is still absent, so a concurrent change fails the write instead of
+/// being overwritten.
+fn diff(schema: EntitySchema<'_>, old: &Item, new: &Item) -> (Update, Filter) {
+    let table = schema.table();
+    let is_key = |name: &str| name == &*table.hash_key || name == &*table.range_key;
+    let mut update = Update::new();
+    let mut guard = Vec::new();
+    let mut names: Vec<&String> = old.keys().chain(new.keys()).collect();
+    names.sort();
+    names.dedup();
+    for name in names {
+        if is_key(name) {
+            continue;
+        }
+        match (old.get(name), new.get(name)) {
+            (Some(a), Some(b)) if a == b => {}
+            (_, Some(b)) => update = update.set(name.clone(), b.clone()),
+            (Some(_), None) => update = update.remove(name.clone()),
+            (None, None) => {}
+        }
+    }
+    // the record's own attributes decide everything the closure computed
+    let record = schema.remove_keys(old);
+    for (name, value) in record.iter() {
+        guard.push(Filter::compare(name.clone(), Comparison::Eq, value.clone()));
+    }
+    for name in new.keys() {
+        if !old.contains_key(name) && !is_key(name) {
+            guard.push(Filter::NotExists(name.clone()));
+        }
+    }
+    guard.push(Filter::Exists(table.hash_key.to_string()));
+    (update, Filter::And(guard))
+}
+
+/// Updates the record with unique value `id` by a closure; see [`EntityExt::modify`].
+pub(crate) async fn modify<E, S, I, F>(store: &S, id: &I, mut change: F) -> Result<Option<E>>
+where
+    E: Entity + Serialize + DeserializeOwned,
+    S: Store,
+    I: Serialize + ?Sized,
+    F: FnMut(&mut E),
+{
+    let schema = E::schema()?;
+    let entity = || schema.model().token.to_string();
+    for _ in 0..MODIFY_ATTEMPTS {
+        let Some(old) = read_by_id::<E, S, I>(store, schema, id).await? else {
+            return Ok(None);
+        };
+        let mut record = E::from_item(&old)?;
+        change(&mut record);
+        let new = record.to_item()?;
+        let model = schema.model();
+        for property in [&*model.unique_property, &*model.timestamp_property] {
+            if old.get(property) != new.get(property) {
+                return Err(Error::PrimaryKeyChange {
+                    entity: entity(),
+                    unique: unique_text(schema, &old),
+                    property: property.to_owned(),
+                });
+            }
+        }
+        let (update, guard) = diff(schema, &old, &new);
+        if update.is_empty() {
+            return Ok(Some(record));
+        }
+        match store
+            .update_item(
+                &key_of(schema, &old),
+                &update,
+                Expect::Matches(guard),
+                ReturnValues::None,
+            )
+            .await
+        {
+            Ok(_) => return Ok(Some(record)),
+            // changed (or deleted) since it was read: read again
+            Err(e) if e.is_conditional_check_failed() => {}
+            Err(e) => return Err(store_error(entity(), "UpdateItem", e)),
+        }
+    }
+    let unique = serde_dynamo::to_attribute_value::<_, AttributeValue>(id)
+        .map(|v| match v {
+            AttributeValue::S(s) | AttributeValue::N(s) => s,
+            other => format!("{other:?}"),
+        })
+        .unwrap_or_default();
+    Err(Error::Conflict {
+        entity: entity(),
+        unique,
+        attempts: MODIFY_ATTEMPTS,
+    })
+}
+
+/// Moves a record to a new primary key; see [`EntityExt::move_record`].
+pub(crate) async fn move_record<E, S, I>(store: &S, from: &I, to: &E) -> Result<()>
+where
+    E: Entity + Serialize,
+    S: Store,
+    I: Serialize + ?Sized,
+{
+    let schema = E::schema()?;
+    let entity = || schema.model().token.to_string();
+    let unique = || {
+        serde_dynamo::to_attribute_value::<_, AttributeValue>(from)
+            .map(|v| match v {
+                AttributeValue::S(s) | AttributeValue::N(s) => s,
+                other => format!("{other:?}"),
+            })
+            .unwrap_or_default()
+    };
+    let Some(old) = read_by_id::<E, S, I>(store, schema, from).await? else {
+        return Err(Error::NotFound {
+            entity: entity(),
+            unique: unique(),
+        });
+    };
+    let item = to.to_item()?;
+    let old_key = key_of(schema, &old);
+    let new_unique = unique_text(schema, &item);
+    let mut writes = vec![TransactWrite::Delete {
+        key: old_key.clone(),
+        expect: Expect::Present,
+    }];
+    // the new record must not exist elsewhere, unless it is the record being moved
+    for write in create_writes(schema, item)? {
+        match write {
+            TransactWrite::Check { key, .. } if key == old_key => {}
+            TransactWrite::Put { item, .. } if key_of(schema, &item) == old_key => {
+                // the same primary key: a plain replacement
+                writes = vec![TransactWrite::Put {
+                    item,
+                    expect: Expect::Present,
+                }];
+            }
+            other => writes.push(other),
+        }
+    }
+    match store.transact_write(writes).await {
+        Ok(()) => Ok(()),
+        Err(e)
+            if e.cancellation_reasons()
+                .iter()
+                .skip(1)
+                .any(crate::store::CancellationReason::is_conditional_check_failed) =>
+        {
+            Err(Error::AlreadyExists {
+                entity: entity(),
+                unique: new_unique,
+            })
+        }
+        Err(e) if e.is_conditional_check_failed() || e.is_transaction_canceled() => {
+            Err(Error::NotFound {
+                entity: entity(),
+                unique: unique(),
+            })
+        }
+        Err(e) => Err(store_error(entity(), "TransactWriteItems", e)),
     }
 }
 
