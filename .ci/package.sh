@@ -7,6 +7,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 crates=(entity-manager-core entity-manager-derive entity-manager)
+# `cargo package` verifies each crate against the others' packaged sources through a local
+# registry, which cargo unpacks under $CARGO_HOME/registry/src/<hash>/ and never refreshes while
+# the version stays the same: an earlier run's copy would be built instead of this tree's.
+version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)
+for crate in "${crates[@]}"; do
+    rm -rf "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/"$crate-$version"
+done
 args=()
 for crate in "${crates[@]}"; do args+=(-p "$crate"); done
 cargo package "${args[@]}" ${PACKAGE_ALLOW_DIRTY:+--allow-dirty}
