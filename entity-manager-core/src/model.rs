@@ -54,7 +54,17 @@ impl fmt::Display for ShardSpace {
 /// | [`Transcoded`](Self::Transcoded) | `p0000000000000042` | `n9999999999999995` | `0000000005000` | `p0000000001.500000` | `t` / `f` | as is |
 /// | [`TypeScript`](Self::TypeScript) | `42` | `-5` | `5000` | `1.5` | `true` / `false` | as is |
 ///
-/// Strings and 13-digit millisecond timestamps are written alike in both modes.
+/// Strings and 13-digit millisecond timestamps are written alike in both modes. A table picks
+/// its mode through its [`Profile`] (or `#[table(key_mode = …)]`):
+///
+/// ```
+/// use entity_manager_core::{KeyMode, Profile, TableModel};
+///
+/// assert_eq!(TableModel::DEFAULT.key_mode, KeyMode::Transcoded); // ordered, injective keys
+/// let shared = TableModel::DEFAULT.with_profile(Profile::Upstream8);
+/// assert_eq!(shared.key_mode, KeyMode::TypeScript); // `score#42`, as TypeScript writes it
+/// assert_eq!(KeyMode::TypeScript.to_string(), "typescript");
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum KeyMode {
     /// Each value with its transcode: keys sort in value order (negative numbers included) and
