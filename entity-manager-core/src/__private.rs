@@ -184,6 +184,24 @@ where
     }
 }
 
+/// A type the version field (`#[entity(version = …)]`) may have: an integer, which every write
+/// checks and increments.
+#[diagnostic::on_unimplemented(
+    message = "the version field must be an integer, not `{Self}`",
+    label = "not an integer type",
+    note = "every write checks the stored version and increments it; use `u64`"
+)]
+pub trait VersionField {
+    /// Names the check.
+    const OK: () = ();
+}
+macro_rules! version_fields {
+    ($($t:ty),*) => { $(impl VersionField for $t {})* };
+}
+version_fields!(u8, u16, u32, u64, usize, i8, i16, i32, i64, isize);
+
+pub use crate::field::{Field, KeyPart, Optional, Required};
+
 // ---------------------------------------------------------------------------------------------
 // entities and tables
 

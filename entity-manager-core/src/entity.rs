@@ -12,6 +12,7 @@ use serde::de::DeserializeOwned;
 use serde_dynamo::{AttributeValue, Item};
 
 use crate::error::{Error, Result};
+use crate::field::{Changes, Condition};
 use crate::keys::PrimaryKey;
 use crate::model::{EntityModel, TableModel};
 use crate::query::TypedQuery;
@@ -109,6 +110,10 @@ pub trait Entity: Sized + 'static {
 
     /// The entity's model, as a constant (for compile-time checks).
     const MODEL: EntityModel;
+
+    /// The stored name of the version field (`#[entity(version = …)]`), if the entity has one:
+    /// an integer field that every write checks and increments (optimistic locking).
+    const VERSION: Option<&'static str> = None;
 
     /// The entity's model.
     fn model() -> &'static EntityModel;
@@ -210,11 +215,105 @@ pub trait EntityExt: Entity {
     }
 
     /// Puts the record: creates it, or replaces the record with the same primary key.
+    ///
+    /// A record with the same unique value stored under another shard (its timestamp differs)
+    /// is never orphaned beside the new one: the put is refused with
+    /// [`Error::StoredElsewhere`] (when the entity has several shard bumps, the put and a check
+    /// of the other candidate keys go in one transaction). To change a timestamp, use
+    /// [`move_record`](Self::move_record).
+    ///
+    /// With a version field (`#[entity(version = …)]`), the stored version must be the
+    /// record's (version 0 may also create), else [`Error::VersionConflict`]; the version
+    /// stored is the record's plus one.
     fn put<'s, S: Store>(&'s self, store: &'s S) -> impl Future<Output = Result<()>> + Send + 's
     where
         Self: Serialize + Sync,
     {
-        crate::ops::put(store, self)
+        crate::ops::put(store, self, None)
+    }
+
+    /// Puts the record if `condition` holds for the stored one (a missing record has no
+    /// fields), else [`Error::ConditionFailed`] carrying the stored item; otherwise as
+    /// [`put`](Self::put).
+    fn put_if<'s, S: Store>(
+        &'s self,
+        store: &'s S,
+        condition: Condition<Self>,
+    ) -> impl Future<Output = Result<()>> + Send + 's
+    where
+        Self: Serialize + Sync,
+    {
+        crate::ops::put(store, self, Some(condition))
+    }
+
+    /// Applies typed [`Changes`] to the record whose unique property is `id` and returns the
+    /// updated record (`None` if there is none), in one `UpdateItem`.
+    ///
+    /// Every generated property built from a changed field is rewritten in the same write, or
+    /// removed when a component becomes absent (the record leaves that sparse index), so the
+    /// stored item equals [`to_item`](Self::to_item) of the returned record.
+    ///
+    /// Changes that touch no key component are atomic and need no read when the entity has
+    /// one shard bump (`add` from many writers never loses an increment). Otherwise the
+    /// record is read first (one round trip over every candidate shard) and the write is
+    /// conditioned on the components of the rewritten keys being as read; if one changed
+    /// meanwhile, it is read again (up to 8 times, then [`Error::Conflict`]). A failed
+    /// [`when`](Changes::when) is [`Error::ConditionFailed`]; a failed
+    /// [`if_version`](Changes::if_version) is [`Error::VersionConflict`]. The version field,
+    /// if any, is incremented by every update.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # use entity_manager_core::{Entity, EntityExt, EntityModel, NoIndex, Property, Table, TableModel, transcode};
+    /// # use entity_manager_core::field::{Changes, Field, KeyPart, Optional, Required};
+    /// # use entity_manager_core::store::{MemoryStore, TableDefinition};
+    /// # use std::borrow::Cow;
+    /// # struct Users;
+    /// # impl Table for Users {
+    /// #     const MODEL: TableModel = TableModel::DEFAULT;
+    /// #     fn model() -> &'static TableModel { static M: TableModel = Users::MODEL; &M }
+    /// #     fn entities() -> Vec<&'static EntityModel> { vec![User::model()] }
+    /// # }
+    /// # #[derive(serde::Serialize, serde::Deserialize, Debug, PartialEq)]
+    /// # #[serde(rename_all = "camelCase")]
+    /// # struct User { user_id: String, created: u64, logins: u32, #[serde(skip_serializing_if = "Option::is_none", default)] phone: Option<String> }
+    /// # impl Entity for User {
+    /// #     type Table = Users;
+    /// #     type Index = NoIndex;
+    /// #     const MODEL: EntityModel = EntityModel {
+    /// #         token: Cow::Borrowed("user"), unique_property: Cow::Borrowed("userId"),
+    /// #         timestamp_property: Cow::Borrowed("created"), shard_bumps: Cow::Borrowed(&[]),
+    /// #         default_limit: 10, default_page_size: 10,
+    /// #         properties: Cow::Borrowed(&[Property::new("userId", transcode::STRING), Property::new("created", transcode::TIMESTAMP)]),
+    /// #         generated: Cow::Borrowed(&[]), indexes: Cow::Borrowed(&[]),
+    /// #     };
+    /// #     fn model() -> &'static EntityModel { static M: EntityModel = User::MODEL; &M }
+    /// # }
+    /// # struct UserFields { logins: Field<User, u32, Required>, phone: Field<User, String, Optional> }
+    /// # impl User { const FIELDS: UserFields = UserFields { logins: Field::new("logins"), phone: Field::new("phone") }; }
+    /// let store = MemoryStore::new(TableDefinition::from_schema(Users::schema()?)?);
+    /// User { user_id: "u1".into(), created: 1, logins: 0, phone: Some("555".into()) }.create(&store).await?;
+    ///
+    /// let f = User::FIELDS; // emitted by #[derive(Entity)]
+    /// let user = User::update(&store, "u1", Changes::new().add(f.logins, 1).remove(f.phone)).await?;
+    /// assert_eq!(user, Some(User { user_id: "u1".into(), created: 1, logins: 1, phone: None }));
+    ///
+    /// // a condition on the stored record
+    /// let refused = User::update(&store, "u1", Changes::new().add(f.logins, 1).when(f.logins.ge(5))).await;
+    /// assert!(matches!(refused, Err(entity_manager_core::Error::ConditionFailed { .. })));
+    /// # Ok(())
+    /// # }
+    /// ```
+    fn update<'s, S: Store, I: Serialize + Sync + ?Sized>(
+        store: &'s S,
+        id: &'s I,
+        changes: Changes<Self>,
+    ) -> impl Future<Output = Result<Option<Self>>> + Send + 's
+    where
+        Self: Serialize + DeserializeOwned + Send,
+    {
+        crate::ops::update::<Self, S, I>(store, id, changes)
     }
 
     /// Updates the record whose unique property is `id` by a closure over the typed record,
@@ -281,7 +380,9 @@ pub trait EntityExt: Entity {
     /// Moves the record whose unique property is `from` to the primary key of `to` (a new
     /// unique value, or a new timestamp and so maybe another shard), in one transaction: the
     /// old item is deleted (it must exist, else [`Error::NotFound`]) and `to` is created
-    /// (refused with [`Error::AlreadyExists`] if its unique value exists in any shard).
+    /// (refused with [`Error::AlreadyExists`] if its unique value exists in any shard). With a
+    /// version field, the stored record must hold `to`'s version (else
+    /// [`Error::VersionConflict`]), and `to` is stored with its version plus one.
     fn move_record<'s, S: Store, I: Serialize + Sync + ?Sized>(
         store: &'s S,
         from: &'s I,
@@ -303,7 +404,21 @@ pub trait EntityExt: Entity {
     where
         Self: DeserializeOwned + Send,
     {
-        crate::ops::delete::<Self, S, I>(store, id)
+        crate::ops::delete::<Self, S, I>(store, id, None)
+    }
+
+    /// Deletes the record whose unique property is `id` if `condition` holds for it, and
+    /// returns it (`None` if there was none); otherwise [`Error::ConditionFailed`] carrying the
+    /// stored item, and nothing is deleted.
+    fn delete_if<'s, S: Store, I: Serialize + Sync + ?Sized>(
+        store: &'s S,
+        id: &'s I,
+        condition: Condition<Self>,
+    ) -> impl Future<Output = Result<Option<Self>>> + Send + 's
+    where
+        Self: DeserializeOwned + Send,
+    {
+        crate::ops::delete::<Self, S, I>(store, id, Some(condition))
     }
 
     /// Puts many records with batch writes (25 a request, unprocessed ones retried). Not atomic:

@@ -276,6 +276,80 @@ pub enum Error {
         attempts: usize,
     },
 
+    /// A write's condition did not hold for the stored record: nothing was written. The
+    /// stored item (when the record exists) is in `current`; decode it with
+    /// [`EntityExt::from_item`](crate::EntityExt::from_item).
+    #[error(
+        "the condition of a write of entity `{entity}` (unique value {unique:?}) did not hold{}; nothing was written",
+        if current.is_some() { " for the stored record" } else { ": there is no stored record" }
+    )]
+    ConditionFailed {
+        /// The entity token.
+        entity: String,
+        /// The record's unique value.
+        unique: String,
+        /// The stored item when the condition failed, if there is one.
+        current: Option<Box<serde_dynamo::Item>>,
+    },
+
+    /// A write of an entity with a version field (`#[entity(version = …)]`) expected another
+    /// stored version: someone wrote the record since it was read. Nothing was written; read
+    /// the record again and retry.
+    #[error(
+        "version conflict on entity `{entity}` (unique value {unique:?}): the write expected version {expected}, the store holds {}; read the record again and retry",
+        stored.as_deref().unwrap_or("no record")
+    )]
+    VersionConflict {
+        /// The entity token.
+        entity: String,
+        /// The record's unique value.
+        unique: String,
+        /// The version the write expected (`absent` for a create).
+        expected: String,
+        /// The stored version, or `None` when there is no stored record.
+        stored: Option<String>,
+        /// The stored item, if there is one.
+        current: Option<Box<serde_dynamo::Item>>,
+    },
+
+    /// A value in a condition or update could not be converted to an attribute value by
+    /// serde: nothing was written.
+    #[error("a value for `{property}` of entity `{entity}` cannot be stored: {source}")]
+    InvalidOperand {
+        /// The entity token.
+        entity: String,
+        /// The stored name of the field.
+        property: String,
+        /// What serde reported.
+        #[source]
+        source: serde_dynamo::Error,
+    },
+
+    /// An update is invalid for this entity (two changes of one field, a change of the version
+    /// field, a change that makes the record unreadable…): nothing was written.
+    #[error("invalid update of entity `{entity}` (unique value {unique:?}): {reason}")]
+    InvalidUpdate {
+        /// The entity token.
+        entity: String,
+        /// The record's unique value.
+        unique: String,
+        /// What is wrong and what to do.
+        reason: String,
+    },
+
+    /// A put would leave a second copy of the record: one with its unique value is stored
+    /// under another shard (its timestamp differs). Nothing was written; move the record
+    /// ([`EntityExt::move_record`](crate::EntityExt::move_record)) to change its timestamp.
+    #[error(
+        "a record of entity `{entity}` with unique value {unique:?} is stored under another timestamp's shard; a put would orphan it: move the record instead (EntityExt::move_record)"
+    )]
+    StoredElsewhere {
+        /// The entity token.
+        entity: String,
+        /// The unique value.
+        unique: String,
+    },
+
     /// The record to move or update does not exist: nothing was written.
     #[error("no record of entity `{entity}` with unique value {unique:?}")]
     NotFound {

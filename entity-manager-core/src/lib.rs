@@ -44,6 +44,7 @@ pub mod __private;
 mod builder;
 mod entity;
 mod error;
+pub mod field;
 mod keys;
 pub mod limits;
 pub mod model;
@@ -65,7 +66,7 @@ pub use model::{
     Delimiters, EntityModel, GeneratedKind, GeneratedProperty, Index, KeyMode, NumericHash,
     Profile, Projection, Property, ShardBump, ShardSpace, TableModel,
 };
-pub use ops::Transaction;
+pub use ops::{Handle, ReadResults, ReadTransaction, Transaction};
 pub use schema::{EntitySchema, Schema};
 pub use serde_dynamo::{AttributeValue, Item};
 #[cfg(feature = "dynamodb")]

@@ -14,11 +14,13 @@ use serde_dynamo::{AttributeValue, Item};
 
 use crate::entity::{Entity, EntityExt};
 use crate::error::{Error, Result};
+use crate::field::{Changes, Condition, Invalid};
 use crate::keys::PrimaryKey;
 use crate::schema::EntitySchema;
+use crate::store::value::{Number, equal, matches};
 use crate::store::{
-    Comparison, Expect, Filter, ReturnValues, Store, StoreError, TransactWrite, Update,
-    WriteRequest,
+    CancellationReason, Comparison, Expect, Filter, ReturnValues, Store, StoreError, TransactWrite,
+    Update, UpdateAction, WriteRequest,
 };
 
 /// The key item (table hash and range key attributes) of a primary key.
@@ -116,6 +118,142 @@ fn unique_text(schema: EntitySchema<'_>, item: &Item) -> String {
     }
 }
 
+/// An id as text for errors.
+fn id_text<I: Serialize + ?Sized>(id: &I) -> String {
+    match serde_dynamo::to_attribute_value::<_, AttributeValue>(id) {
+        Ok(AttributeValue::S(s) | AttributeValue::N(s)) => s,
+        Ok(other) => format!("{other:?}"),
+        Err(_) => String::new(),
+    }
+}
+
+fn invalid_operand(entity: &str, invalid: Invalid) -> Error {
+    Error::InvalidOperand {
+        entity: entity.to_owned(),
+        property: invalid.property.to_owned(),
+        source: invalid.source,
+    }
+}
+
+/// All of `filters` (none: `None`).
+fn all_of(mut filters: Vec<Filter>) -> Option<Filter> {
+    match filters.len() {
+        0 => None,
+        1 => filters.pop(),
+        _ => Some(Filter::And(filters)),
+    }
+}
+
+fn is_zero(value: &AttributeValue) -> bool {
+    matches!(value, AttributeValue::N(n) if Number::parse(n).is_some_and(|n| n.canonical() == "0"))
+}
+
+/// Increments the version field of a record's item (an absent one counts as 0) and returns the
+/// version the write expects to find stored: the record's own. `None` without a version field.
+fn bump_version<E: Entity>(item: &mut Item) -> Result<Option<AttributeValue>> {
+    let Some(name) = E::VERSION else {
+        return Ok(None);
+    };
+    let expected = item
+        .get(name)
+        .cloned()
+        .unwrap_or_else(|| AttributeValue::N("0".to_owned()));
+    let next = match &expected {
+        AttributeValue::N(n) => Number::parse(n).and_then(|n| n.add(&Number::parse("1")?)),
+        _ => None,
+    };
+    let Some(next) = next else {
+        return Err(Error::InvalidUpdate {
+            entity: E::model().token.to_string(),
+            unique: String::new(),
+            reason: format!(
+                "the version field `{name}` holds {expected:?}, which cannot be incremented; it must be an integer"
+            ),
+        });
+    };
+    item.insert(name.to_owned(), AttributeValue::N(next.canonical()));
+    Ok(Some(expected))
+}
+
+/// The condition that the stored version is `expected` (a stored record without the field
+/// counts as version 0); with `absent_ok`, a missing record passes too when `expected` is 0.
+fn version_filter(
+    name: &str,
+    hash_key: &str,
+    expected: &AttributeValue,
+    absent_ok: bool,
+) -> Filter {
+    let mut any = vec![Filter::eq(name, expected.clone())];
+    if is_zero(expected) {
+        any.push(Filter::NotExists(name.to_owned()));
+        if !absent_ok {
+            return Filter::And(vec![Filter::Exists(hash_key.to_owned()), Filter::Or(any)]);
+        }
+    } else {
+        return any.swap_remove(0);
+    }
+    Filter::Or(any)
+}
+
+/// Whether the stored item (or its absence) breaks the version a write expected.
+fn version_conflict(
+    name: &str,
+    expected: &AttributeValue,
+    current: Option<&Item>,
+    absent_ok: bool,
+) -> bool {
+    match current {
+        None => !(absent_ok && is_zero(expected)),
+        Some(item) => match item.get(name) {
+            Some(stored) => !equal(stored, expected),
+            None => !is_zero(expected),
+        },
+    }
+}
+
+/// [`Error::VersionConflict`] of a write that expected `expected` and met `current`.
+fn conflict_error(
+    entity: String,
+    unique: String,
+    name: &str,
+    expected: &AttributeValue,
+    current: Option<Item>,
+) -> Error {
+    let text = |value: &AttributeValue| match value {
+        AttributeValue::N(n) => n.clone(),
+        other => format!("{other:?}"),
+    };
+    Error::VersionConflict {
+        entity,
+        unique,
+        expected: text(expected),
+        stored: current
+            .as_ref()
+            .map(|item| item.get(name).map_or_else(|| "0".to_owned(), text)),
+        current: current.map(Box::new),
+    }
+}
+
+/// The typed error of a write whose condition failed, from the stored item it met.
+fn condition_failure<E: Entity>(
+    unique: String,
+    expected: Option<&AttributeValue>,
+    absent_ok: bool,
+    current: Option<Item>,
+) -> Error {
+    let entity = E::model().token.to_string();
+    if let (Some(name), Some(expected)) = (E::VERSION, expected)
+        && version_conflict(name, expected, current.as_ref(), absent_ok)
+    {
+        return conflict_error(entity, unique, name, expected, current);
+    }
+    Error::ConditionFailed {
+        entity,
+        unique,
+        current: current.map(Box::new),
+    }
+}
+
 /// Reads the record with unique value `id`; see [`EntityExt::get`].
 pub(crate) async fn get<E, S, I>(store: &S, id: &I) -> Result<Option<E>>
 where
@@ -189,19 +327,24 @@ where
     Ok(out)
 }
 
-/// The writes that create `item` once: a put on its own key if no item is there, plus a
-/// check that each other candidate key of its unique value is free.
-fn create_writes(schema: EntitySchema<'_>, item: Item) -> Result<Vec<TransactWrite>> {
-    let own = schema.primary_keys(&item)?;
+/// The candidate keys of `item`'s unique value other than its own key.
+fn other_candidates(schema: EntitySchema<'_>, item: &Item) -> Result<Vec<PrimaryKey>> {
+    let own = schema.primary_keys(item)?;
     let mut probe = Item::default();
     if let Some(value) = item.get(&*schema.model().unique_property) {
         probe.insert(schema.model().unique_property.to_string(), value.clone());
     }
-    let others: Vec<PrimaryKey> = schema
+    Ok(schema
         .primary_keys(&probe)?
         .into_iter()
         .filter(|key| !own.contains(key))
-        .collect();
+        .collect())
+}
+
+/// The writes that create `item` once: a put on its own key if no item is there, plus a
+/// check that each other candidate key of its unique value is free.
+fn create_writes(schema: EntitySchema<'_>, item: Item) -> Result<Vec<TransactWrite>> {
+    let others = other_candidates(schema, &item)?;
     let mut writes = vec![TransactWrite::Put {
         item,
         expect: Expect::Absent,
@@ -213,6 +356,14 @@ fn create_writes(schema: EntitySchema<'_>, item: Item) -> Result<Vec<TransactWri
     Ok(writes)
 }
 
+/// The item a create or put writes: the record's, with its version incremented; and the
+/// version it expects stored.
+fn write_item<E: Entity + Serialize>(record: &E) -> Result<(Item, Option<AttributeValue>)> {
+    let mut item = record.to_item()?;
+    let expected = bump_version::<E>(&mut item)?;
+    Ok((item, expected))
+}
+
 /// Creates a record; see [`EntityExt::create`].
 pub(crate) async fn create<E, S>(store: &S, record: &E) -> Result<()>
 where
@@ -220,7 +371,7 @@ where
     S: Store,
 {
     let schema = E::schema()?;
-    let item = record.to_item()?;
+    let (item, _) = write_item(record)?;
     let unique = unique_text(schema, &item);
     let mut writes = create_writes(schema, item)?;
     let entity = || schema.model().token.to_string();
@@ -250,46 +401,136 @@ where
     })
 }
 
-/// Puts (creates or replaces) a record; see [`EntityExt::put`].
-pub(crate) async fn put<E, S>(store: &S, record: &E) -> Result<()>
+/// The writes of a put: the put (under the version and the caller's condition) and a check
+/// that no other candidate key holds a copy. Also the version the put expects.
+fn put_writes<E: Entity + Serialize>(
+    schema: EntitySchema<'_>,
+    record: &E,
+    condition: Option<Condition<E>>,
+) -> Result<(Vec<TransactWrite>, Option<AttributeValue>)> {
+    let (item, expected) = write_item(record)?;
+    let mut conditions = Vec::new();
+    if let (Some(name), Some(expected)) = (E::VERSION, &expected) {
+        conditions.push(version_filter(
+            name,
+            &schema.table().hash_key,
+            expected,
+            true,
+        ));
+    }
+    if let Some(condition) = condition {
+        conditions.push(
+            condition
+                .into_filter()
+                .map_err(|invalid| invalid_operand(&schema.model().token, invalid))?,
+        );
+    }
+    let expect = all_of(conditions).map_or(Expect::Any, Expect::Matches);
+    let others = other_candidates(schema, &item)?;
+    let mut writes = vec![TransactWrite::Put { item, expect }];
+    writes.extend(others.iter().map(|key| TransactWrite::Check {
+        key: key_item(schema, key),
+        expect: Expect::Absent,
+    }));
+    Ok((writes, expected))
+}
+
+/// Puts (creates or replaces) a record; see [`EntityExt::put`] and [`EntityExt::put_if`].
+pub(crate) async fn put<E, S>(store: &S, record: &E, condition: Option<Condition<E>>) -> Result<()>
 where
     E: Entity + Serialize,
     S: Store,
 {
-    let item = record.to_item()?;
-    store
-        .put_item(item, Expect::Any)
-        .await
-        .map_err(|e| store_error(E::model().token.to_string(), "PutItem", e))
+    let schema = E::schema()?;
+    let entity = || schema.model().token.to_string();
+    let (mut writes, expected) = put_writes(schema, record, condition)?;
+    let unique = match writes.first() {
+        Some(TransactWrite::Put { item, .. }) => unique_text(schema, item),
+        _ => String::new(),
+    };
+    if writes.len() == 1 {
+        let Some(TransactWrite::Put { item, expect }) = writes.pop() else {
+            return Ok(());
+        };
+        return match store.put_item(item, expect).await {
+            Ok(()) => Ok(()),
+            Err(e) if e.is_conditional_check_failed() => Err(condition_failure::<E>(
+                unique,
+                expected.as_ref(),
+                true,
+                e.current_item().cloned(),
+            )),
+            Err(e) => Err(store_error(entity(), "PutItem", e)),
+        };
+    }
+    match store.transact_write(writes).await {
+        Ok(()) => Ok(()),
+        Err(e) => {
+            // a copy elsewhere explains a failed version check at the new key too
+            let reasons = e.cancellation_reasons();
+            match reasons.first() {
+                _ if reasons
+                    .iter()
+                    .skip(1)
+                    .any(CancellationReason::is_conditional_check_failed) =>
+                {
+                    Err(Error::StoredElsewhere {
+                        entity: entity(),
+                        unique,
+                    })
+                }
+                Some(own) if own.is_conditional_check_failed() => Err(condition_failure::<E>(
+                    unique,
+                    expected.as_ref(),
+                    true,
+                    own.item.clone(),
+                )),
+                _ => Err(store_error(entity(), "TransactWriteItems", e)),
+            }
+        }
+    }
 }
 
-/// Deletes the record with unique value `id` and returns it; see [`EntityExt::delete`].
-pub(crate) async fn delete<E, S, I>(store: &S, id: &I) -> Result<Option<E>>
+/// Deletes the record with unique value `id` and returns it; see [`EntityExt::delete`] and
+/// [`EntityExt::delete_if`].
+pub(crate) async fn delete<E, S, I>(
+    store: &S,
+    id: &I,
+    condition: Option<Condition<E>>,
+) -> Result<Option<E>>
 where
     E: Entity + DeserializeOwned,
     S: Store,
     I: Serialize + ?Sized,
 {
     let schema = E::schema()?;
+    let entity = || schema.model().token.to_string();
+    let condition = condition
+        .map(Condition::into_filter)
+        .transpose()
+        .map_err(|invalid| invalid_operand(&entity(), invalid))?;
     let Some(found) = read_by_id::<E, S, I>(store, schema, id).await? else {
         return Ok(None);
     };
     let record = E::from_item(&found)?;
-    let table = schema.table();
-    let key: Item = [&*table.hash_key, &*table.range_key]
-        .into_iter()
-        .filter_map(|name| found.get(name).map(|v| (name.to_owned(), v.clone())))
-        .collect::<HashMap<_, _>>()
-        .into();
-    match store.delete_item(&key, Expect::Present).await {
+    let present = Filter::Exists(schema.table().hash_key.to_string());
+    let expect = match condition {
+        Some(condition) => Expect::Matches(Filter::And(vec![present, condition])),
+        None => Expect::Present,
+    };
+    match store.delete_item(&key_of(schema, &found), expect).await {
         Ok(()) => Ok(Some(record)),
-        // deleted by someone else since it was read
-        Err(e) if e.is_conditional_check_failed() => Ok(None),
-        Err(e) => Err(store_error(
-            schema.model().token.to_string(),
-            "DeleteItem",
-            e,
-        )),
+        Err(e) if e.is_conditional_check_failed() => match e.current_item() {
+            // deleted by someone else since it was read
+            None => Ok(None),
+            Some(current) => Err(condition_failure::<E>(
+                unique_text(schema, current),
+                None,
+                false,
+                Some(current.clone()),
+            )),
+        },
+        Err(e) => Err(store_error(entity(), "DeleteItem", e)),
     }
 }
 
@@ -360,7 +601,21 @@ where
         };
         let mut record = E::from_item(&old)?;
         change(&mut record);
-        let new = record.to_item()?;
+        let mut new = record.to_item()?;
+        if let Some(name) = E::VERSION {
+            // the stored version, incremented, whatever the closure did to it
+            let mut version: Item = old
+                .get(name)
+                .map(|v| (name.to_owned(), v.clone()))
+                .into_iter()
+                .collect::<HashMap<_, _>>()
+                .into();
+            bump_version::<E>(&mut version)?;
+            if let Some(next) = version.get(name) {
+                new.insert(name.to_owned(), next.clone());
+            }
+            record = E::from_item(&new)?;
+        }
         let model = schema.model();
         for property in [&*model.unique_property, &*model.timestamp_property] {
             if old.get(property) != new.get(property) {
@@ -390,12 +645,183 @@ where
             Err(e) => return Err(store_error(entity(), "UpdateItem", e)),
         }
     }
-    let unique = serde_dynamo::to_attribute_value::<_, AttributeValue>(id)
-        .map(|v| match v {
-            AttributeValue::S(s) | AttributeValue::N(s) => s,
-            other => format!("{other:?}"),
-        })
-        .unwrap_or_default();
+    Err(Error::Conflict {
+        entity: entity(),
+        unique: id_text(id),
+        attempts: MODIFY_ATTEMPTS,
+    })
+}
+
+/// The store update of typed changes, checked: distinct fields, none of them a key, a
+/// generated property or the version field. Returns the checked actions (as the store will
+/// apply them) and the generated properties built from a changed field.
+fn checked_update<'m>(
+    schema: EntitySchema<'m>,
+    version: Option<&str>,
+    unique: &str,
+    actions: &[UpdateAction],
+    definition: &crate::store::TableDefinition,
+) -> Result<(Vec<UpdateAction>, Vec<&'m crate::model::GeneratedProperty>)> {
+    let model = schema.model();
+    let invalid = |reason: String| Error::InvalidUpdate {
+        entity: model.token.to_string(),
+        unique: unique.to_owned(),
+        reason,
+    };
+    for action in actions {
+        let name = action.attribute();
+        if name == &*model.unique_property || name == &*model.timestamp_property {
+            return Err(Error::PrimaryKeyChange {
+                entity: model.token.to_string(),
+                unique: unique.to_owned(),
+                property: name.to_owned(),
+            });
+        }
+        if model.generated.iter().any(|g| &*g.name == name) {
+            return Err(invalid(format!(
+                "`{name}` is a generated property: it follows its components; change them instead"
+            )));
+        }
+        if version == Some(name) {
+            return Err(invalid(format!(
+                "`{name}` is the version field: every write increments it; check it with `if_version`"
+            )));
+        }
+    }
+    let update = actions.iter().cloned().fold(Update::new(), Update::action);
+    let checked = crate::store::update::check(&update, definition).map_err(invalid)?;
+    let touched = |name: &str| actions.iter().any(|a| a.attribute() == name);
+    let affected = model
+        .generated
+        .iter()
+        .filter(|g| g.components.iter().any(|c| touched(c)))
+        .collect();
+    Ok((checked, affected))
+}
+
+/// Adds to `update` the rewrite of every generated property in `affected`, computed from `old`
+/// (the stored item) with `actions` applied; returns the guard that keeps the result valid:
+/// every component of those properties still as in `old`.
+fn rewrite_keys<E: Entity + Serialize + DeserializeOwned>(
+    old: &Item,
+    actions: &[UpdateAction],
+    affected: &[&crate::model::GeneratedProperty],
+    unique: &str,
+    update: &mut Update,
+) -> Result<Vec<Filter>> {
+    let mut guard: Vec<Filter> = Vec::new();
+    if affected.is_empty() {
+        return Ok(guard);
+    }
+    let mut applied = old.clone();
+    crate::store::update::apply(&mut applied, actions).map_err(|reason| Error::InvalidUpdate {
+        entity: E::model().token.to_string(),
+        unique: unique.to_owned(),
+        reason,
+    })?;
+    let new = E::from_item(&applied)?.to_item()?;
+    for g in affected {
+        let change = match (old.get(&*g.name), new.get(&*g.name)) {
+            (Some(a), Some(b)) if a == b => None,
+            (_, Some(b)) => Some(UpdateAction::Set(g.name.to_string(), b.clone())),
+            (Some(_), None) => Some(UpdateAction::Remove(g.name.to_string())),
+            (None, None) => None,
+        };
+        if let Some(change) = change {
+            *update = std::mem::take(update).action(change);
+        }
+        for component in g.components.iter() {
+            let component = &**component;
+            if guard.iter().any(|f| f.attributes() == [component]) {
+                continue;
+            }
+            guard.push(match old.get(component) {
+                Some(value) => Filter::eq(component, value.clone()),
+                None => Filter::NotExists(component.to_owned()),
+            });
+        }
+    }
+    Ok(guard)
+}
+
+/// Applies typed changes to the record with unique value `id`; see [`EntityExt::update`].
+#[allow(
+    clippy::too_many_lines,
+    reason = "one loop: locate, compute the keys, write, classify a failure"
+)]
+pub(crate) async fn update<E, S, I>(store: &S, id: &I, changes: Changes<E>) -> Result<Option<E>>
+where
+    E: Entity + Serialize + DeserializeOwned,
+    S: Store,
+    I: Serialize + ?Sized,
+{
+    let schema = E::schema()?;
+    let entity = || schema.model().token.to_string();
+    let unique = id_text(id);
+    let crate::field::Parts {
+        actions,
+        condition,
+        version: expected,
+    } = changes
+        .into_parts()
+        .map_err(|invalid| invalid_operand(&entity(), invalid))?;
+    let (actions, affected) =
+        checked_update(schema, E::VERSION, &unique, &actions, store.definition())?;
+    let hash_key = schema.table().hash_key.to_string();
+    let candidates = candidates::<E, I>(schema, id)?;
+    // one candidate and no key to recompute: a blind, atomic update; else the record is read
+    // first (to find its shard, and the components of the keys to recompute)
+    let read_first = candidates.len() != 1 || !affected.is_empty();
+    for _ in 0..MODIFY_ATTEMPTS {
+        let (key, old) = if read_first {
+            match read_by_id::<E, S, I>(store, schema, id).await? {
+                Some(old) => (key_of(schema, &old), Some(old)),
+                None => return Ok(None),
+            }
+        } else {
+            match candidates.first() {
+                Some(key) => (key_item(schema, key), None),
+                None => return Ok(None),
+            }
+        };
+        let mut update = actions.iter().cloned().fold(Update::new(), Update::action);
+        let guard = match &old {
+            Some(old) => rewrite_keys::<E>(old, &actions, &affected, &unique, &mut update)?,
+            None => Vec::new(),
+        };
+        let mut conditions = vec![Filter::Exists(hash_key.clone())];
+        conditions.extend(guard.iter().cloned());
+        if let Some(name) = E::VERSION {
+            update = update.add(name, AttributeValue::N("1".to_owned()));
+            if let Some(expected) = &expected {
+                conditions.push(version_filter(name, &hash_key, expected, false));
+            }
+        }
+        conditions.extend(condition.iter().cloned());
+        let expect = all_of(conditions).map_or(Expect::Any, Expect::Matches);
+        match store
+            .update_item(&key, &update, expect, ReturnValues::AllNew)
+            .await
+        {
+            Ok(Some(item)) => return E::from_item(&item).map(Some),
+            Ok(None) => return Ok(None),
+            Err(e) if e.is_conditional_check_failed() => {
+                let Some(current) = e.current_item() else {
+                    return Ok(None);
+                };
+                if guard.iter().all(|g| matches(g, current)) {
+                    return Err(condition_failure::<E>(
+                        unique,
+                        expected.as_ref(),
+                        false,
+                        Some(current.clone()),
+                    ));
+                }
+                // a component changed since it was read: read again
+            }
+            Err(e) => return Err(store_error(entity(), "UpdateItem", e)),
+        }
+    }
     Err(Error::Conflict {
         entity: entity(),
         unique,
@@ -412,26 +838,27 @@ where
 {
     let schema = E::schema()?;
     let entity = || schema.model().token.to_string();
-    let unique = || {
-        serde_dynamo::to_attribute_value::<_, AttributeValue>(from)
-            .map(|v| match v {
-                AttributeValue::S(s) | AttributeValue::N(s) => s,
-                other => format!("{other:?}"),
-            })
-            .unwrap_or_default()
-    };
+    let unique = || id_text(from);
     let Some(old) = read_by_id::<E, S, I>(store, schema, from).await? else {
         return Err(Error::NotFound {
             entity: entity(),
             unique: unique(),
         });
     };
-    let item = to.to_item()?;
+    // with a version field: the stored record must hold `to`'s version, which goes up by one
+    let (item, expected) = write_item(to)?;
+    let hash_key = schema.table().hash_key.to_string();
+    let present = match (E::VERSION, &expected) {
+        (Some(name), Some(expected)) => {
+            Expect::Matches(version_filter(name, &hash_key, expected, false))
+        }
+        _ => Expect::Present,
+    };
     let old_key = key_of(schema, &old);
     let new_unique = unique_text(schema, &item);
     let mut writes = vec![TransactWrite::Delete {
         key: old_key.clone(),
-        expect: Expect::Present,
+        expect: present.clone(),
     }];
     // the new record must not exist elsewhere, unless it is the record being moved
     for write in create_writes(schema, item)? {
@@ -441,32 +868,35 @@ where
                 // the same primary key: a plain replacement
                 writes = vec![TransactWrite::Put {
                     item,
-                    expect: Expect::Present,
+                    expect: present.clone(),
                 }];
             }
             other => writes.push(other),
         }
     }
-    match store.transact_write(writes).await {
-        Ok(()) => Ok(()),
-        Err(e)
-            if e.cancellation_reasons()
-                .iter()
-                .skip(1)
-                .any(crate::store::CancellationReason::is_conditional_check_failed) =>
-        {
-            Err(Error::AlreadyExists {
-                entity: entity(),
-                unique: new_unique,
-            })
-        }
-        Err(e) if e.is_conditional_check_failed() || e.is_transaction_canceled() => {
-            Err(Error::NotFound {
-                entity: entity(),
-                unique: unique(),
-            })
-        }
-        Err(e) => Err(store_error(entity(), "TransactWriteItems", e)),
+    let Err(e) = store.transact_write(writes).await else {
+        return Ok(());
+    };
+    let reasons = e.cancellation_reasons();
+    if reasons
+        .iter()
+        .skip(1)
+        .any(CancellationReason::is_conditional_check_failed)
+    {
+        return Err(Error::AlreadyExists {
+            entity: entity(),
+            unique: new_unique,
+        });
+    }
+    match reasons.first() {
+        Some(own) if own.is_conditional_check_failed() && own.item.is_some() => Err(
+            condition_failure::<E>(unique(), expected.as_ref(), false, own.item.clone()),
+        ),
+        Some(own) if own.is_conditional_check_failed() => Err(Error::NotFound {
+            entity: entity(),
+            unique: unique(),
+        }),
+        _ => Err(store_error(entity(), "TransactWriteItems", e)),
     }
 }
 
@@ -523,7 +953,23 @@ where
 struct Origin {
     entity: String,
     unique: String,
-    create: bool,
+    kind: OriginKind,
+    /// The version the operation expects stored, for an entity with a version field.
+    version: Option<(&'static str, AttributeValue)>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum OriginKind {
+    /// The put of a create, or a check that another candidate key of a create is free.
+    Create,
+    /// A put (a missing record passes).
+    Put,
+    /// A check that another candidate key of a put holds no copy.
+    Elsewhere,
+    /// An update, a condition check or a delete of a record that must exist.
+    Existing,
+    /// A delete by id of one candidate key (never fails).
+    Delete,
 }
 
 /// A transaction over records of one or more entities: everything or nothing.
@@ -607,11 +1053,12 @@ impl Transaction {
     /// with its unique value exists in any shard.
     pub fn create<E: Entity + Serialize>(mut self, record: &E) -> Result<Self> {
         let schema = E::schema()?;
-        let item = record.to_item()?;
+        let (item, _) = write_item(record)?;
         let origin = Origin {
             entity: schema.model().token.to_string(),
             unique: unique_text(schema, &item),
-            create: true,
+            kind: OriginKind::Create,
+            version: None,
         };
         for write in create_writes(schema, item)? {
             self.push(write, origin.clone());
@@ -619,19 +1066,139 @@ impl Transaction {
         Ok(self)
     }
 
-    /// Puts (creates or replaces) `record`.
-    pub fn put<E: Entity + Serialize>(mut self, record: &E) -> Result<Self> {
+    /// Puts (creates or replaces) `record`, as [`EntityExt::put`] does: refused with
+    /// [`Error::StoredElsewhere`] if a copy is stored under another shard, and with
+    /// [`Error::VersionConflict`] if the stored version is not the record's.
+    pub fn put<E: Entity + Serialize>(self, record: &E) -> Result<Self> {
+        self.put_writes(record, None)
+    }
+
+    /// Puts `record` if `condition` holds for the stored one, else the transaction fails with
+    /// [`Error::ConditionFailed`].
+    pub fn put_if<E: Entity + Serialize>(
+        self,
+        record: &E,
+        condition: Condition<E>,
+    ) -> Result<Self> {
+        self.put_writes(record, Some(condition))
+    }
+
+    fn put_writes<E: Entity + Serialize>(
+        mut self,
+        record: &E,
+        condition: Option<Condition<E>>,
+    ) -> Result<Self> {
         let schema = E::schema()?;
-        let item = record.to_item()?;
+        let (writes, expected) = put_writes(schema, record, condition)?;
+        let unique = match writes.first() {
+            Some(TransactWrite::Put { item, .. }) => unique_text(schema, item),
+            _ => String::new(),
+        };
+        let version = E::VERSION.zip(expected);
+        for (n, write) in writes.into_iter().enumerate() {
+            let origin = Origin {
+                entity: schema.model().token.to_string(),
+                unique: unique.clone(),
+                kind: if n == 0 {
+                    OriginKind::Put
+                } else {
+                    OriginKind::Elsewhere
+                },
+                version: version.clone(),
+            };
+            self.push(write, origin);
+        }
+        Ok(self)
+    }
+
+    /// Applies typed [`Changes`] to the stored `record` (as read earlier): every generated
+    /// property built from a changed field is rewritten from the record's values, so the
+    /// transaction fails with [`Error::ConditionFailed`] if the record changed since (with a
+    /// version field: [`Error::VersionConflict`]); also if the record no longer exists.
+    pub fn update<E: Entity + Serialize + DeserializeOwned>(
+        mut self,
+        record: &E,
+        changes: Changes<E>,
+    ) -> Result<Self> {
+        let schema = E::schema()?;
+        let entity = schema.model().token.to_string();
+        let old = record.to_item()?;
+        let unique = unique_text(schema, &old);
+        let crate::field::Parts {
+            actions,
+            condition,
+            version: expected,
+        } = changes
+            .into_parts()
+            .map_err(|invalid| invalid_operand(&entity, invalid))?;
+        let table = schema.table();
+        // the table keys are all the check needs of the table
+        let definition = crate::store::TableDefinition::new(
+            (&*table.hash_key, crate::store::KeyType::S),
+            (&*table.range_key, crate::store::KeyType::S),
+        );
+        let (actions, affected) =
+            checked_update(schema, E::VERSION, &unique, &actions, &definition)?;
+        let mut update = actions.iter().cloned().fold(Update::new(), Update::action);
+        let guard = rewrite_keys::<E>(&old, &actions, &affected, &unique, &mut update)?;
+        let hash_key = table.hash_key.to_string();
+        let mut conditions = vec![Filter::Exists(hash_key.clone())];
+        conditions.extend(guard);
+        // the record's own version, unless the caller asked for another
+        let version = E::VERSION.and_then(|name| {
+            let expected = expected.or_else(|| old.get(name).cloned())?;
+            Some((name, expected))
+        });
+        if let Some(name) = E::VERSION {
+            update = update.add(name, AttributeValue::N("1".to_owned()));
+        }
+        if let Some((name, expected)) = &version {
+            conditions.push(version_filter(name, &hash_key, expected, false));
+        }
+        conditions.extend(condition);
         let origin = Origin {
-            entity: schema.model().token.to_string(),
-            unique: unique_text(schema, &item),
-            create: false,
+            entity,
+            unique,
+            kind: OriginKind::Existing,
+            version,
         };
         self.push(
-            TransactWrite::Put {
-                item,
-                expect: Expect::Any,
+            TransactWrite::Update {
+                key: key_of(schema, &old),
+                update,
+                expect: all_of(conditions).map_or(Expect::Any, Expect::Matches),
+            },
+            origin,
+        );
+        Ok(self)
+    }
+
+    /// Checks that the stored `record` exists and `condition` holds for it, else the
+    /// transaction fails with [`Error::ConditionFailed`]; writes nothing.
+    pub fn check<E: Entity + Serialize>(
+        mut self,
+        record: &E,
+        condition: Condition<E>,
+    ) -> Result<Self> {
+        let schema = E::schema()?;
+        let entity = schema.model().token.to_string();
+        let item = record.to_item()?;
+        let condition = condition
+            .into_filter()
+            .map_err(|invalid| invalid_operand(&entity, invalid))?;
+        let origin = Origin {
+            entity,
+            unique: unique_text(schema, &item),
+            kind: OriginKind::Existing,
+            version: None,
+        };
+        self.push(
+            TransactWrite::Check {
+                key: key_of(schema, &item),
+                expect: Expect::Matches(Filter::And(vec![
+                    Filter::Exists(schema.table().hash_key.to_string()),
+                    condition,
+                ])),
             },
             origin,
         );
@@ -645,8 +1212,9 @@ impl Transaction {
         for key in candidates::<E, I>(schema, id)? {
             let origin = Origin {
                 entity: schema.model().token.to_string(),
-                unique: key.range_key.clone(),
-                create: false,
+                unique: id_text(id),
+                kind: OriginKind::Delete,
+                version: None,
             };
             self.push(
                 TransactWrite::Delete {
@@ -656,6 +1224,34 @@ impl Transaction {
                 origin,
             );
         }
+        Ok(self)
+    }
+
+    /// Deletes the stored `record` (as read earlier): it must still exist and, with a version
+    /// field, still hold the record's version, else the transaction fails with
+    /// [`Error::ConditionFailed`] or [`Error::VersionConflict`].
+    pub fn delete_record<E: Entity + Serialize>(mut self, record: &E) -> Result<Self> {
+        let schema = E::schema()?;
+        let item = record.to_item()?;
+        let hash_key = schema.table().hash_key.to_string();
+        let version = E::VERSION.and_then(|name| Some((name, item.get(name)?.clone())));
+        let mut conditions = vec![Filter::Exists(hash_key.clone())];
+        if let Some((name, expected)) = &version {
+            conditions.push(version_filter(name, &hash_key, expected, false));
+        }
+        let origin = Origin {
+            entity: schema.model().token.to_string(),
+            unique: unique_text(schema, &item),
+            kind: OriginKind::Existing,
+            version,
+        };
+        self.push(
+            TransactWrite::Delete {
+                key: key_of(schema, &item),
+                expect: all_of(conditions).map_or(Expect::Any, Expect::Matches),
+            },
+            origin,
+        );
         Ok(self)
     }
 
@@ -669,8 +1265,9 @@ impl Transaction {
         self.writes.is_empty()
     }
 
-    /// Carries out every operation or none. A failed create is [`Error::AlreadyExists`] naming
-    /// the entity and unique value.
+    /// Carries out every operation or none. A failed operation is a typed error naming its
+    /// entity and unique value: [`Error::AlreadyExists`] (create), [`Error::StoredElsewhere`]
+    /// (put), [`Error::VersionConflict`], [`Error::ConditionFailed`] (with the stored item).
     pub async fn commit<S: Store>(self, store: &S) -> Result<()> {
         let Self { writes, origins } = self;
         if writes.is_empty() {
@@ -681,23 +1278,185 @@ impl Transaction {
             names.dedup();
             names.join(", ")
         };
-        match store.transact_write(writes).await {
-            Ok(()) => Ok(()),
-            Err(e) => {
-                let failed = e
-                    .cancellation_reasons()
-                    .iter()
-                    .zip(&origins)
-                    .find(|(reason, _)| reason.is_conditional_check_failed())
-                    .map(|(_, origin)| origin);
-                match failed {
-                    Some(origin) if origin.create => Err(Error::AlreadyExists {
-                        entity: origin.entity.clone(),
-                        unique: origin.unique.clone(),
-                    }),
-                    _ => Err(store_error(entities(), "TransactWriteItems", e)),
+        let Err(e) = store.transact_write(writes).await else {
+            return Ok(());
+        };
+        let failures = || {
+            e.cancellation_reasons()
+                .iter()
+                .zip(&origins)
+                .filter(|(reason, _)| reason.is_conditional_check_failed())
+        };
+        // a copy elsewhere explains a failed version check at a put's new key too
+        let failed = failures()
+            .find(|(_, origin)| origin.kind == OriginKind::Elsewhere)
+            .or_else(|| failures().next());
+        let Some((reason, origin)) = failed else {
+            return Err(store_error(entities(), "TransactWriteItems", e));
+        };
+        let entity = origin.entity.clone();
+        let unique = origin.unique.clone();
+        let current = reason.item.clone();
+        Err(match origin.kind {
+            OriginKind::Create => Error::AlreadyExists { entity, unique },
+            OriginKind::Elsewhere => Error::StoredElsewhere { entity, unique },
+            OriginKind::Put | OriginKind::Existing | OriginKind::Delete => {
+                let absent_ok = origin.kind == OriginKind::Put;
+                match &origin.version {
+                    Some((name, expected))
+                        if version_conflict(name, expected, current.as_ref(), absent_ok) =>
+                    {
+                        conflict_error(entity, unique, name, expected, current)
+                    }
+                    _ => Error::ConditionFailed {
+                        entity,
+                        unique,
+                        current: current.map(Box::new),
+                    },
                 }
             }
+        })
+    }
+}
+
+/// A consistent read of records of one or more entities by id, in one `TransactGetItems`: every
+/// record as of the same instant.
+///
+/// Each [`get`](Self::get) returns a typed handle; after [`commit`](Self::commit), the
+/// [`ReadResults`] give each record back by its handle.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use entity_manager_core::store::{MemoryStore, TableDefinition};
+/// use entity_manager_core::{EntityExt, ReadTransaction, Table};
+/// # use entity_manager_core::{Entity, EntityModel, NoIndex, Property, TableModel, transcode};
+/// # use std::borrow::Cow;
+/// # struct Users;
+/// # impl Table for Users {
+/// #     const MODEL: TableModel = TableModel::DEFAULT;
+/// #     fn model() -> &'static TableModel { static M: TableModel = Users::MODEL; &M }
+/// #     fn entities() -> Vec<&'static EntityModel> { vec![User::model()] }
+/// # }
+/// # #[derive(serde::Serialize, serde::Deserialize, Debug, PartialEq)]
+/// # #[serde(rename_all = "camelCase")]
+/// # struct User { user_id: String, created: u64 }
+/// # impl Entity for User {
+/// #     type Table = Users;
+/// #     type Index = NoIndex;
+/// #     const MODEL: EntityModel = EntityModel {
+/// #         token: Cow::Borrowed("user"), unique_property: Cow::Borrowed("userId"),
+/// #         timestamp_property: Cow::Borrowed("created"), shard_bumps: Cow::Borrowed(&[]),
+/// #         default_limit: 10, default_page_size: 10,
+/// #         properties: Cow::Borrowed(&[Property::new("userId", transcode::STRING), Property::new("created", transcode::TIMESTAMP)]),
+/// #         generated: Cow::Borrowed(&[]), indexes: Cow::Borrowed(&[]),
+/// #     };
+/// #     fn model() -> &'static EntityModel { static M: EntityModel = User::MODEL; &M }
+/// # }
+/// let store = MemoryStore::new(TableDefinition::from_schema(Users::schema()?)?);
+/// User { user_id: "u1".into(), created: 1 }.create(&store).await?;
+///
+/// let mut read = ReadTransaction::new();
+/// let ann = read.get::<User, _>("u1")?;
+/// let bob = read.get::<User, _>("u2")?;
+/// let results = read.commit(&store).await?;
+/// assert_eq!(results.get(ann)?, Some(User { user_id: "u1".into(), created: 1 }));
+/// assert_eq!(results.get(bob)?, None);
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug, Default)]
+#[must_use = "a read transaction reads nothing until it is committed"]
+pub struct ReadTransaction {
+    keys: Vec<Item>,
+    /// Per `get`: the range of `keys` holding its candidate keys.
+    slots: Vec<std::ops::Range<usize>>,
+    entities: Vec<String>,
+}
+
+/// A record asked of a [`ReadTransaction`]: give it to [`ReadResults::get`].
+#[derive(Debug)]
+pub struct Handle<E> {
+    slot: usize,
+    entity: std::marker::PhantomData<fn() -> E>,
+}
+
+impl<E> Clone for Handle<E> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<E> Copy for Handle<E> {}
+
+impl ReadTransaction {
+    /// An empty read transaction.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Asks for the record of entity `E` with unique value `id` (every candidate shard is
+    /// read; `TransactGetItems` allows 100 keys in all).
+    pub fn get<E: Entity, I: Serialize + ?Sized>(&mut self, id: &I) -> Result<Handle<E>> {
+        let schema = E::schema()?;
+        let start = self.keys.len();
+        for key in candidates::<E, I>(schema, id)? {
+            self.keys.push(key_item(schema, &key));
         }
+        self.slots.push(start..self.keys.len());
+        self.entities.push(schema.model().token.to_string());
+        Ok(Handle {
+            slot: self.slots.len() - 1,
+            entity: std::marker::PhantomData,
+        })
+    }
+
+    /// Reads every record asked for, as of one instant.
+    pub async fn commit<S: Store>(self, store: &S) -> Result<ReadResults> {
+        let Self {
+            keys,
+            slots,
+            entities,
+        } = self;
+        let items = if keys.is_empty() {
+            Vec::new()
+        } else {
+            store.transact_get(keys).await.map_err(|e| {
+                let mut names = entities.clone();
+                names.dedup();
+                store_error(names.join(", "), "TransactGetItems", e)
+            })?
+        };
+        Ok(ReadResults { items, slots })
+    }
+}
+
+/// What a [`ReadTransaction`] read.
+#[derive(Debug)]
+pub struct ReadResults {
+    items: Vec<Option<Item>>,
+    slots: Vec<std::ops::Range<usize>>,
+}
+
+impl ReadResults {
+    /// The record a handle asked for, or `None` if there is none.
+    ///
+    /// # Errors
+    ///
+    /// When the stored item is not a record of `E` ([`EntityExt::from_item`]).
+    pub fn get<E: Entity + DeserializeOwned>(&self, handle: Handle<E>) -> Result<Option<E>> {
+        let schema = E::schema()?;
+        let found: Vec<Item> = self
+            .slots
+            .get(handle.slot)
+            .and_then(|range| self.items.get(range.clone()))
+            .unwrap_or_default()
+            .iter()
+            .flatten()
+            .cloned()
+            .collect();
+        pick(schema, found)
+            .map(|item| E::from_item(&item))
+            .transpose()
     }
 }

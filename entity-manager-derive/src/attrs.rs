@@ -49,6 +49,9 @@ pub(crate) struct EntityOptions {
     /// `index_enum = UserIndex`: the name of the emitted index-token enum; default
     /// `<Struct>Index`.
     pub(crate) index_enum: Option<IdentValue>,
+    /// `version = version`: an integer field every write checks and increments (optimistic
+    /// locking).
+    pub(crate) version: Option<IdentValue>,
     /// `crate = ::entity_manager`: where the runtime lives, for re-exporting crates.
     #[darling(rename = "crate")]
     pub(crate) krate: Option<PathValue>,
@@ -64,6 +67,7 @@ pub(crate) const ENTITY: ListSpec = ListSpec {
         "default_limit",
         "default_page_size",
         "index_enum",
+        "version",
         "crate",
     ],
     required: &[
@@ -87,6 +91,7 @@ pub(crate) const ENTITY: ListSpec = ListSpec {
 #[darling(forward_attrs(transcode, serde, generated, index, shard_bumps, entity))]
 pub(crate) struct FieldAttrs {
     pub(crate) ident: Option<Ident>,
+    pub(crate) vis: syn::Visibility,
     pub(crate) ty: Type,
     pub(crate) attrs: Vec<Attribute>,
 }

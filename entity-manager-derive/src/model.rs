@@ -35,6 +35,8 @@ pub(crate) struct Container<'a> {
     pub(crate) fields: Vec<Field<'a>>,
     pub(crate) unique: Option<usize>,
     pub(crate) timestamp: Option<usize>,
+    /// The version field (`version = …`), if any.
+    pub(crate) version: Option<usize>,
     pub(crate) default_limit: usize,
     pub(crate) default_page_size: usize,
     /// `default_limit = …` and `default_page_size = …` as written.
@@ -50,6 +52,7 @@ pub(crate) struct Container<'a> {
 
 pub(crate) struct Field<'a> {
     pub(crate) ident: &'a Ident,
+    pub(crate) vis: &'a syn::Visibility,
     /// The field's type.
     pub(crate) ty: &'a Type,
     /// The type of its values: `T` for `Option<T>`.
@@ -228,6 +231,9 @@ impl<'a> Container<'a> {
         let (unique, timestamp) = options
             .as_ref()
             .map_or((None, None), |o| resolve_key_properties(o, &fields, errors));
+        let version = options
+            .as_ref()
+            .and_then(|o| resolve_version(o, &fields, unique, timestamp, errors));
 
         let (token, token_tokens) = entity_token(attrs, options.as_ref());
         let defaults_given = [
@@ -281,6 +287,7 @@ impl<'a> Container<'a> {
             fields,
             unique,
             timestamp,
+            version,
             default_limit,
             default_page_size,
             defaults_given,
@@ -309,6 +316,16 @@ fn check_emitted_names(
             &index_enum,
             format!("`index_enum = {index_enum}` names the struct itself; the index enum needs a name of its own, like `{default}`"),
         );
+        default.clone()
+    } else {
+        index_enum
+    };
+    let fields = format!("{}Fields", ident.unraw());
+    let index_enum = if index_enum.unraw() == fields {
+        errors.at(
+            &index_enum,
+            format!("`index_enum = {index_enum}` is the name of the typed fields struct the derive emits; choose another name, like `{default}`"),
+        );
         default
     } else {
         index_enum
@@ -321,7 +338,12 @@ fn check_emitted_names(
             ident.unraw(),
             case::pascal(&g.ident.unraw().to_string())
         );
-        if index_enum.unraw() == builder {
+        if builder == fields {
+            errors.at(
+                &g.ident,
+                format!("generated property `{}` would make the key builder `{builder}`, the name of the typed fields struct the derive emits; rename the property", g.ident),
+            );
+        } else if index_enum.unraw() == builder {
             errors.at(
                 &g.ident,
                 format!("generated property `{}` would make the key builder `{builder}`, the name of the index enum; rename the property, or the enum with `#[entity(index_enum = …)]`", g.ident),
@@ -366,6 +388,49 @@ fn resolve_key_properties<'o>(
     let unique = lookup(options.unique.as_ref(), "unique");
     let timestamp = lookup(options.timestamp.as_ref(), "timestamp");
     (unique.map(|u| u.0), timestamp.map(|t| t.0))
+}
+
+/// The version field named in `#[entity(version = …)]`: a written field of the struct, not
+/// optional, neither the unique nor the timestamp property (its type is checked to be an
+/// integer by the emitted impl).
+fn resolve_version(
+    options: &EntityOptions,
+    fields: &[Field<'_>],
+    unique: Option<usize>,
+    timestamp: Option<usize>,
+    errors: &mut Errors,
+) -> Option<usize> {
+    let ident = &options.version.as_ref()?.0;
+    let Some(found) = fields.iter().position(|f| f.ident == ident) else {
+        let names: Vec<String> = fields.iter().map(|f| f.ident.to_string()).collect();
+        errors.at(
+            ident,
+            format!(
+                "`version`: no field `{ident}` in this struct{}",
+                resolve::did_you_mean(&ident.to_string(), names.iter().map(String::as_str))
+            ),
+        );
+        return None;
+    };
+    let field = &fields[found];
+    let problem = if Some(found) == unique || Some(found) == timestamp {
+        Some(
+            "the version field must be a field of its own, not the unique or the timestamp property; add a field like `version: u64`",
+        )
+    } else if option_inner(field.ty).is_some() {
+        Some(
+            "the version field cannot be an `Option`: every stored record has a version; use an integer like `u64` (records stored without it count as version 0)",
+        )
+    } else if !field.written {
+        Some("the version field must be stored: remove `#[serde(skip…)]`/`flatten` from it")
+    } else {
+        None
+    };
+    if let Some(problem) = problem {
+        errors.at(ident, problem);
+        return None;
+    }
+    Some(found)
 }
 
 /// The entity token (as given, not empty, or the struct name in lowerCamelCase) and the tokens
@@ -583,6 +648,7 @@ impl<'a> Field<'a> {
         };
         Some(Field {
             ident,
+            vis: &field.vis,
             ty: &field.ty,
             value_ty: option_inner(&field.ty).unwrap_or(&field.ty),
             stored,

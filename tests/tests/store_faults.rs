@@ -320,6 +320,16 @@ async fn requests_never_processed_end_in_an_error_naming_exactly_the_unwritten()
         e.to_string().contains("79 of 100 requests unwritten"),
         "{e}"
     );
+    // retryable: the message says so; `Debug` counts the requests instead of printing them
+    assert!(
+        e.is_retryable() && e.to_string().ends_with("retry them"),
+        "{e}"
+    );
+    let debug = format!("{e:?}");
+    assert!(
+        debug.contains("[79 requests]") && debug.len() < 400,
+        "{debug}"
+    );
     Ok(())
 }
 
@@ -337,6 +347,15 @@ async fn a_permanent_failure_stops_the_batch_and_names_every_unwritten_request()
     assert_eq!(e.unwritten, puts(&all[50..]));
     assert_eq!(store.inner.len(), 50);
     assert_eq!(store.calls(), 3, "a non-retryable error is not retried");
+    // permanent: the message does not advise a retry
+    assert!(!e.is_retryable(), "{e:?}");
+    assert!(!e.to_string().contains("retry them"), "{e}");
+    assert!(e.to_string().contains("fix the cause first"), "{e}");
+    let debug = format!("{e:?}");
+    assert!(
+        debug.contains("[50 requests]") && debug.len() < 400,
+        "{debug}"
+    );
     Ok(())
 }
 

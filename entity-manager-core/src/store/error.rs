@@ -307,8 +307,11 @@ impl StdError for StoreError {
 /// other request was. (When the store failed without answering, e.g. on a timeout, the requests
 /// of that chunk are listed although the store may have applied them: puts and deletes are
 /// idempotent, so writing them again is safe.)
-#[derive(Debug, thiserror::Error)]
-#[error("batch write left {} of {total} requests unwritten: {cause}; they are listed in `unwritten`, retry them", unwritten.len())]
+///
+/// Its `Debug` output stays short (the requests are counted, not printed): a batch holds up to
+/// thousands of items.
+#[derive(thiserror::Error)]
+#[error("batch write left {} of {total} requests unwritten: {cause}; they are listed in `unwritten`{}", unwritten.len(), advice(cause))]
 #[non_exhaustive]
 pub struct BatchWriteError {
     /// The requests that were not carried out.
@@ -330,13 +333,44 @@ impl BatchWriteError {
             cause,
         }
     }
+
+    /// Whether writing the unwritten requests again later may succeed (throttling, a
+    /// transient failure, a timeout, retries run out); `false` when the requests themselves
+    /// are refused (validation, a missing table…) and must be fixed first.
+    pub fn is_retryable(&self) -> bool {
+        self.cause.is_retryable()
+    }
+}
+
+impl fmt::Debug for BatchWriteError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BatchWriteError")
+            .field(
+                "unwritten",
+                &format_args!("[{} requests]", self.unwritten.len()),
+            )
+            .field("total", &self.total)
+            .field("cause", &self.cause)
+            .finish()
+    }
+}
+
+/// What to do about the requests a batch left, by the kind of its cause.
+fn advice(cause: &StoreError) -> &'static str {
+    if cause.is_retryable() {
+        ": retry them"
+    } else {
+        ": retrying them unchanged will fail the same way; fix the cause first"
+    }
 }
 
 /// A batch get that did not read every key.
 ///
 /// `unread` lists exactly the keys that were not read; `items` holds what was read.
-#[derive(Debug, thiserror::Error)]
-#[error("batch get left {} of {total} keys unread: {cause}; they are listed in `unread`, retry them", unread.len())]
+///
+/// Its `Debug` output stays short (items and keys are counted, not printed).
+#[derive(thiserror::Error)]
+#[error("batch get left {} of {total} keys unread: {cause}; they are listed in `unread`{}", unread.len(), advice(cause))]
 #[non_exhaustive]
 pub struct BatchGetError {
     /// The items that were read.
@@ -359,5 +393,22 @@ impl BatchGetError {
             total,
             cause,
         }
+    }
+
+    /// Whether reading the unread keys again later may succeed; `false` when the keys
+    /// themselves are refused and must be fixed first.
+    pub fn is_retryable(&self) -> bool {
+        self.cause.is_retryable()
+    }
+}
+
+impl fmt::Debug for BatchGetError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BatchGetError")
+            .field("items", &format_args!("[{} items]", self.items.len()))
+            .field("unread", &format_args!("[{} keys]", self.unread.len()))
+            .field("total", &self.total)
+            .field("cause", &self.cause)
+            .finish()
     }
 }

@@ -60,7 +60,7 @@ mod dynamo;
 mod error;
 mod memory;
 mod table;
-mod update;
+pub(crate) mod update;
 pub(crate) mod value;
 
 pub use crate::model::Projection;

@@ -129,6 +129,20 @@ fn expand_entity(c: &Container<'_>) -> Option<TokenStream> {
         const __TABLE: &_em::__private::TableModel = <#ident as __TableOf>::__TABLE;
     };
 
+    let version_const = c.version.map(|i| {
+        let f = &c.fields[i];
+        let ty = f.ty;
+        let stored = &f.stored;
+        let check = quote_spanned!(ty.span()=> <#ty as _em::__private::VersionField>::OK);
+        quote! {
+            const VERSION: _em::__private::Option<&'static str> = {
+                let () = #check;
+                _em::__private::Option::Some(#stored)
+            };
+        }
+    });
+    let fields = field_tokens(c);
+
     Some(quote! {
         #[doc(hidden)]
         #[allow(non_upper_case_globals, unused_attributes, unused_qualifications, clippy::all, clippy::pedantic)]
@@ -142,6 +156,7 @@ fn expand_entity(c: &Container<'_>) -> Option<TokenStream> {
                 type Index = #index_enum_name;
 
                 const MODEL: _em::__private::EntityModel = #model;
+                #version_const
 
                 fn model() -> &'static _em::__private::EntityModel {
                     static __MODEL: _em::__private::EntityModel = <#ident as _em::__private::Entity>::MODEL;
@@ -154,7 +169,55 @@ fn expand_entity(c: &Container<'_>) -> Option<TokenStream> {
 
         #index_enum
         #builders
+        #fields
     })
+}
+
+/// The typed field tokens: `UserFields` with one `Field` per stored field, and `User::FIELDS`.
+fn field_tokens(c: &Container<'_>) -> TokenStream {
+    let krate = &c.krate;
+    let ident = c.ident;
+    let vis = c.vis;
+    let name = format_ident!("{}Fields", ident.unraw());
+    let mut members = Vec::new();
+    let mut values = Vec::new();
+    for (i, f) in c.fields.iter().enumerate().filter(|(_, f)| f.written) {
+        let field = f.ident;
+        let field_vis = f.vis;
+        let value_ty = f.value_ty;
+        let stored = &f.stored;
+        let kind = if Some(i) == c.unique || Some(i) == c.timestamp {
+            quote!(#krate::__private::KeyPart)
+        } else if !std::ptr::eq(f.value_ty, f.ty) {
+            quote!(#krate::__private::Optional)
+        } else {
+            quote!(#krate::__private::Required)
+        };
+        let doc = format!("`{}`, stored as `{stored}`.", field.unraw());
+        members.push(quote! {
+            #[doc = #doc]
+            #field_vis #field: #krate::__private::Field<#ident, #value_ty, #kind>
+        });
+        values.push(quote!(#field: #krate::__private::Field::new(#stored)));
+    }
+    let doc = format!(
+        "The typed fields of [`{ident}`], for conditions and partial updates: [`{ident}::FIELDS`]."
+    );
+    quote! {
+        #[doc = #doc]
+        #[derive(Clone, Copy, Debug)]
+        #[allow(dead_code)]
+        #vis struct #name {
+            #(#members,)*
+        }
+
+        #[automatically_derived]
+        #[allow(dead_code)]
+        impl #ident {
+            /// The typed fields of the entity, for conditions and partial updates.
+            #vis const FIELDS: #name = #name { #(#values,)* };
+        }
+    }
 }
 
 /// The entity is listed by its table (spanned at `table = …`), checked only when the table is a
