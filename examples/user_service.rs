@@ -28,6 +28,7 @@ use entity_manager::query::{QueryStats, TypedQuery, key_value};
 use entity_manager::store::{
     DynamoStore, Filter, MemoryStore, RangeCondition, Store, TableDefinition,
 };
+use entity_manager::field::Changes;
 use entity_manager::{AttributeValue, Entity, EntityExt, ShardSpace, Table, Transaction, shard};
 use futures::StreamExt as _;
 use serde::de::DeserializeOwned;
@@ -48,7 +49,8 @@ struct UserService;
 /// the entity manager.
 #[derive(Entity, Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[serde(rename_all = "camelCase")]
-#[entity(table = UserService, unique = user_id, timestamp = created)]
+// `version`: every write checks the stored version and increments it (optimistic locking)
+#[entity(table = UserService, unique = user_id, timestamp = created, version = version)]
 // `user_id` is the seed docs' attribute name (`userId`)
 #[allow(clippy::struct_field_names)]
 #[shard_bumps(bumps = [
@@ -91,6 +93,7 @@ struct User {
     last_name_canonical: String,
     #[transcode("string")]
     phone: Option<String>, // `None` is never written: the user is then not in the phone indexes
+    version: u64,
 }
 
 /// An email address of a user. Emails are small, so the entity stays unsharded (`email!`):
@@ -276,7 +279,7 @@ async fn lifecycle<S: Store>(store: &S) -> Result<()> {
         "The life of one record",
         &["create, read by id, rename, clear the phone, delete with the emails: typed calls only"],
     );
-    let mut ada = User {
+    let ada = User {
         user_id: "ada-lovelace".into(),
         created: NOW - DAY,
         updated: NOW - DAY,
@@ -286,6 +289,7 @@ async fn lifecycle<S: Store>(store: &S) -> Result<()> {
         last_name: "Byron".into(),
         last_name_canonical: "byron".into(),
         phone: Some("17735550100".into()),
+        version: 0,
     };
     let emails = [
         Email {
@@ -323,41 +327,67 @@ async fn lifecycle<S: Store>(store: &S) -> Result<()> {
     let read = User::get(store, &ada.user_id)
         .await?
         .ok_or("ada was just created")?;
-    assert_eq(&read, &ada, "read by id")?;
+    // a create stores the record's version plus one
+    let created = User {
+        version: ada.version + 1,
+        ..ada.clone()
+    };
+    assert_eq(&read, &created, "read by id")?;
     println!(
         "  read {} by id: {} {}",
         read.user_id, read.first_name, read.last_name
     );
 
-    // Rename: the put rewrites every generated key, so the lastName index finds her under the
-    // new name and no longer under the old one.
-    ada.last_name = "King".into();
-    ada.last_name_canonical = "king".into();
-    ada.updated = NOW;
-    ada.put(store).await?;
+    // Rename with a typed partial update: one UpdateItem that also rewrites every generated key
+    // built from the changed fields, so the lastName index finds her under the new name only.
+    let f = User::FIELDS;
+    let stale = read.clone();
+    let ada = User::update(
+        store,
+        &ada.user_id,
+        Changes::new()
+            .set(f.last_name, "King")
+            .set(f.last_name_canonical, "king")
+            .set(f.updated, NOW),
+    )
+    .await?
+    .ok_or("ada exists")?;
     let (new, old) = (
         found_by_last_name(store, "king").await?,
         found_by_last_name(store, "byron").await?,
     );
     println!(
-        "  renamed to {} {}: lastName index finds her under `king`: {new}, under `byron`: {old}",
-        ada.first_name, ada.last_name
+        "  renamed to {} {} (version {}): lastName index finds her under `king`: {new}, under `byron`: {old}",
+        ada.first_name, ada.last_name, ada.version
     );
     if !new || old {
         return Err("the lastName index must follow the rename".into());
     }
 
-    // Clear the phone: `None` is not written, so she leaves the sparse phone index.
-    ada.phone = None;
-    ada.put(store).await?;
+    // Clear the phone: the attribute is removed, so she leaves the sparse phone index.
+    let ada = User::update(store, &ada.user_id, Changes::new().remove(f.phone))
+        .await?
+        .ok_or("ada exists")?;
     let found = found_by_phone(store, "17735550100").await?;
     println!("  cleared the phone: the phone index finds {found} users with 17735550100");
     if found > 0 {
         return Err("a cleared phone must leave the phone index".into());
     }
 
-    // Delete the user with her emails in one transaction (every candidate shard of each id).
-    let mut delete = Transaction::new().delete::<User, _>(&ada.user_id)?;
+    // Optimistic locking: a write of the record as read before the rename is refused.
+    match stale.put(store).await {
+        Err(entity_manager::Error::VersionConflict {
+            expected, stored, ..
+        }) => println!(
+            "  writing the copy read before the rename is refused: version {expected} expected, {} stored",
+            stored.as_deref().unwrap_or("none")
+        ),
+        other => return Err(format!("a stale write must be refused, got {other:?}").into()),
+    }
+
+    // Delete the user (as last read: refused if she changed since) with her emails, in one
+    // transaction.
+    let mut delete = Transaction::new().delete_record(&ada)?;
     for email in &emails {
         delete = delete.delete::<Email, _>(&email.email)?;
     }
@@ -370,7 +400,6 @@ async fn lifecycle<S: Store>(store: &S) -> Result<()> {
         User::get(store, &ada.user_id).await?.is_some(),
         left.iter().flatten().count()
     );
-    println!("  (optimistic locking with a version field comes with typed updates)");
     Ok(())
 }
 
@@ -1071,6 +1100,7 @@ impl Dataset {
                 last_name: last_name.to_owned(),
                 last_name_canonical: canonicalize(last_name),
                 phone,
+                version: 0,
             };
             let emails = match rng.below(10) {
                 0..=4 => 1,

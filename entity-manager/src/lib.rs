@@ -78,6 +78,7 @@ pub use entity_manager_derive::Table;
 /// | `token = "user"` | the entity token prefixing hash keys (default: the struct name in lowerCamelCase) |
 /// | `default_limit = n`, `default_page_size = n` | query defaults (10 and 10) |
 /// | `index_enum = Name` | the name of the emitted index-token enum (default `<Struct>Index`) |
+/// | `version = field` | an integer field every write checks and increments (optimistic locking: a stale write is [`Error::VersionConflict`]) |
 /// | `crate = path` | where this crate is (default `::entity_manager`) |
 ///
 /// **`#[transcode("name")]`** on a field makes it a transcoded property, which keys may contain.
@@ -152,7 +153,13 @@ pub use entity_manager_derive::Table;
 /// - `enum <T>Index` with one variant per index, implementing [`IndexToken`];
 /// - per generated property, `T::<name>()` returning a typed builder `<T><Name><0>` whose methods
 ///   take the components in key order, giving a `begins_with` prefix at every stage
-///   ([`as_str`](KeyBuilder::as_str)) and the full key at the last (`key()`).
+///   ([`as_str`](KeyBuilder::as_str)) and the full key at the last (`key()`);
+/// - `struct <T>Fields` and `T::FIELDS`: one typed [`Field`](field::Field) per stored field, for
+///   conditions and partial updates ([`field`]): `T::FIELDS.last_name.eq("king")`,
+///   `Changes::new().remove(T::FIELDS.phone)`. The unique and timestamp fields are
+///   [`KeyPart`](field::KeyPart)s (compared, never set), `Option` fields are
+///   [`Optional`](field::Optional) (the only ones `remove` takes);
+/// - with `version = field`, `const VERSION` in the impl naming it.
 ///
 /// # Compared with a hand-written impl
 ///
