@@ -24,11 +24,11 @@ use std::io::{IsTerminal as _, Write as _};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
+use entity_manager::field::Changes;
 use entity_manager::query::{QueryStats, TypedQuery, key_value};
 use entity_manager::store::{
     DynamoStore, Filter, MemoryStore, RangeCondition, Store, TableDefinition,
 };
-use entity_manager::field::Changes;
 use entity_manager::{AttributeValue, Entity, EntityExt, ShardSpace, Table, Transaction, shard};
 use futures::StreamExt as _;
 use serde::de::DeserializeOwned;

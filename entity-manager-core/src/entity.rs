@@ -423,6 +423,11 @@ pub trait EntityExt: Entity {
 
     /// Puts many records with batch writes (25 a request, unprocessed ones retried). Not atomic:
     /// on failure the error lists what was not written.
+    ///
+    /// A batch write takes no condition: unlike [`put`](Self::put), it neither checks a version
+    /// field nor refuses a record stored under another shard. Use it to load records (or
+    /// rewrite them as they are), and [`put`](Self::put) or a [`Transaction`](crate::Transaction)
+    /// to replace records others may write.
     fn put_many<'s, S: Store>(
         store: &'s S,
         records: &'s [Self],

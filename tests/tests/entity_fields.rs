@@ -539,7 +539,66 @@ async fn atomic_adds<S: Store + 'static>(store: Arc<S>, tasks: u64, adds: u64) -
     Ok(())
 }
 
+/// `modify` (read, change by closure, guarded write) on a record with a list field: the guard
+/// compares the list as read, the version goes up by one whatever the closure does to it.
+async fn modify_with_lists_and_versions<S: Store>(store: &S) -> TestResult {
+    member("l", 2_500).create(store).await?;
+    let changed = Member::modify(store, "l", |m| {
+        m.tags.push("second".into());
+        m.last_name = "lister".into();
+        m.version = 100; // ignored: the stored version decides
+    })
+    .await?
+    .ok_or("l missing")?;
+    assert_eq!(changed.tags, ["new", "second"]);
+    assert_eq!(changed.version, 2);
+    assert_stored(store, &changed).await?;
+    assert_eq!(by_last_name(store, "lister").await?, ["l"]);
+    Member::delete(store, "l").await?;
+    Ok(())
+}
+
+/// Concurrent `modify`s that each append to a list lose nothing: the guard compares the list
+/// as read, so a write over a list changed meanwhile fails and is retried.
+async fn concurrent_list_appends<S: Store + 'static>(
+    store: Arc<S>,
+    tasks: usize,
+    appends: usize,
+) -> TestResult {
+    member("lists", 1_500).create(&*store).await?;
+    let mut handles = Vec::new();
+    for task in 0..tasks {
+        let store = Arc::clone(&store);
+        handles.push(tokio::spawn(async move {
+            for n in 0..appends {
+                loop {
+                    match Member::modify(&*store, "lists", |m| m.tags.push(format!("{task}-{n}")))
+                        .await
+                    {
+                        Ok(_) => break,
+                        Err(Error::Conflict { .. }) => tokio::task::yield_now().await,
+                        Err(e) => return Err(e.to_string()),
+                    }
+                }
+            }
+            Ok(())
+        }));
+    }
+    for handle in handles {
+        handle.await??;
+    }
+    let lists = Member::get(&*store, "lists").await?.ok_or("gone")?;
+    let mut tags = lists.tags.clone();
+    tags.sort();
+    tags.dedup();
+    assert_eq!(tags.len(), 1 + tasks * appends, "every append kept once");
+    assert_eq!(lists.tags.len(), 1 + tasks * appends);
+    assert_stored(&*store, &lists).await?;
+    Ok(())
+}
+
 async fn all<S: Store>(store: &S) -> TestResult {
+    modify_with_lists_and_versions(store).await?;
     typed_updates(store).await?;
     conditions_agree_with_the_record(store).await?;
     puts_deletes_and_versions(store).await?;
@@ -565,6 +624,7 @@ async fn typed_fields_on_dynamodb() -> TestResult {
 async fn thirty_two_tasks_of_fifty_version_locked_increments_on_memory() -> TestResult {
     let store = Arc::new(MemoryStore::new(definition()?));
     version_locked_increments(Arc::clone(&store), 32, 50).await?;
+    concurrent_list_appends(Arc::clone(&store), 8, 10).await?;
     atomic_adds(store, 32, 50).await
 }
 
@@ -576,6 +636,7 @@ async fn thirty_two_tasks_of_fifty_version_locked_increments_on_dynamodb() -> Te
     let store = Arc::new(store);
     let result = async {
         version_locked_increments(Arc::clone(&store), 32, 50).await?;
+        concurrent_list_appends(Arc::clone(&store), 8, 10).await?;
         atomic_adds(Arc::clone(&store), 8, 25).await
     }
     .await;
