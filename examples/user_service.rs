@@ -374,6 +374,17 @@ async fn lifecycle<S: Store>(store: &S) -> Result<()> {
         return Err("a cleared phone must leave the phone index".into());
     }
 
+    lock_and_delete(store, &stale, &ada, &emails).await
+}
+
+/// Optimistic locking: a write of a stale copy is refused. Then the user (as last read) and her
+/// emails are deleted in one transaction.
+async fn lock_and_delete<S: Store>(
+    store: &S,
+    stale: &User,
+    ada: &User,
+    emails: &[Email],
+) -> Result<()> {
     // Optimistic locking: a write of the record as read before the rename is refused.
     match stale.put(store).await {
         Err(entity_manager::Error::VersionConflict {
@@ -387,8 +398,8 @@ async fn lifecycle<S: Store>(store: &S) -> Result<()> {
 
     // Delete the user (as last read: refused if she changed since) with her emails, in one
     // transaction.
-    let mut delete = Transaction::new().delete_record(&ada)?;
-    for email in &emails {
+    let mut delete = Transaction::new().delete_record(ada)?;
+    for email in emails {
         delete = delete.delete::<Email, _>(&email.email)?;
     }
     delete.commit(store).await?;
