@@ -19,14 +19,15 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 pub use crate::builder::KeyBuilder;
-pub use crate::entity::{Entity, EntityExt, IndexToken, Table};
-pub use crate::error::Result;
+pub use crate::entity::{Entity, IndexToken, Table};
+use crate::error::Result;
 pub use crate::model::{
-    Delimiters, EntityModel, GeneratedKind, GeneratedProperty, Index, KeyMode, NumericHash,
+    Delimiters, EntityModel, GeneratedProperty, Index, KeyMode, Name, NumericHash,
     Projection, Property, ShardBump, ShardSpace, TableModel,
 };
 use crate::transcode::{BUILTIN_NAMES, BigInt20, Boolean, Fix6, Int, Str, Timestamp};
-pub use crate::transcode::{Transcode, TranscodeError, Transcoder, Typed};
+pub use crate::transcode::Transcoder;
+use crate::transcode::{Transcode, TranscodeError, Typed};
 
 // ---------------------------------------------------------------------------------------------
 // transcoded fields

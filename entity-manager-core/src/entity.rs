@@ -266,9 +266,8 @@ pub trait EntityExt: Entity {
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// # use entity_manager_core::{Entity, EntityExt, EntityModel, NoIndex, Property, Table, TableModel, transcode};
-    /// # use entity_manager_core::field::{Changes, Field, KeyPart, Optional, Required};
+    /// # use entity_manager_core::field::{Changes, Field, Optional, Required};
     /// # use entity_manager_core::store::{MemoryStore, TableDefinition};
-    /// # use std::borrow::Cow;
     /// # struct Users;
     /// # impl Table for Users {
     /// #     const MODEL: TableModel = TableModel::DEFAULT;
@@ -281,12 +280,9 @@ pub trait EntityExt: Entity {
     /// # impl Entity for User {
     /// #     type Table = Users;
     /// #     type Index = NoIndex;
-    /// #     const MODEL: EntityModel = EntityModel {
-    /// #         token: Cow::Borrowed("user"), unique_property: Cow::Borrowed("userId"),
-    /// #         timestamp_property: Cow::Borrowed("created"), shard_bumps: Cow::Borrowed(&[]),
-    /// #         default_limit: 10, default_page_size: 10,
-    /// #         properties: Cow::Borrowed(&[Property::new("userId", transcode::STRING), Property::new("created", transcode::TIMESTAMP)]),
-    /// #         generated: Cow::Borrowed(&[]), indexes: Cow::Borrowed(&[]),
+    /// #     const MODEL: EntityModel = {
+    /// #         const PROPERTIES: &[Property] = &[Property::new("userId", transcode::STRING), Property::new("created", transcode::TIMESTAMP)];
+    /// #         EntityModel::new("user", "userId", "created").with_properties(PROPERTIES)
     /// #     };
     /// #     fn model() -> &'static EntityModel { static M: EntityModel = User::MODEL; &M }
     /// # }
@@ -337,7 +333,6 @@ pub trait EntityExt: Entity {
     /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// # use entity_manager_core::{Entity, EntityExt, EntityModel, NoIndex, Property, Table, TableModel, transcode};
     /// # use entity_manager_core::store::{MemoryStore, TableDefinition};
-    /// # use std::borrow::Cow;
     /// # struct Users;
     /// # impl Table for Users {
     /// #     const MODEL: TableModel = TableModel::DEFAULT;
@@ -350,12 +345,9 @@ pub trait EntityExt: Entity {
     /// # impl Entity for User {
     /// #     type Table = Users;
     /// #     type Index = NoIndex;
-    /// #     const MODEL: EntityModel = EntityModel {
-    /// #         token: Cow::Borrowed("user"), unique_property: Cow::Borrowed("userId"),
-    /// #         timestamp_property: Cow::Borrowed("created"), shard_bumps: Cow::Borrowed(&[]),
-    /// #         default_limit: 10, default_page_size: 10,
-    /// #         properties: Cow::Borrowed(&[Property::new("userId", transcode::STRING), Property::new("created", transcode::TIMESTAMP)]),
-    /// #         generated: Cow::Borrowed(&[]), indexes: Cow::Borrowed(&[]),
+    /// #     const MODEL: EntityModel = {
+    /// #         const PROPERTIES: &[Property] = &[Property::new("userId", transcode::STRING), Property::new("created", transcode::TIMESTAMP)];
+    /// #         EntityModel::new("user", "userId", "created").with_properties(PROPERTIES)
     /// #     };
     /// #     fn model() -> &'static EntityModel { static M: EntityModel = User::MODEL; &M }
     /// # }

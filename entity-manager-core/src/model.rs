@@ -161,6 +161,7 @@ impl Profile {
 
 /// The three delimiters that structure generated keys.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub struct Delimiters {
     /// Separates the parts of a generated property (default `|`).
     pub generated_key: Name,
@@ -172,11 +173,25 @@ pub struct Delimiters {
 
 impl Delimiters {
     /// The TypeScript defaults: `|`, `#` and `!`.
-    pub const DEFAULT: Self = Self {
-        generated_key: Cow::Borrowed(rules::DEFAULT_GENERATED_KEY_DELIMITER),
-        generated_value: Cow::Borrowed(rules::DEFAULT_GENERATED_VALUE_DELIMITER),
-        shard_key: Cow::Borrowed(rules::DEFAULT_SHARD_KEY_DELIMITER),
-    };
+    pub const DEFAULT: Self = Self::new(
+        rules::DEFAULT_GENERATED_KEY_DELIMITER,
+        rules::DEFAULT_GENERATED_VALUE_DELIMITER,
+        rules::DEFAULT_SHARD_KEY_DELIMITER,
+    );
+
+    /// Three delimiters: between the parts of a generated property, between a component's
+    /// name and value, and between the entity token and the shard suffix.
+    pub const fn new(
+        generated_key: &'static str,
+        generated_value: &'static str,
+        shard_key: &'static str,
+    ) -> Self {
+        Self {
+            generated_key: Cow::Borrowed(generated_key),
+            generated_value: Cow::Borrowed(generated_value),
+            shard_key: Cow::Borrowed(shard_key),
+        }
+    }
 
     /// The three delimiters with their configuration names, in a fixed order.
     pub fn named(&self) -> [(&'static str, &str); 3] {
@@ -203,7 +218,21 @@ impl Default for Delimiters {
 }
 
 /// Table-level settings shared by every entity of one DynamoDB table.
+///
+/// Built from [`DEFAULT`](Self::DEFAULT) with the `with_*` methods, in `const` context too:
+///
+/// ```
+/// use entity_manager_core::{Delimiters, ShardSpace, TableModel};
+///
+/// const ORDERS: TableModel = TableModel::DEFAULT
+///     .with_keys("pk", "sk")
+///     .with_delimiters(Delimiters::new("~", "#", "!"))
+///     .with_shard_space(ShardSpace::Power)
+///     .with_throttle(4);
+/// assert_eq!((&*ORDERS.hash_key, ORDERS.throttle), ("pk", 4));
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct TableModel {
     /// The partition key attribute name (`hashKey` by default).
     pub hash_key: Name,
@@ -237,10 +266,67 @@ impl TableModel {
     /// These settings under a compatibility profile: its shard space, key mode and numeric
     /// hashing replace the table's.
     #[must_use]
-    pub fn with_profile(mut self, profile: Profile) -> Self {
+    pub const fn with_profile(mut self, profile: Profile) -> Self {
         self.shard_space = profile.shard_space();
         self.key_mode = profile.key_mode();
         self.numeric_hash = profile.numeric_hash();
+        self
+    }
+
+    /// These settings with other key attribute names.
+    ///
+    /// Meant for `const` models: a `Cow` cannot be dropped in `const` context, so a replaced
+    /// owned value is leaked (a borrowed one owns nothing). At run time, assign the public field
+    /// instead.
+    #[must_use]
+    pub const fn with_keys(mut self, hash_key: &'static str, range_key: &'static str) -> Self {
+        std::mem::forget(std::mem::replace(
+            &mut self.hash_key,
+            Cow::Borrowed(hash_key),
+        ));
+        std::mem::forget(std::mem::replace(
+            &mut self.range_key,
+            Cow::Borrowed(range_key),
+        ));
+        self
+    }
+
+    /// These settings with other delimiters.
+    ///
+    /// Meant for `const` models: a `Cow` cannot be dropped in `const` context, so a replaced
+    /// owned value is leaked (a borrowed one owns nothing). At run time, assign the public field
+    /// instead.
+    #[must_use]
+    pub const fn with_delimiters(mut self, delimiters: Delimiters) -> Self {
+        std::mem::forget(std::mem::replace(&mut self.delimiters, delimiters));
+        self
+    }
+
+    /// These settings with another shard-space rule.
+    #[must_use]
+    pub const fn with_shard_space(mut self, shard_space: ShardSpace) -> Self {
+        self.shard_space = shard_space;
+        self
+    }
+
+    /// These settings with another default throttle (shard queries in flight).
+    #[must_use]
+    pub const fn with_throttle(mut self, throttle: usize) -> Self {
+        self.throttle = throttle;
+        self
+    }
+
+    /// These settings with another key mode.
+    #[must_use]
+    pub const fn with_key_mode(mut self, key_mode: KeyMode) -> Self {
+        self.key_mode = key_mode;
+        self
+    }
+
+    /// These settings with another numeric hashing.
+    #[must_use]
+    pub const fn with_numeric_hash(mut self, numeric_hash: NumericHash) -> Self {
+        self.numeric_hash = numeric_hash;
         self
     }
 }
@@ -254,6 +340,7 @@ impl Default for TableModel {
 /// One step of an entity's shard schedule: from `timestamp` on, new records get a suffix of
 /// `chars` characters in radix `2^char_bits`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub struct ShardBump {
     /// Creation time (ms since the epoch) from which the bump applies.
     pub timestamp: u64,
@@ -307,6 +394,7 @@ pub enum GeneratedKind {
 
 /// A transcoded property: a property whose values may appear inside keys.
 #[derive(Clone)]
+#[non_exhaustive]
 pub struct Property {
     /// The stored attribute name.
     pub name: Name,
@@ -341,6 +429,7 @@ impl PartialEq for Property {
 
 /// A generated property: a string attribute built from transcoded components.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct GeneratedProperty {
     /// The stored attribute name.
     pub name: Name,
@@ -354,6 +443,28 @@ pub struct GeneratedProperty {
 }
 
 impl GeneratedProperty {
+    /// A sharded (hash-side) generated property of these components, in key order; always
+    /// atomic.
+    pub const fn sharded(name: &'static str, components: &'static [Name]) -> Self {
+        Self {
+            name: Cow::Borrowed(name),
+            kind: GeneratedKind::Sharded,
+            atomic: true,
+            components: Cow::Borrowed(components),
+        }
+    }
+
+    /// An unsharded (range-side) generated property of these components, in key order;
+    /// `atomic`: absent when a component is missing.
+    pub const fn unsharded(name: &'static str, components: &'static [Name], atomic: bool) -> Self {
+        Self {
+            name: Cow::Borrowed(name),
+            kind: GeneratedKind::Unsharded,
+            atomic,
+            components: Cow::Borrowed(components),
+        }
+    }
+
     /// Whether this property sits on the hash side.
     pub fn is_sharded(&self) -> bool {
         self.kind == GeneratedKind::Sharded
@@ -379,6 +490,7 @@ pub enum Projection {
 
 /// A global secondary index.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Index {
     /// The index token, which is also the GSI name.
     pub name: Name,
@@ -390,8 +502,42 @@ pub struct Index {
     pub projection: Projection,
 }
 
+impl Index {
+    /// An index: its token (the GSI name), hash key, range key and projection.
+    pub const fn new(
+        name: &'static str,
+        hash_key: Name,
+        range_key: Name,
+        projection: Projection,
+    ) -> Self {
+        Self {
+            name: Cow::Borrowed(name),
+            hash_key,
+            range_key,
+            projection,
+        }
+    }
+}
+
 /// An entity: one kind of record in the table.
+///
+/// Built with [`new`](Self::new) and the `with_*` methods, in `const` context too (as
+/// `#[derive(Entity)]` does):
+///
+/// ```
+/// use entity_manager_core::{EntityModel, Property, transcode};
+///
+/// // a slice of models lives for `'static` as a `const` item (not as a `const fn` argument)
+/// const PROPERTIES: &[Property] = &[
+///     Property::new("email", transcode::STRING),
+///     Property::new("created", transcode::TIMESTAMP),
+/// ];
+/// const EMAIL: EntityModel = EntityModel::new("email", "email", "created").with_properties(PROPERTIES);
+/// assert_eq!(EMAIL.properties.len(), 2);
+/// assert_eq!(EMAIL.default_limit, 10);
+/// ```
 #[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct EntityModel {
     /// The entity token, the prefix of every hash key of this entity (e.g. `user`).
     pub token: Name,
@@ -414,6 +560,88 @@ pub struct EntityModel {
 }
 
 impl EntityModel {
+    /// An entity of this token, unique property and timestamp property, with no transcoded or
+    /// generated property, no index, no shard bump (one unsharded partition) and the default
+    /// query limit and page size.
+    pub const fn new(
+        token: &'static str,
+        unique_property: &'static str,
+        timestamp_property: &'static str,
+    ) -> Self {
+        Self {
+            token: Cow::Borrowed(token),
+            unique_property: Cow::Borrowed(unique_property),
+            timestamp_property: Cow::Borrowed(timestamp_property),
+            shard_bumps: Cow::Borrowed(&[]),
+            default_limit: rules::DEFAULT_LIMIT,
+            default_page_size: rules::DEFAULT_PAGE_SIZE,
+            properties: Cow::Borrowed(&[]),
+            generated: Cow::Borrowed(&[]),
+            indexes: Cow::Borrowed(&[]),
+        }
+    }
+
+    /// The model with this shard schedule.
+    ///
+    /// Meant for `const` models: a `Cow` cannot be dropped in `const` context, so a replaced
+    /// owned value is leaked (a borrowed one owns nothing). At run time, assign the public field
+    /// instead.
+    #[must_use]
+    pub const fn with_shard_bumps(mut self, shard_bumps: &'static [ShardBump]) -> Self {
+        std::mem::forget(std::mem::replace(
+            &mut self.shard_bumps,
+            Cow::Borrowed(shard_bumps),
+        ));
+        self
+    }
+
+    /// The model with these query defaults: the limit and the page size of one shard query.
+    #[must_use]
+    pub const fn with_defaults(mut self, default_limit: usize, default_page_size: usize) -> Self {
+        self.default_limit = default_limit;
+        self.default_page_size = default_page_size;
+        self
+    }
+
+    /// The model with these transcoded properties.
+    ///
+    /// Meant for `const` models: a `Cow` cannot be dropped in `const` context, so a replaced
+    /// owned value is leaked (a borrowed one owns nothing). At run time, assign the public field
+    /// instead.
+    #[must_use]
+    pub const fn with_properties(mut self, properties: &'static [Property]) -> Self {
+        std::mem::forget(std::mem::replace(
+            &mut self.properties,
+            Cow::Borrowed(properties),
+        ));
+        self
+    }
+
+    /// The model with these generated properties.
+    ///
+    /// Meant for `const` models: a `Cow` cannot be dropped in `const` context, so a replaced
+    /// owned value is leaked (a borrowed one owns nothing). At run time, assign the public field
+    /// instead.
+    #[must_use]
+    pub const fn with_generated(mut self, generated: &'static [GeneratedProperty]) -> Self {
+        std::mem::forget(std::mem::replace(
+            &mut self.generated,
+            Cow::Borrowed(generated),
+        ));
+        self
+    }
+
+    /// The model with these indexes.
+    ///
+    /// Meant for `const` models: a `Cow` cannot be dropped in `const` context, so a replaced
+    /// owned value is leaked (a borrowed one owns nothing). At run time, assign the public field
+    /// instead.
+    #[must_use]
+    pub const fn with_indexes(mut self, indexes: &'static [Index]) -> Self {
+        std::mem::forget(std::mem::replace(&mut self.indexes, Cow::Borrowed(indexes)));
+        self
+    }
+
     /// The transcoded property of this name.
     pub fn property(&self, name: &str) -> Option<&Property> {
         self.properties.iter().find(|p| p.name == name)

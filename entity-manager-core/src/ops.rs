@@ -980,7 +980,6 @@ enum OriginKind {
 /// use entity_manager_core::store::{MemoryStore, TableDefinition};
 /// use entity_manager_core::{EntityExt, Table, Transaction};
 /// # use entity_manager_core::{Entity, EntityModel, NoIndex, Property, TableModel, transcode};
-/// # use std::borrow::Cow;
 /// # struct Users;
 /// # impl Table for Users {
 /// #     const MODEL: TableModel = TableModel::DEFAULT;
@@ -993,12 +992,9 @@ enum OriginKind {
 /// # impl Entity for User {
 /// #     type Table = Users;
 /// #     type Index = NoIndex;
-/// #     const MODEL: EntityModel = EntityModel {
-/// #         token: Cow::Borrowed("user"), unique_property: Cow::Borrowed("userId"),
-/// #         timestamp_property: Cow::Borrowed("created"), shard_bumps: Cow::Borrowed(&[]),
-/// #         default_limit: 10, default_page_size: 10,
-/// #         properties: Cow::Borrowed(&[Property::new("userId", transcode::STRING), Property::new("created", transcode::TIMESTAMP)]),
-/// #         generated: Cow::Borrowed(&[]), indexes: Cow::Borrowed(&[]),
+/// #     const MODEL: EntityModel = {
+/// #         const PROPERTIES: &[Property] = &[Property::new("userId", transcode::STRING), Property::new("created", transcode::TIMESTAMP)];
+/// #         EntityModel::new("user", "userId", "created").with_properties(PROPERTIES)
 /// #     };
 /// #     fn model() -> &'static EntityModel { static M: EntityModel = User::MODEL; &M }
 /// # }
@@ -1008,12 +1004,9 @@ enum OriginKind {
 /// # impl Entity for Email {
 /// #     type Table = Users;
 /// #     type Index = NoIndex;
-/// #     const MODEL: EntityModel = EntityModel {
-/// #         token: Cow::Borrowed("email"), unique_property: Cow::Borrowed("email"),
-/// #         timestamp_property: Cow::Borrowed("created"), shard_bumps: Cow::Borrowed(&[]),
-/// #         default_limit: 10, default_page_size: 10,
-/// #         properties: Cow::Borrowed(&[Property::new("email", transcode::STRING), Property::new("created", transcode::TIMESTAMP)]),
-/// #         generated: Cow::Borrowed(&[]), indexes: Cow::Borrowed(&[]),
+/// #     const MODEL: EntityModel = {
+/// #         const PROPERTIES: &[Property] = &[Property::new("email", transcode::STRING), Property::new("created", transcode::TIMESTAMP)];
+/// #         EntityModel::new("email", "email", "created").with_properties(PROPERTIES)
 /// #     };
 /// #     fn model() -> &'static EntityModel { static M: EntityModel = Email::MODEL; &M }
 /// # }
@@ -1331,7 +1324,6 @@ impl Transaction {
 /// use entity_manager_core::store::{MemoryStore, TableDefinition};
 /// use entity_manager_core::{EntityExt, ReadTransaction, Table};
 /// # use entity_manager_core::{Entity, EntityModel, NoIndex, Property, TableModel, transcode};
-/// # use std::borrow::Cow;
 /// # struct Users;
 /// # impl Table for Users {
 /// #     const MODEL: TableModel = TableModel::DEFAULT;
@@ -1344,12 +1336,9 @@ impl Transaction {
 /// # impl Entity for User {
 /// #     type Table = Users;
 /// #     type Index = NoIndex;
-/// #     const MODEL: EntityModel = EntityModel {
-/// #         token: Cow::Borrowed("user"), unique_property: Cow::Borrowed("userId"),
-/// #         timestamp_property: Cow::Borrowed("created"), shard_bumps: Cow::Borrowed(&[]),
-/// #         default_limit: 10, default_page_size: 10,
-/// #         properties: Cow::Borrowed(&[Property::new("userId", transcode::STRING), Property::new("created", transcode::TIMESTAMP)]),
-/// #         generated: Cow::Borrowed(&[]), indexes: Cow::Borrowed(&[]),
+/// #     const MODEL: EntityModel = {
+/// #         const PROPERTIES: &[Property] = &[Property::new("userId", transcode::STRING), Property::new("created", transcode::TIMESTAMP)];
+/// #         EntityModel::new("user", "userId", "created").with_properties(PROPERTIES)
 /// #     };
 /// #     fn model() -> &'static EntityModel { static M: EntityModel = User::MODEL; &M }
 /// # }

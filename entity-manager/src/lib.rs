@@ -167,7 +167,6 @@ pub use entity_manager_derive::Table;
 /// model (minus the compile-time checks, the index enum and the typed builders):
 ///
 /// ```
-/// use std::borrow::Cow;
 /// use entity_manager::{Entity, EntityExt, EntityModel, NoIndex, Property, Table, transcode};
 /// use serde::{Deserialize, Serialize};
 ///
@@ -181,23 +180,17 @@ pub use entity_manager_derive::Table;
 ///     created: u64,
 /// }
 ///
+/// const PROPERTIES: &[Property] = &[
+///     Property::new("email", transcode::STRING),
+///     Property::new("created", transcode::TIMESTAMP),
+/// ];
+///
 /// impl Entity for Email {
 ///     type Table = Emails;
 ///     type Index = NoIndex;
-///     const MODEL: EntityModel = EntityModel {
-///         token: Cow::Borrowed("email"),
-///         unique_property: Cow::Borrowed("email"),
-///         timestamp_property: Cow::Borrowed("created"),
-///         shard_bumps: Cow::Borrowed(&[entity_manager::ShardBump::UNSHARDED]),
-///         default_limit: 10,
-///         default_page_size: 10,
-///         properties: Cow::Borrowed(&[
-///             Property::new("email", transcode::STRING),
-///             Property::new("created", transcode::TIMESTAMP),
-///         ]),
-///         generated: Cow::Borrowed(&[]),
-///         indexes: Cow::Borrowed(&[]),
-///     };
+///     const MODEL: EntityModel = EntityModel::new("email", "email", "created")
+///         .with_shard_bumps(&[entity_manager::ShardBump::UNSHARDED])
+///         .with_properties(PROPERTIES);
 ///     fn model() -> &'static EntityModel {
 ///         static MODEL: EntityModel = Email::MODEL;
 ///         &MODEL

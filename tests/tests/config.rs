@@ -9,6 +9,7 @@ use std::borrow::Cow;
 use std::error::Error;
 use std::path::{Path, PathBuf};
 
+use entity_manager::model::Name;
 use entity_manager::transcode;
 use entity_manager::{
     ConfigProblem, EntityModel, GeneratedKind, GeneratedProperty, Index, Projection, Property,
@@ -1170,20 +1171,16 @@ const USER_PROPERTIES: &[Property] = &[
     Property::new("name", transcode::STRING),
 ];
 
-const USER_GENERATED: &[GeneratedProperty] = &[GeneratedProperty {
-    name: Cow::Borrowed("userPK"),
-    kind: GeneratedKind::Sharded,
-    atomic: true,
-    components: Cow::Borrowed(&[Cow::Borrowed("userId")]),
-}];
+const USER_PK: &[Name] = &[Cow::Borrowed("userId")];
+const USER_GENERATED: &[GeneratedProperty] = &[GeneratedProperty::sharded("userPK", USER_PK)];
 
 const fn index(name: &'static str, hash_key: &'static str, range_key: &'static str) -> Index {
-    Index {
-        name: Cow::Borrowed(name),
-        hash_key: Cow::Borrowed(hash_key),
-        range_key: Cow::Borrowed(range_key),
-        projection: Projection::All,
-    }
+    Index::new(
+        name,
+        Cow::Borrowed(hash_key),
+        Cow::Borrowed(range_key),
+        Projection::All,
+    )
 }
 
 /// Declared out of order, to be sorted by validation.
@@ -1193,17 +1190,11 @@ const UNSORTED_BUMPS: &[ShardBump] = &[
 ];
 
 const fn entity(token: &'static str, indexes: &'static [Index]) -> EntityModel {
-    EntityModel {
-        token: Cow::Borrowed(token),
-        unique_property: Cow::Borrowed("userId"),
-        timestamp_property: Cow::Borrowed("created"),
-        shard_bumps: Cow::Borrowed(UNSORTED_BUMPS),
-        default_limit: 10,
-        default_page_size: 10,
-        properties: Cow::Borrowed(USER_PROPERTIES),
-        generated: Cow::Borrowed(USER_GENERATED),
-        indexes: Cow::Borrowed(indexes),
-    }
+    EntityModel::new(token, "userId", "created")
+        .with_shard_bumps(UNSORTED_BUMPS)
+        .with_properties(USER_PROPERTIES)
+        .with_generated(USER_GENERATED)
+        .with_indexes(indexes)
 }
 
 const BY_NAME: &[Index] = &[index("byName", "hashKey", "name")];
@@ -1251,10 +1242,9 @@ fn a_static_index_name_means_one_key_schema() -> TestResult {
         )],
     );
     let mut projected = ADMIN;
-    projected.indexes = Cow::Owned(vec![Index {
-        projection: Projection::KeysOnly,
-        ..index("byName", "hashKey", "name")
-    }]);
+    let mut keys_only = index("byName", "hashKey", "name");
+    keys_only.projection = Projection::KeysOnly;
+    projected.indexes = Cow::Owned(vec![keys_only]);
     let problems = static_problems(vec![USER, projected])?;
     assert_exactly(
         &problems,
@@ -1272,10 +1262,9 @@ fn a_static_table_has_at_most_20_indexes() -> TestResult {
         .map(|i| {
             let mut model = entity("placeholder", &[]);
             model.token = Cow::Owned(format!("e{i:02}"));
-            model.indexes = Cow::Owned(vec![Index {
-                name: Cow::Owned(format!("i{i:02}")),
-                ..index("", "hashKey", "created")
-            }]);
+            let mut index = index("", "hashKey", "created");
+            index.name = Cow::Owned(format!("i{i:02}"));
+            model.indexes = Cow::Owned(vec![index]);
             model
         })
         .collect();
@@ -1307,13 +1296,9 @@ fn static_paths_follow_the_model() -> TestResult {
             .chain([Property::new("name", transcode::INT)])
             .collect(),
     );
-    user.generated = Cow::Owned(vec![
-        GeneratedProperty {
-            components: Cow::Borrowed(&[Cow::Borrowed("nope")]),
-            ..USER_GENERATED[0].clone()
-        },
-        USER_GENERATED[0].clone(),
-    ]);
+    let mut nope = USER_GENERATED[0].clone();
+    nope.components = Cow::Borrowed(&[Cow::Borrowed("nope")]);
+    user.generated = Cow::Owned(vec![nope, USER_GENERATED[0].clone()]);
     user.indexes = Cow::Borrowed(REPEATED_INDEX);
     let problems = static_problems(vec![user])?;
     assert_exactly(
@@ -1744,30 +1729,25 @@ fn the_derived_user_service_exports_a_config_that_gives_the_same_keys() -> TestR
 }
 
 fn export_entity(token: &'static str, generated: Vec<GeneratedProperty>) -> EntityModel {
-    EntityModel {
-        token: Cow::Borrowed(token),
-        unique_property: Cow::Borrowed("id"),
-        timestamp_property: Cow::Borrowed("created"),
-        shard_bumps: Cow::Borrowed(&[]),
-        default_limit: 10,
-        default_page_size: 10,
-        properties: Cow::Owned(vec![
-            Property::new("id", transcode::STRING),
-            Property::new("created", transcode::TIMESTAMP),
-            Property::new("name", transcode::STRING),
-        ]),
-        generated: Cow::Owned(generated),
-        indexes: Cow::Borrowed(&[]),
-    }
+    let mut entity = EntityModel::new(token, "id", "created");
+    entity.properties = Cow::Owned(vec![
+        Property::new("id", transcode::STRING),
+        Property::new("created", transcode::TIMESTAMP),
+        Property::new("name", transcode::STRING),
+    ]);
+    entity.generated = Cow::Owned(generated);
+    entity
 }
 
 fn generated(name: &'static str, kind: GeneratedKind, atomic: bool) -> GeneratedProperty {
-    GeneratedProperty {
-        name: Cow::Borrowed(name),
-        kind,
-        atomic,
-        components: Cow::Borrowed(&[Cow::Borrowed("name")]),
-    }
+    const NAME: &[Name] = &[Cow::Borrowed("name")];
+    let mut property = match kind {
+        GeneratedKind::Sharded => GeneratedProperty::sharded(name, NAME),
+        GeneratedKind::Unsharded => GeneratedProperty::unsharded(name, NAME, atomic),
+    };
+    // a sharded property declared non-atomic: a mistake only a hand-built model can make
+    property.atomic = atomic;
+    property
 }
 
 #[test]

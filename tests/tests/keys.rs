@@ -6,11 +6,12 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 
 use entity_manager::__test_support::TsPageKeys as _;
+use entity_manager::model::Name;
 use entity_manager::shard::{string_hash, suffix};
 use entity_manager::transcode;
 use entity_manager::{
-    AttributeValue, EntityModel, Error, GeneratedKind, GeneratedProperty, Index, Item, Projection,
-    Property, Schema, ShardBump, ShardSpace, TableModel,
+    AttributeValue, EntityModel, Error, GeneratedProperty, Index, Item, Projection, Property,
+    Schema, ShardBump, ShardSpace, TableModel,
 };
 use proptest::prelude::*;
 
@@ -22,52 +23,27 @@ const PROPERTIES: &[Property] = &[
     Property::new("score", transcode::INT),
 ];
 
-const fn generated(
-    name: &'static str,
-    kind: GeneratedKind,
-    atomic: bool,
-    components: &'static [Cow<'static, str>],
-) -> GeneratedProperty {
-    GeneratedProperty {
-        name: Cow::Borrowed(name),
-        kind,
-        atomic,
-        components: Cow::Borrowed(components),
-    }
-}
+const USER_PK: &[Name] = &[Cow::Borrowed("userId")];
+const NAME_RK: &[Name] = &[
+    Cow::Borrowed("first"),
+    Cow::Borrowed("last"),
+    Cow::Borrowed("score"),
+];
+const SCORE_RK: &[Name] = &[Cow::Borrowed("score"), Cow::Borrowed("created")];
 
 const GENERATED: &[GeneratedProperty] = &[
-    generated(
-        "userPK",
-        GeneratedKind::Sharded,
-        true,
-        &[Cow::Borrowed("userId")],
-    ),
-    generated(
-        "nameRK",
-        GeneratedKind::Unsharded,
-        false,
-        &[
-            Cow::Borrowed("first"),
-            Cow::Borrowed("last"),
-            Cow::Borrowed("score"),
-        ],
-    ),
-    generated(
-        "scoreRK",
-        GeneratedKind::Unsharded,
-        true,
-        &[Cow::Borrowed("score"), Cow::Borrowed("created")],
-    ),
+    GeneratedProperty::sharded("userPK", USER_PK),
+    GeneratedProperty::unsharded("nameRK", NAME_RK, false),
+    GeneratedProperty::unsharded("scoreRK", SCORE_RK, true),
 ];
 
 const fn index(name: &'static str, hash_key: &'static str, range_key: &'static str) -> Index {
-    Index {
-        name: Cow::Borrowed(name),
-        hash_key: Cow::Borrowed(hash_key),
-        range_key: Cow::Borrowed(range_key),
-        projection: Projection::All,
-    }
+    Index::new(
+        name,
+        Cow::Borrowed(hash_key),
+        Cow::Borrowed(range_key),
+        Projection::All,
+    )
 }
 
 const INDEXES: &[Index] = &[
@@ -77,24 +53,16 @@ const INDEXES: &[Index] = &[
 ];
 
 fn user(bumps: Vec<ShardBump>) -> EntityModel {
-    EntityModel {
-        token: Cow::Borrowed("user"),
-        unique_property: Cow::Borrowed("userId"),
-        timestamp_property: Cow::Borrowed("created"),
-        shard_bumps: Cow::Owned(bumps),
-        default_limit: 10,
-        default_page_size: 10,
-        properties: Cow::Borrowed(PROPERTIES),
-        generated: Cow::Borrowed(GENERATED),
-        indexes: Cow::Borrowed(INDEXES),
-    }
+    let mut user = EntityModel::new("user", "userId", "created")
+        .with_properties(PROPERTIES)
+        .with_generated(GENERATED)
+        .with_indexes(INDEXES);
+    user.shard_bumps = Cow::Owned(bumps);
+    user
 }
 
 fn schema(bumps: Vec<ShardBump>, space: ShardSpace) -> Result<Schema, Error> {
-    let table = TableModel {
-        shard_space: space,
-        ..TableModel::DEFAULT
-    };
+    let table = TableModel::DEFAULT.with_shard_space(space);
     Ok(Schema::new(table, vec![user(bumps)])?)
 }
 

@@ -66,21 +66,15 @@ fn disagreeing_indexes() -> Result<Schema, ConfigError> {
         Property::new("created", transcode::TIMESTAMP),
         Property::new("name", transcode::STRING),
     ];
-    let entity = |token: &'static str, range: &'static str| EntityModel {
-        token: Cow::Borrowed(token),
-        unique_property: Cow::Borrowed("id"),
-        timestamp_property: Cow::Borrowed("created"),
-        shard_bumps: Cow::Borrowed(&[]),
-        default_limit: 10,
-        default_page_size: 10,
-        properties: Cow::Borrowed(PROPERTIES),
-        generated: Cow::Borrowed(&[]),
-        indexes: Cow::Owned(vec![Index {
-            name: Cow::Borrowed("byX"),
-            hash_key: Cow::Borrowed("hashKey"),
-            range_key: Cow::Borrowed(range),
-            projection: Projection::All,
-        }]),
+    let entity = |token: &'static str, range: &'static str| {
+        let mut entity = EntityModel::new(token, "id", "created").with_properties(PROPERTIES);
+        entity.indexes = Cow::Owned(vec![Index::new(
+            "byX",
+            Cow::Borrowed("hashKey"),
+            Cow::Borrowed(range),
+            Projection::All,
+        )]);
+        entity
     };
     Schema::new(
         TableModel::DEFAULT,
@@ -204,22 +198,18 @@ fn static_violation(rule: ConfigRule) -> Option<Result<Schema, ConfigError>> {
         Property::new("id", transcode::STRING),
         Property::new("created", transcode::TIMESTAMP),
     ];
-    let entity = |token: &'static str, indexes: Vec<Index>| EntityModel {
-        token: Cow::Borrowed(token),
-        unique_property: Cow::Borrowed("id"),
-        timestamp_property: Cow::Borrowed("created"),
-        shard_bumps: Cow::Borrowed(&[]),
-        default_limit: 10,
-        default_page_size: 10,
-        properties: Cow::Borrowed(PROPERTIES),
-        generated: Cow::Borrowed(&[]),
-        indexes: Cow::Owned(indexes),
+    let entity = |token: &'static str, indexes: Vec<Index>| {
+        let mut entity = EntityModel::new(token, "id", "created").with_properties(PROPERTIES);
+        entity.indexes = Cow::Owned(indexes);
+        entity
     };
-    let index = |name: &'static str, range: &'static str| Index {
-        name: Cow::Borrowed(name),
-        hash_key: Cow::Borrowed("hashKey"),
-        range_key: Cow::Borrowed(range),
-        projection: Projection::All,
+    let index = |name: &'static str, range: &'static str| {
+        Index::new(
+            name,
+            Cow::Borrowed("hashKey"),
+            Cow::Borrowed(range),
+            Projection::All,
+        )
     };
     Some(match rule {
         ConfigRule::IndexNamesUnique => Schema::new(

@@ -1,8 +1,6 @@
 //! One validated schema per table, used by every path: a hand-written `impl Entity` goes through
 //! the same validation and normalisation as `Schema::new`, so it cannot key records differently.
 
-use std::borrow::Cow;
-
 use entity_manager::{
     AttributeValue, Entity, EntityExt, EntityModel, Error, NoIndex, Property, Schema, ShardBump,
     Table, TableModel, transcode,
@@ -27,17 +25,11 @@ impl Table for Emails {
 
 /// From 2,000 on: two characters of radix 4 (`product`: 8 shards, suffixes `00`..`13`);
 /// from 1,000 on: one binary character. Listed latest first.
-const UNSORTED: &[ShardBump] = &[
-    ShardBump {
-        timestamp: 2_000,
-        char_bits: 2,
-        chars: 2,
-    },
-    ShardBump {
-        timestamp: 1_000,
-        char_bits: 1,
-        chars: 1,
-    },
+const UNSORTED: &[ShardBump] = &[ShardBump::new(2_000, 2, 2), ShardBump::new(1_000, 1, 1)];
+
+const EMAIL_PROPERTIES: &[Property] = &[
+    Property::new("email", transcode::STRING),
+    Property::new("created", transcode::TIMESTAMP),
 ];
 
 #[derive(Serialize, Deserialize, Debug, PartialEq)]
@@ -49,20 +41,9 @@ struct Email {
 impl Entity for Email {
     type Table = Emails;
     type Index = NoIndex;
-    const MODEL: EntityModel = EntityModel {
-        token: Cow::Borrowed("email"),
-        unique_property: Cow::Borrowed("email"),
-        timestamp_property: Cow::Borrowed("created"),
-        shard_bumps: Cow::Borrowed(UNSORTED),
-        default_limit: 10,
-        default_page_size: 10,
-        properties: Cow::Borrowed(&[
-            Property::new("email", transcode::STRING),
-            Property::new("created", transcode::TIMESTAMP),
-        ]),
-        generated: Cow::Borrowed(&[]),
-        indexes: Cow::Borrowed(&[]),
-    };
+    const MODEL: EntityModel = EntityModel::new("email", "email", "created")
+        .with_shard_bumps(UNSORTED)
+        .with_properties(EMAIL_PROPERTIES);
     fn model() -> &'static EntityModel {
         static MODEL: EntityModel = Email::MODEL;
         &MODEL
@@ -183,24 +164,9 @@ fn an_invalid_hand_written_impl_is_refused() {
     impl Entity for Broken {
         type Table = Bad;
         type Index = NoIndex;
-        const MODEL: EntityModel = EntityModel {
-            token: Cow::Borrowed("broken"),
-            shard_bumps: Cow::Borrowed(&[ShardBump {
-                timestamp: 0,
-                char_bits: 6, // 1..=5
-                chars: 1,
-            }]),
-            unique_property: Cow::Borrowed("email"),
-            timestamp_property: Cow::Borrowed("created"),
-            default_limit: 10,
-            default_page_size: 10,
-            properties: Cow::Borrowed(&[
-                Property::new("email", transcode::STRING),
-                Property::new("created", transcode::TIMESTAMP),
-            ]),
-            generated: Cow::Borrowed(&[]),
-            indexes: Cow::Borrowed(&[]),
-        };
+        const MODEL: EntityModel = EntityModel::new("broken", "email", "created")
+            .with_shard_bumps(&[ShardBump::new(0, 6, 1)]) // char_bits 1..=5
+            .with_properties(EMAIL_PROPERTIES);
         fn model() -> &'static EntityModel {
             static MODEL: EntityModel = Broken::MODEL;
             &MODEL

@@ -210,17 +210,9 @@ fn entity(
     properties: &'static [Property],
     indexes: Vec<Index>,
 ) -> EntityModel {
-    EntityModel {
-        token: Cow::Borrowed(token),
-        unique_property: Cow::Borrowed("id"),
-        timestamp_property: Cow::Borrowed("created"),
-        shard_bumps: Cow::Borrowed(&[]),
-        default_limit: 10,
-        default_page_size: 10,
-        properties: Cow::Borrowed(properties),
-        generated: Cow::Borrowed(&[]),
-        indexes: Cow::Owned(indexes),
-    }
+    let mut entity = EntityModel::new(token, "id", "created").with_properties(properties);
+    entity.indexes = Cow::Owned(indexes);
+    entity
 }
 
 fn index(
@@ -229,12 +221,7 @@ fn index(
     range: &'static str,
     projection: Projection,
 ) -> Index {
-    Index {
-        name: Cow::Borrowed(name),
-        hash_key: Cow::Borrowed(hash),
-        range_key: Cow::Borrowed(range),
-        projection,
-    }
+    Index::new(name, Cow::Borrowed(hash), Cow::Borrowed(range), projection)
 }
 
 #[test]

@@ -40,14 +40,13 @@ use crate::store::{Filter, RangeCondition, Store};
 /// # impl Entity for User {
 /// #     type Table = Users;
 /// #     type Index = UserIndex;
-/// #     const MODEL: EntityModel = EntityModel {
-/// #         token: Cow::Borrowed("user"), unique_property: Cow::Borrowed("userId"),
-/// #         timestamp_property: Cow::Borrowed("created"),
-/// #         shard_bumps: Cow::Borrowed(&[ShardBump::new(0, 2, 1)]),
-/// #         default_limit: 10, default_page_size: 10,
-/// #         properties: Cow::Borrowed(&[Property::new("userId", transcode::STRING), Property::new("created", transcode::TIMESTAMP)]),
-/// #         generated: Cow::Borrowed(&[]),
-/// #         indexes: Cow::Borrowed(&[Index { name: Cow::Borrowed("created"), hash_key: Cow::Borrowed("hashKey"), range_key: Cow::Borrowed("created"), projection: Projection::All }]),
+/// #     const MODEL: EntityModel = {
+/// #         const PROPERTIES: &[Property] = &[Property::new("userId", transcode::STRING), Property::new("created", transcode::TIMESTAMP)];
+/// #         const INDEXES: &[Index] = &[Index::new("created", Cow::Borrowed("hashKey"), Cow::Borrowed("created"), Projection::All)];
+/// #         EntityModel::new("user", "userId", "created")
+/// #             .with_shard_bumps(&[ShardBump::new(0, 2, 1)])
+/// #             .with_properties(PROPERTIES)
+/// #             .with_indexes(INDEXES)
 /// #     };
 /// #     fn model() -> &'static EntityModel { static M: EntityModel = User::MODEL; &M }
 /// # }

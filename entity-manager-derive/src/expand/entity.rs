@@ -349,24 +349,28 @@ fn entity_model(c: &Container<'_>, unique: &str, timestamp: usize) -> TokenStrea
         Some(quote!(_em::__private::Property::new(#stored, #transcoder)))
     });
 
-    let generated = c.generated.iter().map(|g| {
-        let stored = &g.stored;
-        let kind = if g.sharded {
-            quote!(_em::__private::GeneratedKind::Sharded)
-        } else {
-            quote!(_em::__private::GeneratedKind::Unsharded)
-        };
-        let atomic = g.atomic;
-        let components = g.components.iter().map(|&i| &c.fields[i].stored);
-        quote! {
-            _em::__private::GeneratedProperty {
-                name: _em::__private::Cow::Borrowed(#stored),
-                kind: #kind,
-                atomic: #atomic,
-                components: _em::__private::Cow::Borrowed(&[#(_em::__private::Cow::Borrowed(#components)),*]),
+    // every slice is a `const` item of its own: a `&[…]` of values with drop glue lives for
+    // `'static` only as a const item's value, not as a const fn's argument
+    let mut slices = Vec::new();
+    let generated: Vec<TokenStream> = c
+        .generated
+        .iter()
+        .enumerate()
+        .map(|(n, g)| {
+            let stored = &g.stored;
+            let components = g.components.iter().map(|&i| &c.fields[i].stored);
+            let slice = format_ident!("__COMPONENTS_{n}");
+            slices.push(quote! {
+                const #slice: &[_em::__private::Name] = &[#(_em::__private::Cow::Borrowed(#components)),*];
+            });
+            if g.sharded {
+                quote!(_em::__private::GeneratedProperty::sharded(#stored, #slice))
+            } else {
+                let atomic = g.atomic;
+                quote!(_em::__private::GeneratedProperty::unsharded(#stored, #slice, #atomic))
             }
-        }
-    });
+        })
+        .collect();
 
     let key_name = |key: KeyRef| match key {
         KeyRef::TableHash => quote!(_em::__private::borrowed(&__TABLE.hash_key)),
@@ -380,39 +384,43 @@ fn entity_model(c: &Container<'_>, unique: &str, timestamp: usize) -> TokenStrea
             quote!(_em::__private::Cow::Borrowed(#stored))
         }
     };
-    let indexes = c.indexes.iter().map(|i| {
-        let name = &i.name;
-        let hash = key_name(i.hash);
-        let range = key_name(i.range);
-        let projection = match &i.projection {
-            ProjectionDef::All => quote!(_em::__private::Projection::All),
-            ProjectionDef::KeysOnly => quote!(_em::__private::Projection::KeysOnly),
-            ProjectionDef::Include(fields) => {
-                let names = fields.iter().map(|&f| &c.fields[f].stored);
-                quote!(_em::__private::Projection::Include(_em::__private::Cow::Borrowed(&[#(_em::__private::Cow::Borrowed(#names)),*])))
-            }
-        };
-        quote! {
-            _em::__private::Index {
-                name: _em::__private::Cow::Borrowed(#name),
-                hash_key: #hash,
-                range_key: #range,
-                projection: #projection,
-            }
-        }
-    });
+    let indexes: Vec<TokenStream> = c
+        .indexes
+        .iter()
+        .enumerate()
+        .map(|(n, i)| {
+            let name = &i.name;
+            let hash = key_name(i.hash);
+            let range = key_name(i.range);
+            let projection = match &i.projection {
+                ProjectionDef::All => quote!(_em::__private::Projection::All),
+                ProjectionDef::KeysOnly => quote!(_em::__private::Projection::KeysOnly),
+                ProjectionDef::Include(fields) => {
+                    let names = fields.iter().map(|&f| &c.fields[f].stored);
+                    let slice = format_ident!("__INCLUDE_{n}");
+                    slices.push(quote! {
+                        const #slice: &[_em::__private::Name] = &[#(_em::__private::Cow::Borrowed(#names)),*];
+                    });
+                    quote!(_em::__private::Projection::Include(_em::__private::Cow::Borrowed(#slice)))
+                }
+            };
+            quote!(_em::__private::Index::new(#name, #hash, #range, #projection))
+        })
+        .collect();
 
     quote! {
-        _em::__private::EntityModel {
-            token: _em::__private::Cow::Borrowed(#token),
-            unique_property: _em::__private::Cow::Borrowed(#unique),
-            timestamp_property: _em::__private::Cow::Borrowed(#timestamp_name),
-            shard_bumps: _em::__private::Cow::Borrowed(&[#(#bumps),*]),
-            default_limit: #default_limit,
-            default_page_size: #default_page_size,
-            properties: _em::__private::Cow::Borrowed(&[#(#properties),*]),
-            generated: _em::__private::Cow::Borrowed(&[#(#generated),*]),
-            indexes: _em::__private::Cow::Borrowed(&[#(#indexes),*]),
+        {
+            #(#slices)*
+            const __BUMPS: &[_em::__private::ShardBump] = &[#(#bumps),*];
+            const __PROPERTIES: &[_em::__private::Property] = &[#(#properties),*];
+            const __GENERATED: &[_em::__private::GeneratedProperty] = &[#(#generated),*];
+            const __INDEXES: &[_em::__private::Index] = &[#(#indexes),*];
+            _em::__private::EntityModel::new(#token, #unique, #timestamp_name)
+                .with_shard_bumps(__BUMPS)
+                .with_defaults(#default_limit, #default_page_size)
+                .with_properties(__PROPERTIES)
+                .with_generated(__GENERATED)
+                .with_indexes(__INDEXES)
         }
     }
 }

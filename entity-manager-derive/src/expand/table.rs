@@ -88,19 +88,13 @@ fn expand_table(table: &TableDef<'_>, s: &TableSettings) -> TokenStream {
 
             #[automatically_derived]
             impl _em::__private::Table for #ident {
-                const MODEL: _em::__private::TableModel = _em::__private::TableModel {
-                    hash_key: _em::__private::Cow::Borrowed(#hash_key),
-                    range_key: _em::__private::Cow::Borrowed(#range_key),
-                    delimiters: _em::__private::Delimiters {
-                        generated_key: _em::__private::Cow::Borrowed(#gkd),
-                        generated_value: _em::__private::Cow::Borrowed(#gvd),
-                        shard_key: _em::__private::Cow::Borrowed(#skd),
-                    },
-                    shard_space: _em::__private::ShardSpace::#shard_space,
-                    throttle: #throttle,
-                    key_mode: _em::__private::KeyMode::#key_mode,
-                    numeric_hash: _em::__private::NumericHash::#numeric_hash,
-                };
+                const MODEL: _em::__private::TableModel = _em::__private::TableModel::DEFAULT
+                    .with_keys(#hash_key, #range_key)
+                    .with_delimiters(_em::__private::Delimiters::new(#gkd, #gvd, #skd))
+                    .with_shard_space(_em::__private::ShardSpace::#shard_space)
+                    .with_throttle(#throttle)
+                    .with_key_mode(_em::__private::KeyMode::#key_mode)
+                    .with_numeric_hash(_em::__private::NumericHash::#numeric_hash);
 
                 fn model() -> &'static _em::__private::TableModel {
                     static __MODEL: _em::__private::TableModel = <#ident as _em::__private::Table>::MODEL;
