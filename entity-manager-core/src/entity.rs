@@ -149,11 +149,13 @@ pub trait EntityExt: Entity {
     where
         Self: Serialize,
     {
-        let mut item: Item = serde_dynamo::to_item(self).map_err(|source| Error::Serde {
+        // straight into an item with room for every key, without `NULL` attributes
+        let keys = 2 + Self::model().generated.len();
+        let mut item = crate::keys::record_item(self, keys).map_err(|source| Error::Serde {
             entity: Self::model().token.to_string(),
             source,
         })?;
-        item.retain(|_, value| !matches!(value, AttributeValue::Null(_)));
+        debug_assert!(!item.values().any(|v| matches!(v, AttributeValue::Null(_))));
         let schema = Self::schema()?;
         // the same as `refresh_keys(&item)`, without copying the item; checks the key limits
         schema.refresh_keys_mut(&mut item)?;

@@ -10,6 +10,7 @@
 use serde_dynamo::{AttributeValue, Item};
 
 use crate::error::{Error, Result};
+use crate::keys::{KeyUpdate, attribute};
 use crate::model::{EntityModel, TableModel};
 use crate::schema::EntitySchema;
 use crate::transcode::KeyType;
@@ -74,6 +75,9 @@ pub(crate) struct KeyLimit {
     /// Whether the key core writes it (table keys, generated properties), so that its new value
     /// is among the key updates, rather than a stored property.
     computed: bool,
+    /// For a computed key, its slot among the key updates: 0 the table's hash key, 1 its range
+    /// key, `2 + i` the entity's `i`-th generated property.
+    slot: Option<usize>,
     role: KeyRole,
     /// The index whose key it is (the first with the strictest role), `None` for the table's.
     index: Option<String>,
@@ -102,14 +106,26 @@ impl KeyLimit {
                     known.index = index.map(str::to_owned);
                 }
                 Some(_) => {}
-                None => limits.push(Self {
-                    attribute: attribute.to_owned(),
-                    computed: attribute == &*table.hash_key
-                        || attribute == &*table.range_key
-                        || entity.generated_property(attribute).is_some(),
-                    role,
-                    index: index.map(str::to_owned),
-                }),
+                None => {
+                    let slot = if attribute == &*table.hash_key {
+                        Some(0)
+                    } else if attribute == &*table.range_key {
+                        Some(1)
+                    } else {
+                        entity
+                            .generated
+                            .iter()
+                            .position(|g| g.name == attribute)
+                            .map(|i| 2 + i)
+                    };
+                    limits.push(Self {
+                        attribute: attribute.to_owned(),
+                        computed: slot.is_some(),
+                        slot,
+                        role,
+                        index: index.map(str::to_owned),
+                    });
+                }
             }
         }
         // a property stored as a number has no byte length to check
@@ -149,19 +165,41 @@ impl EntitySchema<'_> {
                 Some((_, value)) => value.as_ref().map(String::len),
                 None => item.get(&limit.attribute).and_then(key_value_bytes),
             };
-            match bytes {
-                Some(bytes) if bytes > limit.role.max_bytes() => {
-                    return Err(Error::KeyTooLong {
-                        entity: self.model().token.to_string(),
-                        attribute: limit.attribute.clone(),
-                        index: limit.index.clone(),
-                        role: limit.role,
-                        bytes,
-                    });
-                }
-                _ => {}
-            }
+            limit.check(self, bytes)?;
         }
         Ok(())
+    }
+
+    /// [`check_key_sizes`](Self::check_key_sizes) of `item` once the key updates (by slot, see
+    /// [`KeyLimit::slot`]) are written: the write path's check, which finds each computed key
+    /// by its slot and looks up only the keys it does not write.
+    pub(crate) fn check_key_updates(&self, item: &Item, updates: &[KeyUpdate]) -> Result<()> {
+        for limit in self.key_limits {
+            let bytes = match limit.slot.and_then(|slot| updates.get(slot)) {
+                Some(KeyUpdate::Write(value)) => Some(value.len()),
+                Some(KeyUpdate::Remove | KeyUpdate::Absent) => None,
+                Some(KeyUpdate::Keep) | None => {
+                    attribute(item, &limit.attribute).and_then(key_value_bytes)
+                }
+            };
+            limit.check(self, bytes)?;
+        }
+        Ok(())
+    }
+}
+
+impl KeyLimit {
+    /// [`Error::KeyTooLong`] when `bytes` exceeds the limit of this key.
+    fn check(&self, schema: &EntitySchema<'_>, bytes: Option<usize>) -> Result<()> {
+        match bytes {
+            Some(bytes) if bytes > self.role.max_bytes() => Err(Error::KeyTooLong {
+                entity: schema.model().token.to_string(),
+                attribute: self.attribute.clone(),
+                index: self.index.clone(),
+                role: self.role,
+                bytes,
+            }),
+            _ => Ok(()),
+        }
     }
 }

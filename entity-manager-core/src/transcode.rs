@@ -124,6 +124,15 @@ pub trait Transcode<T>: TranscodeName {
     fn encode(value: &T) -> Result<String, TranscodeError>;
     /// Decodes a string produced by [`encode`](Self::encode); anything else is an error.
     fn decode(encoded: &str) -> Result<T, TranscodeError>;
+    /// Appends exactly [`encode`](Self::encode)`(value)` to `out`; on an error `out` is
+    /// unchanged.
+    ///
+    /// The key core writes every component of a key into one buffer this way. The default
+    /// calls `encode`; the default transcodes write in place, without a `String` per value.
+    fn encode_into(value: &T, out: &mut String) -> Result<(), TranscodeError> {
+        out.push_str(&Self::encode(value)?);
+        Ok(())
+    }
 }
 
 /// A transcode seen through `DynamoDB` attribute values: what the key core uses.
@@ -141,6 +150,15 @@ pub trait Transcoder: Send + Sync + 'static {
     fn encode(&self, value: &AttributeValue) -> Result<String, TranscodeError>;
     /// Decodes a string back to the stored attribute value.
     fn decode(&self, encoded: &str) -> Result<AttributeValue, TranscodeError>;
+    /// Appends exactly [`encode`](Self::encode)`(value)` to `out`; on an error `out` is
+    /// unchanged.
+    ///
+    /// The key core writes every component of a key into one buffer this way. The default
+    /// calls `encode`; the default transcoders write in place, without a `String` per value.
+    fn encode_into(&self, value: &AttributeValue, out: &mut String) -> Result<(), TranscodeError> {
+        out.push_str(&self.encode(value)?);
+        Ok(())
+    }
 }
 
 impl fmt::Debug for dyn Transcoder {
@@ -185,13 +203,23 @@ where
     }
 
     fn encode(&self, value: &AttributeValue) -> Result<String, TranscodeError> {
+        let mut out = String::new();
+        self.encode_into(value, &mut out)?;
+        Ok(out)
+    }
+
+    fn encode_into(&self, value: &AttributeValue, out: &mut String) -> Result<(), TranscodeError> {
         // Fast paths, without copying the value: strings and booleans are borrowed as `V` when
         // `V` is `String` or `bool`, numbers parsed as `V` exactly as `serde_dynamo` parses them
         // when `V` is a primitive number. Anything else (and every error) takes the general path.
         let fast = match value {
-            AttributeValue::S(s) => (s as &dyn Any).downcast_ref::<V>().map(T::encode),
-            AttributeValue::Bool(b) => (b as &dyn Any).downcast_ref::<V>().map(T::encode),
-            AttributeValue::N(n) => encode_number::<T, V>(n),
+            AttributeValue::S(s) => (s as &dyn Any)
+                .downcast_ref::<V>()
+                .map(|v| T::encode_into(v, out)),
+            AttributeValue::Bool(b) => (b as &dyn Any)
+                .downcast_ref::<V>()
+                .map(|v| T::encode_into(v, out)),
+            AttributeValue::N(n) => encode_number::<T, V>(n, out),
             _ => None,
         };
         if let Some(encoded) = fast {
@@ -204,7 +232,7 @@ where
                 format!("not a {}: {e}", T::NAME),
             )
         })?;
-        T::encode(&typed)
+        T::encode_into(&typed, out)
     }
 
     fn decode(&self, encoded: &str) -> Result<AttributeValue, TranscodeError> {
@@ -222,10 +250,10 @@ where
     }
 }
 
-/// `n` parsed as `V` the way `serde_dynamo` parses it (`str::parse` of that type), then encoded,
-/// when `V` is a primitive number. `None` when `V` is another type or `n` does not parse, which
-/// leaves the error to the general path.
-fn encode_number<T, V>(n: &str) -> Option<Result<String, TranscodeError>>
+/// `n` parsed as `V` the way `serde_dynamo` parses it (`str::parse` of that type), then encoded
+/// into `out`, when `V` is a primitive number. `None` when `V` is another type or `n` does not
+/// parse, which leaves the error to the general path.
+fn encode_number<T, V>(n: &str, out: &mut String) -> Option<Result<(), TranscodeError>>
 where
     T: Transcode<V>,
     V: 'static,
@@ -234,7 +262,9 @@ where
         ($($t:ty),*) => {$(
             if TypeId::of::<V>() == TypeId::of::<$t>() {
                 let parsed: $t = n.parse().ok()?;
-                return (&parsed as &dyn Any).downcast_ref::<V>().map(T::encode);
+                return (&parsed as &dyn Any)
+                    .downcast_ref::<V>()
+                    .map(|v| T::encode_into(v, out));
             }
         )*};
     }
@@ -344,6 +374,11 @@ impl Transcode<String> for Str {
         Ok(value.clone())
     }
 
+    fn encode_into(value: &String, out: &mut String) -> Result<(), TranscodeError> {
+        out.push_str(value);
+        Ok(())
+    }
+
     fn decode(encoded: &str) -> Result<String, TranscodeError> {
         Ok(encoded.to_owned())
     }
@@ -387,6 +422,20 @@ fn encode_signed(
     modulus: u128,
     reason: &str,
 ) -> Result<String, TranscodeError> {
+    let mut out = String::with_capacity(1 + width);
+    encode_signed_into(&mut out, transcode, value, width, modulus, reason)?;
+    Ok(out)
+}
+
+/// [`encode_signed`], appended to `out` (unchanged on an error).
+fn encode_signed_into(
+    out: &mut String,
+    transcode: &'static str,
+    value: i128,
+    width: usize,
+    modulus: u128,
+    reason: &str,
+) -> Result<(), TranscodeError> {
     let magnitude = value.unsigned_abs();
     if magnitude >= modulus {
         return Err(TranscodeError::encode(transcode, value, reason));
@@ -396,11 +445,45 @@ fn encode_signed(
     } else {
         ('p', magnitude)
     };
-    // 64-bit formatting is much cheaper than 128-bit
-    Ok(match u64::try_from(digits) {
-        Ok(digits) => format!("{sign}{digits:0width$}"),
-        Err(_) => format!("{sign}{digits:0width$}"),
-    })
+    out.reserve(1 + width);
+    out.push(sign);
+    push_digits(out, digits, width);
+    Ok(())
+}
+
+/// Appends `value` as exactly `width` decimal digits, zero-padded. `value` must be below
+/// `10^width` (digits beyond `width` are not written).
+fn push_digits(out: &mut String, value: u128, width: usize) {
+    const TEN_POW_19: u128 = 10_000_000_000_000_000_000;
+    match u64::try_from(value) {
+        // 64-bit arithmetic is much cheaper than 128-bit
+        Ok(value) if width <= 20 => push_u64_digits(out, value, width),
+        _ if width > 19 => {
+            // the high part first, then the low 19 digits (each fits in 64 bits when
+            // value < 10^38)
+            push_digits(out, value / TEN_POW_19, width - 19);
+            push_u64_digits(out, u64::try_from(value % TEN_POW_19).unwrap_or(0), 19);
+        }
+        // value ≥ 2^64 never fits in 19 or fewer digits
+        _ => {}
+    }
+}
+
+/// Appends `value` as exactly `width` (at most 20) decimal digits, zero-padded.
+fn push_u64_digits(out: &mut String, mut value: u64, width: usize) {
+    let mut digits = [b'0'; 20];
+    let width = width.min(digits.len());
+    let mut at = digits.len();
+    while value > 0 && at > digits.len() - width {
+        at -= 1;
+        // value % 10 < 10
+        #[allow(clippy::cast_possible_truncation)]
+        let digit = (value % 10) as u8;
+        digits[at] = b'0' + digit;
+        value /= 10;
+    }
+    // ASCII digits only
+    out.push_str(std::str::from_utf8(&digits[digits.len() - width..]).unwrap_or_default());
 }
 
 /// Parses `p`/`n` + exactly `width` ASCII digits (`modulus = 10^width`), the inverse of
@@ -454,6 +537,7 @@ pub const INT_MAX: i64 = 9_999_999_999_999_999;
 
 const INT_WIDTH: usize = 16;
 const INT_MODULUS: u128 = 10_000_000_000_000_000;
+const INT_RANGE: &str = "magnitude above 9999999999999999 (16 digits)";
 
 impl TranscodeName for Int {
     const NAME: &'static str = "int";
@@ -464,13 +548,11 @@ macro_rules! int_impls {
     ($($t:ty),*) => {$(
         impl Transcode<$t> for Int {
             fn encode(value: &$t) -> Result<String, TranscodeError> {
-                encode_signed(
-                    "int",
-                    i128::from(*value),
-                    INT_WIDTH,
-                    INT_MODULUS,
-                    "magnitude above 9999999999999999 (16 digits)",
-                )
+                encode_signed("int", i128::from(*value), INT_WIDTH, INT_MODULUS, INT_RANGE)
+            }
+
+            fn encode_into(value: &$t, out: &mut String) -> Result<(), TranscodeError> {
+                encode_signed_into(out, "int", i128::from(*value), INT_WIDTH, INT_MODULUS, INT_RANGE)
             }
 
             fn decode(encoded: &str) -> Result<$t, TranscodeError> {
@@ -556,6 +638,17 @@ fn fix6_micros(v: f64) -> Option<(bool, u64)> {
 
 /// Encodes a finite value with |v| ≤ [`FIX6_MAX`].
 fn encode_fix6(v: f64, shown: impl fmt::Debug) -> Result<String, TranscodeError> {
+    let mut out = String::with_capacity(18);
+    encode_fix6_into(&mut out, v, shown)?;
+    Ok(out)
+}
+
+/// [`encode_fix6`], appended to `out` (unchanged on an error).
+fn encode_fix6_into(
+    out: &mut String,
+    v: f64,
+    shown: impl fmt::Debug,
+) -> Result<(), TranscodeError> {
     let (negative, micros) = fix6_micros(v).ok_or_else(|| {
         TranscodeError::encode(
             "fix6",
@@ -569,11 +662,12 @@ fn encode_fix6(v: f64, shown: impl fmt::Debug) -> Result<String, TranscodeError>
     } else {
         ('p', micros)
     };
-    Ok(format!(
-        "{sign}{:010}.{:06}",
-        digits / 1_000_000,
-        digits % 1_000_000
-    ))
+    out.reserve(18);
+    out.push(sign);
+    push_u64_digits(out, digits / 1_000_000, 10);
+    out.push('.');
+    push_u64_digits(out, digits % 1_000_000, 6);
+    Ok(())
 }
 
 /// Reads the layout of [`encode_fix6`]: the sign and the magnitude in millionths, without
@@ -652,6 +746,10 @@ macro_rules! fix6_impls {
                 encode_fix6(f64::from(*value), value)
             }
 
+            fn encode_into(value: &$t, out: &mut String) -> Result<(), TranscodeError> {
+                encode_fix6_into(out, f64::from(*value), value)
+            }
+
             fn decode(encoded: &str) -> Result<$t, TranscodeError> {
                 decode_fix6::<$t>(encoded, $nearest, f64::from)
             }
@@ -679,8 +777,17 @@ macro_rules! timestamp_impls {
     ($($t:ty),*) => {$(
         impl Transcode<$t> for Timestamp {
             fn encode(value: &$t) -> Result<String, TranscodeError> {
+                let mut out = String::with_capacity(13);
+                <Self as Transcode<$t>>::encode_into(value, &mut out)?;
+                Ok(out)
+            }
+
+            fn encode_into(value: &$t, out: &mut String) -> Result<(), TranscodeError> {
                 match u64::try_from(*value) {
-                    Ok(v) if v <= TIMESTAMP_MAX.unsigned_abs() => Ok(format!("{v:013}")),
+                    Ok(v) if v <= TIMESTAMP_MAX.unsigned_abs() => {
+                        push_u64_digits(out, v, 13);
+                        Ok(())
+                    }
                     _ => Err(TranscodeError::encode("timestamp", value, "must be in 0..=9999999999999 (ms since the epoch, 13 digits)")),
                 }
             }
@@ -712,6 +819,11 @@ impl TranscodeName for Boolean {
 impl Transcode<bool> for Boolean {
     fn encode(value: &bool) -> Result<String, TranscodeError> {
         Ok(if *value { "t" } else { "f" }.to_owned())
+    }
+
+    fn encode_into(value: &bool, out: &mut String) -> Result<(), TranscodeError> {
+        out.push(if *value { 't' } else { 'f' });
+        Ok(())
     }
 
     fn decode(encoded: &str) -> Result<bool, TranscodeError> {
@@ -757,6 +869,10 @@ macro_rules! bigint20_impls {
                 encode_signed("bigint20", i128::from(*value), BIGINT20_WIDTH, BIGINT20_MODULUS, BIGINT20_RANGE)
             }
 
+            fn encode_into(value: &$t, out: &mut String) -> Result<(), TranscodeError> {
+                encode_signed_into(out, "bigint20", i128::from(*value), BIGINT20_WIDTH, BIGINT20_MODULUS, BIGINT20_RANGE)
+            }
+
             fn decode(encoded: &str) -> Result<$t, TranscodeError> {
                 let v = decode_signed("bigint20", encoded, BIGINT20_WIDTH, BIGINT20_MODULUS)?;
                 <$t>::try_from(v).map_err(|_| {
@@ -771,6 +887,17 @@ bigint20_impls!(i64, u64);
 impl Transcode<i128> for BigInt20 {
     fn encode(value: &i128) -> Result<String, TranscodeError> {
         encode_signed(
+            "bigint20",
+            *value,
+            BIGINT20_WIDTH,
+            BIGINT20_MODULUS,
+            BIGINT20_RANGE,
+        )
+    }
+
+    fn encode_into(value: &i128, out: &mut String) -> Result<(), TranscodeError> {
+        encode_signed_into(
+            out,
             "bigint20",
             *value,
             BIGINT20_WIDTH,
@@ -808,6 +935,12 @@ impl Transcoder for BigInt20 {
     }
 
     fn encode(&self, value: &AttributeValue) -> Result<String, TranscodeError> {
+        let mut out = String::with_capacity(1 + BIGINT20_WIDTH);
+        Transcoder::encode_into(self, value, &mut out)?;
+        Ok(out)
+    }
+
+    fn encode_into(&self, value: &AttributeValue, out: &mut String) -> Result<(), TranscodeError> {
         let AttributeValue::N(n) = value else {
             return Err(TranscodeError::encode(
                 Self::NAME,
@@ -822,7 +955,7 @@ impl Transcoder for BigInt20 {
                 "not a bigint20: expected an integer",
             )
         })?;
-        <Self as Transcode<i128>>::encode(&v)
+        <Self as Transcode<i128>>::encode_into(&v, out)
     }
 
     fn decode(&self, encoded: &str) -> Result<AttributeValue, TranscodeError> {
@@ -1008,6 +1141,108 @@ mod tests {
             check::<Boolean, bool>(&value);
             check::<Int, i64>(&value);
         }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn push_digits_is_zero_padded_decimal(v in proptest::prelude::any::<u128>(), width in 1usize..=38) {
+            let modulus = 10u128.pow(u32::try_from(width).unwrap_or(38));
+            let v = v % modulus;
+            let mut out = String::from("x");
+            push_digits(&mut out, v, width);
+            proptest::prop_assert_eq!(out, format!("x{v:0width$}"));
+        }
+
+        #[test]
+        fn encode_into_appends_exactly_encode(
+            int in proptest::prelude::any::<i64>(),
+            big in proptest::prelude::any::<i128>(),
+            float in proptest::prelude::any::<f64>(),
+            text in ".{0,8}",
+            flag in proptest::prelude::any::<bool>(),
+            prefix in "[a-z|#]{0,4}",
+        ) {
+            fn same<T: Transcode<V>, V>(value: &V, prefix: &str) -> Result<(), proptest::test_runner::TestCaseError> {
+                let mut out = prefix.to_owned();
+                let appended = T::encode_into(value, &mut out);
+                match T::encode(value) {
+                    Ok(encoded) => {
+                        proptest::prop_assert!(appended.is_ok());
+                        proptest::prop_assert_eq!(out, format!("{prefix}{encoded}"));
+                    }
+                    Err(e) => {
+                        proptest::prop_assert_eq!(appended, Err(e));
+                        proptest::prop_assert_eq!(out, prefix);
+                    }
+                }
+                Ok(())
+            }
+            same::<Int, i64>(&int, &prefix)?;
+            same::<Int, i64>(&(int % 20_000_000_000_000_000), &prefix)?;
+            same::<Timestamp, i64>(&int, &prefix)?;
+            same::<Timestamp, i64>(&(int % 20_000_000_000_000), &prefix)?;
+            same::<BigInt20, i128>(&big, &prefix)?;
+            same::<BigInt20, i128>(&(big % 200_000_000_000_000_000_000), &prefix)?;
+            same::<Fix6, f64>(&float, &prefix)?;
+            same::<Fix6, f64>(&(float % 1e10), &prefix)?;
+            same::<Str, String>(&text, &prefix)?;
+            same::<Boolean, bool>(&flag, &prefix)?;
+            // the dynamic side, over attribute values of every kind
+            for value in [
+                AttributeValue::N(int.to_string()),
+                AttributeValue::N((int % 10_000_000_000_000).to_string()),
+                AttributeValue::N(big.to_string()),
+                AttributeValue::N(float.to_string()),
+                AttributeValue::S(text.clone()),
+                AttributeValue::Bool(flag),
+                AttributeValue::Null(true),
+            ] {
+                for transcoder in BUILTINS {
+                    let mut out = prefix.clone();
+                    let appended = transcoder.encode_into(&value, &mut out);
+                    match transcoder.encode(&value) {
+                        Ok(encoded) => {
+                            proptest::prop_assert!(appended.is_ok());
+                            proptest::prop_assert_eq!(out, format!("{prefix}{encoded}"));
+                        }
+                        Err(e) => {
+                            proptest::prop_assert_eq!(appended, Err(e));
+                            proptest::prop_assert_eq!(&out, &prefix);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn encodings_are_the_formatted_layouts() {
+        // the digit writer against `format!`, on the layouts of every numeric transcode
+        for v in [0i64, 1, 42, 1_700_000_000_000, 9_999_999_999_999] {
+            assert_eq!(
+                <Timestamp as Transcode<i64>>::encode(&v),
+                Ok(format!("{v:013}"))
+            );
+            assert_eq!(<Int as Transcode<i64>>::encode(&v), Ok(format!("p{v:016}")));
+            assert_eq!(
+                <Int as Transcode<i64>>::encode(&(-v - 1)),
+                Ok(format!("n{:016}", 10_000_000_000_000_000 - v - 1))
+            );
+            assert_eq!(
+                <BigInt20 as Transcode<i64>>::encode(&v),
+                Ok(format!("p{v:020}"))
+            );
+        }
+        let big: i128 = 98_765_432_109_876_543_210;
+        assert_eq!(
+            <BigInt20 as Transcode<i128>>::encode(&big),
+            Ok(format!("p{big:020}"))
+        );
+        assert_eq!(
+            <BigInt20 as Transcode<i128>>::encode(&-big),
+            Ok(format!("n{:020}", 100_000_000_000_000_000_000 - big))
+        );
+        assert_eq!(enc(1234.5), format!("p{:010}.{:06}", 1234, 500_000));
     }
 
     #[test]

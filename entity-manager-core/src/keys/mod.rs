@@ -3,9 +3,12 @@
 //!
 //! Every operation is a method of [`EntitySchema`](crate::EntitySchema); all are pure.
 
+mod record;
 mod space;
 mod write;
 
+pub(crate) use record::record_item;
 pub use space::MAX_HASH_KEY_SPACE;
+pub(crate) use write::KeyUpdate;
 pub use write::PrimaryKey;
-pub(crate) use write::present;
+pub(crate) use write::{attribute, present};

@@ -10,15 +10,31 @@ use serde_dynamo::AttributeValue;
 
 use super::{DisplayAttr, KeyType, TranscodeError, Transcoder};
 
-/// The raw JavaScript string form of `value`, after its transcode accepted it.
-pub(crate) fn encode(
+/// Appends the raw JavaScript string form of `value` to `out`, after its transcode accepted
+/// it; on an error `out` is unchanged.
+pub(crate) fn encode_into(
+    transcode: &dyn Transcoder,
+    value: &AttributeValue,
+    out: &mut String,
+) -> Result<(), TranscodeError> {
+    // the transcode's own encoding only checks the value: written, then taken back
+    let start = out.len();
+    transcode.encode_into(value, out)?;
+    out.truncate(start);
+    match value {
+        AttributeValue::S(s) => out.push_str(s),
+        AttributeValue::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        other => out.push_str(&raw_number(transcode, other)?),
+    }
+    Ok(())
+}
+
+/// The raw form of a number (or the error for a value that is no key component).
+fn raw_number(
     transcode: &dyn Transcoder,
     value: &AttributeValue,
 ) -> Result<String, TranscodeError> {
-    transcode.encode(value)?;
     match value {
-        AttributeValue::S(s) => Ok(s.clone()),
-        AttributeValue::Bool(b) => Ok(if *b { "true" } else { "false" }.to_owned()),
         AttributeValue::N(n) if transcode.name() == "bigint20" => n
             .trim()
             .parse::<i128>()
