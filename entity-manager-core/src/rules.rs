@@ -102,6 +102,8 @@ pub enum ConfigRule {
     ComponentsUnique,
     /// Index names are unique within an entity.
     IndexNamesUnique,
+    /// An index name is a valid DynamoDB GSI name: 3 to 255 letters, digits, `_`, `-` or `.`.
+    IndexNamesValid,
     /// An index hash key is the table hash key or a sharded generated property.
     IndexHashKeys,
     /// An index range key is the table range key, an unsharded generated property or a transcoded property.
@@ -145,6 +147,7 @@ impl ConfigRule {
         Self::ComponentsNotEmpty,
         Self::ComponentsUnique,
         Self::IndexNamesUnique,
+        Self::IndexNamesValid,
         Self::IndexHashKeys,
         Self::IndexRangeKeys,
         Self::IndexRangeKeyTypes,
@@ -179,6 +182,7 @@ impl ConfigRule {
             Self::ComponentsNotEmpty => "components-not-empty",
             Self::ComponentsUnique => "components-unique",
             Self::IndexNamesUnique => "index-names-unique",
+            Self::IndexNamesValid => "index-names-valid",
             Self::IndexHashKeys => "index-hash-keys",
             Self::IndexRangeKeys => "index-range-keys",
             Self::IndexRangeKeyTypes => "index-range-key-types",
@@ -839,6 +843,41 @@ pub fn projection_not_empty(index: &str, i: usize, projection: &str) -> Option<P
             format!("projection {i} of index `{index}` is empty; name an attribute or remove it"),
         )
     })
+}
+
+/// The shortest and the longest GSI name DynamoDB accepts.
+pub const INDEX_NAME_LENGTH: (usize, usize) = (3, 255);
+
+/// Rule: an index name is a valid DynamoDB GSI name (the index is created under it): 3 to 255
+/// characters, each an ASCII letter or digit, `_`, `-` or `.`. An empty name is left to
+/// [`name_not_empty`].
+pub fn index_name_valid(name: &str) -> Option<Problem> {
+    if name.is_empty() {
+        return None;
+    }
+    let (min, max) = INDEX_NAME_LENGTH;
+    let message = if let Some(c) = name
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.')))
+    {
+        format!(
+            "index name `{name}` contains {c:?}; DynamoDB index names use only letters, digits, `_`, `-` and `.`"
+        )
+    } else if name.len() < min {
+        format!(
+            "index name `{name}` has {} characters; DynamoDB index names have {min} to {max}: lengthen it",
+            name.len()
+        )
+    } else if name.len() > max {
+        format!(
+            "index name `{}…` has {} characters; DynamoDB index names have {min} to {max}: shorten it",
+            &name[..20],
+            name.len()
+        )
+    } else {
+        return None;
+    };
+    Some(Problem::new(ConfigRule::IndexNamesValid, message))
 }
 
 /// Rule: property, generated property and index names contain no delimiter: names appear inside

@@ -413,10 +413,13 @@ fn check_names(table: &TableModel, scope: &Scope<'_>, problems: &mut Problems) {
         );
     for (named, name, path) in named {
         problems.add_some(&path, rules::name_not_empty(named, name));
-        problems.add_some(
-            path,
-            rules::name_free_of_delimiters(Syntax::Config, named, name, &table.delimiters),
-        );
+        let delimiter =
+            rules::name_free_of_delimiters(Syntax::Config, named, name, &table.delimiters);
+        // a delimiter in an index name is reported as such, not also as an invalid character
+        if named == Named::Index && delimiter.is_none() {
+            problems.add_some(&path, rules::index_name_valid(name));
+        }
+        problems.add_some(path, delimiter);
     }
     for index in scope.indexes {
         let path = scope.index_path(index);

@@ -224,7 +224,9 @@ fn check_names(c: &Container<'_>, errors: &mut Errors) {
     let repeats = rules::index_names_unique(&names);
     for (i, index) in c.indexes.iter().enumerate() {
         let lit = &index.name_lit;
-        if let Some(problem) = rules::name_not_empty(Named::Index, &index.name) {
+        if let Some(problem) = rules::name_not_empty(Named::Index, &index.name)
+            .or_else(|| rules::index_name_valid(&index.name))
+        {
             report(errors, lit, Some(problem));
         } else if case::variant(&index.name).is_none() {
             errors.at(

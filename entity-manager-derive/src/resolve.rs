@@ -185,7 +185,13 @@ pub(crate) fn indexes(
                     }
                     project.push((ident.clone(), target));
                 }
-                ProjectionDef::Include(projected)
+                // `project = []`: nothing beyond the keys, as `projections: []` means in a
+                // TypeScript config (DynamoDB refuses an empty INCLUDE list)
+                if list.idents.is_empty() {
+                    ProjectionDef::KeysOnly
+                } else {
+                    ProjectionDef::Include(projected)
+                }
             }
         };
         out.push(IndexDef {

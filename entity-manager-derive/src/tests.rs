@@ -219,13 +219,13 @@ fn every_bad_index_is_reported() {
     let input = user(&quote::quote! {
         #[generated(name = user_key, components = [user_id], sharded)]
         #[generated(name = name_key, components = [first_name])]
-        #[index(name = "a", hash = first_name)]
-        #[index(name = "b", hash = name_key, range = created)]
-        #[index(name = "c", range = user_key)]
-        #[index(name = "d", range = last_name)]
-        #[index(name = "e", range = first_name)]
-        #[index(name = "f", range = first_name)]
-        #[index(name = "g", range = name_key, project = [name_key, first_name])]
+        #[index(name = "byA", hash = first_name)]
+        #[index(name = "byB", hash = name_key, range = created)]
+        #[index(name = "byC", range = user_key)]
+        #[index(name = "byD", range = last_name)]
+        #[index(name = "byE", range = first_name)]
+        #[index(name = "byF", range = first_name)]
+        #[index(name = "byG", range = name_key, project = [name_key, first_name])]
     });
     entity_errors(
         &input,
@@ -234,8 +234,8 @@ fn every_bad_index_is_reported() {
             "hash key `name_key` is neither the table hash key (leave `hash` out) nor a sharded generated property (it is an unsharded generated property",
             "range key `user_key` is neither the table range key (leave `range` out), an unsharded generated property nor a transcoded property (it is a sharded generated property",
             "range key `last_name` is not a transcoded property",
-            "projection `name_key` of index `g` is a generated property",
-            "index `f` has the same hash key (the table hash key) and range key `first_name` as index `e`",
+            "projection `name_key` of index `byG` is a generated property",
+            "index `byF` has the same hash key (the table hash key) and range key `first_name` as index `byE`",
         ],
     );
 }
@@ -337,12 +337,12 @@ fn one_mistake_gives_one_error() {
             "the table's own hash and range keys",
         ),
         (
-            quote::quote!(#[index(name = "a", range = created)] #[index(name = "a", range = first_name)]),
-            "index `a` is declared twice",
+            quote::quote!(#[index(name = "byA", range = created)] #[index(name = "byA", range = first_name)]),
+            "index `byA` is declared twice",
         ),
         (
-            quote::quote!(#[index(name = "a", range = created)] #[index(name = "A", range = first_name)]),
-            "maps to the same enum variant `A`",
+            quote::quote!(#[index(name = "byA", range = created)] #[index(name = "by_a", range = first_name)]),
+            "maps to the same enum variant `ByA`",
         ),
         (
             quote::quote!(#[index(name = created, range = created)]),
@@ -463,8 +463,8 @@ fn a_misspelled_bump_key_is_one_error() {
 fn a_bad_index_hash_key_is_one_error() {
     let input = user(&quote::quote! {
         #[generated(name = name_key, components = [first_name])]
-        #[index(name = "a", hash = first_name)]
-        #[index(name = "b", hash = name_key)]
+        #[index(name = "byA", hash = first_name)]
+        #[index(name = "byB", hash = name_key)]
     });
     entity_errors(
         &input,

@@ -108,8 +108,10 @@ pub use entity_manager_derive::Table;
 /// project = [field, …] | keys_only)]`** on the struct (repeatable): a GSI the entity can be
 /// queried through. `hash` defaults to the table hash key and `range` to the table range key.
 /// The GSI projects every attribute, or with `project = [field, …]` the keys and those fields
-/// (INCLUDE), or with `project = keys_only` (also written as the bare flag `keys_only`) only the
-/// keys.
+/// (INCLUDE), or with `project = keys_only` (also written as the bare flag `keys_only`, or as
+/// `project = []`, as `projections: []` in a TypeScript config) only the keys. An index name is
+/// the GSI's name: 3 to 255 letters, digits, `_`, `-` or `.`, starting with a letter (it also
+/// names a variant of the index enum).
 ///
 /// Names are Rust identifiers everywhere, raw ones (`r#type`) included.
 ///
@@ -131,6 +133,7 @@ pub use entity_manager_derive::Table;
 /// #[generated(name = customer_range_key, components = [customer, created])]
 /// #[index(name = "byCustomer", range = customer_range_key, project = [total])]
 /// #[index(name = "byCreated", range = created, project = keys_only)]
+/// #[index(name = "byTotal", range = total, project = [])] // keys only too
 /// struct Order {
 ///     #[transcode("string")]
 ///     order_id: String,
@@ -138,12 +141,14 @@ pub use entity_manager_derive::Table;
 ///     created: u64,
 ///     #[transcode("string")]
 ///     customer: String,
+///     #[transcode("int")]
 ///     total: u32,
 /// }
 ///
 /// let model = Order::model();
 /// assert_eq!(model.generated[0].name, "customerRangeKey");
 /// assert_eq!(model.indexes[1].projection, Projection::KeysOnly);
+/// assert_eq!(model.indexes[2].projection, Projection::KeysOnly);
 /// assert_eq!(model.shard_bumps.len(), 3); // the implied unsharded bump first
 /// ```
 ///

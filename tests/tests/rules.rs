@@ -153,6 +153,11 @@ fn violation(rule: ConfigRule) -> Option<Result<Schema, ConfigError>> {
             "generatedProperties/unsharded/nameRK",
             json!(["lastName", "lastName"]),
         )),
+        ConfigRule::IndexNamesValid => load(&with(
+            b(),
+            "indexes/by",
+            json!({ "hashKey": "userHashKey", "rangeKey": "created" }),
+        )),
         ConfigRule::IndexHashKeys => load(&with(b(), "indexes/created/hashKey", json!("nameRK"))),
         ConfigRule::IndexRangeKeys => {
             load(&with(b(), "indexes/created/rangeKey", json!("userHashKey")))
