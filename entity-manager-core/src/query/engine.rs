@@ -13,9 +13,13 @@
 //! - until that end is known, every lane not yet read up to where the page is predicted to end
 //!   (from the previous page's span), a few items at a time.
 //!
-//! The page is over as soon as it holds what it wants and the reads in flight are back. The
-//! cursor of each lane after the page is the last item it gave (or where it stopped reading,
-//! when it gave everything it read).
+//! The page is over as soon as it holds what it wants and the reads in flight are back.
+//!
+//! Items are merged in (range key, unique value) order, the order in which every lane holds
+//! them (a GSI orders equal range keys by the table's key, whose range key is the unique value
+//! behind a fixed prefix), so every page is a prefix of that order: after the page, every lane
+//! resumes right after the page's last item (its boundary), and the only state a lane keeps
+//! between pages is whether it is exhausted.
 //!
 //! Range keys are compared as [`Pos`]itions, parsed once per item read, and the lanes are kept
 //! in ordered sets (by next item, by how far they are read), so that choosing the next item or
@@ -31,7 +35,7 @@ use serde_dynamo::{AttributeValue, Item};
 use super::QueryStats;
 use super::estimate::{self, MARGIN};
 use super::plan::Plan;
-use super::token::{Boundary, IndexState, ShardState};
+use super::token::{Boundary, StreamState};
 use crate::error::{Error, Result};
 use crate::store::value::Scalar;
 use crate::store::{Page, QueryPage, RangeCondition, Store};
@@ -44,21 +48,29 @@ enum Pos {
     Down(Reverse<Scalar>),
 }
 
+/// A unique value in scan order: ties of equal range keys are broken by it, in the order the
+/// lanes hold them (ascending when the scan ascends, descending when it descends).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Tie {
+    Up(String),
+    Down(Reverse<String>),
+}
+
+/// How far a lane is read at one range key: up to an item (its tie-breaker), or every item.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Upto {
+    Tie(Tie),
+    All,
+}
+
+/// How far a lane is read, in scan order: every item up to this one was read.
+type Front = (Pos, Upto);
+
 /// Where reads stop: a range key, as a position and as the value for the key condition.
 #[derive(Clone, Debug)]
 struct End {
     pos: Pos,
     value: AttributeValue,
-}
-
-/// The last item a lane gave on this page.
-#[derive(Debug)]
-enum Consumed {
-    Nothing,
-    /// Emitted: the position in the page.
-    Out(usize),
-    /// Dropped as a duplicate.
-    Dropped(Item),
 }
 
 /// Where one lane stands during a page.
@@ -67,15 +79,11 @@ struct Lane {
     index: usize,
     shard: usize,
     /// Items read but not yet emitted, in the lane's order, with their positions.
-    buffer: VecDeque<(Pos, Item)>,
+    buffer: VecDeque<(Pos, Tie, Item)>,
     /// Where the next read starts (`ExclusiveStartKey`); `None` for the beginning.
     read_from: Option<Item>,
-    /// The lane's state at the start of the page, kept while it has emitted nothing.
-    start: ShardState,
-    /// The last item emitted (or dropped as a duplicate) from this lane on this page.
-    consumed: Consumed,
     /// Every item up to this position has been read; `None` before the first read.
-    frontier: Option<Pos>,
+    frontier: Option<Front>,
     /// Nothing is left to read.
     exhausted: bool,
     /// A read of this lane is in flight.
@@ -95,14 +103,15 @@ enum Known {
 #[derive(Debug)]
 struct Merge {
     lanes: Vec<Lane>,
-    /// The next item of every lane with buffered items, earliest first (ties: lane order).
-    heads: BinaryHeap<Reverse<(Pos, usize)>>,
+    /// The next item of every lane with buffered items, earliest first (equal range keys: by
+    /// unique value, then lane order).
+    heads: BinaryHeap<Reverse<(Pos, Tie, usize)>>,
     /// Lanes with something left to read and no read yet on this page, in lane order.
     unread: BTreeSet<usize>,
     /// Lanes with something left to read, read at least once, by frontier.
-    read: BTreeSet<(Pos, usize)>,
+    read: BTreeSet<(Front, usize)>,
     /// The lanes of `read` with nothing buffered: those before the head block the merge.
-    waiting: BTreeSet<(Pos, usize)>,
+    waiting: BTreeSet<(Front, usize)>,
     /// Items buffered over all lanes.
     buffered: usize,
     /// Lanes exhausted with nothing buffered.
@@ -164,9 +173,9 @@ impl Merge {
             self.buffered += added;
             self.known_end = Known::Stale;
             if before == 0
-                && let Some((pos, _)) = lane.buffer.front()
+                && let Some((pos, tie, _)) = lane.buffer.front()
             {
-                self.heads.push(Reverse((pos.clone(), t)));
+                self.heads.push(Reverse((pos.clone(), tie.clone(), t)));
             }
         }
         if lane.exhausted && lane.buffer.is_empty() && !was_dead {
@@ -177,12 +186,12 @@ impl Merge {
 
     /// Takes the next item in scan order out of its lane: the lane and the item.
     fn pop(&mut self) -> Option<(usize, Item)> {
-        let Reverse((_, h)) = self.heads.pop()?;
+        let Reverse((_, _, h)) = self.heads.pop()?;
         let lane = &mut self.lanes[h];
-        let (_, item) = lane.buffer.pop_front()?;
+        let (_, _, item) = lane.buffer.pop_front()?;
         self.buffered -= 1;
-        if let Some((next, _)) = lane.buffer.front() {
-            self.heads.push(Reverse((next.clone(), h)));
+        if let Some((next, tie, _)) = lane.buffer.front() {
+            self.heads.push(Reverse((next.clone(), tie.clone(), h)));
         } else if lane.exhausted {
             self.dead += 1;
         } else if let Some(f) = &lane.frontier {
@@ -191,9 +200,10 @@ impl Merge {
         Some((h, item))
     }
 
-    /// Whether some lane with something left to read is not read up to `end`.
+    /// Whether some lane with something left to read is not read up to `end` (every item at
+    /// `end` included).
     fn short_of(&self, end: &Pos) -> bool {
-        !self.unread.is_empty() || self.read.first().is_some_and(|(f, _)| f < end)
+        !self.unread.is_empty() || self.read.first().is_some_and(|(f, _)| before_all(f, end))
     }
 
     /// The lanes that can still give items (at least 1, to divide by).
@@ -201,9 +211,12 @@ impl Merge {
         (self.lanes.len() - self.dead).max(1)
     }
 
-    /// The position of the next item in scan order.
-    fn head(&self) -> Option<&Pos> {
-        self.heads.peek().map(|Reverse((pos, _))| pos)
+    /// The next item in scan order, as a frontier: a lane read short of it may still hold an
+    /// item before it.
+    fn head_front(&self) -> Option<Front> {
+        self.heads
+            .peek()
+            .map(|Reverse((pos, tie, _))| (pos.clone(), Upto::Tie(tie.clone())))
     }
 
     /// Whether a lane may still hold an item before the head (every lane with nothing
@@ -212,10 +225,10 @@ impl Merge {
         if !self.unread.is_empty() {
             return true;
         }
-        match (self.waiting.first(), self.head()) {
+        match (self.waiting.first(), self.head_front()) {
             (None, _) => false,
             (Some(_), None) => true,
-            (Some((f, _)), Some(h)) => f < h,
+            (Some((f, _)), Some(h)) => *f < h,
         }
     }
 
@@ -223,8 +236,8 @@ impl Merge {
     /// read short of `bound` (or of the head, if it is further), skipping those being read.
     /// With nothing buffered, every lane with something left qualifies.
     fn targets(&self, free: usize, bound: Option<&Pos>) -> Vec<usize> {
-        let threshold = self.head().map(|h| match bound {
-            Some(b) if b > h => b,
+        let threshold = self.head_front().map(|h| match bound {
+            Some(b) if h.0 < *b => (b.clone(), Upto::All),
             _ => h,
         });
         self.unread
@@ -233,13 +246,18 @@ impl Merge {
             .chain(
                 self.read
                     .iter()
-                    .take_while(|(f, _)| threshold.is_none_or(|t| f < t))
+                    .take_while(|(f, _)| threshold.as_ref().is_none_or(|t| f < t))
                     .map(|&(_, t)| t),
             )
             .filter(|&t| !self.lanes[t].busy)
             .take(free)
             .collect()
     }
+}
+
+/// Whether a lane read up to `front` is short of `end`: it may hold more items at or before it.
+fn before_all(front: &Front, end: &Pos) -> bool {
+    front.0 < *end || (front.0 == *end && front.1 != Upto::All)
 }
 
 /// The limit of a read up to the predicted end, for a lane whose fair share of the page is
@@ -261,7 +279,7 @@ fn predicted_limit(share: usize) -> usize {
 /// The outcome of one page of one stream.
 pub(crate) struct StreamPage {
     pub(crate) items: Vec<Item>,
-    pub(crate) state: Vec<IndexState>,
+    pub(crate) state: StreamState,
 }
 
 /// A finished read: the lane, where it stops (if bounded), the limit it asked for, and the
@@ -378,32 +396,24 @@ pub(crate) struct Engine<'p, 'a, S> {
 
 impl<S: Store> Engine<'_, '_, S> {
     /// Emits up to `want` items from the lanes of `indexes` (positions into the plan), starting
-    /// from `states` (one per index in `indexes`), deduplicating by unique value against
-    /// `seen`.
+    /// from `state` (the stream's boundary and one flag per lane, index-major), deduplicating by
+    /// unique value against `seen`.
     pub(crate) async fn page(
         &self,
         indexes: &[usize],
-        states: &[IndexState],
+        state: &StreamState,
         want: usize,
         seen: &mut HashSet<String>,
         totals: &mut QueryStats,
     ) -> Result<StreamPage> {
-        // a boundary and ties are kept once per stream, on its first index
-        let boundary = states.first().and_then(|s| s.boundary.as_ref());
-        for tie in states
-            .first()
-            .map(|s| s.ties.as_slice())
-            .unwrap_or_default()
-        {
-            seen.insert(tie.clone());
-        }
+        let boundary = state.boundary.as_ref();
         // where the page probably ends: as far beyond the previous page as that page spanned,
         // plus a margin (an unlimited page reads everything anyway)
         let mut predicted = boundary
             .filter(|_| want != usize::MAX)
             .and_then(|b| estimate::extrapolate(&b.first, &b.last, 1.0 + MARGIN))
             .and_then(|value| self.end(value));
-        let mut merge = self.merge(indexes, states);
+        let mut merge = self.merge(indexes, state);
         let throttle = self.throttle.max(1);
         let mut out: Vec<Item> = Vec::new();
         // the plan index of the first and last item on the page, for the next page's boundary
@@ -455,13 +465,12 @@ impl<S: Store> Engine<'_, '_, S> {
             };
             let index = merge.lanes[h].index;
             if !seen.insert(self.plan.unique_of(&item).unwrap_or_default()) {
+                // the same record from another index of the stream, at the same position
                 totals.duplicates_removed += 1;
-                merge.lanes[h].consumed = Consumed::Dropped(item);
                 // the page now ends one item further
                 merge.known_end = Known::Stale;
                 continue;
             }
-            merge.lanes[h].consumed = Consumed::Out(out.len());
             first_from.get_or_insert(index);
             last_from = Some(index);
             out.push(item);
@@ -478,10 +487,31 @@ impl<S: Store> Engine<'_, '_, S> {
                 .and_then(|(item, index)| item.get(&self.plan.indexes[index].range_attr))
                 .cloned()
         };
-        let first_key = range_key(out.first(), first_from);
-        let last_key = range_key(out.last(), last_from);
-        let state = self.state_after(indexes, &merge.lanes, &out, first_key, last_key, seen);
-        Ok(StreamPage { items: out, state })
+        let boundary = match (
+            range_key(out.first(), first_from),
+            range_key(out.last(), last_from),
+            out.last().and_then(|item| self.plan.unique_of(item)),
+        ) {
+            (Some(first), Some(last), Some(unique)) => Some(Boundary {
+                first,
+                last,
+                unique,
+            }),
+            // nothing returned: the stream stands where it stood
+            _ => boundary.cloned(),
+        };
+        let exhausted = merge
+            .lanes
+            .iter()
+            .map(|lane| lane.exhausted && lane.buffer.is_empty())
+            .collect();
+        Ok(StreamPage {
+            items: out,
+            state: StreamState {
+                boundary,
+                exhausted,
+            },
+        })
     }
 
     /// The position of a range key value in this scan.
@@ -492,6 +522,16 @@ impl<S: Store> Engine<'_, '_, S> {
         } else {
             Pos::Up(scalar)
         })
+    }
+
+    /// The tie-breaker of an item in this scan: its unique value.
+    fn tie(&self, item: &Item) -> Tie {
+        let unique = self.plan.unique_of(item).unwrap_or_default();
+        if self.plan.descending {
+            Tie::Down(Reverse(unique))
+        } else {
+            Tie::Up(unique)
+        }
     }
 
     fn end(&self, value: AttributeValue) -> Option<End> {
@@ -520,11 +560,13 @@ impl<S: Store> Engine<'_, '_, S> {
         (next.pos > end.pos).then_some(next)
     }
 
-    /// The merge over the lanes of `indexes`, each at its cursor from `states`.
-    fn merge(&self, indexes: &[usize], states: &[IndexState]) -> Merge {
+    /// The merge over the lanes of `indexes`, each right after the stream's boundary (or at its
+    /// beginning), the exhausted ones left out.
+    fn merge(&self, indexes: &[usize], state: &StreamState) -> Merge {
         let plan = self.plan;
+        let shards = plan.hash_keys.len();
         let mut merge = Merge {
-            lanes: Vec::with_capacity(indexes.len() * plan.hash_keys.len()),
+            lanes: Vec::with_capacity(indexes.len() * shards),
             heads: BinaryHeap::new(),
             unread: BTreeSet::new(),
             read: BTreeSet::new(),
@@ -534,28 +576,25 @@ impl<S: Store> Engine<'_, '_, S> {
             known_end: Known::Stale,
         };
         for (position, &index) in indexes.iter().enumerate() {
-            for shard in 0..plan.hash_keys.len() {
-                let start = states
-                    .get(position)
-                    .and_then(|s| s.shards.get(shard))
-                    .cloned()
-                    .unwrap_or(ShardState::NotStarted);
-                let (read_from, exhausted) = match &start {
-                    ShardState::NotStarted => (None, false),
-                    ShardState::Exhausted => (None, true),
-                    ShardState::After { unique, range_key } => (
-                        Some(plan.resume_key(index, shard, unique, range_key)),
-                        false,
-                    ),
-                };
+            for shard in 0..shards {
+                let exhausted = state
+                    .exhausted
+                    .get(position * shards + shard)
+                    .copied()
+                    .unwrap_or(false);
+                // every lane holds its items in the merge's order, so everything up to the
+                // boundary in this lane was returned (or was a duplicate of what was)
+                let read_from = state
+                    .boundary
+                    .as_ref()
+                    .filter(|_| !exhausted)
+                    .map(|b| plan.resume_key(index, shard, &b.unique, &b.last));
                 merge.dead += usize::from(exhausted);
                 merge.lanes.push(Lane {
                     index,
                     shard,
                     buffer: VecDeque::new(),
                     read_from,
-                    start,
-                    consumed: Consumed::Nothing,
                     frontier: None,
                     exhausted,
                     busy: false,
@@ -583,7 +622,7 @@ impl<S: Store> Engine<'_, '_, S> {
                 lane.buffer
                     .iter()
                     .enumerate()
-                    .map(|(i, (pos, _))| (pos, t, i)),
+                    .map(|(i, (pos, _, _))| (pos, t, i)),
             );
         }
         let end = if keys.len() >= remaining {
@@ -591,7 +630,7 @@ impl<S: Store> Engine<'_, '_, S> {
                 keys.select_nth_unstable_by(remaining - 1, |a, b| a.0.cmp(b.0));
             let lane = &merge.lanes[t];
             lane.buffer[i]
-                .1
+                .2
                 .get(&self.plan.indexes[lane.index].range_attr)
                 .map(|value| End {
                     pos: pos.clone(),
@@ -627,7 +666,7 @@ impl<S: Store> Engine<'_, '_, S> {
                 merge.lanes[t]
                     .frontier
                     .as_ref()
-                    .is_none_or(|f| *f < end.pos)
+                    .is_none_or(|f| before_all(f, &end.pos))
             };
             let (end, limit) = match (known, predicted) {
                 (Some(known), _) => (Some(known), remaining),
@@ -652,13 +691,13 @@ impl<S: Store> Engine<'_, '_, S> {
         let index = &plan.indexes[lane.index];
         // a lane already read past the end holds nothing more up to it; DynamoDB would also
         // reject a starting key outside the key condition
-        let position = lane
-            .read_from
-            .as_ref()
-            .and_then(|k| k.get(&index.range_attr))
-            .and_then(|v| self.pos(v));
+        let position = lane.read_from.as_ref().and_then(|k| {
+            k.get(&index.range_attr)
+                .and_then(|v| self.pos(v))
+                .map(|pos| (pos, Upto::Tie(self.tie(k))))
+        });
         if let (Some(end), Some(position)) = (end, position)
-            && end.pos < position
+            && end.pos < position.0
         {
             if lane.frontier.as_ref().is_none_or(|f| *f < position) {
                 lane.frontier = Some(position);
@@ -669,7 +708,7 @@ impl<S: Store> Engine<'_, '_, S> {
             Narrowed::Empty => {
                 // nothing up to the end: the lane is read that far
                 if let Some(end) = end {
-                    lane.frontier = Some(end.pos.clone());
+                    lane.frontier = Some((end.pos.clone(), Upto::All));
                 }
                 None
             }
@@ -718,7 +757,8 @@ impl<S: Store> Engine<'_, '_, S> {
             let Some(pos) = item.get(range_attr).and_then(|v| self.pos(v)) else {
                 continue;
             };
-            lane.buffer.push_back((pos, item));
+            let tie = self.tie(&item);
+            lane.buffer.push_back((pos, tie, item));
         }
         let added = lane.buffer.len() - before;
         // the page key of the last item read
@@ -726,7 +766,7 @@ impl<S: Store> Engine<'_, '_, S> {
             lane.buffer
                 .back()
                 .filter(|_| added > 0)
-                .map(|(_, item)| self.key_of(lane.index, lane.shard, item))
+                .map(|(_, _, item)| self.key_of(lane.index, lane.shard, item))
         };
         // DynamoDB returns a page key whenever the limit is reached; DynamoDB Local omits it
         // when the last item sits exactly on an inclusive bound, although equal keys may
@@ -738,13 +778,13 @@ impl<S: Store> Engine<'_, '_, S> {
         };
         if let Some(lek) = last_evaluated_key {
             if let Some(f) = lek.get(range_attr).and_then(|v| self.pos(v)) {
-                lane.frontier = Some(f);
+                lane.frontier = Some((f, Upto::Tie(self.tie(&lek))));
             }
             lane.read_from = Some(lek);
             return;
         }
         match end {
-            Some(end) => lane.frontier = Some(end.pos),
+            Some(end) => lane.frontier = Some((end.pos, Upto::All)),
             None => lane.exhausted = true,
         }
         if let Some(key) = last_key(lane) {
@@ -772,90 +812,5 @@ impl<S: Store> Engine<'_, '_, S> {
             .cloned()
             .unwrap_or(AttributeValue::Null(true));
         plan.resume_key(index, shard, &unique, &range_key)
-    }
-
-    /// The lanes' states after the page, for the next token.
-    fn state_after(
-        &self,
-        indexes: &[usize],
-        lanes: &[Lane],
-        out: &[Item],
-        first_key: Option<AttributeValue>,
-        last_key: Option<AttributeValue>,
-        seen: &HashSet<String>,
-    ) -> Vec<IndexState> {
-        let plan = self.plan;
-        let shards = plan.hash_keys.len();
-        let mut states: Vec<IndexState> = indexes
-            .iter()
-            .map(|_| IndexState {
-                boundary: None,
-                ties: Vec::new(),
-                shards: Vec::with_capacity(shards),
-            })
-            .collect();
-        for (n, lane) in lanes.iter().enumerate() {
-            let position = n / shards.max(1);
-            let state = if lane.buffer.is_empty() && lane.exhausted {
-                ShardState::Exhausted
-            } else if lane.buffer.is_empty() {
-                match &lane.read_from {
-                    Some(key) => self.after(lane, key),
-                    None => lane.start.clone(),
-                }
-            } else {
-                match &lane.consumed {
-                    Consumed::Out(i) => out
-                        .get(*i)
-                        .map_or_else(|| lane.start.clone(), |item| self.after(lane, item)),
-                    Consumed::Dropped(item) => self.after(lane, item),
-                    Consumed::Nothing => lane.start.clone(),
-                }
-            };
-            if let Some(s) = states.get_mut(position) {
-                s.shards.push(state);
-            }
-        }
-        if let (Some(first), Some(last), Some(s)) =
-            (first_key, last_key.clone(), states.first_mut())
-        {
-            s.boundary = Some(Boundary { first, last });
-        }
-        if indexes.len() > 1
-            && let (Some(last), Some(s)) = (last_key, states.first_mut())
-        {
-            // records returned at the last range key may also sit in another index of the
-            // stream, after its cursor: remember them so the next page drops them
-            let range_attrs: Vec<&str> = indexes
-                .iter()
-                .map(|&i| plan.indexes[i].range_attr.as_str())
-                .collect();
-            s.ties = out
-                .iter()
-                .filter(|item| {
-                    range_attrs.iter().any(|a| {
-                        item.get(*a)
-                            .is_some_and(|v| estimate::compare(v, &last) == Ordering::Equal)
-                    })
-                })
-                .filter_map(|item| plan.unique_of(item))
-                .filter(|u| seen.contains(u))
-                .collect();
-        }
-        states
-    }
-
-    fn after(&self, lane: &Lane, item: &Item) -> ShardState {
-        let plan = self.plan;
-        match (
-            plan.unique_of(item),
-            item.get(&plan.indexes[lane.index].range_attr),
-        ) {
-            (Some(unique), Some(range_key)) => ShardState::After {
-                unique,
-                range_key: range_key.clone(),
-            },
-            _ => lane.start.clone(),
-        }
     }
 }
