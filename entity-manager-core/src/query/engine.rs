@@ -56,10 +56,11 @@ enum Tie {
     Down(Reverse<String>),
 }
 
-/// How far a lane is read at one range key: up to an item (its tie-breaker), or every item.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+/// How far a lane is read at one range key: some of its items (a store gives equal range keys
+/// of a GSI in no order it promises), or every one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Upto {
-    Tie(Tie),
+    Part,
     All,
 }
 
@@ -110,14 +111,23 @@ struct Merge {
     unread: BTreeSet<usize>,
     /// Lanes with something left to read, read at least once, by frontier.
     read: BTreeSet<(Front, usize)>,
-    /// The lanes of `read` with nothing buffered: those before the head block the merge.
-    waiting: BTreeSet<(Front, usize)>,
     /// Items buffered over all lanes.
     buffered: usize,
     /// Lanes exhausted with nothing buffered.
     dead: usize,
     /// Where the page is known to end, while no read or duplicate has changed it.
     known_end: Known,
+    /// The previous page's last item (position, tie-breaker, range key): every lane is read
+    /// from its range key on, and items at or before it are skipped.
+    after: Option<After>,
+}
+
+/// The boundary of the previous page, as the merge compares it.
+#[derive(Clone, Debug)]
+struct After {
+    pos: Pos,
+    tie: Tie,
+    value: AttributeValue,
 }
 
 impl Merge {
@@ -132,9 +142,7 @@ impl Merge {
                 self.unread.remove(&t);
             }
             Some(f) => {
-                let key = (f.clone(), t);
-                self.read.remove(&key);
-                self.waiting.remove(&key);
+                self.read.remove(&(f.clone(), t));
             }
         }
     }
@@ -150,9 +158,6 @@ impl Merge {
                 self.unread.insert(t);
             }
             Some(f) => {
-                if lane.buffer.is_empty() {
-                    self.waiting.insert((f.clone(), t));
-                }
                 self.read.insert((f.clone(), t));
             }
         }
@@ -160,10 +165,15 @@ impl Merge {
 
     /// Applies `change` to lane `t` and keeps every view of the lanes in step with it: the
     /// ordered sets, the heads, the buffered and dead counts, the cached end of the page.
-    /// A change may only append to the lane's buffer (emitting goes through [`Self::pop`]).
+    /// A change may only add to the lane's buffer (emitting goes through [`Self::pop`]); an
+    /// item added before the lane's head makes its heap entry stale, and a new one is pushed.
     fn update<R>(&mut self, t: usize, change: impl FnOnce(&mut Lane) -> R) -> R {
         let lane = &self.lanes[t];
         let (before, was_dead) = (lane.buffer.len(), lane.exhausted && lane.buffer.is_empty());
+        let front = lane
+            .buffer
+            .front()
+            .map(|(p, tie, _)| (p.clone(), tie.clone()));
         self.detach(t);
         let result = change(&mut self.lanes[t]);
         self.attach(t);
@@ -172,8 +182,8 @@ impl Merge {
         if added > 0 {
             self.buffered += added;
             self.known_end = Known::Stale;
-            if before == 0
-                && let Some((pos, tie, _)) = lane.buffer.front()
+            if let Some((pos, tie, _)) = lane.buffer.front()
+                && front.as_ref().is_none_or(|(p, t)| (p, t) != (pos, tie))
             {
                 self.heads.push(Reverse((pos.clone(), tie.clone(), t)));
             }
@@ -181,11 +191,27 @@ impl Merge {
         if lane.exhausted && lane.buffer.is_empty() && !was_dead {
             self.dead += 1;
         }
+        self.drop_stale();
         result
+    }
+
+    /// Drops heap entries that no longer name their lane's head, until the top does.
+    fn drop_stale(&mut self) {
+        while let Some(Reverse((pos, tie, t))) = self.heads.peek() {
+            let live = self.lanes[*t]
+                .buffer
+                .front()
+                .is_some_and(|(p, x, _)| p == pos && x == tie);
+            if live {
+                return;
+            }
+            self.heads.pop();
+        }
     }
 
     /// Takes the next item in scan order out of its lane: the lane and the item.
     fn pop(&mut self) -> Option<(usize, Item)> {
+        self.drop_stale();
         let Reverse((_, _, h)) = self.heads.pop()?;
         let lane = &mut self.lanes[h];
         let (_, _, item) = lane.buffer.pop_front()?;
@@ -194,9 +220,8 @@ impl Merge {
             self.heads.push(Reverse((next.clone(), tie.clone(), h)));
         } else if lane.exhausted {
             self.dead += 1;
-        } else if let Some(f) = &lane.frontier {
-            self.waiting.insert((f.clone(), h));
         }
+        self.drop_stale();
         Some((h, item))
     }
 
@@ -211,21 +236,22 @@ impl Merge {
         (self.lanes.len() - self.dead).max(1)
     }
 
-    /// The next item in scan order, as a frontier: a lane read short of it may still hold an
-    /// item before it.
+    /// The next item in scan order, as a frontier: a lane not read through it (every item at
+    /// its range key included) may still hold an item before it.
     fn head_front(&self) -> Option<Front> {
         self.heads
             .peek()
-            .map(|Reverse((pos, tie, _))| (pos.clone(), Upto::Tie(tie.clone())))
+            .map(|Reverse((pos, _, _))| (pos.clone(), Upto::All))
     }
 
-    /// Whether a lane may still hold an item before the head (every lane with nothing
-    /// buffered, when nothing is): the head cannot be emitted yet.
+    /// Whether a lane may still hold an item before the head (every lane with something left,
+    /// when nothing is buffered): the head cannot be emitted yet. A lane that holds the head's
+    /// range key may hold more items at it, with an earlier unique value, until it is read past.
     fn blocked(&self) -> bool {
         if !self.unread.is_empty() {
             return true;
         }
-        match (self.waiting.first(), self.head_front()) {
+        match (self.read.first(), self.head_front()) {
             (None, _) => false,
             (Some(_), None) => true,
             (Some((f, _)), Some(h)) => *f < h,
@@ -526,7 +552,10 @@ impl<S: Store> Engine<'_, '_, S> {
 
     /// The tie-breaker of an item in this scan: its unique value.
     fn tie(&self, item: &Item) -> Tie {
-        let unique = self.plan.unique_of(item).unwrap_or_default();
+        self.tie_of(self.plan.unique_of(item).unwrap_or_default())
+    }
+
+    fn tie_of(&self, unique: String) -> Tie {
         if self.plan.descending {
             Tie::Down(Reverse(unique))
         } else {
@@ -570,10 +599,16 @@ impl<S: Store> Engine<'_, '_, S> {
             heads: BinaryHeap::new(),
             unread: BTreeSet::new(),
             read: BTreeSet::new(),
-            waiting: BTreeSet::new(),
             buffered: 0,
             dead: 0,
             known_end: Known::Stale,
+            after: state.boundary.as_ref().and_then(|b| {
+                self.pos(&b.last).map(|pos| After {
+                    pos,
+                    tie: self.tie_of(b.unique.clone()),
+                    value: b.last.clone(),
+                })
+            }),
         };
         for (position, &index) in indexes.iter().enumerate() {
             for shard in 0..shards {
@@ -582,19 +617,13 @@ impl<S: Store> Engine<'_, '_, S> {
                     .get(position * shards + shard)
                     .copied()
                     .unwrap_or(false);
-                // every lane holds its items in the merge's order, so everything up to the
-                // boundary in this lane was returned (or was a duplicate of what was)
-                let read_from = state
-                    .boundary
-                    .as_ref()
-                    .filter(|_| !exhausted)
-                    .map(|b| plan.resume_key(index, shard, &b.unique, &b.last));
+                // every lane is read from the boundary's range key on (`Merge::after`)
                 merge.dead += usize::from(exhausted);
                 merge.lanes.push(Lane {
                     index,
                     shard,
                     buffer: VecDeque::new(),
-                    read_from,
+                    read_from: None,
                     frontier: None,
                     exhausted,
                     busy: false,
@@ -674,7 +703,11 @@ impl<S: Store> Engine<'_, '_, S> {
                 _ => (None, share.saturating_add(share.div_ceil(10))),
             };
             let limit = u32::try_from(limit.min(self.page_size).max(1)).unwrap_or(u32::MAX);
-            let request = merge.update(t, |lane| self.request(lane, limit, end));
+            let after = merge.after.as_ref().map(|a| &a.value);
+            let request = {
+                let lower = after.cloned();
+                merge.update(t, |lane| self.request(lane, limit, end, lower.as_ref()))
+            };
             if let Some((request, bounded)) = request {
                 merge.lanes[t].busy = true;
                 reads.push((t, request, end.filter(|_| bounded).cloned(), limit));
@@ -686,7 +719,13 @@ impl<S: Store> Engine<'_, '_, S> {
     /// The next read of a lane, up to `end`; `None` when the lane is settled without one (it
     /// was already read past the end, or nothing can match up to it). The flag tells whether
     /// the read stops at the end.
-    fn request(&self, lane: &mut Lane, limit: u32, end: Option<&End>) -> Option<(QueryPage, bool)> {
+    fn request(
+        &self,
+        lane: &mut Lane,
+        limit: u32,
+        end: Option<&End>,
+        after: Option<&AttributeValue>,
+    ) -> Option<(QueryPage, bool)> {
         let plan = self.plan;
         let index = &plan.indexes[lane.index];
         // a lane already read past the end holds nothing more up to it; DynamoDB would also
@@ -694,7 +733,7 @@ impl<S: Store> Engine<'_, '_, S> {
         let position = lane.read_from.as_ref().and_then(|k| {
             k.get(&index.range_attr)
                 .and_then(|v| self.pos(v))
-                .map(|pos| (pos, Upto::Tie(self.tie(k))))
+                .map(|pos| (pos, Upto::Part))
         });
         if let (Some(end), Some(position)) = (end, position)
             && end.pos < position.0
@@ -704,7 +743,27 @@ impl<S: Store> Engine<'_, '_, S> {
             }
             return None;
         }
-        match narrow(index.range.as_ref(), end.map(|e| &e.value), plan.descending) {
+        let narrowed = match (
+            narrow(index.range.as_ref(), end.map(|e| &e.value), plan.descending),
+            after,
+        ) {
+            (Narrowed::Query { condition, bounded }, Some(after)) => {
+                match from_boundary(condition, after, plan.descending) {
+                    Some(condition) => Narrowed::Query {
+                        condition: Some(condition),
+                        bounded,
+                    },
+                    None if end.is_none() => {
+                        // nothing can match from the boundary on
+                        lane.exhausted = true;
+                        return None;
+                    }
+                    None => Narrowed::Empty,
+                }
+            }
+            (narrowed, _) => narrowed,
+        };
+        match narrowed {
             Narrowed::Empty => {
                 // nothing up to the end: the lane is read that far
                 if let Some(end) = end {
@@ -744,30 +803,57 @@ impl<S: Store> Engine<'_, '_, S> {
         let page = result.map_err(|source| self.shard_error(&merge.lanes[t], source))?;
         totals.items_read += page.items.len();
         let limit_reached = page.items.len() >= usize::try_from(asked).unwrap_or(usize::MAX);
-        merge.update(t, |lane| self.take(lane, page, limit_reached, end));
+        let after = merge.after.clone();
+        merge.update(t, |lane| {
+            self.take(lane, page, limit_reached, end, after.as_ref());
+        });
         Ok(())
     }
 
     /// Buffers a shard page in its lane and moves the lane's read position: to the page key,
     /// or when there is none, to "complete up to the end" or "exhausted".
-    fn take(&self, lane: &mut Lane, page: Page, limit_reached: bool, end: Option<End>) {
-        let range_attr = &self.plan.indexes[lane.index].range_attr;
-        let before = lane.buffer.len();
+    fn take(
+        &self,
+        lane: &mut Lane,
+        page: Page,
+        limit_reached: bool,
+        end: Option<End>,
+        after: Option<&After>,
+    ) {
+        let index = &self.plan.indexes[lane.index];
+        let range_attr = &index.range_attr;
+        // the page key of the last item read (whether kept or not)
+        let last_read = page
+            .items
+            .last()
+            .map(|item| self.key_of(lane.index, lane.shard, item));
         for item in page.items {
-            let Some(pos) = item.get(range_attr).and_then(|v| self.pos(v)) else {
+            let Some(value) = item.get(range_attr) else {
                 continue;
             };
+            let Some(pos) = self.pos(value) else {
+                continue;
+            };
+            // reads may cover more than the user's condition (a key condition can only be
+            // narrowed so far): what it does not hold, and what the previous pages returned,
+            // is skipped
+            if index.range.as_ref().is_some_and(|c| !satisfies(c, value)) {
+                continue;
+            }
             let tie = self.tie(&item);
-            lane.buffer.push_back((pos, tie, item));
+            if after.is_some_and(|a| (&pos, &tie) <= (&a.pos, &a.tie)) {
+                continue;
+            }
+            // a store gives equal range keys in no promised order: keep the lane's buffer in
+            // (range key, unique value) order
+            let at = lane
+                .buffer
+                .iter()
+                .rposition(|(p, t, _)| (p, t) <= (&pos, &tie))
+                .map_or(0, |i| i + 1);
+            lane.buffer.insert(at, (pos, tie, item));
         }
-        let added = lane.buffer.len() - before;
-        // the page key of the last item read
-        let last_key = |lane: &Lane| {
-            lane.buffer
-                .back()
-                .filter(|_| added > 0)
-                .map(|(_, _, item)| self.key_of(lane.index, lane.shard, item))
-        };
+        let last_key = |_: &Lane| last_read.clone();
         // DynamoDB returns a page key whenever the limit is reached; DynamoDB Local omits it
         // when the last item sits exactly on an inclusive bound, although equal keys may
         // follow: resume after the last item rather than trust "complete"
@@ -778,7 +864,7 @@ impl<S: Store> Engine<'_, '_, S> {
         };
         if let Some(lek) = last_evaluated_key {
             if let Some(f) = lek.get(range_attr).and_then(|v| self.pos(v)) {
-                lane.frontier = Some((f, Upto::Tie(self.tie(&lek))));
+                lane.frontier = Some((f, Upto::Part));
             }
             lane.read_from = Some(lek);
             return;
@@ -812,5 +898,124 @@ impl<S: Store> Engine<'_, '_, S> {
             .cloned()
             .unwrap_or(AttributeValue::Null(true));
         plan.resume_key(index, shard, &unique, &range_key)
+    }
+}
+
+/// Whether a range key value meets a condition, as `DynamoDB` compares.
+fn satisfies(condition: &RangeCondition, value: &AttributeValue) -> bool {
+    use RangeCondition as R;
+    let cmp = |other: &AttributeValue| estimate::compare(value, other);
+    match condition {
+        R::Eq(v) => cmp(v) == Ordering::Equal,
+        R::Lt(v) => cmp(v) == Ordering::Less,
+        R::Le(v) => cmp(v) != Ordering::Greater,
+        R::Gt(v) => cmp(v) == Ordering::Greater,
+        R::Ge(v) => cmp(v) != Ordering::Less,
+        R::Between(a, b) => cmp(a) != Ordering::Less && cmp(b) != Ordering::Greater,
+        R::BeginsWith(p) => starts_with(value, p),
+    }
+}
+
+fn starts_with(value: &AttributeValue, prefix: &AttributeValue) -> bool {
+    match (value, prefix) {
+        (AttributeValue::S(v), AttributeValue::S(p)) => v.starts_with(p.as_str()),
+        (AttributeValue::B(v), AttributeValue::B(p)) => v.starts_with(p),
+        _ => false,
+    }
+}
+
+/// The least value greater than every value that starts with `prefix` (itself not starting
+/// with it), or `None` when there is none.
+fn prefix_successor(prefix: &AttributeValue) -> Option<AttributeValue> {
+    match prefix {
+        AttributeValue::S(p) => {
+            let mut chars: Vec<char> = p.chars().collect();
+            while let Some(last) = chars.pop() {
+                let next = (u32::from(last) + 1..=u32::from(char::MAX)).find_map(char::from_u32);
+                if let Some(next) = next {
+                    chars.push(next);
+                    return Some(AttributeValue::S(chars.into_iter().collect()));
+                }
+            }
+            None
+        }
+        AttributeValue::B(p) => {
+            let mut bytes = p.clone();
+            while let Some(last) = bytes.pop() {
+                if last < u8::MAX {
+                    bytes.push(last + 1);
+                    return Some(AttributeValue::B(bytes));
+                }
+            }
+            None
+        }
+        _ => None,
+    }
+}
+
+/// A key condition narrowed to range keys at or after the boundary `b` in scan order (at or
+/// above it ascending, at or below it descending); `None` when nothing can match. The result
+/// may hold more than `condition` and the boundary allow (an exclusive end becomes inclusive, a
+/// prefix a range up to its successor): reads skip what the condition does not hold.
+fn from_boundary(
+    condition: Option<RangeCondition>,
+    b: &AttributeValue,
+    descending: bool,
+) -> Option<RangeCondition> {
+    use RangeCondition as R;
+    let cmp = |x: &AttributeValue, y: &AttributeValue| estimate::compare(x, y);
+    let max = |x: &AttributeValue| if cmp(x, b) == Ordering::Less { b } else { x }.clone();
+    let min = |x: &AttributeValue| if cmp(x, b) == Ordering::Greater { b } else { x }.clone();
+    if descending {
+        // range keys <= b
+        match condition {
+            None => Some(R::Le(b.clone())),
+            Some(R::Eq(v)) => (cmp(&v, b) != Ordering::Greater).then_some(R::Eq(v)),
+            Some(R::Lt(v)) if cmp(&v, b) != Ordering::Greater => Some(R::Lt(v)),
+            Some(R::Lt(_)) => Some(R::Le(b.clone())),
+            Some(R::Le(v)) => Some(R::Le(min(&v))),
+            Some(R::Gt(v) | R::Ge(v)) => {
+                (cmp(&v, b) != Ordering::Greater).then(|| R::Between(v, b.clone()))
+            }
+            Some(R::Between(lo, hi)) => {
+                (cmp(&lo, b) != Ordering::Greater).then(|| R::Between(lo, min(&hi)))
+            }
+            Some(R::BeginsWith(p)) => {
+                if starts_with(b, &p) {
+                    Some(R::Between(p, b.clone()))
+                } else if cmp(b, &p) == Ordering::Less {
+                    None
+                } else {
+                    Some(R::BeginsWith(p))
+                }
+            }
+        }
+    } else {
+        // range keys >= b
+        match condition {
+            None => Some(R::Ge(b.clone())),
+            Some(R::Eq(v)) => (cmp(&v, b) != Ordering::Less).then_some(R::Eq(v)),
+            Some(R::Gt(v)) if cmp(&v, b) != Ordering::Less => Some(R::Gt(v)),
+            Some(R::Gt(_)) => Some(R::Ge(b.clone())),
+            Some(R::Ge(v)) => Some(R::Ge(max(&v))),
+            Some(R::Lt(v) | R::Le(v)) => {
+                (cmp(&v, b) != Ordering::Less).then(|| R::Between(b.clone(), v))
+            }
+            Some(R::Between(lo, hi)) => {
+                (cmp(&hi, b) != Ordering::Less).then(|| R::Between(max(&lo), hi))
+            }
+            Some(R::BeginsWith(p)) => {
+                if starts_with(b, &p) {
+                    Some(match prefix_successor(&p) {
+                        Some(next) => R::Between(b.clone(), next),
+                        None => R::Ge(b.clone()),
+                    })
+                } else if cmp(b, &p) == Ordering::Less {
+                    Some(R::BeginsWith(p))
+                } else {
+                    None
+                }
+            }
+        }
     }
 }

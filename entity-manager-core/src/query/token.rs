@@ -167,10 +167,7 @@ const fn unzigzag(z: u64) -> i64 {
 /// same text.
 fn canonical_int(value: &AttributeValue) -> Option<i64> {
     match value {
-        AttributeValue::N(text) => text
-            .parse::<i64>()
-            .ok()
-            .filter(|n| n.to_string() == *text),
+        AttributeValue::N(text) => text.parse::<i64>().ok().filter(|n| n.to_string() == *text),
         _ => None,
     }
 }
@@ -445,8 +442,8 @@ impl Verified {
                     let first = match (first, first_delta) {
                         (Some(first), _) => first,
                         (None, Some(delta)) => {
-                            let last = canonical_int(&last)
-                                .ok_or(TokenError::Malformed("boundary"))?;
+                            let last =
+                                canonical_int(&last).ok_or(TokenError::Malformed("boundary"))?;
                             let first = last
                                 .checked_add(unzigzag(delta))
                                 .ok_or(TokenError::Malformed("boundary"))?;
@@ -467,11 +464,7 @@ impl Verified {
                 .map(|lane| bits[lane / 8] & (1 << (lane % 8)) != 0)
                 .collect();
             // bits beyond the last lane are zero in every token written
-            if shape.lanes % 8 != 0
-                && bits
-                    .last()
-                    .is_some_and(|&b| b >> (shape.lanes % 8) != 0)
-            {
+            if shape.lanes % 8 != 0 && bits.last().is_some_and(|&b| b >> (shape.lanes % 8) != 0) {
                 return Err(TokenError::Malformed("lanes"));
             }
             streams.push(StreamState {
@@ -668,6 +661,37 @@ mod tests {
         let signed = encode(&sample(), B, Some(b"key"));
         // the signature's 8 more bytes: at most 11 more characters
         assert!(signed.len() <= token.len() + 11);
+    }
+
+    #[test]
+    fn exact_tokens_over_1_to_512_shards_and_1_to_4_indexes_grow_by_their_lane_bits_only() {
+        let boundary = sample().streams[0].boundary.clone();
+        let size = |lanes: usize| {
+            let state = TokenState {
+                from: 0,
+                to: 1_700_000_000_000,
+                streams: vec![StreamState {
+                    boundary: boundary.clone(),
+                    exhausted: (0..lanes).map(|i| i % 2 == 1).collect(),
+                }],
+            };
+            encode(&state, B, None).len()
+        };
+        let one = size(1);
+        for indexes in 1..=4 {
+            for shards in 1..=512 {
+                let lanes = indexes * shards;
+                let len = size(lanes);
+                if lanes <= 64 {
+                    assert!(len <= 160, "{len} characters for {lanes} lanes");
+                }
+                // one bit per lane beyond the first byte's eight, in base64
+                assert!(
+                    len <= one + lanes.saturating_sub(8).div_ceil(6) + 1,
+                    "{len} characters for {lanes} lanes"
+                );
+            }
+        }
     }
 
     #[test]
