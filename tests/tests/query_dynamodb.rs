@@ -140,7 +140,16 @@ fn boundary_tokens_resume_ties_exactly_and_stay_on_their_table() -> TestResult {
             .collect::<Result<Vec<_>, Box<dyn std::error::Error>>>()?;
         store.batch_write(writes).await?;
         for descending in [false, true] {
-            let mut expected = oracle(user, &records, "created", (0, 10), None, None, descending, &Item::default())?;
+            let mut expected = oracle(
+                user,
+                &records,
+                "created",
+                (0, 10),
+                None,
+                None,
+                descending,
+                &Item::default(),
+            )?;
             // equal range keys in table-key order, the order a GSI holds them in
             expected.sort_by(|a, b| {
                 let o = order(&a["created"], &b["created"])
@@ -155,12 +164,21 @@ fn boundary_tokens_resume_ties_exactly_and_stay_on_their_table() -> TestResult {
                     .page_size(5)
                     .descending(descending);
                 let pages = page_all(&query).await?;
-                let got: Vec<&str> = pages.iter().flatten().map(|i| text(i, "rangeKey")).collect();
+                let got: Vec<&str> = pages
+                    .iter()
+                    .flatten()
+                    .map(|i| text(i, "rangeKey"))
+                    .collect();
                 let want: Vec<&str> = expected.iter().map(|i| text(i, "rangeKey")).collect();
                 assert_eq!(got, want, "limit {limit}, descending {descending}");
             }
         }
-        let query = |store| Query::new(store, user).index("created").window(0, 10).limit(10);
+        let query = |store| {
+            Query::new(store, user)
+                .index("created")
+                .window(0, 10)
+                .limit(10)
+        };
         let token = query(&store).page(None).await?.next.ok_or("no next page")?;
         assert_eq!(query(&store).page(Some(&token)).await?.items.len(), 10);
         match query(&other).page(Some(&token)).await {

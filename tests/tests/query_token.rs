@@ -90,15 +90,19 @@ fn oracle_of(
     let mut out = Vec::new();
     for r in records {
         let keyed = user.add_keys(&r.item()?)?;
-        let in_space = matches!(keyed.get("hashKey"), Some(AttributeValue::S(h)) if space.contains(h));
+        let in_space =
+            matches!(keyed.get("hashKey"), Some(AttributeValue::S(h)) if space.contains(h));
         let created = keyed.get("created").cloned().ok_or("no created")?;
         if in_space && sides.iter().any(|s| s.matches(r, &created)) {
             out.push(keyed);
         }
     }
     out.sort_by(|a, b| {
-        let o = order(&a["created"], &b["created"])
-            .then_with(|| text(a, "rangeKey").as_bytes().cmp(text(b, "rangeKey").as_bytes()));
+        let o = order(&a["created"], &b["created"]).then_with(|| {
+            text(a, "rangeKey")
+                .as_bytes()
+                .cmp(text(b, "rangeKey").as_bytes())
+        });
         if descending { o.reverse() } else { o }
     });
     Ok(out)
@@ -153,12 +157,19 @@ impl<'s> Asked<'s> {
                 None => None,
                 Some(t) => {
                     assert!(
-                        t.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'),
+                        t.bytes()
+                            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'),
                         "not URL-safe: {t}"
                     );
                     // one stream: a fixed part plus one bit per lane, plus the signature
-                    let max = 160 + lanes.saturating_sub(64).div_ceil(6) + if self.key.is_some() { 11 } else { 0 };
-                    assert!(t.len() <= max, "{} characters over {lanes} lanes: {t}", t.len());
+                    let max = 160
+                        + lanes.saturating_sub(64).div_ceil(6)
+                        + if self.key.is_some() { 11 } else { 0 };
+                    assert!(
+                        t.len() <= max,
+                        "{} characters over {lanes} lanes: {t}",
+                        t.len()
+                    );
                     // carried as text, as in a URL
                     Some(String::from_utf8(t.as_bytes().to_vec())?)
                 }
@@ -267,6 +278,59 @@ fn token_size_does_not_depend_on_shard_cursors() -> TestResult {
     assert_eq!(sizes[1].0, 512);
     assert!(sizes[0].1 <= 160, "{sizes:?}");
     // 448 more lanes: 56 more bytes of bits, 75 characters, and nothing else
-    assert!(sizes[1].1 <= sizes[0].1 + 448usize.div_ceil(6) + 1, "{sizes:?}");
+    assert!(
+        sizes[1].1 <= sizes[0].1 + 448usize.div_ceil(6) + 1,
+        "{sizes:?}"
+    );
+    Ok(())
+}
+
+/// The largest token over the first pages (limit 100, 5,000 items), for the shardings of
+/// BENCHMARKS.md; printed with `--nocapture`. One index (exact) stays within 160 characters up
+/// to 64 lanes.
+#[test]
+fn token_sizes_by_shards_and_indexes() -> TestResult {
+    let records = uniform(5_000, 3);
+    println!("| shards | 1 index (`created`) | 2 indexes (`created` ∪ `name`, union) |");
+    println!("|---:|---:|---:|");
+    for (bumps, space, shards) in [
+        (vec![], ShardSpace::Power, 1usize),
+        (vec![(0u64, 3u8, 1u8)], ShardSpace::Power, 8),
+        (vec![(0, 2, 5)], ShardSpace::Product, 20),
+        (vec![(0, 3, 2)], ShardSpace::Power, 64),
+        (vec![(0, 3, 3)], ShardSpace::Power, 512),
+    ] {
+        let schema = schema(&bumps, space)?;
+        let store = load(&schema, &records)?;
+        let user = schema.entity("user")?;
+        assert_eq!(
+            user.hash_key_space("hashKey", &Item::default(), 0, u64::from(u32::MAX))?
+                .len(),
+            shards
+        );
+        let largest = |query: Query<'_, MemoryStore>| -> Result<usize, Box<dyn std::error::Error>> {
+            let mut token: Option<String> = None;
+            let mut largest = 0;
+            for _ in 0..5 {
+                let page = block_on(query.page(token.as_deref()))?;
+                let Some(next) = page.next else { break };
+                largest = largest.max(next.len());
+                token = Some(next);
+            }
+            Ok(largest)
+        };
+        let base = || {
+            Query::new(&store, user)
+                .window(0, u64::from(u32::MAX))
+                .limit(100)
+                .page_size(100)
+        };
+        let one = largest(base().index("created"))?;
+        let two = largest(base().index("created").index("name"))?;
+        if shards <= 64 {
+            assert!(one <= 160, "{one} characters over {shards} shards");
+        }
+        println!("| {shards} | {one} | {two} |");
+    }
     Ok(())
 }

@@ -969,10 +969,9 @@ fn from_boundary(
     if descending {
         // range keys <= b
         match condition {
-            None => Some(R::Le(b.clone())),
             Some(R::Eq(v)) => (cmp(&v, b) != Ordering::Greater).then_some(R::Eq(v)),
             Some(R::Lt(v)) if cmp(&v, b) != Ordering::Greater => Some(R::Lt(v)),
-            Some(R::Lt(_)) => Some(R::Le(b.clone())),
+            None | Some(R::Lt(_)) => Some(R::Le(b.clone())),
             Some(R::Le(v)) => Some(R::Le(min(&v))),
             Some(R::Gt(v) | R::Ge(v)) => {
                 (cmp(&v, b) != Ordering::Greater).then(|| R::Between(v, b.clone()))
@@ -993,10 +992,9 @@ fn from_boundary(
     } else {
         // range keys >= b
         match condition {
-            None => Some(R::Ge(b.clone())),
             Some(R::Eq(v)) => (cmp(&v, b) != Ordering::Less).then_some(R::Eq(v)),
             Some(R::Gt(v)) if cmp(&v, b) != Ordering::Less => Some(R::Gt(v)),
-            Some(R::Gt(_)) => Some(R::Ge(b.clone())),
+            None | Some(R::Gt(_)) => Some(R::Ge(b.clone())),
             Some(R::Ge(v)) => Some(R::Ge(max(&v))),
             Some(R::Lt(v) | R::Le(v)) => {
                 (cmp(&v, b) != Ordering::Less).then(|| R::Between(b.clone(), v))

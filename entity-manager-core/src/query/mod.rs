@@ -449,15 +449,15 @@ impl<'a, S: Store> Query<'a, S> {
             shards: plan.lanes(),
             ..QueryStats::default()
         };
-        let shape = stream_shape(plan);
+        let token_shape = stream_shape(plan);
         let state_of = |i: usize| -> StreamState {
             state
                 .and_then(|s| s.streams.get(i).cloned())
-                .unwrap_or_else(|| StreamState::fresh(shape.lanes))
+                .unwrap_or_else(|| StreamState::fresh(token_shape.lanes))
         };
         let mut seen: HashSet<String> = HashSet::new();
         let mut items: Vec<Item> = Vec::new();
-        let mut next_states: Vec<StreamState> = Vec::with_capacity(shape.streams);
+        let mut next_states: Vec<StreamState> = Vec::with_capacity(token_shape.streams);
         if plan.exact {
             let all: Vec<usize> = (0..plan.indexes.len()).collect();
             let mut page_stats = QueryStats::default();

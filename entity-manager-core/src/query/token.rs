@@ -419,10 +419,10 @@ impl Verified {
         };
         // every stream takes at least its flags and its bits: a shape the token cannot hold
         // is refused before anything is allocated for it
-        let least = shape
+        let minimum = shape
             .streams
             .saturating_mul(1usize.saturating_add(shape.lanes.div_ceil(8)));
-        if least > r.bytes.len() {
+        if minimum > r.bytes.len() {
             return Err(TokenError::Malformed("shape"));
         }
         let mut streams = Vec::with_capacity(shape.streams);
@@ -464,7 +464,9 @@ impl Verified {
                 .map(|lane| bits[lane / 8] & (1 << (lane % 8)) != 0)
                 .collect();
             // bits beyond the last lane are zero in every token written
-            if shape.lanes % 8 != 0 && bits.last().is_some_and(|&b| b >> (shape.lanes % 8) != 0) {
+            if !shape.lanes.is_multiple_of(8)
+                && bits.last().is_some_and(|&b| b >> (shape.lanes % 8) != 0)
+            {
                 return Err(TokenError::Malformed("lanes"));
             }
             streams.push(StreamState {
