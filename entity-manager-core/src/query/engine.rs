@@ -1,13 +1,13 @@
-//! One page of one merged stream: a k-way merge over shard lanes with per-lane cursors.
+//! One page of one merged stream: a k-way merge over shard lanes.
 //!
-//! Every lane (one shard of one index) is read in range-key order from its cursor. An item is
-//! emitted only when no lane can still hold an earlier one, so pages are exact.
+//! Every lane (one shard of one index) is read in range-key order. An item is emitted only when
+//! no lane can still hold an earlier one, so pages are exact.
 //!
 //! Reads are scheduled continuously: up to `throttle` shard queries are in flight, a new one
 //! starts as soon as any returns, and the merge goes on meanwhile with what is buffered. The
 //! lanes read, least advanced first:
-//! - every lane not yet read on this page, and every lane that blocks the merge (nothing
-//!   buffered, and it may still hold an item before the head);
+//! - every lane not yet read on this page, and every lane that blocks the merge (it may still
+//!   hold an item before the head: it is not read through the head's range key);
 //! - every lane not yet read up to where the page is known to end (the `remaining`-th buffered
 //!   item: the page cannot end later), in one query bounded there;
 //! - until that end is known, every lane not yet read up to where the page is predicted to end
@@ -15,11 +15,14 @@
 //!
 //! The page is over as soon as it holds what it wants and the reads in flight are back.
 //!
-//! Items are merged in (range key, unique value) order, the order in which every lane holds
-//! them (a GSI orders equal range keys by the table's key, whose range key is the unique value
-//! behind a fixed prefix), so every page is a prefix of that order: after the page, every lane
-//! resumes right after the page's last item (its boundary), and the only state a lane keeps
-//! between pages is whether it is exhausted.
+//! Items are merged in (range key, unique value) order, so every page is a prefix of that
+//! order and the next page is fixed by its last item (the *boundary*) and one flag per lane
+//! (exhausted). A store gives equal range keys of a GSI in no order it promises (`DynamoDB`
+//! Local's differs from the table key's), so each lane keeps its buffer sorted by unique value,
+//! and an item is emitted only once no lane can still hold its range key unread. On the next
+//! page every live lane reads from the boundary's range key on (the user's condition narrowed
+//! to it, [`from_boundary`]) and skips what lies at or before the boundary: no start key is
+//! built for an item the lane may not hold, and no per-lane cursor crosses pages.
 //!
 //! Range keys are compared as [`Pos`]itions, parsed once per item read, and the lanes are kept
 //! in ordered sets (by next item, by how far they are read), so that choosing the next item or
@@ -853,13 +856,12 @@ impl<S: Store> Engine<'_, '_, S> {
                 .map_or(0, |i| i + 1);
             lane.buffer.insert(at, (pos, tie, item));
         }
-        let last_key = |_: &Lane| last_read.clone();
         // DynamoDB returns a page key whenever the limit is reached; DynamoDB Local omits it
         // when the last item sits exactly on an inclusive bound, although equal keys may
         // follow: resume after the last item rather than trust "complete"
         let last_evaluated_key = match page.last_evaluated_key {
             Some(key) => Some(key),
-            None if limit_reached => last_key(lane),
+            None if limit_reached => last_read.clone(),
             None => None,
         };
         if let Some(lek) = last_evaluated_key {
@@ -873,7 +875,7 @@ impl<S: Store> Engine<'_, '_, S> {
             Some(end) => lane.frontier = Some((end.pos, Upto::All)),
             None => lane.exhausted = true,
         }
-        if let Some(key) = last_key(lane) {
+        if let Some(key) = last_read {
             lane.read_from = Some(key);
         }
     }

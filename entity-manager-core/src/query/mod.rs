@@ -7,7 +7,8 @@
 //! range-key order (ascending, or descending), merged across every shard with per-shard cursors:
 //! - every page holds exactly `min(limit, remaining)` items;
 //! - paging to the end returns every matching item exactly once (no duplicate, no miss), in
-//!   global range-key order across pages (items with equal range keys in any order);
+//!   global range-key order across pages (items with equal range keys by unique value, in the
+//!   direction of the query, however the store orders them);
 //! - the last page may be empty (when the previous one ended exactly at the end).
 //!
 //! **Union mode** — indexes with different range keys (for example a name search over a
@@ -26,9 +27,15 @@
 //! what is returned (each page reads every live shard up to about where the page ends, as
 //! predicted from the previous page, and refills only the shards that can still contribute).
 //!
-//! The page token records each shard's cursor (or "exhausted"), the time window and a checksum
-//! of the query; it is rejected, with a typed error, by any other query, when truncated or
-//! altered, and — with [`Query::signing_key`] — when signed with another key.
+//! The page token records where the previous page ended (its last item's range key and unique
+//! value, per index in union mode), one "exhausted" bit per (index, shard) lane, the time
+//! window and a checksum of the query and of the table; its size does not depend on where each
+//! shard stands (about 70 characters for one index up to 64 lanes, 1 character more per 6
+//! lanes beyond). It is rejected, with a typed error, by any other query
+//! ([`TokenError::OtherQuery`]) or table ([`TokenError::OtherTable`]: another table name or
+//! definition), when truncated or altered, when longer than any token of the query can be
+//! ([`TokenError::TooLong`], before it is decoded: a few thousand characters per index), and —
+//! with [`Query::signing_key`] — when signed with another key.
 
 mod engine;
 mod estimate;
