@@ -334,7 +334,7 @@ const MAX_FIXED_BYTES: usize = HEADER_LEN + 2 * 10 + SIGNATURE_LEN;
 /// The longest token a query of this shape can have written, in characters: a longer one is
 /// refused with [`TokenError::TooLong`] before it is decoded, so memory spent on a token is
 /// bounded by the query, not by the token. About 4,200 characters per stream plus one
-/// character per 6 lanes (a one-index query over 64 shards: 4,133).
+/// character per 6 lanes (a one-index query over 64 shards: 4,175).
 pub(crate) fn max_chars(shape: Shape) -> usize {
     let per_stream = MAX_BOUNDARY_BYTES.saturating_add(shape.lanes.div_ceil(8));
     let bytes = MAX_FIXED_BYTES.saturating_add(shape.streams.saturating_mul(per_stream));
