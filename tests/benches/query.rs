@@ -58,10 +58,10 @@ fn schema(chars: u8) -> Result<Schema, Error> {
     } else {
         json!([{ "timestamp": 0, "charBits": 3, "chars": chars }])
     };
-    schema_with(bumps, ShardSpace::Power)
+    schema_with(&bumps, ShardSpace::Power)
 }
 
-fn schema_with(bumps: serde_json::Value, space: ShardSpace) -> Result<Schema, Error> {
+fn schema_with(bumps: &serde_json::Value, space: ShardSpace) -> Result<Schema, Error> {
     let config = json!({
         "hashKey": "hashKey",
         "rangeKey": "rangeKey",
@@ -482,7 +482,7 @@ fn token_sizes(records: &[Item]) -> BenchResult<()> {
         (512, power(3), ShardSpace::Power),
     ];
     for (shards, bumps, space) in shardings {
-        let schema = schema_with(bumps, space)?;
+        let schema = schema_with(&bumps, space)?;
         // 5,000 items leave a few of 512 shards empty: the token's size does not depend on it
         let (store, _) = load(&schema, records)?;
         let user = schema.entity("user")?;
