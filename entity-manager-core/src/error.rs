@@ -487,6 +487,12 @@ pub enum TokenError {
         "the page token belongs to another query (entity, indexes, conditions, item or shard schedule differ); start this query without a token"
     )]
     OtherQuery,
+    /// The token belongs to the same query on another table (another table name or table
+    /// definition).
+    #[error(
+        "the page token belongs to another table (its name or definition differs); continue a query on the table it started on, or start it again without a token"
+    )]
+    OtherTable,
     /// The token was made for another time window than the one given.
     #[error(
         "the page token was made for the time window {token_from}..={token_to}, not {from}..={to}; leave the window out to continue, or start again"

@@ -32,6 +32,10 @@ impl<S: Store, H: QueryHook> Store for Hooked<S, H> {
         self.inner.definition()
     }
 
+    fn name(&self) -> Option<&str> {
+        self.inner.name()
+    }
+
     fn put_item(
         &self,
         item: Item,

@@ -100,6 +100,97 @@ proptest! {
     }
 }
 
+/// The boundary token on DynamoDB Local: every lane resumes after the last item returned (a
+/// start key of an item the lane may not hold), runs of equal range keys continue across
+/// pages in table-key order, in both directions; and a token of one table is refused on
+/// another table of the same definition, told apart by the store's table name alone.
+#[test]
+fn boundary_tokens_resume_ties_exactly_and_stay_on_their_table() -> TestResult {
+    let Some(client) = store_support::dynamo_client() else {
+        return Ok(());
+    };
+    runtime()?.block_on(async {
+        let schema = schema(&[(0, 2, 2)], entity_manager::ShardSpace::Power)?;
+        let definition = TableDefinition::from_schema(&schema)?;
+        let store = entity_manager::store::DynamoStore::new(
+            client.clone(),
+            store_support::unique_table("query-token-a"),
+            definition.clone(),
+        );
+        let other = entity_manager::store::DynamoStore::new(
+            client,
+            store_support::unique_table("query-token-b"),
+            definition,
+        );
+        store.create_table().await?;
+        other.create_table().await?;
+        let user = schema.entity("user")?;
+        let records: Vec<Record> = (0..120u64)
+            .map(|i| Record {
+                id: format!("r{}-{}", i, (i * 7_919) % 1_000),
+                created: i % 4,
+                name: "ann".into(),
+                group: "g1".into(),
+                score: 0,
+            })
+            .collect();
+        let writes = records
+            .iter()
+            .map(|r: &Record| Ok(WriteRequest::Put(user.add_keys(&r.item()?)?)))
+            .collect::<Result<Vec<_>, Box<dyn std::error::Error>>>()?;
+        store.batch_write(writes).await?;
+        for descending in [false, true] {
+            let mut expected = oracle(
+                user,
+                &records,
+                "created",
+                (0, 10),
+                None,
+                None,
+                descending,
+                &Item::default(),
+            )?;
+            // equal range keys in table-key order, the order a GSI holds them in
+            expected.sort_by(|a, b| {
+                let o = order(&a["created"], &b["created"])
+                    .then_with(|| text(a, "rangeKey").cmp(text(b, "rangeKey")));
+                if descending { o.reverse() } else { o }
+            });
+            for limit in [1usize, 7, 31] {
+                let query = Query::new(&store, user)
+                    .index("created")
+                    .window(0, 10)
+                    .limit(limit)
+                    .page_size(5)
+                    .descending(descending);
+                let pages = page_all(&query).await?;
+                let got: Vec<&str> = pages
+                    .iter()
+                    .flatten()
+                    .map(|i| text(i, "rangeKey"))
+                    .collect();
+                let want: Vec<&str> = expected.iter().map(|i| text(i, "rangeKey")).collect();
+                assert_eq!(got, want, "limit {limit}, descending {descending}");
+            }
+        }
+        let query = |store| {
+            Query::new(store, user)
+                .index("created")
+                .window(0, 10)
+                .limit(10)
+        };
+        let token = query(&store).page(None).await?.next.ok_or("no next page")?;
+        assert_eq!(query(&store).page(Some(&token)).await?.items.len(), 10);
+        match query(&other).page(Some(&token)).await {
+            Err(entity_manager::Error::Token(entity_manager::query::TokenError::OtherTable)) => {}
+            other => return Err(format!("expected OtherTable, got {other:?}").into()),
+        }
+        store.delete_table().await?;
+        other.delete_table().await?;
+        Ok(())
+    })
+}
+
 // ---------------------------------------------------------------------------------------------
 // the seed's access patterns, through the typed builder
 

@@ -1,21 +1,28 @@
-//! One page of one merged stream: a k-way merge over shard lanes with per-lane cursors.
+//! One page of one merged stream: a k-way merge over shard lanes.
 //!
-//! Every lane (one shard of one index) is read in range-key order from its cursor. An item is
-//! emitted only when no lane can still hold an earlier one, so pages are exact.
+//! Every lane (one shard of one index) is read in range-key order. An item is emitted only when
+//! no lane can still hold an earlier one, so pages are exact.
 //!
 //! Reads are scheduled continuously: up to `throttle` shard queries are in flight, a new one
 //! starts as soon as any returns, and the merge goes on meanwhile with what is buffered. The
 //! lanes read, least advanced first:
-//! - every lane not yet read on this page, and every lane that blocks the merge (nothing
-//!   buffered, and it may still hold an item before the head);
+//! - every lane not yet read on this page, and every lane that blocks the merge (it may still
+//!   hold an item before the head: it is not read through the head's range key);
 //! - every lane not yet read up to where the page is known to end (the `remaining`-th buffered
 //!   item: the page cannot end later), in one query bounded there;
 //! - until that end is known, every lane not yet read up to where the page is predicted to end
 //!   (from the previous page's span), a few items at a time.
 //!
-//! The page is over as soon as it holds what it wants and the reads in flight are back. The
-//! cursor of each lane after the page is the last item it gave (or where it stopped reading,
-//! when it gave everything it read).
+//! The page is over as soon as it holds what it wants and the reads in flight are back.
+//!
+//! Items are merged in (range key, unique value) order, so every page is a prefix of that
+//! order and the next page is fixed by its last item (the *boundary*) and one flag per lane
+//! (exhausted). A store gives equal range keys of a GSI in no order it promises (`DynamoDB`
+//! Local's differs from the table key's), so each lane keeps its buffer sorted by unique value,
+//! and an item is emitted only once no lane can still hold its range key unread. On the next
+//! page every live lane reads from the boundary's range key on (the user's condition narrowed
+//! to it, [`from_boundary`]) and skips what lies at or before the boundary: no start key is
+//! built for an item the lane may not hold, and no per-lane cursor crosses pages.
 //!
 //! Range keys are compared as [`Pos`]itions, parsed once per item read, and the lanes are kept
 //! in ordered sets (by next item, by how far they are read), so that choosing the next item or
@@ -31,7 +38,7 @@ use serde_dynamo::{AttributeValue, Item};
 use super::QueryStats;
 use super::estimate::{self, MARGIN};
 use super::plan::Plan;
-use super::token::{Boundary, IndexState, ShardState};
+use super::token::{Boundary, StreamState};
 use crate::error::{Error, Result};
 use crate::store::value::Scalar;
 use crate::store::{Page, QueryPage, RangeCondition, Store};
@@ -44,21 +51,30 @@ enum Pos {
     Down(Reverse<Scalar>),
 }
 
+/// A unique value in scan order: ties of equal range keys are broken by it, in the order the
+/// lanes hold them (ascending when the scan ascends, descending when it descends).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Tie {
+    Up(String),
+    Down(Reverse<String>),
+}
+
+/// How far a lane is read at one range key: some of its items (a store gives equal range keys
+/// of a GSI in no order it promises), or every one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Upto {
+    Part,
+    All,
+}
+
+/// How far a lane is read, in scan order: every item up to this one was read.
+type Front = (Pos, Upto);
+
 /// Where reads stop: a range key, as a position and as the value for the key condition.
 #[derive(Clone, Debug)]
 struct End {
     pos: Pos,
     value: AttributeValue,
-}
-
-/// The last item a lane gave on this page.
-#[derive(Debug)]
-enum Consumed {
-    Nothing,
-    /// Emitted: the position in the page.
-    Out(usize),
-    /// Dropped as a duplicate.
-    Dropped(Item),
 }
 
 /// Where one lane stands during a page.
@@ -67,15 +83,11 @@ struct Lane {
     index: usize,
     shard: usize,
     /// Items read but not yet emitted, in the lane's order, with their positions.
-    buffer: VecDeque<(Pos, Item)>,
+    buffer: VecDeque<(Pos, Tie, Item)>,
     /// Where the next read starts (`ExclusiveStartKey`); `None` for the beginning.
     read_from: Option<Item>,
-    /// The lane's state at the start of the page, kept while it has emitted nothing.
-    start: ShardState,
-    /// The last item emitted (or dropped as a duplicate) from this lane on this page.
-    consumed: Consumed,
     /// Every item up to this position has been read; `None` before the first read.
-    frontier: Option<Pos>,
+    frontier: Option<Front>,
     /// Nothing is left to read.
     exhausted: bool,
     /// A read of this lane is in flight.
@@ -95,20 +107,30 @@ enum Known {
 #[derive(Debug)]
 struct Merge {
     lanes: Vec<Lane>,
-    /// The next item of every lane with buffered items, earliest first (ties: lane order).
-    heads: BinaryHeap<Reverse<(Pos, usize)>>,
+    /// The next item of every lane with buffered items, earliest first (equal range keys: by
+    /// unique value, then lane order).
+    heads: BinaryHeap<Reverse<(Pos, Tie, usize)>>,
     /// Lanes with something left to read and no read yet on this page, in lane order.
     unread: BTreeSet<usize>,
     /// Lanes with something left to read, read at least once, by frontier.
-    read: BTreeSet<(Pos, usize)>,
-    /// The lanes of `read` with nothing buffered: those before the head block the merge.
-    waiting: BTreeSet<(Pos, usize)>,
+    read: BTreeSet<(Front, usize)>,
     /// Items buffered over all lanes.
     buffered: usize,
     /// Lanes exhausted with nothing buffered.
     dead: usize,
     /// Where the page is known to end, while no read or duplicate has changed it.
     known_end: Known,
+    /// The previous page's last item (position, tie-breaker, range key): every lane is read
+    /// from its range key on, and items at or before it are skipped.
+    after: Option<After>,
+}
+
+/// The boundary of the previous page, as the merge compares it.
+#[derive(Clone, Debug)]
+struct After {
+    pos: Pos,
+    tie: Tie,
+    value: AttributeValue,
 }
 
 impl Merge {
@@ -123,9 +145,7 @@ impl Merge {
                 self.unread.remove(&t);
             }
             Some(f) => {
-                let key = (f.clone(), t);
-                self.read.remove(&key);
-                self.waiting.remove(&key);
+                self.read.remove(&(f.clone(), t));
             }
         }
     }
@@ -141,9 +161,6 @@ impl Merge {
                 self.unread.insert(t);
             }
             Some(f) => {
-                if lane.buffer.is_empty() {
-                    self.waiting.insert((f.clone(), t));
-                }
                 self.read.insert((f.clone(), t));
             }
         }
@@ -151,10 +168,15 @@ impl Merge {
 
     /// Applies `change` to lane `t` and keeps every view of the lanes in step with it: the
     /// ordered sets, the heads, the buffered and dead counts, the cached end of the page.
-    /// A change may only append to the lane's buffer (emitting goes through [`Self::pop`]).
+    /// A change may only add to the lane's buffer (emitting goes through [`Self::pop`]); an
+    /// item added before the lane's head makes its heap entry stale, and a new one is pushed.
     fn update<R>(&mut self, t: usize, change: impl FnOnce(&mut Lane) -> R) -> R {
         let lane = &self.lanes[t];
         let (before, was_dead) = (lane.buffer.len(), lane.exhausted && lane.buffer.is_empty());
+        let front = lane
+            .buffer
+            .front()
+            .map(|(p, tie, _)| (p.clone(), tie.clone()));
         self.detach(t);
         let result = change(&mut self.lanes[t]);
         self.attach(t);
@@ -163,37 +185,53 @@ impl Merge {
         if added > 0 {
             self.buffered += added;
             self.known_end = Known::Stale;
-            if before == 0
-                && let Some((pos, _)) = lane.buffer.front()
+            if let Some((pos, tie, _)) = lane.buffer.front()
+                && front.as_ref().is_none_or(|(p, t)| (p, t) != (pos, tie))
             {
-                self.heads.push(Reverse((pos.clone(), t)));
+                self.heads.push(Reverse((pos.clone(), tie.clone(), t)));
             }
         }
         if lane.exhausted && lane.buffer.is_empty() && !was_dead {
             self.dead += 1;
         }
+        self.drop_stale();
         result
+    }
+
+    /// Drops heap entries that no longer name their lane's head, until the top does.
+    fn drop_stale(&mut self) {
+        while let Some(Reverse((pos, tie, t))) = self.heads.peek() {
+            let live = self.lanes[*t]
+                .buffer
+                .front()
+                .is_some_and(|(p, x, _)| p == pos && x == tie);
+            if live {
+                return;
+            }
+            self.heads.pop();
+        }
     }
 
     /// Takes the next item in scan order out of its lane: the lane and the item.
     fn pop(&mut self) -> Option<(usize, Item)> {
-        let Reverse((_, h)) = self.heads.pop()?;
+        self.drop_stale();
+        let Reverse((_, _, h)) = self.heads.pop()?;
         let lane = &mut self.lanes[h];
-        let (_, item) = lane.buffer.pop_front()?;
+        let (_, _, item) = lane.buffer.pop_front()?;
         self.buffered -= 1;
-        if let Some((next, _)) = lane.buffer.front() {
-            self.heads.push(Reverse((next.clone(), h)));
+        if let Some((next, tie, _)) = lane.buffer.front() {
+            self.heads.push(Reverse((next.clone(), tie.clone(), h)));
         } else if lane.exhausted {
             self.dead += 1;
-        } else if let Some(f) = &lane.frontier {
-            self.waiting.insert((f.clone(), h));
         }
+        self.drop_stale();
         Some((h, item))
     }
 
-    /// Whether some lane with something left to read is not read up to `end`.
+    /// Whether some lane with something left to read is not read up to `end` (every item at
+    /// `end` included).
     fn short_of(&self, end: &Pos) -> bool {
-        !self.unread.is_empty() || self.read.first().is_some_and(|(f, _)| f < end)
+        !self.unread.is_empty() || self.read.first().is_some_and(|(f, _)| before_all(f, end))
     }
 
     /// The lanes that can still give items (at least 1, to divide by).
@@ -201,21 +239,25 @@ impl Merge {
         (self.lanes.len() - self.dead).max(1)
     }
 
-    /// The position of the next item in scan order.
-    fn head(&self) -> Option<&Pos> {
-        self.heads.peek().map(|Reverse((pos, _))| pos)
+    /// The next item in scan order, as a frontier: a lane not read through it (every item at
+    /// its range key included) may still hold an item before it.
+    fn head_front(&self) -> Option<Front> {
+        self.heads
+            .peek()
+            .map(|Reverse((pos, _, _))| (pos.clone(), Upto::All))
     }
 
-    /// Whether a lane may still hold an item before the head (every lane with nothing
-    /// buffered, when nothing is): the head cannot be emitted yet.
+    /// Whether a lane may still hold an item before the head (every lane with something left,
+    /// when nothing is buffered): the head cannot be emitted yet. A lane that holds the head's
+    /// range key may hold more items at it, with an earlier unique value, until it is read past.
     fn blocked(&self) -> bool {
         if !self.unread.is_empty() {
             return true;
         }
-        match (self.waiting.first(), self.head()) {
+        match (self.read.first(), self.head_front()) {
             (None, _) => false,
             (Some(_), None) => true,
-            (Some((f, _)), Some(h)) => f < h,
+            (Some((f, _)), Some(h)) => *f < h,
         }
     }
 
@@ -223,8 +265,8 @@ impl Merge {
     /// read short of `bound` (or of the head, if it is further), skipping those being read.
     /// With nothing buffered, every lane with something left qualifies.
     fn targets(&self, free: usize, bound: Option<&Pos>) -> Vec<usize> {
-        let threshold = self.head().map(|h| match bound {
-            Some(b) if b > h => b,
+        let threshold = self.head_front().map(|h| match bound {
+            Some(b) if h.0 < *b => (b.clone(), Upto::All),
             _ => h,
         });
         self.unread
@@ -233,13 +275,18 @@ impl Merge {
             .chain(
                 self.read
                     .iter()
-                    .take_while(|(f, _)| threshold.is_none_or(|t| f < t))
+                    .take_while(|(f, _)| threshold.as_ref().is_none_or(|t| f < t))
                     .map(|&(_, t)| t),
             )
             .filter(|&t| !self.lanes[t].busy)
             .take(free)
             .collect()
     }
+}
+
+/// Whether a lane read up to `front` is short of `end`: it may hold more items at or before it.
+fn before_all(front: &Front, end: &Pos) -> bool {
+    front.0 < *end || (front.0 == *end && front.1 != Upto::All)
 }
 
 /// The limit of a read up to the predicted end, for a lane whose fair share of the page is
@@ -261,7 +308,7 @@ fn predicted_limit(share: usize) -> usize {
 /// The outcome of one page of one stream.
 pub(crate) struct StreamPage {
     pub(crate) items: Vec<Item>,
-    pub(crate) state: Vec<IndexState>,
+    pub(crate) state: StreamState,
 }
 
 /// A finished read: the lane, where it stops (if bounded), the limit it asked for, and the
@@ -378,32 +425,24 @@ pub(crate) struct Engine<'p, 'a, S> {
 
 impl<S: Store> Engine<'_, '_, S> {
     /// Emits up to `want` items from the lanes of `indexes` (positions into the plan), starting
-    /// from `states` (one per index in `indexes`), deduplicating by unique value against
-    /// `seen`.
+    /// from `state` (the stream's boundary and one flag per lane, index-major), deduplicating by
+    /// unique value against `seen`.
     pub(crate) async fn page(
         &self,
         indexes: &[usize],
-        states: &[IndexState],
+        state: &StreamState,
         want: usize,
         seen: &mut HashSet<String>,
         totals: &mut QueryStats,
     ) -> Result<StreamPage> {
-        // a boundary and ties are kept once per stream, on its first index
-        let boundary = states.first().and_then(|s| s.boundary.as_ref());
-        for tie in states
-            .first()
-            .map(|s| s.ties.as_slice())
-            .unwrap_or_default()
-        {
-            seen.insert(tie.clone());
-        }
+        let boundary = state.boundary.as_ref();
         // where the page probably ends: as far beyond the previous page as that page spanned,
         // plus a margin (an unlimited page reads everything anyway)
         let mut predicted = boundary
             .filter(|_| want != usize::MAX)
             .and_then(|b| estimate::extrapolate(&b.first, &b.last, 1.0 + MARGIN))
             .and_then(|value| self.end(value));
-        let mut merge = self.merge(indexes, states);
+        let mut merge = self.merge(indexes, state);
         let throttle = self.throttle.max(1);
         let mut out: Vec<Item> = Vec::new();
         // the plan index of the first and last item on the page, for the next page's boundary
@@ -455,13 +494,12 @@ impl<S: Store> Engine<'_, '_, S> {
             };
             let index = merge.lanes[h].index;
             if !seen.insert(self.plan.unique_of(&item).unwrap_or_default()) {
+                // the same record from another index of the stream, at the same position
                 totals.duplicates_removed += 1;
-                merge.lanes[h].consumed = Consumed::Dropped(item);
                 // the page now ends one item further
                 merge.known_end = Known::Stale;
                 continue;
             }
-            merge.lanes[h].consumed = Consumed::Out(out.len());
             first_from.get_or_insert(index);
             last_from = Some(index);
             out.push(item);
@@ -478,10 +516,31 @@ impl<S: Store> Engine<'_, '_, S> {
                 .and_then(|(item, index)| item.get(&self.plan.indexes[index].range_attr))
                 .cloned()
         };
-        let first_key = range_key(out.first(), first_from);
-        let last_key = range_key(out.last(), last_from);
-        let state = self.state_after(indexes, &merge.lanes, &out, first_key, last_key, seen);
-        Ok(StreamPage { items: out, state })
+        let boundary = match (
+            range_key(out.first(), first_from),
+            range_key(out.last(), last_from),
+            out.last().and_then(|item| self.plan.unique_of(item)),
+        ) {
+            (Some(first), Some(last), Some(unique)) => Some(Boundary {
+                first,
+                last,
+                unique,
+            }),
+            // nothing returned: the stream stands where it stood
+            _ => boundary.cloned(),
+        };
+        let exhausted = merge
+            .lanes
+            .iter()
+            .map(|lane| lane.exhausted && lane.buffer.is_empty())
+            .collect();
+        Ok(StreamPage {
+            items: out,
+            state: StreamState {
+                boundary,
+                exhausted,
+            },
+        })
     }
 
     /// The position of a range key value in this scan.
@@ -492,6 +551,19 @@ impl<S: Store> Engine<'_, '_, S> {
         } else {
             Pos::Up(scalar)
         })
+    }
+
+    /// The tie-breaker of an item in this scan: its unique value.
+    fn tie(&self, item: &Item) -> Tie {
+        self.tie_of(self.plan.unique_of(item).unwrap_or_default())
+    }
+
+    fn tie_of(&self, unique: String) -> Tie {
+        if self.plan.descending {
+            Tie::Down(Reverse(unique))
+        } else {
+            Tie::Up(unique)
+        }
     }
 
     fn end(&self, value: AttributeValue) -> Option<End> {
@@ -520,42 +592,41 @@ impl<S: Store> Engine<'_, '_, S> {
         (next.pos > end.pos).then_some(next)
     }
 
-    /// The merge over the lanes of `indexes`, each at its cursor from `states`.
-    fn merge(&self, indexes: &[usize], states: &[IndexState]) -> Merge {
+    /// The merge over the lanes of `indexes`, each right after the stream's boundary (or at its
+    /// beginning), the exhausted ones left out.
+    fn merge(&self, indexes: &[usize], state: &StreamState) -> Merge {
         let plan = self.plan;
+        let shards = plan.hash_keys.len();
         let mut merge = Merge {
-            lanes: Vec::with_capacity(indexes.len() * plan.hash_keys.len()),
+            lanes: Vec::with_capacity(indexes.len() * shards),
             heads: BinaryHeap::new(),
             unread: BTreeSet::new(),
             read: BTreeSet::new(),
-            waiting: BTreeSet::new(),
             buffered: 0,
             dead: 0,
             known_end: Known::Stale,
+            after: state.boundary.as_ref().and_then(|b| {
+                self.pos(&b.last).map(|pos| After {
+                    pos,
+                    tie: self.tie_of(b.unique.clone()),
+                    value: b.last.clone(),
+                })
+            }),
         };
         for (position, &index) in indexes.iter().enumerate() {
-            for shard in 0..plan.hash_keys.len() {
-                let start = states
-                    .get(position)
-                    .and_then(|s| s.shards.get(shard))
-                    .cloned()
-                    .unwrap_or(ShardState::NotStarted);
-                let (read_from, exhausted) = match &start {
-                    ShardState::NotStarted => (None, false),
-                    ShardState::Exhausted => (None, true),
-                    ShardState::After { unique, range_key } => (
-                        Some(plan.resume_key(index, shard, unique, range_key)),
-                        false,
-                    ),
-                };
+            for shard in 0..shards {
+                let exhausted = state
+                    .exhausted
+                    .get(position * shards + shard)
+                    .copied()
+                    .unwrap_or(false);
+                // every lane is read from the boundary's range key on (`Merge::after`)
                 merge.dead += usize::from(exhausted);
                 merge.lanes.push(Lane {
                     index,
                     shard,
                     buffer: VecDeque::new(),
-                    read_from,
-                    start,
-                    consumed: Consumed::Nothing,
+                    read_from: None,
                     frontier: None,
                     exhausted,
                     busy: false,
@@ -583,7 +654,7 @@ impl<S: Store> Engine<'_, '_, S> {
                 lane.buffer
                     .iter()
                     .enumerate()
-                    .map(|(i, (pos, _))| (pos, t, i)),
+                    .map(|(i, (pos, _, _))| (pos, t, i)),
             );
         }
         let end = if keys.len() >= remaining {
@@ -591,7 +662,7 @@ impl<S: Store> Engine<'_, '_, S> {
                 keys.select_nth_unstable_by(remaining - 1, |a, b| a.0.cmp(b.0));
             let lane = &merge.lanes[t];
             lane.buffer[i]
-                .1
+                .2
                 .get(&self.plan.indexes[lane.index].range_attr)
                 .map(|value| End {
                     pos: pos.clone(),
@@ -627,7 +698,7 @@ impl<S: Store> Engine<'_, '_, S> {
                 merge.lanes[t]
                     .frontier
                     .as_ref()
-                    .is_none_or(|f| *f < end.pos)
+                    .is_none_or(|f| before_all(f, &end.pos))
             };
             let (end, limit) = match (known, predicted) {
                 (Some(known), _) => (Some(known), remaining),
@@ -635,7 +706,11 @@ impl<S: Store> Engine<'_, '_, S> {
                 _ => (None, share.saturating_add(share.div_ceil(10))),
             };
             let limit = u32::try_from(limit.min(self.page_size).max(1)).unwrap_or(u32::MAX);
-            let request = merge.update(t, |lane| self.request(lane, limit, end));
+            let after = merge.after.as_ref().map(|a| &a.value);
+            let request = {
+                let lower = after.cloned();
+                merge.update(t, |lane| self.request(lane, limit, end, lower.as_ref()))
+            };
             if let Some((request, bounded)) = request {
                 merge.lanes[t].busy = true;
                 reads.push((t, request, end.filter(|_| bounded).cloned(), limit));
@@ -647,29 +722,55 @@ impl<S: Store> Engine<'_, '_, S> {
     /// The next read of a lane, up to `end`; `None` when the lane is settled without one (it
     /// was already read past the end, or nothing can match up to it). The flag tells whether
     /// the read stops at the end.
-    fn request(&self, lane: &mut Lane, limit: u32, end: Option<&End>) -> Option<(QueryPage, bool)> {
+    fn request(
+        &self,
+        lane: &mut Lane,
+        limit: u32,
+        end: Option<&End>,
+        after: Option<&AttributeValue>,
+    ) -> Option<(QueryPage, bool)> {
         let plan = self.plan;
         let index = &plan.indexes[lane.index];
         // a lane already read past the end holds nothing more up to it; DynamoDB would also
         // reject a starting key outside the key condition
-        let position = lane
-            .read_from
-            .as_ref()
-            .and_then(|k| k.get(&index.range_attr))
-            .and_then(|v| self.pos(v));
+        let position = lane.read_from.as_ref().and_then(|k| {
+            k.get(&index.range_attr)
+                .and_then(|v| self.pos(v))
+                .map(|pos| (pos, Upto::Part))
+        });
         if let (Some(end), Some(position)) = (end, position)
-            && end.pos < position
+            && end.pos < position.0
         {
             if lane.frontier.as_ref().is_none_or(|f| *f < position) {
                 lane.frontier = Some(position);
             }
             return None;
         }
-        match narrow(index.range.as_ref(), end.map(|e| &e.value), plan.descending) {
+        let narrowed = match (
+            narrow(index.range.as_ref(), end.map(|e| &e.value), plan.descending),
+            after,
+        ) {
+            (Narrowed::Query { condition, bounded }, Some(after)) => {
+                match from_boundary(condition, after, plan.descending) {
+                    Some(condition) => Narrowed::Query {
+                        condition: Some(condition),
+                        bounded,
+                    },
+                    None if end.is_none() => {
+                        // nothing can match from the boundary on
+                        lane.exhausted = true;
+                        return None;
+                    }
+                    None => Narrowed::Empty,
+                }
+            }
+            (narrowed, _) => narrowed,
+        };
+        match narrowed {
             Narrowed::Empty => {
                 // nothing up to the end: the lane is read that far
                 if let Some(end) = end {
-                    lane.frontier = Some(end.pos.clone());
+                    lane.frontier = Some((end.pos.clone(), Upto::All));
                 }
                 None
             }
@@ -705,49 +806,76 @@ impl<S: Store> Engine<'_, '_, S> {
         let page = result.map_err(|source| self.shard_error(&merge.lanes[t], source))?;
         totals.items_read += page.items.len();
         let limit_reached = page.items.len() >= usize::try_from(asked).unwrap_or(usize::MAX);
-        merge.update(t, |lane| self.take(lane, page, limit_reached, end));
+        let after = merge.after.clone();
+        merge.update(t, |lane| {
+            self.take(lane, page, limit_reached, end, after.as_ref());
+        });
         Ok(())
     }
 
     /// Buffers a shard page in its lane and moves the lane's read position: to the page key,
     /// or when there is none, to "complete up to the end" or "exhausted".
-    fn take(&self, lane: &mut Lane, page: Page, limit_reached: bool, end: Option<End>) {
-        let range_attr = &self.plan.indexes[lane.index].range_attr;
-        let before = lane.buffer.len();
+    fn take(
+        &self,
+        lane: &mut Lane,
+        page: Page,
+        limit_reached: bool,
+        end: Option<End>,
+        after: Option<&After>,
+    ) {
+        let index = &self.plan.indexes[lane.index];
+        let range_attr = &index.range_attr;
+        // the page key of the last item read (whether kept or not)
+        let last_read = page
+            .items
+            .last()
+            .map(|item| self.key_of(lane.index, lane.shard, item));
         for item in page.items {
-            let Some(pos) = item.get(range_attr).and_then(|v| self.pos(v)) else {
+            let Some(value) = item.get(range_attr) else {
                 continue;
             };
-            lane.buffer.push_back((pos, item));
+            let Some(pos) = self.pos(value) else {
+                continue;
+            };
+            // reads may cover more than the user's condition (a key condition can only be
+            // narrowed so far): what it does not hold, and what the previous pages returned,
+            // is skipped
+            if index.range.as_ref().is_some_and(|c| !satisfies(c, value)) {
+                continue;
+            }
+            let tie = self.tie(&item);
+            if after.is_some_and(|a| (&pos, &tie) <= (&a.pos, &a.tie)) {
+                continue;
+            }
+            // a store gives equal range keys in no promised order: keep the lane's buffer in
+            // (range key, unique value) order
+            let at = lane
+                .buffer
+                .iter()
+                .rposition(|(p, t, _)| (p, t) <= (&pos, &tie))
+                .map_or(0, |i| i + 1);
+            lane.buffer.insert(at, (pos, tie, item));
         }
-        let added = lane.buffer.len() - before;
-        // the page key of the last item read
-        let last_key = |lane: &Lane| {
-            lane.buffer
-                .back()
-                .filter(|_| added > 0)
-                .map(|(_, item)| self.key_of(lane.index, lane.shard, item))
-        };
         // DynamoDB returns a page key whenever the limit is reached; DynamoDB Local omits it
         // when the last item sits exactly on an inclusive bound, although equal keys may
         // follow: resume after the last item rather than trust "complete"
         let last_evaluated_key = match page.last_evaluated_key {
             Some(key) => Some(key),
-            None if limit_reached => last_key(lane),
+            None if limit_reached => last_read.clone(),
             None => None,
         };
         if let Some(lek) = last_evaluated_key {
             if let Some(f) = lek.get(range_attr).and_then(|v| self.pos(v)) {
-                lane.frontier = Some(f);
+                lane.frontier = Some((f, Upto::Part));
             }
             lane.read_from = Some(lek);
             return;
         }
         match end {
-            Some(end) => lane.frontier = Some(end.pos),
+            Some(end) => lane.frontier = Some((end.pos, Upto::All)),
             None => lane.exhausted = true,
         }
-        if let Some(key) = last_key(lane) {
+        if let Some(key) = last_read {
             lane.read_from = Some(key);
         }
     }
@@ -773,89 +901,121 @@ impl<S: Store> Engine<'_, '_, S> {
             .unwrap_or(AttributeValue::Null(true));
         plan.resume_key(index, shard, &unique, &range_key)
     }
+}
 
-    /// The lanes' states after the page, for the next token.
-    fn state_after(
-        &self,
-        indexes: &[usize],
-        lanes: &[Lane],
-        out: &[Item],
-        first_key: Option<AttributeValue>,
-        last_key: Option<AttributeValue>,
-        seen: &HashSet<String>,
-    ) -> Vec<IndexState> {
-        let plan = self.plan;
-        let shards = plan.hash_keys.len();
-        let mut states: Vec<IndexState> = indexes
-            .iter()
-            .map(|_| IndexState {
-                boundary: None,
-                ties: Vec::new(),
-                shards: Vec::with_capacity(shards),
-            })
-            .collect();
-        for (n, lane) in lanes.iter().enumerate() {
-            let position = n / shards.max(1);
-            let state = if lane.buffer.is_empty() && lane.exhausted {
-                ShardState::Exhausted
-            } else if lane.buffer.is_empty() {
-                match &lane.read_from {
-                    Some(key) => self.after(lane, key),
-                    None => lane.start.clone(),
+/// Whether a range key value meets a condition, as `DynamoDB` compares.
+fn satisfies(condition: &RangeCondition, value: &AttributeValue) -> bool {
+    use RangeCondition as R;
+    let cmp = |other: &AttributeValue| estimate::compare(value, other);
+    match condition {
+        R::Eq(v) => cmp(v) == Ordering::Equal,
+        R::Lt(v) => cmp(v) == Ordering::Less,
+        R::Le(v) => cmp(v) != Ordering::Greater,
+        R::Gt(v) => cmp(v) == Ordering::Greater,
+        R::Ge(v) => cmp(v) != Ordering::Less,
+        R::Between(a, b) => cmp(a) != Ordering::Less && cmp(b) != Ordering::Greater,
+        R::BeginsWith(p) => starts_with(value, p),
+    }
+}
+
+fn starts_with(value: &AttributeValue, prefix: &AttributeValue) -> bool {
+    match (value, prefix) {
+        (AttributeValue::S(v), AttributeValue::S(p)) => v.starts_with(p.as_str()),
+        (AttributeValue::B(v), AttributeValue::B(p)) => v.starts_with(p),
+        _ => false,
+    }
+}
+
+/// The least value greater than every value that starts with `prefix` (itself not starting
+/// with it), or `None` when there is none.
+fn prefix_successor(prefix: &AttributeValue) -> Option<AttributeValue> {
+    match prefix {
+        AttributeValue::S(p) => {
+            let mut chars: Vec<char> = p.chars().collect();
+            while let Some(last) = chars.pop() {
+                let next = (u32::from(last) + 1..=u32::from(char::MAX)).find_map(char::from_u32);
+                if let Some(next) = next {
+                    chars.push(next);
+                    return Some(AttributeValue::S(chars.into_iter().collect()));
                 }
-            } else {
-                match &lane.consumed {
-                    Consumed::Out(i) => out
-                        .get(*i)
-                        .map_or_else(|| lane.start.clone(), |item| self.after(lane, item)),
-                    Consumed::Dropped(item) => self.after(lane, item),
-                    Consumed::Nothing => lane.start.clone(),
+            }
+            None
+        }
+        AttributeValue::B(p) => {
+            let mut bytes = p.clone();
+            while let Some(last) = bytes.pop() {
+                if last < u8::MAX {
+                    bytes.push(last + 1);
+                    return Some(AttributeValue::B(bytes));
                 }
-            };
-            if let Some(s) = states.get_mut(position) {
-                s.shards.push(state);
+            }
+            None
+        }
+        _ => None,
+    }
+}
+
+/// A key condition narrowed to range keys at or after the boundary `b` in scan order (at or
+/// above it ascending, at or below it descending); `None` when nothing can match. The result
+/// may hold more than `condition` and the boundary allow (an exclusive end becomes inclusive, a
+/// prefix a range up to its successor): reads skip what the condition does not hold.
+fn from_boundary(
+    condition: Option<RangeCondition>,
+    b: &AttributeValue,
+    descending: bool,
+) -> Option<RangeCondition> {
+    use RangeCondition as R;
+    let cmp = |x: &AttributeValue, y: &AttributeValue| estimate::compare(x, y);
+    let max = |x: &AttributeValue| if cmp(x, b) == Ordering::Less { b } else { x }.clone();
+    let min = |x: &AttributeValue| if cmp(x, b) == Ordering::Greater { b } else { x }.clone();
+    if descending {
+        // range keys <= b
+        match condition {
+            Some(R::Eq(v)) => (cmp(&v, b) != Ordering::Greater).then_some(R::Eq(v)),
+            Some(R::Lt(v)) if cmp(&v, b) != Ordering::Greater => Some(R::Lt(v)),
+            None | Some(R::Lt(_)) => Some(R::Le(b.clone())),
+            Some(R::Le(v)) => Some(R::Le(min(&v))),
+            Some(R::Gt(v) | R::Ge(v)) => {
+                (cmp(&v, b) != Ordering::Greater).then(|| R::Between(v, b.clone()))
+            }
+            Some(R::Between(lo, hi)) => {
+                (cmp(&lo, b) != Ordering::Greater).then(|| R::Between(lo, min(&hi)))
+            }
+            Some(R::BeginsWith(p)) => {
+                if starts_with(b, &p) {
+                    Some(R::Between(p, b.clone()))
+                } else if cmp(b, &p) == Ordering::Less {
+                    None
+                } else {
+                    Some(R::BeginsWith(p))
+                }
             }
         }
-        if let (Some(first), Some(last), Some(s)) =
-            (first_key, last_key.clone(), states.first_mut())
-        {
-            s.boundary = Some(Boundary { first, last });
-        }
-        if indexes.len() > 1
-            && let (Some(last), Some(s)) = (last_key, states.first_mut())
-        {
-            // records returned at the last range key may also sit in another index of the
-            // stream, after its cursor: remember them so the next page drops them
-            let range_attrs: Vec<&str> = indexes
-                .iter()
-                .map(|&i| plan.indexes[i].range_attr.as_str())
-                .collect();
-            s.ties = out
-                .iter()
-                .filter(|item| {
-                    range_attrs.iter().any(|a| {
-                        item.get(*a)
-                            .is_some_and(|v| estimate::compare(v, &last) == Ordering::Equal)
+    } else {
+        // range keys >= b
+        match condition {
+            Some(R::Eq(v)) => (cmp(&v, b) != Ordering::Less).then_some(R::Eq(v)),
+            Some(R::Gt(v)) if cmp(&v, b) != Ordering::Less => Some(R::Gt(v)),
+            None | Some(R::Gt(_)) => Some(R::Ge(b.clone())),
+            Some(R::Ge(v)) => Some(R::Ge(max(&v))),
+            Some(R::Lt(v) | R::Le(v)) => {
+                (cmp(&v, b) != Ordering::Less).then(|| R::Between(b.clone(), v))
+            }
+            Some(R::Between(lo, hi)) => {
+                (cmp(&hi, b) != Ordering::Less).then(|| R::Between(max(&lo), hi))
+            }
+            Some(R::BeginsWith(p)) => {
+                if starts_with(b, &p) {
+                    Some(match prefix_successor(&p) {
+                        Some(next) => R::Between(b.clone(), next),
+                        None => R::Ge(b.clone()),
                     })
-                })
-                .filter_map(|item| plan.unique_of(item))
-                .filter(|u| seen.contains(u))
-                .collect();
-        }
-        states
-    }
-
-    fn after(&self, lane: &Lane, item: &Item) -> ShardState {
-        let plan = self.plan;
-        match (
-            plan.unique_of(item),
-            item.get(&plan.indexes[lane.index].range_attr),
-        ) {
-            (Some(unique), Some(range_key)) => ShardState::After {
-                unique,
-                range_key: range_key.clone(),
-            },
-            _ => lane.start.clone(),
+                } else if cmp(b, &p) == Ordering::Less {
+                    Some(R::BeginsWith(p))
+                } else {
+                    None
+                }
+            }
         }
     }
 }

@@ -7,7 +7,8 @@
 //! range-key order (ascending, or descending), merged across every shard with per-shard cursors:
 //! - every page holds exactly `min(limit, remaining)` items;
 //! - paging to the end returns every matching item exactly once (no duplicate, no miss), in
-//!   global range-key order across pages (items with equal range keys in any order);
+//!   global range-key order across pages (items with equal range keys by unique value, in the
+//!   direction of the query, however the store orders them);
 //! - the last page may be empty (when the previous one ended exactly at the end).
 //!
 //! **Union mode** — indexes with different range keys (for example a name search over a
@@ -26,9 +27,15 @@
 //! what is returned (each page reads every live shard up to about where the page ends, as
 //! predicted from the previous page, and refills only the shards that can still contribute).
 //!
-//! The page token records each shard's cursor (or "exhausted"), the time window and a checksum
-//! of the query; it is rejected, with a typed error, by any other query, when truncated or
-//! altered, and — with [`Query::signing_key`] — when signed with another key.
+//! The page token records where the previous page ended (its last item's range key and unique
+//! value, per index in union mode), one "exhausted" bit per (index, shard) lane, the time
+//! window and a checksum of the query and of the table; its size does not depend on where each
+//! shard stands (about 70 characters for one index up to 64 lanes, 1 character more per 6
+//! lanes beyond). It is rejected, with a typed error, by any other query
+//! ([`TokenError::OtherQuery`]) or table ([`TokenError::OtherTable`]: another table name or
+//! definition), when truncated or altered, when longer than any token of the query can be
+//! ([`TokenError::TooLong`], before it is decoded: a few thousand characters per index), and —
+//! with [`Query::signing_key`] — when signed with another key.
 
 mod engine;
 mod estimate;
@@ -48,7 +55,7 @@ use crate::store::{Filter, RangeCondition, Store};
 
 use self::engine::Engine;
 use self::plan::{IndexSpec, Plan};
-use self::token::{IndexState, TokenState};
+use self::token::{StreamState, TokenState};
 pub use self::typed::{TypedPage, TypedQuery};
 pub use crate::error::TokenError;
 
@@ -280,36 +287,39 @@ impl<'a, S: Store> Query<'a, S> {
         self
     }
 
-    /// Binds page tokens to the table of this name: a token of this query on another table is
-    /// refused ([`TokenError::OtherQuery`]). Tokens are always bound to the store's table
-    /// definition (keys and indexes); the name tells apart tables defined alike. Give the same
-    /// name for every page.
+    /// Binds page tokens to the table of this name as well: a token of this query on another
+    /// table is refused ([`TokenError::OtherTable`]). Tokens are always bound to the store's
+    /// table definition (keys and indexes) and to the name the store gives ([`Store::name`]:
+    /// a `DynamoStore`'s table name); this name tells apart tables that a store cannot (two
+    /// `MemoryStore`s defined alike). Give the same name for every page.
     #[must_use]
     pub fn table_name(mut self, name: impl Into<String>) -> Self {
         self.table_name = Some(name.into());
         self
     }
 
-    /// The fingerprint a token of this query is bound to: the plan's, with the table (its
-    /// definition and, when given, its name).
-    fn bound_fingerprint(&self, plan_fingerprint: &[u8; 32]) -> [u8; 32] {
+    /// What a token of this query is bound to besides the query itself: the table, by its
+    /// definition (keys and indexes), the name the store knows it by ([`Store::name`]) and the
+    /// name given to [`table_name`](Self::table_name).
+    fn table_binding(&self) -> [u8; 32] {
         use sha2::{Digest as _, Sha256};
         let mut h = Sha256::new();
         let mut field = |bytes: &[u8]| {
             h.update((bytes.len() as u64).to_le_bytes());
             h.update(bytes);
         };
-        field(b"entity-manager query table binding v1");
-        field(plan_fingerprint);
+        field(b"entity-manager query table binding v2");
         // Debug rendering of the definition is canonical within one build; tokens are
         // versioned, not promised across releases
         field(format!("{:?}", self.store.definition()).as_bytes());
-        match &self.table_name {
-            Some(name) => {
-                field(b"named");
-                field(name.as_bytes());
+        for name in [self.store.name(), self.table_name.as_deref()] {
+            match name {
+                Some(name) => {
+                    field(b"named");
+                    field(name.as_bytes());
+                }
+                None => field(b"unnamed"),
             }
-            None => field(b"unnamed"),
         }
         h.finalize().into()
     }
@@ -368,46 +378,38 @@ impl<'a, S: Store> Query<'a, S> {
             None => (probe, None),
             Some(token) => {
                 // the probe's window is the given one or 0..=now, the widest a token can carry,
-                // so its shards bound the token's
-                let shape = token::Shape {
-                    indexes: probe.indexes.len(),
-                    shards: probe.hash_keys.len(),
+                // so its shards bound the token's length
+                let table = self.table_binding();
+                let binding = token::Binding {
+                    query: &probe.fingerprint,
+                    table: &table,
                 };
-                let state = token::decode(
-                    token,
-                    &self.bound_fingerprint(&probe.fingerprint),
-                    key,
-                    shape,
-                )?;
+                let verified =
+                    token::verify(token, binding, key, token::max_chars(stream_shape(&probe)))?;
                 if let Some((from, to)) = self.window
-                    && (from, to) != (state.from, state.to)
+                    && (from, to) != (verified.from, verified.to)
                 {
                     return Err(Error::Token(TokenError::OtherWindow {
-                        token_from: state.from,
-                        token_to: state.to,
+                        token_from: verified.from,
+                        token_to: verified.to,
                         from,
                         to,
                     }));
                 }
-                let plan = if (state.from, state.to) == probe.window {
+                let plan = if (verified.from, verified.to) == probe.window {
                     probe
                 } else {
                     Plan::new(
                         self.schema,
                         &self.indexes,
                         &self.item,
-                        (state.from, state.to),
+                        (verified.from, verified.to),
                         self.descending,
                         self.projection.as_deref(),
                         &sort,
                     )?
                 };
-                let shards = plan.hash_keys.len();
-                if state.indexes.len() != plan.indexes.len()
-                    || state.indexes.iter().any(|i| i.shards.len() != shards)
-                {
-                    return Err(Error::Token(TokenError::Malformed("shape")));
-                }
+                let state = verified.parse(stream_shape(&plan))?;
                 (plan, Some(state))
             }
         };
@@ -454,40 +456,28 @@ impl<'a, S: Store> Query<'a, S> {
             shards: plan.lanes(),
             ..QueryStats::default()
         };
-        let fresh = IndexState {
-            boundary: None,
-            ties: Vec::new(),
-            shards: vec![token::ShardState::NotStarted; plan.hash_keys.len()],
-        };
-        let state_of = |i: usize| -> IndexState {
+        let token_shape = stream_shape(plan);
+        let state_of = |i: usize| -> StreamState {
             state
-                .and_then(|s| s.indexes.get(i).cloned())
-                .unwrap_or_else(|| fresh.clone())
+                .and_then(|s| s.streams.get(i).cloned())
+                .unwrap_or_else(|| StreamState::fresh(token_shape.lanes))
         };
         let mut seen: HashSet<String> = HashSet::new();
         let mut items: Vec<Item> = Vec::new();
-        let mut next_states: Vec<IndexState> = Vec::with_capacity(plan.indexes.len());
+        let mut next_states: Vec<StreamState> = Vec::with_capacity(token_shape.streams);
         if plan.exact {
             let all: Vec<usize> = (0..plan.indexes.len()).collect();
-            let states: Vec<IndexState> = all.iter().map(|&i| state_of(i)).collect();
             let mut page_stats = QueryStats::default();
             let page = engine
-                .page(&all, &states, limit, &mut seen, &mut page_stats)
+                .page(&all, &state_of(0), limit, &mut seen, &mut page_stats)
                 .await?;
             totals.add(&page_stats);
             items = page.items;
-            next_states = page.state;
+            next_states.push(page.state);
         } else {
             // the limit is shared out between the indexes that still have items
-            let states: Vec<IndexState> = (0..plan.indexes.len()).map(state_of).collect();
-            let live: Vec<usize> = (0..states.len())
-                .filter(|&i| {
-                    states[i]
-                        .shards
-                        .iter()
-                        .any(|s| *s != token::ShardState::Exhausted)
-                })
-                .collect();
+            let states: Vec<StreamState> = (0..plan.indexes.len()).map(state_of).collect();
+            let live: Vec<usize> = (0..states.len()).filter(|&i| !states[i].done()).collect();
             for (i, state) in states.into_iter().enumerate() {
                 let rank = live.iter().position(|&l| l == i);
                 let share = match rank {
@@ -495,38 +485,37 @@ impl<'a, S: Store> Query<'a, S> {
                     Some(_) if limit == usize::MAX => usize::MAX,
                     Some(rank) => limit / live.len() + usize::from(rank < limit % live.len()),
                 };
-                let states = [state];
                 let mut page_stats = QueryStats::default();
                 let mut page = if share == 0 {
                     engine::StreamPage {
                         items: Vec::new(),
-                        state: states.to_vec(),
+                        state,
                     }
                 } else {
                     engine
-                        .page(&[i], &states, share, &mut seen, &mut page_stats)
+                        .page(&[i], &state, share, &mut seen, &mut page_stats)
                         .await?
                 };
                 totals.add(&page_stats);
                 items.append(&mut page.items);
-                next_states.append(&mut page.state);
+                next_states.push(page.state);
             }
             sort_items(&mut items, sort);
         }
         totals.items_returned = items.len();
-        let done = next_states.iter().all(|s| {
-            s.shards
-                .iter()
-                .all(|sh| *sh == token::ShardState::Exhausted)
-        });
+        let done = next_states.iter().all(StreamState::done);
         let next = (!done).then(|| {
+            let table = self.table_binding();
             token::encode(
                 &TokenState {
                     from: plan.window.0,
                     to: plan.window.1,
-                    indexes: next_states,
+                    streams: next_states,
                 },
-                &self.bound_fingerprint(&plan.fingerprint),
+                token::Binding {
+                    query: &plan.fingerprint,
+                    table: &table,
+                },
                 self.signing_key.as_deref(),
             )
         });
@@ -560,6 +549,22 @@ impl<'a, S: Store> Query<'a, S> {
             }
         })
         .flatten()
+    }
+}
+
+/// The streams of a query's token and the lanes of each: one stream over every lane in exact
+/// mode, one per index (over its shards) in union mode.
+fn stream_shape(plan: &Plan<'_>) -> token::Shape {
+    if plan.exact {
+        token::Shape {
+            streams: 1,
+            lanes: plan.lanes(),
+        }
+    } else {
+        token::Shape {
+            streams: plan.indexes.len(),
+            lanes: plan.hash_keys.len(),
+        }
     }
 }
 

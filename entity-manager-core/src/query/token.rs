@@ -1,17 +1,40 @@
 //! The page token: the state of a cross-shard query between pages, as compact URL-safe text.
 //!
-//! Layout (version 1), before base64url without padding:
+//! A page of one merged stream ends at its *boundary*: the last item it returned, as its range
+//! key and unique value. Items come in (range key, unique value) order, so everything at or
+//! before the boundary was returned and nothing after it: every lane (index × shard) resumes
+//! right after the boundary, and the only other state a lane needs is one bit, "exhausted"
+//! (it gave everything; never read again). A token's size therefore does not depend on where
+//! each shard stands, only on the boundary and one bit per lane.
+//!
+//! Layout (version 2), before base64url without padding:
 //!
 //! ```text
-//! version u8 = 1 | flags u8 | fingerprint [4] | from varint | to varint
-//! | index count varint | per index: boundary, tie count varint + ties, shard count varint + shards
+//! version u8 = 2, + 0x80 when signed
+//! | query fingerprint [2] | table binding [2]
+//! | from varint | to varint                       (the time window, ms since the epoch)
+//! | per stream (1 in exact mode, 1 per index in union mode):
+//! |     flags u8 (bit 0: boundary present)
+//! |     boundary: first value, last value, unique (varint length + UTF-8)
+//! |     exhausted bits, one per lane of the stream, ceil(lanes / 8) bytes, low bit first
 //! | tag [8] (SHA-256 checksum) or [16] (HMAC-SHA-256 with the user's key)
 //! ```
 //!
-//! A shard is `0` (not started), `1` (exhausted) or `2` + the unique value (encoded) + the range
-//! key value of the last item returned from it. The tag covers the whole query fingerprint and
-//! payload, so a token from another query, a truncated or an altered one is rejected; with a
-//! signing key, a token cannot be forged either.
+//! A value is a type byte and a payload: `0` string (varint length + UTF-8), `1` integer
+//! number (zigzag varint), `2` other number (varint length + its decimal text), `3` binary
+//! (varint length + bytes), `4` (first value only) an integer number as its difference from the
+//! last value. The first value of the boundary (where the page began) only predicts how far the
+//! next page reaches.
+//!
+//! The tag covers the whole query fingerprint, the table binding (the table's definition and
+//! name) and the payload, so a token from another query or table, a truncated or an altered
+//! one is rejected; with a signing key, a token cannot be forged either. The two 2-byte
+//! prefixes only tell which error to report.
+//!
+//! Reading is bounded by the query, not by the token: a token longer than [`max_chars`] for
+//! the query's shape is refused before it is decoded, the number of streams and lanes comes
+//! from the query, and every length inside the token is checked against the bytes left before
+//! anything is sliced or copied.
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -21,36 +44,39 @@ use sha2::{Digest, Sha256};
 
 use crate::error::TokenError;
 
-/// Where one shard of one index stands.
-#[derive(Clone, Debug, PartialEq)]
-pub(crate) enum ShardState {
-    /// Never queried.
-    NotStarted,
-    /// Every item was returned; never queried again.
-    Exhausted,
-    /// Resume after the item with this unique value (encoded) and index range key value.
-    After {
-        unique: String,
-        range_key: AttributeValue,
-    },
-}
-
-/// The range keys of the first and last item of the previous page of one merged stream: the
-/// span that predicts where the next page ends.
+/// Where the previous page of one stream ended.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct Boundary {
+    /// The range key of the first item of the page (to predict where the next one ends).
     pub(crate) first: AttributeValue,
+    /// The range key of the last item of the page.
     pub(crate) last: AttributeValue,
+    /// The unique value (encoded, as in the table's range key) of the last item of the page.
+    pub(crate) unique: String,
 }
 
-/// The state of one index (or of the merged stream in exact mode, stored on the first index).
-#[derive(Clone, Debug, PartialEq, Default)]
-pub(crate) struct IndexState {
+/// The state of one merged stream: the whole query in exact mode, one index in union mode.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct StreamState {
+    /// `None` before the first item (every live lane starts from the beginning).
     pub(crate) boundary: Option<Boundary>,
-    /// Unique values (encoded) returned with the last boundary range key, when several indexes
-    /// are merged (a record can sit in each of them).
-    pub(crate) ties: Vec<String>,
-    pub(crate) shards: Vec<ShardState>,
+    /// One flag per lane of the stream (index-major): the lane gave everything.
+    pub(crate) exhausted: Vec<bool>,
+}
+
+impl StreamState {
+    /// A stream that has not started.
+    pub(crate) fn fresh(lanes: usize) -> Self {
+        Self {
+            boundary: None,
+            exhausted: vec![false; lanes],
+        }
+    }
+
+    /// Whether every lane gave everything.
+    pub(crate) fn done(&self) -> bool {
+        self.exhausted.iter().all(|&e| e)
+    }
 }
 
 /// The decoded token.
@@ -58,29 +84,47 @@ pub(crate) struct IndexState {
 pub(crate) struct TokenState {
     pub(crate) from: u64,
     pub(crate) to: u64,
-    pub(crate) indexes: Vec<IndexState>,
+    pub(crate) streams: Vec<StreamState>,
 }
 
-const VERSION: u8 = 1;
-const FLAG_SIGNED: u8 = 1;
+/// What a token is bound to: the query's fingerprint and the table's.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Binding<'b> {
+    pub(crate) query: &'b [u8; 32],
+    pub(crate) table: &'b [u8; 32],
+}
+
+const VERSION: u8 = 2;
+const FLAG_SIGNED: u8 = 0x80;
+const PREFIX_LEN: usize = 2;
+/// Version byte and both prefixes.
+const HEADER_LEN: usize = 1 + 2 * PREFIX_LEN;
 const CHECKSUM_LEN: usize = 8;
 const SIGNATURE_LEN: usize = 16;
 
-fn tag(fingerprint: &[u8; 32], body: &[u8], key: Option<&[u8]>) -> Vec<u8> {
+const VALUE_S: u8 = 0;
+const VALUE_INT: u8 = 1;
+const VALUE_N: u8 = 2;
+const VALUE_B: u8 = 3;
+const VALUE_INT_DELTA: u8 = 4;
+
+const BOUNDARY_PRESENT: u8 = 1;
+
+fn tag(binding: Binding<'_>, body: &[u8], key: Option<&[u8]>) -> Vec<u8> {
     if let Some(key) = key {
-        {
-            // HMAC keyed with SHA-256(key), zero-padded to the block size: a fixed-size key, so
-            // the infallible constructor applies whatever the user's key length
-            let mut block = [0u8; 64];
-            block[..32].copy_from_slice(&Sha256::digest(key));
-            let mut mac = <Hmac<Sha256> as hmac::digest::KeyInit>::new(&block.into());
-            mac.update(fingerprint);
-            mac.update(body);
-            mac.finalize().into_bytes()[..SIGNATURE_LEN].to_vec()
-        }
+        // HMAC keyed with SHA-256(key), zero-padded to the block size: a fixed-size key, so the
+        // infallible constructor applies whatever the user's key length
+        let mut block = [0u8; 64];
+        block[..32].copy_from_slice(&Sha256::digest(key));
+        let mut mac = <Hmac<Sha256> as hmac::digest::KeyInit>::new(&block.into());
+        mac.update(binding.query);
+        mac.update(binding.table);
+        mac.update(body);
+        mac.finalize().into_bytes()[..SIGNATURE_LEN].to_vec()
     } else {
         let mut hasher = Sha256::new();
-        hasher.update(fingerprint);
+        hasher.update(binding.query);
+        hasher.update(binding.table);
         hasher.update(body);
         hasher.finalize()[..CHECKSUM_LEN].to_vec()
     }
@@ -108,61 +152,96 @@ fn put_bytes(out: &mut Vec<u8>, bytes: &[u8]) {
     out.extend_from_slice(bytes);
 }
 
-fn put_value(out: &mut Vec<u8>, value: &AttributeValue) {
+/// Zigzag: small magnitudes of either sign take few varint bytes.
+#[allow(clippy::cast_sign_loss)]
+const fn zigzag(n: i64) -> u64 {
+    ((n << 1) ^ (n >> 63)) as u64
+}
+
+#[allow(clippy::cast_possible_wrap)]
+const fn unzigzag(z: u64) -> i64 {
+    (z >> 1) as i64 ^ -((z & 1) as i64)
+}
+
+/// A number written exactly as an `i64` would print it: stored in binary, read back as the
+/// same text.
+fn canonical_int(value: &AttributeValue) -> Option<i64> {
     match value {
-        AttributeValue::S(s) => {
-            out.push(1);
-            put_bytes(out, s.as_bytes());
-        }
-        AttributeValue::N(n) => {
-            out.push(2);
-            put_bytes(out, n.as_bytes());
-        }
-        AttributeValue::B(b) => {
-            out.push(3);
-            put_bytes(out, b);
-        }
-        // range keys are S, N or B; anything else is written as absent
-        _ => out.push(0),
+        AttributeValue::N(text) => text.parse::<i64>().ok().filter(|n| n.to_string() == *text),
+        _ => None,
     }
 }
 
-/// Writes a token for a query with this fingerprint.
-pub(crate) fn encode(state: &TokenState, fingerprint: &[u8; 32], key: Option<&[u8]>) -> String {
-    let mut body = Vec::with_capacity(64);
-    body.push(VERSION);
-    body.push(if key.is_some() { FLAG_SIGNED } else { 0 });
-    body.extend_from_slice(&fingerprint[..4]);
-    put_varint(&mut body, state.from);
-    put_varint(&mut body, state.to);
-    put_varint(&mut body, state.indexes.len() as u64);
-    for index in &state.indexes {
-        match &index.boundary {
-            None => body.push(0),
-            Some(b) => {
-                body.push(1);
-                put_value(&mut body, &b.first);
-                put_value(&mut body, &b.last);
-            }
+fn put_value(out: &mut Vec<u8>, value: &AttributeValue) {
+    if let Some(n) = canonical_int(value) {
+        out.push(VALUE_INT);
+        put_varint(out, zigzag(n));
+        return;
+    }
+    match value {
+        AttributeValue::S(s) => {
+            out.push(VALUE_S);
+            put_bytes(out, s.as_bytes());
         }
-        put_varint(&mut body, index.ties.len() as u64);
-        for tie in &index.ties {
-            put_bytes(&mut body, tie.as_bytes());
+        AttributeValue::N(n) => {
+            out.push(VALUE_N);
+            put_bytes(out, n.as_bytes());
         }
-        put_varint(&mut body, index.shards.len() as u64);
-        for shard in &index.shards {
-            match shard {
-                ShardState::NotStarted => body.push(0),
-                ShardState::Exhausted => body.push(1),
-                ShardState::After { unique, range_key } => {
-                    body.push(2);
-                    put_bytes(&mut body, unique.as_bytes());
-                    put_value(&mut body, range_key);
-                }
-            }
+        AttributeValue::B(b) => {
+            out.push(VALUE_B);
+            put_bytes(out, b);
+        }
+        // range keys are S, N or B, and the engine only keeps items whose range key is one
+        _ => {
+            out.push(VALUE_S);
+            put_bytes(out, b"");
         }
     }
-    let tag = tag(fingerprint, &body, key);
+}
+
+/// The first value of a boundary: as its difference from the last when both are integers.
+fn put_first(out: &mut Vec<u8>, first: &AttributeValue, last: &AttributeValue) {
+    if let (Some(f), Some(l)) = (canonical_int(first), canonical_int(last))
+        && let Some(delta) = f.checked_sub(l)
+    {
+        out.push(VALUE_INT_DELTA);
+        put_varint(out, zigzag(delta));
+        return;
+    }
+    put_value(out, first);
+}
+
+/// Writes a token.
+pub(crate) fn encode(state: &TokenState, binding: Binding<'_>, key: Option<&[u8]>) -> String {
+    let mut body = Vec::with_capacity(96);
+    body.push(if key.is_some() {
+        VERSION | FLAG_SIGNED
+    } else {
+        VERSION
+    });
+    body.extend_from_slice(&binding.query[..PREFIX_LEN]);
+    body.extend_from_slice(&binding.table[..PREFIX_LEN]);
+    put_varint(&mut body, state.from);
+    put_varint(&mut body, state.to);
+    for stream in &state.streams {
+        match &stream.boundary {
+            None => body.push(0),
+            Some(b) => {
+                body.push(BOUNDARY_PRESENT);
+                put_first(&mut body, &b.first, &b.last);
+                put_value(&mut body, &b.last);
+                put_bytes(&mut body, b.unique.as_bytes());
+            }
+        }
+        for chunk in stream.exhausted.chunks(8) {
+            let byte = chunk
+                .iter()
+                .enumerate()
+                .fold(0u8, |acc, (i, &e)| acc | (u8::from(e) << i));
+            body.push(byte);
+        }
+    }
+    let tag = tag(binding, &body, key);
     body.extend_from_slice(&tag);
     URL_SAFE_NO_PAD.encode(body)
 }
@@ -196,74 +275,93 @@ impl<'a> Reader<'a> {
         Err(TokenError::Malformed("number too long"))
     }
 
-    fn len(&mut self) -> Result<usize, TokenError> {
-        let n = usize::try_from(self.varint()?).map_err(|_| TokenError::Malformed("length"))?;
+    /// `n` bytes; a length beyond what is left is refused before anything is copied.
+    fn take(&mut self, n: usize) -> Result<&'a [u8], TokenError> {
         if n > self.bytes.len() {
             return Err(TokenError::Malformed("truncated"));
         }
-        Ok(n)
-    }
-
-    fn bytes(&mut self) -> Result<&'a [u8], TokenError> {
-        let n = self.len()?;
         let (head, rest) = self.bytes.split_at(n);
         self.bytes = rest;
         Ok(head)
     }
 
-    fn string(&mut self) -> Result<String, TokenError> {
-        String::from_utf8(self.bytes()?.to_vec()).map_err(|_| TokenError::Malformed("text"))
+    /// A length-prefixed byte string.
+    fn bytes(&mut self) -> Result<&'a [u8], TokenError> {
+        let n = usize::try_from(self.varint()?).map_err(|_| TokenError::Malformed("length"))?;
+        self.take(n)
     }
 
-    fn value(&mut self) -> Result<AttributeValue, TokenError> {
-        match self.u8()? {
-            1 => Ok(AttributeValue::S(self.string()?)),
-            2 => Ok(AttributeValue::N(self.string()?)),
-            3 => Ok(AttributeValue::B(self.bytes()?.to_vec())),
+    fn string(&mut self) -> Result<String, TokenError> {
+        std::str::from_utf8(self.bytes()?)
+            .map(str::to_owned)
+            .map_err(|_| TokenError::Malformed("text"))
+    }
+
+    fn value_of(&mut self, kind: u8) -> Result<AttributeValue, TokenError> {
+        match kind {
+            VALUE_S => Ok(AttributeValue::S(self.string()?)),
+            VALUE_INT => Ok(AttributeValue::N(unzigzag(self.varint()?).to_string())),
+            VALUE_N => Ok(AttributeValue::N(self.string()?)),
+            VALUE_B => Ok(AttributeValue::B(self.bytes()?.to_vec())),
             _ => Err(TokenError::Malformed("value type")),
         }
     }
 
-    /// A count of things that take at least one byte each: bounded by what is left.
-    fn count(&mut self) -> Result<usize, TokenError> {
-        self.len()
+    fn value(&mut self) -> Result<AttributeValue, TokenError> {
+        let kind = self.u8()?;
+        self.value_of(kind)
     }
 }
 
-/// The shape of the query a token is read for: how many indexes, and at most how many shards
-/// each (the shards of the widest window the token can carry).
+/// The shape of the query a token is read for: its streams and the lanes of each.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Shape {
-    pub(crate) indexes: usize,
-    pub(crate) shards: usize,
+    /// 1 in exact mode, the number of indexes in union mode.
+    pub(crate) streams: usize,
+    /// Lanes of each stream (index × shard in exact mode, shards in union mode).
+    pub(crate) lanes: usize,
 }
 
-/// Characters a lane (index × shard) can take at most in a token: a state byte, a unique value
-/// and a range key value of at most 1,024 bytes each with their type and length, in base64.
-const MAX_CHARS_PER_LANE: usize = 3 * 1024;
-/// Characters the rest of a token can take at most: header, window, boundaries, ties, tag.
-const MAX_CHARS_FIXED: usize = 16 * 1024;
+/// The longest range key or unique value a boundary can hold, in bytes: `DynamoDB` sort keys
+/// are at most 1,024 bytes, and a unique value sits inside the table's sort key.
+const MAX_VALUE_BYTES: usize = 1024;
+/// Bytes of one stream's boundary at most: flags, then three values with their type and
+/// length.
+const MAX_BOUNDARY_BYTES: usize = 1 + 3 * (1 + 2 + MAX_VALUE_BYTES);
+/// Bytes of the header, window and tag at most.
+const MAX_FIXED_BYTES: usize = HEADER_LEN + 2 * 10 + SIGNATURE_LEN;
 
-/// The longest token a query of this shape can have written; a longer one is refused before it
-/// is decoded, so memory spent on a token is bounded by the query, not by the token.
+/// The longest token a query of this shape can have written, in characters: a longer one is
+/// refused with [`TokenError::TooLong`] before it is decoded, so memory spent on a token is
+/// bounded by the query, not by the token. About 4,200 characters per stream plus one
+/// character per 6 lanes (a one-index query over 64 shards: 4,175).
 pub(crate) fn max_chars(shape: Shape) -> usize {
-    MAX_CHARS_FIXED.saturating_add(
-        shape
-            .indexes
-            .saturating_mul(shape.shards)
-            .saturating_mul(MAX_CHARS_PER_LANE),
-    )
+    let per_stream = MAX_BOUNDARY_BYTES.saturating_add(shape.lanes.div_ceil(8));
+    let bytes = MAX_FIXED_BYTES.saturating_add(shape.streams.saturating_mul(per_stream));
+    bytes.saturating_mul(4).div_ceil(3)
 }
 
-/// Reads a token for a query with this fingerprint and shape; `key` must be the signing key it
-/// was written with (or none).
-pub(crate) fn decode(
+/// A token whose length, base64, version, binding and tag were checked: its window can be read
+/// to plan the query, then the rest with the plan's shape.
+#[derive(Debug)]
+pub(crate) struct Verified {
+    raw: Vec<u8>,
+    /// Where the streams start in `raw`.
+    streams_at: usize,
+    /// Where the tag starts in `raw`.
+    tag_at: usize,
+    pub(crate) from: u64,
+    pub(crate) to: u64,
+}
+
+/// Checks a token for a query with this binding, refusing it when longer than `max` characters;
+/// `key` must be the signing key it was written with (or none).
+pub(crate) fn verify(
     token: &str,
-    fingerprint: &[u8; 32],
+    binding: Binding<'_>,
     key: Option<&[u8]>,
-    shape: Shape,
-) -> Result<TokenState, TokenError> {
-    let max = max_chars(shape);
+    max: usize,
+) -> Result<Verified, TokenError> {
     if token.len() > max {
         return Err(TokenError::TooLong {
             length: token.len(),
@@ -273,200 +371,357 @@ pub(crate) fn decode(
     let raw = URL_SAFE_NO_PAD
         .decode(token.as_bytes())
         .map_err(|_| TokenError::Malformed("not base64url"))?;
-    let version = *raw.first().ok_or(TokenError::Malformed("empty"))?;
+    let first = *raw.first().ok_or(TokenError::Malformed("empty"))?;
+    let version = first & !FLAG_SIGNED;
     if version != VERSION {
         return Err(TokenError::UnsupportedVersion(version));
     }
-    let flags = *raw.get(1).ok_or(TokenError::Malformed("truncated"))?;
-    let tag_len = if flags & FLAG_SIGNED == 0 {
-        CHECKSUM_LEN
-    } else {
-        SIGNATURE_LEN
-    };
-    if raw.len() < 6 + tag_len {
+    let signed = first & FLAG_SIGNED != 0;
+    let tag_len = if signed { SIGNATURE_LEN } else { CHECKSUM_LEN };
+    if raw.len() < HEADER_LEN + tag_len {
         return Err(TokenError::Malformed("truncated"));
     }
-    let (body, given_tag) = raw.split_at(raw.len() - tag_len);
-    if body[2..6] != fingerprint[..4] {
-        // checked before the tag so that a token of another query says so; a forged prefix
-        // still fails the tag below
-        let expected = tag(fingerprint, body, key);
-        if expected != given_tag {
-            return Err(TokenError::OtherQuery);
-        }
+    let tag_at = raw.len() - tag_len;
+    let (body, given_tag) = raw.split_at(tag_at);
+    let tag_holds = || tag(binding, body, key) == given_tag;
+    // the prefixes say which binding differs; a forged prefix still fails the tag
+    if body[1..=PREFIX_LEN] != binding.query[..PREFIX_LEN] && !tag_holds() {
+        return Err(TokenError::OtherQuery);
     }
-    let signed = flags & FLAG_SIGNED != 0;
-    if signed != key.is_some() {
+    if body[1 + PREFIX_LEN..HEADER_LEN] != binding.table[..PREFIX_LEN] && !tag_holds() {
+        return Err(TokenError::OtherTable);
+    }
+    if signed != key.is_some() || !tag_holds() {
         return Err(TokenError::Tampered);
     }
-    if tag(fingerprint, body, key) != given_tag {
-        return Err(TokenError::Tampered);
-    }
-    parse_body(&body[6..], shape)
-}
-
-/// Parses a verified body. Counts inside the token never size an allocation beyond the query's
-/// own shape: the index count must equal it, the shard count must not exceed it, and ties grow
-/// one read at a time.
-fn parse_body(bytes: &[u8], shape: Shape) -> Result<TokenState, TokenError> {
-    let mut r = Reader { bytes };
+    let mut r = Reader {
+        bytes: &body[HEADER_LEN..],
+    };
     let from = r.varint()?;
     let to = r.varint()?;
-    let index_count = r.count()?;
-    if index_count != shape.indexes {
-        return Err(TokenError::Malformed("shape"));
-    }
-    let mut indexes = Vec::with_capacity(shape.indexes);
-    for _ in 0..index_count {
-        let boundary = match r.u8()? {
-            0 => None,
-            1 => Some(Boundary {
-                first: r.value()?,
-                last: r.value()?,
-            }),
-            _ => return Err(TokenError::Malformed("boundary")),
+    let streams_at = tag_at - r.bytes.len();
+    Ok(Verified {
+        raw,
+        streams_at,
+        tag_at,
+        from,
+        to,
+    })
+}
+
+impl Verified {
+    /// The streams, for a query of this shape. Their number and the lanes of each come from
+    /// the query: only the boundaries' lengths are read from the token, each checked against
+    /// the bytes left.
+    pub(crate) fn parse(self, shape: Shape) -> Result<TokenState, TokenError> {
+        let mut r = Reader {
+            bytes: &self.raw[self.streams_at..self.tag_at],
         };
-        let tie_count = r.count()?;
-        let mut ties = Vec::new();
-        for _ in 0..tie_count {
-            ties.push(r.string()?);
-        }
-        let shard_count = r.count()?;
-        if shard_count > shape.shards {
+        // every stream takes at least its flags and its bits: a shape the token cannot hold
+        // is refused before anything is allocated for it
+        let minimum = shape
+            .streams
+            .saturating_mul(1usize.saturating_add(shape.lanes.div_ceil(8)));
+        if minimum > r.bytes.len() {
             return Err(TokenError::Malformed("shape"));
         }
-        let mut shards = Vec::with_capacity(shard_count);
-        for _ in 0..shard_count {
-            shards.push(match r.u8()? {
-                0 => ShardState::NotStarted,
-                1 => ShardState::Exhausted,
-                2 => ShardState::After {
-                    unique: r.string()?,
-                    range_key: r.value()?,
-                },
-                _ => return Err(TokenError::Malformed("shard state")),
+        let mut streams = Vec::with_capacity(shape.streams);
+        for _ in 0..shape.streams {
+            let boundary = match r.u8()? {
+                0 => None,
+                BOUNDARY_PRESENT => {
+                    let first_kind = r.u8()?;
+                    let first_delta = (first_kind == VALUE_INT_DELTA)
+                        .then(|| r.varint())
+                        .transpose()?;
+                    let first = match first_delta {
+                        Some(_) => None,
+                        None => Some(r.value_of(first_kind)?),
+                    };
+                    let last = r.value()?;
+                    let first = match (first, first_delta) {
+                        (Some(first), _) => first,
+                        (None, Some(delta)) => {
+                            let last =
+                                canonical_int(&last).ok_or(TokenError::Malformed("boundary"))?;
+                            let first = last
+                                .checked_add(unzigzag(delta))
+                                .ok_or(TokenError::Malformed("boundary"))?;
+                            AttributeValue::N(first.to_string())
+                        }
+                        (None, None) => return Err(TokenError::Malformed("boundary")),
+                    };
+                    Some(Boundary {
+                        first,
+                        last,
+                        unique: r.string()?,
+                    })
+                }
+                _ => return Err(TokenError::Malformed("boundary")),
+            };
+            let bits = r.take(shape.lanes.div_ceil(8))?;
+            let exhausted: Vec<bool> = (0..shape.lanes)
+                .map(|lane| bits[lane / 8] & (1 << (lane % 8)) != 0)
+                .collect();
+            // bits beyond the last lane are zero in every token written
+            if !shape.lanes.is_multiple_of(8)
+                && bits.last().is_some_and(|&b| b >> (shape.lanes % 8) != 0)
+            {
+                return Err(TokenError::Malformed("lanes"));
+            }
+            streams.push(StreamState {
+                boundary,
+                exhausted,
             });
         }
-        indexes.push(IndexState {
-            boundary,
-            ties,
-            shards,
-        });
+        if !r.bytes.is_empty() {
+            return Err(TokenError::Malformed("trailing bytes"));
+        }
+        Ok(TokenState {
+            from: self.from,
+            to: self.to,
+            streams,
+        })
     }
-    if !r.bytes.is_empty() {
-        return Err(TokenError::Malformed("trailing bytes"));
-    }
-    Ok(TokenState { from, to, indexes })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    const Q: [u8; 32] = [7u8; 32];
+    const T: [u8; 32] = [9u8; 32];
+    const B: Binding<'static> = Binding {
+        query: &Q,
+        table: &T,
+    };
+
     fn sample() -> TokenState {
         TokenState {
             from: 0,
             to: 1_700_000_000_000,
-            indexes: vec![IndexState {
+            streams: vec![StreamState {
                 boundary: Some(Boundary {
-                    first: AttributeValue::N("5".into()),
-                    last: AttributeValue::N("10".into()),
+                    first: AttributeValue::N("1700000000000".into()),
+                    last: AttributeValue::N("1700000001234".into()),
+                    unique: "0b9e4c1a-4c1f-4a55-9a57-2f2f8c7e61a9".into(),
                 }),
-                ties: vec!["a".into()],
-                shards: vec![
-                    ShardState::NotStarted,
-                    ShardState::Exhausted,
-                    ShardState::After {
-                        unique: "u7".into(),
-                        range_key: AttributeValue::S("x#y".into()),
-                    },
-                ],
+                exhausted: (0..64).map(|i| i % 3 == 0).collect(),
             }],
         }
     }
 
     const SHAPE: Shape = Shape {
-        indexes: 1,
-        shards: 3,
+        streams: 1,
+        lanes: 64,
     };
+
+    fn decode(
+        token: &str,
+        binding: Binding<'_>,
+        key: Option<&[u8]>,
+        shape: Shape,
+    ) -> Result<TokenState, TokenError> {
+        verify(token, binding, key, max_chars(shape))?.parse(shape)
+    }
 
     #[test]
     fn refuses_an_over_long_token_before_decoding() {
         // 20 MB of valid base64url: refused on its length alone, before any decoding
         let forged = "A".repeat(20 * 1024 * 1024);
         assert_eq!(
-            decode(&forged, &[7u8; 32], None, SHAPE),
+            decode(&forged, B, None, SHAPE),
             Err(TokenError::TooLong {
                 length: forged.len(),
                 max: max_chars(SHAPE),
             })
         );
-        // a real token of the widest shape is never refused for its length
-        let token = encode(&sample(), &[7u8; 32], None);
+        // a token with the longest boundary the store allows is never refused for its length
+        let long = "x".repeat(MAX_VALUE_BYTES);
+        let mut state = sample();
+        state.streams[0].boundary = Some(Boundary {
+            first: AttributeValue::S(long.clone()),
+            last: AttributeValue::S(long.clone()),
+            unique: long,
+        });
+        let token = encode(&state, B, Some(b"key"));
         assert!(token.len() <= max_chars(SHAPE));
+        assert_eq!(decode(&token, B, Some(b"key"), SHAPE), Ok(state));
+    }
+
+    /// A token with a valid checksum and any body: what a forger can write without a key.
+    fn forge(body: &[u8]) -> String {
+        let mut raw = vec![VERSION];
+        raw.extend_from_slice(&Q[..PREFIX_LEN]);
+        raw.extend_from_slice(&T[..PREFIX_LEN]);
+        raw.extend_from_slice(body);
+        let tag = tag(B, &raw, None);
+        raw.extend_from_slice(&tag);
+        URL_SAFE_NO_PAD.encode(raw)
     }
 
     #[test]
-    fn refuses_counts_beyond_the_query_shape() {
-        let fp = [7u8; 32];
-        let token = encode(&sample(), &fp, None);
-        // more shards in the token than the query can have
+    fn refuses_huge_declared_lengths_and_extra_lanes_without_allocating_them() {
+        // a unique value declared 2^62 bytes long: refused on the bytes left, nothing copied
+        let mut body = vec![0, 1, BOUNDARY_PRESENT, VALUE_INT, 2, VALUE_INT, 4];
+        put_varint(&mut body, 1 << 62);
+        body.extend_from_slice(b"abc");
         assert_eq!(
-            decode(
-                &token,
-                &fp,
-                None,
-                Shape {
-                    indexes: 1,
-                    shards: 2
-                }
-            ),
-            Err(TokenError::Malformed("shape"))
+            decode(&forge(&body), B, None, SHAPE),
+            Err(TokenError::Malformed("truncated"))
         );
+        // a string value declared u64::MAX bytes long
+        let mut body = vec![0, 1, BOUNDARY_PRESENT, VALUE_S];
+        put_varint(&mut body, u64::MAX);
+        assert!(decode(&forge(&body), B, None, SHAPE).is_err());
+        // more lane bits than the query has lanes
+        let mut body = vec![0, 1, 0];
+        body.extend_from_slice(&[0u8; 9]);
         assert_eq!(
-            decode(
-                &token,
-                &fp,
-                None,
-                Shape {
-                    indexes: 2,
-                    shards: 3
-                }
-            ),
+            decode(&forge(&body), B, None, SHAPE),
+            Err(TokenError::Malformed("trailing bytes"))
+        );
+        // a bit set beyond the last lane
+        let shape = Shape {
+            streams: 1,
+            lanes: 3,
+        };
+        assert_eq!(
+            decode(&forge(&[0, 1, 0, 0b1000]), B, None, shape),
+            Err(TokenError::Malformed("lanes"))
+        );
+        // a query whose shape the token cannot hold is refused before allocating for it
+        let huge = Shape {
+            streams: usize::MAX,
+            lanes: usize::MAX,
+        };
+        let token = encode(&sample(), B, None);
+        assert_eq!(
+            verify(&token, B, None, usize::MAX).and_then(|v| v.parse(huge)),
             Err(TokenError::Malformed("shape"))
         );
     }
 
     #[test]
     fn round_trips_signed_and_unsigned() -> Result<(), TokenError> {
-        let fp = [7u8; 32];
-        for key in [None, Some(&b"secret"[..])] {
-            let token = encode(&sample(), &fp, key);
-            assert!(
-                token
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-            );
-            assert_eq!(decode(&token, &fp, key, SHAPE)?, sample());
+        let mut states = vec![sample()];
+        // a fresh stream, strings, binary, non-integer numbers, negative integers, union mode
+        states.push(TokenState {
+            from: 5,
+            to: 6,
+            streams: vec![
+                StreamState::fresh(3),
+                StreamState {
+                    boundary: Some(Boundary {
+                        first: AttributeValue::S("a#b".into()),
+                        last: AttributeValue::B(vec![0, 255, 3]),
+                        unique: String::new(),
+                    }),
+                    exhausted: vec![true, false, true],
+                },
+                StreamState {
+                    boundary: Some(Boundary {
+                        first: AttributeValue::N("-12".into()),
+                        last: AttributeValue::N("1.50".into()),
+                        unique: "ü".into(),
+                    }),
+                    exhausted: vec![false; 3],
+                },
+                StreamState {
+                    boundary: Some(Boundary {
+                        first: AttributeValue::N(i64::MIN.to_string()),
+                        last: AttributeValue::N(i64::MAX.to_string()),
+                        unique: "u".into(),
+                    }),
+                    exhausted: vec![true; 3],
+                },
+            ],
+        });
+        for state in states {
+            let shape = Shape {
+                streams: state.streams.len(),
+                lanes: state.streams[0].exhausted.len(),
+            };
+            for key in [None, Some(&b"secret"[..])] {
+                let token = encode(&state, B, key);
+                assert!(
+                    token
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+                );
+                assert_eq!(decode(&token, B, key, shape)?, state);
+            }
         }
         Ok(())
     }
 
     #[test]
-    fn rejects_other_queries_keys_and_truncation() {
-        let fp = [7u8; 32];
-        let token = encode(&sample(), &fp, Some(b"secret"));
+    fn one_stream_over_64_lanes_fits_in_160_characters() {
+        // a UUID unique value and millisecond timestamps, with a signature on top
+        let token = encode(&sample(), B, None);
+        assert!(token.len() <= 160, "{} characters: {token}", token.len());
+        let signed = encode(&sample(), B, Some(b"key"));
+        // the signature's 8 more bytes: at most 11 more characters
+        assert!(signed.len() <= token.len() + 11);
+    }
+
+    #[test]
+    fn exact_tokens_over_1_to_512_shards_and_1_to_4_indexes_grow_by_their_lane_bits_only() {
+        let boundary = sample().streams[0].boundary.clone();
+        let size = |lanes: usize| {
+            let state = TokenState {
+                from: 0,
+                to: 1_700_000_000_000,
+                streams: vec![StreamState {
+                    boundary: boundary.clone(),
+                    exhausted: (0..lanes).map(|i| i % 2 == 1).collect(),
+                }],
+            };
+            encode(&state, B, None).len()
+        };
+        let one = size(1);
+        for indexes in 1..=4 {
+            for shards in 1..=512 {
+                let lanes = indexes * shards;
+                let len = size(lanes);
+                if lanes <= 64 {
+                    assert!(len <= 160, "{len} characters for {lanes} lanes");
+                }
+                // one bit per lane beyond the first byte's eight, in base64
+                assert!(
+                    len <= one + lanes.saturating_sub(8).div_ceil(6) + 1,
+                    "{len} characters for {lanes} lanes"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn rejects_other_queries_tables_keys_and_truncation() {
+        let token = encode(&sample(), B, Some(b"secret"));
+        let other_query = Binding {
+            query: &[8u8; 32],
+            table: &T,
+        };
+        let other_table = Binding {
+            query: &Q,
+            table: &[8u8; 32],
+        };
         assert_eq!(
-            decode(&token, &[8u8; 32], Some(b"secret"), SHAPE),
+            decode(&token, other_query, Some(b"secret"), SHAPE),
             Err(TokenError::OtherQuery)
         );
         assert_eq!(
-            decode(&token, &fp, Some(b"other"), SHAPE),
+            decode(&token, other_table, Some(b"secret"), SHAPE),
+            Err(TokenError::OtherTable)
+        );
+        assert_eq!(
+            decode(&token, B, Some(b"other"), SHAPE),
             Err(TokenError::Tampered)
         );
-        assert_eq!(decode(&token, &fp, None, SHAPE), Err(TokenError::Tampered));
+        assert_eq!(decode(&token, B, None, SHAPE), Err(TokenError::Tampered));
         for cut in 0..token.len() {
-            assert!(decode(&token[..cut], &fp, Some(b"secret"), SHAPE).is_err());
+            assert!(decode(&token[..cut], B, Some(b"secret"), SHAPE).is_err());
         }
     }
 }

@@ -624,6 +624,13 @@ pub trait Store: Send + Sync {
     /// The table this store reads and writes.
     fn definition(&self) -> &TableDefinition;
 
+    /// The table's name, when the store has one (a `DynamoStore`: its table name; a
+    /// `MemoryStore`: none). Page tokens of cross-shard queries are bound to it, so that a token
+    /// of one table does not continue a query on another. Stores that wrap another forward it.
+    fn name(&self) -> Option<&str> {
+        None
+    }
+
     /// Puts (creates or replaces) an item, if `expect` holds for the current item with its key;
     /// otherwise fails with [`StoreError::is_conditional_check_failed`].
     fn put_item(

@@ -744,6 +744,10 @@ impl Store for DynamoStore {
         &self.definition
     }
 
+    fn name(&self) -> Option<&str> {
+        Some(&self.table_name)
+    }
+
     fn put_item(
         &self,
         item: Item,
