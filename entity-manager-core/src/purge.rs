@@ -34,6 +34,8 @@
 //! ```
 
 use std::ops::ControlFlow;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use futures::StreamExt;
 use serde_dynamo::Item;
@@ -103,8 +105,14 @@ impl<S: Store> ParallelScan<'_, S> {
     /// `throttle` segments at once.
     ///
     /// After each page is deleted, `progress` gets the new checkpoint; returning
-    /// [`ControlFlow::Break`] stops the purge there (the report then says it is not
-    /// complete). The first error stops the purge and carries the checkpoint to resume from.
+    /// [`ControlFlow::Break`] stops the purge: no new page starts, the pages in flight are
+    /// finished and reported, and the report says whether anything is left. The first error
+    /// stops the purge the same way and carries the checkpoint to resume from.
+    ///
+    /// The counts are of the items this run deleted and recorded. A run that is killed (not
+    /// stopped) may have deleted items after its last checkpoint without recording them: the
+    /// run that resumes finds them gone, so the final state is the same, but the two counts
+    /// add up to less.
     pub async fn purge<P>(self, mut progress: P) -> Result<PurgeReport, PurgeError>
     where
         P: FnMut(&PurgeProgress<'_>) -> ControlFlow<()>,
@@ -117,7 +125,8 @@ impl<S: Store> ParallelScan<'_, S> {
         );
         let mut checkpoint = self.checkpoint().clone();
         let mut deleted = 0u64;
-        let mut steps = self.drive(move |items: Vec<Item>| {
+        let halt = Arc::new(AtomicBool::new(false));
+        let mut steps = self.drive(Some(&halt), move |items: Vec<Item>| {
             let keys: Vec<Item> = items
                 .iter()
                 .map(|item| {
@@ -133,6 +142,9 @@ impl<S: Store> ParallelScan<'_, S> {
                 store.batch_write(writes).await.map(|()| keys)
             }
         });
+        // After a stop or the first failure no new page starts, but the pages in flight are
+        // finished and recorded: the checkpoint and the count cover everything deleted.
+        let mut failure: Option<(Vec<Item>, PurgeFailure)> = None;
         while let Some(step) = steps.next().await {
             match step {
                 Ok(step) => {
@@ -144,22 +156,15 @@ impl<S: Store> ParallelScan<'_, S> {
                         checkpoint: &checkpoint,
                     });
                     if flow.is_break() {
-                        return Ok(PurgeReport {
-                            deleted,
-                            complete: checkpoint.is_done(),
-                            checkpoint,
-                        });
+                        halt.store(true, Ordering::SeqCst);
                     }
                 }
                 Err(StepError::Scan { source, .. }) => {
-                    return Err(PurgeError {
-                        deleted,
-                        checkpoint,
-                        unprocessed: Vec::new(),
-                        source: PurgeFailure::Scan(Box::new(source)),
-                    });
+                    halt.store(true, Ordering::SeqCst);
+                    failure.get_or_insert((Vec::new(), PurgeFailure::Scan(Box::new(source))));
                 }
-                Err(StepError::Action { source, .. }) => {
+                Err(StepError::Action { source }) => {
+                    halt.store(true, Ordering::SeqCst);
                     let unprocessed = source
                         .unwritten
                         .iter()
@@ -168,14 +173,17 @@ impl<S: Store> ParallelScan<'_, S> {
                             WriteRequest::Put(_) => None,
                         })
                         .collect();
-                    return Err(PurgeError {
-                        deleted,
-                        checkpoint,
-                        unprocessed,
-                        source: PurgeFailure::Delete(Box::new(source)),
-                    });
+                    failure.get_or_insert((unprocessed, PurgeFailure::Delete(Box::new(source))));
                 }
             }
+        }
+        if let Some((unprocessed, source)) = failure {
+            return Err(PurgeError {
+                deleted,
+                checkpoint,
+                unprocessed,
+                source,
+            });
         }
         Ok(PurgeReport {
             deleted,

@@ -46,6 +46,8 @@
 
 use std::future::Future;
 use std::marker::PhantomData;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use futures::stream::{self, BoxStream, Stream, StreamExt};
 use serde::de::DeserializeOwned;
@@ -300,25 +302,27 @@ impl<'s, S: Store> ParallelScan<'s, S> {
     pub fn pages(self) -> impl Stream<Item = Result<ScanBatch, ScanError>> + Send + 's {
         let total_segments = self.checkpoint.total_segments();
         let mut failed = false;
-        self.drive(|items| std::future::ready(Ok::<_, std::convert::Infallible>(items)))
-            .map(move |step| match step {
-                Ok(step) => Ok(ScanBatch {
-                    segment: step.segment,
-                    items: step.output,
-                    next: step.next,
-                }),
-                Err(StepError::Scan { segment, source }) => Err(ScanError::Segment {
-                    segment,
-                    total_segments,
-                    source: Box::new(source),
-                }),
-                Err(StepError::Action { source, .. }) => match source {},
-            })
-            .take_while(move |r| {
-                let go = !failed;
-                failed |= r.is_err();
-                std::future::ready(go)
-            })
+        self.drive(None, |items| {
+            std::future::ready(Ok::<_, std::convert::Infallible>(items))
+        })
+        .map(move |step| match step {
+            Ok(step) => Ok(ScanBatch {
+                segment: step.segment,
+                items: step.output,
+                next: step.next,
+            }),
+            Err(StepError::Scan { segment, source }) => Err(ScanError::Segment {
+                segment,
+                total_segments,
+                source: Box::new(source),
+            }),
+            Err(StepError::Action { source, .. }) => match source {},
+        })
+        .take_while(move |r| {
+            let go = !failed;
+            failed |= r.is_err();
+            std::future::ready(go)
+        })
     }
 
     /// The items, as they come. After an error the stream ends with that error.
@@ -331,9 +335,11 @@ impl<'s, S: Store> ParallelScan<'s, S> {
 
     /// Runs `action` on the items of every page, segment by segment (at most `throttle`
     /// segments at once), and yields a step once the action on a page has finished. A
-    /// segment stops after its first failure.
+    /// segment stops after its first failure. Once `stop` is set, no segment starts another
+    /// page: the stream ends when the pages in flight are done.
     pub(crate) fn drive<T, E, F, Fut>(
         self,
+        stop: Option<&Arc<AtomicBool>>,
         action: F,
     ) -> BoxStream<'s, Result<Step<T>, StepError<E>>>
     where
@@ -363,6 +369,7 @@ impl<'s, S: Store> ParallelScan<'s, S> {
                     store,
                     template.clone().segment(segment, total),
                     position,
+                    stop.cloned(),
                     action.clone(),
                 )
             })
@@ -376,6 +383,7 @@ fn segment_steps<'s, S, T, E, F, Fut>(
     store: &'s S,
     request: ScanPage,
     position: SegmentPosition,
+    stop: Option<Arc<AtomicBool>>,
     action: F,
 ) -> BoxStream<'s, Result<Step<T>, StepError<E>>>
 where
@@ -389,7 +397,13 @@ where
     stream::unfold(Some(position), move |position| {
         let request = request.clone();
         let action = action.clone();
+        let stopped = stop
+            .as_ref()
+            .is_some_and(|stop| stop.load(Ordering::SeqCst));
         async move {
+            if stopped {
+                return None;
+            }
             let start = match position? {
                 SegmentPosition::Done => return None,
                 SegmentPosition::NotStarted => None,

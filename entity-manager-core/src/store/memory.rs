@@ -13,8 +13,8 @@ use super::batch::{BatchSender, GetBatch, RetryPolicy, get_batches, write_batche
 use super::value::{self, Scalar, check_filter, normalize};
 use super::{
     BatchGetError, BatchWriteError, CancellationReason, Expect, GlobalIndex, KeyAttribute, Page,
-    QueryPage, RangeCondition, ReturnValues, ScanPage, Store, StoreError, StoreErrorKind, TableDefinition,
-    TransactWrite, Update, WriteRequest, update,
+    QueryPage, RangeCondition, ReturnValues, ScanPage, Store, StoreError, StoreErrorKind,
+    TableDefinition, TransactWrite, Update, WriteRequest, update,
 };
 use crate::limits::{MAX_ITEM_BYTES, MAX_PARTITION_KEY_BYTES, MAX_SORT_KEY_BYTES};
 

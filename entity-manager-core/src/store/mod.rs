@@ -503,11 +503,10 @@ impl ScanPage {
             .with_code("ValidationException"));
         }
         if self.limit == Some(0) {
-            return Err(StoreError::validation(
-                OP,
-                "Limit must be greater than or equal to 1",
-            )
-            .with_code("ValidationException"));
+            return Err(
+                StoreError::validation(OP, "Limit must be greater than or equal to 1")
+                    .with_code("ValidationException"),
+            );
         }
         Ok(())
     }

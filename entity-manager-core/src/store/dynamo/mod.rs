@@ -26,8 +26,8 @@ use super::batch::{BatchSender, GetBatch, RetryPolicy, get_batches, write_batche
 use super::memory::check_transaction_shape;
 use super::{
     BatchGetError, BatchWriteError, Billing, CancellationReason, Expect, KeyType, Page, QueryPage,
-    ReturnValues, ScanPage, Store, StoreError, StoreErrorKind, TableDefinition, TransactWrite, Update,
-    WriteRequest,
+    ReturnValues, ScanPage, Store, StoreError, StoreErrorKind, TableDefinition, TransactWrite,
+    Update, WriteRequest,
 };
 
 /// A `DynamoDB` table, through a client you configure.
@@ -668,9 +668,7 @@ impl DynamoStore {
             .set_expression_attribute_values(expr.values())
             .set_limit(limit)
             .set_exclusive_start_key(request.exclusive_start_key.clone().map(to_aws))
-            .set_consistent_read(
-                (request.consistent || self.consistent_read).then_some(true),
-            )
+            .set_consistent_read((request.consistent || self.consistent_read).then_some(true))
             .send()
             .await
             .map_err(|e| sdk_error(OP, e))?;
