@@ -8,7 +8,7 @@
 //! batch to its checkpoint ([`ScanCheckpoint::advance`]) after it has handled the items, so a
 //! resumed scan never skips an item it did not finish with.
 //!
-//! At entity level, [`EntityExt::scan`](crate::EntityExt::scan) streams the typed records of
+//! At entity level, [`EntityExt::scan`] streams the typed records of
 //! one entity: the scan keeps the items whose hash key starts with the entity token and the
 //! shard key delimiter ([`entity_filter`]).
 //!
@@ -436,7 +436,7 @@ where
     .boxed()
 }
 
-/// The typed scan of one entity: [`EntityExt::scan`](crate::EntityExt::scan).
+/// The typed scan of one entity: [`EntityExt::scan`].
 #[derive(Debug)]
 #[must_use = "a scan does nothing until its stream is polled"]
 pub struct RecordScan<'s, S, E> {
