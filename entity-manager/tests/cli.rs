@@ -651,3 +651,111 @@ fn scan_and_purge_on_dynamodb_local() -> TestResult {
     assert_eq!(code(&out), Some(0));
     result
 }
+
+/// A purge killed (SIGKILL) partway, after its checkpoint shows progress, is finished by the
+/// same command with the same `--checkpoint`: every record of the entity gone, the other
+/// entity intact.
+#[test]
+fn purge_killed_partway_resumes_from_its_checkpoint() -> TestResult {
+    let Some(endpoint) = endpoint() else {
+        return Ok(());
+    };
+    let vectors = compat("product-user-service")?;
+    let config_path = config_file("kill", &vectors["config"])?;
+    let config = config_path.to_str().ok_or("path")?;
+    let table = format!("cli-kill-{}", std::process::id());
+    let connection = ["--table", &table, "--endpoint", &endpoint];
+    let out = run(
+        &[
+            &["table", "create", "--config", config][..],
+            &connection[..],
+        ]
+        .concat(),
+        "",
+    )?;
+    assert_eq!(
+        code(&out),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut seeded = seed(&endpoint, &table, &vectors["config"], 120, 10)?;
+    seeded.retain(|(h, _)| h.starts_with("email!"));
+    seeded.sort();
+
+    let result = (|| -> TestResult {
+        let checkpoint = std::env::temp_dir().join(format!(
+            "em-cli-kill-{}.checkpoint.json",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_file(&checkpoint);
+        let checkpoint_arg = checkpoint.to_str().ok_or("path")?;
+        // one page of one item at a time: about 240 round trips, time enough to kill it
+        let purge = [
+            "purge",
+            config,
+            "--entity",
+            "user",
+            "--yes",
+            "--segments",
+            "1",
+            "--page-size",
+            "1",
+            "--checkpoint",
+            checkpoint_arg,
+        ];
+        let mut child = bin()
+            .args([&purge[..], &connection[..]].concat())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()?;
+        // kill it once the checkpoint records a position inside the segment
+        let started = std::time::Instant::now();
+        loop {
+            let text = std::fs::read_to_string(&checkpoint).unwrap_or_default();
+            if text.contains("\"after\"") {
+                break;
+            }
+            if child.try_wait()?.is_some() {
+                return Err("the purge ended before it could be killed".into());
+            }
+            if started.elapsed() > std::time::Duration::from_secs(60) {
+                child.kill()?;
+                return Err("no progress within 60 s".into());
+            }
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+        child.kill()?;
+        let status = child.wait()?;
+        assert!(!status.success(), "killed: {status:?}");
+        let out = run(
+            &[&["scan", config, "--entity", "user"][..], &connection[..]].concat(),
+            "",
+        )?;
+        let left = scanned_keys(&out)?.len();
+        assert!(left > 0 && left < 120, "{left} users left when killed");
+
+        let out = run(&[&purge[..], &connection[..]].concat(), "")?;
+        assert_eq!(
+            code(&out),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(!checkpoint.exists());
+        let out = run(&[&["scan", config][..], &connection[..]].concat(), "")?;
+        assert_eq!(scanned_keys(&out)?, seeded);
+        Ok(())
+    })();
+    let out = run(
+        &[
+            &["table", "delete", "--config", config][..],
+            &connection[..],
+        ]
+        .concat(),
+        "",
+    )?;
+    assert_eq!(code(&out), Some(0));
+    result
+}

@@ -1079,8 +1079,6 @@ fn range_is_empty(lower: &Bound<SortKey>, upper: &Bound<SortKey>) -> bool {
 /// decimal text), modulo the segment count. Deterministic across runs, platforms and Rust
 /// versions.
 fn segment_of(hash: &Scalar, total_segments: u32) -> u32 {
-    const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
-    const PRIME: u64 = 0x0000_0100_0000_01b3;
     let text;
     let bytes: &[u8] = match hash {
         Scalar::S(s) => s.as_bytes(),
@@ -1091,10 +1089,16 @@ fn segment_of(hash: &Scalar, total_segments: u32) -> u32 {
         }
         Scalar::Min | Scalar::Max => &[],
     };
-    let h = bytes
+    u32::try_from(fnv1a(bytes) % u64::from(total_segments.max(1))).unwrap_or(0)
+}
+
+/// FNV-1a, 64 bits.
+fn fnv1a(bytes: &[u8]) -> u64 {
+    const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+    const PRIME: u64 = 0x0000_0100_0000_01b3;
+    bytes
         .iter()
-        .fold(OFFSET, |h, b| (h ^ u64::from(*b)).wrapping_mul(PRIME));
-    u32::try_from(h % u64::from(total_segments.max(1))).unwrap_or(0)
+        .fold(OFFSET, |h, b| (h ^ u64::from(*b)).wrapping_mul(PRIME))
 }
 
 impl BatchSender for MemoryStore {
@@ -1210,4 +1214,36 @@ pub(crate) fn check_transaction_shape(writes: &[TransactWrite]) -> Result<(), St
         ));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The reference vectors of the FNV specification (draft-eastlake-fnv, FNV-1a 64).
+    #[test]
+    fn fnv1a_matches_the_reference_vectors() {
+        assert_eq!(fnv1a(b""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(fnv1a(b"a"), 0xaf63_dc4c_8601_ec8c);
+        assert_eq!(fnv1a(b"foobar"), 0x8594_4171_f739_67e8);
+    }
+
+    /// A hash key's segment depends only on its value and the segment count (stable across
+    /// runs), and a number is hashed by its canonical text, so `1.50` and `1.5` agree.
+    #[test]
+    fn segments_depend_on_the_value_only() {
+        let s = |v: &str| Scalar::S(v.to_owned());
+        for total in [1, 2, 7, 1000] {
+            assert!(segment_of(&s("user!1"), total) < total);
+            assert_eq!(
+                segment_of(&s("user!1"), total),
+                u32::try_from(fnv1a(b"user!1") % u64::from(total)).unwrap_or(u32::MAX)
+            );
+        }
+        let n = |v: &str| value::Number::parse(v).map(Scalar::N);
+        assert_eq!(
+            n("1.50").map(|x| segment_of(&x, 97)),
+            n("1.5").map(|x| segment_of(&x, 97))
+        );
+    }
 }
