@@ -624,17 +624,50 @@ fn scan_and_purge_on_dynamodb_local() -> TestResult {
         let out = run(&[&["scan", config][..], &connection[..]].concat(), "")?;
         assert_eq!(scanned_keys(&out)?, emails);
 
-        // the rest of the table
+        // the rest of the table, stopped once without --checkpoint: the position goes to a
+        // file in the working directory, which the message names
+        let dir = std::env::temp_dir().join(format!("em-cli-purge-dir-{}", std::process::id()));
+        std::fs::create_dir_all(&dir)?;
+        let out = bin()
+            .args(
+                [
+                    &["purge", config, "--all", "--yes", "--page-size", "5"][..],
+                    &["--stop-after", "1"],
+                    &connection[..],
+                ]
+                .concat(),
+            )
+            .current_dir(&dir)
+            .stdin(Stdio::null())
+            .output()?;
+        assert_eq!(code(&out), Some(1));
+        let saved = format!("entity-manager-purge-{table}.checkpoint.json");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains(&format!("--checkpoint {saved}")),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let saved = dir.join(saved);
+        assert!(saved.exists());
         let out = run(
             &[
-                &["purge", config, "--all", "--yes", "--json"][..],
+                &["purge", config, "--all", "--yes", "--json", "--checkpoint"][..],
+                &[saved.to_str().ok_or("path")?],
                 &connection[..],
             ]
             .concat(),
             "",
         )?;
-        assert_eq!(code(&out), Some(0));
+        assert_eq!(
+            code(&out),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        // the counts of both runs: a stop finishes the pages in flight and records them
         assert_eq!(stdout_json(&out)?["counts"], json!({ "email": 30 }));
+        assert!(!saved.exists());
+        let _ = std::fs::remove_dir(&dir);
         let out = run(&[&["scan", config][..], &connection[..]].concat(), "")?;
         assert_eq!(code(&out), Some(0));
         assert!(out.stdout.is_empty());
