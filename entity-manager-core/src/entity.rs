@@ -128,6 +128,13 @@ pub trait EntityExt: Entity {
         TypedQuery::new(store)
     }
 
+    /// A parallel scan of this entity's records on `store`; see
+    /// [`RecordScan`](crate::scan::RecordScan) (segments, throttle, page size, and the
+    /// resumable item scan underneath). Fails only when the table's configuration is invalid.
+    fn scan<S: Store>(store: &S) -> Result<crate::scan::RecordScan<'_, S, Self>> {
+        crate::scan::RecordScan::new(store)
+    }
+
     /// The entity in its table's validated schema ([`Table::schema`]), for every key
     /// operation. Fails when the table's configuration is invalid (only possible for a
     /// hand-written impl) or does not list this entity in [`Table::entities`].

@@ -385,3 +385,410 @@ fn a_silent_endpoint_times_out() -> TestResult {
     drop(listener);
     Ok(())
 }
+
+/// Seeds a table created by `table create` with users and emails (keys added by the schema),
+/// through the library; returns the hash and range key of every item written.
+fn seed(
+    endpoint: &str,
+    table: &str,
+    config: &Value,
+    users: u32,
+    emails: u32,
+) -> Result<Vec<(String, String)>, Box<dyn std::error::Error>> {
+    use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
+    use entity_manager::store::{DynamoStore, Store, TableDefinition, WriteRequest};
+    use entity_manager::{Item, Schema, ShardSpace};
+
+    let schema = Schema::from_ts_config(config, ShardSpace::Product)?;
+    let conf = aws_sdk_dynamodb::Config::builder()
+        .behavior_version(BehaviorVersion::latest())
+        .endpoint_url(endpoint)
+        .region(Region::new("us-east-1"))
+        .credentials_provider(Credentials::new("local", "local", None, None, "static"))
+        .build();
+    let store = DynamoStore::new(
+        aws_sdk_dynamodb::Client::from_conf(conf),
+        table,
+        TableDefinition::from_schema(&schema)?,
+    );
+    let mut items: Vec<Item> = Vec::new();
+    for i in 0..users {
+        let raw: Item = serde_dynamo::to_item(
+            json!({ "userId": format!("u{i:03}"), "created": 1_726_000_000_000u64 + u64::from(i) * 86_400_000 }),
+        )?;
+        items.push(schema.entity("user")?.add_keys(&raw)?);
+    }
+    for i in 0..emails {
+        let raw: Item = serde_dynamo::to_item(
+            json!({ "email": format!("e{i:03}@example.com"), "userId": format!("u{i:03}"), "created": 1_729_000_000_000u64 + u64::from(i) * 86_400_000 }),
+        )?;
+        items.push(schema.entity("email")?.add_keys(&raw)?);
+    }
+    let keys = items.iter().map(item_key).collect();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(store.batch_write(items.into_iter().map(WriteRequest::Put).collect()))?;
+    Ok(keys)
+}
+
+fn item_key(item: &entity_manager::Item) -> (String, String) {
+    let text = |name: &str| match item.get(name) {
+        Some(entity_manager::AttributeValue::S(s)) => s.clone(),
+        _ => String::new(),
+    };
+    (text("hashKey"), text("rangeKey"))
+}
+
+/// The items a `scan` printed (one JSON object per line), as sorted keys.
+fn scanned_keys(output: &Output) -> Result<Vec<(String, String)>, Box<dyn std::error::Error>> {
+    let mut keys = Vec::new();
+    for line in String::from_utf8(output.stdout.clone())?.lines() {
+        let item: Value = serde_json::from_str(line)?;
+        keys.push((
+            item["hashKey"].as_str().ok_or("hashKey")?.to_owned(),
+            item["rangeKey"].as_str().ok_or("rangeKey")?.to_owned(),
+        ));
+    }
+    keys.sort();
+    Ok(keys)
+}
+
+/// `scan` prints every item (or one entity's) as JSON lines with counts on stderr; `purge`
+/// refuses without confirmation, stops partway (as an interrupted run would) with exit 1 and
+/// a message saying how to resume, resumes from `--checkpoint` to an empty entity with the
+/// counts of both runs, then purges the rest of the table.
+#[test]
+#[allow(clippy::too_many_lines)] // one end-to-end story
+fn scan_and_purge_on_dynamodb_local() -> TestResult {
+    let Some(endpoint) = endpoint() else {
+        return Ok(());
+    };
+    let vectors = compat("product-user-service")?;
+    let config_path = config_file("scan", &vectors["config"])?;
+    let config = config_path.to_str().ok_or("path")?;
+    let table = format!("cli-scan-{}", std::process::id());
+    let connection = ["--table", &table, "--endpoint", &endpoint];
+    let out = run(
+        &[
+            &["table", "create", "--config", config][..],
+            &connection[..],
+        ]
+        .concat(),
+        "",
+    )?;
+    assert_eq!(
+        code(&out),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut seeded = seed(&endpoint, &table, &vectors["config"], 70, 30)?;
+    seeded.sort();
+    let users: Vec<(String, String)> = seeded
+        .iter()
+        .filter(|(h, _)| h.starts_with("user!"))
+        .cloned()
+        .collect();
+    let emails: Vec<(String, String)> = seeded
+        .iter()
+        .filter(|(h, _)| h.starts_with("email!"))
+        .cloned()
+        .collect();
+    assert_eq!((users.len(), emails.len()), (70, 30));
+
+    let result = (|| -> TestResult {
+        // the whole table, then one entity in 3 segments with a JSON summary
+        let out = run(&[&["scan", config][..], &connection[..]].concat(), "")?;
+        assert_eq!(
+            code(&out),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(scanned_keys(&out)?, seeded);
+        assert!(String::from_utf8_lossy(&out.stderr).contains("scanned 100 items"));
+        let out = run(
+            &[
+                &[
+                    "scan",
+                    config,
+                    "--entity",
+                    "user",
+                    "--segments",
+                    "3",
+                    "--json",
+                ][..],
+                &connection[..],
+            ]
+            .concat(),
+            "",
+        )?;
+        assert_eq!(code(&out), Some(0));
+        assert_eq!(scanned_keys(&out)?, users);
+        let summary: Value = serde_json::from_slice(&out.stderr)?;
+        assert_eq!(summary["counts"], json!({ "user": 70 }));
+        // an unknown entity is a usage error
+        let out = run(
+            &[&["scan", config, "--entity", "nobody"][..], &connection[..]].concat(),
+            "",
+        )?;
+        assert_eq!(code(&out), Some(2));
+
+        // usage: no target, two targets, no confirmation (stdin is not a terminal)
+        for args in [
+            &["purge", config][..],
+            &["purge", config, "--entity", "user", "--all", "--yes"][..],
+            &["purge", config, "--entity", "user"][..],
+        ] {
+            let out = run(&[args, &connection[..]].concat(), "")?;
+            assert_eq!(code(&out), Some(2), "{args:?}");
+        }
+        let out = run(&[&["scan", config][..], &connection[..]].concat(), "")?;
+        assert_eq!(
+            scanned_keys(&out)?,
+            seeded,
+            "a refused purge deleted something"
+        );
+
+        // interrupted after 2 pages of 10: exit 1, told how to resume, the checkpoint saved
+        let checkpoint = std::env::temp_dir().join(format!(
+            "em-cli-purge-{}.checkpoint.json",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_file(&checkpoint);
+        let checkpoint_arg = checkpoint.to_str().ok_or("path")?;
+        let purge_user = [
+            "purge",
+            config,
+            "--entity",
+            "user",
+            "--yes",
+            "--segments",
+            "2",
+            "--page-size",
+            "10",
+            "--checkpoint",
+            checkpoint_arg,
+        ];
+        let out = run(
+            &[&purge_user[..], &["--stop-after", "2"], &connection[..]].concat(),
+            "",
+        )?;
+        assert_eq!(code(&out), Some(1));
+        let message = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            message.contains(&format!("--checkpoint {checkpoint_arg}")),
+            "{message}"
+        );
+        assert!(checkpoint.exists());
+        let out = run(
+            &[&["scan", config, "--entity", "user"][..], &connection[..]].concat(),
+            "",
+        )?;
+        let left = scanned_keys(&out)?.len();
+        assert!(left > 0 && left < 70, "{left} users left after 2 pages");
+        // a checkpoint of another target is refused
+        let out = run(
+            &[
+                &[
+                    "purge",
+                    config,
+                    "--all",
+                    "--yes",
+                    "--checkpoint",
+                    checkpoint_arg,
+                ][..],
+                &connection[..],
+            ]
+            .concat(),
+            "",
+        )?;
+        assert_eq!(code(&out), Some(2));
+
+        // resumed: every user gone, the counts of both runs, the checkpoint removed
+        let out = run(
+            &[&purge_user[..], &["--json"], &connection[..]].concat(),
+            "",
+        )?;
+        assert_eq!(
+            code(&out),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let summary = stdout_json(&out)?;
+        assert_eq!(summary["ok"], json!(true));
+        assert_eq!(summary["counts"], json!({ "user": 70 }));
+        assert!(!checkpoint.exists());
+        let out = run(&[&["scan", config][..], &connection[..]].concat(), "")?;
+        assert_eq!(scanned_keys(&out)?, emails);
+
+        // the rest of the table, stopped once without --checkpoint: the position goes to a
+        // file in the working directory, which the message names
+        let dir = std::env::temp_dir().join(format!("em-cli-purge-dir-{}", std::process::id()));
+        std::fs::create_dir_all(&dir)?;
+        let out = bin()
+            .args(
+                [
+                    &["purge", config, "--all", "--yes", "--page-size", "5"][..],
+                    &["--stop-after", "1"],
+                    &connection[..],
+                ]
+                .concat(),
+            )
+            .current_dir(&dir)
+            .stdin(Stdio::null())
+            .output()?;
+        assert_eq!(code(&out), Some(1));
+        let saved = format!("entity-manager-purge-{table}.checkpoint.json");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains(&format!("--checkpoint {saved}")),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let saved = dir.join(saved);
+        assert!(saved.exists());
+        let out = run(
+            &[
+                &["purge", config, "--all", "--yes", "--json", "--checkpoint"][..],
+                &[saved.to_str().ok_or("path")?],
+                &connection[..],
+            ]
+            .concat(),
+            "",
+        )?;
+        assert_eq!(
+            code(&out),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        // the counts of both runs: a stop finishes the pages in flight and records them
+        assert_eq!(stdout_json(&out)?["counts"], json!({ "email": 30 }));
+        assert!(!saved.exists());
+        let _ = std::fs::remove_dir(&dir);
+        let out = run(&[&["scan", config][..], &connection[..]].concat(), "")?;
+        assert_eq!(code(&out), Some(0));
+        assert!(out.stdout.is_empty());
+        Ok(())
+    })();
+    let out = run(
+        &[
+            &["table", "delete", "--config", config][..],
+            &connection[..],
+        ]
+        .concat(),
+        "",
+    )?;
+    assert_eq!(code(&out), Some(0));
+    result
+}
+
+/// A purge killed (SIGKILL) partway, after its checkpoint shows progress, is finished by the
+/// same command with the same `--checkpoint`: every record of the entity gone, the other
+/// entity intact.
+#[test]
+fn purge_killed_partway_resumes_from_its_checkpoint() -> TestResult {
+    let Some(endpoint) = endpoint() else {
+        return Ok(());
+    };
+    let vectors = compat("product-user-service")?;
+    let config_path = config_file("kill", &vectors["config"])?;
+    let config = config_path.to_str().ok_or("path")?;
+    let table = format!("cli-kill-{}", std::process::id());
+    let connection = ["--table", &table, "--endpoint", &endpoint];
+    let out = run(
+        &[
+            &["table", "create", "--config", config][..],
+            &connection[..],
+        ]
+        .concat(),
+        "",
+    )?;
+    assert_eq!(
+        code(&out),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut seeded = seed(&endpoint, &table, &vectors["config"], 120, 10)?;
+    seeded.retain(|(h, _)| h.starts_with("email!"));
+    seeded.sort();
+
+    let result = (|| -> TestResult {
+        let checkpoint = std::env::temp_dir().join(format!(
+            "em-cli-kill-{}.checkpoint.json",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_file(&checkpoint);
+        let checkpoint_arg = checkpoint.to_str().ok_or("path")?;
+        // one page of one item at a time: about 240 round trips, time enough to kill it
+        let purge = [
+            "purge",
+            config,
+            "--entity",
+            "user",
+            "--yes",
+            "--segments",
+            "1",
+            "--page-size",
+            "1",
+            "--checkpoint",
+            checkpoint_arg,
+        ];
+        let mut child = bin()
+            .args([&purge[..], &connection[..]].concat())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()?;
+        // kill it once the checkpoint records a position inside the segment
+        let started = std::time::Instant::now();
+        loop {
+            let text = std::fs::read_to_string(&checkpoint).unwrap_or_default();
+            if text.contains("\"after\"") {
+                break;
+            }
+            if child.try_wait()?.is_some() {
+                return Err("the purge ended before it could be killed".into());
+            }
+            if started.elapsed() > std::time::Duration::from_mins(1) {
+                child.kill()?;
+                return Err("no progress within 60 s".into());
+            }
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+        child.kill()?;
+        let status = child.wait()?;
+        assert!(!status.success(), "killed: {status:?}");
+        let out = run(
+            &[&["scan", config, "--entity", "user"][..], &connection[..]].concat(),
+            "",
+        )?;
+        let left = scanned_keys(&out)?.len();
+        assert!(left > 0 && left < 120, "{left} users left when killed");
+
+        let out = run(&[&purge[..], &connection[..]].concat(), "")?;
+        assert_eq!(
+            code(&out),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(!checkpoint.exists());
+        let out = run(&[&["scan", config][..], &connection[..]].concat(), "")?;
+        assert_eq!(scanned_keys(&out)?, seeded);
+        Ok(())
+    })();
+    let out = run(
+        &[
+            &["table", "delete", "--config", config][..],
+            &connection[..],
+        ]
+        .concat(),
+        "",
+    )?;
+    assert_eq!(code(&out), Some(0));
+    result
+}

@@ -13,8 +13,8 @@ use super::batch::{BatchSender, GetBatch, RetryPolicy, get_batches, write_batche
 use super::value::{self, Scalar, check_filter, normalize};
 use super::{
     BatchGetError, BatchWriteError, CancellationReason, Expect, GlobalIndex, KeyAttribute, Page,
-    QueryPage, RangeCondition, ReturnValues, Store, StoreError, StoreErrorKind, TableDefinition,
-    TransactWrite, Update, WriteRequest, update,
+    QueryPage, RangeCondition, ReturnValues, ScanPage, Store, StoreError, StoreErrorKind,
+    TableDefinition, TransactWrite, Update, WriteRequest, update,
 };
 use crate::limits::{MAX_ITEM_BYTES, MAX_PARTITION_KEY_BYTES, MAX_SORT_KEY_BYTES};
 
@@ -673,6 +673,67 @@ impl MemoryStore {
         Ok(page)
     }
 
+    /// One page of one segment of a scan: items in primary key order, those of other segments
+    /// skipped (not evaluated), `limit` counted before the filter.
+    fn scan_sync(&self, request: &ScanPage) -> Result<Page, StoreError> {
+        const OP: &str = "Scan";
+        request.check()?;
+        if let Some(filter) = &request.filter {
+            check_filter(filter, &[]).map_err(|m| validation(OP, m))?;
+        }
+        let start = match &request.exclusive_start_key {
+            None => Bound::Unbounded,
+            Some(key) => {
+                let pk = self.primary_key(key, OP, true).map_err(|e| {
+                    validation(
+                        OP,
+                        format!("The provided starting key is invalid: {}", e.message()),
+                    )
+                })?;
+                if segment_of(&pk.0, request.total_segments) != request.segment {
+                    return Err(validation(
+                        OP,
+                        format!(
+                            "The provided starting key is invalid: it belongs to another segment than {} of {}",
+                            request.segment, request.total_segments
+                        ),
+                    ));
+                }
+                Bound::Excluded(pk)
+            }
+        };
+        let limit = request
+            .limit
+            .map(|l| usize::try_from(l).unwrap_or(usize::MAX));
+        let state = self.read();
+        let mut page = Page::default();
+        let mut evaluated = 0usize;
+        for ((hash, _), item) in state.items.range((start, Bound::Unbounded)) {
+            if segment_of(hash, request.total_segments) != request.segment {
+                continue;
+            }
+            evaluated += 1;
+            if request
+                .filter
+                .as_ref()
+                .is_none_or(|f| value::matches(f, item))
+            {
+                page.items.push(item.clone());
+            }
+            if limit == Some(evaluated) {
+                let table = View {
+                    name: None,
+                    hash: &self.definition.hash_key,
+                    range: &self.definition.range_key,
+                    gsi: None,
+                };
+                page.last_evaluated_key = Some(self.last_key(&table, item));
+                break;
+            }
+        }
+        Ok(page)
+    }
+
     /// The table keys plus the index keys of an item.
     fn last_key(&self, view: &View<'_>, item: &Item) -> Item {
         let mut names = vec![
@@ -1014,6 +1075,32 @@ fn range_is_empty(lower: &Bound<SortKey>, upper: &Bound<SortKey>) -> bool {
     }
 }
 
+/// The scan segment of a hash key value: FNV-1a (64 bits) of its bytes (a number's canonical
+/// decimal text), modulo the segment count. Deterministic across runs, platforms and Rust
+/// versions.
+fn segment_of(hash: &Scalar, total_segments: u32) -> u32 {
+    let text;
+    let bytes: &[u8] = match hash {
+        Scalar::S(s) => s.as_bytes(),
+        Scalar::B(b) => b,
+        Scalar::N(n) => {
+            text = n.canonical();
+            text.as_bytes()
+        }
+        Scalar::Min | Scalar::Max => &[],
+    };
+    u32::try_from(fnv1a(bytes) % u64::from(total_segments.max(1))).unwrap_or(0)
+}
+
+/// FNV-1a, 64 bits.
+fn fnv1a(bytes: &[u8]) -> u64 {
+    const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+    const PRIME: u64 = 0x0000_0100_0000_01b3;
+    bytes
+        .iter()
+        .fold(OFFSET, |h, b| (h ^ u64::from(*b)).wrapping_mul(PRIME))
+}
+
 impl BatchSender for MemoryStore {
     async fn send_write_batch(
         &self,
@@ -1093,6 +1180,10 @@ impl Store for MemoryStore {
     async fn query_page(&self, request: &QueryPage) -> Result<Page, StoreError> {
         self.query_sync(request)
     }
+
+    async fn scan_page(&self, request: &ScanPage) -> Result<Page, StoreError> {
+        self.scan_sync(request)
+    }
 }
 
 /// Rejects what no store accepts in a transaction: no operations, more than 100, a condition
@@ -1123,4 +1214,36 @@ pub(crate) fn check_transaction_shape(writes: &[TransactWrite]) -> Result<(), St
         ));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The reference vectors of the FNV specification (draft-eastlake-fnv, FNV-1a 64).
+    #[test]
+    fn fnv1a_matches_the_reference_vectors() {
+        assert_eq!(fnv1a(b""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(fnv1a(b"a"), 0xaf63_dc4c_8601_ec8c);
+        assert_eq!(fnv1a(b"foobar"), 0x8594_4171_f739_67e8);
+    }
+
+    /// A hash key's segment depends only on its value and the segment count (stable across
+    /// runs), and a number is hashed by its canonical text, so `1.50` and `1.5` agree.
+    #[test]
+    fn segments_depend_on_the_value_only() {
+        let s = |v: &str| Scalar::S(v.to_owned());
+        for total in [1, 2, 7, 1000] {
+            assert!(segment_of(&s("user!1"), total) < total);
+            assert_eq!(
+                segment_of(&s("user!1"), total),
+                u32::try_from(fnv1a(b"user!1") % u64::from(total)).unwrap_or(u32::MAX)
+            );
+        }
+        let n = |v: &str| value::Number::parse(v).map(Scalar::N);
+        assert_eq!(
+            n("1.50").map(|x| segment_of(&x, 97)),
+            n("1.5").map(|x| segment_of(&x, 97))
+        );
+    }
 }

@@ -26,8 +26,8 @@ use super::batch::{BatchSender, GetBatch, RetryPolicy, get_batches, write_batche
 use super::memory::check_transaction_shape;
 use super::{
     BatchGetError, BatchWriteError, Billing, CancellationReason, Expect, KeyType, Page, QueryPage,
-    ReturnValues, Store, StoreError, StoreErrorKind, TableDefinition, TransactWrite, Update,
-    WriteRequest,
+    ReturnValues, ScanPage, Store, StoreError, StoreErrorKind, TableDefinition, TransactWrite,
+    Update, WriteRequest,
 };
 
 /// A `DynamoDB` table, through a client you configure.
@@ -619,6 +619,69 @@ impl DynamoStore {
     }
 }
 
+impl DynamoStore {
+    async fn scan(&self, request: &ScanPage) -> Result<Page, StoreError> {
+        const OP: &str = "Scan";
+        request.check()?;
+        let mut expr = Expr::default();
+        let filter = request
+            .filter
+            .as_ref()
+            .map(|f| expr.filter(f))
+            .transpose()?;
+        let limit = request
+            .limit
+            .map(|l| {
+                i32::try_from(l).map_err(|_| {
+                    StoreError::validation(
+                        OP,
+                        format!(
+                            "limit {l} is above the largest DynamoDB accepts ({})",
+                            i32::MAX
+                        ),
+                    )
+                })
+            })
+            .transpose()?;
+        // one segment is the whole table: sent without Segment/TotalSegments
+        let (segment, total) = if request.total_segments > 1 {
+            let as_i32 = |n: u32| {
+                i32::try_from(n).map_err(|_| {
+                    StoreError::validation(OP, format!("segment number {n} is out of range"))
+                })
+            };
+            (
+                Some(as_i32(request.segment)?),
+                Some(as_i32(request.total_segments)?),
+            )
+        } else {
+            (None, None)
+        };
+        let out = self
+            .client
+            .scan()
+            .table_name(&self.table_name)
+            .set_segment(segment)
+            .set_total_segments(total)
+            .set_filter_expression(filter)
+            .set_expression_attribute_names(expr.names())
+            .set_expression_attribute_values(expr.values())
+            .set_limit(limit)
+            .set_exclusive_start_key(request.exclusive_start_key.clone().map(to_aws))
+            .set_consistent_read((request.consistent || self.consistent_read).then_some(true))
+            .send()
+            .await
+            .map_err(|e| sdk_error(OP, e))?;
+        Ok(Page {
+            items: from_aws_all(out.items.unwrap_or_default(), OP)?,
+            last_evaluated_key: out
+                .last_evaluated_key
+                .map(|k| from_aws(k, OP))
+                .transpose()?,
+        })
+    }
+}
+
 const ALL_OLD: ReturnValuesOnConditionCheckFailure = ReturnValuesOnConditionCheckFailure::AllOld;
 
 /// Attaches the current item a failed condition returned.
@@ -816,5 +879,12 @@ impl Store for DynamoStore {
         request: &QueryPage,
     ) -> impl Future<Output = Result<Page, StoreError>> + Send {
         self.query(request)
+    }
+
+    fn scan_page(
+        &self,
+        request: &ScanPage,
+    ) -> impl Future<Output = Result<Page, StoreError>> + Send {
+        self.scan(request)
     }
 }
