@@ -8,130 +8,15 @@
 use std::sync::Arc;
 
 use entity_manager::field::{Changes, Condition};
-use entity_manager::store::{AttributeType, MemoryStore, RangeCondition, Store, TableDefinition};
-use entity_manager::{
-    AttributeValue, Entity, EntityExt, Error, ReadTransaction, Table, Transaction,
-};
-use serde::{Deserialize, Serialize};
+use entity_manager::store::{AttributeType, MemoryStore, Store};
+use entity_manager::{EntityExt, Error, ReadTransaction, Transaction};
 
+mod entity_support;
 mod store_support;
 
-type TestResult = Result<(), Box<dyn std::error::Error>>;
-
-#[derive(Table)]
-#[table(entities(Member, Counter))]
-struct Club;
-
-#[derive(Entity, Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[serde(rename_all = "camelCase")]
-#[entity(table = Club, unique = member_id, timestamp = created, version = version)]
-#[shard_bumps(bumps = [
-    bump(timestamp = 1_000, char_bits = 2, chars = 1),
-    bump(timestamp = 2_000, char_bits = 2, chars = 2),
-])]
-#[generated(name = name_range_key, components = [last_name, first_name])]
-#[index(name = "lastName", range = name_range_key)]
-#[index(name = "phone", range = phone)]
-struct Member {
-    #[transcode("string")]
-    member_id: String,
-    #[transcode("timestamp")]
-    created: u64,
-    #[transcode("string")]
-    first_name: String,
-    #[transcode("string")]
-    last_name: String,
-    #[transcode("string")]
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    phone: Option<String>,
-    logins: u64,
-    tags: Vec<String>,
-    version: u64,
-}
-
-/// One shard bump: a put is one `PutItem`.
-#[derive(Entity, Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[serde(rename_all = "camelCase")]
-#[entity(table = Club, unique = counter_id, timestamp = created, version = version)]
-struct Counter {
-    #[transcode("string")]
-    counter_id: String,
-    #[transcode("timestamp")]
-    created: u64,
-    value: u64,
-    version: u64,
-}
-
-fn member(id: &str, created: u64) -> Member {
-    Member {
-        member_id: id.to_owned(),
-        created,
-        first_name: format!("first{id}"),
-        last_name: format!("last{id}"),
-        phone: Some(format!("555-{id}")),
-        logins: 0,
-        tags: vec!["new".to_owned()],
-        version: 0,
-    }
-}
-
-fn definition() -> Result<TableDefinition, Box<dyn std::error::Error>> {
-    Ok(TableDefinition::from_schema(Club::schema()?)?)
-}
-
-/// The ids of every record a query returns, sorted.
-async fn all_ids<S: Store>(
-    query: &entity_manager::query::TypedQuery<'_, S, Member>,
-) -> Result<Vec<String>, Box<dyn std::error::Error>> {
-    let mut ids = Vec::new();
-    let mut token: Option<String> = None;
-    loop {
-        let page = query.page(token.as_deref()).await?;
-        ids.extend(page.items.into_iter().map(|m| m.member_id));
-        match page.next {
-            Some(next) => token = Some(next),
-            None => break,
-        }
-    }
-    ids.sort();
-    Ok(ids)
-}
-
-async fn by_last_name<S: Store>(
-    store: &S,
-    prefix: &str,
-) -> Result<Vec<String>, Box<dyn std::error::Error>> {
-    let query = Member::query(store)?
-        .index(MemberIndex::LastName)
-        .range(RangeCondition::BeginsWith(AttributeValue::S(
-            Member::name_range_key().last_name(prefix)?.as_str().into(),
-        )))
-        .window(0, 10_000);
-    all_ids(&query).await
-}
-
-async fn with_phone<S: Store>(store: &S) -> Result<Vec<String>, Box<dyn std::error::Error>> {
-    let query = Member::query(store)?
-        .index(MemberIndex::Phone)
-        .window(0, 10_000);
-    all_ids(&query).await
-}
-
-/// The stored item of a record equals `to_item` of it.
-async fn assert_stored<S: Store, E: Entity + Serialize>(store: &S, record: &E) -> TestResult {
-    let key = record.primary_key()?;
-    let mut k = entity_manager::Item::default();
-    k.insert("hashKey".into(), AttributeValue::S(key.hash_key.clone()));
-    k.insert("rangeKey".into(), AttributeValue::S(key.range_key.clone()));
-    let stored = store.get_item(&k, None).await?.ok_or("not stored")?;
-    assert_eq!(
-        stored,
-        record.to_item()?,
-        "stored item of {}",
-        key.range_key
-    );
-    Ok(())
-}
+use entity_support::{
+    Counter, Member, TestResult, assert_stored, by_last_name, definition, member, with_phone,
+};
 
 async fn typed_updates<S: Store>(store: &S) -> TestResult {
     let f = Member::FIELDS;

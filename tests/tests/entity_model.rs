@@ -12,45 +12,17 @@ use std::collections::BTreeMap;
 use std::collections::btree_map::Entry;
 
 use entity_manager::field::Changes;
-use entity_manager::store::{MemoryStore, RangeCondition, Store, TableDefinition};
-use entity_manager::{AttributeValue, Entity, EntityExt, Error, Item, Table};
+use entity_manager::store::{MemoryStore, RangeCondition, Store};
+use entity_manager::{AttributeValue, EntityExt, Error, Item};
 use proptest::prelude::*;
 use proptest::strategy::ValueTree as _;
-use serde::{Deserialize, Serialize};
 
+mod entity_support;
 mod store_support;
 
+use entity_support::{Member, MemberIndex, assert_stored, definition, member_ids};
+
 type BoxError = Box<dyn std::error::Error>;
-
-#[derive(Table)]
-#[table(entities(Member))]
-struct Club;
-
-#[derive(Entity, Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[serde(rename_all = "camelCase")]
-#[entity(table = Club, unique = member_id, timestamp = created, version = version)]
-#[shard_bumps(bumps = [
-    bump(timestamp = 1_000, char_bits = 2, chars = 1),
-    bump(timestamp = 2_000, char_bits = 2, chars = 2),
-])]
-#[generated(name = name_range_key, components = [last_name, first_name])]
-#[index(name = "lastName", range = name_range_key)]
-#[index(name = "phone", range = phone)]
-struct Member {
-    #[transcode("string")]
-    member_id: String,
-    #[transcode("timestamp")]
-    created: u64,
-    #[transcode("string")]
-    first_name: String,
-    #[transcode("string")]
-    last_name: String,
-    #[transcode("string")]
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    phone: Option<String>,
-    logins: u64,
-    version: u64,
-}
 
 /// One step. Ids, names and timestamps come from small sets, so that steps collide: a create of
 /// an existing id, a move onto one, equal names across shards.
@@ -133,6 +105,7 @@ async fn step<S: Store>(store: &S, model: &mut Model, op: &Op) -> Result<(), Box
                 last_name: name("last", *last),
                 phone: phone.map(|p| name("555-", p)),
                 logins: 0,
+                tags: Vec::new(),
                 version: 0,
             };
             let result = record.create(store).await;
@@ -262,35 +235,12 @@ fn fresh() -> Member {
         last_name: "last".into(),
         phone: None,
         logins: 0,
+        tags: Vec::new(),
         version: 0,
     }
 }
 
 /// The ids an index query finds, sorted (every page).
-async fn ids<S: Store>(
-    store: &S,
-    index: MemberIndex,
-    range: Option<RangeCondition>,
-) -> Result<Vec<String>, BoxError> {
-    let mut query = Member::query(store)?.index(index).window(0, 10_000);
-    if let Some(range) = range {
-        query = query.range(range);
-    }
-    let query = query.limit(3);
-    let mut out = Vec::new();
-    let mut token: Option<String> = None;
-    loop {
-        let page = query.page(token.as_deref()).await?;
-        out.extend(page.items.into_iter().map(|m| m.member_id));
-        match page.next {
-            Some(next) => token = Some(next),
-            None => break,
-        }
-    }
-    out.sort();
-    Ok(out)
-}
-
 /// The store holds exactly the model.
 async fn check<S: Store>(
     store: &S,
@@ -298,32 +248,34 @@ async fn check<S: Store>(
     items: Option<Vec<Item>>,
 ) -> Result<(), BoxError> {
     for record in model.values() {
-        let key = record.primary_key()?;
-        let mut k = Item::default();
-        k.insert("hashKey".into(), AttributeValue::S(key.hash_key));
-        k.insert("rangeKey".into(), AttributeValue::S(key.range_key));
-        let stored = store.get_item(&k, None).await?;
-        assert_eq!(stored, Some(record.to_item()?), "{}", record.member_id);
+        assert_stored(store, record).await?;
     }
     if let Some(items) = items {
         assert_eq!(items.len(), model.len(), "nothing else is stored");
     }
     let all: Vec<String> = model.keys().cloned().collect();
-    assert_eq!(ids(store, MemberIndex::LastName, None).await?, all);
+    assert_eq!(
+        member_ids(store, MemberIndex::LastName, None, 3).await?,
+        all
+    );
     let with_phone: Vec<String> = model
         .values()
         .filter(|m| m.phone.is_some())
         .map(|m| m.member_id.clone())
         .collect();
-    assert_eq!(ids(store, MemberIndex::Phone, None).await?, with_phone);
+    assert_eq!(
+        member_ids(store, MemberIndex::Phone, None, 3).await?,
+        with_phone
+    );
     for last in 0..3 {
         let prefix = Member::name_range_key().last_name(&name("last", last))?;
-        let found = ids(
+        let found = member_ids(
             store,
             MemberIndex::LastName,
             Some(RangeCondition::BeginsWith(AttributeValue::S(
                 prefix.as_str().to_owned(),
             ))),
+            3,
         )
         .await?;
         let expected: Vec<String> = model
@@ -334,10 +286,6 @@ async fn check<S: Store>(
         assert_eq!(found, expected, "lastName = last{last}");
     }
     Ok(())
-}
-
-fn definition() -> Result<TableDefinition, BoxError> {
-    Ok(TableDefinition::from_schema(Club::schema()?)?)
 }
 
 fn run_on_memory(ops: &[Op]) -> Result<(), BoxError> {

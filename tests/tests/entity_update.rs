@@ -11,9 +11,10 @@ use entity_manager::store::{MemoryStore, RangeCondition, Store, TableDefinition}
 use entity_manager::{AttributeValue, Entity, EntityExt, Error, Table};
 use serde::{Deserialize, Serialize};
 
+mod entity_support;
 mod store_support;
 
-type TestResult = Result<(), Box<dyn std::error::Error>>;
+use entity_support::{TestResult, all_ids, assert_stored};
 
 #[derive(Table)]
 #[table(entities(Person))]
@@ -70,25 +71,7 @@ async fn by_last_name<S: Store>(
             Person::name_range_key().last_name(prefix)?.as_str().into(),
         )))
         .window(0, 10_000);
-    all_ids(&query).await
-}
-
-/// The ids of every record a query returns, sorted.
-async fn all_ids<S: Store>(
-    query: &entity_manager::query::TypedQuery<'_, S, Person>,
-) -> Result<Vec<String>, Box<dyn std::error::Error>> {
-    let mut ids = Vec::new();
-    let mut token: Option<String> = None;
-    loop {
-        let page = query.page(token.as_deref()).await?;
-        ids.extend(page.items.into_iter().map(|p| p.person_id));
-        match page.next {
-            Some(next) => token = Some(next),
-            None => break,
-        }
-    }
-    ids.sort();
-    Ok(ids)
+    all_ids(&query, |p| p.person_id).await
 }
 
 /// The ids the sparse `phone` index holds.
@@ -96,23 +79,7 @@ async fn with_phone<S: Store>(store: &S) -> Result<Vec<String>, Box<dyn std::err
     let query = Person::query(store)?
         .index(PersonIndex::Phone)
         .window(0, 10_000);
-    all_ids(&query).await
-}
-
-/// The stored item of a record equals `to_item` of it.
-async fn assert_stored<S: Store>(store: &S, record: &Person) -> TestResult {
-    let key = record.primary_key()?;
-    let mut k = entity_manager::Item::default();
-    k.insert("hashKey".into(), AttributeValue::S(key.hash_key));
-    k.insert("rangeKey".into(), AttributeValue::S(key.range_key));
-    let stored = store.get_item(&k, None).await?.ok_or("not stored")?;
-    assert_eq!(
-        stored,
-        record.to_item()?,
-        "stored item of {}",
-        record.person_id
-    );
-    Ok(())
+    all_ids(&query, |p| p.person_id).await
 }
 
 async fn rename_and_clear<S: Store>(store: &S) -> TestResult {
