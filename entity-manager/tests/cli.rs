@@ -52,6 +52,16 @@ fn code(output: &Output) -> Option<i32> {
     output.status.code()
 }
 
+/// The command exited with 0 (else its stderr is shown).
+fn assert_success(output: &Output) {
+    assert_eq!(
+        code(output),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
 fn stdout_json(output: &Output) -> Result<Value, Box<dyn std::error::Error>> {
     Ok(serde_json::from_slice(&output.stdout)?)
 }
@@ -61,12 +71,7 @@ fn validate_reports_validity_with_exit_codes() -> TestResult {
     let vectors = compat("product-user-service")?;
     let good = config_file("validate-good", &vectors["config"])?;
     let out = run(&["validate", good.to_str().ok_or("path")?, "--json"], "")?;
-    assert_eq!(
-        code(&out),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out);
     let body = stdout_json(&out)?;
     assert_eq!(body["ok"], json!(true));
     let mut entities: Vec<&str> = body["entities"]
@@ -179,12 +184,7 @@ fn keys_remove_undoes_keys_add_for_arrays_and_lines() -> TestResult {
         &["keys", "add", "--config", config, "--entity", "user"],
         &items.to_string(),
     )?;
-    assert_eq!(
-        code(&out),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out);
     let keyed = stdout_json(&out)?;
     assert!(keyed[0]["hashKey"].is_string() && keyed[1]["rangeKey"] == json!("userId#u2"));
     let out = run(
@@ -247,12 +247,7 @@ fn table_cloudformation_prints_the_resource() -> TestResult {
         ],
         "",
     )?;
-    assert_eq!(
-        code(&out),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out);
     let resource = stdout_json(&out)?;
     assert_eq!(resource["Type"], json!("AWS::DynamoDB::Table"));
     assert_eq!(resource["Properties"]["TableName"], json!("Users"));
@@ -306,24 +301,14 @@ fn table_create_describe_delete_on_dynamodb_local() -> TestResult {
     ];
 
     let out = run(&[&["table", "create", "--json"][..], &common].concat(), "")?;
-    assert_eq!(
-        code(&out),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out);
     assert_eq!(stdout_json(&out)?["action"], json!("created"));
 
     let out = run(
         &[&["table", "describe", "--json"][..], &common].concat(),
         "",
     )?;
-    assert_eq!(
-        code(&out),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out);
     let described = stdout_json(&out)?;
     assert_eq!(described["table"], json!(table));
     assert_eq!(described["status"], json!("ACTIVE"));
@@ -340,12 +325,7 @@ fn table_create_describe_delete_on_dynamodb_local() -> TestResult {
     assert_eq!(code(&out), Some(1));
 
     let out = run(&[&["table", "delete", "--json"][..], &common].concat(), "")?;
-    assert_eq!(
-        code(&out),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out);
     let out = run(&[&["table", "describe"][..], &common].concat(), "")?;
     assert_eq!(code(&out), Some(1), "a deleted table cannot be described");
     Ok(())
@@ -432,6 +412,39 @@ fn seed(
     Ok(keys)
 }
 
+/// An item's table key: hash key, range key.
+type Key = (String, String);
+
+/// A table named after `test`, created by the CLI from the User service config, holding
+/// `users` users and `emails` emails: the config file, the table name and the seeded keys.
+fn seeded_table(
+    test: &str,
+    endpoint: &str,
+    users: u32,
+    emails: u32,
+) -> Result<(PathBuf, String, Vec<Key>), Box<dyn std::error::Error>> {
+    let vectors = compat("product-user-service")?;
+    let config_path = config_file(test, &vectors["config"])?;
+    let config = config_path.to_str().ok_or("path")?;
+    let table = format!("cli-{test}-{}", std::process::id());
+    let out = run(
+        &[
+            "table",
+            "create",
+            "--config",
+            config,
+            "--table",
+            &table,
+            "--endpoint",
+            endpoint,
+        ],
+        "",
+    )?;
+    assert_success(&out);
+    let seeded = seed(endpoint, &table, &vectors["config"], users, emails)?;
+    Ok((config_path, table, seeded))
+}
+
 fn item_key(item: &entity_manager::Item) -> (String, String) {
     let text = |name: &str| match item.get(name) {
         Some(entity_manager::AttributeValue::S(s)) => s.clone(),
@@ -464,26 +477,9 @@ fn scan_and_purge_on_dynamodb_local() -> TestResult {
     let Some(endpoint) = endpoint() else {
         return Ok(());
     };
-    let vectors = compat("product-user-service")?;
-    let config_path = config_file("scan", &vectors["config"])?;
+    let (config_path, table, mut seeded) = seeded_table("scan", &endpoint, 70, 30)?;
     let config = config_path.to_str().ok_or("path")?;
-    let table = format!("cli-scan-{}", std::process::id());
     let connection = ["--table", &table, "--endpoint", &endpoint];
-    let out = run(
-        &[
-            &["table", "create", "--config", config][..],
-            &connection[..],
-        ]
-        .concat(),
-        "",
-    )?;
-    assert_eq!(
-        code(&out),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let mut seeded = seed(&endpoint, &table, &vectors["config"], 70, 30)?;
     seeded.sort();
     let users: Vec<(String, String)> = seeded
         .iter()
@@ -500,12 +496,7 @@ fn scan_and_purge_on_dynamodb_local() -> TestResult {
     let result = (|| -> TestResult {
         // the whole table, then one entity in 3 segments with a JSON summary
         let out = run(&[&["scan", config][..], &connection[..]].concat(), "")?;
-        assert_eq!(
-            code(&out),
-            Some(0),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        assert_success(&out);
         assert_eq!(scanned_keys(&out)?, seeded);
         assert!(String::from_utf8_lossy(&out.stderr).contains("scanned 100 items"));
         let out = run(
@@ -611,12 +602,7 @@ fn scan_and_purge_on_dynamodb_local() -> TestResult {
             &[&purge_user[..], &["--json"], &connection[..]].concat(),
             "",
         )?;
-        assert_eq!(
-            code(&out),
-            Some(0),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        assert_success(&out);
         let summary = stdout_json(&out)?;
         assert_eq!(summary["ok"], json!(true));
         assert_eq!(summary["counts"], json!({ "user": 70 }));
@@ -658,12 +644,7 @@ fn scan_and_purge_on_dynamodb_local() -> TestResult {
             .concat(),
             "",
         )?;
-        assert_eq!(
-            code(&out),
-            Some(0),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        assert_success(&out);
         // the counts of both runs: a stop finishes the pages in flight and records them
         assert_eq!(stdout_json(&out)?["counts"], json!({ "email": 30 }));
         assert!(!saved.exists());
@@ -693,26 +674,9 @@ fn purge_killed_partway_resumes_from_its_checkpoint() -> TestResult {
     let Some(endpoint) = endpoint() else {
         return Ok(());
     };
-    let vectors = compat("product-user-service")?;
-    let config_path = config_file("kill", &vectors["config"])?;
+    let (config_path, table, mut seeded) = seeded_table("kill", &endpoint, 120, 10)?;
     let config = config_path.to_str().ok_or("path")?;
-    let table = format!("cli-kill-{}", std::process::id());
     let connection = ["--table", &table, "--endpoint", &endpoint];
-    let out = run(
-        &[
-            &["table", "create", "--config", config][..],
-            &connection[..],
-        ]
-        .concat(),
-        "",
-    )?;
-    assert_eq!(
-        code(&out),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let mut seeded = seed(&endpoint, &table, &vectors["config"], 120, 10)?;
     seeded.retain(|(h, _)| h.starts_with("email!"));
     seeded.sort();
 
@@ -770,12 +734,7 @@ fn purge_killed_partway_resumes_from_its_checkpoint() -> TestResult {
         assert!(left > 0 && left < 120, "{left} users left when killed");
 
         let out = run(&[&purge[..], &connection[..]].concat(), "")?;
-        assert_eq!(
-            code(&out),
-            Some(0),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        assert_success(&out);
         assert!(!checkpoint.exists());
         let out = run(&[&["scan", config][..], &connection[..]].concat(), "")?;
         assert_eq!(scanned_keys(&out)?, seeded);
