@@ -110,20 +110,23 @@ fn store_error(entity: String, operation: &'static str, source: StoreError) -> E
 
 /// The unique value of a record, as text for errors.
 fn unique_text(schema: EntitySchema<'_>, item: &Item) -> String {
-    match item.get(&*schema.model().unique_property) {
-        Some(AttributeValue::S(s)) => s.clone(),
-        Some(AttributeValue::N(n)) => n.clone(),
-        Some(other) => format!("{other:?}"),
-        None => String::new(),
-    }
+    item.get(&*schema.model().unique_property)
+        .map(value_text)
+        .unwrap_or_default()
 }
 
 /// An id as text for errors.
 fn id_text<I: Serialize + ?Sized>(id: &I) -> String {
-    match serde_dynamo::to_attribute_value::<_, AttributeValue>(id) {
-        Ok(AttributeValue::S(s) | AttributeValue::N(s)) => s,
-        Ok(other) => format!("{other:?}"),
-        Err(_) => String::new(),
+    serde_dynamo::to_attribute_value::<_, AttributeValue>(id)
+        .map(|value| value_text(&value))
+        .unwrap_or_default()
+}
+
+/// A value as text for errors: a string or number as written, anything else as debugged.
+fn value_text(value: &AttributeValue) -> String {
+    match value {
+        AttributeValue::S(s) | AttributeValue::N(s) => s.clone(),
+        other => format!("{other:?}"),
     }
 }
 
@@ -219,17 +222,13 @@ fn conflict_error(
     expected: &AttributeValue,
     current: Option<Item>,
 ) -> Error {
-    let text = |value: &AttributeValue| match value {
-        AttributeValue::N(n) => n.clone(),
-        other => format!("{other:?}"),
-    };
     Error::VersionConflict {
         entity,
         unique,
-        expected: text(expected),
+        expected: value_text(expected),
         stored: current
             .as_ref()
-            .map(|item| item.get(name).map_or_else(|| "0".to_owned(), text)),
+            .map(|item| item.get(name).map_or_else(|| "0".to_owned(), value_text)),
         current: current.map(Box::new),
     }
 }
@@ -744,6 +743,29 @@ fn rewrite_keys<E: Entity + Serialize + DeserializeOwned>(
     Ok(guard)
 }
 
+/// The update and condition of a write to an existing record: it must exist, the `guard`
+/// must hold, the stored version must be `expected` (when given), and so must the caller's
+/// `condition`; the version field, if any, goes up by one.
+fn existing_record_write<E: Entity>(
+    mut update: Update,
+    hash_key: &str,
+    guard: &[Filter],
+    expected: Option<&AttributeValue>,
+    condition: Option<Filter>,
+) -> (Update, Expect) {
+    let mut conditions = vec![Filter::Exists(hash_key.to_owned())];
+    conditions.extend(guard.iter().cloned());
+    if let Some(name) = E::VERSION {
+        update = update.add(name, AttributeValue::N("1".to_owned()));
+        if let Some(expected) = expected {
+            conditions.push(version_filter(name, hash_key, expected, false));
+        }
+    }
+    conditions.extend(condition);
+    let expect = all_of(conditions).map_or(Expect::Any, Expect::Matches);
+    (update, expect)
+}
+
 /// Applies typed changes to the record with unique value `id`; see [`EntityExt::update`].
 #[allow(
     clippy::too_many_lines,
@@ -789,16 +811,13 @@ where
             Some(old) => rewrite_keys::<E>(old, &actions, &affected, &unique, &mut update)?,
             None => Vec::new(),
         };
-        let mut conditions = vec![Filter::Exists(hash_key.clone())];
-        conditions.extend(guard.iter().cloned());
-        if let Some(name) = E::VERSION {
-            update = update.add(name, AttributeValue::N("1".to_owned()));
-            if let Some(expected) = &expected {
-                conditions.push(version_filter(name, &hash_key, expected, false));
-            }
-        }
-        conditions.extend(condition.iter().cloned());
-        let expect = all_of(conditions).map_or(Expect::Any, Expect::Matches);
+        let (update, expect) = existing_record_write::<E>(
+            update,
+            &hash_key,
+            &guard,
+            expected.as_ref(),
+            condition.clone(),
+        );
         match store
             .update_item(&key, &update, expect, ReturnValues::AllNew)
             .await
@@ -1134,21 +1153,18 @@ impl Transaction {
             checked_update(schema, E::VERSION, &unique, &actions, &definition)?;
         let mut update = actions.iter().cloned().fold(Update::new(), Update::action);
         let guard = rewrite_keys::<E>(&old, &actions, &affected, &unique, &mut update)?;
-        let hash_key = table.hash_key.to_string();
-        let mut conditions = vec![Filter::Exists(hash_key.clone())];
-        conditions.extend(guard);
         // the record's own version, unless the caller asked for another
         let version = E::VERSION.and_then(|name| {
             let expected = expected.or_else(|| old.get(name).cloned())?;
             Some((name, expected))
         });
-        if let Some(name) = E::VERSION {
-            update = update.add(name, AttributeValue::N("1".to_owned()));
-        }
-        if let Some((name, expected)) = &version {
-            conditions.push(version_filter(name, &hash_key, expected, false));
-        }
-        conditions.extend(condition);
+        let (update, expect) = existing_record_write::<E>(
+            update,
+            &table.hash_key,
+            &guard,
+            version.as_ref().map(|(_, expected)| expected),
+            condition,
+        );
         let origin = Origin {
             entity,
             unique,
@@ -1159,7 +1175,7 @@ impl Transaction {
             TransactWrite::Update {
                 key: key_of(schema, &old),
                 update,
-                expect: all_of(conditions).map_or(Expect::Any, Expect::Matches),
+                expect,
             },
             origin,
         );

@@ -268,6 +268,25 @@ impl MemoryStore {
         Ok((pk, item))
     }
 
+    /// The primary keys of `keys`, checked and normalised; a key given twice is a validation
+    /// error with DynamoDB's message for the operation.
+    fn distinct_keys(
+        &self,
+        keys: &[Item],
+        operation: &'static str,
+        duplicate: &'static str,
+    ) -> Result<Vec<PrimaryKey>, StoreError> {
+        let mut pks = Vec::with_capacity(keys.len());
+        for key in keys {
+            let pk = self.prepare_key(key, operation)?;
+            if pks.contains(&pk) {
+                return Err(validation(operation, duplicate));
+            }
+            pks.push(pk);
+        }
+        Ok(pks)
+    }
+
     fn prepare_key(&self, key: &Item, operation: &'static str) -> Result<PrimaryKey, StoreError> {
         let mut key = key.clone();
         for (name, v) in key.iter_mut() {
@@ -391,17 +410,11 @@ impl MemoryStore {
                 ),
             ));
         }
-        let mut pks = Vec::with_capacity(keys.len());
-        for key in keys {
-            let pk = self.prepare_key(key, OP)?;
-            if pks.contains(&pk) {
-                return Err(validation(
-                    OP,
-                    "Transaction request cannot include multiple operations on one item",
-                ));
-            }
-            pks.push(pk);
-        }
+        let pks = self.distinct_keys(
+            keys,
+            OP,
+            "Transaction request cannot include multiple operations on one item",
+        )?;
         let state = self.read();
         Ok(pks.iter().map(|pk| state.items.get(pk).cloned()).collect())
     }
@@ -461,17 +474,7 @@ impl MemoryStore {
                 ),
             ));
         }
-        let mut pks = Vec::with_capacity(keys.len());
-        for key in keys {
-            let pk = self.prepare_key(key, OP)?;
-            if pks.contains(&pk) {
-                return Err(validation(
-                    OP,
-                    "Provided list of item keys contains duplicates",
-                ));
-            }
-            pks.push(pk);
-        }
+        let pks = self.distinct_keys(keys, OP, "Provided list of item keys contains duplicates")?;
         let state = self.read();
         Ok(pks
             .iter()

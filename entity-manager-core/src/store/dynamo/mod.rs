@@ -578,20 +578,7 @@ impl DynamoStore {
             .map(|f| expr.filter(f))
             .transpose()?;
         let projection = request.projection.as_deref().map(|p| expr.projection(p));
-        let limit = request
-            .limit
-            .map(|l| {
-                i32::try_from(l).map_err(|_| {
-                    StoreError::validation(
-                        OP,
-                        format!(
-                            "limit {l} is above the largest DynamoDB accepts ({})",
-                            i32::MAX
-                        ),
-                    )
-                })
-            })
-            .transpose()?;
+        let limit = request.limit.map(|l| wire_limit(OP, l)).transpose()?;
         let out = self
             .client
             .query()
@@ -619,6 +606,25 @@ impl DynamoStore {
     }
 }
 
+/// A page limit as the SDK takes it (`i32`).
+fn wire_limit<N: Copy + std::fmt::Display>(
+    operation: &'static str,
+    limit: N,
+) -> Result<i32, StoreError>
+where
+    i32: TryFrom<N>,
+{
+    i32::try_from(limit).map_err(|_| {
+        StoreError::validation(
+            operation,
+            format!(
+                "limit {limit} is above the largest DynamoDB accepts ({})",
+                i32::MAX
+            ),
+        )
+    })
+}
+
 impl DynamoStore {
     async fn scan(&self, request: &ScanPage) -> Result<Page, StoreError> {
         const OP: &str = "Scan";
@@ -629,20 +635,7 @@ impl DynamoStore {
             .as_ref()
             .map(|f| expr.filter(f))
             .transpose()?;
-        let limit = request
-            .limit
-            .map(|l| {
-                i32::try_from(l).map_err(|_| {
-                    StoreError::validation(
-                        OP,
-                        format!(
-                            "limit {l} is above the largest DynamoDB accepts ({})",
-                            i32::MAX
-                        ),
-                    )
-                })
-            })
-            .transpose()?;
+        let limit = request.limit.map(|l| wire_limit(OP, l)).transpose()?;
         // one segment is the whole table: sent without Segment/TotalSegments
         let (segment, total) = if request.total_segments > 1 {
             let as_i32 = |n: u32| {
