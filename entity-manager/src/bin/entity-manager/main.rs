@@ -1,0 +1,296 @@
+//! `entity-manager`: the command line of entity-manager, over the JSON configuration a
+//! TypeScript Entity Manager service uses (or one exported from Rust entities with
+//! `Schema::to_ts_config`).
+//!
+//! Exit codes: 0 success; 1 the operation failed (an invalid configuration, a store error, an
+//! interrupted purge, whose message says how to resume); 2 bad usage or unreadable input
+//! (clap's own code for usage errors).
+
+use std::io::{self, BufRead, Read};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use aws_sdk_dynamodb::config::timeout::TimeoutConfig;
+use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use entity_manager::store::{DynamoStore, TableDefinition};
+use entity_manager::{ConfigError, Schema, ShardSpace};
+use serde_json::{Value, json};
+
+mod keys;
+mod scan;
+mod table;
+
+use keys::{KeysAction, keys};
+use scan::{PurgeArgs, ScanArgs, purge, scan};
+use table::{TableAction, table};
+
+/// Keys, validation and table operations for DynamoDB single-table design.
+#[derive(Debug, Parser)]
+#[command(name = "entity-manager", version, about)]
+struct Cli {
+    /// Print machine-readable JSON instead of text.
+    #[arg(long, global = true)]
+    json: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Checks a configuration and lists every problem (exit 1 when invalid).
+    Validate {
+        /// The JSON configuration file.
+        config: PathBuf,
+        #[command(flatten)]
+        space: SpaceArg,
+    },
+    /// Adds or removes keys of items: JSON items on stdin (one per line, or one JSON array),
+    /// the same shape on stdout.
+    Keys {
+        #[command(subcommand)]
+        action: KeysAction,
+    },
+    /// Creates, deletes or describes the table of a configuration, or prints its
+    /// CloudFormation resource.
+    Table {
+        #[command(subcommand)]
+        action: TableAction,
+    },
+    /// Scans the table (or the records of one entity) in parallel segments and prints every
+    /// item as one JSON line on stdout; the count per entity goes to stderr.
+    Scan(ScanArgs),
+    /// Deletes every record of an entity, or every item of the table, with batch deletes.
+    /// Resumable: with `--checkpoint FILE` the position is saved after every page, and a
+    /// rerun with the same file finishes the job.
+    Purge(PurgeArgs),
+}
+
+#[derive(Debug, Args)]
+struct SpaceArg {
+    /// The shard-space rule of the table: `product` (npm 6.14.0, the seed docs) or `power`
+    /// (upstream v8).
+    #[arg(long, value_enum, default_value_t = Space::Product)]
+    shard_space: Space,
+}
+
+#[derive(Debug, Args)]
+struct ConfigArgs {
+    /// The JSON configuration file.
+    #[arg(long)]
+    config: PathBuf,
+    #[command(flatten)]
+    space: SpaceArg,
+}
+
+#[derive(Debug, Args)]
+struct TableArgs {
+    #[command(flatten)]
+    config: ConfigArgs,
+    /// The table name.
+    #[arg(long)]
+    table: String,
+    #[command(flatten)]
+    connection: Connection,
+}
+
+/// Where DynamoDB is. Credentials are static, from flags or the environment: the default AWS
+/// credential chain (which probes instance metadata endpoints) is never used.
+#[derive(Debug, Args)]
+struct Connection {
+    /// The endpoint URL (e.g. `http://127.0.0.1:8000` for DynamoDB Local).
+    #[arg(long, env = "DYNAMODB_ENDPOINT")]
+    endpoint: String,
+    /// The region.
+    #[arg(long, env = "AWS_REGION", default_value = "us-east-1")]
+    region: String,
+    /// The access key id.
+    #[arg(long, env = "AWS_ACCESS_KEY_ID", default_value = "local")]
+    access_key_id: String,
+    /// The secret access key.
+    #[arg(
+        long,
+        env = "AWS_SECRET_ACCESS_KEY",
+        default_value = "local",
+        hide_env_values = true
+    )]
+    secret_access_key: String,
+    /// The longest a single DynamoDB call may take, in seconds.
+    #[arg(long, default_value_t = 30)]
+    timeout: u64,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum Space {
+    Product,
+    Power,
+}
+
+impl From<Space> for ShardSpace {
+    fn from(space: Space) -> Self {
+        match space {
+            Space::Product => Self::Product,
+            Space::Power => Self::Power,
+        }
+    }
+}
+
+/// What went wrong, with the exit code it maps to.
+#[derive(Debug)]
+enum Failure {
+    /// Bad input: exit 2.
+    Input(String),
+    /// The operation failed: exit 1.
+    Operation(String),
+    /// The configuration is invalid: exit 1, with every problem.
+    Config(ConfigError),
+}
+
+impl Failure {
+    fn code(&self) -> u8 {
+        match self {
+            Self::Input(_) => 2,
+            Self::Operation(_) | Self::Config(_) => 1,
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let json = cli.json;
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(failure) => {
+            report(&failure, json);
+            ExitCode::from(failure.code())
+        }
+    }
+}
+
+fn report(failure: &Failure, json: bool) {
+    let (kind, message, problems) = match failure {
+        Failure::Input(m) => ("input", m.clone(), Vec::new()),
+        Failure::Operation(m) => ("operation", m.clone(), Vec::new()),
+        Failure::Config(e) => (
+            "config",
+            format!("the configuration has {} problem(s)", e.problems.len()),
+            e.problems
+                .iter()
+                .map(|p| json!({ "path": p.path, "message": p.message }))
+                .collect(),
+        ),
+    };
+    if json {
+        let out = json!({ "ok": false, "error": kind, "message": message, "problems": problems });
+        println!("{out}");
+    } else {
+        eprintln!("error: {message}");
+        if let Failure::Config(e) = failure {
+            for p in &e.problems {
+                eprintln!(
+                    "  {}: {}",
+                    if p.path.is_empty() { "(root)" } else { &p.path },
+                    p.message
+                );
+            }
+        }
+    }
+}
+
+fn run(cli: Cli) -> Result<(), Failure> {
+    match cli.command {
+        Command::Validate { config, space } => {
+            let schema = load(&config, space.shard_space)?;
+            if cli.json {
+                let entities: Vec<&str> = schema.entities().iter().map(|e| &*e.token).collect();
+                println!("{}", json!({ "ok": true, "entities": entities }));
+            } else {
+                println!(
+                    "{}: valid ({} entities)",
+                    config.display(),
+                    schema.entities().len()
+                );
+            }
+            Ok(())
+        }
+        Command::Keys { action } => keys(action),
+        Command::Table { action } => table(action, cli.json),
+        Command::Scan(args) => scan(&args, cli.json),
+        Command::Purge(args) => purge(&args, cli.json),
+    }
+}
+
+fn load(path: &Path, space: Space) -> Result<Schema, Failure> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| Failure::Input(format!("cannot read {}: {e}", path.display())))?;
+    let value: Value = serde_json::from_str(&text)
+        .map_err(|e| Failure::Input(format!("{} is not JSON: {e}", path.display())))?;
+    Schema::from_ts_config(&value, space.into()).map_err(Failure::Config)
+}
+
+/// The items on stdin: one JSON array, or one JSON object per line. Returns them and whether
+/// they came as an array.
+fn read_items() -> Result<(Vec<Value>, bool), Failure> {
+    let mut text = String::new();
+    io::stdin()
+        .lock()
+        .read_to_string(&mut text)
+        .map_err(|e| Failure::Input(format!("cannot read stdin: {e}")))?;
+    if text.trim_start().starts_with('[') {
+        let items: Vec<Value> = serde_json::from_str(&text)
+            .map_err(|e| Failure::Input(format!("stdin is not a JSON array of items: {e}")))?;
+        return Ok((items, true));
+    }
+    let mut items = Vec::new();
+    for (n, line) in text.as_bytes().lines().enumerate() {
+        let line = line.map_err(|e| Failure::Input(format!("cannot read stdin: {e}")))?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let item = serde_json::from_str(&line)
+            .map_err(|e| Failure::Input(format!("line {}: not a JSON item: {e}", n + 1)))?;
+        items.push(item);
+    }
+    Ok((items, false))
+}
+
+fn store(args: &TableArgs) -> Result<DynamoStore, Failure> {
+    let schema = load(&args.config.config, args.config.space.shard_space)?;
+    connect(&schema, &args.table, &args.connection)
+}
+
+/// The store of `table`, laid out as `schema`, at the connection's endpoint with its static
+/// credentials.
+fn connect(schema: &Schema, table: &str, c: &Connection) -> Result<DynamoStore, Failure> {
+    let definition =
+        TableDefinition::from_schema(schema).map_err(|e| Failure::Operation(e.to_string()))?;
+    let timeout = Duration::from_secs(c.timeout.max(1));
+    let config = aws_sdk_dynamodb::Config::builder()
+        .behavior_version(BehaviorVersion::latest())
+        .endpoint_url(&c.endpoint)
+        .region(Region::new(c.region.clone()))
+        .credentials_provider(Credentials::new(
+            c.access_key_id.clone(),
+            c.secret_access_key.clone(),
+            None,
+            None,
+            "entity-manager-cli",
+        ))
+        .timeout_config(
+            TimeoutConfig::builder()
+                .connect_timeout(timeout)
+                .operation_timeout(timeout)
+                .build(),
+        )
+        .build();
+    let client = aws_sdk_dynamodb::Client::from_conf(config);
+    Ok(DynamoStore::new(client, table.to_owned(), definition))
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Failure::Operation(format!("cannot start the async runtime: {e}")))
+}

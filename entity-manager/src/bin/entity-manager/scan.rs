@@ -1,0 +1,411 @@
+//! `scan` and `purge`: parallel segments over the live table, resumable from a checkpoint.
+
+use std::collections::BTreeMap;
+use std::io::{self, BufRead, IsTerminal, Write};
+use std::ops::ControlFlow;
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+use entity_manager::scan::{ParallelScan, ScanCheckpoint};
+use entity_manager::store::DynamoStore;
+use entity_manager::{Item, Schema};
+use serde_json::{Value, json};
+
+use crate::{Connection, Failure, SpaceArg, connect, load, runtime};
+
+#[derive(Debug, Args)]
+pub(crate) struct ScanArgs {
+    /// The JSON configuration file.
+    config: PathBuf,
+    #[command(flatten)]
+    space: SpaceArg,
+    /// The table name.
+    #[arg(long)]
+    table: String,
+    /// Only the records of this entity (their hash key starts with its token).
+    #[arg(long)]
+    entity: Option<String>,
+    #[command(flatten)]
+    parallel: Parallel,
+    #[command(flatten)]
+    connection: Connection,
+}
+
+/// How a scan is split and paced.
+#[derive(Debug, Args)]
+pub(crate) struct Parallel {
+    /// The number of segments the table is split into.
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    segments: u32,
+    /// The most segments read at once.
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u64).range(1..=1000))]
+    throttle: u64,
+    /// The most items evaluated per page (the checkpoint granularity of a purge).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    page_size: Option<u32>,
+}
+
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("target").required(true).args(["entity", "all"])))]
+pub(crate) struct PurgeArgs {
+    /// The JSON configuration file.
+    config: PathBuf,
+    #[command(flatten)]
+    space: SpaceArg,
+    /// The table name.
+    #[arg(long)]
+    table: String,
+    /// Delete every record of this entity.
+    #[arg(long)]
+    entity: Option<String>,
+    /// Delete every item of the table.
+    #[arg(long)]
+    all: bool,
+    /// Save the position here after every page, and resume from it when it exists. Removed
+    /// when the purge completes.
+    #[arg(long)]
+    checkpoint: Option<PathBuf>,
+    /// Do not ask for confirmation (required when stdin is not a terminal).
+    #[arg(long)]
+    yes: bool,
+    #[command(flatten)]
+    parallel: Parallel,
+    /// Testing: stop after this many pages, as an interrupted run would.
+    #[arg(long, hide = true)]
+    stop_after: Option<u64>,
+    #[command(flatten)]
+    connection: Connection,
+}
+
+/// The entity an item belongs to, by its hash key: the token before the shard key delimiter
+/// when the schema has that entity, `(other)` otherwise.
+pub(crate) fn entity_of(schema: &Schema, item: &Item) -> String {
+    let table = schema.table();
+    let Some(entity_manager::AttributeValue::S(hash_key)) = item.get(&*table.hash_key) else {
+        return "(other)".to_owned();
+    };
+    let token = hash_key
+        .split_once(&*table.delimiters.shard_key)
+        .map_or("", |(token, _)| token);
+    if schema.entities().iter().any(|e| e.token == token) {
+        token.to_owned()
+    } else {
+        "(other)".to_owned()
+    }
+}
+
+/// A parallel scan of `store` with the flags' segments, throttle, page size and entity.
+pub(crate) fn parallel_scan<'s>(
+    store: &'s DynamoStore,
+    schema: &Schema,
+    entity: Option<&str>,
+    parallel: &Parallel,
+) -> Result<ParallelScan<'s, DynamoStore>, Failure> {
+    let mut scan = ParallelScan::new(store)
+        .segments(parallel.segments)
+        .throttle(usize::try_from(parallel.throttle).unwrap_or(1));
+    if let Some(size) = parallel.page_size {
+        scan = scan.page_size(size);
+    }
+    if let Some(entity) = entity {
+        let entity = schema
+            .entity(entity)
+            .map_err(|e| Failure::Input(e.to_string()))?;
+        scan = scan.entity(&entity);
+    }
+    Ok(scan)
+}
+
+pub(crate) fn counts_json(counts: &BTreeMap<String, u64>) -> Value {
+    Value::Object(counts.iter().map(|(k, v)| (k.clone(), json!(v))).collect())
+}
+
+pub(crate) fn counts_text(counts: &BTreeMap<String, u64>) -> String {
+    counts
+        .iter()
+        .map(|(k, v)| format!("{k}: {v}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+pub(crate) fn scan(args: &ScanArgs, json: bool) -> Result<(), Failure> {
+    use futures::TryStreamExt;
+
+    let schema = load(&args.config, args.space.shard_space)?;
+    let store = connect(&schema, &args.table, &args.connection)?;
+    let scan = parallel_scan(&store, &schema, args.entity.as_deref(), &args.parallel)?;
+    let mut counts: BTreeMap<String, u64> = BTreeMap::new();
+    let mut total = 0u64;
+    let stdout = io::stdout();
+    let mut out = stdout.lock();
+    runtime()?.block_on(async {
+        let mut items = std::pin::pin!(scan.items());
+        while let Some(item) = items
+            .try_next()
+            .await
+            .map_err(|e| Failure::Operation(format!("table {}: {e}", args.table)))?
+        {
+            *counts.entry(entity_of(&schema, &item)).or_default() += 1;
+            total += 1;
+            let value: Value = serde_dynamo::from_item(item)
+                .map_err(|e| Failure::Operation(format!("cannot print an item: {e}")))?;
+            serde_json::to_writer(&mut out, &value)
+                .map_err(io::Error::from)
+                .and_then(|()| writeln!(out))
+                .map_err(|e| Failure::Operation(format!("cannot write stdout: {e}")))?;
+        }
+        Ok::<(), Failure>(())
+    })?;
+    out.flush()
+        .map_err(|e| Failure::Operation(format!("cannot write stdout: {e}")))?;
+    if json {
+        eprintln!(
+            "{}",
+            json!({ "ok": true, "table": args.table, "scanned": total, "counts": counts_json(&counts) })
+        );
+    } else {
+        eprintln!("scanned {total} items ({})", counts_text(&counts));
+    }
+    Ok(())
+}
+
+/// What a purge checkpoint file holds: the table and target it belongs to, the scan position
+/// and the counts deleted so far.
+pub(crate) struct PurgeState {
+    table: String,
+    target: String,
+    scan: ScanCheckpoint,
+    counts: BTreeMap<String, u64>,
+}
+
+impl PurgeState {
+    fn to_json(&self) -> Result<Value, Failure> {
+        let scan = serde_json::to_value(&self.scan)
+            .map_err(|e| Failure::Operation(format!("cannot serialize the checkpoint: {e}")))?;
+        Ok(json!({
+            "table": self.table,
+            "target": self.target,
+            "scan": scan,
+            "counts": counts_json(&self.counts),
+        }))
+    }
+
+    fn load(path: &Path) -> Result<Option<Self>, Failure> {
+        let text = match std::fs::read_to_string(path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => {
+                return Err(Failure::Input(format!(
+                    "cannot read the checkpoint {}: {e}",
+                    path.display()
+                )));
+            }
+        };
+        let bad = |why: String| {
+            Failure::Input(format!(
+                "{} is not a purge checkpoint ({why}); remove it to start over",
+                path.display()
+            ))
+        };
+        let value: Value = serde_json::from_str(&text).map_err(|e| bad(e.to_string()))?;
+        let field = |name: &str| {
+            value[name]
+                .as_str()
+                .map(str::to_owned)
+                .ok_or_else(|| bad(format!("no `{name}`")))
+        };
+        let scan: ScanCheckpoint =
+            serde_json::from_value(value["scan"].clone()).map_err(|e| bad(e.to_string()))?;
+        let counts = value["counts"]
+            .as_object()
+            .map(|o| {
+                o.iter()
+                    .filter_map(|(k, v)| Some((k.clone(), v.as_u64()?)))
+                    .collect()
+            })
+            .unwrap_or_default();
+        Ok(Some(Self {
+            table: field("table")?,
+            target: field("target")?,
+            scan,
+            counts,
+        }))
+    }
+
+    /// Writes the file atomically (a temporary file renamed over it).
+    fn save(&self, path: &Path) -> Result<(), Failure> {
+        let text = serde_json::to_vec_pretty(&self.to_json()?)
+            .map_err(|e| Failure::Operation(format!("cannot serialize the checkpoint: {e}")))?;
+        let mut tmp = path.as_os_str().to_owned();
+        tmp.push(".tmp");
+        let tmp = PathBuf::from(tmp);
+        std::fs::write(&tmp, text)
+            .and_then(|()| std::fs::rename(&tmp, path))
+            .map_err(|e| {
+                Failure::Operation(format!(
+                    "cannot write the checkpoint {}: {e}",
+                    path.display()
+                ))
+            })
+    }
+}
+
+/// Asks on the terminal; without one, `--yes` is required.
+pub(crate) fn confirm(args: &PurgeArgs, what: &str) -> Result<(), Failure> {
+    if args.yes {
+        return Ok(());
+    }
+    if !io::stdin().is_terminal() {
+        return Err(Failure::Input(format!(
+            "refusing to delete {what} without confirmation: stdin is not a terminal; pass --yes"
+        )));
+    }
+    eprint!("Delete {what}? [y/N] ");
+    let mut answer = String::new();
+    io::stdin()
+        .lock()
+        .read_line(&mut answer)
+        .map_err(|e| Failure::Input(format!("cannot read the answer: {e}")))?;
+    if matches!(answer.trim(), "y" | "Y" | "yes") {
+        Ok(())
+    } else {
+        Err(Failure::Input("not confirmed: nothing deleted".to_owned()))
+    }
+}
+
+#[allow(clippy::too_many_lines)] // one command, start to end
+pub(crate) fn purge(args: &PurgeArgs, json: bool) -> Result<(), Failure> {
+    let schema = load(&args.config, args.space.shard_space)?;
+    let target = match &args.entity {
+        Some(entity) => format!("entity:{entity}"),
+        None => "all".to_owned(),
+    };
+    let what = match &args.entity {
+        Some(entity) => format!("every record of entity `{entity}` in table {}", args.table),
+        None => format!("every item of table {}", args.table),
+    };
+    let store = connect(&schema, &args.table, &args.connection)?;
+    let mut scan = parallel_scan(&store, &schema, args.entity.as_deref(), &args.parallel)?;
+    // pages of 100 by default: a checkpoint every four batch deletes
+    if args.parallel.page_size.is_none() {
+        scan = scan.page_size(100);
+    }
+    let mut state = PurgeState {
+        table: args.table.clone(),
+        target: target.clone(),
+        scan: scan.checkpoint().clone(),
+        counts: BTreeMap::new(),
+    };
+    if let Some(path) = &args.checkpoint
+        && let Some(saved) = PurgeState::load(path)?
+    {
+        if saved.table != args.table || saved.target != target {
+            return Err(Failure::Input(format!(
+                "the checkpoint {} belongs to a purge of {} in table {}, not {target} in table {}; use another file",
+                path.display(),
+                saved.target,
+                saved.table,
+                args.table
+            )));
+        }
+        scan = scan
+            .resume(saved.scan.clone())
+            .map_err(|e| Failure::Input(format!("{}: {e}", path.display())))?;
+        state = saved;
+    }
+    confirm(args, &what)?;
+    // where the position goes if the purge does not finish
+    let resume_path = args.checkpoint.clone().unwrap_or_else(|| {
+        PathBuf::from(format!(
+            "entity-manager-purge-{}.checkpoint.json",
+            args.table
+        ))
+    });
+    if let Some(path) = &args.checkpoint {
+        state.save(path)?;
+    }
+
+    let bar = io::stderr().is_terminal().then(|| {
+        let bar = indicatif::ProgressBar::new_spinner();
+        bar.set_message(format!("purging {what}"));
+        bar
+    });
+    let mut pages = 0u64;
+    let mut save_error = None;
+    let outcome = runtime()?.block_on(scan.purge(|progress| {
+        for key in progress.keys {
+            *state.counts.entry(entity_of(&schema, key)).or_default() += 1;
+        }
+        state.scan = progress.checkpoint.clone();
+        pages += 1;
+        if let Some(path) = &args.checkpoint
+            && let Err(e) = state.save(path)
+        {
+            save_error = Some(e);
+            return ControlFlow::Break(());
+        }
+        if let Some(bar) = &bar {
+            bar.set_message(format!(
+                "deleted {} items ({})",
+                state.counts.values().sum::<u64>(),
+                counts_text(&state.counts)
+            ));
+            bar.tick();
+        }
+        if args.stop_after.is_some_and(|n| pages >= n) {
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
+        }
+    }));
+    if let Some(bar) = &bar {
+        bar.finish_and_clear();
+    }
+    if let Some(e) = save_error {
+        return Err(e);
+    }
+    let deleted: u64 = state.counts.values().sum();
+    let stopped = |state: &mut PurgeState, why: String| -> Failure {
+        if args.checkpoint.is_none()
+            && let Err(e) = state.save(&resume_path)
+        {
+            return Failure::Operation(format!("{why}; the position could not be saved ({e:?})"));
+        }
+        Failure::Operation(format!(
+            "{why}; {deleted} items deleted so far; to resume, run the same command with --checkpoint {}",
+            resume_path.display()
+        ))
+    };
+    match outcome {
+        Ok(report) if report.complete => {
+            if let Some(path) = &args.checkpoint {
+                std::fs::remove_file(path).map_err(|e| {
+                    Failure::Operation(format!(
+                        "purge complete, but the checkpoint {} could not be removed: {e}",
+                        path.display()
+                    ))
+                })?;
+            }
+            if json {
+                println!(
+                    "{}",
+                    json!({ "ok": true, "table": args.table, "target": target, "deleted": deleted, "counts": counts_json(&state.counts) })
+                );
+            } else {
+                println!(
+                    "purged {what}: {deleted} items deleted ({})",
+                    counts_text(&state.counts)
+                );
+            }
+            Ok(())
+        }
+        Ok(_) => Err(stopped(
+            &mut state,
+            format!("purge stopped after {pages} pages (--stop-after)"),
+        )),
+        Err(e) => {
+            state.scan = e.checkpoint.clone();
+            Err(stopped(&mut state, format!("purge of {what} failed: {e}")))
+        }
+    }
+}
