@@ -262,8 +262,8 @@ pub const PLACEHOLDER_ENTITY: EntityModel = EntityModel {
     unique_property: Cow::Borrowed(""),
     timestamp_property: Cow::Borrowed(""),
     shard_bumps: Cow::Borrowed(&[]),
-    default_limit: crate::rules::DEFAULT_LIMIT,
-    default_page_size: crate::rules::DEFAULT_PAGE_SIZE,
+    default_limit: crate::limits::DEFAULT_LIMIT,
+    default_page_size: crate::limits::DEFAULT_PAGE_SIZE,
     properties: Cow::Borrowed(&[]),
     generated: Cow::Borrowed(&[]),
     indexes: Cow::Borrowed(&[]),
@@ -292,8 +292,8 @@ pub mod rules {
 }
 
 pub use crate::rules::{
-    Delimiter, IndexConflict, MAX_INDEXES, Message, contains_delimiter, distinct_indexes,
-    index_conflict, index_conflict_message, index_count_message, indexes_of, is_name, same_token,
+    Delimiter, IndexConflict, Message, contains_delimiter, distinct_indexes, index_conflict,
+    index_conflict_message, index_count_message, indexes_of, is_name, same_token,
 };
 
 #[cfg(test)]

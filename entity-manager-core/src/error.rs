@@ -435,7 +435,7 @@ pub struct ConfigProblem {
     pub message: String,
     /// The configuration rule broken, or `None` for a problem of shape (a missing field, a
     /// value of the wrong JSON type, an unknown key).
-    pub rule: Option<crate::validate::ConfigRule>,
+    pub rule: Option<crate::rules::ConfigRule>,
 }
 
 impl fmt::Display for ConfigProblem {

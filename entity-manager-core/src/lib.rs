@@ -43,6 +43,7 @@
 pub mod __private;
 mod builder;
 mod entity;
+mod entity_ext;
 mod error;
 pub mod field;
 mod keys;
@@ -61,7 +62,8 @@ mod ts;
 mod validate;
 
 pub use builder::KeyBuilder;
-pub use entity::{Entity, EntityExt, IndexToken, NoIndex, Table};
+pub use entity::{Entity, IndexToken, NoIndex, Table};
+pub use entity_ext::EntityExt;
 pub use error::{ConfigError, ConfigProblem, Error, Result};
 pub use keys::{MAX_HASH_KEY_SPACE, PrimaryKey};
 pub use model::{
@@ -69,13 +71,13 @@ pub use model::{
     Profile, Projection, Property, ShardBump, ShardSpace, TableModel,
 };
 pub use ops::{Handle, ReadResults, ReadTransaction, Transaction};
+pub use rules::ConfigRule;
 pub use schema::{EntitySchema, Schema};
 pub use serde_dynamo::{AttributeValue, Item};
 #[cfg(feature = "dynamodb")]
 #[cfg_attr(docsrs, doc(cfg(feature = "dynamodb")))]
 pub use store::DynamoStore;
 pub use store::{MemoryStore, Store, StoreError, TableDefinition};
-pub use validate::ConfigRule;
 
 /// Helpers for this workspace's tests: the TypeScript page-key layout, which the compatibility
 /// tests replay from the golden vectors. Not part of the public API; may change at any time.

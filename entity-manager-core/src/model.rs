@@ -8,7 +8,7 @@
 use std::borrow::Cow;
 use std::fmt;
 
-use crate::rules;
+use crate::limits;
 use crate::transcode::Transcoder;
 
 /// A name of an attribute, entity, index or delimiter: borrowed for static models, owned for
@@ -174,9 +174,9 @@ pub struct Delimiters {
 impl Delimiters {
     /// The TypeScript defaults: `|`, `#` and `!`.
     pub const DEFAULT: Self = Self::new(
-        rules::DEFAULT_GENERATED_KEY_DELIMITER,
-        rules::DEFAULT_GENERATED_VALUE_DELIMITER,
-        rules::DEFAULT_SHARD_KEY_DELIMITER,
+        limits::DEFAULT_GENERATED_KEY_DELIMITER,
+        limits::DEFAULT_GENERATED_VALUE_DELIMITER,
+        limits::DEFAULT_SHARD_KEY_DELIMITER,
     );
 
     /// Three delimiters: between the parts of a generated property, between a component's
@@ -254,11 +254,11 @@ impl TableModel {
     /// The defaults: `hashKey`/`rangeKey`, `|`/`#`/`!`, a throttle of 10 and the
     /// [`Native`](Profile::Native) profile.
     pub const DEFAULT: Self = Self {
-        hash_key: Cow::Borrowed(rules::DEFAULT_HASH_KEY),
-        range_key: Cow::Borrowed(rules::DEFAULT_RANGE_KEY),
+        hash_key: Cow::Borrowed(limits::DEFAULT_HASH_KEY),
+        range_key: Cow::Borrowed(limits::DEFAULT_RANGE_KEY),
         delimiters: Delimiters::DEFAULT,
         shard_space: ShardSpace::Product,
-        throttle: rules::DEFAULT_THROTTLE,
+        throttle: limits::DEFAULT_THROTTLE,
         key_mode: KeyMode::Transcoded,
         numeric_hash: NumericHash::Decimal,
     };
@@ -573,8 +573,8 @@ impl EntityModel {
             unique_property: Cow::Borrowed(unique_property),
             timestamp_property: Cow::Borrowed(timestamp_property),
             shard_bumps: Cow::Borrowed(&[]),
-            default_limit: rules::DEFAULT_LIMIT,
-            default_page_size: rules::DEFAULT_PAGE_SIZE,
+            default_limit: limits::DEFAULT_LIMIT,
+            default_page_size: limits::DEFAULT_PAGE_SIZE,
             properties: Cow::Borrowed(&[]),
             generated: Cow::Borrowed(&[]),
             indexes: Cow::Borrowed(&[]),

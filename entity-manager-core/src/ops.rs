@@ -12,7 +12,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_dynamo::{AttributeValue, Item};
 
-use crate::entity::{Entity, EntityExt};
+use crate::entity::{Entity, from_item, schema_of, to_item};
 use crate::error::{Error, Result};
 use crate::field::{Changes, Condition, Invalid};
 use crate::keys::PrimaryKey;
@@ -253,17 +253,17 @@ fn condition_failure<E: Entity>(
     }
 }
 
-/// Reads the record with unique value `id`; see [`EntityExt::get`].
+/// Reads the record with unique value `id`; see [`EntityExt::get`](crate::EntityExt::get).
 pub(crate) async fn get<E, S, I>(store: &S, id: &I) -> Result<Option<E>>
 where
     E: Entity + DeserializeOwned,
     S: Store,
     I: Serialize + ?Sized,
 {
-    let schema = E::schema()?;
+    let schema = schema_of::<E>()?;
     read_by_id::<E, S, I>(store, schema, id)
         .await?
-        .map(|item| E::from_item(&item))
+        .map(|item| from_item::<E>(&item))
         .transpose()
 }
 
@@ -282,14 +282,14 @@ where
     Ok(pick(schema, read_keys(store, schema, keys).await?))
 }
 
-/// Reads the records with these unique values; see [`EntityExt::get_many`].
+/// Reads the records with these unique values; see [`EntityExt::get_many`](crate::EntityExt::get_many).
 pub(crate) async fn get_many<E, S, I>(store: &S, ids: &[I]) -> Result<Vec<Option<E>>>
 where
     E: Entity + DeserializeOwned,
     S: Store,
     I: Serialize,
 {
-    let schema = E::schema()?;
+    let schema = schema_of::<E>()?;
     let range_key = &*schema.table().range_key;
     // Every candidate of one id has the same range key (it encodes the unique value).
     let mut slots: HashMap<String, Vec<usize>> = HashMap::new();
@@ -319,7 +319,7 @@ where
         };
         for &slot in positions {
             if let Some(place) = out.get_mut(slot) {
-                *place = Some(E::from_item(&item)?);
+                *place = Some(from_item::<E>(&item)?);
             }
         }
     }
@@ -358,18 +358,18 @@ fn create_writes(schema: EntitySchema<'_>, item: Item) -> Result<Vec<TransactWri
 /// The item a create or put writes: the record's, with its version incremented; and the
 /// version it expects stored.
 fn write_item<E: Entity + Serialize>(record: &E) -> Result<(Item, Option<AttributeValue>)> {
-    let mut item = record.to_item()?;
+    let mut item = to_item(record)?;
     let expected = bump_version::<E>(&mut item)?;
     Ok((item, expected))
 }
 
-/// Creates a record; see [`EntityExt::create`].
+/// Creates a record; see [`EntityExt::create`](crate::EntityExt::create).
 pub(crate) async fn create<E, S>(store: &S, record: &E) -> Result<()>
 where
     E: Entity + Serialize,
     S: Store,
 {
-    let schema = E::schema()?;
+    let schema = schema_of::<E>()?;
     let (item, _) = write_item(record)?;
     let unique = unique_text(schema, &item);
     let mut writes = create_writes(schema, item)?;
@@ -434,13 +434,13 @@ fn put_writes<E: Entity + Serialize>(
     Ok((writes, expected))
 }
 
-/// Puts (creates or replaces) a record; see [`EntityExt::put`] and [`EntityExt::put_if`].
+/// Puts (creates or replaces) a record; see [`EntityExt::put`](crate::EntityExt::put) and [`EntityExt::put_if`](crate::EntityExt::put_if).
 pub(crate) async fn put<E, S>(store: &S, record: &E, condition: Option<Condition<E>>) -> Result<()>
 where
     E: Entity + Serialize,
     S: Store,
 {
-    let schema = E::schema()?;
+    let schema = schema_of::<E>()?;
     let entity = || schema.model().token.to_string();
     let (mut writes, expected) = put_writes(schema, record, condition)?;
     let unique = match writes.first() {
@@ -490,8 +490,8 @@ where
     }
 }
 
-/// Deletes the record with unique value `id` and returns it; see [`EntityExt::delete`] and
-/// [`EntityExt::delete_if`].
+/// Deletes the record with unique value `id` and returns it; see [`EntityExt::delete`](crate::EntityExt::delete) and
+/// [`EntityExt::delete_if`](crate::EntityExt::delete_if).
 pub(crate) async fn delete<E, S, I>(
     store: &S,
     id: &I,
@@ -502,7 +502,7 @@ where
     S: Store,
     I: Serialize + ?Sized,
 {
-    let schema = E::schema()?;
+    let schema = schema_of::<E>()?;
     let entity = || schema.model().token.to_string();
     let condition = condition
         .map(Condition::into_filter)
@@ -511,7 +511,7 @@ where
     let Some(found) = read_by_id::<E, S, I>(store, schema, id).await? else {
         return Ok(None);
     };
-    let record = E::from_item(&found)?;
+    let record = from_item::<E>(&found)?;
     let present = Filter::Exists(schema.table().hash_key.to_string());
     let expect = match condition {
         Some(condition) => Expect::Matches(Filter::And(vec![present, condition])),
@@ -584,7 +584,7 @@ fn diff(schema: EntitySchema<'_>, old: &Item, new: &Item) -> (Update, Filter) {
     (update, Filter::And(guard))
 }
 
-/// Updates the record with unique value `id` by a closure; see [`EntityExt::modify`].
+/// Updates the record with unique value `id` by a closure; see [`EntityExt::modify`](crate::EntityExt::modify).
 pub(crate) async fn modify<E, S, I, F>(store: &S, id: &I, mut change: F) -> Result<Option<E>>
 where
     E: Entity + Serialize + DeserializeOwned,
@@ -592,15 +592,15 @@ where
     I: Serialize + ?Sized,
     F: FnMut(&mut E),
 {
-    let schema = E::schema()?;
+    let schema = schema_of::<E>()?;
     let entity = || schema.model().token.to_string();
     for _ in 0..MODIFY_ATTEMPTS {
         let Some(old) = read_by_id::<E, S, I>(store, schema, id).await? else {
             return Ok(None);
         };
-        let mut record = E::from_item(&old)?;
+        let mut record = from_item::<E>(&old)?;
         change(&mut record);
-        let mut new = record.to_item()?;
+        let mut new = to_item(&record)?;
         if let Some(name) = E::VERSION {
             // the stored version, incremented, whatever the closure did to it
             let mut version: Item = old
@@ -613,7 +613,7 @@ where
             if let Some(next) = version.get(name) {
                 new.insert(name.to_owned(), next.clone());
             }
-            record = E::from_item(&new)?;
+            record = from_item::<E>(&new)?;
         }
         let model = schema.model();
         for property in [&*model.unique_property, &*model.timestamp_property] {
@@ -718,7 +718,7 @@ fn rewrite_keys<E: Entity + Serialize + DeserializeOwned>(
         unique: unique.to_owned(),
         reason,
     })?;
-    let new = E::from_item(&applied)?.to_item()?;
+    let new = to_item(&from_item::<E>(&applied)?)?;
     for g in affected {
         let change = match (old.get(&*g.name), new.get(&*g.name)) {
             (Some(a), Some(b)) if a == b => None,
@@ -766,7 +766,7 @@ fn existing_record_write<E: Entity>(
     (update, expect)
 }
 
-/// Applies typed changes to the record with unique value `id`; see [`EntityExt::update`].
+/// Applies typed changes to the record with unique value `id`; see [`EntityExt::update`](crate::EntityExt::update).
 #[allow(
     clippy::too_many_lines,
     reason = "one loop: locate, compute the keys, write, classify a failure"
@@ -777,7 +777,7 @@ where
     S: Store,
     I: Serialize + ?Sized,
 {
-    let schema = E::schema()?;
+    let schema = schema_of::<E>()?;
     let entity = || schema.model().token.to_string();
     let unique = id_text(id);
     let crate::field::Parts {
@@ -822,7 +822,7 @@ where
             .update_item(&key, &update, expect, ReturnValues::AllNew)
             .await
         {
-            Ok(Some(item)) => return E::from_item(&item).map(Some),
+            Ok(Some(item)) => return from_item::<E>(&item).map(Some),
             Ok(None) => return Ok(None),
             Err(e) if e.is_conditional_check_failed() => {
                 let Some(current) = e.current_item() else {
@@ -848,14 +848,14 @@ where
     })
 }
 
-/// Moves a record to a new primary key; see [`EntityExt::move_record`].
+/// Moves a record to a new primary key; see [`EntityExt::move_record`](crate::EntityExt::move_record).
 pub(crate) async fn move_record<E, S, I>(store: &S, from: &I, to: &E) -> Result<()>
 where
     E: Entity + Serialize,
     S: Store,
     I: Serialize + ?Sized,
 {
-    let schema = E::schema()?;
+    let schema = schema_of::<E>()?;
     let entity = || schema.model().token.to_string();
     let unique = || id_text(from);
     let Some(old) = read_by_id::<E, S, I>(store, schema, from).await? else {
@@ -919,7 +919,7 @@ where
     }
 }
 
-/// Puts many records; see [`EntityExt::put_many`].
+/// Puts many records; see [`EntityExt::put_many`](crate::EntityExt::put_many).
 pub(crate) async fn put_many<E, S>(store: &S, records: &[E]) -> Result<()>
 where
     E: Entity + Serialize,
@@ -927,7 +927,7 @@ where
 {
     let writes = records
         .iter()
-        .map(|record| record.to_item().map(WriteRequest::Put))
+        .map(|record| to_item(record).map(WriteRequest::Put))
         .collect::<Result<Vec<_>>>()?;
     store
         .batch_write(writes)
@@ -938,14 +938,14 @@ where
         })
 }
 
-/// Deletes the records with these unique values; see [`EntityExt::delete_many`].
+/// Deletes the records with these unique values; see [`EntityExt::delete_many`](crate::EntityExt::delete_many).
 pub(crate) async fn delete_many<E, S, I>(store: &S, ids: &[I]) -> Result<()>
 where
     E: Entity,
     S: Store,
     I: Serialize,
 {
-    let schema = E::schema()?;
+    let schema = schema_of::<E>()?;
     let mut keys: Vec<PrimaryKey> = Vec::new();
     for id in ids {
         for key in candidates::<E, I>(schema, id)? {
@@ -1064,7 +1064,7 @@ impl Transaction {
     /// Creates `record`: fails the whole transaction with [`Error::AlreadyExists`] if a record
     /// with its unique value exists in any shard.
     pub fn create<E: Entity + Serialize>(mut self, record: &E) -> Result<Self> {
-        let schema = E::schema()?;
+        let schema = schema_of::<E>()?;
         let (item, _) = write_item(record)?;
         let origin = Origin {
             entity: schema.model().token.to_string(),
@@ -1078,7 +1078,7 @@ impl Transaction {
         Ok(self)
     }
 
-    /// Puts (creates or replaces) `record`, as [`EntityExt::put`] does: refused with
+    /// Puts (creates or replaces) `record`, as [`EntityExt::put`](crate::EntityExt::put) does: refused with
     /// [`Error::StoredElsewhere`] if a copy is stored under another shard, and with
     /// [`Error::VersionConflict`] if the stored version is not the record's.
     pub fn put<E: Entity + Serialize>(self, record: &E) -> Result<Self> {
@@ -1100,7 +1100,7 @@ impl Transaction {
         record: &E,
         condition: Option<Condition<E>>,
     ) -> Result<Self> {
-        let schema = E::schema()?;
+        let schema = schema_of::<E>()?;
         let (writes, expected) = put_writes(schema, record, condition)?;
         let unique = match writes.first() {
             Some(TransactWrite::Put { item, .. }) => unique_text(schema, item),
@@ -1132,9 +1132,9 @@ impl Transaction {
         record: &E,
         changes: Changes<E>,
     ) -> Result<Self> {
-        let schema = E::schema()?;
+        let schema = schema_of::<E>()?;
         let entity = schema.model().token.to_string();
-        let old = record.to_item()?;
+        let old = to_item(record)?;
         let unique = unique_text(schema, &old);
         let crate::field::Parts {
             actions,
@@ -1189,9 +1189,9 @@ impl Transaction {
         record: &E,
         condition: Condition<E>,
     ) -> Result<Self> {
-        let schema = E::schema()?;
+        let schema = schema_of::<E>()?;
         let entity = schema.model().token.to_string();
-        let item = record.to_item()?;
+        let item = to_item(record)?;
         let condition = condition
             .into_filter()
             .map_err(|invalid| invalid_operand(&entity, invalid))?;
@@ -1217,7 +1217,7 @@ impl Transaction {
     /// Deletes the record with unique value `id`, wherever it is: one delete per candidate
     /// shard, so no read is needed (deleting a missing item is no error).
     pub fn delete<E: Entity, I: Serialize + ?Sized>(mut self, id: &I) -> Result<Self> {
-        let schema = E::schema()?;
+        let schema = schema_of::<E>()?;
         for key in candidates::<E, I>(schema, id)? {
             let origin = Origin {
                 entity: schema.model().token.to_string(),
@@ -1240,8 +1240,8 @@ impl Transaction {
     /// field, still hold the record's version, else the transaction fails with
     /// [`Error::ConditionFailed`] or [`Error::VersionConflict`].
     pub fn delete_record<E: Entity + Serialize>(mut self, record: &E) -> Result<Self> {
-        let schema = E::schema()?;
-        let item = record.to_item()?;
+        let schema = schema_of::<E>()?;
+        let item = to_item(record)?;
         let hash_key = schema.table().hash_key.to_string();
         let version = E::VERSION.and_then(|name| Some((name, item.get(name)?.clone())));
         let mut conditions = vec![Filter::Exists(hash_key.clone())];
@@ -1403,7 +1403,7 @@ impl ReadTransaction {
     /// Asks for the record of entity `E` with unique value `id` (every candidate shard is
     /// read; `TransactGetItems` allows 100 keys in all).
     pub fn get<E: Entity, I: Serialize + ?Sized>(&mut self, id: &I) -> Result<Handle<E>> {
-        let schema = E::schema()?;
+        let schema = schema_of::<E>()?;
         let start = self.keys.len();
         for key in candidates::<E, I>(schema, id)? {
             self.keys.push(key_item(schema, &key));
@@ -1448,9 +1448,9 @@ impl ReadResults {
     ///
     /// # Errors
     ///
-    /// When the stored item is not a record of `E` ([`EntityExt::from_item`]).
+    /// When the stored item is not a record of `E` ([`EntityExt::from_item`](crate::EntityExt::from_item)).
     pub fn get<E: Entity + DeserializeOwned>(&self, handle: Handle<E>) -> Result<Option<E>> {
-        let schema = E::schema()?;
+        let schema = schema_of::<E>()?;
         let found: Vec<Item> = self
             .slots
             .get(handle.slot)
@@ -1461,7 +1461,7 @@ impl ReadResults {
             .cloned()
             .collect();
         pick(schema, found)
-            .map(|item| E::from_item(&item))
+            .map(|item| from_item::<E>(&item))
             .transpose()
     }
 }

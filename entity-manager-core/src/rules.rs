@@ -23,36 +23,18 @@ use std::collections::HashMap;
 use std::collections::hash_map::Entry;
 use std::fmt::Write as _;
 
+use crate::limits::{
+    DEFAULT_GENERATED_KEY_DELIMITER, DEFAULT_GENERATED_VALUE_DELIMITER,
+    DEFAULT_SHARD_KEY_DELIMITER, MAX_CHAR_BITS, MAX_CHARS, MAX_INDEXES,
+};
 use crate::model::{Delimiters, EntityModel, GeneratedKind, Index, Projection, ShardBump};
 
 // =============================================================================================
-// limits and defaults
+// the timestamp transcode
 
-/// The most global secondary indexes `DynamoDB` allows on one table.
-pub const MAX_INDEXES: usize = 20;
-/// The longest shard suffix, in characters.
-pub const MAX_CHARS: u8 = 40;
-/// The widest suffix character, in bits (radix 32).
-pub const MAX_CHAR_BITS: u8 = 5;
 /// The transcode a timestamp property must have: 13-digit milliseconds, the form TypeScript
 /// writes (an `int` timestamp would key records as `created#p0001700000000000`).
 pub const TIMESTAMP_TRANSCODE: &str = "timestamp";
-/// The default table hash (partition) key attribute name.
-pub const DEFAULT_HASH_KEY: &str = "hashKey";
-/// The default table range (sort) key attribute name.
-pub const DEFAULT_RANGE_KEY: &str = "rangeKey";
-/// The default delimiter between the parts of a generated property.
-pub const DEFAULT_GENERATED_KEY_DELIMITER: &str = "|";
-/// The default delimiter between a component's name and its value.
-pub const DEFAULT_GENERATED_VALUE_DELIMITER: &str = "#";
-/// The default delimiter between the entity token and the shard suffix.
-pub const DEFAULT_SHARD_KEY_DELIMITER: &str = "!";
-/// The default number of shard queries in flight.
-pub const DEFAULT_THROTTLE: usize = 10;
-/// The default number of items a query returns.
-pub const DEFAULT_LIMIT: usize = 10;
-/// The default number of items one shard query reads.
-pub const DEFAULT_PAGE_SIZE: usize = 10;
 
 // =============================================================================================
 // rule identifiers, problems and wording

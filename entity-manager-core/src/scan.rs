@@ -8,7 +8,7 @@
 //! batch to its checkpoint ([`ScanCheckpoint::advance`]) after it has handled the items, so a
 //! resumed scan never skips an item it did not finish with.
 //!
-//! At entity level, [`EntityExt::scan`] streams the typed records of
+//! At entity level, [`EntityExt::scan`](crate::EntityExt::scan) streams the typed records of
 //! one entity: the scan keeps the items whose hash key starts with the entity token and the
 //! shard key delimiter ([`entity_filter`]).
 //!
@@ -54,7 +54,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_dynamo::{AttributeValue, Item};
 
-use crate::entity::{Entity, EntityExt};
+use crate::entity::{Entity, from_item, schema_of};
 use crate::error::{Error, Result};
 use crate::schema::EntitySchema;
 use crate::store::{Filter, MAX_SCAN_SEGMENTS, ScanPage, Store, StoreError};
@@ -436,7 +436,7 @@ where
     .boxed()
 }
 
-/// The typed scan of one entity: [`EntityExt::scan`].
+/// The typed scan of one entity: [`EntityExt::scan`](crate::EntityExt::scan).
 #[derive(Debug)]
 #[must_use = "a scan does nothing until its stream is polled"]
 pub struct RecordScan<'s, S, E> {
@@ -446,9 +446,9 @@ pub struct RecordScan<'s, S, E> {
 
 impl<'s, S: Store, E: Entity> RecordScan<'s, S, E> {
     /// The scan of `E`'s records on `store`. Fails when the entity's table configuration is
-    /// invalid ([`EntityExt::schema`]).
+    /// invalid ([`EntityExt::schema`](crate::EntityExt::schema)).
     pub fn new(store: &'s S) -> Result<Self> {
-        let schema = E::schema()?;
+        let schema = schema_of::<E>()?;
         Ok(Self {
             scan: ParallelScan::new(store).entity(&schema),
             entity: PhantomData,
@@ -485,7 +485,7 @@ impl<'s, S: Store, E: Entity> RecordScan<'s, S, E> {
         E: DeserializeOwned + Send,
     {
         self.scan.items().map(|item| match item {
-            Ok(item) => E::from_item(&item),
+            Ok(item) => from_item::<E>(&item),
             Err(ScanError::Segment { source, .. }) => Err(Error::Store {
                 entity: E::model().token.to_string(),
                 operation: "Scan",

@@ -3,8 +3,10 @@
 use serde_dynamo::{AttributeValue, Item};
 
 use crate::error::{ConfigError, Error, Result};
-use crate::limits::KeyLimit;
+use crate::limits::{KeyRole, key_value_bytes};
 use crate::model::{EntityModel, Profile, TableModel};
+use crate::store::{TableDefinition, TableDefinitionError};
+use crate::transcode::KeyType;
 
 /// A validated table configuration with its entities.
 ///
@@ -154,6 +156,141 @@ impl<'a> EntitySchema<'a> {
                 delimiter: delimiter.to_owned(),
                 hash_key: hash_key.clone(),
             })
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// the table a schema needs
+
+// Here rather than in `store::table`, so that the stores stay below the schema (the schema
+// depends on `error`, which holds the stores' errors).
+impl TableDefinition {
+    /// The table of a validated schema: its keys and every index of every entity.
+    pub fn from_schema(schema: &Schema) -> Result<Self, TableDefinitionError> {
+        Self::from_entities(schema.table(), schema.entities())
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// DynamoDB's key limits, per entity
+
+/// A key attribute of an entity whose values DynamoDB limits: the strictest role it has in the
+/// table's key or any index key (computed once per validated schema).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct KeyLimit {
+    pub(crate) attribute: String,
+    /// Whether the key core writes it (table keys, generated properties), so that its new value
+    /// is among the key updates, rather than a stored property.
+    computed: bool,
+    /// For a computed key, its slot among the key updates: 0 the table's hash key, 1 its range
+    /// key, `2 + i` the entity's `i`-th generated property.
+    pub(crate) slot: Option<usize>,
+    role: KeyRole,
+    /// The index whose key it is (the first with the strictest role), `None` for the table's.
+    index: Option<String>,
+}
+
+impl KeyLimit {
+    /// The key attributes of `entity`, each once.
+    pub(crate) fn of(table: &TableModel, entity: &EntityModel) -> Vec<Self> {
+        let table_keys = [
+            (&*table.hash_key, KeyRole::Partition),
+            (&*table.range_key, KeyRole::Sort),
+        ]
+        .into_iter()
+        .map(|(attribute, role)| (None, attribute, role));
+        let index_keys = entity.indexes.iter().flat_map(|index| {
+            [
+                (Some(&*index.name), &*index.hash_key, KeyRole::Partition),
+                (Some(&*index.name), &*index.range_key, KeyRole::Sort),
+            ]
+        });
+        let mut limits: Vec<Self> = Vec::new();
+        for (index, attribute, role) in table_keys.chain(index_keys) {
+            match limits.iter_mut().find(|l| l.attribute == attribute) {
+                Some(known) if role.max_bytes() < known.role.max_bytes() => {
+                    known.role = role;
+                    known.index = index.map(str::to_owned);
+                }
+                Some(_) => {}
+                None => {
+                    let slot = if attribute == &*table.hash_key {
+                        Some(0)
+                    } else if attribute == &*table.range_key {
+                        Some(1)
+                    } else {
+                        entity
+                            .generated
+                            .iter()
+                            .position(|g| g.name == attribute)
+                            .map(|i| 2 + i)
+                    };
+                    limits.push(Self {
+                        attribute: attribute.to_owned(),
+                        computed: slot.is_some(),
+                        slot,
+                        role,
+                        index: index.map(str::to_owned),
+                    });
+                }
+            }
+        }
+        // a property stored as a number has no byte length to check
+        limits.retain(|l| {
+            l.computed
+                || entity
+                    .property(&l.attribute)
+                    .is_none_or(|p| p.transcode.key_type() != Some(KeyType::N))
+        });
+        limits
+    }
+}
+
+impl EntitySchema<'_> {
+    /// Checks every key value of a keyed item against DynamoDB's limits: the table's hash and
+    /// range keys and the hash and range key of every index the entity declares. The first
+    /// value over its limit is a [`Error::KeyTooLong`] naming the entity, the attribute, the key
+    /// (table or index) and the byte length.
+    pub fn check_key_sizes(&self, item: &Item) -> Result<()> {
+        self.check_key_sizes_with(item, &[])
+    }
+
+    /// [`check_key_sizes`](Self::check_key_sizes) of `item` once `updates` are written (a
+    /// `None` value removes the attribute).
+    pub(crate) fn check_key_sizes_with(
+        &self,
+        item: &Item,
+        updates: &[(&str, Option<String>)],
+    ) -> Result<()> {
+        for limit in self.key_limits {
+            let update = if limit.computed {
+                updates.iter().find(|(name, _)| **name == *limit.attribute)
+            } else {
+                None
+            };
+            let bytes = match update {
+                Some((_, value)) => value.as_ref().map(String::len),
+                None => item.get(&limit.attribute).and_then(key_value_bytes),
+            };
+            limit.check(self, bytes)?;
+        }
+        Ok(())
+    }
+}
+
+impl KeyLimit {
+    /// [`Error::KeyTooLong`] when `bytes` exceeds the limit of this key.
+    pub(crate) fn check(&self, schema: &EntitySchema<'_>, bytes: Option<usize>) -> Result<()> {
+        match bytes {
+            Some(bytes) if bytes > self.role.max_bytes() => Err(Error::KeyTooLong {
+                entity: schema.model().token.to_string(),
+                attribute: self.attribute.clone(),
+                index: self.index.clone(),
+                role: self.role,
+                bytes,
+            }),
+            _ => Ok(()),
         }
     }
 }

@@ -25,7 +25,7 @@ use crate::error::{ConfigError, ConfigProblem};
 use crate::model::{
     EntityModel, GeneratedKind, GeneratedProperty, Index, Projection, Property, TableModel,
 };
-pub use crate::rules::ConfigRule;
+use crate::rules::ConfigRule;
 use crate::rules::{
     self, Delimiter, IndexKey, Key, KeyKind, KeyProperty, Named, Problem, Role, Setting, Syntax,
 };

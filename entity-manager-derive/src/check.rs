@@ -19,8 +19,8 @@ use quote::ToTokens;
 use crate::attrs::TableOptions;
 use crate::case;
 use crate::errors::Errors;
+use crate::model::resolve::{self, text};
 use crate::model::{Container, Field, Generated, KeyRef, Target, Transcode};
-use crate::resolve::{self, text};
 use crate::table::TableSettings;
 
 const SYNTAX: Syntax = Syntax::Derive;
@@ -63,7 +63,7 @@ fn transcode_name(field: &Field<'_>) -> Result<Option<String>, ()> {
     match &field.transcode {
         None => Ok(None),
         Some(Transcode::Builtin { name, .. }) => Ok(Some((*name).to_owned())),
-        Some(Transcode::Path(path)) => Ok(Some(crate::expand::path_text(path))),
+        Some(Transcode::Path(path)) => Ok(Some(crate::errors::path_text(path))),
         Some(Transcode::Invalid) => Err(()),
     }
 }

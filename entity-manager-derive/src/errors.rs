@@ -62,3 +62,14 @@ impl Errors {
         self.0.iter().map(syn::Error::to_compile_error).collect()
     }
 }
+
+/// `crate::users::User` as written, without spaces: for messages.
+pub(crate) fn path_text(path: &syn::Path) -> String {
+    let segments: Vec<String> = path.segments.iter().map(|s| s.ident.to_string()).collect();
+    let text = segments.join("::");
+    if path.leading_colon.is_some() {
+        format!("::{text}")
+    } else {
+        text
+    }
+}

@@ -1,17 +1,14 @@
 //! The derives of [entity-manager](https://docs.rs/entity-manager): `#[derive(Entity)]` and
 //! `#[derive(Table)]`. Use them through the `entity-manager` crate, which documents them.
 
-mod assertions;
 mod attrs;
 mod case;
 mod check;
 mod errors;
 mod expand;
-mod fallback;
 #[cfg(test)]
 mod fuzz;
 mod model;
-mod resolve;
 mod table;
 #[cfg(test)]
 mod tests;

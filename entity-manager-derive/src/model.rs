@@ -14,9 +14,11 @@ use crate::attrs::{
     self, EntityAttrs, EntityOptions, FieldAttrs, GeneratedAttrs, IndexAttrs, SerdeAttrs,
     ShardBumpsAttrs, TranscodeSpec,
 };
+use crate::case;
 use crate::errors::Errors;
-use crate::{case, resolve};
-use entity_manager_core::__private::rules;
+
+pub(crate) mod resolve;
+use entity_manager_core::limits;
 
 /// The default transcodes: attribute name → the `__private` trait checking a field's type.
 pub(crate) const TRANSCODES: [(&str, &str); 6] = entity_manager_core::__private::FIELD_TRAITS;
@@ -240,9 +242,9 @@ impl<'a> Container<'a> {
             resolve::count(options.as_ref().and_then(|o| o.default_limit.as_ref())),
             resolve::count(options.as_ref().and_then(|o| o.default_page_size.as_ref())),
         ];
-        let default_limit = resolve::count_value(defaults_given[0].as_ref(), rules::DEFAULT_LIMIT);
+        let default_limit = resolve::count_value(defaults_given[0].as_ref(), limits::DEFAULT_LIMIT);
         let default_page_size =
-            resolve::count_value(defaults_given[1].as_ref(), rules::DEFAULT_PAGE_SIZE);
+            resolve::count_value(defaults_given[1].as_ref(), limits::DEFAULT_PAGE_SIZE);
 
         // generated properties, then indexes (which refer to them), then shard bumps
         let (generated, index_attrs, bumps_attrs) = read_struct_attrs(attrs, errors);

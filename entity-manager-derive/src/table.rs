@@ -6,7 +6,8 @@ use syn::{Ident, Meta, Path};
 
 use crate::attrs::{self, Str, TableAttrs, TableOptions};
 use crate::errors::Errors;
-use entity_manager_core::__private::rules::{self, Delimiter};
+use entity_manager_core::__private::rules::Delimiter;
+use entity_manager_core::limits;
 
 pub(crate) struct TableSettings {
     pub(crate) hash_key: String,
@@ -33,6 +34,9 @@ pub(crate) struct TableDef<'a> {
     pub(crate) entities_key: TokenStream,
     /// `None` when the options do not parse.
     pub(crate) settings: Option<TableSettings>,
+    /// The options as given, `None` when they do not parse: what
+    /// [`check_table`](crate::check::check_table) reads beside the settings.
+    pub(crate) options: Option<TableOptions>,
 }
 
 fn value(v: Option<&Str>, default: &str) -> String {
@@ -77,8 +81,8 @@ impl<'a> TableDef<'a> {
         // each entity once (twice would be two conflicting `MemberOf` impls)
         let mut entities: Vec<Path> = Vec::with_capacity(listed.len());
         for path in listed {
-            let name = crate::expand::path_text(&path);
-            if entities.iter().any(|e| crate::expand::path_text(e) == name) {
+            let name = crate::errors::path_text(&path);
+            if entities.iter().any(|e| crate::errors::path_text(e) == name) {
                 errors.at(&path, format!("duplicate entity `{name}` in `entities(…)`"));
             } else {
                 entities.push(path);
@@ -104,6 +108,7 @@ impl<'a> TableDef<'a> {
             entities,
             entities_key,
             settings,
+            options,
         }
     }
 }
@@ -128,8 +133,8 @@ fn lenient_entities(meta: &Meta) -> Option<(Path, Vec<Path>)> {
 impl TableSettings {
     fn from_options(options: &TableOptions, errors: &mut Errors) -> Self {
         let settings = Self {
-            hash_key: value(options.hash_key.as_ref(), rules::DEFAULT_HASH_KEY),
-            range_key: value(options.range_key.as_ref(), rules::DEFAULT_RANGE_KEY),
+            hash_key: value(options.hash_key.as_ref(), limits::DEFAULT_HASH_KEY),
+            range_key: value(options.range_key.as_ref(), limits::DEFAULT_RANGE_KEY),
             generated_key: value(
                 options.generated_key_delimiter.as_ref(),
                 Delimiter::GeneratedKey.default_value(),
@@ -152,7 +157,7 @@ impl TableSettings {
                         format!(
                             "unknown shard space `{}`: use `product` (chars × 2^char_bits shards, npm 6.14.0) or `power` ((2^char_bits)^chars, upstream v8){}",
                             space.0,
-                            crate::resolve::did_you_mean(&space.0.to_string(), ["product", "power"])
+                            crate::model::resolve::did_you_mean(&space.0.to_string(), ["product", "power"])
                         ),
                     );
                     false
@@ -163,7 +168,7 @@ impl TableSettings {
                 .as_ref()
                 .and_then(|t| usize::try_from(t.value).ok())
                 .filter(|&n| n >= 1)
-                .unwrap_or(rules::DEFAULT_THROTTLE),
+                .unwrap_or(limits::DEFAULT_THROTTLE),
             typescript_keys: false,
             constant_numeric_hash: false,
         };
@@ -178,7 +183,7 @@ impl TableSettings {
                     format!(
                         "unknown key mode `{}`: use `transcoded` (values transcoded, keys sort by value) or `typescript` (raw values, as the TypeScript Entity Manager writes them){}",
                         mode.0,
-                        crate::resolve::did_you_mean(&mode.0.to_string(), ["transcoded", "typescript"])
+                        crate::model::resolve::did_you_mean(&mode.0.to_string(), ["transcoded", "typescript"])
                     ),
                 );
                 false
@@ -194,7 +199,7 @@ impl TableSettings {
                         &profile.0,
                         format!(
                             "unknown profile `{other}`: use `native` (our keys), `npm6_14` (the npm release 6.14.0) or `upstream8` (upstream TypeScript v8){}",
-                            crate::resolve::did_you_mean(other, ["native", "npm6_14", "upstream8"])
+                            crate::model::resolve::did_you_mean(other, ["native", "npm6_14", "upstream8"])
                         ),
                     );
                     None
@@ -219,7 +224,6 @@ impl TableSettings {
                 settings.constant_numeric_hash = constant;
             }
         }
-        crate::check::check_table(options, &settings, errors);
         settings
     }
 }

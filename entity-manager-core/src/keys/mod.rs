@@ -9,6 +9,5 @@ mod write;
 
 pub(crate) use record::record_item;
 pub use space::MAX_HASH_KEY_SPACE;
-pub(crate) use write::KeyUpdate;
 pub use write::PrimaryKey;
-pub(crate) use write::{attribute, present};
+pub(crate) use write::present;

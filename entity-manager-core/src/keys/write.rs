@@ -11,6 +11,7 @@ use std::cell::Cell;
 use serde_dynamo::{AttributeValue, Item};
 
 use crate::error::{Error, Result};
+use crate::limits::key_value_bytes;
 use crate::model::{GeneratedProperty, Index, KeyMode, NumericHash, ShardBump};
 use crate::schema::EntitySchema;
 use crate::shard;
@@ -791,6 +792,25 @@ impl<'a> EntitySchema<'a> {
             }
         }
         Ok(keys)
+    }
+}
+
+impl EntitySchema<'_> {
+    /// [`check_key_sizes`](Self::check_key_sizes) of `item` once the key updates (by slot, see
+    /// [`KeyLimit::slot`]) are written: the write path's check, which finds each computed key
+    /// by its slot and looks up only the keys it does not write.
+    pub(crate) fn check_key_updates(&self, item: &Item, updates: &[KeyUpdate]) -> Result<()> {
+        for limit in self.key_limits {
+            let bytes = match limit.slot.and_then(|slot| updates.get(slot)) {
+                Some(KeyUpdate::Write(value)) => Some(value.len()),
+                Some(KeyUpdate::Remove | KeyUpdate::Absent) => None,
+                Some(KeyUpdate::Keep) | None => {
+                    attribute(item, &limit.attribute).and_then(key_value_bytes)
+                }
+            };
+            limit.check(self, bytes)?;
+        }
+        Ok(())
     }
 }
 

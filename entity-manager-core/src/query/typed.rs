@@ -9,11 +9,11 @@ use serde::de::DeserializeOwned;
 use serde_dynamo::Item;
 
 use super::{Query, QueryStats};
-use crate::entity::{Entity, EntityExt, IndexToken};
+use crate::entity::{Entity, IndexToken, from_item, schema_of};
 use crate::error::{Error, Result};
 use crate::store::{Filter, RangeCondition, Store};
 
-/// A query of entity `E`, built from [`EntityExt::query`].
+/// A query of entity `E`, built from [`EntityExt::query`](crate::EntityExt::query).
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")]
@@ -86,7 +86,7 @@ pub struct TypedPage<E> {
 impl<'a, S: Store, E: Entity> TypedQuery<'a, S, E> {
     pub(crate) fn new(store: &'a S) -> Result<Self> {
         Ok(Self {
-            inner: Query::new(store, E::schema()?),
+            inner: Query::new(store, schema_of::<E>()?),
             entity: PhantomData,
         })
     }
@@ -204,7 +204,7 @@ impl<'a, S: Store, E: Entity> TypedQuery<'a, S, E> {
         let items = page
             .items
             .iter()
-            .map(E::from_item)
+            .map(from_item::<E>)
             .collect::<Result<Vec<E>>>()?;
         Ok(TypedPage {
             items,
@@ -220,6 +220,6 @@ impl<'a, S: Store, E: Entity> TypedQuery<'a, S, E> {
     {
         self.inner
             .stream()
-            .map(|item| item.and_then(|item| E::from_item(&item)))
+            .map(|item| item.and_then(|item| from_item::<E>(&item)))
     }
 }

@@ -5,7 +5,6 @@
 use serde_json::{Value, json};
 
 use crate::model::{EntityModel, Projection, TableModel};
-use crate::schema::Schema;
 
 use super::KeyType;
 
@@ -153,7 +152,7 @@ pub enum TableDefinitionError {
 
 /// A `DynamoDB` table: key schema, GSIs and billing.
 ///
-/// Derive it from the entities with [`from_schema`](Self::from_schema); every store is built
+/// Derive it from the entities with [`from_schema`](Self::from_schema) (defined beside [`Schema`](crate::Schema)); every store is built
 /// from one. Key attribute types come from transcodes: `S` for the table keys and for generated
 /// properties, the transcode's [`key_type`](crate::transcode::Transcoder::key_type) for a
 /// transcoded property (`N` for `timestamp`, `int`, `fix6`, `bigint20`; `S` for `string`).
@@ -204,11 +203,6 @@ impl TableDefinition {
     pub fn with_billing(mut self, billing: Billing) -> Self {
         self.billing = billing;
         self
-    }
-
-    /// The table of a validated schema: its keys and every index of every entity.
-    pub fn from_schema(schema: &Schema) -> Result<Self, TableDefinitionError> {
-        Self::from_entities(schema.table(), schema.entities())
     }
 
     /// The table of these entities: the table keys (`S`) and every index of every entity (an

@@ -11,7 +11,7 @@ use syn::spanned::Spanned;
 use super::unsupported_shape;
 use crate::attrs::EntityAttrs;
 use crate::errors::Errors;
-use crate::fallback;
+use crate::expand::fallback;
 use crate::model::{Container, Field, KeyRef, ProjectionDef, Transcode};
 
 /// `#[derive(Entity)]`: tokens whether it succeeded or not.
@@ -111,7 +111,7 @@ fn expand_entity(c: &Container<'_>) -> Option<TokenStream> {
     let ident = c.ident;
     let index_enum_name = &c.index_enum;
     let model = entity_model(c, &c.fields[unique].stored, timestamp);
-    let table_asserts = crate::assertions::table_assertions(c, table);
+    let table_asserts = crate::expand::assertions::table_assertions(c, table);
     let index_enum = index_enum(c);
     let builders = key_builders(c);
     // spanned at `table = …`, so that a table of the wrong visibility is reported there

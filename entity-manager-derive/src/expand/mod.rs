@@ -4,7 +4,9 @@
 //! Every assertion is its own `const` item, spanned at the user's token it is about, so that the
 //! error points there and its text does not depend on the runtime's source (STYLE.md §3.6).
 
+mod assertions;
 mod entity;
+mod fallback;
 mod table;
 
 pub(crate) use entity::{derive_entity, index_enum, member_assertion};
@@ -31,15 +33,4 @@ fn unsupported_shape(input: &DeriveInput, derive: &str, expected: &str) -> Optio
         syn::Data::Union(data) => syn::Error::new_spanned(data.union_token, message),
     };
     Some(error.to_compile_error())
-}
-
-/// `crate::users::User` as written, without spaces: for messages.
-pub(crate) fn path_text(path: &syn::Path) -> String {
-    let segments: Vec<String> = path.segments.iter().map(|s| s.ident.to_string()).collect();
-    let text = segments.join("::");
-    if path.leading_colon.is_some() {
-        format!("::{text}")
-    } else {
-        text
-    }
 }

@@ -10,7 +10,7 @@ use syn::spanned::Spanned;
 use super::unsupported_shape;
 use crate::attrs::TableAttrs;
 use crate::errors::Errors;
-use crate::fallback;
+use crate::expand::fallback;
 use crate::table::{TableDef, TableSettings};
 
 /// `#[derive(Table)]`: tokens whether it succeeded or not.
@@ -24,6 +24,9 @@ pub(crate) fn derive_table(input: &DeriveInput) -> TokenStream {
     };
     let mut errors = Errors::default();
     let table = TableDef::from_attrs(&attrs, &mut errors);
+    if let (Some(options), Some(settings)) = (&table.options, &table.settings) {
+        crate::check::check_table(options, settings, &mut errors);
+    }
     if errors.is_empty()
         && let Some(settings) = &table.settings
         && !table.generic
@@ -79,7 +82,7 @@ fn expand_table(table: &TableDef<'_>, s: &TableSettings) -> TokenStream {
     );
     let entities = &table.entities;
     let membership = membership(table);
-    let checks = crate::assertions::table_checks(table);
+    let checks = crate::expand::assertions::table_checks(table);
     quote! {
         #[doc(hidden)]
         #[allow(non_upper_case_globals, unused_qualifications, clippy::all, clippy::pedantic)]

@@ -10,7 +10,8 @@ use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
 
-use crate::expand::{member_assertion, path_text};
+use crate::errors::path_text;
+use crate::expand::member_assertion;
 use crate::model::{Container, Transcode};
 use crate::table::TableDef;
 
