@@ -12,6 +12,7 @@ use std::borrow::Cow;
 use serde_json::{Map, Value};
 
 use crate::error::{ConfigError, ConfigProblem};
+use crate::limits;
 use crate::model::{
     Delimiters, EntityModel, GeneratedKind, GeneratedProperty, Index, Name, Projection, Property,
     ShardBump, ShardSpace, TableModel,
@@ -277,6 +278,31 @@ impl Loader {
         key: &str,
     ) -> Option<&'v Map<String, Value>> {
         self.object(map.get(key)?, &join(parent, key))
+    }
+
+    /// The entries of the object `map[key]` (absent: none) whose values are objects, each with
+    /// its path, once the unknown keys of each (`allowed` lists the known ones) are reported.
+    /// An entry that is not an object is reported and left out.
+    fn object_entries<'v>(
+        &mut self,
+        map: &'v Map<String, Value>,
+        parent: &str,
+        key: &str,
+        allowed: &[&str],
+    ) -> Vec<(&'v String, String, &'v Map<String, Value>)> {
+        let Some(entries) = self.object_field(map, parent, key) else {
+            return Vec::new();
+        };
+        let parent = join(parent, key);
+        let mut objects = Vec::with_capacity(entries.len());
+        for (name, value) in entries {
+            let path = join(&parent, name);
+            if let Some(fields) = self.object(value, &path) {
+                self.unknown_keys(fields, &path, allowed);
+                objects.push((name, path, fields));
+            }
+        }
+        objects
     }
 
     /// The required field `map[key]`; `what` says what it is for.
@@ -577,16 +603,9 @@ impl Loader {
 
     /// `indexes`, in config order; an index that is not an object is left out.
     fn indexes(&mut self, root: &Map<String, Value>) -> Vec<Index> {
-        let Some(map) = self.object_field(root, "", "indexes") else {
-            return Vec::new();
-        };
-        let mut indexes = Vec::with_capacity(map.len());
-        for (name, value) in map {
-            let path = join("indexes", name);
-            let Some(fields) = self.object(value, &path) else {
-                continue;
-            };
-            self.unknown_keys(fields, &path, INDEX_KEYS);
+        let entries = self.object_entries(root, "", "indexes", INDEX_KEYS);
+        let mut indexes = Vec::with_capacity(entries.len());
+        for (name, path, fields) in entries {
             let hash_key = self.required_string(
                 fields,
                 &path,
@@ -630,42 +649,54 @@ impl Loader {
         generated: &[GeneratedProperty],
         indexes: &[Index],
     ) -> Vec<EntityModel> {
-        let Some(map) = self.object_field(root, "", "entities") else {
-            return Vec::new();
-        };
-        let mut entities = Vec::with_capacity(map.len());
-        for (token, value) in map {
-            let path = join("entities", token);
-            let Some(fields) = self.object(value, &path) else {
-                continue;
-            };
-            self.unknown_keys(fields, &path, ENTITY_KEYS);
+        let entries = self.object_entries(root, "", "entities", ENTITY_KEYS);
+        let mut entities = Vec::with_capacity(entries.len());
+        for (token, path, fields) in entries {
             let position = entities.len();
-            entities.push(EntityModel {
-                token: Cow::Owned(token.clone()),
-                unique_property: self.required_string(
-                    fields,
-                    &path,
-                    "uniqueProperty",
-                    "the transcoded property that identifies a record",
-                    "",
-                ),
-                timestamp_property: self.required_string(
-                    fields,
-                    &path,
-                    "timestampProperty",
-                    "the transcoded property holding the creation time in ms",
-                    "",
-                ),
-                shard_bumps: Cow::Owned(self.shard_bumps(fields, &path, position)),
-                default_limit: self.count(fields, &path, "defaultLimit", 10),
-                default_page_size: self.count(fields, &path, "defaultPageSize", 10),
-                properties: Cow::Owned(properties.to_vec()),
-                generated: Cow::Owned(generated.to_vec()),
-                indexes: Cow::Owned(indexes.to_vec()),
-            });
+            let parts = (properties.to_vec(), generated.to_vec(), indexes.to_vec());
+            entities.push(self.entity(token, fields, &path, position, parts));
         }
         entities
+    }
+
+    /// One entity of either shape, from its settings and its `(properties, generated,
+    /// indexes)`.
+    fn entity(
+        &mut self,
+        token: &str,
+        fields: &Map<String, Value>,
+        path: &str,
+        position: usize,
+        (properties, generated, indexes): (Vec<Property>, Vec<GeneratedProperty>, Vec<Index>),
+    ) -> EntityModel {
+        EntityModel {
+            token: Cow::Owned(token.to_owned()),
+            unique_property: self.required_string(
+                fields,
+                path,
+                "uniqueProperty",
+                "the transcoded property that identifies a record",
+                "",
+            ),
+            timestamp_property: self.required_string(
+                fields,
+                path,
+                "timestampProperty",
+                "the transcoded property holding the creation time in ms",
+                "",
+            ),
+            shard_bumps: Cow::Owned(self.shard_bumps(fields, path, position)),
+            default_limit: self.count(fields, path, "defaultLimit", limits::DEFAULT_LIMIT),
+            default_page_size: self.count(
+                fields,
+                path,
+                "defaultPageSize",
+                limits::DEFAULT_PAGE_SIZE,
+            ),
+            properties: Cow::Owned(properties),
+            generated: Cow::Owned(generated),
+            indexes: Cow::Owned(indexes),
+        }
     }
 
     /// The entity's `shardBumps` as declared (absent: empty, the default schedule).
@@ -850,41 +881,13 @@ impl Loader {
     ) -> Result<Schema, ConfigError> {
         let table = self.table(root, shard_space, false);
         let mut entities = Vec::new();
-        if let Some(map) = self.object_field(root, "", "entities") {
-            for (token, value) in map {
-                let path = join("entities", token);
-                let Some(fields) = self.object(value, &path) else {
-                    continue;
-                };
-                self.unknown_keys(fields, &path, ENTITY_KEYS);
-                let position = entities.len();
-                let properties = self.element_transcodes(fields, &path, custom_transcodes);
-                let generated = self.entity_generated(fields, &path);
-                let indexes = self.entity_indexes(fields, &path, &table, &generated);
-                entities.push(EntityModel {
-                    token: Cow::Owned(token.clone()),
-                    unique_property: self.required_string(
-                        fields,
-                        &path,
-                        "uniqueProperty",
-                        "the transcoded property that identifies a record",
-                        "",
-                    ),
-                    timestamp_property: self.required_string(
-                        fields,
-                        &path,
-                        "timestampProperty",
-                        "the transcoded property holding the creation time in ms",
-                        "",
-                    ),
-                    shard_bumps: Cow::Owned(self.shard_bumps(fields, &path, position)),
-                    default_limit: self.count(fields, &path, "defaultLimit", 10),
-                    default_page_size: self.count(fields, &path, "defaultPageSize", 10),
-                    properties: Cow::Owned(properties),
-                    generated: Cow::Owned(generated),
-                    indexes: Cow::Owned(indexes),
-                });
-            }
+        for (token, path, fields) in self.object_entries(root, "", "entities", ENTITY_KEYS) {
+            let position = entities.len();
+            let properties = self.element_transcodes(fields, &path, custom_transcodes);
+            let generated = self.entity_generated(fields, &path);
+            let indexes = self.entity_indexes(fields, &path, &table, &generated);
+            let parts = (properties, generated, indexes);
+            entities.push(self.entity(token, fields, &path, position, parts));
         }
         let rule_problems = validate::problems(&table, &mut entities, &Layout::PerEntity);
         // The rules name an entity's transcoded properties `properties`; this shape calls them
@@ -943,17 +946,9 @@ impl Loader {
         entity: &Map<String, Value>,
         entity_path: &str,
     ) -> Vec<GeneratedProperty> {
-        let Some(map) = self.object_field(entity, entity_path, "generated") else {
-            return Vec::new();
-        };
-        let parent = join(entity_path, "generated");
-        let mut generated = Vec::with_capacity(map.len());
-        for (name, value) in map {
-            let path = join(&parent, name);
-            let Some(fields) = self.object(value, &path) else {
-                continue;
-            };
-            self.unknown_keys(fields, &path, ENTITY_GENERATED_KEYS);
+        let entries = self.object_entries(entity, entity_path, "generated", ENTITY_GENERATED_KEYS);
+        let mut generated = Vec::with_capacity(entries.len());
+        for (name, path, fields) in entries {
             let components = match (fields.get("elements"), fields.get("components")) {
                 (Some(elements), Some(_)) => {
                     self.problems.push(
