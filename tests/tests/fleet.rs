@@ -20,7 +20,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use entity_manager::query::Query;
@@ -29,6 +29,9 @@ use entity_manager::{AttributeValue, EntitySchema, Error, Item, KeyMode, Profile
 use serde_json::{Value, json};
 
 mod store_support;
+mod ts_support;
+
+use ts_support::{Players, dir, node_path};
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
 type AnyResult<T> = Result<T, Box<dyn std::error::Error>>;
@@ -41,24 +44,6 @@ const TS: &str = "t";
 /// The page size TypeScript pages with when it must see every record (see the README: with a
 /// page smaller than a shard, TS 6.14.0 cannot page its own generated keys).
 const TS_WHOLE_SHARD_PAGE: u32 = 1_000;
-
-fn dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("ts-bench")
-}
-
-fn node_path() -> Option<String> {
-    if let Ok(path) = std::env::var("EM_TS_NODE_PATH") {
-        return Some(path);
-    }
-    assert!(
-        std::env::var("CI").as_deref() != Ok("true"),
-        "CI=true but EM_TS_NODE_PATH is not set: install the npm packages with tests/ts-bench/install.sh"
-    );
-    eprintln!(
-        "skipping: EM_TS_NODE_PATH is not set (export EM_TS_NODE_PATH=$(bash tests/ts-bench/install.sh))"
-    );
-    None
-}
 
 fn runtime() -> Result<tokio::runtime::Runtime, std::io::Error> {
     tokio::runtime::Builder::new_current_thread()
@@ -82,41 +67,6 @@ struct Player {
 
 /// The same deterministic players for both writers, under ids `<prefix>0000`..
 fn players(prefix: &str) -> AnyResult<Vec<Player>> {
-    let mut state: u64 = 0x2545_F491_4F6C_DD1D;
-    let mut next = move || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state
-    };
-    let scores: [i64; 8] = [
-        0,
-        42,
-        -5,
-        -42,
-        1_234_567,
-        -9_007_199_254_740_991,
-        9_007_199_254_740_991,
-        10,
-    ];
-    let ratings: [f64; 8] = [
-        0.0,
-        1.5,
-        -12.5,
-        123.456_789,
-        3.0,
-        -0.25,
-        9_999_999.999_999,
-        0.000_001,
-    ];
-    let createds: [u64; 6] = [
-        5_000,
-        999_999_999_999,
-        0,
-        1_700_000_000_000,
-        1_726_880_933_123,
-        1,
-    ];
     let balances = [
         "0",
         "-99999999999999999999",
@@ -125,32 +75,12 @@ fn players(prefix: &str) -> AnyResult<Vec<Player>> {
         "-1",
         "9007199254740993",
     ];
-    let names = ["ann", "", "bob", "zoë", "Émile"];
+    let mut source = Players::new();
     let mut out = Vec::with_capacity(PER_WRITER);
     for n in 0..PER_WRITER {
-        let pick = |len: usize, r: u64| usize::try_from(r).unwrap_or(0) % len;
         let id = format!("{prefix}{n:04}");
-        let mut player = json!({
-            "playerId": id,
-            "created": createds[pick(createds.len(), next())],
-            "name": names[pick(names.len(), next())],
-        });
-        if n % 4 != 0 {
-            player["score"] = json!(scores[pick(scores.len(), next())]);
-        }
-        if n % 3 != 0 {
-            player["rating"] = json!(ratings[pick(ratings.len(), next())]);
-            player["active"] = json!(next() % 2 == 0);
-        }
-        let team = match n % 5 {
-            0 => None,
-            1 => Some(String::new()),
-            _ => Some(format!("t{}", next() % 7)),
-        };
-        if let Some(team) = &team {
-            player["team"] = json!(team);
-        }
-        let balance = balances[pick(balances.len(), next())];
+        let (mut player, team) = source.player(n, &id);
+        let balance = *source.pick(&balances);
         let mut item: Item = serde_dynamo::to_item(player.clone())?;
         item.insert("balance".into(), AttributeValue::N(balance.into()));
         player["balance"] = json!(balance);

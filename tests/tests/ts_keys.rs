@@ -5,11 +5,14 @@
 //! Runs when `EM_TS_NODE_PATH` is set (`.ci/run` sets it with `tests/ts-bench/install.sh`); skips
 //! with a printed reason otherwise, except under `CI=true`, where it fails.
 
-use std::path::PathBuf;
 use std::process::Command;
 
 use entity_manager::{AttributeValue, Error, Item, Profile, Schema};
 use serde_json::{Value, json};
+
+mod ts_support;
+
+use ts_support::{Players, dir, node_path};
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
 
@@ -21,83 +24,13 @@ const KEYS: [&str; 5] = [
     "ratingRangeKey",
 ];
 
-fn dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("ts-bench")
-}
-
-fn node_path() -> Option<String> {
-    if let Ok(path) = std::env::var("EM_TS_NODE_PATH") {
-        return Some(path);
-    }
-    assert!(
-        std::env::var("CI").as_deref() != Ok("true"),
-        "CI=true but EM_TS_NODE_PATH is not set: install the npm release with tests/ts-bench/install.sh"
-    );
-    eprintln!(
-        "skipping: EM_TS_NODE_PATH is not set (export EM_TS_NODE_PATH=$(bash tests/ts-bench/install.sh))"
-    );
-    None
-}
-
 /// Deterministic players covering the values whose key form differs between the modes.
 fn players() -> Vec<Value> {
-    let mut state: u64 = 0x2545_F491_4F6C_DD1D;
-    let mut next = move || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state
-    };
-    let scores: [i64; 8] = [
-        0,
-        42,
-        -5,
-        -42,
-        1_234_567,
-        -9_007_199_254_740_991,
-        9_007_199_254_740_991,
-        10,
-    ];
-    let ratings: [f64; 8] = [
-        0.0,
-        1.5,
-        -12.5,
-        123.456_789,
-        3.0,
-        -0.25,
-        9_999_999.999_999,
-        0.000_001,
-    ];
-    let createds: [u64; 6] = [
-        5_000,
-        999_999_999_999,
-        0,
-        1_700_000_000_000,
-        1_726_880_933_123,
-        1,
-    ];
-    let names = ["ann", "", "bob", "zoë", "Émile"];
+    let mut source = Players::new();
     (0..400)
         .map(|n| {
-            let pick = |len: usize, r: u64| usize::try_from(r).unwrap_or(0) % len;
-            let mut player = json!({
-                "playerId": format!("p{}", next() % 100_000),
-                "created": createds[pick(createds.len(), next())],
-                "name": names[pick(names.len(), next())],
-            });
-            if n % 4 != 0 {
-                player["score"] = json!(scores[pick(scores.len(), next())]);
-            }
-            if n % 3 != 0 {
-                player["rating"] = json!(ratings[pick(ratings.len(), next())]);
-                player["active"] = json!(next() % 2 == 0);
-            }
-            match n % 5 {
-                0 => {}
-                1 => player["team"] = json!(""),
-                _ => player["team"] = json!(format!("t{}", next() % 7)),
-            }
-            player
+            let id = format!("p{}", source.next() % 100_000);
+            source.player(n, &id).0
         })
         .collect()
 }
