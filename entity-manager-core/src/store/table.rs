@@ -44,6 +44,12 @@ pub struct GlobalIndex {
     pub range_key: KeyAttribute,
     /// The attributes the index projects.
     pub projection: Projection,
+    /// The further partition attributes of a multi-attribute key, in key order after
+    /// `hash_key` (empty for a classic index).
+    pub more_hash_keys: Vec<KeyAttribute>,
+    /// The further sort attributes of a multi-attribute key, in key order after `range_key`
+    /// (empty for a classic index).
+    pub more_range_keys: Vec<KeyAttribute>,
 }
 
 impl GlobalIndex {
@@ -58,7 +64,59 @@ impl GlobalIndex {
             hash_key: hash_key.into(),
             range_key: range_key.into(),
             projection: Projection::All,
+            more_hash_keys: Vec::new(),
+            more_range_keys: Vec::new(),
         }
+    }
+
+    /// Adds a partition attribute after the others (a multi-attribute key: up to 4).
+    ///
+    /// ```
+    /// use entity_manager_core::store::{GlobalIndex, KeyType};
+    ///
+    /// let gsi = GlobalIndex::new("byOrg", ("orgId", KeyType::S), ("score", KeyType::N))
+    ///     .with_hash_key(("region", KeyType::S))
+    ///     .with_range_key(("name", KeyType::S));
+    /// assert_eq!(gsi.hash_keys().len(), 2);
+    /// assert_eq!(gsi.range_keys()[1].name, "name");
+    /// ```
+    #[must_use]
+    pub fn with_hash_key(mut self, attribute: impl Into<KeyAttribute>) -> Self {
+        self.more_hash_keys.push(attribute.into());
+        self
+    }
+
+    /// Adds a sort attribute after the others (a multi-attribute key: up to 4).
+    #[must_use]
+    pub fn with_range_key(mut self, attribute: impl Into<KeyAttribute>) -> Self {
+        self.more_range_keys.push(attribute.into());
+        self
+    }
+
+    /// Every partition attribute, in key order.
+    pub fn hash_keys(&self) -> Vec<&KeyAttribute> {
+        std::iter::once(&self.hash_key)
+            .chain(&self.more_hash_keys)
+            .collect()
+    }
+
+    /// Every sort attribute, in key order.
+    pub fn range_keys(&self) -> Vec<&KeyAttribute> {
+        std::iter::once(&self.range_key)
+            .chain(&self.more_range_keys)
+            .collect()
+    }
+
+    /// Every key attribute: the partition attributes, then the sort attributes.
+    pub fn key_attributes(&self) -> Vec<&KeyAttribute> {
+        let mut all = self.hash_keys();
+        all.extend(self.range_keys());
+        all
+    }
+
+    /// Whether the key has more than one partition or sort attribute.
+    pub fn is_multi_attribute(&self) -> bool {
+        !self.more_hash_keys.is_empty() || !self.more_range_keys.is_empty()
     }
 
     /// Sets the projection.
@@ -148,6 +206,20 @@ pub enum TableDefinitionError {
         /// The index name.
         index: String,
     },
+    /// An index key has more than 4 partition or sort attributes, or names one twice.
+    #[error(
+        "index `{index}` has the key attributes {attributes:?} ({hash} partition, {range} sort); DynamoDB takes 1 to 4 of each, none twice: remove the extra or repeated ones"
+    )]
+    InvalidMultiKey {
+        /// The index name.
+        index: String,
+        /// Its key attributes, partition attributes first.
+        attributes: Vec<String>,
+        /// How many partition attributes.
+        hash: usize,
+        /// How many sort attributes.
+        range: usize,
+    },
 }
 
 /// A `DynamoDB` table: key schema, GSIs and billing.
@@ -219,15 +291,15 @@ impl TableDefinition {
         let mut owners: Vec<&str> = Vec::new();
         for entity in entities {
             for index in entity.indexes.iter() {
-                let hash_key =
-                    key_attribute(table, entities, entity, &index.name, &index.hash_key)?;
-                let range_key =
-                    key_attribute(table, entities, entity, &index.name, &index.range_key)?;
-                let gsi = GlobalIndex {
-                    name: index.name.to_string(),
-                    hash_key,
-                    range_key,
-                    projection: index.projection.clone(),
+                let gsi = if let Some(multi) = &index.multi {
+                    super::multi::global_index(table, index, multi)
+                } else {
+                    let hash_key =
+                        key_attribute(table, entities, entity, &index.name, &index.hash_key)?;
+                    let range_key =
+                        key_attribute(table, entities, entity, &index.name, &index.range_key)?;
+                    GlobalIndex::new(index.name.to_string(), hash_key, range_key)
+                        .projection(index.projection.clone())
                 };
                 if let Some(i) = def.indexes.iter().position(|g| g.name == gsi.name) {
                     if def.indexes[i] != gsi {
@@ -266,7 +338,21 @@ impl TableDefinition {
                     index: index.name.clone(),
                 });
             }
-            for key in [&index.hash_key, &index.range_key] {
+            let keys = index.key_attributes();
+            let distinct = keys
+                .iter()
+                .enumerate()
+                .all(|(i, k)| keys[..i].iter().all(|o| o.name != k.name));
+            let (hash, range) = (index.hash_keys().len(), index.range_keys().len());
+            if !distinct || hash > 4 || range > 4 {
+                return Err(TableDefinitionError::InvalidMultiKey {
+                    index: index.name.clone(),
+                    attributes: keys.iter().map(|k| k.name.clone()).collect(),
+                    hash,
+                    range,
+                });
+            }
+            for key in keys {
                 match out.iter().find(|(k, _)| k.name == key.name) {
                     Some((k, origin)) if k.key_type != key.key_type => {
                         return Err(TableDefinitionError::ConflictingKeyType {
@@ -287,12 +373,8 @@ impl TableDefinition {
 
     /// The attributes an index item carries, or `None` for every attribute (`ALL`).
     pub fn projected_attributes(&self, index: &GlobalIndex) -> Option<Vec<String>> {
-        let mut keys = vec![
-            self.hash_key.name.clone(),
-            self.range_key.name.clone(),
-            index.hash_key.name.clone(),
-            index.range_key.name.clone(),
-        ];
+        let mut keys = vec![self.hash_key.name.clone(), self.range_key.name.clone()];
+        keys.extend(index.key_attributes().into_iter().map(|k| k.name.clone()));
         match &index.projection {
             Projection::All => return None,
             Projection::KeysOnly => {}
@@ -313,12 +395,8 @@ impl TableDefinition {
         let Projection::Include(names) = &index.projection else {
             return None;
         };
-        let keys = [
-            &self.hash_key.name,
-            &self.range_key.name,
-            &index.hash_key.name,
-            &index.range_key.name,
-        ];
+        let mut keys = vec![&self.hash_key.name, &self.range_key.name];
+        keys.extend(index.key_attributes().into_iter().map(|k| &k.name));
         let mut out: Vec<String> = Vec::new();
         for name in names.iter() {
             if !keys.iter().any(|k| **k == **name) && !out.iter().any(|o| **o == **name) {
@@ -340,11 +418,17 @@ impl TableDefinition {
     /// The table as a `CloudFormation` `AWS::DynamoDB::Table` resource (JSON), with
     /// `TableName` when given.
     pub fn cloudformation(&self, table_name: Option<&str>) -> Result<Value, TableDefinitionError> {
-        let key_schema = |hash: &KeyAttribute, range: &KeyAttribute| {
-            json!([
-                { "AttributeName": hash.name, "KeyType": "HASH" },
-                { "AttributeName": range.name, "KeyType": "RANGE" },
-            ])
+        let key_schema = |hash: &[&KeyAttribute], range: &[&KeyAttribute]| {
+            Value::Array(
+                hash.iter()
+                    .map(|k| json!({ "AttributeName": k.name, "KeyType": "HASH" }))
+                    .chain(
+                        range
+                            .iter()
+                            .map(|k| json!({ "AttributeName": k.name, "KeyType": "RANGE" })),
+                    )
+                    .collect(),
+            )
         };
         let throughput = match self.billing {
             Billing::PayPerRequest => None,
@@ -374,7 +458,7 @@ impl TableDefinition {
         );
         props.insert(
             "KeySchema".into(),
-            key_schema(&self.hash_key, &self.range_key),
+            key_schema(&[&self.hash_key], &[&self.range_key]),
         );
         if !self.indexes.is_empty() {
             let gsis = self
@@ -387,7 +471,7 @@ impl TableDefinition {
                     }
                     let mut gsi = json!({
                         "IndexName": index.name,
-                        "KeySchema": key_schema(&index.hash_key, &index.range_key),
+                        "KeySchema": key_schema(&index.hash_keys(), &index.range_keys()),
                         "Projection": projection,
                     });
                     if let Some(t) = &throughput {

@@ -18,12 +18,13 @@ use aws_sdk_dynamodb::types::{
     ProvisionedThroughput, Put, PutRequest, ReturnValue, ReturnValuesOnConditionCheckFailure,
     ScalarAttributeType, TableStatus, TransactGetItem, TransactWriteItem,
 };
-use serde_dynamo::Item;
+use serde_dynamo::{AttributeValue, Item};
 
 use self::convert::{build_error, from_aws, from_aws_all, sdk_error, to_aws};
 use self::expr::Expr;
 use super::batch::{BatchSender, GetBatch, RetryPolicy, get_batches, write_batches};
 use super::memory::check_transaction_shape;
+use super::table::KeyAttribute;
 use super::{
     BatchGetError, BatchWriteError, Billing, CancellationReason, Expect, KeyType, Page, QueryPage,
     ReturnValues, ScanPage, Store, StoreError, StoreErrorKind, TableDefinition, TransactWrite,
@@ -208,10 +209,7 @@ impl DynamoStore {
             gsis.push(
                 GlobalSecondaryIndex::builder()
                     .index_name(&index.name)
-                    .set_key_schema(Some(key_schema(
-                        &index.hash_key.name,
-                        &index.range_key.name,
-                    )?))
+                    .set_key_schema(Some(key_schema(&index.hash_keys(), &index.range_keys())?))
                     .projection(projection)
                     .set_provisioned_throughput(throughput.clone())
                     .build()
@@ -222,7 +220,7 @@ impl DynamoStore {
             .create_table()
             .table_name(&self.table_name)
             .set_attribute_definitions(Some(attributes))
-            .set_key_schema(Some(key_schema(&def.hash_key.name, &def.range_key.name)?))
+            .set_key_schema(Some(key_schema(&[&def.hash_key], &[&def.range_key])?))
             .set_global_secondary_indexes((!gsis.is_empty()).then_some(gsis))
             .billing_mode(match def.billing {
                 Billing::PayPerRequest => BillingMode::PayPerRequest,
@@ -554,24 +552,34 @@ impl DynamoStore {
 
     async fn query(&self, request: &QueryPage) -> Result<Page, StoreError> {
         const OP: &str = "Query";
+        let table = (
+            vec![&self.definition.hash_key],
+            vec![&self.definition.range_key],
+        );
         let (hash, range) = match &request.index {
-            None => (
-                &self.definition.hash_key.name,
-                &self.definition.range_key.name,
-            ),
+            None => table,
             Some(name) => match self.definition.index(name) {
-                Some(g) => (&g.hash_key.name, &g.range_key.name),
+                Some(g) => (g.hash_keys(), g.range_keys()),
                 // Let DynamoDB report the unknown index (the table may have more indexes than
                 // this definition lists); key names are then guessed as the table's.
-                None => (
-                    &self.definition.hash_key.name,
-                    &self.definition.range_key.name,
-                ),
+                None => table,
             },
         };
+        super::multi::check_key_condition(request, &hash, &range)?;
+        let values = std::iter::once(&request.hash_key).chain(&request.more_hash_keys);
+        let hash: Vec<(&str, &AttributeValue)> =
+            hash.iter().map(|a| a.name.as_str()).zip(values).collect();
+        let prefix: Vec<(&str, &AttributeValue)> = range
+            .iter()
+            .map(|a| a.name.as_str())
+            .zip(&request.range_prefix)
+            .collect();
+        let condition = request
+            .range
+            .as_ref()
+            .and_then(|c| Some((range.get(prefix.len())?.name.as_str(), c)));
         let mut expr = Expr::default();
-        let key_condition =
-            expr.key_condition(hash, &request.hash_key, range, request.range.as_ref());
+        let key_condition = expr.multi_key_condition(&hash, &prefix, condition);
         let filter = request
             .filter
             .as_ref()
@@ -696,12 +704,18 @@ fn scalar_type(key_type: KeyType) -> ScalarAttributeType {
     }
 }
 
-fn key_schema(hash: &str, range: &str) -> Result<Vec<KeySchemaElement>, StoreError> {
-    [(hash, aws::KeyType::Hash), (range, aws::KeyType::Range)]
-        .into_iter()
-        .map(|(name, key_type)| {
+/// The key schema of the table or of a GSI: every partition attribute (`HASH`), then every sort
+/// attribute (`RANGE`), in key order.
+fn key_schema(
+    hash: &[&KeyAttribute],
+    range: &[&KeyAttribute],
+) -> Result<Vec<KeySchemaElement>, StoreError> {
+    hash.iter()
+        .map(|a| (a, aws::KeyType::Hash))
+        .chain(range.iter().map(|a| (a, aws::KeyType::Range)))
+        .map(|(attribute, key_type)| {
             KeySchemaElement::builder()
-                .attribute_name(name)
+                .attribute_name(&attribute.name)
                 .key_type(key_type)
                 .build()
                 .map_err(|e| build_error("CreateTable", e))
