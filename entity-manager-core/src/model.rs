@@ -501,10 +501,12 @@ pub struct IndexAttribute {
 impl IndexAttribute {
     /// A key attribute of this name and type.
     pub const fn new(name: &'static str, key_type: KeyType) -> Self {
-        Self {
-            name: Cow::Borrowed(name),
-            key_type,
-        }
+        Self::named(Cow::Borrowed(name), key_type)
+    }
+
+    /// A key attribute of this name (borrowed or owned) and type.
+    pub const fn named(name: Name, key_type: KeyType) -> Self {
+        Self { name, key_type }
     }
 }
 

@@ -1,0 +1,666 @@
+//! Multi-attribute GSI keys (up to 4 partition + 4 sort attributes, natural values), on both
+//! stores and from the derive.
+//!
+//! - The store semantics: equality on every partition attribute, an equality prefix on the sort
+//!   attributes then one condition, tuple order (each attribute in its type's order), sparse
+//!   membership, page keys holding every key attribute. An oracle property test compares
+//!   `MemoryStore` with a plain filter-and-sort over the items (512 cases) and `DynamoDB` Local
+//!   with the same oracle (a smaller run, when `DYNAMODB_ENDPOINT` is set).
+//! - The derive: `#[index(name = …, hash = [..], range = [..], sharded)]` makes the model's
+//!   multi-attribute index, the table definition's key schema (`CreateTable`, `CloudFormation`)
+//!   with natural types, and stored items that both stores index.
+#![allow(clippy::struct_field_names)] // fields are named after their attributes
+
+mod store_support;
+
+use std::cmp::Ordering;
+use std::collections::BTreeSet;
+
+use entity_manager::store::{
+    Expect, GlobalIndex, KeyType, MemoryStore, QueryPage, RangeCondition, Store, TableDefinition,
+};
+use entity_manager::{Entity, EntityExt, Item, Table};
+use proptest::prelude::*;
+use proptest::strategy::ValueTree as _;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use store_support::{TestResult, all_pages, item, n, s, text};
+
+type BoxError = Box<dyn std::error::Error>;
+
+// =============================================================================================
+// the store semantics
+
+/// A table with one multi-attribute GSI: partition (`a` S, `b` N), sort (`c` S, `d` N).
+fn definition() -> TableDefinition {
+    TableDefinition::new(("hashKey", KeyType::S), ("rangeKey", KeyType::S)).with_index(
+        GlobalIndex::new("abcd", ("a", KeyType::S), ("c", KeyType::S))
+            .with_hash_key(("b", KeyType::N))
+            .with_range_key(("d", KeyType::N)),
+    )
+}
+
+/// One stored row: its table range key and its four key attributes (each may be missing).
+#[derive(Clone, Debug)]
+struct Row {
+    id: usize,
+    a: Option<u8>,
+    b: Option<i8>,
+    c: Option<u8>,
+    d: Option<i16>,
+}
+
+fn a_text(ns: &str, a: u8) -> String {
+    format!("{ns}a{a}")
+}
+
+/// `c` values whose byte order differs from their numeric order (`c10` < `c9`).
+fn c_text(c: u8) -> String {
+    format!("c{c}")
+}
+
+impl Row {
+    fn item(&self, ns: &str) -> Result<Item, BoxError> {
+        let mut item = item(
+            json!({ "hashKey": format!("{ns}h{}", self.id % 3), "rangeKey": format!("r{:03}", self.id) }),
+        )?;
+        if let Some(a) = self.a {
+            item.insert("a".into(), s(&a_text(ns, a)));
+        }
+        if let Some(b) = self.b {
+            item.insert("b".into(), n(b));
+        }
+        if let Some(c) = self.c {
+            item.insert("c".into(), s(&c_text(c)));
+        }
+        if let Some(d) = self.d {
+            item.insert("d".into(), n(d));
+        }
+        Ok(item)
+    }
+}
+
+/// The condition on the sort attribute after the prefix.
+#[derive(Clone, Debug)]
+enum Cond {
+    None,
+    Eq(u8, i16),
+    Lt(u8, i16),
+    Le(u8, i16),
+    Gt(u8, i16),
+    Ge(u8, i16),
+    Between(u8, i16, u8, i16),
+    BeginsWith(u8),
+}
+
+/// A query: partition values, an optional equality on `c`, a condition, order and limit.
+#[derive(Clone, Debug)]
+struct Ask {
+    a: u8,
+    b: i8,
+    prefix: Option<u8>,
+    cond: Cond,
+    descending: bool,
+    limit: Option<u32>,
+}
+
+impl Ask {
+    fn request(&self, ns: &str) -> QueryPage {
+        let mut q = QueryPage::new(s(&a_text(ns, self.a)))
+            .index("abcd")
+            .and_hash_key(n(self.b))
+            .descending(self.descending);
+        if let Some(c) = self.prefix {
+            q = q.range_prefix([s(&c_text(c))]);
+        }
+        // with a prefix the condition is on `d`, else on `c`
+        let value = |c: u8, d: i16| {
+            if self.prefix.is_some() {
+                n(d)
+            } else {
+                s(&c_text(c))
+            }
+        };
+        let cond = match self.cond {
+            Cond::None => None,
+            Cond::Eq(c, d) => Some(RangeCondition::Eq(value(c, d))),
+            Cond::Lt(c, d) => Some(RangeCondition::Lt(value(c, d))),
+            Cond::Le(c, d) => Some(RangeCondition::Le(value(c, d))),
+            Cond::Gt(c, d) => Some(RangeCondition::Gt(value(c, d))),
+            Cond::Ge(c, d) => Some(RangeCondition::Ge(value(c, d))),
+            Cond::Between(c1, d1, c2, d2) => {
+                let (low, high) = if self.prefix.is_some() {
+                    (n(d1.min(d2)), n(d1.max(d2)))
+                } else {
+                    let (x, y) = (c_text(c1), c_text(c2));
+                    if x <= y {
+                        (s(&x), s(&y))
+                    } else {
+                        (s(&y), s(&x))
+                    }
+                };
+                Some(RangeCondition::Between(low, high))
+            }
+            Cond::BeginsWith(c) => (self.prefix.is_none())
+                .then(|| RangeCondition::BeginsWith(s(&format!("c{}", c % 3)))),
+        };
+        if let Some(cond) = cond {
+            q = q.range(cond);
+        }
+        if let Some(limit) = self.limit {
+            q = q.limit(limit);
+        }
+        q
+    }
+
+    /// The oracle: the rows the query selects, in the order `DynamoDB` returns them (sort
+    /// tuple, then table keys for equal tuples).
+    fn expected(&self, rows: &[Row], ns: &str) -> Vec<String> {
+        let mut hits: Vec<&Row> = rows
+            .iter()
+            .filter(|r| r.a == Some(self.a) && r.b == Some(self.b))
+            .filter(|r| r.c.is_some() && r.d.is_some())
+            .filter(|r| self.prefix.is_none_or(|p| r.c == Some(p)))
+            .filter(|r| self.holds(r))
+            .collect();
+        let tuple = |r: &Row| (c_text(r.c.unwrap_or_default()), r.d.unwrap_or_default());
+        hits.sort_by(|x, y| {
+            tuple(x)
+                .cmp(&tuple(y))
+                .then_with(|| (x.id % 3).cmp(&(y.id % 3)))
+                .then_with(|| x.id.cmp(&y.id))
+        });
+        if self.descending {
+            hits.reverse();
+        }
+        hits.iter()
+            .map(|r| {
+                let _ = ns;
+                format!("r{:03}", r.id)
+            })
+            .collect()
+    }
+
+    fn holds(&self, r: &Row) -> bool {
+        let (Some(c), Some(d)) = (r.c, r.d) else {
+            return false;
+        };
+        // compare the attribute the condition is on
+        let cmp = |vc: u8, vd: i16| -> Ordering {
+            if self.prefix.is_some() {
+                d.cmp(&vd)
+            } else {
+                c_text(c).cmp(&c_text(vc))
+            }
+        };
+        match self.cond {
+            Cond::None => true,
+            Cond::Eq(vc, vd) => cmp(vc, vd) == Ordering::Equal,
+            Cond::Lt(vc, vd) => cmp(vc, vd) == Ordering::Less,
+            Cond::Le(vc, vd) => cmp(vc, vd) != Ordering::Greater,
+            Cond::Gt(vc, vd) => cmp(vc, vd) == Ordering::Greater,
+            Cond::Ge(vc, vd) => cmp(vc, vd) != Ordering::Less,
+            Cond::Between(c1, d1, c2, d2) => {
+                if self.prefix.is_some() {
+                    (d1.min(d2)..=d1.max(d2)).contains(&d)
+                } else {
+                    let (x, y) = (c_text(c1), c_text(c2));
+                    let (low, high) = if x <= y { (x, y) } else { (y, x) };
+                    (low..=high).contains(&c_text(c))
+                }
+            }
+            Cond::BeginsWith(p) => {
+                self.prefix.is_some() || c_text(c).starts_with(&format!("c{}", p % 3))
+            }
+        }
+    }
+}
+
+fn row() -> impl Strategy<Value = (Option<u8>, Option<i8>, Option<u8>, Option<i16>)> {
+    let some = |p: u32| p; // weight of present values
+    (
+        proptest::option::weighted(0.95, 0_u8..2),
+        proptest::option::weighted(0.95, -1_i8..2),
+        proptest::option::weighted(f64::from(some(9)) / 10.0, 0_u8..12),
+        proptest::option::weighted(0.9, -12_i16..12),
+    )
+}
+
+fn cond() -> impl Strategy<Value = Cond> {
+    let c = 0_u8..12;
+    let d = -12_i16..12;
+    prop_oneof![
+        Just(Cond::None),
+        (c.clone(), d.clone()).prop_map(|(c, d)| Cond::Eq(c, d)),
+        (c.clone(), d.clone()).prop_map(|(c, d)| Cond::Lt(c, d)),
+        (c.clone(), d.clone()).prop_map(|(c, d)| Cond::Le(c, d)),
+        (c.clone(), d.clone()).prop_map(|(c, d)| Cond::Gt(c, d)),
+        (c.clone(), d.clone()).prop_map(|(c, d)| Cond::Ge(c, d)),
+        (c.clone(), d.clone(), c.clone(), d).prop_map(|(a, b, x, y)| Cond::Between(a, b, x, y)),
+        c.prop_map(Cond::BeginsWith),
+    ]
+}
+
+fn ask() -> impl Strategy<Value = Ask> {
+    (
+        0_u8..2,
+        -1_i8..2,
+        proptest::option::of(0_u8..12),
+        cond(),
+        any::<bool>(),
+        proptest::option::of(1_u32..6),
+    )
+        .prop_map(|(a, b, prefix, cond, descending, limit)| Ask {
+            a,
+            b,
+            prefix,
+            cond,
+            descending,
+            limit,
+        })
+}
+
+fn case() -> impl Strategy<Value = (Vec<Row>, Vec<Ask>)> {
+    (
+        proptest::collection::vec(row(), 0..40),
+        proptest::collection::vec(ask(), 1..4),
+    )
+        .prop_map(|(rows, asks)| {
+            let rows = rows
+                .into_iter()
+                .enumerate()
+                .map(|(id, (a, b, c, d))| Row { id, a, b, c, d })
+                .collect();
+            (rows, asks)
+        })
+}
+
+/// Writes the rows, runs every query to its end, and compares with the oracle: the same items
+/// in the same order, pages no longer than the limit, page keys holding every key attribute.
+async fn check_case<S: Store>(store: &S, ns: &str, rows: &[Row], asks: &[Ask]) -> TestResult {
+    for r in rows {
+        store.put_item(r.item(ns)?, Expect::Any).await?;
+    }
+    for ask in asks {
+        let pages = all_pages(store, &ask.request(ns)).await?;
+        let mut got = Vec::new();
+        for page in &pages {
+            if let Some(limit) = ask.limit {
+                assert!(page.items.len() <= limit as usize, "{ask:?}");
+            }
+            if let Some(key) = &page.last_evaluated_key {
+                let mut names: Vec<&str> = key.keys().map(String::as_str).collect();
+                names.sort_unstable();
+                assert_eq!(
+                    names,
+                    ["a", "b", "c", "d", "hashKey", "rangeKey"],
+                    "{ask:?}"
+                );
+            }
+            got.extend(page.items.iter().map(|i| text(i, "rangeKey")));
+        }
+        assert_eq!(got, ask.expected(rows, ns), "{ask:?}");
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+    /// `MemoryStore` against the oracle.
+    #[test]
+    fn memory_store_matches_the_oracle((rows, asks) in case()) {
+        let store = MemoryStore::new(definition());
+        let runtime = tokio::runtime::Builder::new_current_thread().build()
+            .map_err(|e| TestCaseError::fail(e.to_string()))?;
+        runtime.block_on(check_case(&store, "", &rows, &asks))
+            .map_err(|e| TestCaseError::fail(e.to_string()))?;
+    }
+}
+
+/// `DynamoDB` Local against the same oracle: 24 cases, in one table (each case in partitions of
+/// its own).
+#[tokio::test]
+async fn dynamodb_matches_the_oracle() -> TestResult {
+    let Some(store) = store_support::dynamo_store("multiattr-oracle", definition()).await? else {
+        return Ok(());
+    };
+    let mut runner = proptest::test_runner::TestRunner::deterministic();
+    let mut result = Ok(());
+    for i in 0..24 {
+        let (rows, asks) = case()
+            .new_tree(&mut runner)
+            .map_err(|e| e.to_string())?
+            .current();
+        if let Err(e) = check_case(&store, &format!("case{i}-"), &rows, &asks).await {
+            result = Err(format!("case {i} ({rows:?}, {asks:?}): {e}").into());
+            break;
+        }
+    }
+    store.delete_table().await?;
+    result
+}
+
+/// The conformance cases of multi-attribute keys, on both stores.
+mod conformance {
+    use super::*;
+
+    /// Validation: the key condition must give every partition attribute, and no more sort
+    /// conditions than sort attributes; values of the wrong type; an item with a key attribute
+    /// of the wrong type is refused.
+    pub(super) async fn validation<S: Store>(store: &S) -> TestResult {
+        let one = QueryPage::new(s("x")).index("abcd");
+        let e = store
+            .query_page(&one)
+            .await
+            .err()
+            .ok_or("one of two values")?;
+        assert!(e.is_validation(), "{e:?}");
+        let three = one.clone().and_hash_key(n(1)).and_hash_key(n(2));
+        let e = store.query_page(&three).await.err().ok_or("three values")?;
+        assert!(e.is_validation(), "{e:?}");
+        let too_many = one
+            .clone()
+            .and_hash_key(n(1))
+            .range_prefix([s("c"), n(1)])
+            .range(RangeCondition::Eq(n(1)));
+        let e = store
+            .query_page(&too_many)
+            .await
+            .err()
+            .ok_or("three sort conditions")?;
+        assert!(e.is_validation(), "{e:?}");
+        let mistyped = one.clone().and_hash_key(s("1"));
+        let e = store
+            .query_page(&mistyped)
+            .await
+            .err()
+            .ok_or("b is a number")?;
+        assert!(e.is_validation(), "{e:?}");
+        let bad = item(json!({ "hashKey": "h", "rangeKey": "r", "a": "x", "b": "not a number" }))?;
+        let e = store
+            .put_item(bad, Expect::Any)
+            .await
+            .err()
+            .ok_or("b is a number")?;
+        assert!(e.is_validation(), "{e:?}");
+        Ok(())
+    }
+
+    /// Numbers order numerically inside the tuple, strings by bytes, the first attribute first;
+    /// `begins_with` on the first sort attribute, a range on the second after an equality.
+    pub(super) async fn tuple_order<S: Store>(store: &S) -> TestResult {
+        let rows = [("c9", -1), ("c10", 5), ("c9", 10), ("c9", 2), ("c1", 3)];
+        for (i, (c, d)) in rows.iter().enumerate() {
+            store
+                .put_item(
+                    item(json!({ "hashKey": "h", "rangeKey": format!("r{i}"), "a": "x", "b": 7, "c": c, "d": d }))?,
+                    Expect::Any,
+                )
+                .await?;
+        }
+        // an item of another partition, and one lacking `d` (not in the index)
+        store
+            .put_item(
+                item(json!({ "hashKey": "h", "rangeKey": "other", "a": "x", "b": 8, "c": "c9", "d": 1 }))?,
+                Expect::Any,
+            )
+            .await?;
+        store
+            .put_item(
+                item(json!({ "hashKey": "h", "rangeKey": "sparse", "a": "x", "b": 7, "c": "c9" }))?,
+                Expect::Any,
+            )
+            .await?;
+        let q = QueryPage::new(s("x")).index("abcd").and_hash_key(n(7));
+        let ids = |pages: Vec<entity_manager::store::Page>| -> Vec<String> {
+            pages
+                .iter()
+                .flat_map(|p| p.items.iter().map(|i| text(i, "rangeKey")))
+                .collect()
+        };
+        assert_eq!(
+            ids(all_pages(store, &q.clone().limit(2)).await?),
+            ["r4", "r1", "r0", "r3", "r2"]
+        );
+        let c9 = q.clone().range_prefix([s("c9")]);
+        assert_eq!(
+            ids(all_pages(store, &c9.clone().range(RangeCondition::Ge(n(2)))).await?),
+            ["r3", "r2"]
+        );
+        assert_eq!(
+            ids(all_pages(store, &c9.clone().descending(true).limit(1)).await?),
+            ["r2", "r3", "r0"]
+        );
+        assert_eq!(
+            ids(all_pages(store, &q.clone().range(RangeCondition::BeginsWith(s("c1")))).await?),
+            ["r4", "r1"]
+        );
+        Ok(())
+    }
+}
+
+macro_rules! both_stores {
+    ($($name:ident),* $(,)?) => {
+        mod memory {
+            use super::*;
+            $(
+                #[tokio::test]
+                async fn $name() -> TestResult {
+                    conformance::$name(&MemoryStore::new(definition())).await
+                }
+            )*
+        }
+        mod dynamodb {
+            use super::*;
+            $(
+                #[tokio::test]
+                async fn $name() -> TestResult {
+                    let Some(store) = store_support::dynamo_store(stringify!($name), definition()).await? else {
+                        return Ok(());
+                    };
+                    let result = conformance::$name(&store).await;
+                    store.delete_table().await?;
+                    result
+                }
+            )*
+        }
+    };
+}
+
+both_stores!(validation, tuple_order);
+
+// =============================================================================================
+// the derive
+
+#[derive(Table)]
+#[table(entities(Player))]
+struct League;
+
+/// A sharded player with two multi-attribute indexes: by team and region (unsharded), and by
+/// organisation (sharded: the table hash key leads the partition attributes).
+#[derive(Entity, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+#[entity(table = League, unique = player_id, timestamp = created)]
+#[shard_bumps(bumps = [bump(timestamp = 0, char_bits = 2, chars = 1)])]
+#[index(name = "byTeam", hash = [team_id, region], range = [score, nickname])]
+#[index(name = "byOrg", hash = [org_id], range = [score, created], sharded, keys_only)]
+struct Player {
+    #[transcode("string")]
+    player_id: String,
+    #[transcode("timestamp")]
+    created: u64,
+    team_id: String,
+    region: String,
+    org_id: String,
+    score: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    nickname: Option<String>,
+}
+
+fn league() -> Result<TableDefinition, BoxError> {
+    Ok(TableDefinition::from_schema(League::schema()?)?)
+}
+
+#[test]
+fn the_derive_makes_multi_attribute_indexes() -> TestResult {
+    let model = Player::model();
+    let by_team = model.index("byTeam").ok_or("byTeam")?;
+    assert_eq!(by_team.hash_names(), ["teamId", "region"]);
+    assert_eq!(by_team.range_names(), ["score", "nickname"]);
+    let multi = by_team.multi.as_ref().ok_or("multi")?;
+    assert!(!multi.sharded);
+    assert_eq!(
+        multi.range.iter().map(|p| p.key_type).collect::<Vec<_>>(),
+        [KeyType::N, KeyType::S]
+    );
+    let by_org = model.index("byOrg").ok_or("byOrg")?;
+    assert_eq!(by_org.hash_names(), ["hashKey", "orgId"]);
+    assert_eq!(by_org.range_names(), ["score", "created"]);
+    assert!(by_org.multi.as_ref().is_some_and(|m| m.sharded));
+
+    let def = league()?;
+    let gsi = def.index("byTeam").ok_or("byTeam GSI")?;
+    assert_eq!(
+        gsi.key_attributes()
+            .iter()
+            .map(|k| (k.name.as_str(), k.key_type))
+            .collect::<Vec<_>>(),
+        [
+            ("teamId", KeyType::S),
+            ("region", KeyType::S),
+            ("score", KeyType::N),
+            ("nickname", KeyType::S)
+        ]
+    );
+    let cf = def.cloudformation(Some("League"))?;
+    let gsis = cf["Properties"]["GlobalSecondaryIndexes"]
+        .as_array()
+        .ok_or("GSIs")?;
+    let by_org = gsis
+        .iter()
+        .find(|g| g["IndexName"] == "byOrg")
+        .ok_or("byOrg")?;
+    assert_eq!(
+        by_org["KeySchema"],
+        json!([
+            { "AttributeName": "hashKey", "KeyType": "HASH" },
+            { "AttributeName": "orgId", "KeyType": "HASH" },
+            { "AttributeName": "score", "KeyType": "RANGE" },
+            { "AttributeName": "created", "KeyType": "RANGE" },
+        ])
+    );
+    let types: Vec<(String, String)> = cf["Properties"]["AttributeDefinitions"]
+        .as_array()
+        .ok_or("definitions")?
+        .iter()
+        .map(|d| {
+            (
+                d["AttributeName"].as_str().unwrap_or_default().to_owned(),
+                d["AttributeType"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect();
+    for (name, ty) in [
+        ("score", "N"),
+        ("created", "N"),
+        ("teamId", "S"),
+        ("nickname", "S"),
+    ] {
+        assert!(
+            types.contains(&(name.to_owned(), ty.to_owned())),
+            "{name}: {types:?}"
+        );
+    }
+    Ok(())
+}
+
+fn player(i: u32) -> Player {
+    Player {
+        player_id: format!("p{i:02}"),
+        created: 1_000 + u64::from(i),
+        team_id: format!("t{}", i % 2),
+        region: "eu".to_owned(),
+        org_id: "acme".to_owned(),
+        score: i64::from(i % 5) - 2,
+        nickname: (i % 4 != 0).then(|| format!("n{}", i % 3)),
+    }
+}
+
+/// Stored players are indexed with their natural values: the unsharded index answers one query
+/// per partition, the sharded one one query per shard (the table hash keys of the entity's shard
+/// space), and together they return exactly the expected players in tuple order.
+async fn derived_entities_are_indexed<S: Store>(store: &S) -> TestResult {
+    let players: Vec<Player> = (0..24).map(player).collect();
+    for p in &players {
+        p.put(store).await?;
+    }
+    // unsharded: team t1 in eu, nickname present, in (score, nickname) order
+    let q = QueryPage::new(s("t1"))
+        .index("byTeam")
+        .and_hash_key(s("eu"))
+        .limit(3);
+    let got: Vec<String> = all_pages(store, &q)
+        .await?
+        .iter()
+        .flat_map(|p| p.items.iter().map(|i| text(i, "playerId")))
+        .collect();
+    let mut expected: Vec<&Player> = players
+        .iter()
+        .filter(|p| p.team_id == "t1" && p.nickname.is_some())
+        .collect();
+    expected.sort_by(|a, b| {
+        (a.score, &a.nickname)
+            .cmp(&(b.score, &b.nickname))
+            .then_with(|| a.player_id.cmp(&b.player_id))
+    });
+    let expected_ids: Vec<&str> = expected.iter().map(|p| p.player_id.as_str()).collect();
+    assert_eq!(got, expected_ids);
+
+    // sharded: one query per shard of the entity (4 shards), score >= 0 after no prefix
+    let shards: Vec<String> = (0..4).map(|i| format!("player!{i}")).collect();
+    let mut found = BTreeSet::new();
+    for shard in &shards {
+        let q = QueryPage::new(s(shard))
+            .index("byOrg")
+            .and_hash_key(s("acme"))
+            .range(RangeCondition::Ge(n(0)));
+        let items: Vec<Item> = all_pages(store, &q.limit(2))
+            .await?
+            .into_iter()
+            .flat_map(|p| p.items)
+            .collect();
+        let scores: Vec<String> = items.iter().map(|i| text(i, "score")).collect();
+        let mut sorted = scores.clone();
+        sorted.sort_by_key(|v| v.parse::<i64>().unwrap_or(i64::MIN));
+        assert_eq!(scores, sorted, "{shard}: tuple order");
+        for i in &items {
+            assert!(
+                found.insert(text(i, "rangeKey")),
+                "{i:?} found in two shards"
+            );
+        }
+    }
+    let expected: BTreeSet<String> = players
+        .iter()
+        .filter(|p| p.score >= 0)
+        .map(|p| format!("playerId#{}", p.player_id))
+        .collect();
+    assert_eq!(found, expected);
+    Ok(())
+}
+
+#[tokio::test]
+async fn derived_entities_are_indexed_in_memory() -> TestResult {
+    derived_entities_are_indexed(&MemoryStore::new(league()?)).await
+}
+
+#[tokio::test]
+async fn derived_entities_are_indexed_in_dynamodb() -> TestResult {
+    let Some(store) = store_support::dynamo_store("multiattr-derive", league()?).await? else {
+        return Ok(());
+    };
+    let result = derived_entities_are_indexed(&store).await;
+    store.delete_table().await?;
+    result
+}
