@@ -39,6 +39,7 @@
 
 mod engine;
 mod estimate;
+mod multi;
 mod plan;
 mod token;
 mod typed;
@@ -54,6 +55,7 @@ use crate::schema::EntitySchema;
 use crate::store::{Filter, RangeCondition, Store};
 
 use self::engine::Engine;
+pub use self::multi::MultiQuery;
 use self::plan::{IndexSpec, Plan};
 use self::token::{StreamState, TokenState};
 pub use self::typed::{TypedPage, TypedQuery};

@@ -77,6 +77,15 @@ impl<'a> Plan<'a> {
         let mut hash_attr: Option<&str> = None;
         for spec in specs {
             let index = schema.index(&spec.name)?;
+            if index.multi.is_some() {
+                return Err(invalid(
+                    &schema,
+                    format!(
+                        "index `{}` has a multi-attribute key; query it with `MultiQuery`",
+                        spec.name
+                    ),
+                ));
+            }
             if indexes.iter().any(|i| i.name == spec.name) {
                 return Err(invalid(
                     &schema,
