@@ -440,11 +440,21 @@ fn check_multi_key(c: &Container<'_>, index: &str, multi: &MultiDef, errors: &mu
                 &attr.ident,
                 format!(
                     "index `{index}` key attribute `{name}` has type `{}`, which has no DynamoDB key type; a multi-attribute key keeps natural values: use a field of a number type (N) or a string type (S)",
-                    field.value_ty.to_token_stream()
+                    type_text(field.value_ty)
                 ),
             );
         }
     }
+}
+
+/// A type as written, without the spaces tokens print with (`Vec<String>`).
+fn type_text(ty: &syn::Type) -> String {
+    ty.to_token_stream()
+        .to_string()
+        .replace(" < ", "<")
+        .replace("< ", "<")
+        .replace(" >", ">")
+        .replace(" ,", ",")
 }
 
 /// The stored attribute name of a field or generated property.

@@ -59,6 +59,49 @@ pub mod guide {
 /// ```
 pub use entity_manager_derive::Table;
 
+/// Derives [`Collection`](query::Collection) for an enum with one variant per member entity of
+/// an item collection (entities that share a multi-attribute index).
+///
+/// ```
+/// use entity_manager::{Collection, Entity, Table};
+/// use serde::{Deserialize, Serialize};
+///
+/// #[derive(Table)]
+/// #[table(entities(User, Email))]
+/// struct Users;
+///
+/// #[derive(Entity, Serialize, Deserialize)]
+/// #[serde(rename_all = "camelCase")]
+/// #[entity(table = Users, unique = user_id, timestamp = created)]
+/// #[index(name = "byUser", hash = [owner_id], range = [created])]
+/// struct User {
+///     #[transcode("string")]
+///     user_id: String,
+///     #[transcode("timestamp")]
+///     created: u64,
+///     owner_id: String,
+/// }
+///
+/// #[derive(Entity, Serialize, Deserialize)]
+/// #[serde(rename_all = "camelCase")]
+/// #[entity(table = Users, unique = email, timestamp = created)]
+/// #[index(name = "byUser", hash = [owner_id], range = [created])]
+/// struct Email {
+///     #[transcode("string")]
+///     email: String,
+///     #[transcode("timestamp")]
+///     created: u64,
+///     owner_id: String,
+/// }
+///
+/// #[derive(Collection)]
+/// enum UserAndEmails {
+///     User(User),
+///     Email(Email),
+/// }
+/// ```
+pub use entity_manager_derive::Collection;
+
 /// Derives [`Entity`](trait@Entity): an entity's model, its index tokens and typed key builders.
 ///
 /// The struct must also implement serde's `Serialize` and `Deserialize` to be converted to and

@@ -1017,3 +1017,64 @@ mod query_oracle {
         Ok(())
     }
 }
+
+/// A team's players and coaches, as one typed enum.
+#[derive(entity_manager::Collection, Debug, PartialEq)]
+enum Roster {
+    Player(Player),
+    Coach(Coach),
+}
+
+/// A collection query returns players and coaches, told apart by their entity token, in exact
+/// order across both entities' shards, page after page.
+#[tokio::test]
+async fn collections_return_the_typed_enum() -> TestResult {
+    use entity_manager::query::Collection as _;
+    let store = MemoryStore::new(league()?);
+    let players: Vec<Player> = (0..10).map(player).collect();
+    let coaches: Vec<Coach> = (0_u8..4)
+        .map(|i| Coach {
+            coach_id: format!("c{i}"),
+            created: 2_000 + u64::from(i),
+            team_id: "t0".into(),
+            region: "eu".into(),
+            org_id: "acme".into(),
+            score: i64::from(i) - 1,
+            nickname: None,
+        })
+        .collect();
+    for p in &players {
+        p.put(&store).await?;
+    }
+    for c in &coaches {
+        c.put(&store).await?;
+    }
+    let query = Roster::query(&store, "byOrg")?
+        .hash([s("acme")])
+        .window(0, 3_000)
+        .limit(3);
+    let mut got = Vec::new();
+    let mut token = None;
+    loop {
+        let page = query.page(token.as_deref()).await?;
+        got.extend(page.items);
+        match page.next {
+            Some(next) => token = Some(next),
+            None => break,
+        }
+    }
+    let mut expected: Vec<(i64, u64, Roster)> = players
+        .iter()
+        .map(|p| (p.score, p.created, Roster::Player(p.clone())))
+        .chain(
+            coaches
+                .iter()
+                .map(|c| (c.score, c.created, Roster::Coach(c.clone()))),
+        )
+        .collect();
+    expected.sort_by_key(|(score, created, _)| (*score, *created));
+    let expected: Vec<Roster> = expected.into_iter().map(|(_, _, r)| r).collect();
+    assert_eq!(got, expected);
+    assert!(got.iter().any(|r| matches!(r, Roster::Coach(_))));
+    Ok(())
+}

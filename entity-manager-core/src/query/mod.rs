@@ -37,6 +37,7 @@
 //! ([`TokenError::TooLong`], before it is decoded: a few thousand characters per index), and —
 //! with [`Query::signing_key`] — when signed with another key.
 
+mod collection;
 mod engine;
 mod estimate;
 mod multi;
@@ -54,6 +55,7 @@ use crate::error::{Error, Result};
 use crate::schema::EntitySchema;
 use crate::store::{Filter, RangeCondition, Store};
 
+pub use self::collection::{Collection, CollectionQuery};
 use self::engine::Engine;
 pub use self::multi::MultiQuery;
 use self::plan::{IndexSpec, Plan};
