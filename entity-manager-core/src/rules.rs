@@ -1273,14 +1273,14 @@ pub fn multi_key_attribute_role(
     shard_attribute: bool,
 ) -> Option<Problem> {
     match (role, shard_attribute) {
-        (Some(Role::TableHashKey), true) => None,
+        (Some(Role::TableHashKey), true)
+        | (None | Some(Role::Transcoded | Role::Attribute), false) => None,
         (_, true) => Some(Problem::new(
             ConfigRule::MultiKeyAttributeRoles,
             format!(
                 "index `{index}` is sharded, so its first partition attribute must be the table hash key, not `{attribute}`"
             ),
         )),
-        (None | Some(Role::Transcoded | Role::Attribute), false) => None,
         (Some(role @ (Role::TableHashKey | Role::TableRangeKey | Role::Generated(_))), false) => {
             let fix = match (syntax, role) {
                 (Syntax::Derive, Role::TableHashKey) => {
@@ -1835,6 +1835,7 @@ mod tests {
             hash_key: Cow::Borrowed("hashKey"),
             range_key: Cow::Borrowed("x"),
             projection: Projection::All,
+            multi: None,
         };
         let a: Vec<Index> = (0..15).map(|i| index(format!("i{i}"))).collect();
         // 10 repeats of `a`'s names and 6 new ones

@@ -478,7 +478,6 @@ fn check_generated(scope: &Scope<'_>, problems: &mut Problems) {
 
 /// Indexes: unique names, valid keys, distinct key pairs, projections of non-keys, once each.
 fn check_indexes(table: &TableModel, scope: &Scope<'_>, problems: &mut Problems) {
-    let syntax = Syntax::Config;
     let names: Vec<&str> = scope.indexes.iter().map(|i| &*i.name).collect();
     let repeated = rules::index_names_unique(&names);
     let repeats: HashSet<usize> = repeated.iter().map(|(i, _)| *i).collect();
@@ -490,50 +489,9 @@ fn check_indexes(table: &TableModel, scope: &Scope<'_>, problems: &mut Problems)
         scope.generated_names(GeneratedKind::Unsharded),
     );
     for index in scope.indexes {
-        let path = scope.index_path(index);
-        if let Some(multi) = &index.multi {
-            check_multi_key(table, scope, index, multi, problems);
-            continue;
-        }
-        problems.add_some(
-            format!("{path}.hashKey"),
-            rules::index_hash_key(
-                syntax,
-                IndexKey {
-                    index: &index.name,
-                    key: &index.hash_key,
-                    role: scope.role(table, &index.hash_key),
-                    table_key: Some(&table.hash_key),
-                },
-                &sharded,
-            ),
-        );
-        let range_role = scope.role(table, &index.range_key);
-        problems.add_some(
-            format!("{path}.rangeKey"),
-            rules::index_range_key(
-                syntax,
-                IndexKey {
-                    index: &index.name,
-                    key: &index.range_key,
-                    role: range_role,
-                    table_key: Some(&table.range_key),
-                },
-                &unsharded,
-            ),
-        );
-        if range_role == Some(Role::Transcoded)
-            && let Some(property) = scope.property(&index.range_key)
-        {
-            problems.add_some(
-                format!("{path}.rangeKey"),
-                rules::index_range_key_type(
-                    &index.name,
-                    &index.range_key,
-                    property.transcode.name(),
-                    property.transcode.key_type().is_some(),
-                ),
-            );
+        match &index.multi {
+            Some(multi) => check_multi_key(table, scope, index, multi, problems),
+            None => check_classic_keys(table, scope, index, (&sharded, &unsharded), problems),
         }
     }
     let pairs: Vec<Option<(&str, Key<'_>, Key<'_>)>> = scope
@@ -582,6 +540,58 @@ fn check_indexes(table: &TableModel, scope: &Scope<'_>, problems: &mut Problems)
         for (i, problem) in rules::projections_unique(&index.name, &projections) {
             problems.add(format!("{path}.projections.{i}"), problem);
         }
+    }
+}
+
+/// A classic index: its hash key, its range key and the range key's type.
+fn check_classic_keys(
+    table: &TableModel,
+    scope: &Scope<'_>,
+    index: &Index,
+    (sharded, unsharded): (&[&str], &[&str]),
+    problems: &mut Problems,
+) {
+    let syntax = Syntax::Config;
+    let path = scope.index_path(index);
+    problems.add_some(
+        format!("{path}.hashKey"),
+        rules::index_hash_key(
+            syntax,
+            IndexKey {
+                index: &index.name,
+                key: &index.hash_key,
+                role: scope.role(table, &index.hash_key),
+                table_key: Some(&table.hash_key),
+            },
+            sharded,
+        ),
+    );
+    let range_role = scope.role(table, &index.range_key);
+    problems.add_some(
+        format!("{path}.rangeKey"),
+        rules::index_range_key(
+            syntax,
+            IndexKey {
+                index: &index.name,
+                key: &index.range_key,
+                role: range_role,
+                table_key: Some(&table.range_key),
+            },
+            unsharded,
+        ),
+    );
+    if range_role == Some(Role::Transcoded)
+        && let Some(property) = scope.property(&index.range_key)
+    {
+        problems.add_some(
+            format!("{path}.rangeKey"),
+            rules::index_range_key_type(
+                &index.name,
+                &index.range_key,
+                property.transcode.name(),
+                property.transcode.key_type().is_some(),
+            ),
+        );
     }
 }
 

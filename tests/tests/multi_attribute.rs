@@ -181,6 +181,7 @@ impl Ask {
             .collect()
     }
 
+    #[allow(clippy::many_single_char_names)] // the attributes are named a, b, c, d
     fn holds(&self, r: &Row) -> bool {
         let (Some(c), Some(d)) = (r.c, r.d) else {
             return false;
@@ -603,7 +604,7 @@ fn player(i: u32) -> Player {
         region: "eu".to_owned(),
         org_id: "acme".to_owned(),
         score: i64::from(i % 5) - 2,
-        nickname: (i % 4 != 0).then(|| format!("n{}", i % 3)),
+        nickname: (!i.is_multiple_of(4)).then(|| format!("n{}", i % 3)),
     }
 }
 

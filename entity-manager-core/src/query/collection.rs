@@ -73,7 +73,7 @@ pub struct CollectionQuery<'a, S, C> {
     collection: PhantomData<fn() -> C>,
 }
 
-impl<'a, S: Store, C: Collection> CollectionQuery<'a, S, C> {
+impl<S: Store, C: Collection> CollectionQuery<'_, S, C> {
     /// The values of the partition attributes, in key order (without the shard attribute).
     #[must_use]
     pub fn hash(mut self, values: impl IntoIterator<Item = AttributeValue>) -> Self {

@@ -381,6 +381,50 @@ impl<'a, S: Store> MultiQuery<'a, S> {
         h.finalize().into()
     }
 
+    /// The page's plan and where it starts: from the beginning, or as `token` says (checked
+    /// against the query and the table, its window pinned).
+    fn resume(&self, token: Option<&str>) -> Result<(Plan<'a>, StreamState)> {
+        let probe = self.plan(self.window.unwrap_or((0, now_ms())))?;
+        let shape = |plan: &Plan<'_>| token::Shape {
+            streams: 1,
+            lanes: plan.lanes.len(),
+        };
+        let Some(token) = token else {
+            return Ok((probe, StreamState::fresh(0)));
+        };
+        let binding = token::Binding {
+            query: &probe.fingerprint,
+            table: &probe.table,
+        };
+        // a tuple of up to 4 values: room for 4 streams' boundaries
+        let max = token::max_chars(token::Shape {
+            streams: 4,
+            lanes: probe.lanes.len(),
+        });
+        let verified = token::verify(token, binding, self.signing_key.as_deref(), max)?;
+        if let Some((from, to)) = self.window
+            && (from, to) != (verified.from, verified.to)
+        {
+            return Err(Error::Token(crate::error::TokenError::OtherWindow {
+                token_from: verified.from,
+                token_to: verified.to,
+                from,
+                to,
+            }));
+        }
+        let plan = if (verified.from, verified.to) == probe.window {
+            probe
+        } else {
+            self.plan((verified.from, verified.to))?
+        };
+        let mut parsed = verified.parse(shape(&plan))?;
+        let state = parsed
+            .streams
+            .pop()
+            .ok_or(crate::error::TokenError::Malformed("shape"))?;
+        Ok((plan, state))
+    }
+
     /// One page: the first (`token: None`) or the one after the page that returned `token`.
     pub async fn page(&self, token: Option<&str>) -> Result<QueryPageResult> {
         let first = self
@@ -393,47 +437,7 @@ impl<'a, S: Store> MultiQuery<'a, S> {
         if limit == 0 || page_size == 0 || throttle == 0 {
             return Err(self.invalid("the limit, page size and throttle must be at least 1"));
         }
-        let probe = self.plan(self.window.unwrap_or((0, now_ms())))?;
-        let shape = |plan: &Plan<'_>| token::Shape {
-            streams: 1,
-            lanes: plan.lanes.len(),
-        };
-        let (plan, state) = match token {
-            None => (probe, StreamState::fresh(0)),
-            Some(token) => {
-                let binding = token::Binding {
-                    query: &probe.fingerprint,
-                    table: &probe.table,
-                };
-                // a tuple of up to 4 values: room for 4 streams' boundaries
-                let max = token::max_chars(token::Shape {
-                    streams: 4,
-                    lanes: probe.lanes.len(),
-                });
-                let verified = token::verify(token, binding, self.signing_key.as_deref(), max)?;
-                if let Some((from, to)) = self.window
-                    && (from, to) != (verified.from, verified.to)
-                {
-                    return Err(Error::Token(crate::error::TokenError::OtherWindow {
-                        token_from: verified.from,
-                        token_to: verified.to,
-                        from,
-                        to,
-                    }));
-                }
-                let plan = if (verified.from, verified.to) == probe.window {
-                    probe
-                } else {
-                    self.plan((verified.from, verified.to))?
-                };
-                let mut parsed = verified.parse(shape(&plan))?;
-                let state = parsed
-                    .streams
-                    .pop()
-                    .ok_or(crate::error::TokenError::Malformed("shape"))?;
-                (plan, state)
-            }
-        };
+        let (plan, state) = self.resume(token)?;
         let exhausted = if state.exhausted.is_empty() {
             vec![false; plan.lanes.len()]
         } else {
@@ -463,8 +467,8 @@ impl<'a, S: Store> MultiQuery<'a, S> {
             },
         };
         let (items, last) = run.page(limit).await?;
-        let mut stats = run.stats;
-        stats.items_returned = items.len();
+        let mut page_stats = run.stats;
+        page_stats.items_returned = items.len();
         // a lane is done for the next page when it is exhausted and kept nothing back
         let next_exhausted: Vec<bool> = run
             .lanes
@@ -497,7 +501,11 @@ impl<'a, S: Store> MultiQuery<'a, S> {
                 self.signing_key.as_deref(),
             )
         });
-        Ok(QueryPageResult { items, next, stats })
+        Ok(QueryPageResult {
+            items,
+            next,
+            stats: page_stats,
+        })
     }
 
     /// The place of a token's boundary.
@@ -656,7 +664,7 @@ impl<S: Store> Run<'_, '_, S> {
                 source: Box::new(source),
             })?;
             self.stats.items_read += page.items.len();
-            self.take(i, page)?;
+            self.take(i, page);
         }
         Ok(())
     }
@@ -692,7 +700,7 @@ impl<S: Store> Run<'_, '_, S> {
         let condition = match bound {
             None => q.range.clone(),
             Some(t) => match from_boundary(q.range.as_ref(), t, q.descending) {
-                Some(c) => c,
+                Some(c) => Some(c),
                 None => return Ok(None),
             },
         };
@@ -704,7 +712,7 @@ impl<S: Store> Run<'_, '_, S> {
 
     /// Takes a read of lane `i`: buffers what belongs to the page's entities and lies after the
     /// boundary, and moves the lane's frontier.
-    fn take(&mut self, i: usize, page: crate::store::Page) -> Result<()> {
+    fn take(&mut self, i: usize, page: crate::store::Page) {
         let mut kept = Vec::new();
         let mut frontier = None;
         for item in page.items {
@@ -735,14 +743,8 @@ impl<S: Store> Run<'_, '_, S> {
             let o = a.cmp(b);
             if descending { o.reverse() } else { o }
         });
-        match page.last_evaluated_key {
-            Some(key) => lane.cursor = Some(key),
-            None => {
-                lane.exhausted = true;
-                lane.cursor = None;
-            }
-        }
-        Ok(())
+        lane.exhausted = page.last_evaluated_key.is_none();
+        lane.cursor = page.last_evaluated_key;
     }
 
     /// Whether an item of lane `i` is a record of one of the query's entities (an unsharded
@@ -763,25 +765,29 @@ impl<S: Store> Run<'_, '_, S> {
 
     /// Whether an item holds the user's condition (a narrowed condition may read more).
     fn holds(&self, item: &Item) -> bool {
-        let q = self.query;
-        let Some(cond) = &q.range else { return true };
-        let Some(part) = self.plan.multi.range.get(q.prefix.len()) else {
+        let query = self.query;
+        let Some(condition) = &query.range else {
             return true;
         };
-        let Some(v) = item.get(&*part.name) else {
+        let Some(part) = self.plan.multi.range.get(query.prefix.len()) else {
+            return true;
+        };
+        let Some(value) = item.get(&*part.name) else {
             return false;
         };
-        let c = |x: &AttributeValue| estimate::compare(v, x);
-        match cond {
-            RangeCondition::Eq(x) => c(x) == Ordering::Equal,
-            RangeCondition::Lt(x) => c(x) == Ordering::Less,
-            RangeCondition::Le(x) => c(x) != Ordering::Greater,
-            RangeCondition::Gt(x) => c(x) == Ordering::Greater,
-            RangeCondition::Ge(x) => c(x) != Ordering::Less,
-            RangeCondition::Between(a, b) => c(a) != Ordering::Less && c(b) != Ordering::Greater,
-            RangeCondition::BeginsWith(p) => match (v, p) {
-                (AttributeValue::S(v), AttributeValue::S(p)) => v.starts_with(p.as_str()),
-                (AttributeValue::B(v), AttributeValue::B(p)) => v.starts_with(p),
+        let order = |other: &AttributeValue| estimate::compare(value, other);
+        match condition {
+            RangeCondition::Eq(x) => order(x) == Ordering::Equal,
+            RangeCondition::Lt(x) => order(x) == Ordering::Less,
+            RangeCondition::Le(x) => order(x) != Ordering::Greater,
+            RangeCondition::Gt(x) => order(x) == Ordering::Greater,
+            RangeCondition::Ge(x) => order(x) != Ordering::Less,
+            RangeCondition::Between(low, high) => {
+                order(low) != Ordering::Less && order(high) != Ordering::Greater
+            }
+            RangeCondition::BeginsWith(prefix) => match (value, prefix) {
+                (AttributeValue::S(text), AttributeValue::S(p)) => text.starts_with(p.as_str()),
+                (AttributeValue::B(bytes), AttributeValue::B(p)) => bytes.starts_with(p),
                 _ => false,
             },
         }
@@ -824,13 +830,13 @@ fn tuple_value(multi: &MultiKey, item: &Item) -> AttributeValue {
 }
 
 /// The user's condition narrowed to what lies at or after `t` in scan order (ascending: `>= t`;
-/// descending: `<= t`); `Some(None)` for no condition, `None` when nothing can match. A
-/// `begins_with` is kept as it is (it cannot be combined with a bound in one key condition).
+/// descending: `<= t`); `None` when nothing can match. A `begins_with` is kept as it is (it
+/// cannot be combined with a bound in one key condition).
 fn from_boundary(
     user: Option<&RangeCondition>,
     t: &AttributeValue,
     descending: bool,
-) -> Option<Option<RangeCondition>> {
+) -> Option<RangeCondition> {
     use RangeCondition as R;
     let cmp = |a: &AttributeValue, b: &AttributeValue| estimate::compare(a, b);
     let max = |a: &AttributeValue, b: &AttributeValue| {
@@ -847,14 +853,13 @@ fn from_boundary(
             a.clone()
         }
     };
-    Some(Some(if descending {
+    Some(if descending {
         // keep <= t
         match user {
             None => R::Le(t.clone()),
             Some(R::Eq(v)) if cmp(v, t) == Ordering::Greater => return None,
-            Some(c @ (R::Eq(_) | R::BeginsWith(_))) => c.clone(),
             Some(R::Lt(v)) if cmp(v, t) == Ordering::Greater => R::Le(t.clone()),
-            Some(c @ R::Lt(_)) => c.clone(),
+            Some(c @ (R::Eq(_) | R::BeginsWith(_) | R::Lt(_))) => c.clone(),
             Some(R::Le(v)) => R::Le(min(v, t)),
             Some(R::Gt(v) | R::Ge(v)) if cmp(v, t) == Ordering::Greater => return None,
             Some(R::Gt(v) | R::Ge(v)) => R::Between(v.clone(), t.clone()),
@@ -866,16 +871,15 @@ fn from_boundary(
         match user {
             None => R::Ge(t.clone()),
             Some(R::Eq(v)) if cmp(v, t) == Ordering::Less => return None,
-            Some(c @ (R::Eq(_) | R::BeginsWith(_))) => c.clone(),
             Some(R::Gt(v)) if cmp(v, t) == Ordering::Less => R::Ge(t.clone()),
-            Some(c @ R::Gt(_)) => c.clone(),
+            Some(c @ (R::Eq(_) | R::BeginsWith(_) | R::Gt(_))) => c.clone(),
             Some(R::Ge(v)) => R::Ge(max(v, t)),
             Some(R::Lt(v) | R::Le(v)) if cmp(v, t) == Ordering::Less => return None,
             Some(R::Lt(v) | R::Le(v)) => R::Between(t.clone(), v.clone()),
             Some(R::Between(_, b)) if cmp(b, t) == Ordering::Less => return None,
             Some(R::Between(a, b)) => R::Between(max(a, t), b.clone()),
         }
-    }))
+    })
 }
 
 fn now_ms() -> u64 {

@@ -83,6 +83,9 @@ struct State {
     gsis: Vec<IndexMap>,
 }
 
+/// The partition and sort attribute values of an item in one index.
+type IndexKey = (Vec<Scalar>, Vec<Scalar>);
+
 /// The bounds of a key condition on an index partition, and the prefix of a `begins_with`.
 type RangeBounds = (Bound<SortKey>, Bound<SortKey>, Option<Scalar>);
 
@@ -218,7 +221,7 @@ impl MemoryStore {
         i: usize,
         item: &Item,
         operation: &'static str,
-    ) -> Result<Option<(Vec<Scalar>, Vec<Scalar>)>, StoreError> {
+    ) -> Result<Option<IndexKey>, StoreError> {
         let Some(index) = self.definition.indexes.get(i) else {
             return Ok(None);
         };
