@@ -14,6 +14,9 @@ pub mod guide {
 
     #[doc = include_str!("../docs/paging.md")]
     pub mod paging {}
+
+    #[doc = include_str!("../docs/multi-attribute.md")]
+    pub mod multi_attribute {}
 }
 
 /// Derives [`Table`](trait@Table) for a unit struct: the settings of one DynamoDB table and the
