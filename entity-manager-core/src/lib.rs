@@ -41,12 +41,14 @@
 
 #[doc(hidden)]
 pub mod __private;
+pub mod audit;
 mod builder;
 mod entity;
 mod error;
 pub mod field;
 mod keys;
 pub mod limits;
+pub mod migrate;
 pub mod model;
 mod ops;
 pub mod purge;
