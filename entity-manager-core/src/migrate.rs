@@ -627,7 +627,7 @@ impl<'a> Migration<'a> {
                 }
                 Err(StepError::Action { source }) => {
                     halt.store(true, Ordering::SeqCst);
-                    failure.get_or_insert(source);
+                    failure.get_or_insert(*source);
                 }
             }
         }
@@ -704,17 +704,19 @@ impl<'a> Migration<'a> {
     }
 
     /// What to do with `item` of entity `e`.
-    fn plan(e: &EntityMigration<'_>, item: &Item) -> Result<Plan, MigrateFailure> {
+    fn plan(e: &EntityMigration<'_>, item: &Item) -> Result<Plan, Box<MigrateFailure>> {
         if in_shape(&e.to, &e.from, item) && !in_shape(&e.from, &e.to, item) {
             return Ok(Plan::MigratedBefore);
         }
         let entity = || e.from.model().token.to_string();
         let stripped = e.from.remove_keys(item);
         let transformed = match &e.transform {
-            Some(transform) => transform(stripped).map_err(|source| MigrateFailure::Transform {
-                entity: entity(),
-                key: key_text(e, item),
-                source,
+            Some(transform) => transform(stripped).map_err(|source| {
+                Box::new(MigrateFailure::Transform {
+                    entity: entity(),
+                    key: key_text(e, item),
+                    source,
+                })
             })?,
             None => stripped,
         };
@@ -748,7 +750,7 @@ impl<'a> Migration<'a> {
         &self,
         store: &S,
         items: Vec<Item>,
-    ) -> Result<PageDone, MigrateFailure> {
+    ) -> Result<PageDone, Box<MigrateFailure>> {
         let mut counts = MigrateCounts::default();
         let mut rewrites = Vec::new();
         let mut moves = Vec::new();
@@ -787,10 +789,10 @@ impl<'a> Migration<'a> {
                         WriteRequest::Delete(key) => Some(key.clone()),
                     })
                     .collect();
-                MigrateFailure::Rewrite {
+                Box::new(MigrateFailure::Rewrite {
                     unwritten,
                     source: Box::new(source),
-                }
+                })
             })?;
         }
         for (e, old, target) in moves {
@@ -804,15 +806,14 @@ impl<'a> Migration<'a> {
                     expect: Expect::Absent,
                 },
             ];
-            store
-                .transact_write(writes)
-                .await
-                .map_err(|source| MigrateFailure::Move {
+            store.transact_write(writes).await.map_err(|source| {
+                Box::new(MigrateFailure::Move {
                     entity: e.from.model().token.to_string(),
                     from: key_text(e, &old),
                     to: key_text(e, &target),
                     source: Box::new(source),
-                })?;
+                })
+            })?;
         }
         Ok(PageDone { counts })
     }

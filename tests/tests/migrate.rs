@@ -97,11 +97,11 @@ fn records(users: u32, emails: u32, seed: u64) -> Result<Vec<Record>, BoxError> 
             "userId": format!("u{i:04}"),
             "created": TIMES[usize::try_from(k % 5)?] + k * 1_000,
         });
-        if k % 3 != 0 {
+        if !k.is_multiple_of(3) {
             user["firstNameCanonical"] = json!(FIRST[usize::try_from(k % 4)?]);
             user["lastNameCanonical"] = json!(format!("l{}", k % 7));
         }
-        if k % 4 != 0 {
+        if !k.is_multiple_of(4) {
             user["city"] = json!(CITIES[usize::try_from(k % 3)?]);
         }
         out.push(("user", serde_dynamo::to_item(user)?));
@@ -638,12 +638,15 @@ mod typed {
     }
 
     fn upgrade(v1: UserV1) -> UserV2 {
-        let (first, last) = v1.name.split_once(' ').unwrap_or((&v1.name, ""));
+        let (first_name, last_name) = match v1.name.split_once(' ') {
+            Some((first, last)) => (first.to_owned(), last.to_owned()),
+            None => (v1.name, String::new()),
+        };
         UserV2 {
-            user_id: v1.user_id.clone(),
+            user_id: v1.user_id,
             created: v1.created,
-            first_name: first.to_owned(),
-            last_name: last.to_owned(),
+            first_name,
+            last_name,
         }
     }
 

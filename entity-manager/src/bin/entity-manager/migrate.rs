@@ -232,6 +232,7 @@ fn confirm(yes: bool, what: &str) -> Result<(), Failure> {
     }
 }
 
+#[allow(clippy::too_many_lines)] // one command, start to end (as purge)
 pub(crate) fn migrate(args: &MigrateArgs, json: bool) -> Result<(), Failure> {
     let (text_a, text_b) = (read(&args.from)?, read(&args.to)?);
     let a = load(&args.from, args.space.shard_space)?;
