@@ -239,7 +239,11 @@ pub(crate) fn migrate(args: &MigrateArgs, json: bool) -> Result<(), Failure> {
     let b = load(&args.to, args.space.shard_space)?;
     let migration = migration(&a, &b, args.entity.as_deref())?;
     let store = connect(&b, &args.table, &args.connection)?;
-    let scan = parallel_scan(&store, &b, None, &args.parallel)?;
+    let mut scan = parallel_scan(&store, &b, None, &args.parallel)?;
+    // pages of 100 by default, as purge: the checkpoint granularity
+    if args.parallel.page_size.is_none() {
+        scan = scan.page_size(100);
+    }
     if args.dry_run {
         let report = runtime()?
             .block_on(migration.dry_run(scan, args.samples))
@@ -260,7 +264,6 @@ pub(crate) fn migrate(args: &MigrateArgs, json: bool) -> Result<(), Failure> {
         scan: scan.checkpoint().clone(),
         counts: MigrateCounts::default(),
     };
-    let mut scan = scan;
     if let Some(path) = &args.checkpoint
         && let Some(saved) = MigrateState::load(path)?
     {
