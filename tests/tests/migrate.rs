@@ -1,9 +1,9 @@
 //! Migration from schema A to schema B, on `MemoryStore` and `DynamoDB` Local (when
 //! `DYNAMODB_ENDPOINT` is set): a new shard bump that moves records, a changed generated
-//! property and a new one with its index, a changed range-key encoding, typed records through a
-//! transform; the dry run (writes nothing, counts match an oracle), idempotence, a migration
-//! stopped by a store failure and resumed, a move onto an occupied key; and a property test
-//! over random record sets.
+//! property and a new one with its index, a changed range-key encoding, an item transform, typed
+//! records through a transform; the dry run (writes nothing, counts match an oracle),
+//! idempotence, a migration stopped by a store failure and resumed, a move onto an occupied
+//! key, a record the transform refuses; and a property test over random record sets.
 //!
 //! The oracle of every test is the record set itself: the table after a migration must hold
 //! exactly `B.add_keys(record)` for every record written under A, and B's queries must return
@@ -593,6 +593,90 @@ async fn a_move_onto_an_occupied_key_fails_without_writing() -> TestResult {
         table(&store).await?,
         canonical(vec![old[0].clone(), squatter])
     );
+    Ok(())
+}
+
+/// An item transform on one entity (schemas A to A: only the transform changes records):
+/// every user gets its city upper-cased and a `plan` attribute, rewritten in place; a second
+/// run finds nothing to write (the transform maps its own output to itself); a record the
+/// transform refuses is listed by the dry run and stops a run with a typed error naming the
+/// record.
+#[tokio::test]
+async fn an_item_transform_rewrites_in_place_and_names_what_it_refuses() -> TestResult {
+    let a = Schema::from_ts_config(&config_a()?, ShardSpace::Product)?;
+    let records = records(30, 5, 4)?;
+    let store = MemoryStore::new(definition(&a)?);
+    write(&store, keyed(&a, &records)?).await?;
+    let upper = |mut item: Item| -> Result<Item, entity_manager::migrate::TransformError> {
+        if text(&item, "userId") == "u0029" && item.contains_key("refuse") {
+            return Err("u0029 is marked `refuse`".into());
+        }
+        if let Some(AttributeValue::S(city)) = item.get("city") {
+            let city = city.to_uppercase();
+            item.insert("city".into(), s(&city));
+        }
+        item.insert("plan".into(), s("basic"));
+        Ok(item)
+    };
+    let migration = Migration::new().entity_with(a.entity("user")?, a.entity("user")?, upper)?;
+    let report = migration
+        .run(ParallelScan::new(&store).page_size(8), |_| {
+            ControlFlow::Continue(())
+        })
+        .await?;
+    let counts = report.counts.entities["user"];
+    assert_eq!((counts.rewritten, counts.moved), (30, 0));
+    // the scan keeps the users only: the emails are not even read (the table check below
+    // shows them untouched)
+    assert_eq!(report.counts.other, 0);
+    let expected: Vec<Record> = records
+        .iter()
+        .map(|(entity, item)| {
+            let mut item = item.clone();
+            if *entity == "user" {
+                if let Some(AttributeValue::S(city)) = item.get("city") {
+                    let city = city.to_uppercase();
+                    item.insert("city".into(), s(&city));
+                }
+                item.insert("plan".into(), s("basic"));
+            }
+            (*entity, item)
+        })
+        .collect();
+    assert_eq!(table(&store).await?, canonical(keyed(&a, &expected)?));
+    let again = migration
+        .run(ParallelScan::new(&store), |_| ControlFlow::Continue(()))
+        .await?;
+    assert_eq!(again.counts.total().written(), 0);
+    assert_eq!(again.counts.entities["user"].unchanged, 30);
+
+    // one record the transform refuses
+    let mut marked = table(&store)
+        .await?
+        .into_iter()
+        .find(|i| text(i, "userId") == "u0029")
+        .ok_or("u0029")?;
+    marked.insert("refuse".into(), AttributeValue::Bool(true));
+    marked.remove("plan");
+    write(&store, vec![marked.clone()]).await?;
+    let plan = migration.dry_run(ParallelScan::new(&store), 3).await?;
+    assert_eq!(plan.counts.entities["user"].failed, 1);
+    assert_eq!(plan.failures.len(), 1);
+    assert_eq!(plan.failures[0].key.0.range_key, "userId#u0029");
+    assert!(plan.failures[0].reason.contains("marked `refuse`"));
+    let error = migration
+        .run(ParallelScan::new(&store), |_| ControlFlow::Continue(()))
+        .await
+        .err()
+        .ok_or("the refused record did not stop the run")?;
+    let MigrateFailure::Transform { entity, key, .. } = &error.source else {
+        return Err(format!("unexpected failure: {error}").into());
+    };
+    assert_eq!(
+        (entity.as_str(), key.0.range_key.as_str()),
+        ("user", "userId#u0029")
+    );
+    assert!(error.to_string().contains("userId#u0029"), "{error}");
     Ok(())
 }
 
