@@ -146,7 +146,7 @@ pub enum IncompatibleSchemas {
     },
     /// A typed migration whose entity types are not part of their tables.
     #[error("{0}")]
-    Entity(#[source] Box<Error>),
+    InvalidEntity(#[source] Box<Error>),
 }
 
 /// One entity's migration: its schema under A and B, and the transform between them.
@@ -510,8 +510,8 @@ impl<'a> Migration<'a> {
         B: Entity + Serialize,
         F: Fn(A) -> B + Send + Sync + 'static,
     {
-        let from = A::schema().map_err(|e| IncompatibleSchemas::Entity(Box::new(e)))?;
-        let to = B::schema().map_err(|e| IncompatibleSchemas::Entity(Box::new(e)))?;
+        let from = A::schema().map_err(|e| IncompatibleSchemas::InvalidEntity(Box::new(e)))?;
+        let to = B::schema().map_err(|e| IncompatibleSchemas::InvalidEntity(Box::new(e)))?;
         let keys = 2 + to.model().generated.len();
         let transform = move |item: Item| -> Result<Item, TransformError> {
             let record: A = serde_dynamo::from_item(item)?;
