@@ -392,7 +392,7 @@ pub enum TableDefinitionError {
 ///
 /// ```
 /// use entity_manager_core::store::{
-///     Billing, GlobalIndex, KeyType, LocalIndex, StreamView, TableDefinition,
+///     GlobalIndex, KeyType, LocalIndex, StreamView, TableDefinition,
 /// };
 ///
 /// let table = TableDefinition::new(("hashKey", KeyType::S), ("rangeKey", KeyType::S))
