@@ -613,3 +613,216 @@ impl TableDefinition {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::store::{GlobalIndex, LocalIndex};
+
+    fn projection() -> impl Strategy<Value = Projection> {
+        prop_oneof![
+            Just(Projection::All),
+            Just(Projection::KeysOnly),
+            // Attributes that are sometimes keys (`hk`, `sk`): those do not count.
+            proptest::sample::subsequence(vec!["a", "b", "c", "hk", "sk"], 0..=5).prop_map(
+                |names| Projection::Include(
+                    names.into_iter().map(Name::from).collect::<Vec<_>>().into()
+                )
+            ),
+        ]
+    }
+
+    prop_compose! {
+        fn definition()(
+            gsis in proptest::collection::vec((any::<bool>(), projection(), proptest::option::of((1i64..4, 1i64..4))), 3),
+            lsis in proptest::collection::vec((any::<bool>(), projection()), 2),
+            provisioned in proptest::option::of((1i64..4, 1i64..4)),
+            ttl in proptest::option::of(prop_oneof![Just("ttl"), Just("expires")]),
+            stream in proptest::option::of(proptest::sample::select(StreamView::ALL.to_vec())),
+            pitr in any::<bool>(),
+            protection in any::<bool>(),
+            tags in proptest::collection::btree_map(prop_oneof![Just("a"), Just("b")], prop_oneof![Just("x"), Just("y")], 0..=2),
+        ) -> TableDefinition {
+            let mut def = TableDefinition::new(("hk", KeyType::S), ("sk", KeyType::S));
+            for (i, (present, projection, capacity)) in gsis.into_iter().enumerate() {
+                if present {
+                    let mut gsi = GlobalIndex::new(format!("gsi{i}"), ("g", KeyType::S), ("sk", KeyType::S))
+                        .projection(projection);
+                    if let (Some(_), Some((r, w))) = (provisioned, capacity) {
+                        gsi = gsi.capacity(Capacity::new(r, w));
+                    }
+                    def = def.with_index(gsi);
+                }
+            }
+            for (i, (present, projection)) in lsis.into_iter().enumerate() {
+                if present {
+                    def = def.with_local_index(
+                        LocalIndex::new(format!("lsi{i}"), ("hk", KeyType::S), (format!("l{i}"), KeyType::N))
+                            .projection(projection),
+                    );
+                }
+            }
+            if let Some((read, write)) = provisioned {
+                def = def.with_billing(Billing::Provisioned { read, write });
+            }
+            def.ttl_attribute = ttl.map(str::to_owned);
+            def.stream = stream;
+            def.point_in_time_recovery = pitr;
+            def.deletion_protection = protection;
+            for (k, v) in tags {
+                def = def.with_tag(k, v);
+            }
+            def
+        }
+    }
+
+    /// The drift of `b` against `a`, mirrored: what `a.drift(b)` should be, up to order.
+    fn mirrored(d: &Drift) -> Drift {
+        match d.clone() {
+            Drift::MissingIndex { kind, index } => Drift::ExtraIndex { kind, index },
+            Drift::ExtraIndex { kind, index } => Drift::MissingIndex { kind, index },
+            Drift::KeySchema {
+                index,
+                expected,
+                actual,
+            } => Drift::KeySchema {
+                index,
+                expected: actual,
+                actual: expected,
+            },
+            Drift::KeyAttributeType {
+                attribute,
+                expected,
+                actual,
+            } => Drift::KeyAttributeType {
+                attribute,
+                expected: actual,
+                actual: expected,
+            },
+            Drift::Projection {
+                kind,
+                index,
+                expected,
+                actual,
+            } => Drift::Projection {
+                kind,
+                index,
+                expected: actual,
+                actual: expected,
+            },
+            Drift::TimeToLive { expected, actual } => Drift::TimeToLive {
+                expected: actual,
+                actual: expected,
+            },
+            Drift::Stream { expected, actual } => Drift::Stream {
+                expected: actual,
+                actual: expected,
+            },
+            Drift::PointInTimeRecovery { expected, actual } => Drift::PointInTimeRecovery {
+                expected: actual,
+                actual: expected,
+            },
+            Drift::DeletionProtection { expected, actual } => Drift::DeletionProtection {
+                expected: actual,
+                actual: expected,
+            },
+            Drift::Billing { expected, actual } => Drift::Billing {
+                expected: actual,
+                actual: expected,
+            },
+            Drift::IndexCapacity {
+                index,
+                expected,
+                actual,
+            } => Drift::IndexCapacity {
+                index,
+                expected: actual,
+                actual: expected,
+            },
+            Drift::Tag {
+                key,
+                expected,
+                actual,
+            } => Drift::Tag {
+                key,
+                expected: actual,
+                actual: expected,
+            },
+        }
+    }
+
+    fn sorted(mut v: Vec<Drift>) -> Vec<String> {
+        let mut out: Vec<String> = v.drain(..).map(|d| format!("{d:?}")).collect();
+        out.sort();
+        out
+    }
+
+    proptest! {
+        /// A table that is its definition has no drift, whatever the definition.
+        #[test]
+        fn a_definition_does_not_drift_from_itself(def in definition()) {
+            prop_assert_eq!(def.drift(&LiveTable::new(def.clone())).drifts, vec![]);
+        }
+
+        /// Comparing the other way round finds the same differences, mirrored.
+        #[test]
+        fn drift_is_symmetric(a in definition(), b in definition()) {
+            let ab = a.drift(&LiveTable::new(b.clone())).drifts;
+            let ba = b.drift(&LiveTable::new(a.clone())).drifts;
+            prop_assert_eq!(sorted(ab.iter().map(mirrored).collect()), sorted(ba));
+        }
+
+        /// Drift is empty exactly when the definitions describe the same table: equal after
+        /// ordering indexes by name, normalising projections and resolving GSI capacities.
+        #[test]
+        fn no_drift_means_the_same_table(a in definition(), b in definition()) {
+            let canonical = |d: &TableDefinition| {
+                let mut d = d.clone();
+                let provisioned = d.billing.capacity().is_some();
+                let globals: Vec<GlobalIndex> = d.indexes.iter().map(|g| {
+                    let mut g = g.clone();
+                    g.projection = normalize(&d, &g.hash_key, &g.range_key, &g.projection);
+                    g.capacity = if provisioned { d.index_capacity(&g) } else { None };
+                    g
+                }).collect();
+                let locals: Vec<LocalIndex> = d.local_indexes.iter().map(|l| {
+                    let mut l = l.clone();
+                    l.projection = normalize(&d, &l.hash_key, &l.range_key, &l.projection);
+                    l
+                }).collect();
+                d.indexes = globals;
+                d.local_indexes = locals;
+                d.indexes.sort_by(|x, y| x.name.cmp(&y.name));
+                d.local_indexes.sort_by(|x, y| x.name.cmp(&y.name));
+                d
+            };
+            prop_assert_eq!(
+                a.drift(&LiveTable::new(b.clone())).is_clean(),
+                canonical(&a) == canonical(&b)
+            );
+        }
+
+        /// Unreported settings are never compared, and are listed.
+        #[test]
+        fn unreported_settings_are_not_compared(a in definition(), b in definition()) {
+            let live = LiveTable::new(b)
+                .with_unreported(Setting::Tags)
+                .with_unreported(Setting::PointInTimeRecovery)
+                .with_unreported(Setting::TimeToLive);
+            let report = a.drift(&live);
+            let compared = report.drifts.iter().any(|d| {
+                matches!(
+                    d,
+                    Drift::Tag { .. } | Drift::PointInTimeRecovery { .. } | Drift::TimeToLive { .. }
+                )
+            });
+            prop_assert!(!compared);
+            prop_assert_eq!(
+                report.unchecked,
+                vec![Setting::TimeToLive, Setting::PointInTimeRecovery, Setting::Tags]
+            );
+        }
+    }
+}
