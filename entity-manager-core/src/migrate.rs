@@ -92,7 +92,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_dynamo::{AttributeValue, Item};
 
-use crate::entity::{Entity, EntityExt};
+use crate::entity::{Entity, schema_of};
 use crate::error::Error;
 use crate::keys::PrimaryKey;
 use crate::scan::{ParallelScan, ScanCheckpoint, StepError, entity_filter};
@@ -510,8 +510,8 @@ impl<'a> Migration<'a> {
         B: Entity + Serialize,
         F: Fn(A) -> B + Send + Sync + 'static,
     {
-        let from = A::schema().map_err(|e| IncompatibleSchemas::InvalidEntity(Box::new(e)))?;
-        let to = B::schema().map_err(|e| IncompatibleSchemas::InvalidEntity(Box::new(e)))?;
+        let from = schema_of::<A>().map_err(|e| IncompatibleSchemas::InvalidEntity(Box::new(e)))?;
+        let to = schema_of::<B>().map_err(|e| IncompatibleSchemas::InvalidEntity(Box::new(e)))?;
         let keys = 2 + to.model().generated.len();
         let transform = move |item: Item| -> Result<Item, TransformError> {
             let record: A = serde_dynamo::from_item(item)?;

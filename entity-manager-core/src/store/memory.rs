@@ -119,6 +119,14 @@ impl MemoryStore {
         }
     }
 
+    /// The table as this store holds it: the definition it was built with, with every setting
+    /// reported, so [`TableDefinition::drift`] against it compares everything (and agrees with
+    /// a `DynamoStore` table created from the same definition). LSIs are remembered here but
+    /// not maintained as indexes.
+    pub fn describe_table(&self) -> super::LiveTable {
+        super::LiveTable::new(self.definition.clone())
+    }
+
     /// How many items the table holds.
     pub fn len(&self) -> usize {
         self.read().items.len()

@@ -56,7 +56,7 @@ enum Command {
         #[command(subcommand)]
         action: KeysAction,
     },
-    /// Creates, deletes or describes the table of a configuration, or prints its
+    /// Creates, deletes, describes or drift-checks the table of a configuration, or prints its
     /// CloudFormation resource.
     Table {
         #[command(subcommand)]
