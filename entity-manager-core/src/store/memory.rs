@@ -70,6 +70,10 @@ const MAX_TRANSACTION: usize = 100;
 #[derive(Debug)]
 pub struct MemoryStore {
     definition: TableDefinition,
+    /// The secondary indexes it maintains: the GSIs, then the LSIs (in the GSI shape).
+    indexes: Vec<GlobalIndex>,
+    /// How many of `indexes` are GSIs (the rest are LSIs).
+    globals: usize,
     projections: Vec<Option<Vec<String>>>,
     state: RwLock<State>,
 }
@@ -89,7 +93,11 @@ struct View<'a> {
     name: Option<&'a str>,
     hash: &'a KeyAttribute,
     range: &'a KeyAttribute,
+    /// The position of a secondary index in `MemoryStore::indexes`.
     gsi: Option<usize>,
+    /// Whether the index is local: an LSI fetches attributes it does not project from the
+    /// table, where a GSI refuses them.
+    local: bool,
 }
 
 fn validation(operation: &'static str, message: impl Into<String>) -> StoreError {
@@ -103,14 +111,25 @@ fn type_name(t: super::KeyType) -> &'static str {
 impl MemoryStore {
     /// An empty table with this definition.
     pub fn new(definition: TableDefinition) -> Self {
-        let projections = definition
+        let globals = definition.indexes.len();
+        let indexes: Vec<GlobalIndex> = definition
             .indexes
+            .iter()
+            .cloned()
+            .chain(definition.local_indexes.iter().map(|l| {
+                GlobalIndex::new(l.name.clone(), l.hash_key.clone(), l.range_key.clone())
+                    .projection(l.projection.clone())
+            }))
+            .collect();
+        let projections = indexes
             .iter()
             .map(|i| definition.projected_attributes(i))
             .collect();
-        let gsis = vec![IndexMap::new(); definition.indexes.len()];
+        let gsis = vec![IndexMap::new(); indexes.len()];
         Self {
             definition,
+            indexes,
+            globals,
             projections,
             state: RwLock::new(State {
                 gsis,
@@ -121,8 +140,7 @@ impl MemoryStore {
 
     /// The table as this store holds it: the definition it was built with, with every setting
     /// reported, so [`TableDefinition::drift`] against it compares everything (and agrees with
-    /// a `DynamoStore` table created from the same definition). LSIs are remembered here but
-    /// not maintained as indexes.
+    /// a `DynamoStore` table created from the same definition).
     pub fn describe_table(&self) -> super::LiveTable {
         super::LiveTable::new(self.definition.clone())
     }
@@ -213,7 +231,7 @@ impl MemoryStore {
         item: &Item,
         operation: &'static str,
     ) -> Result<Option<(Scalar, Scalar)>, StoreError> {
-        let Some(index) = self.definition.indexes.get(i) else {
+        let Some(index) = self.indexes.get(i) else {
             return Ok(None);
         };
         let (Some(h), Some(r)) = (
@@ -249,7 +267,7 @@ impl MemoryStore {
             })?;
         }
         let pk = self.primary_key(&item, operation, false)?;
-        for (i, index) in self.definition.indexes.iter().enumerate() {
+        for (i, index) in self.indexes.iter().enumerate() {
             self.gsi_key(i, &item, operation)?;
             for (attr, max) in [
                 (&index.hash_key, MAX_PARTITION_KEY_BYTES),
@@ -313,7 +331,7 @@ impl MemoryStore {
                 state.table.remove(&pk.0);
             }
         }
-        for i in 0..self.definition.indexes.len() {
+        for i in 0..self.indexes.len() {
             if let Ok(Some((h, r))) = self.gsi_key(i, &old, "index")
                 && let Some(map) = state.gsis.get_mut(i)
                 && let Some(set) = map.get_mut(&h)
@@ -333,7 +351,7 @@ impl MemoryStore {
             pk.0.clone(),
             pk.1.clone(),
         ));
-        for i in 0..self.definition.indexes.len() {
+        for i in 0..self.indexes.len() {
             if let Ok(Some((h, r))) = self.gsi_key(i, &item, "index")
                 && let Some(map) = state.gsis.get_mut(i)
             {
@@ -573,10 +591,10 @@ impl MemoryStore {
                 hash: &self.definition.hash_key,
                 range: &self.definition.range_key,
                 gsi: None,
+                local: false,
             }),
             Some(name) => {
                 let (i, g): (usize, &GlobalIndex) = self
-                    .definition
                     .indexes
                     .iter()
                     .enumerate()
@@ -592,6 +610,7 @@ impl MemoryStore {
                     hash: &g.hash_key,
                     range: &g.range_key,
                     gsi: Some(i),
+                    local: i >= self.globals,
                 })
             }
         }
@@ -662,8 +681,9 @@ impl MemoryStore {
             evaluated += 1;
             // what the index holds of the item (a GSI may project only some attributes)
             let index_item = match &projected {
-                Some(attrs) => Cow::Owned(project(item, Some(attrs))),
-                None => Cow::Borrowed(item),
+                Some(attrs) if !view.local => Cow::Owned(project(item, Some(attrs))),
+                // an LSI's filter names only what it projects (checked above)
+                _ => Cow::Borrowed(item),
             };
             if request
                 .filter
@@ -673,6 +693,10 @@ impl MemoryStore {
                 page.items
                     .push(match (index_item, request.projection.as_deref()) {
                         (Cow::Owned(item), None) => item,
+                        // without a projection expression, an LSI returns what it projects
+                        (Cow::Borrowed(item), None) if view.local => {
+                            project(item, projected.as_deref())
+                        }
                         (item, projection) => project(&item, projection),
                     });
             }
@@ -737,6 +761,7 @@ impl MemoryStore {
                     hash: &self.definition.hash_key,
                     range: &self.definition.range_key,
                     gsi: None,
+                    local: false,
                 };
                 page.last_evaluated_key = Some(self.last_key(&table, item));
                 break;
@@ -838,7 +863,9 @@ fn check_query(
         }
     }
     check_projection(request.projection.as_deref(), OP)?;
-    if let (Some(asked), Some(projected)) = (&request.projection, projected)
+    // an LSI reads the attributes it does not project from the table (a filter still sees only
+    // what it projects); a GSI refuses them
+    if let (Some(asked), Some(projected), false) = (&request.projection, projected, view.local)
         && let Some(missing) = asked.iter().find(|a| !projected.contains(a))
     {
         return Err(validation(

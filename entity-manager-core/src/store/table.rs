@@ -106,9 +106,10 @@ impl GlobalIndex {
 /// A local secondary index: the table's hash key with another range key. It can only be
 /// created with the table, and at most [`MAX_LOCAL_INDEXES`] per table.
 ///
-/// `DynamoStore` creates, queries and drift-checks LSIs; `MemoryStore` remembers them in its
-/// definition but does not maintain them as indexes (a query of an LSI there is an unknown
-/// index).
+/// Both stores maintain and query LSIs alike: an item lacking the range key is not in the index,
+/// and a query's projection may ask an LSI for attributes it does not project (they are read from
+/// the table, where a GSI refuses them; a filter sees only what the LSI projects, as on DynamoDB
+/// Local). `DynamoStore` also creates and drift-checks them.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct LocalIndex {
