@@ -12,7 +12,6 @@
 mod store_support;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::future::Future;
 use std::ops::ControlFlow;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -20,9 +19,8 @@ use entity_manager::migrate::{Action, MigrateFailure, Migration};
 use entity_manager::query::Query;
 use entity_manager::scan::ParallelScan;
 use entity_manager::store::{
-    BatchGetError, BatchWriteError, Expect, MemoryStore, Page, QueryPage, RangeCondition,
-    ReturnValues, ScanPage, Store, StoreError, StoreErrorKind, TableDefinition, TransactWrite,
-    Update, WriteRequest,
+    BatchWriteError, MemoryStore, RangeCondition, Store, StoreError, StoreErrorKind,
+    TableDefinition, TransactWrite, WriteRequest,
 };
 use entity_manager::{AttributeValue, Entity, EntityExt, Item, Schema, ShardSpace, Table};
 use futures::TryStreamExt;
@@ -244,30 +242,8 @@ impl<S> FailAfter<S> {
 }
 
 impl<S: Store> Store for FailAfter<S> {
-    fn definition(&self) -> &TableDefinition {
-        self.inner.definition()
-    }
-    fn put_item(
-        &self,
-        item: Item,
-        expect: Expect,
-    ) -> impl Future<Output = Result<(), StoreError>> + Send {
-        self.inner.put_item(item, expect)
-    }
-    fn get_item(
-        &self,
-        key: &Item,
-        projection: Option<&[String]>,
-    ) -> impl Future<Output = Result<Option<Item>, StoreError>> + Send {
-        self.inner.get_item(key, projection)
-    }
-    fn delete_item(
-        &self,
-        key: &Item,
-        expect: Expect,
-    ) -> impl Future<Output = Result<(), StoreError>> + Send {
-        self.inner.delete_item(key, expect)
-    }
+    entity_manager_tests::forward_store!(inner: definition, name, put_item, get_item, delete_item, batch_get, update_item, transact_get, query_page, scan_page);
+
     async fn batch_write(&self, writes: Vec<WriteRequest>) -> Result<(), BatchWriteError> {
         if self.failing() {
             let total = writes.len();
@@ -279,13 +255,7 @@ impl<S: Store> Store for FailAfter<S> {
         }
         self.inner.batch_write(writes).await
     }
-    fn batch_get(
-        &self,
-        keys: Vec<Item>,
-        projection: Option<&[String]>,
-    ) -> impl Future<Output = Result<Vec<Item>, BatchGetError>> + Send {
-        self.inner.batch_get(keys, projection)
-    }
+
     async fn transact_write(&self, writes: Vec<TransactWrite>) -> Result<(), StoreError> {
         if self.failing() {
             return Err(StoreError::new(
@@ -295,33 +265,6 @@ impl<S: Store> Store for FailAfter<S> {
             ));
         }
         self.inner.transact_write(writes).await
-    }
-    fn update_item(
-        &self,
-        key: &Item,
-        update: &Update,
-        expect: Expect,
-        returns: ReturnValues,
-    ) -> impl Future<Output = Result<Option<Item>, StoreError>> + Send {
-        self.inner.update_item(key, update, expect, returns)
-    }
-    fn transact_get(
-        &self,
-        keys: Vec<Item>,
-    ) -> impl Future<Output = Result<Vec<Option<Item>>, StoreError>> + Send {
-        self.inner.transact_get(keys)
-    }
-    fn query_page(
-        &self,
-        request: &QueryPage,
-    ) -> impl Future<Output = Result<Page, StoreError>> + Send {
-        self.inner.query_page(request)
-    }
-    fn scan_page(
-        &self,
-        request: &ScanPage,
-    ) -> impl Future<Output = Result<Page, StoreError>> + Send {
-        self.inner.scan_page(request)
     }
 }
 
