@@ -41,6 +41,7 @@
 
 #[doc(hidden)]
 pub mod __private;
+pub mod audit;
 mod builder;
 mod entity;
 mod entity_ext;
@@ -48,6 +49,7 @@ mod error;
 pub mod field;
 mod keys;
 pub mod limits;
+pub mod migrate;
 pub mod model;
 mod ops;
 pub mod purge;

@@ -50,6 +50,18 @@ pub const DEFAULT_LIMIT: usize = 10;
 pub const DEFAULT_PAGE_SIZE: usize = 10;
 
 // ---------------------------------------------------------------------------------------------
+// a table definition
+
+/// The shortest and the longest GSI name DynamoDB accepts.
+pub const INDEX_NAME_LENGTH: (usize, usize) = (3, 255);
+/// At most this many local secondary indexes per table (a hard `DynamoDB` limit).
+pub const MAX_LOCAL_INDEXES: usize = 5;
+/// At most this many tags per resource.
+pub const MAX_TAGS: usize = 50;
+/// At most this many `INCLUDE` attributes over all the indexes of a table.
+pub const MAX_PROJECTED_ATTRIBUTES: usize = 100;
+
+// ---------------------------------------------------------------------------------------------
 // DynamoDB key values
 
 /// Which key of the table or of an index an attribute is.

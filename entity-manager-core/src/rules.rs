@@ -25,7 +25,7 @@ use std::fmt::Write as _;
 
 use crate::limits::{
     DEFAULT_GENERATED_KEY_DELIMITER, DEFAULT_GENERATED_VALUE_DELIMITER,
-    DEFAULT_SHARD_KEY_DELIMITER, MAX_CHAR_BITS, MAX_CHARS, MAX_INDEXES,
+    DEFAULT_SHARD_KEY_DELIMITER, INDEX_NAME_LENGTH, MAX_CHAR_BITS, MAX_CHARS, MAX_INDEXES,
 };
 use crate::model::{
     Delimiters, EntityModel, GeneratedKind, Index, IndexAttribute, MultiKey, Projection, ShardBump,
@@ -841,9 +841,6 @@ pub fn projection_not_empty(index: &str, i: usize, projection: &str) -> Option<P
         )
     })
 }
-
-/// The shortest and the longest GSI name DynamoDB accepts.
-pub const INDEX_NAME_LENGTH: (usize, usize) = (3, 255);
 
 /// Rule: an index name is a valid DynamoDB GSI name (the index is created under it): 3 to 255
 /// characters, each an ASCII letter or digit, `_`, `-` or `.`. An empty name is left to

@@ -2,11 +2,7 @@
 
 use std::future::Future;
 
-use entity_manager::Item;
-use entity_manager::store::{
-    BatchGetError, BatchWriteError, Expect, Page, QueryPage, ReturnValues, Store, StoreError,
-    TableDefinition, TransactWrite, Update, WriteRequest,
-};
+use entity_manager::store::{Page, QueryPage, Store, StoreError};
 
 /// What a [`Hooked`] store does around each shard query of the store it wraps: wait, count,
 /// yield to the executor…
@@ -28,76 +24,8 @@ pub struct Hooked<S, H> {
 }
 
 impl<S: Store, H: QueryHook> Store for Hooked<S, H> {
-    fn definition(&self) -> &TableDefinition {
-        self.inner.definition()
-    }
-
-    fn name(&self) -> Option<&str> {
-        self.inner.name()
-    }
-
-    fn put_item(
-        &self,
-        item: Item,
-        expect: Expect,
-    ) -> impl Future<Output = Result<(), StoreError>> + Send {
-        self.inner.put_item(item, expect)
-    }
-
-    fn get_item(
-        &self,
-        key: &Item,
-        projection: Option<&[String]>,
-    ) -> impl Future<Output = Result<Option<Item>, StoreError>> + Send {
-        self.inner.get_item(key, projection)
-    }
-
-    fn delete_item(
-        &self,
-        key: &Item,
-        expect: Expect,
-    ) -> impl Future<Output = Result<(), StoreError>> + Send {
-        self.inner.delete_item(key, expect)
-    }
-
-    fn batch_write(
-        &self,
-        writes: Vec<WriteRequest>,
-    ) -> impl Future<Output = Result<(), BatchWriteError>> + Send {
-        self.inner.batch_write(writes)
-    }
-
-    fn batch_get(
-        &self,
-        keys: Vec<Item>,
-        projection: Option<&[String]>,
-    ) -> impl Future<Output = Result<Vec<Item>, BatchGetError>> + Send {
-        self.inner.batch_get(keys, projection)
-    }
-
-    fn transact_write(
-        &self,
-        writes: Vec<TransactWrite>,
-    ) -> impl Future<Output = Result<(), StoreError>> + Send {
-        self.inner.transact_write(writes)
-    }
-
-    fn update_item(
-        &self,
-        key: &Item,
-        update: &Update,
-        expect: Expect,
-        returns: ReturnValues,
-    ) -> impl Future<Output = Result<Option<Item>, StoreError>> + Send {
-        self.inner.update_item(key, update, expect, returns)
-    }
-
-    fn transact_get(
-        &self,
-        keys: Vec<Item>,
-    ) -> impl Future<Output = Result<Vec<Option<Item>>, StoreError>> + Send {
-        self.inner.transact_get(keys)
-    }
+    crate::forward_store!(inner: definition, name, put_item, get_item, delete_item, batch_write);
+    crate::forward_store!(inner: batch_get, transact_write, update_item, transact_get, scan_page);
 
     fn query_page(
         &self,
@@ -105,4 +33,172 @@ impl<S: Store, H: QueryHook> Store for Hooked<S, H> {
     ) -> impl Future<Output = Result<Page, StoreError>> + Send {
         self.hook.around(self.inner.query_page(request))
     }
+}
+
+/// Forwards the named [`Store`] methods to the store in field `$field`, inside an
+/// `impl Store for …` of a test double, so that the double writes out only the methods it
+/// changes. With `then $hook`, each forwarded call first runs `self.$hook()` (a counter, say).
+///
+/// ```ignore
+/// impl<S: Store> Store for Counting<S> {
+///     forward_store!(inner: definition, name);
+///     forward_store!(inner, then count: put_item, get_item, query_page);
+///     // … the methods it changes
+/// }
+/// ```
+#[macro_export]
+macro_rules! forward_store {
+    ($field:ident: $($method:ident),+ $(,)?) => {
+        $( $crate::forward_store!(@ $field [] $method); )+
+    };
+    ($field:ident, then $hook:ident: $($method:ident),+ $(,)?) => {
+        $( $crate::forward_store!(@ $field [$hook] $method); )+
+    };
+    (@ $f:ident [$($h:ident)?] definition) => {
+        fn definition(&self) -> &::entity_manager::store::TableDefinition {
+            $(self.$h();)?
+            self.$f.definition()
+        }
+    };
+    (@ $f:ident [$($h:ident)?] name) => {
+        fn name(&self) -> ::std::option::Option<&str> {
+            $(self.$h();)?
+            self.$f.name()
+        }
+    };
+    (@ $f:ident [$($h:ident)?] put_item) => {
+        fn put_item(
+            &self,
+            item: ::entity_manager::Item,
+            expect: ::entity_manager::store::Expect,
+        ) -> impl ::std::future::Future<
+            Output = ::std::result::Result<(), ::entity_manager::store::StoreError>,
+        > + Send {
+            $(self.$h();)?
+            self.$f.put_item(item, expect)
+        }
+    };
+    (@ $f:ident [$($h:ident)?] get_item) => {
+        fn get_item(
+            &self,
+            key: &::entity_manager::Item,
+            projection: ::std::option::Option<&[::std::string::String]>,
+        ) -> impl ::std::future::Future<
+            Output = ::std::result::Result<
+                ::std::option::Option<::entity_manager::Item>,
+                ::entity_manager::store::StoreError,
+            >,
+        > + Send {
+            $(self.$h();)?
+            self.$f.get_item(key, projection)
+        }
+    };
+    (@ $f:ident [$($h:ident)?] delete_item) => {
+        fn delete_item(
+            &self,
+            key: &::entity_manager::Item,
+            expect: ::entity_manager::store::Expect,
+        ) -> impl ::std::future::Future<
+            Output = ::std::result::Result<(), ::entity_manager::store::StoreError>,
+        > + Send {
+            $(self.$h();)?
+            self.$f.delete_item(key, expect)
+        }
+    };
+    (@ $f:ident [$($h:ident)?] batch_write) => {
+        fn batch_write(
+            &self,
+            writes: ::std::vec::Vec<::entity_manager::store::WriteRequest>,
+        ) -> impl ::std::future::Future<
+            Output = ::std::result::Result<(), ::entity_manager::store::BatchWriteError>,
+        > + Send {
+            $(self.$h();)?
+            self.$f.batch_write(writes)
+        }
+    };
+    (@ $f:ident [$($h:ident)?] batch_get) => {
+        fn batch_get(
+            &self,
+            keys: ::std::vec::Vec<::entity_manager::Item>,
+            projection: ::std::option::Option<&[::std::string::String]>,
+        ) -> impl ::std::future::Future<
+            Output = ::std::result::Result<
+                ::std::vec::Vec<::entity_manager::Item>,
+                ::entity_manager::store::BatchGetError,
+            >,
+        > + Send {
+            $(self.$h();)?
+            self.$f.batch_get(keys, projection)
+        }
+    };
+    (@ $f:ident [$($h:ident)?] transact_write) => {
+        fn transact_write(
+            &self,
+            writes: ::std::vec::Vec<::entity_manager::store::TransactWrite>,
+        ) -> impl ::std::future::Future<
+            Output = ::std::result::Result<(), ::entity_manager::store::StoreError>,
+        > + Send {
+            $(self.$h();)?
+            self.$f.transact_write(writes)
+        }
+    };
+    (@ $f:ident [$($h:ident)?] update_item) => {
+        fn update_item(
+            &self,
+            key: &::entity_manager::Item,
+            update: &::entity_manager::store::Update,
+            expect: ::entity_manager::store::Expect,
+            returns: ::entity_manager::store::ReturnValues,
+        ) -> impl ::std::future::Future<
+            Output = ::std::result::Result<
+                ::std::option::Option<::entity_manager::Item>,
+                ::entity_manager::store::StoreError,
+            >,
+        > + Send {
+            $(self.$h();)?
+            self.$f.update_item(key, update, expect, returns)
+        }
+    };
+    (@ $f:ident [$($h:ident)?] transact_get) => {
+        fn transact_get(
+            &self,
+            keys: ::std::vec::Vec<::entity_manager::Item>,
+        ) -> impl ::std::future::Future<
+            Output = ::std::result::Result<
+                ::std::vec::Vec<::std::option::Option<::entity_manager::Item>>,
+                ::entity_manager::store::StoreError,
+            >,
+        > + Send {
+            $(self.$h();)?
+            self.$f.transact_get(keys)
+        }
+    };
+    (@ $f:ident [$($h:ident)?] query_page) => {
+        fn query_page(
+            &self,
+            request: &::entity_manager::store::QueryPage,
+        ) -> impl ::std::future::Future<
+            Output = ::std::result::Result<
+                ::entity_manager::store::Page,
+                ::entity_manager::store::StoreError,
+            >,
+        > + Send {
+            $(self.$h();)?
+            self.$f.query_page(request)
+        }
+    };
+    (@ $f:ident [$($h:ident)?] scan_page) => {
+        fn scan_page(
+            &self,
+            request: &::entity_manager::store::ScanPage,
+        ) -> impl ::std::future::Future<
+            Output = ::std::result::Result<
+                ::entity_manager::store::Page,
+                ::entity_manager::store::StoreError,
+            >,
+        > + Send {
+            $(self.$h();)?
+            self.$f.scan_page(request)
+        }
+    };
 }

@@ -3,13 +3,9 @@
 //! transactions across entities.
 #![allow(clippy::struct_field_names)] // fields are named after their attributes
 
-use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use entity_manager::store::{
-    BatchGetError, BatchWriteError, Expect, MemoryStore, Page, QueryPage, ReturnValues, Store,
-    StoreError, TableDefinition, TransactWrite, Update, WriteRequest,
-};
+use entity_manager::store::{MemoryStore, Store, TableDefinition};
 use entity_manager::{Entity, EntityExt, Error, Item, Table, Transaction};
 use serde::{Deserialize, Serialize};
 
@@ -82,79 +78,8 @@ impl<S> Counting<S> {
 }
 
 impl<S: Store> Store for Counting<S> {
-    fn definition(&self) -> &TableDefinition {
-        self.inner.definition()
-    }
-    fn put_item(
-        &self,
-        item: Item,
-        expect: Expect,
-    ) -> impl Future<Output = Result<(), StoreError>> + Send {
-        self.count();
-        self.inner.put_item(item, expect)
-    }
-    fn get_item(
-        &self,
-        key: &Item,
-        projection: Option<&[String]>,
-    ) -> impl Future<Output = Result<Option<Item>, StoreError>> + Send {
-        self.count();
-        self.inner.get_item(key, projection)
-    }
-    fn delete_item(
-        &self,
-        key: &Item,
-        expect: Expect,
-    ) -> impl Future<Output = Result<(), StoreError>> + Send {
-        self.count();
-        self.inner.delete_item(key, expect)
-    }
-    fn batch_write(
-        &self,
-        writes: Vec<WriteRequest>,
-    ) -> impl Future<Output = Result<(), BatchWriteError>> + Send {
-        self.count();
-        self.inner.batch_write(writes)
-    }
-    fn batch_get(
-        &self,
-        keys: Vec<Item>,
-        projection: Option<&[String]>,
-    ) -> impl Future<Output = Result<Vec<Item>, BatchGetError>> + Send {
-        self.count();
-        self.inner.batch_get(keys, projection)
-    }
-    fn transact_write(
-        &self,
-        writes: Vec<TransactWrite>,
-    ) -> impl Future<Output = Result<(), StoreError>> + Send {
-        self.count();
-        self.inner.transact_write(writes)
-    }
-    fn update_item(
-        &self,
-        key: &Item,
-        update: &Update,
-        expect: Expect,
-        returns: ReturnValues,
-    ) -> impl Future<Output = Result<Option<Item>, StoreError>> + Send {
-        self.count();
-        self.inner.update_item(key, update, expect, returns)
-    }
-    fn transact_get(
-        &self,
-        keys: Vec<Item>,
-    ) -> impl Future<Output = Result<Vec<Option<Item>>, StoreError>> + Send {
-        self.count();
-        self.inner.transact_get(keys)
-    }
-    fn query_page(
-        &self,
-        request: &QueryPage,
-    ) -> impl Future<Output = Result<Page, StoreError>> + Send {
-        self.count();
-        self.inner.query_page(request)
-    }
+    entity_manager_tests::forward_store!(inner: definition, name);
+    entity_manager_tests::forward_store!(inner, then count: put_item, get_item, delete_item, batch_write, batch_get, transact_write, update_item, transact_get, query_page, scan_page);
 }
 
 fn definition() -> Result<TableDefinition, Box<dyn std::error::Error>> {

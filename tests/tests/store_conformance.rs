@@ -1290,6 +1290,141 @@ conformance!(
     transactional_updates_and_reads,
 );
 
+/// Local secondary indexes, on a table of their own: the table's hash key with another range
+/// key, sparse, ordered by that key; a `KEYS_ONLY` or `INCLUDE` LSI returns what it projects, and
+/// (unlike a GSI) reads attributes it does not project from the table for a projection, though
+/// not for a filter.
+mod local_indexes {
+    use super::*;
+    use entity_manager::Projection;
+    use entity_manager::store::{KeyType, LocalIndex, TableDefinition};
+
+    fn definition() -> TableDefinition {
+        store_support::definition()
+            .with_local_index(
+                LocalIndex::new("byKind", ("hashKey", KeyType::S), ("kind", KeyType::S))
+                    .projection(Projection::KeysOnly),
+            )
+            .with_local_index(
+                LocalIndex::new(
+                    "byScoreHere",
+                    ("hashKey", KeyType::S),
+                    ("score", KeyType::N),
+                )
+                .projection(Projection::Include(vec!["name".into()].into())),
+            )
+    }
+
+    fn names(item: &Item) -> Vec<&str> {
+        let mut names: Vec<&str> = item.keys().map(String::as_str).collect();
+        names.sort_unstable();
+        names
+    }
+
+    async fn suite<S: Store>(store: &S) -> TestResult {
+        // ranges r0..r9 with `kind` even/odd except on r7, `score` i, `name`, `created` 1000 + i
+        let mut written = Vec::new();
+        for i in 0..10 {
+            let mut it = item(json!({
+                "hashKey": "p", "rangeKey": format!("r{i}"), "score": i,
+                "name": format!("name{}", 9 - i), "created": 1000 + i,
+                "kind": if i % 2 == 0 { "even" } else { "odd" },
+            }))?;
+            if i == 7 {
+                it.remove("kind");
+            }
+            store.put_item(it.clone(), Expect::Any).await?;
+            written.push(it);
+        }
+        // sparse and ordered by the LSI's range key; KEYS_ONLY: the table keys and `kind`
+        let by_kind = all_pages(store, &QueryPage::new(s("p")).index("byKind").limit(4)).await?;
+        let items: Vec<&Item> = by_kind.iter().flat_map(|p| &p.items).collect();
+        let kinds: Vec<String> = items.iter().map(|i| text(i, "kind")).collect();
+        let mut sorted = kinds.clone();
+        sorted.sort();
+        assert_eq!(kinds, sorted);
+        let mut ranges: Vec<String> = items.iter().map(|i| text(i, "rangeKey")).collect();
+        ranges.sort();
+        let mut want: Vec<String> = written
+            .iter()
+            .filter(|i| i.contains_key("kind"))
+            .map(|i| text(i, "rangeKey"))
+            .collect();
+        want.sort();
+        assert_eq!(ranges, want);
+        for it in &items {
+            assert_eq!(names(it), ["hashKey", "kind", "rangeKey"]);
+        }
+        // attributes it does not project are read from the table
+        let fetched = store
+            .query_page(
+                &QueryPage::new(s("p"))
+                    .index("byKind")
+                    .range(RangeCondition::Eq(s("odd")))
+                    .projection(["rangeKey", "created"]),
+            )
+            .await?;
+        let mut created: Vec<AttributeValue> = fetched
+            .items
+            .iter()
+            .filter_map(|i| i.get("created").cloned())
+            .collect();
+        created.sort_by_key(|v| match v {
+            AttributeValue::N(n) => n.clone(),
+            _ => String::new(),
+        });
+        assert_eq!(created, vec![n(1001), n(1003), n(1005), n(1009)]);
+        // a filter sees only what the LSI projects
+        let e = store
+            .query_page(
+                &QueryPage::new(s("p"))
+                    .index("byKind")
+                    .filter(Filter::compare("created", Comparison::Ge, n(1006))),
+            )
+            .await
+            .err()
+            .ok_or("a filter on an attribute the LSI does not project")?;
+        assert!(e.is_validation(), "{e:?}");
+        // INCLUDE: keys, the LSI's range key and `name`, in score order
+        let scores = store
+            .query_page(
+                &QueryPage::new(s("p"))
+                    .index("byScoreHere")
+                    .range(RangeCondition::Between(n(3), n(6))),
+            )
+            .await?;
+        let ranges: Vec<String> = scores.items.iter().map(|i| text(i, "rangeKey")).collect();
+        assert_eq!(ranges, ["r3", "r4", "r5", "r6"]);
+        for it in &scores.items {
+            assert_eq!(names(it), ["hashKey", "name", "rangeKey", "score"]);
+        }
+        // the LSI's range key is a sort key: the wrong type is refused on write
+        let wrong = item(json!({ "hashKey": "p", "rangeKey": "bad", "kind": 5 }))?;
+        let e = store
+            .put_item(wrong, Expect::Any)
+            .await
+            .err()
+            .ok_or("a number stored as an S LSI key")?;
+        assert!(e.is_validation(), "{e:?}");
+        Ok(())
+    }
+
+    #[tokio::test]
+    async fn memory() -> TestResult {
+        suite(&MemoryStore::new(definition())).await
+    }
+
+    #[tokio::test]
+    async fn dynamodb() -> TestResult {
+        let Some(store) = store_support::dynamo_store("local_indexes", definition()).await? else {
+            return Ok(());
+        };
+        let result = suite(&store).await;
+        store.delete_table().await?;
+        result
+    }
+}
+
 /// The memory store from several OS threads at once: no lost writes, consistent reads.
 #[test]
 fn memory_store_is_safe_across_threads() -> TestResult {

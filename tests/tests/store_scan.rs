@@ -8,7 +8,6 @@
 mod store_support;
 
 use std::collections::BTreeMap;
-use std::future::Future;
 use std::ops::ControlFlow;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -16,9 +15,8 @@ use std::sync::{Arc, Mutex};
 use entity_manager::purge::PurgeFailure;
 use entity_manager::scan::{ParallelScan, ScanCheckpoint, SegmentPosition, entity_filter};
 use entity_manager::store::{
-    BatchGetError, BatchWriteError, Expect, Filter, MemoryStore, Page, QueryPage, ReturnValues,
-    ScanPage, Store, StoreError, StoreErrorKind, TableDefinition, TransactWrite, Update,
-    WriteRequest,
+    BatchWriteError, Expect, Filter, MemoryStore, Page, ScanPage, Store, StoreError,
+    StoreErrorKind, TableDefinition, WriteRequest,
 };
 use entity_manager::{AttributeValue, Entity, EntityExt, Item, Table};
 use futures::TryStreamExt;
@@ -160,30 +158,8 @@ impl<S> FailAfter<S> {
 }
 
 impl<S: Store> Store for FailAfter<S> {
-    fn definition(&self) -> &TableDefinition {
-        self.inner.definition()
-    }
-    fn put_item(
-        &self,
-        item: Item,
-        expect: Expect,
-    ) -> impl Future<Output = Result<(), StoreError>> + Send {
-        self.inner.put_item(item, expect)
-    }
-    fn get_item(
-        &self,
-        key: &Item,
-        projection: Option<&[String]>,
-    ) -> impl Future<Output = Result<Option<Item>, StoreError>> + Send {
-        self.inner.get_item(key, projection)
-    }
-    fn delete_item(
-        &self,
-        key: &Item,
-        expect: Expect,
-    ) -> impl Future<Output = Result<(), StoreError>> + Send {
-        self.inner.delete_item(key, expect)
-    }
+    entity_manager_tests::forward_store!(inner: definition, name, put_item, get_item, delete_item, batch_get, transact_write, update_item, transact_get, query_page);
+
     async fn batch_write(&self, mut writes: Vec<WriteRequest>) -> Result<(), BatchWriteError> {
         if self.calls.fetch_add(1, Ordering::SeqCst) < self.ok {
             return self.inner.batch_write(writes).await;
@@ -197,40 +173,7 @@ impl<S: Store> Store for FailAfter<S> {
             StoreError::new(StoreErrorKind::Other, "BatchWriteItem", "injected failure"),
         ))
     }
-    fn batch_get(
-        &self,
-        keys: Vec<Item>,
-        projection: Option<&[String]>,
-    ) -> impl Future<Output = Result<Vec<Item>, BatchGetError>> + Send {
-        self.inner.batch_get(keys, projection)
-    }
-    fn transact_write(
-        &self,
-        writes: Vec<TransactWrite>,
-    ) -> impl Future<Output = Result<(), StoreError>> + Send {
-        self.inner.transact_write(writes)
-    }
-    fn update_item(
-        &self,
-        key: &Item,
-        update: &Update,
-        expect: Expect,
-        returns: ReturnValues,
-    ) -> impl Future<Output = Result<Option<Item>, StoreError>> + Send {
-        self.inner.update_item(key, update, expect, returns)
-    }
-    fn transact_get(
-        &self,
-        keys: Vec<Item>,
-    ) -> impl Future<Output = Result<Vec<Option<Item>>, StoreError>> + Send {
-        self.inner.transact_get(keys)
-    }
-    fn query_page(
-        &self,
-        request: &QueryPage,
-    ) -> impl Future<Output = Result<Page, StoreError>> + Send {
-        self.inner.query_page(request)
-    }
+
     async fn scan_page(&self, request: &ScanPage) -> Result<Page, StoreError> {
         if let Some(gate) = &self.gate {
             gate.acquire()

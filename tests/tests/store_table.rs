@@ -1,6 +1,10 @@
 //! Table definitions from entities: attribute types from transcodes, key schema, GSIs with
-//! projections, billing; as `CloudFormation` JSON (checked structurally) and as a table created
-//! on `DynamoDB` Local (the seed's User service table, all eleven GSIs).
+//! projections, billing; the operational settings (LSIs, TTL, Streams, point-in-time recovery,
+//! deletion protection, tags, capacities) and their validation; as `CloudFormation` JSON
+//! (checked structurally, and against the property names of the resource schema) and as tables
+//! created on `DynamoDB` Local (the seed's User service table, all eleven GSIs; a table with
+//! every setting), read back and drift-checked, also after being altered behind the
+//! definition's back.
 
 mod store_support;
 
@@ -8,7 +12,8 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use entity_manager::store::{
-    Billing, GlobalIndex, KeyType, Projection, TableDefinition, TableDefinitionError,
+    Billing, Capacity, Drift, DynamoStore, GlobalIndex, IndexKind, KeyType, LocalIndex,
+    MemoryStore, Projection, Setting, StreamView, TableDefinition, TableDefinitionError,
 };
 use entity_manager::transcode;
 use entity_manager::{EntityModel, Index, Property, Schema, ShardSpace, TableModel};
@@ -326,7 +331,7 @@ fn definitions_that_dynamodb_would_reject_are_typed_errors() {
         "{e:?}"
     );
     let manual = TableDefinition::new(("pk", KeyType::S), ("sk", KeyType::S)).with_index(
-        GlobalIndex::new("i", ("pk", KeyType::N), ("sk", KeyType::S)),
+        GlobalIndex::new("idx", ("pk", KeyType::N), ("sk", KeyType::S)),
     );
     assert!(matches!(
         manual.cloudformation(None),
@@ -433,5 +438,668 @@ async fn a_missing_table_is_a_typed_error() -> TestResult {
         .err()
         .ok_or("a put into a missing table succeeded")?;
     assert!(e.is_resource_not_found(), "{e:?}");
+    Ok(())
+}
+
+/// A definition with every operational setting: two GSIs (one with its own capacity), two
+/// LSIs, provisioned billing, TTL, a stream, point-in-time recovery, deletion protection and
+/// two tags.
+fn full_definition() -> TableDefinition {
+    TableDefinition::new(("hashKey", KeyType::S), ("rangeKey", KeyType::S))
+        .with_index(
+            GlobalIndex::new("byOwner", ("owner", KeyType::S), ("rangeKey", KeyType::S))
+                .projection(Projection::Include(vec!["name".into()].into())),
+        )
+        .with_index(
+            GlobalIndex::new(
+                "byCreated",
+                ("hashKey", KeyType::S),
+                ("created", KeyType::N),
+            )
+            .capacity(Capacity::new(2, 1)),
+        )
+        .with_local_index(
+            LocalIndex::new("byScore", ("hashKey", KeyType::S), ("score", KeyType::N))
+                .projection(Projection::KeysOnly),
+        )
+        .with_local_index(LocalIndex::new(
+            "byName",
+            ("hashKey", KeyType::S),
+            ("name", KeyType::S),
+        ))
+        .with_billing(Billing::Provisioned { read: 4, write: 3 })
+        .with_ttl("expiresAt")
+        .with_stream(StreamView::NewAndOldImages)
+        .with_point_in_time_recovery(true)
+        .with_deletion_protection(true)
+        .with_tag("team", "accounts")
+        .with_tag("cost-center", "42")
+}
+
+/// The property names of the `AWS::DynamoDB::Table` resource schema and of the property types
+/// this crate emits, from the CloudFormation template reference
+/// (`aws-resource-dynamodb-table`, `aws-properties-dynamodb-table-*`). A fixture written down
+/// independently of the renderer: any emitted name outside it is not in the schema.
+fn cloudformation_schema() -> BTreeMap<&'static str, &'static [&'static str]> {
+    BTreeMap::from([
+        (
+            "Properties",
+            &[
+                "AttributeDefinitions",
+                "BillingMode",
+                "ContributorInsightsSpecification",
+                "DeletionProtectionEnabled",
+                "GlobalSecondaryIndexes",
+                "ImportSourceSpecification",
+                "KeySchema",
+                "KinesisStreamSpecification",
+                "LocalSecondaryIndexes",
+                "OnDemandThroughput",
+                "PointInTimeRecoverySpecification",
+                "ProvisionedThroughput",
+                "ResourcePolicy",
+                "SSESpecification",
+                "StreamSpecification",
+                "TableClass",
+                "TableName",
+                "Tags",
+                "TimeToLiveSpecification",
+                "WarmThroughput",
+            ][..],
+        ),
+        (
+            "AttributeDefinition",
+            &["AttributeName", "AttributeType"][..],
+        ),
+        ("KeySchema", &["AttributeName", "KeyType"][..]),
+        (
+            "GlobalSecondaryIndex",
+            &[
+                "ContributorInsightsSpecification",
+                "IndexName",
+                "KeySchema",
+                "OnDemandThroughput",
+                "Projection",
+                "ProvisionedThroughput",
+                "WarmThroughput",
+            ][..],
+        ),
+        (
+            "LocalSecondaryIndex",
+            &["IndexName", "KeySchema", "Projection"][..],
+        ),
+        ("Projection", &["NonKeyAttributes", "ProjectionType"][..]),
+        (
+            "ProvisionedThroughput",
+            &["ReadCapacityUnits", "WriteCapacityUnits"][..],
+        ),
+        ("TimeToLiveSpecification", &["AttributeName", "Enabled"][..]),
+        (
+            "StreamSpecification",
+            &["ResourcePolicy", "StreamViewType"][..],
+        ),
+        (
+            "PointInTimeRecoverySpecification",
+            &["PointInTimeRecoveryEnabled", "RecoveryPeriodInDays"][..],
+        ),
+        ("Tag", &["Key", "Value"][..]),
+    ])
+}
+
+/// Every key of `value` is a property of `schema_type` (recursively, by the property types
+/// the resource schema gives each property).
+fn assert_in_schema(value: &Value, schema_type: &str) -> TestResult {
+    let schema = cloudformation_schema();
+    let allowed = schema
+        .get(schema_type)
+        .ok_or(format!("no fixture for {schema_type}"))?;
+    let object = value
+        .as_object()
+        .ok_or(format!("{schema_type} is not an object"))?;
+    for (key, v) in object {
+        assert!(
+            allowed.contains(&key.as_str()),
+            "`{key}` is not a property of {schema_type} in the CloudFormation schema"
+        );
+        let child = match key.as_str() {
+            "AttributeDefinitions" => Some("AttributeDefinition"),
+            "KeySchema" => Some("KeySchema"),
+            "GlobalSecondaryIndexes" => Some("GlobalSecondaryIndex"),
+            "LocalSecondaryIndexes" => Some("LocalSecondaryIndex"),
+            "Tags" => Some("Tag"),
+            "Projection"
+            | "ProvisionedThroughput"
+            | "TimeToLiveSpecification"
+            | "StreamSpecification"
+            | "PointInTimeRecoverySpecification" => Some(key.as_str()),
+            _ => None,
+        };
+        match (child, v) {
+            (Some(child), Value::Array(items)) => {
+                for item in items {
+                    assert_in_schema(item, child)?;
+                }
+            }
+            (Some(child), Value::Object(_)) => assert_in_schema(v, child)?,
+            (Some(child), other) => return Err(format!("{child} is {other}").into()),
+            (None, _) => {}
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn cloudformation_emits_every_setting_inside_the_resource_schema() -> TestResult {
+    let resource = full_definition().cloudformation(Some("Accounts"))?;
+    let props = &resource["Properties"];
+    assert_in_schema(props, "Properties")?;
+    assert_in_schema(
+        &TableDefinition::from_schema(&user_service()?)?.cloudformation(None)?["Properties"],
+        "Properties",
+    )?;
+    assert_eq!(props["BillingMode"], "PROVISIONED");
+    assert_eq!(
+        props["ProvisionedThroughput"],
+        json!({ "ReadCapacityUnits": 4, "WriteCapacityUnits": 3 })
+    );
+    // A GSI without its own capacity gets the table's; one with its own keeps it.
+    let gsis = props["GlobalSecondaryIndexes"]
+        .as_array()
+        .ok_or("GlobalSecondaryIndexes")?;
+    assert_eq!(gsis[0]["IndexName"], "byOwner");
+    assert_eq!(
+        gsis[0]["ProvisionedThroughput"],
+        json!({ "ReadCapacityUnits": 4, "WriteCapacityUnits": 3 })
+    );
+    assert_eq!(
+        gsis[0]["Projection"],
+        json!({ "ProjectionType": "INCLUDE", "NonKeyAttributes": ["name"] })
+    );
+    assert_eq!(
+        gsis[1]["ProvisionedThroughput"],
+        json!({ "ReadCapacityUnits": 2, "WriteCapacityUnits": 1 })
+    );
+    assert_eq!(
+        props["LocalSecondaryIndexes"],
+        json!([
+            {
+                "IndexName": "byScore",
+                "KeySchema": [
+                    { "AttributeName": "hashKey", "KeyType": "HASH" },
+                    { "AttributeName": "score", "KeyType": "RANGE" },
+                ],
+                "Projection": { "ProjectionType": "KEYS_ONLY" },
+            },
+            {
+                "IndexName": "byName",
+                "KeySchema": [
+                    { "AttributeName": "hashKey", "KeyType": "HASH" },
+                    { "AttributeName": "name", "KeyType": "RANGE" },
+                ],
+                "Projection": { "ProjectionType": "ALL" },
+            },
+        ])
+    );
+    // LSI range keys are attribute definitions too, once each.
+    let defined: BTreeMap<&str, &str> = props["AttributeDefinitions"]
+        .as_array()
+        .ok_or("AttributeDefinitions")?
+        .iter()
+        .map(|d| {
+            (
+                d["AttributeName"].as_str().unwrap_or("?"),
+                d["AttributeType"].as_str().unwrap_or("?"),
+            )
+        })
+        .collect();
+    assert_eq!(
+        defined,
+        BTreeMap::from([
+            ("hashKey", "S"),
+            ("rangeKey", "S"),
+            ("owner", "S"),
+            ("created", "N"),
+            ("score", "N"),
+            ("name", "S"),
+        ])
+    );
+    assert_eq!(
+        props["TimeToLiveSpecification"],
+        json!({ "AttributeName": "expiresAt", "Enabled": true })
+    );
+    assert_eq!(
+        props["StreamSpecification"],
+        json!({ "StreamViewType": "NEW_AND_OLD_IMAGES" })
+    );
+    assert_eq!(
+        props["PointInTimeRecoverySpecification"],
+        json!({ "PointInTimeRecoveryEnabled": true })
+    );
+    assert_eq!(props["DeletionProtectionEnabled"], json!(true));
+    // Tags in key order.
+    assert_eq!(
+        props["Tags"],
+        json!([{ "Key": "cost-center", "Value": "42" }, { "Key": "team", "Value": "accounts" }])
+    );
+    Ok(())
+}
+
+#[test]
+fn cloudformation_leaves_settings_that_are_off_out() -> TestResult {
+    let plain =
+        TableDefinition::new(("pk", KeyType::S), ("sk", KeyType::S)).cloudformation(None)?;
+    for absent in [
+        "TimeToLiveSpecification",
+        "StreamSpecification",
+        "PointInTimeRecoverySpecification",
+        "DeletionProtectionEnabled",
+        "Tags",
+        "LocalSecondaryIndexes",
+        "ProvisionedThroughput",
+    ] {
+        assert!(plain["Properties"].get(absent).is_none(), "{absent}");
+    }
+    Ok(())
+}
+
+#[test]
+fn invalid_indexes_are_typed_errors() {
+    let base = || TableDefinition::new(("pk", KeyType::S), ("sk", KeyType::S));
+    let lsi = |name: &str, hash: &str| LocalIndex::new(name, (hash, KeyType::S), ("x", KeyType::N));
+    let check = |def: TableDefinition, what: &str, ok: &dyn Fn(&TableDefinitionError) -> bool| {
+        check(&def, what, ok);
+    };
+    check(
+        base().with_local_index(lsi("byOther", "other")),
+        "an LSI on another hash key",
+        &|e| matches!(e, TableDefinitionError::LocalIndexHashKey { index, expected, actual } if index == "byOther" && expected == "pk" && actual == "other"),
+    );
+    let six = (0..6).fold(base(), |d, i| {
+        d.with_local_index(LocalIndex::new(
+            format!("lsi{i}"),
+            ("pk", KeyType::S),
+            (format!("r{i}"), KeyType::S),
+        ))
+    });
+    check(six, "six LSIs", &|e| {
+        matches!(e, TableDefinitionError::TooManyLocalIndexes { count: 6 })
+    });
+    for bad in ["ab", "has space", "ünïcode", &"x".repeat(256)] {
+        check(
+            base().with_index(GlobalIndex::new(bad, ("g", KeyType::S), ("sk", KeyType::S))),
+            "a bad GSI name",
+            &|e| matches!(e, TableDefinitionError::InvalidIndexName { name } if name == bad),
+        );
+    }
+    check(
+        base().with_local_index(lsi("by/x", "pk")),
+        "a bad LSI name",
+        &|e| matches!(e, TableDefinitionError::InvalidIndexName { .. }),
+    );
+    check(
+        base()
+            .with_index(GlobalIndex::new(
+                "same",
+                ("g", KeyType::S),
+                ("sk", KeyType::S),
+            ))
+            .with_local_index(lsi("same", "pk")),
+        "a GSI and an LSI of one name",
+        &|e| matches!(e, TableDefinitionError::DuplicateIndex { index } if index == "same"),
+    );
+}
+
+/// `def.validate()` fails as `ok` says, and `cloudformation` with the same error.
+fn check(def: &TableDefinition, what: &str, ok: &dyn Fn(&TableDefinitionError) -> bool) {
+    let e = def.validate();
+    assert!(e.as_ref().is_err_and(ok), "{what}: {e:?}");
+    assert_eq!(def.cloudformation(None).err(), e.err(), "{what}");
+}
+
+#[test]
+fn invalid_ttl_capacities_and_tags_are_typed_errors() {
+    let base = || TableDefinition::new(("pk", KeyType::S), ("sk", KeyType::S));
+    let lsi = |name: &str, hash: &str| LocalIndex::new(name, (hash, KeyType::S), ("x", KeyType::N));
+    let check = |def: TableDefinition, what: &str, ok: &dyn Fn(&TableDefinitionError) -> bool| {
+        check(&def, what, ok);
+    };
+    check(
+        base().with_ttl("sk"),
+        "TTL on the range key",
+        &|e| matches!(e, TableDefinitionError::TtlIsKey { attribute, .. } if attribute == "sk"),
+    );
+    check(
+        base().with_local_index(lsi("byX", "pk")).with_ttl("x"),
+        "TTL on an LSI key",
+        &|e| matches!(e, TableDefinitionError::TtlIsKey { key_of, .. } if key_of.contains("byX")),
+    );
+    check(base().with_ttl(""), "an empty TTL attribute", &|e| {
+        matches!(e, TableDefinitionError::InvalidAttributeName { .. })
+    });
+    check(
+        base().with_billing(Billing::Provisioned { read: 0, write: 1 }),
+        "zero read capacity",
+        &|e| matches!(e, TableDefinitionError::InvalidCapacity { read: 0, .. }),
+    );
+    check(
+        base()
+            .with_billing(Billing::Provisioned { read: 1, write: 1 })
+            .with_index(
+                GlobalIndex::new("gsi", ("g", KeyType::S), ("sk", KeyType::S))
+                    .capacity(Capacity::new(1, 0)),
+            ),
+        "zero GSI write capacity",
+        &|e| matches!(e, TableDefinitionError::InvalidCapacity { of, .. } if of.contains("gsi")),
+    );
+    check(
+        base().with_index(
+            GlobalIndex::new("gsi", ("g", KeyType::S), ("sk", KeyType::S))
+                .capacity(Capacity::new(1, 1)),
+        ),
+        "GSI capacity on demand",
+        &|e| matches!(e, TableDefinitionError::CapacityOnDemand { index } if index == "gsi"),
+    );
+    check(
+        base().with_tag("aws:owner", "me"),
+        "a reserved tag",
+        &|e| matches!(e, TableDefinitionError::InvalidTag { key, .. } if key == "aws:owner"),
+    );
+    check(base().with_tag("", "v"), "an empty tag key", &|e| {
+        matches!(e, TableDefinitionError::InvalidTag { .. })
+    });
+    check(
+        base().with_tag("k", "v".repeat(257)),
+        "a long tag value",
+        &|e| matches!(e, TableDefinitionError::InvalidTag { .. }),
+    );
+    let many = (0..51).fold(base(), |d, i| d.with_tag(format!("k{i}"), "v"));
+    check(many, "51 tags", &|e| {
+        matches!(e, TableDefinitionError::TooManyTags { count: 51 })
+    });
+    let wide: Vec<std::borrow::Cow<'static, str>> =
+        (0..101).map(|i| format!("a{i}").into()).collect();
+    check(
+        base().with_index(
+            GlobalIndex::new("gsi", ("g", KeyType::S), ("sk", KeyType::S))
+                .projection(Projection::Include(wide.into())),
+        ),
+        "101 projected attributes",
+        &|e| {
+            matches!(
+                e,
+                TableDefinitionError::TooManyProjectedAttributes { count: 101 }
+            )
+        },
+    );
+    // And the full definition, and the User service table, are valid.
+    assert_eq!(full_definition().validate(), Ok(()));
+    assert!(
+        user_service()
+            .ok()
+            .and_then(|s| TableDefinition::from_schema(&s).ok())
+            .is_some_and(|d| d.validate().is_ok())
+    );
+}
+
+#[test]
+fn memory_store_describes_the_definition_it_was_given() {
+    let store = MemoryStore::new(full_definition());
+    let live = store.describe_table();
+    assert_eq!(live.definition, full_definition());
+    assert!(live.unreported.is_empty());
+    assert!(full_definition().drift(&live).is_clean());
+    // And reports what another definition would change.
+    let other = full_definition().with_point_in_time_recovery(false);
+    assert_eq!(
+        other.drift(&live).drifts,
+        [Drift::PointInTimeRecovery {
+            expected: false,
+            actual: true
+        }]
+    );
+}
+
+/// Turns deletion protection off (if on) and deletes the table.
+async fn drop_table(store: &DynamoStore) -> TestResult {
+    store
+        .client()
+        .update_table()
+        .table_name(store.table_name())
+        .deletion_protection_enabled(false)
+        .send()
+        .await?;
+    store.delete_table().await?;
+    Ok(())
+}
+
+#[tokio::test]
+async fn every_setting_is_created_on_dynamodb_local_and_read_back() -> TestResult {
+    // DynamoDB Local implements neither UpdateContinuousBackups nor tagging (it accepts the tags
+    // of CreateTable and drops them): the table is created without point-in-time recovery, and
+    // both are reported as unchecked, never as matching.
+    let definition = full_definition().with_point_in_time_recovery(false);
+    let Some(store) = store_support::dynamo_store("every_setting", definition.clone()).await?
+    else {
+        return Ok(());
+    };
+    let described = store
+        .client()
+        .describe_table()
+        .table_name(store.table_name())
+        .send()
+        .await?;
+    let table = described.table().ok_or("no table")?;
+    assert_eq!(table.deletion_protection_enabled(), Some(true));
+    let stream = table.stream_specification().ok_or("no stream")?;
+    assert!(stream.stream_enabled());
+    assert_eq!(
+        stream
+            .stream_view_type()
+            .map(aws_sdk_dynamodb::types::StreamViewType::as_str),
+        Some("NEW_AND_OLD_IMAGES")
+    );
+    let lsis: Vec<&str> = table
+        .local_secondary_indexes()
+        .iter()
+        .filter_map(|l| l.index_name())
+        .collect();
+    assert_eq!(lsis, ["byScore", "byName"]);
+    let throughput = table.provisioned_throughput().ok_or("no throughput")?;
+    assert_eq!(
+        (
+            throughput.read_capacity_units(),
+            throughput.write_capacity_units()
+        ),
+        (Some(4), Some(3))
+    );
+    let by_created = table
+        .global_secondary_indexes()
+        .iter()
+        .find(|g| g.index_name() == Some("byCreated"))
+        .and_then(|g| g.provisioned_throughput())
+        .ok_or("byCreated has no throughput")?;
+    assert_eq!(by_created.read_capacity_units(), Some(2));
+    let ttl = store
+        .client()
+        .describe_time_to_live()
+        .table_name(store.table_name())
+        .send()
+        .await?;
+    assert_eq!(
+        ttl.time_to_live_description()
+            .and_then(|t| t.attribute_name()),
+        Some("expiresAt")
+    );
+    // Read back through the store: everything Local reports equals the definition.
+    let live = store.describe_table().await?;
+    assert_eq!(
+        live.unreported,
+        [Setting::PointInTimeRecovery, Setting::Tags]
+    );
+    // LSIs come back in DynamoDB's order, not the definition's.
+    let mut lsis = live.definition.local_indexes.clone();
+    lsis.sort_by(|a, b| b.name.cmp(&a.name));
+    assert_eq!(lsis, definition.local_indexes);
+    assert_eq!(live.definition.ttl_attribute.as_deref(), Some("expiresAt"));
+    assert_eq!(live.definition.billing, definition.billing);
+    let report = store.drift().await?;
+    assert_eq!(report.drifts, []);
+    assert_eq!(
+        report.unchecked,
+        [Setting::PointInTimeRecovery, Setting::Tags]
+    );
+    // The LSI is queryable through the store (its keys come from the definition).
+    {
+        use entity_manager::store::{Expect, QueryPage, Store};
+        let item = store_support::item(json!({
+            "hashKey": "h", "rangeKey": "r", "score": 7, "name": "n", "owner": "o", "created": 1
+        }))?;
+        store.put_item(item, Expect::Any).await?;
+        let page = store
+            .query_page(&QueryPage::new(store_support::s("h")).index("byScore"))
+            .await?;
+        assert_eq!(page.items.len(), 1);
+    }
+    // Deletion protection is on: DeleteTable is refused until it is turned off.
+    let refused = store
+        .delete_table()
+        .await
+        .err()
+        .ok_or("a protected table was deleted")?;
+    assert!(refused.is_validation(), "{refused:?}");
+    drop_table(&store).await
+}
+
+#[tokio::test]
+async fn point_in_time_recovery_on_dynamodb_local_is_an_error_not_a_silent_success() -> TestResult {
+    let Some(client) = store_support::dynamo_client() else {
+        return Ok(());
+    };
+    let definition = TableDefinition::new(("hashKey", KeyType::S), ("rangeKey", KeyType::S))
+        .with_point_in_time_recovery(true);
+    let store = DynamoStore::new(client, store_support::unique_table("pitr"), definition);
+    let e = store
+        .create_table()
+        .await
+        .err()
+        .ok_or("DynamoDB Local turned point-in-time recovery on")?;
+    assert_eq!(e.code(), Some("UnknownOperationException"), "{e:?}");
+    assert!(e.message().contains("point-in-time recovery"), "{e}");
+    assert!(e.message().contains("was created"), "{e}");
+    // The table exists, and the drift check cannot say whether PITR is on.
+    let report = store.drift().await?;
+    assert!(report.is_clean(), "{report:?}");
+    assert!(report.unchecked.contains(&Setting::PointInTimeRecovery));
+    store.delete_table().await?;
+    Ok(())
+}
+
+/// The definition the drift tests check against: two GSIs, TTL, a stream.
+fn drift_definition(projection: Projection) -> TableDefinition {
+    TableDefinition::new(("hashKey", KeyType::S), ("rangeKey", KeyType::S))
+        .with_index(GlobalIndex::new(
+            "byOwner",
+            ("owner", KeyType::S),
+            ("rangeKey", KeyType::S),
+        ))
+        .with_index(
+            GlobalIndex::new(
+                "byCreated",
+                ("hashKey", KeyType::S),
+                ("created", KeyType::N),
+            )
+            .projection(projection),
+        )
+        .with_local_index(LocalIndex::new(
+            "byScore",
+            ("hashKey", KeyType::S),
+            ("score", KeyType::N),
+        ))
+        .with_ttl("expiresAt")
+        .with_stream(StreamView::KeysOnly)
+}
+
+#[tokio::test]
+async fn a_table_matching_its_definition_has_no_drift_on_dynamodb_local() -> TestResult {
+    let definition = drift_definition(Projection::Include(
+        vec!["name".into(), "owner".into()].into(),
+    ));
+    let Some(store) = store_support::dynamo_store("no_drift", definition.clone()).await? else {
+        return Ok(());
+    };
+    let report = store.drift().await?;
+    assert_eq!(report.drifts, []);
+    // Both stores agree: a memory store of the definition reports none either.
+    assert!(
+        definition
+            .drift(&MemoryStore::new(definition.clone()).describe_table())
+            .is_clean()
+    );
+    store.delete_table().await?;
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_table_altered_behind_the_definitions_back_reports_exactly_those_drifts() -> TestResult {
+    let defined = drift_definition(Projection::Include(vec!["name".into()].into()));
+    // Created from another definition (`byCreated` projects only keys), then altered: GSI
+    // `byOwner` deleted with UpdateTable, TTL turned off with UpdateTimeToLive.
+    let created = drift_definition(Projection::KeysOnly);
+    let Some(store) = store_support::dynamo_store("drift", created).await? else {
+        return Ok(());
+    };
+    let client = store.client();
+    client
+        .update_table()
+        .table_name(store.table_name())
+        .global_secondary_index_updates(
+            aws_sdk_dynamodb::types::GlobalSecondaryIndexUpdate::builder()
+                .delete(
+                    aws_sdk_dynamodb::types::DeleteGlobalSecondaryIndexAction::builder()
+                        .index_name("byOwner")
+                        .build()?,
+                )
+                .build(),
+        )
+        .send()
+        .await?;
+    client
+        .update_time_to_live()
+        .table_name(store.table_name())
+        .time_to_live_specification(
+            aws_sdk_dynamodb::types::TimeToLiveSpecification::builder()
+                .enabled(false)
+                .attribute_name("expiresAt")
+                .build()?,
+        )
+        .send()
+        .await?;
+    let live = store.describe_table().await?;
+    let report = defined.drift(&live);
+    assert_eq!(
+        report.drifts,
+        [
+            Drift::MissingIndex {
+                kind: IndexKind::Global,
+                index: "byOwner".into()
+            },
+            Drift::Projection {
+                kind: IndexKind::Global,
+                index: "byCreated".into(),
+                expected: Projection::Include(vec!["name".into()].into()),
+                actual: Projection::KeysOnly,
+            },
+            Drift::TimeToLive {
+                expected: Some("expiresAt".into()),
+                actual: None
+            },
+        ]
+    );
+    // What Local cannot report is said, not assumed.
+    assert_eq!(
+        report.unchecked,
+        [Setting::PointInTimeRecovery, Setting::Tags]
+    );
+    store.delete_table().await?;
     Ok(())
 }

@@ -72,6 +72,10 @@ const MAX_TRANSACTION: usize = 100;
 #[derive(Debug)]
 pub struct MemoryStore {
     definition: TableDefinition,
+    /// The secondary indexes it maintains: the GSIs, then the LSIs (in the GSI shape).
+    indexes: Vec<GlobalIndex>,
+    /// How many of `indexes` are GSIs (the rest are LSIs).
+    globals: usize,
     projections: Vec<Option<Vec<String>>>,
     state: RwLock<State>,
 }
@@ -96,7 +100,11 @@ struct View<'a> {
     hash: Vec<&'a KeyAttribute>,
     /// The sort attributes, in key order.
     range: Vec<&'a KeyAttribute>,
+    /// The position of a secondary index in `MemoryStore::indexes`.
     gsi: Option<usize>,
+    /// Whether the index is local: an LSI fetches attributes it does not project from the
+    /// table, where a GSI refuses them.
+    local: bool,
 }
 
 impl View<'_> {
@@ -120,20 +128,38 @@ fn type_name(t: super::KeyType) -> &'static str {
 impl MemoryStore {
     /// An empty table with this definition.
     pub fn new(definition: TableDefinition) -> Self {
-        let projections = definition
+        let globals = definition.indexes.len();
+        let indexes: Vec<GlobalIndex> = definition
             .indexes
+            .iter()
+            .cloned()
+            .chain(definition.local_indexes.iter().map(|l| {
+                GlobalIndex::new(l.name.clone(), l.hash_key.clone(), l.range_key.clone())
+                    .projection(l.projection.clone())
+            }))
+            .collect();
+        let projections = indexes
             .iter()
             .map(|i| definition.projected_attributes(i))
             .collect();
-        let gsis = vec![IndexMap::new(); definition.indexes.len()];
+        let gsis = vec![IndexMap::new(); indexes.len()];
         Self {
             definition,
+            indexes,
+            globals,
             projections,
             state: RwLock::new(State {
                 gsis,
                 ..State::default()
             }),
         }
+    }
+
+    /// The table as this store holds it: the definition it was built with, with every setting
+    /// reported, so [`TableDefinition::drift`] against it compares everything (and agrees with
+    /// a `DynamoStore` table created from the same definition).
+    pub fn describe_table(&self) -> super::LiveTable {
+        super::LiveTable::new(self.definition.clone())
     }
 
     /// How many items the table holds.
@@ -222,7 +248,7 @@ impl MemoryStore {
         item: &Item,
         operation: &'static str,
     ) -> Result<Option<IndexKey>, StoreError> {
-        let Some(index) = self.definition.indexes.get(i) else {
+        let Some(index) = self.indexes.get(i) else {
             return Ok(None);
         };
         // A present key of the wrong type is an error, even if another key is absent; an item
@@ -258,7 +284,7 @@ impl MemoryStore {
             })?;
         }
         let pk = self.primary_key(&item, operation, false)?;
-        for (i, index) in self.definition.indexes.iter().enumerate() {
+        for (i, index) in self.indexes.iter().enumerate() {
             self.gsi_key(i, &item, operation)?;
             let sized = index
                 .hash_keys()
@@ -330,7 +356,7 @@ impl MemoryStore {
                 state.table.remove(&hash);
             }
         }
-        for i in 0..self.definition.indexes.len() {
+        for i in 0..self.indexes.len() {
             if let Ok(Some((h, r))) = self.gsi_key(i, &old, "index")
                 && let Some(map) = state.gsis.get_mut(i)
                 && let Some(set) = map.get_mut(&h)
@@ -350,7 +376,7 @@ impl MemoryStore {
             pk.0.clone(),
             pk.1.clone(),
         ));
-        for i in 0..self.definition.indexes.len() {
+        for i in 0..self.indexes.len() {
             if let Ok(Some((h, r))) = self.gsi_key(i, &item, "index")
                 && let Some(map) = state.gsis.get_mut(i)
             {
@@ -588,7 +614,6 @@ impl MemoryStore {
             None => Ok(self.table_view()),
             Some(name) => {
                 let (i, g): (usize, &GlobalIndex) = self
-                    .definition
                     .indexes
                     .iter()
                     .enumerate()
@@ -604,6 +629,7 @@ impl MemoryStore {
                     hash: g.hash_keys(),
                     range: g.range_keys(),
                     gsi: Some(i),
+                    local: i >= self.globals,
                 })
             }
         }
@@ -615,6 +641,7 @@ impl MemoryStore {
             hash: vec![&self.definition.hash_key],
             range: vec![&self.definition.range_key],
             gsi: None,
+            local: false,
         }
     }
 
@@ -694,8 +721,9 @@ impl MemoryStore {
             evaluated += 1;
             // what the index holds of the item (a GSI may project only some attributes)
             let index_item = match &projected {
-                Some(attrs) => Cow::Owned(project(item, Some(attrs))),
-                None => Cow::Borrowed(item),
+                Some(attrs) if !view.local => Cow::Owned(project(item, Some(attrs))),
+                // an LSI's filter names only what it projects (checked above)
+                _ => Cow::Borrowed(item),
             };
             if request
                 .filter
@@ -705,6 +733,10 @@ impl MemoryStore {
                 page.items
                     .push(match (index_item, request.projection.as_deref()) {
                         (Cow::Owned(item), None) => item,
+                        // without a projection expression, an LSI returns what it projects
+                        (Cow::Borrowed(item), None) if view.local => {
+                            project(item, projected.as_deref())
+                        }
                         (item, projection) => project(&item, projection),
                     });
             }
@@ -865,7 +897,9 @@ fn check_query(
         }
     }
     check_projection(request.projection.as_deref(), OP)?;
-    if let (Some(asked), Some(projected)) = (&request.projection, projected)
+    // an LSI reads the attributes it does not project from the table (a filter still sees only
+    // what it projects); a GSI refuses them
+    if let (Some(asked), Some(projected), false) = (&request.projection, projected, view.local)
         && let Some(missing) = asked.iter().find(|a| !projected.contains(a))
     {
         return Err(validation(

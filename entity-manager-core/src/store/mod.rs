@@ -55,6 +55,7 @@ use std::future::Future;
 use serde_dynamo::{AttributeValue, Item};
 
 mod batch;
+mod drift;
 #[cfg(feature = "dynamodb")]
 mod dynamo;
 mod error;
@@ -70,11 +71,15 @@ pub use batch::{MAX_BATCH_GET, MAX_BATCH_WRITE, RetryPolicy};
 // The batch loops `DynamoStore` runs, exposed for the fault-injection tests only.
 #[doc(hidden)]
 pub use batch::{BatchSender, GetBatch, get_batches, write_batches};
+pub use drift::{Drift, DriftReport, IndexKind, LiveTable, Setting};
 #[cfg(feature = "dynamodb")]
 pub use dynamo::DynamoStore;
 pub use error::{BatchGetError, BatchWriteError, CancellationReason, StoreError, StoreErrorKind};
 pub use memory::MemoryStore;
-pub use table::{Billing, GlobalIndex, KeyAttribute, TableDefinition, TableDefinitionError};
+pub use table::{
+    Billing, Capacity, GlobalIndex, KeyAttribute, LocalIndex, StreamView, TableDefinition,
+    TableDefinitionError,
+};
 
 /// A condition on the range key of a table or index query.
 #[derive(Clone, Debug, PartialEq)]

@@ -3,8 +3,8 @@
 //! `Schema::to_ts_config`).
 //!
 //! Exit codes: 0 success; 1 the operation failed (an invalid configuration, a store error, an
-//! interrupted purge, whose message says how to resume); 2 bad usage or unreadable input
-//! (clap's own code for usage errors).
+//! interrupted purge or migration, whose message says how to resume; an audit that found
+//! misplaced records); 2 bad usage or unreadable input (clap's own code for usage errors).
 
 use std::io::{self, BufRead, Read};
 use std::path::{Path, PathBuf};
@@ -18,11 +18,15 @@ use entity_manager::store::{DynamoStore, TableDefinition};
 use entity_manager::{ConfigError, Schema, ShardSpace};
 use serde_json::{Value, json};
 
+mod audit;
 mod keys;
+mod migrate;
 mod scan;
 mod table;
 
+use audit::{AuditArgs, run_audit};
 use keys::{KeysAction, keys};
+use migrate::{MigrateArgs, migrate};
 use scan::{PurgeArgs, ScanArgs, purge, scan};
 use table::{TableAction, table};
 
@@ -52,7 +56,7 @@ enum Command {
         #[command(subcommand)]
         action: KeysAction,
     },
-    /// Creates, deletes or describes the table of a configuration, or prints its
+    /// Creates, deletes, describes or drift-checks the table of a configuration, or prints its
     /// CloudFormation resource.
     Table {
         #[command(subcommand)]
@@ -65,6 +69,13 @@ enum Command {
     /// Resumable: with `--checkpoint FILE` the position is saved after every page, and a
     /// rerun with the same file finishes the job.
     Purge(PurgeArgs),
+    /// Migrates the records of a table from schema A (`--from`) to schema B (`--to`):
+    /// keys rebuilt, moves done in one transaction each. Idempotent and resumable with
+    /// `--checkpoint FILE`; `--dry-run` reports counts per entity and shard and samples.
+    Migrate(MigrateArgs),
+    /// Lists the records whose hash key disagrees with the shard schedule (exit 1 when there
+    /// are any); with `--bump`, the dry run of a new shard bump.
+    Audit(AuditArgs),
 }
 
 #[derive(Debug, Args)]
@@ -145,13 +156,16 @@ enum Failure {
     Operation(String),
     /// The configuration is invalid: exit 1, with every problem.
     Config(ConfigError),
+    /// The command printed its report, which found problems: exit 1 (in text mode the
+    /// message goes to stderr; `--json` output is the report alone).
+    Findings(String),
 }
 
 impl Failure {
     fn code(&self) -> u8 {
         match self {
             Self::Input(_) => 2,
-            Self::Operation(_) | Self::Config(_) => 1,
+            Self::Operation(_) | Self::Config(_) | Self::Findings(_) => 1,
         }
     }
 }
@@ -169,9 +183,15 @@ fn main() -> ExitCode {
 }
 
 fn report(failure: &Failure, json: bool) {
+    if let Failure::Findings(message) = failure {
+        if !json {
+            eprintln!("error: {message}");
+        }
+        return;
+    }
     let (kind, message, problems) = match failure {
         Failure::Input(m) => ("input", m.clone(), Vec::new()),
-        Failure::Operation(m) => ("operation", m.clone(), Vec::new()),
+        Failure::Operation(m) | Failure::Findings(m) => ("operation", m.clone(), Vec::new()),
         Failure::Config(e) => (
             "config",
             format!("the configuration has {} problem(s)", e.problems.len()),
@@ -218,6 +238,8 @@ fn run(cli: Cli) -> Result<(), Failure> {
         Command::Table { action } => table(action, cli.json),
         Command::Scan(args) => scan(&args, cli.json),
         Command::Purge(args) => purge(&args, cli.json),
+        Command::Migrate(args) => migrate(&args, cli.json),
+        Command::Audit(args) => run_audit(&args, cli.json),
     }
 }
 

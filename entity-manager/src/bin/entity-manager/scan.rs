@@ -42,7 +42,7 @@ pub(crate) struct Parallel {
     throttle: u64,
     /// The most items evaluated per page (the checkpoint granularity of a purge).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
-    page_size: Option<u32>,
+    pub(crate) page_size: Option<u32>,
 }
 
 #[derive(Debug, Args)]

@@ -1,0 +1,918 @@
+//! Migration of a table's records from one schema to another: new shard bumps, changed
+//! generated properties and indexes, a changed unique encoding, or changed records.
+//!
+//! A [`Migration`] pairs, per entity, the schema the records were written under (A) with the
+//! schema they must follow (B), and optionally a transform. Each item a [`ParallelScan`] finds
+//! goes through these steps: A's keys are removed, the transform runs, B's keys are added, and
+//! the result is written back:
+//! - when its primary key is unchanged, with a plain put (batch writes of up to 25);
+//! - when its primary key changes (a new shard, a new range key encoding), the old item is
+//!   deleted and the new one put **in one transaction** (`TransactWriteItems`), the put
+//!   conditioned on no record holding the new key. A migration never leaves both, or neither.
+//!
+//! **Idempotent.** An item already in B's shape (its keys are exactly those B computes from it,
+//! it carries none of A's own generated properties, and it is not in A's shape as well) is
+//! counted as [`migrated_before`](EntityCounts::migrated_before) and left alone; an item whose
+//! migrated form is the item itself is [`unchanged`](EntityCounts::unchanged). So running a
+//! finished migration again writes nothing. When A and B give an item the same keys, only the
+//! transform can change it: it then runs again on every run, so it must map its own output to
+//! itself (most transforms do: they set a field, rename one when present, …). A record moved
+//! into a part of the table the scan has not reached yet is found again there, in B's shape,
+//! and counted once more, as migrated before.
+//!
+//! **Resumable and throttled.** The scan's segments run `throttle` at a time, each one page
+//! after the other, and a page's position is recorded ([`ScanCheckpoint`]) only once its
+//! writes are done: the checkpoint never gets ahead of the writes. After an error
+//! ([`MigrateError`], which names what failed and carries the checkpoint), a crash or a
+//! deliberate stop, the migration resumes from the last checkpoint; items of an interrupted
+//! page that were already written are recognized as migrated.
+//!
+//! **Dry run.** [`Migration::dry_run`] plans every item without writing anything and reports
+//! counts per entity and per shard (hash key) before and after, and a few sample records
+//! before and after ([`DryRunReport`]).
+//!
+//! ```
+//! use std::ops::ControlFlow;
+//!
+//! use entity_manager_core::migrate::Migration;
+//! use entity_manager_core::scan::ParallelScan;
+//! use entity_manager_core::store::{MemoryStore, Store, TableDefinition, WriteRequest};
+//! use entity_manager_core::{Item, Schema, ShardSpace};
+//! use serde_json::json;
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let config = |bumps: serde_json::Value| json!({
+//!     "hashKey": "hashKey",
+//!     "rangeKey": "rangeKey",
+//!     "entities": { "user": {
+//!         "uniqueProperty": "userId", "timestampProperty": "created", "shardBumps": bumps
+//!     } },
+//!     "propertyTranscodes": { "userId": "string", "created": "timestamp" }
+//! });
+//! // A: one partition. B: four shards from the start, so every record moves.
+//! let a = Schema::from_ts_config(&config(json!([])), ShardSpace::Power)?;
+//! let b = Schema::from_ts_config(
+//!     &config(json!([{ "timestamp": 0, "charBits": 2, "chars": 1 }])),
+//!     ShardSpace::Power,
+//! )?;
+//! let store = MemoryStore::new(TableDefinition::from_schema(&b)?);
+//! let mut writes = Vec::new();
+//! for i in 0..20 {
+//!     let item: Item = serde_dynamo::to_item(json!({ "userId": format!("u{i}"), "created": 1000 + i }))?;
+//!     writes.push(WriteRequest::Put(a.entity("user")?.add_keys(&item)?));
+//! }
+//! store.batch_write(writes).await?;
+//!
+//! let migration = Migration::between(&a, &b)?;
+//! // the dry run writes nothing
+//! let plan = migration.dry_run(ParallelScan::new(&store), 2).await?;
+//! assert_eq!(plan.counts.entities["user"].scanned, 20);
+//! assert_eq!(plan.samples.len(), 2);
+//!
+//! let report = migration.run(ParallelScan::new(&store), |_| ControlFlow::Continue(())).await?;
+//! assert!(report.complete);
+//! // every record leaves the one partition `user!` for its shard `user!0` to `user!3`
+//! assert_eq!(report.counts.entities["user"].moved, 20);
+//!
+//! // every record now has B's keys; a second run changes nothing
+//! let again = migration.run(ParallelScan::new(&store), |_| ControlFlow::Continue(())).await?;
+//! assert_eq!(again.counts.entities["user"].written(), 0);
+//! # Ok(())
+//! # }
+//! ```
+
+use std::collections::{BTreeMap, HashMap};
+use std::ops::ControlFlow;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use futures::StreamExt;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_dynamo::{AttributeValue, Item};
+
+use crate::entity::{Entity, schema_of};
+use crate::error::Error;
+use crate::keys::PrimaryKey;
+use crate::scan::{ParallelScan, ScanCheckpoint, StepError, entity_filter};
+use crate::schema::{EntitySchema, Schema};
+use crate::store::{
+    BatchWriteError, Expect, Filter, Store, StoreError, TransactWrite, WriteRequest,
+};
+
+/// The error a transform returns: anything that explains why a record cannot be migrated.
+pub type TransformError = Box<dyn std::error::Error + Send + Sync>;
+
+/// A transform: the item without A's keys in, the item to give B's keys out.
+type TransformFn = Arc<dyn Fn(Item) -> Result<Item, TransformError> + Send + Sync>;
+
+/// Why two schemas cannot be migrated into one another on one table.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum IncompatibleSchemas {
+    /// The two schemas name the table's key attributes differently: a table's key schema
+    /// cannot change.
+    #[error(
+        "entity `{entity}`: schema A keys the table by ({from_hash}, {from_range}) and schema B by ({to_hash}, {to_range}); a DynamoDB table's key attributes cannot change, so migrate into a new table instead"
+    )]
+    TableKeys {
+        /// The entity (A's token).
+        entity: String,
+        /// A's hash key attribute.
+        from_hash: String,
+        /// A's range key attribute.
+        from_range: String,
+        /// B's hash key attribute.
+        to_hash: String,
+        /// B's range key attribute.
+        to_range: String,
+    },
+    /// The entity is migrated twice.
+    #[error("entity `{entity}` is already part of this migration; give each entity once")]
+    DuplicateEntity {
+        /// The entity (A's token).
+        entity: String,
+    },
+    /// The two schemas have no entity in common.
+    #[error(
+        "schemas A ({from}) and B ({to}) have no entity token in common: nothing to migrate; pair the entities with `Migration::entity`"
+    )]
+    NothingInCommon {
+        /// A's entity tokens.
+        from: String,
+        /// B's entity tokens.
+        to: String,
+    },
+    /// A typed migration whose entity types are not part of their tables.
+    #[error("{0}")]
+    InvalidEntity(#[source] Box<Error>),
+}
+
+/// One entity's migration: its schema under A and B, and the transform between them.
+#[derive(Clone)]
+struct EntityMigration<'a> {
+    from: EntitySchema<'a>,
+    to: EntitySchema<'a>,
+    transform: Option<TransformFn>,
+}
+
+impl std::fmt::Debug for EntityMigration<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EntityMigration")
+            .field("from", &self.from.model().token)
+            .field("to", &self.to.model().token)
+            .field("transform", &self.transform.is_some())
+            .finish()
+    }
+}
+
+/// A migration of one or more entities from schema A to schema B. See the
+/// [module documentation](self).
+#[derive(Clone, Debug, Default)]
+pub struct Migration<'a> {
+    entities: Vec<EntityMigration<'a>>,
+}
+
+/// The counts of one entity, for a run or (what would happen) for a dry run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct EntityCounts {
+    /// Records of the entity the scan found.
+    pub scanned: u64,
+    /// Records whose migrated form is the record itself: nothing to write.
+    pub unchanged: u64,
+    /// Records already in B's shape (migrated by an earlier run): left alone.
+    pub migrated_before: u64,
+    /// Records rewritten in place (same primary key).
+    pub rewritten: u64,
+    /// Records moved to a new primary key (old item deleted in the same transaction).
+    pub moved: u64,
+    /// Records that cannot be migrated (dry run only: a run stops at the first one).
+    pub failed: u64,
+}
+
+impl EntityCounts {
+    /// Records written (or, in a dry run, to write): rewritten plus moved.
+    pub fn written(&self) -> u64 {
+        self.rewritten + self.moved
+    }
+
+    /// Adds `other` to these counts.
+    pub fn add(&mut self, other: &Self) {
+        self.scanned += other.scanned;
+        self.unchanged += other.unchanged;
+        self.migrated_before += other.migrated_before;
+        self.rewritten += other.rewritten;
+        self.moved += other.moved;
+        self.failed += other.failed;
+    }
+}
+
+/// The counts of a migration: per entity (by A's token), and the items of no migrated entity.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct MigrateCounts {
+    /// Per entity, by A's token.
+    pub entities: BTreeMap<String, EntityCounts>,
+    /// Items the scan found that belong to no migrated entity (left alone).
+    pub other: u64,
+}
+
+impl MigrateCounts {
+    /// Adds `other` to these counts (for example the counts of an earlier, interrupted run).
+    pub fn add(&mut self, other: &Self) {
+        for (entity, counts) in &other.entities {
+            self.entities.entry(entity.clone()).or_default().add(counts);
+        }
+        self.other += other.other;
+    }
+
+    /// The sum over every entity.
+    pub fn total(&self) -> EntityCounts {
+        let mut total = EntityCounts::default();
+        for counts in self.entities.values() {
+            total.add(counts);
+        }
+        total
+    }
+}
+
+/// What a migration reports after each page, to the progress callback.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct MigrateProgress<'a> {
+    /// The counts of the page just handled.
+    pub page: &'a MigrateCounts,
+    /// The counts of this run so far.
+    pub counts: &'a MigrateCounts,
+    /// The position to resume from if the migration stops now: save it.
+    pub checkpoint: &'a ScanCheckpoint,
+}
+
+/// How a migration run ended.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct MigrateReport {
+    /// The counts of this run (of the pages it recorded).
+    pub counts: MigrateCounts,
+    /// Whether every segment is done; `false` when the progress callback stopped the run.
+    pub complete: bool,
+    /// Where the migration stands (every segment done when `complete`).
+    pub checkpoint: ScanCheckpoint,
+}
+
+/// What stopped a migration.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum MigrateFailure {
+    /// A page could not be read.
+    #[error("scan failed: {0}")]
+    Scan(#[source] Box<StoreError>),
+    /// The transform refused a record.
+    #[error(
+        "the transform failed on record {key} of entity `{entity}`: {source}; fix the transform (or the record)"
+    )]
+    Transform {
+        /// The entity (A's token).
+        entity: String,
+        /// The record's stored key.
+        key: KeyText,
+        /// What the transform said.
+        #[source]
+        source: TransformError,
+    },
+    /// B's keys cannot be built for a record (a missing component, a value holding a
+    /// delimiter, a key too long…).
+    #[error("B's keys cannot be built for record {key} of entity `{entity}`: {source}")]
+    Keys {
+        /// The entity (A's token).
+        entity: String,
+        /// The record's stored key.
+        key: KeyText,
+        /// Why.
+        #[source]
+        source: Box<Error>,
+    },
+    /// A batch of in-place rewrites was not fully written.
+    #[error("rewriting records in place failed: {source}")]
+    Rewrite {
+        /// The keys of the records not rewritten (they are after the checkpoint).
+        unwritten: Vec<Item>,
+        /// What the store reported.
+        #[source]
+        source: Box<BatchWriteError>,
+    },
+    /// Moving a record to its new primary key failed: neither the delete nor the put
+    /// happened. A canceled transaction usually means another item already holds the new key
+    /// (or the old one was deleted meanwhile).
+    #[error("moving record {from} of entity `{entity}` to {to} failed (nothing written): {source}")]
+    Move {
+        /// The entity (A's token).
+        entity: String,
+        /// The record's old key.
+        from: KeyText,
+        /// Its new key.
+        to: KeyText,
+        /// What the store reported.
+        #[source]
+        source: Box<StoreError>,
+    },
+}
+
+/// A primary key, for messages: `(hash key, range key)`.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct KeyText(pub PrimaryKey);
+
+impl std::fmt::Display for KeyText {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "({}, {})", self.0.hash_key, self.0.range_key)
+    }
+}
+
+/// A migration that stopped on an error. Nothing is lost: every record not yet migrated is
+/// after the [`checkpoint`](Self::checkpoint) (records of the failed page that were written
+/// are recognized as migrated when the page is read again); resume from the checkpoint
+/// ([`ParallelScan::resume`]) once the cause is fixed.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "migration stopped after writing {written} records, with {remaining} of {total} segments unfinished: {source}; run it again from the checkpoint to finish",
+    written = counts.total().written(),
+    remaining = checkpoint.remaining(),
+    total = checkpoint.total_segments()
+)]
+pub struct MigrateError {
+    /// The counts of the pages this run recorded before it stopped.
+    pub counts: MigrateCounts,
+    /// The position to resume from: the pages before it are migrated.
+    pub checkpoint: ScanCheckpoint,
+    /// What failed.
+    #[source]
+    pub source: MigrateFailure,
+}
+
+/// What the dry run would do to one record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Action {
+    /// Rewritten in place.
+    Rewrite,
+    /// Moved to a new primary key.
+    Move,
+}
+
+/// A record before and after, as the dry run plans it.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct Sample {
+    /// The entity (A's token).
+    pub entity: String,
+    /// What would be done.
+    pub action: Action,
+    /// The stored item.
+    pub before: Item,
+    /// The item that would be written.
+    pub after: Item,
+}
+
+/// A record the dry run found it cannot migrate.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct PlannedFailure {
+    /// The entity (A's token).
+    pub entity: String,
+    /// The record's stored key.
+    pub key: KeyText,
+    /// Why (the message of the [`MigrateFailure`] a run would stop with).
+    pub reason: String,
+}
+
+/// How many records of an entity a hash key holds before and after the migration.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct ShardCounts {
+    /// Records under this hash key now.
+    pub before: u64,
+    /// Records under this hash key once migrated.
+    pub after: u64,
+}
+
+/// What a migration would do, found without writing anything.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct DryRunReport {
+    /// What would happen, per entity.
+    pub counts: MigrateCounts,
+    /// Per entity (A's token), per hash key (shard): records there before and after.
+    pub shards: BTreeMap<String, BTreeMap<String, ShardCounts>>,
+    /// Up to the number of samples asked for, records that would be written, before and
+    /// after.
+    pub samples: Vec<Sample>,
+    /// Records that cannot be migrated (at most 100 listed; `counts` has them all).
+    pub failures: Vec<PlannedFailure>,
+}
+
+/// The most failures a dry run lists.
+const LISTED_FAILURES: usize = 100;
+
+/// What to do with one item.
+#[derive(Debug)]
+enum Plan {
+    /// Nothing: the migrated item is the item.
+    Unchanged,
+    /// Nothing: the item is in B's shape already.
+    MigratedBefore,
+    /// Put this item (same primary key).
+    Rewrite(Item),
+    /// Delete the item of key `old` and put this one.
+    Move { old: Item, item: Item },
+}
+
+/// The outcome of one page in a run.
+struct PageDone {
+    counts: MigrateCounts,
+}
+
+/// The outcome of one page in a dry run.
+#[derive(Default)]
+struct PagePlan {
+    counts: MigrateCounts,
+    shards: BTreeMap<String, BTreeMap<String, ShardCounts>>,
+    samples: Vec<Sample>,
+    failures: Vec<PlannedFailure>,
+}
+
+impl<'a> Migration<'a> {
+    /// A migration of no entity yet: add them with [`entity`](Self::entity),
+    /// [`entity_with`](Self::entity_with) or [`records`](Self::records).
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Every entity the two schemas have in common (by token), with no transform. Entities
+    /// only in A are not touched; entities only in B have no records yet.
+    pub fn between(from: &'a Schema, to: &'a Schema) -> Result<Self, IncompatibleSchemas> {
+        let mut migration = Self::new();
+        for model in from.entities() {
+            if let (Ok(a), Ok(b)) = (from.entity(&model.token), to.entity(&model.token)) {
+                migration = migration.entity(a, b)?;
+            }
+        }
+        if migration.entities.is_empty() {
+            let tokens = |s: &Schema| {
+                s.entities()
+                    .iter()
+                    .map(|e| e.token.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            return Err(IncompatibleSchemas::NothingInCommon {
+                from: tokens(from),
+                to: tokens(to),
+            });
+        }
+        Ok(migration)
+    }
+
+    /// Migrates the records of `from` (schema A) to `to` (schema B), unchanged but for their
+    /// keys.
+    pub fn entity(
+        self,
+        from: EntitySchema<'a>,
+        to: EntitySchema<'a>,
+    ) -> Result<Self, IncompatibleSchemas> {
+        self.push(from, to, None)
+    }
+
+    /// Migrates the records of `from` to `to` through `transform`, which gets each item
+    /// without A's keys and returns the item B's keys are added to. See the
+    /// [module documentation](self) on idempotence.
+    pub fn entity_with<F>(
+        self,
+        from: EntitySchema<'a>,
+        to: EntitySchema<'a>,
+        transform: F,
+    ) -> Result<Self, IncompatibleSchemas>
+    where
+        F: Fn(Item) -> Result<Item, TransformError> + Send + Sync + 'static,
+    {
+        self.push(from, to, Some(Arc::new(transform)))
+    }
+
+    /// Migrates the records of entity type `A` to entity type `B` (two sets of Rust entities,
+    /// in their tables' schemas) through `transform`, record to record.
+    ///
+    /// An item that does not read as an `A` is a [`MigrateFailure::Transform`] error.
+    pub fn records<A, B, F>(self, transform: F) -> Result<Self, IncompatibleSchemas>
+    where
+        A: Entity + DeserializeOwned,
+        B: Entity + Serialize,
+        F: Fn(A) -> B + Send + Sync + 'static,
+    {
+        let from = schema_of::<A>().map_err(|e| IncompatibleSchemas::InvalidEntity(Box::new(e)))?;
+        let to = schema_of::<B>().map_err(|e| IncompatibleSchemas::InvalidEntity(Box::new(e)))?;
+        let keys = 2 + to.model().generated.len();
+        let transform = move |item: Item| -> Result<Item, TransformError> {
+            let record: A = serde_dynamo::from_item(item)?;
+            Ok(crate::keys::record_item(&transform(record), keys)?)
+        };
+        self.push(from, to, Some(Arc::new(transform)))
+    }
+
+    fn push(
+        mut self,
+        from: EntitySchema<'a>,
+        to: EntitySchema<'a>,
+        transform: Option<TransformFn>,
+    ) -> Result<Self, IncompatibleSchemas> {
+        let (a, b) = (from.table(), to.table());
+        if a.hash_key != b.hash_key || a.range_key != b.range_key {
+            return Err(IncompatibleSchemas::TableKeys {
+                entity: from.model().token.to_string(),
+                from_hash: a.hash_key.to_string(),
+                from_range: a.range_key.to_string(),
+                to_hash: b.hash_key.to_string(),
+                to_range: b.range_key.to_string(),
+            });
+        }
+        if self
+            .entities
+            .iter()
+            .any(|e| e.from.model().token == from.model().token)
+        {
+            return Err(IncompatibleSchemas::DuplicateEntity {
+                entity: from.model().token.to_string(),
+            });
+        }
+        self.entities.push(EntityMigration {
+            from,
+            to,
+            transform,
+        });
+        Ok(self)
+    }
+
+    /// The scan filter that keeps the records of the migrated entities (by A's token).
+    pub fn filter(&self) -> Option<Filter> {
+        let mut filters: Vec<Filter> = self
+            .entities
+            .iter()
+            .map(|e| entity_filter(&e.from))
+            .collect();
+        match filters.len() {
+            0 => None,
+            1 => filters.pop(),
+            _ => Some(Filter::Or(filters)),
+        }
+    }
+
+    /// The migrated entity an item belongs to, by the token of its hash key.
+    fn route(&self, item: &Item) -> Option<&EntityMigration<'a>> {
+        let first = self.entities.first()?;
+        let table = first.from.table();
+        let Some(AttributeValue::S(hash_key)) = item.get(&*table.hash_key) else {
+            return None;
+        };
+        self.entities.iter().find(|e| {
+            let d = &*e.from.table().delimiters.shard_key;
+            hash_key
+                .strip_prefix(&*e.from.model().token)
+                .is_some_and(|rest| rest.starts_with(d))
+        })
+    }
+
+    /// Runs the migration over what `scan` finds (its filter is replaced by
+    /// [`filter`](Self::filter)), up to `throttle` segments at once.
+    ///
+    /// After each page is written, `progress` gets the page's counts, this run's counts and
+    /// the new checkpoint; returning [`ControlFlow::Break`] stops the migration: no new page
+    /// starts, the pages in flight are finished and reported, and the report says whether
+    /// anything is left. The first error stops it the same way and carries the checkpoint.
+    pub async fn run<S, P>(
+        &self,
+        scan: ParallelScan<'_, S>,
+        mut progress: P,
+    ) -> Result<MigrateReport, MigrateError>
+    where
+        S: Store,
+        P: FnMut(&MigrateProgress<'_>) -> ControlFlow<()>,
+    {
+        let scan = self.prepare(scan);
+        let store = scan.store();
+        let mut checkpoint = scan.checkpoint().clone();
+        let mut counts = MigrateCounts::default();
+        let halt = Arc::new(AtomicBool::new(false));
+        let mut steps = scan.drive(Some(&halt), move |items: Vec<Item>| async move {
+            self.migrate_page(store, items).await
+        });
+        let mut failure = None;
+        while let Some(step) = steps.next().await {
+            match step {
+                Ok(step) => {
+                    counts.add(&step.output.counts);
+                    checkpoint.set(step.segment, step.next);
+                    let flow = progress(&MigrateProgress {
+                        page: &step.output.counts,
+                        counts: &counts,
+                        checkpoint: &checkpoint,
+                    });
+                    if flow.is_break() {
+                        halt.store(true, Ordering::SeqCst);
+                    }
+                }
+                Err(StepError::Scan { source, .. }) => {
+                    halt.store(true, Ordering::SeqCst);
+                    failure.get_or_insert(MigrateFailure::Scan(Box::new(source)));
+                }
+                Err(StepError::Action { source }) => {
+                    halt.store(true, Ordering::SeqCst);
+                    failure.get_or_insert(*source);
+                }
+            }
+        }
+        if let Some(source) = failure {
+            return Err(MigrateError {
+                counts,
+                checkpoint,
+                source,
+            });
+        }
+        Ok(MigrateReport {
+            complete: checkpoint.is_done(),
+            counts,
+            checkpoint,
+        })
+    }
+
+    /// Plans the migration of everything `scan` finds (its filter is replaced by
+    /// [`filter`](Self::filter)) without writing anything: counts per entity and per shard,
+    /// up to `samples` records before and after, and the records that cannot be migrated.
+    pub async fn dry_run<S: Store>(
+        &self,
+        scan: ParallelScan<'_, S>,
+        samples: usize,
+    ) -> Result<DryRunReport, MigrateError> {
+        let scan = self.prepare(scan);
+        let mut checkpoint = scan.checkpoint().clone();
+        let mut report = DryRunReport {
+            counts: MigrateCounts::default(),
+            shards: BTreeMap::new(),
+            samples: Vec::new(),
+            failures: Vec::new(),
+        };
+        let mut steps = scan.drive(None, move |items: Vec<Item>| {
+            std::future::ready(Ok::<_, std::convert::Infallible>(
+                self.plan_page(&items, samples),
+            ))
+        });
+        while let Some(step) = steps.next().await {
+            match step {
+                Ok(step) => {
+                    checkpoint.set(step.segment, step.next);
+                    let page = step.output;
+                    report.counts.add(&page.counts);
+                    for (entity, shards) in page.shards {
+                        let mine = report.shards.entry(entity).or_default();
+                        for (hash_key, c) in shards {
+                            let slot = mine.entry(hash_key).or_default();
+                            slot.before += c.before;
+                            slot.after += c.after;
+                        }
+                    }
+                    let room = samples.saturating_sub(report.samples.len());
+                    report.samples.extend(page.samples.into_iter().take(room));
+                    let room = LISTED_FAILURES.saturating_sub(report.failures.len());
+                    report.failures.extend(page.failures.into_iter().take(room));
+                }
+                Err(StepError::Scan { source, .. }) => {
+                    return Err(MigrateError {
+                        counts: report.counts,
+                        checkpoint,
+                        source: MigrateFailure::Scan(Box::new(source)),
+                    });
+                }
+                Err(StepError::Action { source }) => match source {},
+            }
+        }
+        Ok(report)
+    }
+
+    fn prepare<'s, S: Store>(&self, mut scan: ParallelScan<'s, S>) -> ParallelScan<'s, S> {
+        scan.filter = self.filter();
+        scan
+    }
+
+    /// What to do with `item` of entity `e`.
+    fn plan(e: &EntityMigration<'_>, item: &Item) -> Result<Plan, Box<MigrateFailure>> {
+        if in_shape(&e.to, &e.from, item) && !in_shape(&e.from, &e.to, item) {
+            return Ok(Plan::MigratedBefore);
+        }
+        let entity = || e.from.model().token.to_string();
+        let stripped = e.from.remove_keys(item);
+        let transformed = match &e.transform {
+            Some(transform) => transform(stripped).map_err(|source| {
+                Box::new(MigrateFailure::Transform {
+                    entity: entity(),
+                    key: key_text(e, item),
+                    source,
+                })
+            })?,
+            None => stripped,
+        };
+        let target =
+            e.to.refresh_keys(&transformed)
+                .map_err(|source| MigrateFailure::Keys {
+                    entity: entity(),
+                    key: key_text(e, item),
+                    source: Box::new(source),
+                })?;
+        if target == *item {
+            return Ok(Plan::Unchanged);
+        }
+        let table = e.from.table();
+        let same_key = [&table.hash_key, &table.range_key]
+            .iter()
+            .all(|name| target.get(&***name) == item.get(&***name));
+        if same_key {
+            Ok(Plan::Rewrite(target))
+        } else {
+            Ok(Plan::Move {
+                old: table_key(e, item),
+                item: target,
+            })
+        }
+    }
+
+    /// Plans and writes one page: the rewrites in one batch write, then each move in its own
+    /// transaction.
+    async fn migrate_page<S: Store>(
+        &self,
+        store: &S,
+        items: Vec<Item>,
+    ) -> Result<PageDone, Box<MigrateFailure>> {
+        let mut counts = MigrateCounts::default();
+        let mut rewrites = Vec::new();
+        let mut moves = Vec::new();
+        for item in &items {
+            let Some(e) = self.route(item) else {
+                counts.other += 1;
+                continue;
+            };
+            let plan = Self::plan(e, item)?;
+            let c = counts
+                .entities
+                .entry(e.from.model().token.to_string())
+                .or_default();
+            c.scanned += 1;
+            match plan {
+                Plan::Unchanged => c.unchanged += 1,
+                Plan::MigratedBefore => c.migrated_before += 1,
+                Plan::Rewrite(target) => {
+                    c.rewritten += 1;
+                    rewrites.push(target);
+                }
+                Plan::Move { old, item: target } => {
+                    c.moved += 1;
+                    moves.push((e, old, target));
+                }
+            }
+        }
+        if !rewrites.is_empty() {
+            let writes = rewrites.into_iter().map(WriteRequest::Put).collect();
+            store.batch_write(writes).await.map_err(|source| {
+                let unwritten = source
+                    .unwritten
+                    .iter()
+                    .filter_map(|w| match w {
+                        WriteRequest::Put(item) => self.route(item).map(|e| table_key(e, item)),
+                        WriteRequest::Delete(key) => Some(key.clone()),
+                    })
+                    .collect();
+                Box::new(MigrateFailure::Rewrite {
+                    unwritten,
+                    source: Box::new(source),
+                })
+            })?;
+        }
+        for (e, old, target) in moves {
+            let writes = vec![
+                TransactWrite::Delete {
+                    key: old.clone(),
+                    expect: Expect::Present,
+                },
+                TransactWrite::Put {
+                    item: target.clone(),
+                    expect: Expect::Absent,
+                },
+            ];
+            store.transact_write(writes).await.map_err(|source| {
+                Box::new(MigrateFailure::Move {
+                    entity: e.from.model().token.to_string(),
+                    from: key_text(e, &old),
+                    to: key_text(e, &target),
+                    source: Box::new(source),
+                })
+            })?;
+        }
+        Ok(PageDone { counts })
+    }
+
+    /// Plans one page without writing.
+    fn plan_page(&self, items: &[Item], samples: usize) -> PagePlan {
+        let mut page = PagePlan::default();
+        for item in items {
+            let Some(e) = self.route(item) else {
+                page.counts.other += 1;
+                continue;
+            };
+            let entity = e.from.model().token.to_string();
+            let table = e.from.table();
+            let hash_of = |item: &Item| match item.get(&*table.hash_key) {
+                Some(AttributeValue::S(s)) => s.clone(),
+                _ => String::new(),
+            };
+            let c = page.counts.entities.entry(entity.clone()).or_default();
+            c.scanned += 1;
+            let shards = page.shards.entry(entity.clone()).or_default();
+            shards.entry(hash_of(item)).or_default().before += 1;
+            let (after, sample) = match Self::plan(e, item) {
+                Ok(Plan::Unchanged) => {
+                    c.unchanged += 1;
+                    (Some(item.clone()), None)
+                }
+                Ok(Plan::MigratedBefore) => {
+                    c.migrated_before += 1;
+                    (Some(item.clone()), None)
+                }
+                Ok(Plan::Rewrite(target)) => {
+                    c.rewritten += 1;
+                    (Some(target), Some(Action::Rewrite))
+                }
+                Ok(Plan::Move { item: target, .. }) => {
+                    c.moved += 1;
+                    (Some(target), Some(Action::Move))
+                }
+                Err(failure) => {
+                    c.failed += 1;
+                    page.failures.push(PlannedFailure {
+                        entity: entity.clone(),
+                        key: key_text(e, item),
+                        reason: failure.to_string(),
+                    });
+                    (None, None)
+                }
+            };
+            if let Some(after) = after {
+                shards.entry(hash_of(&after)).or_default().after += 1;
+                if let Some(action) = sample
+                    && page.samples.len() < samples
+                {
+                    page.samples.push(Sample {
+                        entity,
+                        action,
+                        before: item.clone(),
+                        after,
+                    });
+                }
+            }
+        }
+        page
+    }
+}
+
+/// Whether `item` is in the shape of `this` schema: its keys are exactly those `this` computes
+/// from it, and it carries no generated property of `other` that `this` does not declare
+/// (a leftover of the other schema), unless `this` has a transcoded property of that name.
+fn in_shape(this: &EntitySchema<'_>, other: &EntitySchema<'_>, item: &Item) -> bool {
+    let leftover = other.model().generated.iter().any(|g| {
+        this.model().generated_property(&g.name).is_none()
+            && this.model().property(&g.name).is_none()
+            && item.contains_key(&*g.name)
+    });
+    !leftover && this.refresh_keys(item).is_ok_and(|keyed| keyed == *item)
+}
+
+/// The table key of an item (its hash and range key attributes).
+fn table_key(e: &EntityMigration<'_>, item: &Item) -> Item {
+    let table = e.from.table();
+    let key: HashMap<String, AttributeValue> = [&table.hash_key, &table.range_key]
+        .into_iter()
+        .filter_map(|name| Some((name.to_string(), item.get(&**name)?.clone())))
+        .collect();
+    key.into()
+}
+
+/// The stored key of an item, for messages.
+fn key_text(e: &EntityMigration<'_>, item: &Item) -> KeyText {
+    let table = e.from.table();
+    let text = |name: &str| match item.get(name) {
+        Some(AttributeValue::S(s)) => s.clone(),
+        Some(other) => format!("{other:?}"),
+        None => String::new(),
+    };
+    KeyText(PrimaryKey {
+        hash_key: text(&table.hash_key),
+        range_key: text(&table.range_key),
+    })
+}

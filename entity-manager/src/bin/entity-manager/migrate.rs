@@ -1,0 +1,477 @@
+//! `migrate --from A.json --to B.json`: the records of a table, from schema A to schema B;
+//! resumable from a checkpoint file, with a dry run that writes nothing.
+
+use std::collections::BTreeMap;
+use std::io::{self, BufRead, IsTerminal};
+use std::ops::ControlFlow;
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+use entity_manager::migrate::{Action, DryRunReport, MigrateCounts, Migration};
+use entity_manager::scan::ScanCheckpoint;
+use entity_manager::{Item, Schema};
+use serde_json::{Value, json};
+
+use crate::scan::{Parallel, parallel_scan};
+use crate::{Connection, Failure, SpaceArg, connect, load, runtime};
+
+#[derive(Debug, Args)]
+pub(crate) struct MigrateArgs {
+    /// Schema A: the JSON configuration the records were written under.
+    #[arg(long)]
+    from: PathBuf,
+    /// Schema B: the JSON configuration the records must follow.
+    #[arg(long)]
+    to: PathBuf,
+    #[command(flatten)]
+    space: SpaceArg,
+    /// The table name.
+    #[arg(long)]
+    table: String,
+    /// Only this entity (default: every entity the two configurations share).
+    #[arg(long)]
+    entity: Option<String>,
+    /// Report what would change (counts per entity and shard, sample records before and
+    /// after) without writing anything.
+    #[arg(long)]
+    dry_run: bool,
+    /// How many sample records the dry run shows.
+    #[arg(long, default_value_t = 3)]
+    samples: usize,
+    /// Save the position here after every page, and resume from it when it exists. Removed
+    /// when the migration completes.
+    #[arg(long)]
+    checkpoint: Option<PathBuf>,
+    /// Do not ask for confirmation (required when stdin is not a terminal).
+    #[arg(long)]
+    yes: bool,
+    #[command(flatten)]
+    parallel: Parallel,
+    /// Testing: stop after this many pages, as an interrupted run would.
+    #[arg(long, hide = true)]
+    stop_after: Option<u64>,
+    #[command(flatten)]
+    connection: Connection,
+}
+
+/// FNV-1a (64 bits) of the two configurations and the shard-space rule: a checkpoint belongs
+/// to one migration.
+fn fingerprint(parts: &[&[u8]]) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for part in parts {
+        for &b in *part {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+        h ^= 0xff;
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("{h:016x}")
+}
+
+/// What a migration checkpoint file holds.
+struct MigrateState {
+    table: String,
+    target: String,
+    schemas: String,
+    scan: ScanCheckpoint,
+    counts: MigrateCounts,
+}
+
+impl MigrateState {
+    fn to_json(&self) -> Result<Value, Failure> {
+        let err = |e: serde_json::Error| {
+            Failure::Operation(format!("cannot serialize the checkpoint: {e}"))
+        };
+        Ok(json!({
+            "command": "migrate",
+            "table": self.table,
+            "target": self.target,
+            "schemas": self.schemas,
+            "scan": serde_json::to_value(&self.scan).map_err(err)?,
+            "counts": serde_json::to_value(&self.counts).map_err(err)?,
+        }))
+    }
+
+    fn load(path: &Path) -> Result<Option<Self>, Failure> {
+        let text = match std::fs::read_to_string(path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => {
+                return Err(Failure::Input(format!(
+                    "cannot read the checkpoint {}: {e}",
+                    path.display()
+                )));
+            }
+        };
+        let bad = |why: String| {
+            Failure::Input(format!(
+                "{} is not a migration checkpoint ({why}); remove it to start over",
+                path.display()
+            ))
+        };
+        let value: Value = serde_json::from_str(&text).map_err(|e| bad(e.to_string()))?;
+        if value["command"] != "migrate" {
+            return Err(bad("no `\"command\": \"migrate\"`".to_owned()));
+        }
+        let field = |name: &str| {
+            value[name]
+                .as_str()
+                .map(str::to_owned)
+                .ok_or_else(|| bad(format!("no `{name}`")))
+        };
+        Ok(Some(Self {
+            table: field("table")?,
+            target: field("target")?,
+            schemas: field("schemas")?,
+            scan: serde_json::from_value(value["scan"].clone()).map_err(|e| bad(e.to_string()))?,
+            counts: serde_json::from_value(value["counts"].clone())
+                .map_err(|e| bad(e.to_string()))?,
+        }))
+    }
+
+    /// Writes the file atomically (a temporary file renamed over it).
+    fn save(&self, path: &Path) -> Result<(), Failure> {
+        let text = serde_json::to_vec_pretty(&self.to_json()?)
+            .map_err(|e| Failure::Operation(format!("cannot serialize the checkpoint: {e}")))?;
+        let mut tmp = path.as_os_str().to_owned();
+        tmp.push(".tmp");
+        let tmp = PathBuf::from(tmp);
+        std::fs::write(&tmp, text)
+            .and_then(|()| std::fs::rename(&tmp, path))
+            .map_err(|e| {
+                Failure::Operation(format!(
+                    "cannot write the checkpoint {}: {e}",
+                    path.display()
+                ))
+            })
+    }
+}
+
+fn read(path: &Path) -> Result<Vec<u8>, Failure> {
+    std::fs::read(path).map_err(|e| Failure::Input(format!("cannot read {}: {e}", path.display())))
+}
+
+/// The migration of `entity`, or of every entity the schemas share.
+fn migration<'a>(
+    a: &'a Schema,
+    b: &'a Schema,
+    entity: Option<&str>,
+) -> Result<Migration<'a>, Failure> {
+    let input = |e: &dyn std::fmt::Display| Failure::Input(e.to_string());
+    match entity {
+        Some(entity) => Migration::new()
+            .entity(
+                a.entity(entity)
+                    .map_err(|e| Failure::Input(format!("schema A (--from): {e}")))?,
+                b.entity(entity)
+                    .map_err(|e| Failure::Input(format!("schema B (--to): {e}")))?,
+            )
+            .map_err(|e| input(&e)),
+        None => Migration::between(a, b).map_err(|e| input(&e)),
+    }
+}
+
+fn item_json(item: &Item) -> Value {
+    serde_dynamo::from_item(item.clone()).unwrap_or(Value::Null)
+}
+
+fn counts_json(counts: &MigrateCounts) -> Value {
+    serde_json::to_value(&counts.entities).unwrap_or(Value::Null)
+}
+
+fn counts_text(counts: &MigrateCounts) -> String {
+    let mut parts: Vec<String> = counts
+        .entities
+        .iter()
+        .map(|(entity, c)| {
+            format!(
+                "{entity}: {} scanned, {} moved, {} rewritten, {} unchanged, {} migrated before{}",
+                c.scanned,
+                c.moved,
+                c.rewritten,
+                c.unchanged,
+                c.migrated_before,
+                if c.failed > 0 {
+                    format!(", {} cannot be migrated", c.failed)
+                } else {
+                    String::new()
+                }
+            )
+        })
+        .collect();
+    if counts.other > 0 {
+        parts.push(format!(
+            "{} items of other entities left alone",
+            counts.other
+        ));
+    }
+    parts.join("; ")
+}
+
+/// Asks on the terminal; without one, `--yes` is required.
+fn confirm(yes: bool, what: &str) -> Result<(), Failure> {
+    if yes {
+        return Ok(());
+    }
+    if !io::stdin().is_terminal() {
+        return Err(Failure::Input(format!(
+            "refusing to {what} without confirmation: stdin is not a terminal; pass --yes (or --dry-run)"
+        )));
+    }
+    eprint!("{what}? [y/N] ");
+    let mut answer = String::new();
+    io::stdin()
+        .lock()
+        .read_line(&mut answer)
+        .map_err(|e| Failure::Input(format!("cannot read the answer: {e}")))?;
+    if matches!(answer.trim(), "y" | "Y" | "yes") {
+        Ok(())
+    } else {
+        Err(Failure::Input("not confirmed: nothing written".to_owned()))
+    }
+}
+
+#[allow(clippy::too_many_lines)] // one command, start to end (as purge)
+pub(crate) fn migrate(args: &MigrateArgs, json: bool) -> Result<(), Failure> {
+    let (text_a, text_b) = (read(&args.from)?, read(&args.to)?);
+    let a = load(&args.from, args.space.shard_space)?;
+    let b = load(&args.to, args.space.shard_space)?;
+    let migration = migration(&a, &b, args.entity.as_deref())?;
+    let store = connect(&b, &args.table, &args.connection)?;
+    let mut scan = parallel_scan(&store, &b, None, &args.parallel)?;
+    // pages of 100 by default, as purge: the checkpoint granularity
+    if args.parallel.page_size.is_none() {
+        scan = scan.page_size(100);
+    }
+    if args.dry_run {
+        let report = runtime()?
+            .block_on(migration.dry_run(scan, args.samples))
+            .map_err(|e| Failure::Operation(format!("table {}: {e}", args.table)))?;
+        return print_dry_run(args, &report, json);
+    }
+
+    let target = args
+        .entity
+        .as_ref()
+        .map_or_else(|| "all".to_owned(), |entity| format!("entity:{entity}"));
+    let space = format!("{:?}", args.space.shard_space);
+    let schemas = fingerprint(&[&text_a, &text_b, space.as_bytes()]);
+    let mut state = MigrateState {
+        table: args.table.clone(),
+        target: target.clone(),
+        schemas: schemas.clone(),
+        scan: scan.checkpoint().clone(),
+        counts: MigrateCounts::default(),
+    };
+    if let Some(path) = &args.checkpoint
+        && let Some(saved) = MigrateState::load(path)?
+    {
+        if saved.table != args.table || saved.target != target || saved.schemas != schemas {
+            return Err(Failure::Input(format!(
+                "the checkpoint {} belongs to another migration (of {} in table {}, or from other configurations); use another file",
+                path.display(),
+                saved.target,
+                saved.table,
+            )));
+        }
+        scan = scan
+            .resume(saved.scan.clone())
+            .map_err(|e| Failure::Input(format!("{}: {e}", path.display())))?;
+        state = saved;
+    }
+    let what = match &args.entity {
+        Some(entity) => format!(
+            "migrate every record of entity `{entity}` in table {}",
+            args.table
+        ),
+        None => format!("migrate every record of table {}", args.table),
+    };
+    confirm(args.yes, &what)?;
+    let resume_path = args.checkpoint.clone().unwrap_or_else(|| {
+        PathBuf::from(format!(
+            "entity-manager-migrate-{}.checkpoint.json",
+            args.table
+        ))
+    });
+    if let Some(path) = &args.checkpoint {
+        state.save(path)?;
+    }
+
+    let bar = io::stderr().is_terminal().then(|| {
+        let bar = indicatif::ProgressBar::new_spinner();
+        bar.set_message(format!("migrating table {}", args.table));
+        bar
+    });
+    let mut pages = 0u64;
+    let mut save_error = None;
+    let outcome = runtime()?.block_on(migration.run(scan, |progress| {
+        state.counts.add(progress.page);
+        state.scan = progress.checkpoint.clone();
+        pages += 1;
+        if let Some(path) = &args.checkpoint
+            && let Err(e) = state.save(path)
+        {
+            save_error = Some(e);
+            return ControlFlow::Break(());
+        }
+        if let Some(bar) = &bar {
+            bar.set_message(counts_text(&state.counts));
+            bar.tick();
+        }
+        if args.stop_after.is_some_and(|n| pages >= n) {
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
+        }
+    }));
+    if let Some(bar) = &bar {
+        bar.finish_and_clear();
+    }
+    if let Some(e) = save_error {
+        return Err(e);
+    }
+    let written = state.counts.total().written();
+    let stopped = |state: &mut MigrateState, why: String| -> Failure {
+        if args.checkpoint.is_none()
+            && let Err(e) = state.save(&resume_path)
+        {
+            return Failure::Operation(format!("{why}; the position could not be saved ({e:?})"));
+        }
+        Failure::Operation(format!(
+            "{why}; {written} records written so far; to resume, run the same command with --checkpoint {}",
+            resume_path.display()
+        ))
+    };
+    match outcome {
+        Ok(report) if report.complete => {
+            if let Some(path) = &args.checkpoint {
+                std::fs::remove_file(path).map_err(|e| {
+                    Failure::Operation(format!(
+                        "migration complete, but the checkpoint {} could not be removed: {e}",
+                        path.display()
+                    ))
+                })?;
+            }
+            if json {
+                println!(
+                    "{}",
+                    json!({
+                        "ok": true,
+                        "table": args.table,
+                        "target": target,
+                        "written": written,
+                        "counts": counts_json(&state.counts),
+                        "other": state.counts.other,
+                    })
+                );
+            } else {
+                println!(
+                    "migrated table {}: {written} records written ({})",
+                    args.table,
+                    counts_text(&state.counts)
+                );
+            }
+            Ok(())
+        }
+        Ok(_) => Err(stopped(
+            &mut state,
+            format!("migration stopped after {pages} pages (--stop-after)"),
+        )),
+        Err(e) => {
+            state.scan = e.checkpoint.clone();
+            Err(stopped(&mut state, format!("{what} failed: {e}")))
+        }
+    }
+}
+
+fn print_dry_run(args: &MigrateArgs, report: &DryRunReport, json: bool) -> Result<(), Failure> {
+    let shards: BTreeMap<&String, Value> = report
+        .shards
+        .iter()
+        .map(|(entity, shards)| {
+            let per: serde_json::Map<String, Value> = shards
+                .iter()
+                .map(|(hash_key, c)| {
+                    (
+                        hash_key.clone(),
+                        json!({ "before": c.before, "after": c.after }),
+                    )
+                })
+                .collect();
+            (entity, Value::Object(per))
+        })
+        .collect();
+    let action = |a: Action| match a {
+        Action::Rewrite => "rewrite",
+        Action::Move => "move",
+    };
+    let failed = report.counts.total().failed;
+    if json {
+        let samples: Vec<Value> = report
+            .samples
+            .iter()
+            .map(|s| {
+                json!({
+                    "entity": s.entity,
+                    "action": action(s.action),
+                    "before": item_json(&s.before),
+                    "after": item_json(&s.after),
+                })
+            })
+            .collect();
+        let failures: Vec<Value> = report
+            .failures
+            .iter()
+            .map(|f| {
+                json!({
+                    "entity": f.entity,
+                    "hashKey": f.key.0.hash_key,
+                    "rangeKey": f.key.0.range_key,
+                    "reason": f.reason,
+                })
+            })
+            .collect();
+        println!(
+            "{}",
+            json!({
+                "ok": failed == 0,
+                "dryRun": true,
+                "table": args.table,
+                "toWrite": report.counts.total().written(),
+                "counts": counts_json(&report.counts),
+                "other": report.counts.other,
+                "shards": shards,
+                "samples": samples,
+                "failures": failures,
+            })
+        );
+    } else {
+        println!(
+            "dry run on table {}: {} records to write, nothing written ({})",
+            args.table,
+            report.counts.total().written(),
+            counts_text(&report.counts)
+        );
+        for (entity, per) in &report.shards {
+            println!("  {entity} by shard (before -> after):");
+            for (hash_key, c) in per {
+                println!("    {hash_key}: {} -> {}", c.before, c.after);
+            }
+        }
+        for s in &report.samples {
+            println!("  sample ({}, {}):", s.entity, action(s.action));
+            println!("    before: {}", item_json(&s.before));
+            println!("    after:  {}", item_json(&s.after));
+        }
+        for f in &report.failures {
+            println!("  cannot migrate {}: {}", f.entity, f.reason);
+        }
+    }
+    if failed > 0 {
+        return Err(Failure::Findings(format!(
+            "{failed} records cannot be migrated (listed above)"
+        )));
+    }
+    Ok(())
+}

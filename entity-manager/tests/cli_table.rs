@@ -1,0 +1,367 @@
+//! `entity-manager table create|describe|drift|cloudformation|delete` with a table-settings
+//! file, driven as a process against DynamoDB Local: outputs and exit codes.
+//!
+//! The DynamoDB part runs when `DYNAMODB_ENDPOINT` is set (`.ci/run` starts DynamoDB Local);
+//! it skips with a printed reason otherwise, except under `CI=true`. DynamoDB Local reports
+//! neither point-in-time recovery nor tags: `describe` says `"unreported"` and `drift` lists
+//! them as unchecked.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
+use serde_json::{Value, json};
+
+type TestResult = Result<(), Box<dyn std::error::Error>>;
+
+fn run(args: &[&str]) -> Result<Output, std::io::Error> {
+    Command::new(env!("CARGO_BIN_EXE_entity-manager"))
+        // never the caller's AWS settings
+        .env_remove("AWS_PROFILE")
+        .env_remove("AWS_ACCESS_KEY_ID")
+        .env_remove("AWS_SECRET_ACCESS_KEY")
+        .env("AWS_EC2_METADATA_DISABLED", "true")
+        .args(args)
+        .output()
+}
+
+/// A file under the temporary directory, unique to this process and test.
+fn temp_file(test: &str, name: &str, body: &Value) -> Result<String, Box<dyn std::error::Error>> {
+    let path = std::env::temp_dir().join(format!(
+        "em-cli-table-{test}-{}-{name}.json",
+        std::process::id()
+    ));
+    std::fs::write(&path, serde_json::to_vec(body)?)?;
+    Ok(path.to_str().ok_or("path")?.to_owned())
+}
+
+/// The User service configuration (eleven GSIs) as a file.
+fn config(test: &str) -> Result<String, Box<dyn std::error::Error>> {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../shared/compat/product-user-service.json");
+    let vectors: Value = serde_json::from_str(&std::fs::read_to_string(path)?)?;
+    temp_file(test, "config", &vectors["config"])
+}
+
+/// Settings for every setting DynamoDB Local can create (not point-in-time recovery).
+fn settings() -> Value {
+    json!({
+        "billing": { "mode": "PROVISIONED", "read": 4, "write": 3, "indexes": { "created": { "read": 2, "write": 1 } } },
+        "localIndexes": [
+            { "name": "bySequence", "rangeKey": "sequence", "type": "N", "projection": "KEYS_ONLY" },
+            { "name": "byNickname", "rangeKey": "nickname", "type": "S", "projection": ["firstName"] },
+        ],
+        "ttlAttribute": "expiresAt",
+        "stream": "NEW_AND_OLD_IMAGES",
+        "tags": { "team": "accounts" },
+    })
+}
+
+fn assert_exit(output: &Output, expected: i32) {
+    assert_eq!(
+        output.status.code(),
+        Some(expected),
+        "stdout: {}\nstderr: {}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+fn stdout_json(output: &Output) -> Result<Value, Box<dyn std::error::Error>> {
+    Ok(serde_json::from_slice(&output.stdout)?)
+}
+
+#[test]
+fn cloudformation_emits_the_settings_file() -> TestResult {
+    let config = config("cfn")?;
+    let mut all = settings_object()?;
+    all.insert("pointInTimeRecovery".into(), json!(true));
+    all.insert("deletionProtection".into(), json!(true));
+    let settings = temp_file("cfn", "settings", &Value::Object(all))?;
+    let out = run(&[
+        "table",
+        "cloudformation",
+        "--config",
+        &config,
+        "--settings",
+        &settings,
+    ])?;
+    assert_exit(&out, 0);
+    let props = stdout_json(&out)?["Properties"].clone();
+    assert_eq!(props["BillingMode"], "PROVISIONED");
+    assert_eq!(
+        props["ProvisionedThroughput"],
+        json!({ "ReadCapacityUnits": 4, "WriteCapacityUnits": 3 })
+    );
+    let created = props["GlobalSecondaryIndexes"]
+        .as_array()
+        .ok_or("GSIs")?
+        .iter()
+        .find(|g| g["IndexName"] == "created")
+        .ok_or("GSI created")?;
+    assert_eq!(
+        created["ProvisionedThroughput"],
+        json!({ "ReadCapacityUnits": 2, "WriteCapacityUnits": 1 })
+    );
+    assert_eq!(
+        props["LocalSecondaryIndexes"][0],
+        json!({
+            "IndexName": "bySequence",
+            "KeySchema": [
+                { "AttributeName": "hashKey", "KeyType": "HASH" },
+                { "AttributeName": "sequence", "KeyType": "RANGE" },
+            ],
+            "Projection": { "ProjectionType": "KEYS_ONLY" },
+        })
+    );
+    assert_eq!(
+        props["LocalSecondaryIndexes"][1]["Projection"],
+        json!({ "ProjectionType": "INCLUDE", "NonKeyAttributes": ["firstName"] })
+    );
+    assert_eq!(
+        props["TimeToLiveSpecification"],
+        json!({ "AttributeName": "expiresAt", "Enabled": true })
+    );
+    assert_eq!(
+        props["StreamSpecification"],
+        json!({ "StreamViewType": "NEW_AND_OLD_IMAGES" })
+    );
+    assert_eq!(
+        props["PointInTimeRecoverySpecification"],
+        json!({ "PointInTimeRecoveryEnabled": true })
+    );
+    assert_eq!(props["DeletionProtectionEnabled"], json!(true));
+    assert_eq!(
+        props["Tags"],
+        json!([{ "Key": "team", "Value": "accounts" }])
+    );
+    Ok(())
+}
+
+/// `settings()` as a JSON object, for `json!` spreads.
+fn settings_object() -> Result<serde_json::Map<String, Value>, Box<dyn std::error::Error>> {
+    Ok(settings().as_object().ok_or("settings")?.clone())
+}
+
+#[test]
+fn bad_settings_files_exit_2_and_invalid_definitions_exit_1() -> TestResult {
+    let config = config("bad")?;
+    let cfn = |settings: &str| {
+        run(&[
+            "table",
+            "cloudformation",
+            "--config",
+            &config,
+            "--settings",
+            settings,
+        ])
+    };
+    // An unknown key is a typo, not ignored.
+    let typo = temp_file("bad", "typo", &json!({ "ttlAtribute": "expiresAt" }))?;
+    let out = cfn(&typo)?;
+    assert_exit(&out, 2);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("ttlAtribute"));
+    let stream = temp_file("bad", "stream", &json!({ "stream": "EVERYTHING" }))?;
+    let out = cfn(&stream)?;
+    assert_exit(&out, 2);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("NEW_AND_OLD_IMAGES"));
+    let gsi = temp_file(
+        "bad",
+        "gsi",
+        &json!({ "billing": { "mode": "PROVISIONED", "read": 1, "write": 1, "indexes": { "nope": { "read": 1, "write": 1 } } } }),
+    )?;
+    let out = cfn(&gsi)?;
+    assert_exit(&out, 2);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("`nope`"));
+    // Well-formed but invalid for DynamoDB: the TTL attribute is a key.
+    let ttl = temp_file("bad", "ttl", &json!({ "ttlAttribute": "rangeKey" }))?;
+    let out = cfn(&ttl)?;
+    assert_exit(&out, 1);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("TTL attribute `rangeKey`"));
+    Ok(())
+}
+
+/// The DynamoDB Local endpoint, or `None` (skip) outside CI.
+fn endpoint() -> Option<String> {
+    if let Ok(endpoint) = std::env::var("DYNAMODB_ENDPOINT") {
+        assert!(
+            endpoint.starts_with("http://127.") || endpoint.starts_with("http://localhost"),
+            "loopback only: {endpoint}"
+        );
+        Some(endpoint)
+    } else {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "CI=true but DYNAMODB_ENDPOINT is not set"
+        );
+        eprintln!("skipping: DYNAMODB_ENDPOINT is not set");
+        None
+    }
+}
+
+/// Alters the table behind the CLI's back: deletes GSI `phone`, turns TTL off.
+async fn alter(endpoint: &str, table: &str) -> TestResult {
+    use aws_sdk_dynamodb::types::{
+        DeleteGlobalSecondaryIndexAction, GlobalSecondaryIndexUpdate, TimeToLiveSpecification,
+    };
+    let config = aws_sdk_dynamodb::Config::builder()
+        .behavior_version(BehaviorVersion::latest())
+        .endpoint_url(endpoint)
+        .region(Region::new("us-east-1"))
+        .credentials_provider(Credentials::new("local", "local", None, None, "static"))
+        .build();
+    let client = aws_sdk_dynamodb::Client::from_conf(config);
+    client
+        .update_table()
+        .table_name(table)
+        .global_secondary_index_updates(
+            GlobalSecondaryIndexUpdate::builder()
+                .delete(
+                    DeleteGlobalSecondaryIndexAction::builder()
+                        .index_name("phone")
+                        .build()?,
+                )
+                .build(),
+        )
+        .send()
+        .await?;
+    client
+        .update_time_to_live()
+        .table_name(table)
+        .time_to_live_specification(
+            TimeToLiveSpecification::builder()
+                .enabled(false)
+                .attribute_name("expiresAt")
+                .build()?,
+        )
+        .send()
+        .await?;
+    Ok(())
+}
+
+/// `describe --json` of the table created with `settings()`.
+fn assert_described(described: &Value) -> TestResult {
+    assert_eq!(
+        described["billing"],
+        json!({ "mode": "PROVISIONED", "capacity": { "read": 4, "write": 3 } })
+    );
+    let created = described["indexes"]
+        .as_array()
+        .ok_or("indexes")?
+        .iter()
+        .find(|g| g["name"] == "created")
+        .ok_or("GSI created")?;
+    assert_eq!(created["capacity"], json!({ "read": 2, "write": 1 }));
+    // In DynamoDB's order, which is not the definition's.
+    let mut lsis: Vec<&str> = described["localIndexes"]
+        .as_array()
+        .ok_or("localIndexes")?
+        .iter()
+        .filter_map(|l| l["name"].as_str())
+        .collect();
+    lsis.sort_unstable();
+    assert_eq!(lsis, ["byNickname", "bySequence"]);
+    assert_eq!(described["ttlAttribute"], json!("expiresAt"));
+    assert_eq!(described["stream"], json!("NEW_AND_OLD_IMAGES"));
+    assert_eq!(described["deletionProtection"], json!(false));
+    assert_eq!(described["pointInTimeRecovery"], json!("unreported"));
+    assert_eq!(described["tags"], json!("unreported"));
+    Ok(())
+}
+
+#[test]
+fn create_describe_drift_and_delete_with_settings_on_dynamodb_local() -> TestResult {
+    let Some(endpoint) = endpoint() else {
+        return Ok(());
+    };
+    let config = config("e2e")?;
+    let settings = temp_file("e2e", "settings", &settings())?;
+    let table = format!("cli-table-settings-{}", std::process::id());
+    let common = [
+        "--config",
+        config.as_str(),
+        "--table",
+        &table,
+        "--endpoint",
+        &endpoint,
+    ];
+    let with = |args: &[&str], settings: Option<&str>| -> Result<Output, std::io::Error> {
+        let mut all: Vec<&str> = args.to_vec();
+        all.extend(common);
+        if let Some(s) = settings {
+            all.extend(["--settings", s]);
+        }
+        run(&all)
+    };
+
+    let out = with(&["table", "create", "--json"], Some(&settings))?;
+    assert_exit(&out, 0);
+    assert_eq!(stdout_json(&out)?["action"], json!("created"));
+
+    // describe shows the settings; what Local cannot report says so.
+    let out = with(&["table", "describe", "--json"], None)?;
+    assert_exit(&out, 0);
+    assert_described(&stdout_json(&out)?)?;
+
+    // A clean table: exit 0, no drift, the unchecked settings named.
+    let out = with(&["table", "drift", "--json"], Some(&settings))?;
+    assert_exit(&out, 0);
+    let report = stdout_json(&out)?;
+    assert_eq!(report["ok"], json!(true));
+    assert_eq!(report["drift"], json!([]));
+    assert_eq!(
+        report["unchecked"],
+        json!(["point-in-time-recovery", "tags"])
+    );
+    let out = with(&["table", "drift"], Some(&settings))?;
+    assert_exit(&out, 0);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("matches its definition"));
+
+    // Checked against other settings (no stream): exit 1, that one difference.
+    let mut other = settings_object()?;
+    other.remove("stream");
+    let no_stream = temp_file("e2e", "no-stream", &Value::Object(other))?;
+    let out = with(&["table", "drift", "--json"], Some(&no_stream))?;
+    assert_exit(&out, 1);
+    let kinds: Vec<Value> = stdout_json(&out)?["drift"]
+        .as_array()
+        .ok_or("drift")?
+        .iter()
+        .map(|d| d["kind"].clone())
+        .collect();
+    assert_eq!(kinds, [json!("stream")]);
+
+    // Altered behind its back: GSI `phone` deleted, TTL off; exactly those two, exit 1.
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?
+        .block_on(alter(&endpoint, &table))?;
+    let out = with(&["table", "drift", "--json"], Some(&settings))?;
+    assert_exit(&out, 1);
+    let report = stdout_json(&out)?;
+    assert_eq!(report["ok"], json!(false));
+    let drift = report["drift"].as_array().ok_or("drift")?;
+    let kinds: Vec<&str> = drift.iter().filter_map(|d| d["kind"].as_str()).collect();
+    assert_eq!(kinds, ["missing-index", "ttl"]);
+    assert!(
+        drift[0]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("`phone`")),
+        "{drift:?}"
+    );
+    let out = with(&["table", "drift"], Some(&settings))?;
+    assert_exit(&out, 1);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("differs from its definition in 2 way(s)"),
+        "{text}"
+    );
+    assert!(text.contains("missing-index: GSI `phone`"), "{text}");
+
+    let out = with(&["table", "delete", "--json"], None)?;
+    assert_exit(&out, 0);
+    // Drift of a table that is gone is an error, not "no drift".
+    let out = with(&["table", "drift"], Some(&settings))?;
+    assert_exit(&out, 1);
+    Ok(())
+}
