@@ -123,9 +123,16 @@ struct Asked<'s> {
 
 impl<'s> Asked<'s> {
     fn query(&self, with_window: bool) -> Query<'s, MemoryStore> {
-        let mut query = Query::new(self.store, self.user);
-        for (index, side) in &self.indexes {
-            query = query.index(*index);
+        let unindexed = Query::new(self.store, self.user);
+        let mut sides = self.indexes.iter();
+        let Some((first, _)) = sides.next() else {
+            return unindexed.table();
+        };
+        let mut query = unindexed.index(*first);
+        for (n, (index, side)) in self.indexes.iter().enumerate() {
+            if n > 0 {
+                query = query.index(*index);
+            }
             if let Some(c) = side.condition.clone() {
                 query = query.range(c);
             }

@@ -777,10 +777,12 @@ impl<S: Store> Engine<'_, '_, S> {
             Narrowed::Query { condition, bounded } => {
                 let mut request =
                     QueryPage::new(AttributeValue::S(plan.hash_keys[lane.shard].clone()))
-                        .index(index.name.clone())
                         .limit(limit)
                         .descending(plan.descending)
                         .start_after(lane.read_from.clone());
+                if let Some(name) = &index.name {
+                    request = request.index(name.clone());
+                }
                 if let Some(condition) = condition {
                     request = request.range(condition);
                 }
@@ -840,7 +842,9 @@ impl<S: Store> Engine<'_, '_, S> {
             // reads may cover more than the user's condition (a key condition can only be
             // narrowed so far): what it does not hold, and what the previous pages returned,
             // is skipped
-            if index.range.as_ref().is_some_and(|c| !satisfies(c, value)) {
+            if index.range.as_ref().is_some_and(|c| !satisfies(c, value))
+                || !self.plan.in_created(&item)
+            {
                 continue;
             }
             let tie = self.tie(&item);
@@ -885,7 +889,10 @@ impl<S: Store> Engine<'_, '_, S> {
         let plan = self.plan;
         Error::ShardQuery {
             entity: plan.schema.model().token.to_string(),
-            index: plan.indexes[lane.index].name.clone(),
+            index: plan.indexes[lane.index]
+                .name
+                .clone()
+                .unwrap_or_else(|| "(the table)".to_owned()),
             hash_key: plan.hash_keys[lane.shard].clone(),
             source: Box::new(source),
         }

@@ -515,6 +515,18 @@ fn key_builders(c: &Container<'_>) -> TokenStream {
                 }
             }
 
+            // data for typed queries: the property a value belongs to, and the value
+            #[automatically_derived]
+            impl<const N: usize> #krate::query::KeyValue<#ident> for #builder<N> {
+                const PROPERTY: &'static str = #stored;
+                fn key_text(&self) -> &str {
+                    self.0.as_str()
+                }
+                fn is_complete(&self) -> bool {
+                    self.0.is_complete()
+                }
+            }
+
             #[allow(dead_code)]
             impl #builder<#complete> {
                 /// The full key.
