@@ -263,11 +263,12 @@ impl<'a> Plan<'a> {
         })
     }
 
-    /// Puts back the unique property of an item read with a projection, from the table range
-    /// key (`<unique property><delimiter><encoded value>`), when the index did not give it.
+    /// Puts back the unique property of an item, from the table range key (`<unique
+    /// property><delimiter><encoded value>`), when the index did not give it (a `KEYS_ONLY` or
+    /// `INCLUDE` index, a projection).
     pub(crate) fn restore_unique(&self, item: &mut Item) {
         let model = self.schema.model();
-        if self.projection.is_none() || item.contains_key(&*model.unique_property) {
+        if item.contains_key(&*model.unique_property) {
             return;
         }
         let Some(encoded) = self.unique_of(item) else {
