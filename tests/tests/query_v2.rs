@@ -228,3 +228,49 @@ fn two_indexes_on_the_same_keys_are_refused() {
         "{refused:?}"
     );
 }
+
+/// Consumed capacity on the in-memory store follows DynamoDB's rule: each query rounds the
+/// bytes it evaluated up to 4 KB blocks, half a unit per block (eventually consistent), at least
+/// one block. Small items and small pages: each shard query costs exactly half a unit.
+#[test]
+fn consumed_capacity_is_summed_over_the_shard_queries() -> TestResult {
+    use entity_manager::store::{QueryPage, Store as _};
+    let schema = schema_v2(&[(0, 2, 1)], ShardSpace::Power)?;
+    let records: Vec<Record> = uniform(100, 5)
+        .into_iter()
+        .map(|mut r| {
+            r.created %= 1_000;
+            r
+        })
+        .collect();
+    let store = load_v2(&schema, &records)?;
+    let user = schema.entity("user")?;
+    // one item is about 100 bytes: 5 per shard query stay under 4 KB
+    let query = Query::new(&store, user)
+        .table()
+        .window(0, 1_000)
+        .limit(20)
+        .page_size(5);
+    for page in page_all(&query)? {
+        #[allow(clippy::cast_precision_loss)]
+        let want = page.stats.shard_queries as f64 * 0.5;
+        assert!(page.stats.shard_queries > 0);
+        assert!(
+            (page.stats.consumed_capacity - want).abs() < 1e-9,
+            "{:?}",
+            page.stats
+        );
+    }
+    // a 10,000-byte attribute: 10,0xx bytes are 3 blocks of 4 KB, 1.5 units
+    let big = entity_manager::Item::from(std::collections::HashMap::from([
+        ("hashKey".to_owned(), s("big")),
+        ("rangeKey".to_owned(), s("x")),
+        ("blob".to_owned(), s(&"b".repeat(10_000))),
+    ]));
+    block_on(store.put_item(big, Default::default()))?;
+    let read = block_on(store.query_page(&QueryPage::new(s("big"))))?;
+    assert_eq!(read.consumed_capacity, Some(1.5));
+    let none = block_on(store.query_page(&QueryPage::new(s("nobody"))))?;
+    assert_eq!(none.consumed_capacity, Some(0.5));
+    Ok(())
+}

@@ -738,11 +738,21 @@ impl<S: Store> Engine<'_, '_, S> {
                 .and_then(|v| self.pos(v))
                 .map(|pos| (pos, Upto::Part))
         });
+        // over the table's own keys a range key is unique in its partition: a lane read up to
+        // an inclusive end holds nothing more up to it (and DynamoDB refuses a starting key on
+        // the bound of the key condition there)
+        let unique_keys = index.range_attr == *plan.schema.table().range_key
+            && plan.hash_attr == *plan.schema.table().hash_key;
         if let (Some(end), Some(position)) = (end, position)
-            && end.pos < position.0
+            && (end.pos < position.0 || (unique_keys && end.pos == position.0))
         {
-            if lane.frontier.as_ref().is_none_or(|f| *f < position) {
-                lane.frontier = Some(position);
+            let reached = if end.pos == position.0 {
+                (position.0, Upto::All)
+            } else {
+                position
+            };
+            if lane.frontier.as_ref().is_none_or(|f| *f < reached) {
+                lane.frontier = Some(reached);
             }
             return None;
         }
@@ -807,6 +817,7 @@ impl<S: Store> Engine<'_, '_, S> {
         merge.lanes[t].busy = false;
         let page = result.map_err(|source| self.shard_error(&merge.lanes[t], source))?;
         totals.items_read += page.items.len();
+        totals.consumed_capacity += page.consumed_capacity.unwrap_or(0.0);
         let limit_reached = page.items.len() >= usize::try_from(asked).unwrap_or(usize::MAX);
         let after = merge.after.clone();
         merge.update(t, |lane| {

@@ -63,7 +63,7 @@ pub use crate::error::TokenError;
 pub use futures::{Stream, StreamExt, TryStreamExt};
 
 /// What one page of a query cost and returned.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct QueryStats {
     /// The (index, shard) pairs the query spans.
     pub shards: usize,
@@ -75,6 +75,10 @@ pub struct QueryStats {
     pub items_returned: usize,
     /// Items dropped because another index (or page) already returned the record.
     pub duplicates_removed: usize,
+    /// Read capacity units the shard queries consumed (each asks the store for them: `DynamoDB`
+    /// reports them, `MemoryStore` computes them by `DynamoDB`'s rule; a store that reports
+    /// none adds nothing).
+    pub consumed_capacity: f64,
 }
 
 impl QueryStats {
@@ -83,6 +87,7 @@ impl QueryStats {
         self.items_read += other.items_read;
         self.items_returned += other.items_returned;
         self.duplicates_removed += other.duplicates_removed;
+        self.consumed_capacity += other.consumed_capacity;
     }
 }
 
@@ -530,6 +535,7 @@ impl<'a, S: Store> Query<'a, S, Indexed> {
             items_read = tracing::field::Empty,
             items_returned = tracing::field::Empty,
             duplicates_removed = tracing::field::Empty,
+            consumed_capacity = tracing::field::Empty,
         );
         let result = tracing::Instrument::instrument(
             self.run(&plan, state.as_ref(), limit, page_size, throttle, &sort),
@@ -540,6 +546,7 @@ impl<'a, S: Store> Query<'a, S, Indexed> {
         span.record("items_read", result.stats.items_read);
         span.record("items_returned", result.stats.items_returned);
         span.record("duplicates_removed", result.stats.duplicates_removed);
+        span.record("consumed_capacity", result.stats.consumed_capacity);
         tracing::debug!(parent: &span, stats = ?result.stats, "query page");
         Ok(result)
     }

@@ -522,6 +522,9 @@ pub struct Page {
     /// `None` when the partition is exhausted. Like `DynamoDB`, it is set whenever the limit was
     /// reached, even if nothing remains (the next page is then empty).
     pub last_evaluated_key: Option<Item>,
+    /// The read capacity units the request consumed, when the store reports them (a query of
+    /// `DynamoStore` asks `DynamoDB` for them; `MemoryStore` computes them by `DynamoDB`'s rule).
+    pub consumed_capacity: Option<f64>,
 }
 
 /// What must hold of an item's current state for a write to proceed.

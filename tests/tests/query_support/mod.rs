@@ -434,6 +434,17 @@ pub async fn check_case<S: Store>(
     let mut token: Option<String> = None;
     loop {
         let page = query.page(token.as_deref()).await?;
+        // every shard query asks for its consumed capacity: at least half a read unit each
+        // (an eventually consistent read of up to 4 KB), on either store
+        #[allow(clippy::cast_precision_loss)]
+        let floor = page.stats.shard_queries as f64 * 0.5;
+        if page.stats.consumed_capacity < floor {
+            return Err(format!(
+                "consumed capacity {} below {floor}",
+                page.stats.consumed_capacity
+            )
+            .into());
+        }
         token = page.next;
         pages.push(page.items);
         if token.is_none() {
