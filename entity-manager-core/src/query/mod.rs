@@ -3,8 +3,19 @@
 //!
 //! # Modes and guarantees
 //!
-//! **Exact mode** — one index, or indexes that share their range key attribute. Items come in
-//! range-key order (ascending, or descending), merged across every shard with per-shard cursors:
+//! # Sources
+//!
+//! A query reads one or more *sources* that share their hash key attribute: global secondary
+//! indexes ([`Query::index`]) and the table itself ([`Query::table`]: every shard of the
+//! entity's own hash key space, in table range-key order, that is by unique value). A range
+//! condition or filter applies to the source added last; given before any source it does not
+//! compile (see [`Unindexed`]).
+//!
+//! **Exact mode** — one source, or sources that share their range key attribute as well.
+//! Since the rule `index-key-pairs-unique` refuses two indexes with the same hash and range
+//! key, the only such pair is the table and an index on the table's own keys (for example a
+//! `KEYS_ONLY` copy): every record is then in both, at the same position, and is returned once.
+//! Items come in range-key order (ascending, or descending), merged across every shard:
 //! - every page holds exactly `min(limit, remaining)` items;
 //! - paging to the end returns every matching item exactly once (no duplicate, no miss), in
 //!   global range-key order across pages (items with equal range keys by unique value, in the
@@ -21,6 +32,20 @@
 //! - an item that matches several indexes is returned at most once per index it matches, on
 //!   different pages (never twice on one page);
 //! - pages can be shorter than `limit` (duplicates removed, an index running out).
+//!
+//! **Windows** — [`Query::window`] picks the shards (those of the shard bumps in force during
+//! it) and nothing else: records of those shards created outside it are returned too.
+//! [`Query::created_between`] picks the same shards and, of their records, those created in
+//! the window (a key condition when the range key is the timestamp property, else a check of
+//! each item read).
+//!
+//! **Projections** — [`Query::projection`] reads only the attributes named (and the keys the
+//! query needs). The unique value is never asked of the index: it is restored from the table
+//! range key, so projections work on `KEYS_ONLY` and `INCLUDE` indexes; asking an index for an
+//! attribute it does not project is refused before any read ([`Error::InvalidQuery`]).
+//!
+//! **Cost** — every shard query asks the store for the read capacity it consumed; the page's
+//! [`QueryStats`] and the `entity_manager.query` tracing span hold the sum.
 //!
 //! In both modes a shard that has given everything is never queried again, an unlimited query
 //! terminates, any failed shard query fails the whole page, and reads stay proportional to
