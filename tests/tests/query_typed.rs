@@ -6,7 +6,7 @@
 use std::collections::BTreeSet;
 
 use entity_manager::query::{EVERY_SHARD, FieldSet, KeyCondition, TryStreamExt as _};
-use entity_manager::store::{MemoryStore, Store as _, TableDefinition};
+use entity_manager::store::{Expect, MemoryStore, Store as _, TableDefinition};
 use entity_manager::{Entity, EntityExt, Error, Table};
 use serde::{Deserialize, Serialize};
 
@@ -26,6 +26,7 @@ struct Club;
 #[index(name = "byName", range = name_range_key, project = [score])]
 #[index(name = "teamJoined", hash = team_hash_key, range = joined)]
 #[index(name = "teamName", hash = team_hash_key, range = name_range_key)]
+#[allow(clippy::struct_field_names)] // `memberId` is the unique property's attribute name
 struct Member {
     #[transcode("string")]
     member_id: String,
@@ -66,7 +67,7 @@ fn members() -> Vec<Member> {
 async fn store() -> Result<MemoryStore, Box<dyn std::error::Error>> {
     let store = MemoryStore::new(TableDefinition::from_schema(Club::schema()?)?);
     for m in members() {
-        store.put_item(m.to_item()?, Default::default()).await?;
+        store.put_item(m.to_item()?, Expect::Any).await?;
     }
     Ok(store)
 }
@@ -141,8 +142,6 @@ async fn typed_inputs_select_what_the_records_say() -> TestResult {
 
 #[tokio::test]
 async fn projections_of_keys_only_and_include_indexes_read_into_structs() -> TestResult {
-    let store = store().await?;
-    let all = members();
     // KEYS_ONLY: the unique value comes back from the table range key
     #[derive(Deserialize, Debug)]
     #[serde(rename_all = "camelCase")]
@@ -150,6 +149,8 @@ async fn projections_of_keys_only_and_include_indexes_read_into_structs() -> Tes
         member_id: String,
         joined: u64,
     }
+    let store = store().await?;
+    let all = members();
     let query = Member::query(&store)?
         .index(MemberIndex::ByJoined)
         .range(Member::FIELDS.joined.ge(1_400))

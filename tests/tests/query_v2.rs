@@ -1,5 +1,5 @@
-//! Query v2 on the in-memory store, against the records themselves: projections on KEYS_ONLY
-//! and INCLUDE indexes, the table as a source (alone, and with an index on the same keys:
+//! Query v2 on the in-memory store, against the records themselves: projections on `KEYS_ONLY`
+//! and `INCLUDE` indexes, the table as a source (alone, and with an index on the same keys:
 //! exact mode over two sources that share their range key, every record in both), and
 //! `created_between` (records, not only shards) beside `window` (shards).
 
@@ -20,7 +20,7 @@ fn load_v2(schema: &Schema, records: &[Record]) -> Result<MemoryStore, Box<dyn s
         block_on(entity_manager::store::Store::put_item(
             &store,
             user.add_keys(&r.item()?)?,
-            Default::default(),
+            entity_manager::store::Expect::Any,
         ))?;
     }
     Ok(store)
@@ -267,7 +267,7 @@ fn consumed_capacity_is_summed_over_the_shard_queries() -> TestResult {
         ("rangeKey".to_owned(), s("x")),
         ("blob".to_owned(), s(&"b".repeat(10_000))),
     ]));
-    block_on(store.put_item(big, Default::default()))?;
+    block_on(store.put_item(big, entity_manager::store::Expect::Any))?;
     let read = block_on(store.query_page(&QueryPage::new(s("big"))))?;
     assert_eq!(read.consumed_capacity, Some(1.5));
     let none = block_on(store.query_page(&QueryPage::new(s("nobody"))))?;

@@ -239,7 +239,7 @@ impl<'a, S: Store> Query<'a, S, Unindexed> {
     }
 }
 
-impl<'a, S: Store> Query<'a, S, Indexed> {
+impl<S: Store> Query<'_, S, Indexed> {
     /// A condition on the range key of the last index (or table) added.
     #[must_use]
     pub fn range(mut self, condition: RangeCondition) -> Self {

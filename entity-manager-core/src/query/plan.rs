@@ -116,80 +116,8 @@ impl<'a> Plan<'a> {
             created,
             hash_suffix,
         } = *input;
-        if specs.is_empty() {
-            return Err(invalid(
-                &schema,
-                "a query needs at least one index, or the table",
-            ));
-        }
+        let (indexes, hash_attr) = Self::sources(&schema, specs, created)?;
         let table = schema.table();
-        let model = schema.model();
-        let mut indexes: Vec<PlanIndex> = Vec::with_capacity(specs.len());
-        let mut hash_attr: Option<String> = None;
-        for spec in specs {
-            let (hash_key, range_key) = match &spec.name {
-                Some(name) => {
-                    let index = schema.index(name)?;
-                    (index.hash_key.to_string(), index.range_key.to_string())
-                }
-                None => (table.hash_key.to_string(), table.range_key.to_string()),
-            };
-            if let Some(problem) = &spec.problem {
-                return Err(invalid(
-                    &schema,
-                    format!("{}: {problem}", source_name(spec.name.as_deref())),
-                ));
-            }
-            if let Some(on) = &spec.range_on
-                && *on != range_key
-            {
-                return Err(invalid(
-                    &schema,
-                    format!(
-                        "the range condition of {} is on `{on}`, but its range key is `{range_key}`; write the condition on `{range_key}`",
-                        source_name(spec.name.as_deref())
-                    ),
-                ));
-            }
-            if indexes.iter().any(|i| i.name == spec.name) {
-                return Err(invalid(
-                    &schema,
-                    format!("{} is listed twice", source_name(spec.name.as_deref())),
-                ));
-            }
-            match &hash_attr {
-                None => hash_attr = Some(hash_key),
-                Some(h) if *h == hash_key => {}
-                Some(h) => {
-                    return Err(invalid(
-                        &schema,
-                        format!(
-                            "the indexes of one query must share a hash key: {} has `{hash_key}`, another has `{h}`",
-                            source_name(spec.name.as_deref())
-                        ),
-                    ));
-                }
-            }
-            let mut range = spec.range.clone();
-            // records created in the window: a key condition when the range key is the
-            // timestamp (each item read is checked as well)
-            if let Some((from, to)) = created
-                && range.is_none()
-                && range_key == *model.timestamp_property
-            {
-                range = Some(RangeCondition::Between(
-                    AttributeValue::N(from.to_string()),
-                    AttributeValue::N(to.to_string()),
-                ));
-            }
-            indexes.push(PlanIndex {
-                name: spec.name.clone(),
-                range_attr: range_key,
-                range,
-                filter: spec.filter.clone(),
-            });
-        }
-        let hash_attr = hash_attr.unwrap_or_default();
         if window.0 > window.1 {
             return Err(invalid(
                 &schema,
@@ -216,23 +144,15 @@ impl<'a> Plan<'a> {
         let exact = indexes
             .iter()
             .all(|i| i.range_attr == indexes[0].range_attr);
-        // the unique value is never asked for: a KEYS_ONLY or INCLUDE index may not project
-        // it, and the table range key holds it (restored by `restore_unique`)
-        let unique = &*model.unique_property;
         let projection = projection.map(|attrs| {
-            let mut all: Vec<String> = attrs.iter().filter(|a| *a != unique).cloned().collect();
-            let mut needed: Vec<&str> = vec![&table.hash_key, &table.range_key, &hash_attr];
-            needed.extend(indexes.iter().map(|i| i.range_attr.as_str()));
-            needed.extend(sort.iter().map(|(a, _)| a.as_str()));
-            if created.is_some() {
-                needed.push(&model.timestamp_property);
-            }
-            for attr in needed {
-                if attr != unique && !all.iter().any(|a| a == attr) {
-                    all.push(attr.to_owned());
-                }
-            }
-            all
+            Self::projected(
+                &schema,
+                attrs,
+                &hash_attr,
+                &indexes,
+                sort,
+                created.is_some(),
+            )
         });
         let fingerprint = fingerprint(
             &schema,
@@ -261,6 +181,117 @@ impl<'a> Plan<'a> {
             created,
             fingerprint,
         })
+    }
+
+    /// The validated sources of a query and the hash key attribute they share.
+    fn sources(
+        schema: &EntitySchema<'_>,
+        specs: &[IndexSpec],
+        created: Option<(u64, u64)>,
+    ) -> Result<(Vec<PlanIndex>, String)> {
+        if specs.is_empty() {
+            return Err(invalid(
+                schema,
+                "a query needs at least one index, or the table",
+            ));
+        }
+        let table = schema.table();
+        let model = schema.model();
+        let mut indexes: Vec<PlanIndex> = Vec::with_capacity(specs.len());
+        let mut hash_attr: Option<String> = None;
+        for spec in specs {
+            let (hash_key, range_key) = match &spec.name {
+                Some(name) => {
+                    let index = schema.index(name)?;
+                    (index.hash_key.to_string(), index.range_key.to_string())
+                }
+                None => (table.hash_key.to_string(), table.range_key.to_string()),
+            };
+            if let Some(problem) = &spec.problem {
+                return Err(invalid(
+                    schema,
+                    format!("{}: {problem}", source_name(spec.name.as_deref())),
+                ));
+            }
+            if let Some(on) = &spec.range_on
+                && *on != range_key
+            {
+                return Err(invalid(
+                    schema,
+                    format!(
+                        "the range condition of {} is on `{on}`, but its range key is `{range_key}`; write the condition on `{range_key}`",
+                        source_name(spec.name.as_deref())
+                    ),
+                ));
+            }
+            if indexes.iter().any(|i| i.name == spec.name) {
+                return Err(invalid(
+                    schema,
+                    format!("{} is listed twice", source_name(spec.name.as_deref())),
+                ));
+            }
+            match &hash_attr {
+                None => hash_attr = Some(hash_key),
+                Some(h) if *h == hash_key => {}
+                Some(h) => {
+                    return Err(invalid(
+                        schema,
+                        format!(
+                            "the indexes of one query must share a hash key: {} has `{hash_key}`, another has `{h}`",
+                            source_name(spec.name.as_deref())
+                        ),
+                    ));
+                }
+            }
+            let mut range = spec.range.clone();
+            // records created in the window: a key condition when the range key is the
+            // timestamp (each item read is checked as well)
+            if let Some((from, to)) = created
+                && range.is_none()
+                && range_key == *model.timestamp_property
+            {
+                range = Some(RangeCondition::Between(
+                    AttributeValue::N(from.to_string()),
+                    AttributeValue::N(to.to_string()),
+                ));
+            }
+            indexes.push(PlanIndex {
+                name: spec.name.clone(),
+                range_attr: range_key,
+                range,
+                filter: spec.filter.clone(),
+            });
+        }
+        Ok((indexes, hash_attr.unwrap_or_default()))
+    }
+
+    /// The attributes a projection reads: those asked (but the unique value, never asked of an
+    /// index: the table range key holds it, and `KEYS_ONLY` or `INCLUDE` indexes may not
+    /// project it, see `restore_unique`) and those the query needs.
+    fn projected(
+        schema: &EntitySchema<'_>,
+        attrs: &[String],
+        hash_attr: &str,
+        indexes: &[PlanIndex],
+        sort: &[(String, bool)],
+        created: bool,
+    ) -> Vec<String> {
+        let table = schema.table();
+        let model = schema.model();
+        let unique = &*model.unique_property;
+        let mut all: Vec<String> = attrs.iter().filter(|a| *a != unique).cloned().collect();
+        let mut needed: Vec<&str> = vec![&table.hash_key, &table.range_key, hash_attr];
+        needed.extend(indexes.iter().map(|i| i.range_attr.as_str()));
+        needed.extend(sort.iter().map(|(a, _)| a.as_str()));
+        if created {
+            needed.push(&model.timestamp_property);
+        }
+        for attr in needed {
+            if attr != unique && !all.iter().any(|a| a == attr) {
+                all.push(attr.to_owned());
+            }
+        }
+        all
     }
 
     /// Puts back the unique property of an item, from the table range key (`<unique

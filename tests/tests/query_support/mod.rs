@@ -285,8 +285,8 @@ pub fn uniform(count: usize, seed: u64) -> Vec<Record> {
 // ---------------------------------------------------------------------------------------------
 // query v2: projected indexes, the table as a source, `created_between`
 
-/// The fixture with projected indexes: `created` KEYS_ONLY, `name` INCLUDE `score`, and `keys`,
-/// KEYS_ONLY on the table's own keys (the one index a query can share both keys with: the
+/// The fixture with projected indexes: `created` `KEYS_ONLY`, `name` `INCLUDE` `score`, and
+/// `keys`, `KEYS_ONLY` on the table's own keys (the one index a query can share both keys with: the
 /// table itself).
 pub fn schema_v2(bumps: &[(u64, u8, u8)], space: ShardSpace) -> Result<Schema, Error> {
     let bumps: Vec<_> = bumps
@@ -375,15 +375,42 @@ pub fn case() -> impl Strategy<Value = Case> {
         )
 }
 
-/// Runs a v2 case on `store` (loaded with `records` under [`schema_v2`]) and checks it against
-/// the records themselves: the same records in (range key, unique value) order, each once,
-/// full pages, every attribute read equal to the stored one, the unique value always there.
-pub async fn check_case<S: Store>(
-    store: &S,
+/// The oracle of a v2 case: every record of the window's shards (created in the window, with
+/// `created_between`), in (range key, unique value) order.
+pub fn expected_records(
     user: EntitySchema<'_>,
     records: &[Record],
     case: &Case,
-) -> Result<(), Box<dyn std::error::Error>> {
+) -> Result<Vec<Item>, Box<dyn std::error::Error>> {
+    let range_attr = match case.source {
+        Source::Index("created") => "created",
+        Source::Index("name") => "nameRK",
+        _ => "rangeKey",
+    };
+    let space: HashSet<String> = user
+        .hash_key_space("hashKey", &Item::default(), case.window.0, case.window.1)?
+        .into_iter()
+        .collect();
+    let mut expected: Vec<Item> = Vec::new();
+    for r in records {
+        let keyed = user.add_keys(&r.item()?)?;
+        let in_space =
+            matches!(keyed.get("hashKey"), Some(AttributeValue::S(h)) if space.contains(h));
+        let in_window = !case.created || (case.window.0..=case.window.1).contains(&r.created);
+        if in_space && in_window {
+            expected.push(keyed);
+        }
+    }
+    expected.sort_by(|a, b| {
+        let o = order(&a[range_attr], &b[range_attr])
+            .then_with(|| order(&a["rangeKey"], &b["rangeKey"]));
+        if case.descending { o.reverse() } else { o }
+    });
+    Ok(expected)
+}
+
+/// The query of a v2 case.
+pub fn v2_query<'s, S: Store>(store: &'s S, user: EntitySchema<'s>, case: &Case) -> Query<'s, S> {
     let start = Query::new(store, user);
     let mut query = match case.source {
         Source::Index(name) => start.index(name),
@@ -399,6 +426,19 @@ pub async fn check_case<S: Store>(
     if let Some(projection) = &case.projection {
         query = query.projection(projection.iter().copied());
     }
+    query
+}
+
+/// Runs a v2 case on `store` (loaded with `records` under [`schema_v2`]) and checks it against
+/// the records themselves: the same records in (range key, unique value) order, each once,
+/// full pages, every attribute read equal to the stored one, the unique value always there.
+pub async fn check_case<S: Store>(
+    store: &S,
+    user: EntitySchema<'_>,
+    records: &[Record],
+    case: &Case,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let query = v2_query(store, user, case);
     let projects = |attr: &str| match case.source {
         Source::Index("created" | "keys") | Source::TableAndKeys => false,
         Source::Index(_) => attr == "score",
@@ -449,32 +489,7 @@ pub async fn check_case<S: Store>(
             return Err("did not terminate".into());
         }
     }
-    // the oracle: every record of the window's shards (created in the window, with
-    // `created_between`), in (range key, unique value) order
-    let range_attr = match case.source {
-        Source::Index("created") => "created",
-        Source::Index("name") => "nameRK",
-        _ => "rangeKey",
-    };
-    let space: HashSet<String> = user
-        .hash_key_space("hashKey", &Item::default(), case.window.0, case.window.1)?
-        .into_iter()
-        .collect();
-    let mut expected: Vec<Item> = Vec::new();
-    for r in records {
-        let keyed = user.add_keys(&r.item()?)?;
-        let in_space =
-            matches!(keyed.get("hashKey"), Some(AttributeValue::S(h)) if space.contains(h));
-        let in_window = !case.created || (case.window.0..=case.window.1).contains(&r.created);
-        if in_space && in_window {
-            expected.push(keyed);
-        }
-    }
-    expected.sort_by(|a, b| {
-        let o = order(&a[range_attr], &b[range_attr])
-            .then_with(|| order(&a["rangeKey"], &b["rangeKey"]));
-        if case.descending { o.reverse() } else { o }
-    });
+    let expected = expected_records(user, records, case)?;
     let mut remaining = expected.len();
     for page in &pages {
         if page.len() != case.limit.min(remaining) {
