@@ -700,12 +700,20 @@ impl<S: Store> Engine<'_, '_, S> {
                     .as_ref()
                     .is_none_or(|f| before_all(f, &end.pos))
             };
+            // one item more than the page can take from the lane: a read that returns fewer
+            // than it asked shows the lane complete up to where it stops, so a lane holding the
+            // page's last item needs no second query to learn that nothing ties with it (on
+            // one shard: 1 query per page, not 2); the page size is a lane's share of the page
+            // (and one more after a boundary: a lane reads from the boundary's range key on,
+            // so it reads the previous page's last item again)
+            let extra = 1 + usize::from(merge.after.is_some());
             let (end, limit) = match (known, predicted) {
-                (Some(known), _) => (Some(known), remaining),
+                (Some(known), _) => (Some(known), remaining.saturating_add(extra)),
                 (None, Some(predicted)) if short_of(predicted) => (Some(predicted), tail),
                 _ => (None, share.saturating_add(share.div_ceil(10))),
             };
-            let limit = u32::try_from(limit.min(self.page_size).max(1)).unwrap_or(u32::MAX);
+            let cap = self.page_size.saturating_add(extra);
+            let limit = u32::try_from(limit.min(cap).max(1)).unwrap_or(u32::MAX);
             let after = merge.after.as_ref().map(|a| &a.value);
             let request = {
                 let lower = after.cloned();
