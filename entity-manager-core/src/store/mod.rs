@@ -513,7 +513,10 @@ impl ScanPage {
 }
 
 /// A page of query or scan results.
-#[derive(Clone, Debug, Default, PartialEq)]
+///
+/// Two pages are equal when they hold the same items and page key: what a read cost
+/// ([`consumed_capacity`](Self::consumed_capacity)) is not part of what it returned.
+#[derive(Clone, Debug, Default)]
 pub struct Page {
     /// The items: in range-key order for a query (descending if asked), in the store's
     /// order for a scan.
@@ -525,6 +528,12 @@ pub struct Page {
     /// The read capacity units the request consumed, when the store reports them (a query of
     /// `DynamoStore` asks `DynamoDB` for them; `MemoryStore` computes them by `DynamoDB`'s rule).
     pub consumed_capacity: Option<f64>,
+}
+
+impl PartialEq for Page {
+    fn eq(&self, other: &Self) -> bool {
+        self.items == other.items && self.last_evaluated_key == other.last_evaluated_key
+    }
 }
 
 /// What must hold of an item's current state for a write to proceed.
