@@ -651,10 +651,16 @@ impl MemoryStore {
             },
         };
         let Some(partition) = index.get(&hash) else {
-            return Ok(Page::default());
+            return Ok(Page {
+                consumed_capacity: Some(read_units(0)),
+                ..Page::default()
+            });
         };
         if range_is_empty(&lower, &upper) {
-            return Ok(Page::default());
+            return Ok(Page {
+                consumed_capacity: Some(read_units(0)),
+                ..Page::default()
+            });
         }
         let in_prefix = |k: &&SortKey| prefix.as_ref().is_none_or(|p| k.0.begins_with(p));
         let range = partition.range((lower, upper));
@@ -674,6 +680,7 @@ impl MemoryStore {
             .map(|l| usize::try_from(l).unwrap_or(usize::MAX));
         let mut page = Page::default();
         let mut evaluated = 0usize;
+        let mut read_bytes = 0usize;
         for (_, th, tr) in keys {
             let Some(item) = state.items.get(&(th.clone(), tr.clone())) else {
                 continue;
@@ -685,6 +692,7 @@ impl MemoryStore {
                 // an LSI's filter names only what it projects (checked above)
                 _ => Cow::Borrowed(item),
             };
+            read_bytes += value::item_bytes(&index_item);
             if request
                 .filter
                 .as_ref()
@@ -705,6 +713,7 @@ impl MemoryStore {
                 break;
             }
         }
+        page.consumed_capacity = Some(read_units(read_bytes));
         Ok(page)
     }
 
@@ -1007,6 +1016,17 @@ fn check_projection(
         }
     }
     Ok(())
+}
+
+/// The read capacity units of a query that evaluated items of `bytes` in all, by `DynamoDB`'s
+/// rule for eventually consistent reads: the sum rounded up to 4 KB, half a unit per 4 KB, at
+/// least one 4 KB block (an empty query costs half a unit too).
+fn read_units(bytes: usize) -> f64 {
+    let blocks = bytes.div_ceil(4_096).max(1);
+    // block counts of one query page (1 MB at most) are far below 2^52
+    #[allow(clippy::cast_precision_loss)]
+    let units = blocks as f64 / 2.0;
+    units
 }
 
 /// The attributes of `item` named in `projection` (all when `None`).

@@ -518,7 +518,10 @@ impl ScanPage {
 }
 
 /// A page of query or scan results.
-#[derive(Clone, Debug, Default, PartialEq)]
+///
+/// Two pages are equal when they hold the same items and page key: what a read cost
+/// ([`consumed_capacity`](Self::consumed_capacity)) is not part of what it returned.
+#[derive(Clone, Debug, Default)]
 pub struct Page {
     /// The items: in range-key order for a query (descending if asked), in the store's
     /// order for a scan.
@@ -527,6 +530,15 @@ pub struct Page {
     /// `None` when the partition is exhausted. Like `DynamoDB`, it is set whenever the limit was
     /// reached, even if nothing remains (the next page is then empty).
     pub last_evaluated_key: Option<Item>,
+    /// The read capacity units the request consumed, when the store reports them (a query of
+    /// `DynamoStore` asks `DynamoDB` for them; `MemoryStore` computes them by `DynamoDB`'s rule).
+    pub consumed_capacity: Option<f64>,
+}
+
+impl PartialEq for Page {
+    fn eq(&self, other: &Self) -> bool {
+        self.items == other.items && self.last_evaluated_key == other.last_evaluated_key
+    }
 }
 
 /// What must hold of an item's current state for a write to proceed.
