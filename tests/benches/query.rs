@@ -28,10 +28,10 @@ use std::time::{Duration, Instant, SystemTime};
 use criterion::{Criterion, Throughput};
 use entity_manager::query::{Query, QueryStats};
 use entity_manager::store::{
-    MemoryStore, QueryPage, Store, StoreError, TableDefinition, WriteRequest, block_on,
+    MemoryStore, QueryPage, Store, StoreError, TableDefinition, WriteRequest,
 };
 use entity_manager::{AttributeValue, Error, Item, Schema, ShardSpace};
-use entity_manager_tests::{Hooked, QueryHook};
+use entity_manager_tests::{Hooked, QueryHook, block_on};
 use serde_json::json;
 use tokio::sync::oneshot;
 

@@ -4,8 +4,9 @@
 //! in both directions; and the token's size does not grow with where the shards stand.
 
 use entity_manager::query::{Query, QueryPageResult};
-use entity_manager::store::{Comparison, Filter, MemoryStore, RangeCondition, block_on};
+use entity_manager::store::{Comparison, Filter, MemoryStore, RangeCondition};
 use entity_manager::{AttributeValue, EntitySchema, Item, ShardSpace};
+use entity_manager_tests::block_on;
 use proptest::prelude::*;
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;

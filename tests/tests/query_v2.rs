@@ -4,8 +4,9 @@
 //! `created_between` (records, not only shards) beside `window` (shards).
 
 use entity_manager::query::Query;
-use entity_manager::store::{MemoryStore, RangeCondition, TableDefinition, block_on};
+use entity_manager::store::{MemoryStore, RangeCondition, TableDefinition};
 use entity_manager::{Error, Schema, ShardSpace};
+use entity_manager_tests::block_on;
 use proptest::prelude::*;
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;

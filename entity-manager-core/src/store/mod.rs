@@ -863,29 +863,3 @@ pub trait Store: Send + Sync {
         )))
     }
 }
-
-/// Runs a future to completion on the current thread: a helper of this workspace's tests and
-/// benches, not public API. Use tokio (`#[tokio::main]`), as every example does.
-#[doc(hidden)]
-pub fn block_on<F: Future>(future: F) -> F::Output {
-    use std::pin::pin;
-    use std::sync::Arc;
-    use std::task::{Context, Poll, Wake, Waker};
-
-    struct ThreadWaker(std::thread::Thread);
-    impl Wake for ThreadWaker {
-        fn wake(self: Arc<Self>) {
-            self.0.unpark();
-        }
-    }
-
-    let waker = Waker::from(Arc::new(ThreadWaker(std::thread::current())));
-    let mut cx = Context::from_waker(&waker);
-    let mut future = pin!(future);
-    loop {
-        if let Poll::Ready(out) = future.as_mut().poll(&mut cx) {
-            return out;
-        }
-        std::thread::park();
-    }
-}

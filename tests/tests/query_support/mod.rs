@@ -8,9 +8,10 @@ use std::collections::HashSet;
 
 use entity_manager::query::{Query, QueryPageResult};
 use entity_manager::store::{
-    Comparison, Filter, MemoryStore, RangeCondition, Store, TableDefinition, WriteRequest, block_on,
+    Comparison, Filter, MemoryStore, RangeCondition, Store, TableDefinition, WriteRequest,
 };
 use entity_manager::{AttributeValue, EntitySchema, Error, Item, Schema, ShardSpace};
+use entity_manager_tests::block_on;
 use proptest::prelude::*;
 use serde_json::json;
 
