@@ -26,14 +26,11 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
 use entity_manager::field::Changes;
 use entity_manager::query::Collection as _;
-use entity_manager::query::{QueryStats, TypedQuery, key_value};
-use entity_manager::store::{
-    DynamoStore, Filter, MemoryStore, RangeCondition, Store, TableDefinition,
-};
+use entity_manager::query::{EVERY_SHARD, KeyCondition, QueryStats, StreamExt as _, TypedQuery};
+use entity_manager::store::{DynamoStore, MemoryStore, Store, TableDefinition};
 use entity_manager::{
     AttributeValue, Collection, Entity, EntityExt, ShardSpace, Table, Transaction, shard,
 };
-use futures::StreamExt as _;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
@@ -433,9 +430,7 @@ async fn found_by_last_name<S: Store>(store: &S, name: &str) -> Result<bool> {
     let prefix = User::last_name_range_key().last_name_canonical(name)?;
     let page = User::query(store)?
         .index(UserIndex::LastName)
-        .range(RangeCondition::BeginsWith(AttributeValue::S(
-            prefix.as_str().into(),
-        )))
+        .range(KeyCondition::begins_with(&prefix))
         .window(0, NOW)
         .unlimited()
         .page(None)
@@ -447,7 +442,7 @@ async fn found_by_last_name<S: Store>(store: &S, name: &str) -> Result<bool> {
 async fn found_by_phone<S: Store>(store: &S, phone: &str) -> Result<usize> {
     let page = User::query(store)?
         .index(UserIndex::Phone)
-        .range(RangeCondition::Eq(key_value(&phone)?))
+        .range(User::FIELDS.phone.eq(phone))
         .window(0, NOW)
         .unlimited()
         .page(None)
@@ -466,18 +461,17 @@ fn assert_eq<T: PartialEq + std::fmt::Debug>(got: &T, want: &T, what: &str) -> R
 // =============================================================================================
 // The access patterns
 
-/// Users created in the last 30 days, newest first: the `created` index. The time window picks
-/// the shards (only the 2026 bump's 16 can hold records created in it); the range condition
-/// picks the records.
+/// Users created in the last 30 days, newest first: the `created` index. `created_between`
+/// picks the shards (only the 2026 bump's 16 can hold records created in it) and the records
+/// (a key condition on `created`, the index's range key).
 async fn created_in_the_last_30_days<S: Store>(store: &S) -> Result<Summary> {
     let from = NOW - 30 * DAY;
     section(
         "1. Users created in the last 30 days, newest first",
         &[
             &format!(
-                "index `created`, created >= {} (range condition), window {}..={} (shards), descending",
+                "index `created`, created_between({}, {}): the shards and the records, descending",
                 date_time(from),
-                date(from),
                 date(NOW)
             ),
             "exact mode: one index, so every page is exactly `limit` items in global order",
@@ -485,8 +479,7 @@ async fn created_in_the_last_30_days<S: Store>(store: &S) -> Result<Summary> {
     );
     let query = User::query(store)?
         .index(UserIndex::Created)
-        .range(RangeCondition::Ge(key_value(&from)?))
-        .window(from, NOW)
+        .created_between(from, NOW)
         .descending(true)
         .limit(LIMIT);
     let paged = page_through(&query, |users, offset| {
@@ -515,9 +508,7 @@ async fn first_name_starts_with_j<S: Store>(store: &S) -> Result<Summary> {
     );
     let query = User::query(store)?
         .index(UserIndex::FirstName)
-        .range(RangeCondition::BeginsWith(AttributeValue::S(
-            prefix.as_str().to_owned(),
-        )))
+        .range(KeyCondition::begins_with(&prefix))
         .window(0, NOW)
         .limit(LIMIT);
     let paged = page_through(&query, |users, offset| {
@@ -558,10 +549,7 @@ async fn first_name_starts_with_j_by_last_name<S: Store>(store: &S) -> Result<Su
     );
     let query = User::query(store)?
         .index(UserIndex::LastName)
-        .filter(Filter::BeginsWith {
-            attribute: "firstNameCanonical".into(),
-            prefix: AttributeValue::S("j".into()),
-        })
+        .filter(User::FIELDS.first_name_canonical.begins_with("j"))
         .window(0, NOW)
         .limit(LIMIT);
     let paged = page_through(&query, |users, offset| {
@@ -644,7 +632,7 @@ async fn user_and_emails<S: Store>(store: &S, data: &Dataset) -> Result<Summary>
 
 /// The users of a beneficiary, by created and by most recently updated: the
 /// `userBeneficiaryCreated` and `userBeneficiaryUpdated` indexes, whose sharded hash key
-/// `userBeneficiaryHashKey` is filled from `.with("beneficiaryId", …)`.
+/// `userBeneficiaryHashKey` comes from its typed key builder.
 async fn users_of_a_beneficiary<S: Store>(store: &S, data: &Dataset) -> Result<[Summary; 2]> {
     let beneficiary = data.busiest_beneficiary().ok_or("no beneficiaries")?;
     let count = data
@@ -655,12 +643,12 @@ async fn users_of_a_beneficiary<S: Store>(store: &S, data: &Dataset) -> Result<[
     section(
         "4. Users of a beneficiary, by created",
         &[&format!(
-            "beneficiary {beneficiary} ({count} users), index `userBeneficiaryCreated`, .with(\"beneficiaryId\", …)"
+            "beneficiary {beneficiary} ({count} users), index `userBeneficiaryCreated`, hash key from User::user_beneficiary_hash_key"
         )],
     );
     let query = User::query(store)?
         .index(UserIndex::UserBeneficiaryCreated)
-        .with("beneficiaryId", beneficiary)?
+        .hash_key(&User::user_beneficiary_hash_key(EVERY_SHARD).beneficiary_id(beneficiary)?)
         .window(0, NOW)
         .limit(LIMIT);
     let created = page_through(&query, |users, offset| {
@@ -676,7 +664,7 @@ async fn users_of_a_beneficiary<S: Store>(store: &S, data: &Dataset) -> Result<[
     );
     let query = User::query(store)?
         .index(UserIndex::UserBeneficiaryUpdated)
-        .with("beneficiaryId", beneficiary)?
+        .hash_key(&User::user_beneficiary_hash_key(EVERY_SHARD).beneficiary_id(beneficiary)?)
         .window(0, NOW)
         .descending(true)
         .limit(LIMIT);
@@ -709,15 +697,11 @@ async fn name_fragment_search<S: Store>(store: &S, fragment: &str) -> Result<Sum
     );
     let query = User::query(store)?
         .index(UserIndex::FirstName)
-        .range(RangeCondition::BeginsWith(AttributeValue::S(
-            first.as_str().to_owned(),
-        )))
+        .range(KeyCondition::begins_with(&first))
         .index(UserIndex::LastName)
-        .range(RangeCondition::BeginsWith(AttributeValue::S(
-            last.as_str().to_owned(),
-        )))
-        .sort_by("lastNameCanonical", false)
-        .sort_by("firstNameCanonical", false)
+        .range(KeyCondition::begins_with(&last))
+        .sort_by(User::FIELDS.last_name_canonical, false)
+        .sort_by(User::FIELDS.first_name_canonical, false)
         .window(0, NOW)
         .limit(LIMIT);
     let matched = |u: &User| {
@@ -756,7 +740,7 @@ async fn phone_prefix<S: Store>(store: &S, prefix: &str) -> Result<Summary> {
     );
     let query = User::query(store)?
         .index(UserIndex::Phone)
-        .range(RangeCondition::BeginsWith(AttributeValue::S(prefix.into())))
+        .range(User::FIELDS.phone.begins_with(prefix))
         .window(0, NOW)
         .limit(LIMIT);
     let paged = page_through(&query, |users, offset| {

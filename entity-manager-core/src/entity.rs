@@ -144,6 +144,12 @@ pub(crate) fn to_item<E: Entity + Serialize>(record: &E) -> Result<Item> {
 
 /// The record of an item; see [`EntityExt::from_item`](crate::EntityExt::from_item).
 pub(crate) fn from_item<E: Entity + DeserializeOwned>(item: &Item) -> Result<E> {
+    from_item_as::<E, E>(item)
+}
+
+/// An item of entity `E` read as a `P` (the record itself, or a projected view of it): the
+/// entity token checked, the keys and generated properties taken off.
+pub(crate) fn from_item_as<E: Entity, P: DeserializeOwned>(item: &Item) -> Result<P> {
     let schema = schema_of::<E>()?;
     schema.check_entity_token(item)?;
     serde_dynamo::from_item(schema.remove_keys(item)).map_err(|source| Error::Serde {

@@ -23,7 +23,7 @@ use crate::store::Store;
 pub trait EntityExt: Entity {
     /// A cross-shard query of this entity on `store`; see [`TypedQuery`]. Fails only when the
     /// table's configuration is invalid (see [`EntityExt::schema`]).
-    fn query<S: Store>(store: &S) -> Result<TypedQuery<'_, S, Self>> {
+    fn query<S: Store>(store: &S) -> Result<TypedQuery<'_, S, Self, crate::query::Unindexed>> {
         TypedQuery::new(store)
     }
 

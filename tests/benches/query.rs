@@ -28,10 +28,10 @@ use std::time::{Duration, Instant, SystemTime};
 use criterion::{Criterion, Throughput};
 use entity_manager::query::{Query, QueryStats};
 use entity_manager::store::{
-    MemoryStore, QueryPage, Store, StoreError, TableDefinition, WriteRequest, block_on,
+    MemoryStore, QueryPage, Store, StoreError, TableDefinition, WriteRequest,
 };
 use entity_manager::{AttributeValue, Error, Item, Schema, ShardSpace};
-use entity_manager_tests::{Hooked, QueryHook};
+use entity_manager_tests::{Hooked, QueryHook, block_on};
 use serde_json::json;
 use tokio::sync::oneshot;
 
@@ -452,6 +452,116 @@ fn fanout_rows(out: &mut String, shards: usize, clock: Clock, wait: Duration, ro
     }
 }
 
+/// Issue 13's configuration: 5 ms per shard query, throttle 10; 20 shards (5 chars of 2 bits,
+/// product rule), 1 shard and 64 shards; limits 1, 10 and 100 (page size 100).
+const V2_DELAY: Duration = Duration::from_millis(5);
+const V2_PAGES: usize = 40;
+
+/// Per configuration: page time ÷ the floor `ceil(shard queries / throttle) × delay`, shard
+/// queries per page, items read per item returned, CPU per returned item (zero latency) and the
+/// largest token.
+fn fanout_v2(records: &[Item]) -> BenchResult<()> {
+    let timer = PreciseTimer::start();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()?;
+    println!(
+        "\nQuery v2 fan-out: {} ms per shard query, throttle {THROTTLE}, page size {LIMIT}, up to {V2_PAGES} pages:\n",
+        V2_DELAY.as_millis()
+    );
+    println!(
+        "| shards | limit | pages | shard queries / page | page ÷ floor (mean wait) | items read / returned | CPU µs / returned (no latency) | largest token |"
+    );
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|");
+    let twenty = json!([{ "timestamp": 0, "charBits": 2, "chars": 5 }]);
+    let configs = [
+        (json!([]), ShardSpace::Power, 100usize),
+        (json!([]), ShardSpace::Power, 10),
+        (twenty.clone(), ShardSpace::Product, 100),
+        (twenty.clone(), ShardSpace::Product, 10),
+        (twenty, ShardSpace::Product, 1),
+        (
+            json!([{ "timestamp": 0, "charBits": 3, "chars": 2 }]),
+            ShardSpace::Power,
+            1,
+        ),
+    ];
+    for (bumps, space, limit) in configs {
+        let schema = schema_with(&bumps, space)?;
+        let (inner, populated) = load(&schema, records)?;
+        let user = schema.entity("user")?;
+        // CPU, zero latency: the same pages on the bare store
+        let bare = Query::new(&inner, user)
+            .index("created")
+            .window(WINDOW.0, WINDOW.1)
+            .limit(limit)
+            .page_size(LIMIT)
+            .throttle(THROTTLE);
+        let started = Instant::now();
+        let mut returned = 0usize;
+        let mut token: Option<String> = None;
+        for _ in 0..V2_PAGES {
+            let page = block_on(bare.page(token.as_deref()))?;
+            returned += page.items.len();
+            token = page.next;
+            if token.is_none() {
+                break;
+            }
+        }
+        #[allow(clippy::cast_precision_loss)]
+        let cpu = started.elapsed().as_secs_f64() * 1e6 / returned.max(1) as f64;
+        let store = Hooked {
+            inner,
+            hook: Latency {
+                delay: V2_DELAY,
+                clock: Clock::Precise,
+                timer: &timer,
+                waited: AtomicU64::new(0),
+                waits: AtomicU64::new(0),
+            },
+        };
+        let query = Query::new(&store, user)
+            .index("created")
+            .window(WINDOW.0, WINDOW.1)
+            .limit(limit)
+            .page_size(LIMIT)
+            .throttle(THROTTLE);
+        let (pages, stats, wall, rounds, token_len) = runtime.block_on(async {
+            let mut stats = QueryStats::default();
+            let (mut wall, mut rounds, mut pages, mut token_len) =
+                (Duration::ZERO, 0usize, 0usize, 0usize);
+            let mut token: Option<String> = None;
+            for _ in 0..V2_PAGES {
+                let started = Instant::now();
+                let page = query.page(token.as_deref()).await?;
+                wall += started.elapsed();
+                rounds += page.stats.shard_queries.div_ceil(THROTTLE);
+                stats.shard_queries += page.stats.shard_queries;
+                stats.items_read += page.stats.items_read;
+                stats.items_returned += page.stats.items_returned;
+                pages += 1;
+                token = page.next;
+                token_len = token_len.max(token.as_ref().map_or(0, String::len));
+                if token.is_none() {
+                    break;
+                }
+            }
+            Ok::<_, Error>((pages, stats, wall, rounds, token_len))
+        })?;
+        let wait = store.hook.mean_wait().as_secs_f64();
+        #[allow(clippy::cast_precision_loss)]
+        let (per_page, floor, read) = (
+            stats.shard_queries as f64 / pages.max(1) as f64,
+            wall.as_secs_f64() / (rounds.max(1) as f64 * wait),
+            stats.items_read as f64 / stats.items_returned.max(1) as f64,
+        );
+        println!(
+            "| {populated} | {limit} | {pages} | {per_page:.2} | {floor:.2}× | {read:.2} | {cpu:.1} | {token_len} |"
+        );
+    }
+    Ok(())
+}
+
 // ---------------------------------------------------------------------------------------------
 // 4. Token size
 
@@ -599,8 +709,13 @@ fn main() -> BenchResult<()> {
         .ok_or("no hash key")?;
     check_scans(&data, &baseline_key)?;
     if measuring {
+        if std::env::args().any(|a| a == "v2") {
+            // `cargo bench -p entity-manager-tests --bench query -- v2`: issue 13's table only
+            return fanout_v2(&records);
+        }
         token_sizes(&records)?;
         fanout(&records)?;
+        fanout_v2(&records)?;
     }
 
     let since = SystemTime::now();

@@ -202,3 +202,29 @@ macro_rules! forward_store {
         }
     };
 }
+
+/// Runs a future to completion on the current thread, with no runtime: for the benches and
+/// tests that drive `MemoryStore` (which never waits on I/O) and want no executor overhead in
+/// their figures. Everything else uses tokio.
+pub fn block_on<F: Future>(future: F) -> F::Output {
+    use std::pin::pin;
+    use std::sync::Arc;
+    use std::task::{Context, Poll, Wake, Waker};
+
+    struct ThreadWaker(std::thread::Thread);
+    impl Wake for ThreadWaker {
+        fn wake(self: Arc<Self>) {
+            self.0.unpark();
+        }
+    }
+
+    let waker = Waker::from(Arc::new(ThreadWaker(std::thread::current())));
+    let mut cx = Context::from_waker(&waker);
+    let mut future = pin!(future);
+    loop {
+        if let Poll::Ready(out) = future.as_mut().poll(&mut cx) {
+            return out;
+        }
+        std::thread::park();
+    }
+}

@@ -741,7 +741,7 @@ mod typed {
 /// the segments and page size, and a second run writes nothing.
 mod properties {
     use super::*;
-    use entity_manager::store::block_on;
+    use entity_manager_tests::block_on;
     use proptest::prelude::*;
 
     proptest! {

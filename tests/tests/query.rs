@@ -10,11 +10,9 @@ use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
 use std::task::{Context, Poll};
 
 use entity_manager::query::{Query, QueryPageResult, QueryStats, TokenError};
-use entity_manager::store::{
-    Comparison, Filter, MemoryStore, RangeCondition, Store as _, block_on,
-};
+use entity_manager::store::{Comparison, Filter, MemoryStore, RangeCondition, Store as _};
 use entity_manager::{Error, Item, Schema, ShardSpace};
-use entity_manager_tests::{Hooked, QueryHook};
+use entity_manager_tests::{Hooked, QueryHook, block_on};
 use proptest::prelude::*;
 use serde_json::json;
 
@@ -493,26 +491,8 @@ fn tokens_are_bound_to_the_table() -> TestResult {
     Ok(())
 }
 
-#[test]
-fn a_condition_before_any_index_is_refused_not_dropped() -> TestResult {
-    let (schema, store) = token_fixture()?;
-    let user = schema.entity("user")?;
-    let range_first = Query::new(&store, user)
-        .range(RangeCondition::Ge(n(5)))
-        .index("created")
-        .window(0, 1_000);
-    let filter_first = Query::new(&store, user)
-        .filter(Filter::Exists("name".into()))
-        .index("created")
-        .window(0, 1_000);
-    for (query, call) in [(range_first, ".range()"), (filter_first, ".filter()")] {
-        match block_on(query.page(None)) {
-            Err(Error::InvalidQuery { reason, .. }) => assert!(reason.contains(call), "{reason}"),
-            other => return Err(format!("expected InvalidQuery, got {other:?}").into()),
-        }
-    }
-    Ok(())
-}
+// a condition before any index does not compile: the `compile_fail` examples of
+// `query::Unindexed` (untyped) and `TypedQuery` (typed)
 
 #[test]
 fn an_over_long_token_is_refused_before_it_is_decoded() -> TestResult {

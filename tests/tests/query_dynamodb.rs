@@ -100,6 +100,43 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 16, ..ProptestConfig::default() })]
+
+    /// The v2 cases of the in-memory run (projections on KEYS_ONLY and INCLUDE indexes, the
+    /// table alone and with an index on its own keys, `created_between`), smaller, on
+    /// DynamoDB Local.
+    #[test]
+    fn v2_cases_equal_the_records_on_dynamodb_local(
+        (bumps, space) in bumps(),
+        records in records(200),
+        case in query_support::case(),
+    ) {
+        let check = || -> TestResult {
+            let Some(client) = store_support::dynamo_client() else { return Ok(()) };
+            runtime()?.block_on(async {
+                let schema = query_support::schema_v2(&bumps, space)?;
+                let store = entity_manager::store::DynamoStore::new(
+                    client,
+                    store_support::unique_table("query-v2"),
+                    TableDefinition::from_schema(&schema)?,
+                );
+                store.create_table().await?;
+                let user = schema.entity("user")?;
+                let writes = records
+                    .iter()
+                    .map(|r: &Record| Ok(WriteRequest::Put(user.add_keys(&r.item()?)?)))
+                    .collect::<Result<Vec<_>, Box<dyn std::error::Error>>>()?;
+                store.batch_write(writes).await?;
+                let result = query_support::check_case(&store, user, &records, &case).await;
+                store.delete_table().await?;
+                result
+            })
+        };
+        check().map_err(|e| TestCaseError::fail(e.to_string()))?;
+    }
+}
+
 /// The boundary token on DynamoDB Local: every lane resumes after the last item returned (a
 /// start key of an item the lane may not hold), runs of equal range keys continue across
 /// pages in table-key order, in both directions; and a token of one table is refused on

@@ -4,8 +4,9 @@
 //! in both directions; and the token's size does not grow with where the shards stand.
 
 use entity_manager::query::{Query, QueryPageResult};
-use entity_manager::store::{Comparison, Filter, MemoryStore, RangeCondition, block_on};
+use entity_manager::store::{Comparison, Filter, MemoryStore, RangeCondition};
 use entity_manager::{AttributeValue, EntitySchema, Item, ShardSpace};
+use entity_manager_tests::block_on;
 use proptest::prelude::*;
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
@@ -123,9 +124,16 @@ struct Asked<'s> {
 
 impl<'s> Asked<'s> {
     fn query(&self, with_window: bool) -> Query<'s, MemoryStore> {
-        let mut query = Query::new(self.store, self.user);
-        for (index, side) in &self.indexes {
-            query = query.index(*index);
+        let unindexed = Query::new(self.store, self.user);
+        let mut sides = self.indexes.iter();
+        let Some((first, _)) = sides.next() else {
+            return unindexed.table();
+        };
+        let mut query = unindexed.index(*first);
+        for (n, (index, side)) in self.indexes.iter().enumerate() {
+            if n > 0 {
+                query = query.index(*index);
+            }
             if let Some(c) = side.condition.clone() {
                 query = query.range(c);
             }
@@ -331,6 +339,98 @@ fn token_sizes_by_shards_and_indexes() -> TestResult {
             assert!(one <= 160, "{one} characters over {shards} shards");
         }
         println!("| {shards} | {one} | {two} |");
+    }
+    Ok(())
+}
+
+/// Token sizes over 1 to 512 shards and 1 to 4 sources (indexes and the table): in exact mode
+/// (the table and the index on its own keys: 2 lanes per shard) at most 160 characters up to 64
+/// lanes; in union mode one boundary per source, so about one exact token per source.
+#[test]
+fn token_sizes_by_shards_and_sources() -> TestResult {
+    let records: Vec<Record> = uniform(3_000, 5)
+        .into_iter()
+        .enumerate()
+        .map(|(n, mut r)| {
+            r.name = format!("name-{}", n % 97);
+            r
+        })
+        .collect();
+    println!("| shards | exact, 2 sources (lanes) | union 1 | union 2 | union 3 | union 4 |");
+    println!("|---:|---:|---:|---:|---:|---:|");
+    for (bits, chars, shards) in [
+        (0u8, 0u8, 1usize),
+        (3, 1, 8),
+        (4, 1, 16),
+        (5, 1, 32),
+        (3, 2, 64),
+        (3, 3, 512),
+    ] {
+        let bumps: Vec<(u64, u8, u8)> = if shards == 1 {
+            vec![]
+        } else {
+            vec![(0, bits, chars)]
+        };
+        let schema = query_support::schema_v2(&bumps, ShardSpace::Power)?;
+        let store = MemoryStore::new(entity_manager::store::TableDefinition::from_schema(
+            &schema,
+        )?);
+        let user = schema.entity("user")?;
+        for r in &records {
+            block_on(entity_manager::store::Store::put_item(
+                &store,
+                user.add_keys(&r.item()?)?,
+                entity_manager::store::Expect::Any,
+            ))?;
+        }
+        let largest = |query: Query<'_, MemoryStore>| -> Result<usize, Box<dyn std::error::Error>> {
+            let mut token: Option<String> = None;
+            let mut largest = 0;
+            for _ in 0..5 {
+                let page = block_on(query.page(token.as_deref()))?;
+                let Some(next) = page.next else { break };
+                largest = largest.max(next.len());
+                token = Some(next);
+            }
+            Ok(largest)
+        };
+        let base = || {
+            Query::new(&store, user)
+                .window(0, u64::from(u32::MAX))
+                .limit(100)
+                .page_size(100)
+        };
+        let exact = largest(base().table().index("keys"))?;
+        let lanes = 2 * shards;
+        if lanes <= 64 {
+            assert!(exact <= 160, "{exact} characters over {lanes} lanes");
+        }
+        let unions = [
+            largest(base().index("created"))?,
+            largest(base().index("created").index("name"))?,
+            largest(base().index("created").index("name").table())?,
+            largest(
+                base()
+                    .index("created")
+                    .index("name")
+                    .table()
+                    .index("keys")
+                    .sort_by("userId", false),
+            )?,
+        ];
+        // one boundary per source, and the lanes' bits: each source adds about one exact token
+        for (sources, size) in unions.iter().enumerate() {
+            let bound = (sources + 1) * 160 + shards * (sources + 1) / 6;
+            assert!(
+                *size <= bound,
+                "{size} characters for {} sources over {shards} shards",
+                sources + 1
+            );
+        }
+        println!(
+            "| {shards} | {exact} ({lanes}) | {} | {} | {} | {} |",
+            unions[0], unions[1], unions[2], unions[3]
+        );
     }
     Ok(())
 }

@@ -1428,7 +1428,7 @@ mod local_indexes {
 /// The memory store from several OS threads at once: no lost writes, consistent reads.
 #[test]
 fn memory_store_is_safe_across_threads() -> TestResult {
-    use entity_manager::store::block_on;
+    use entity_manager_tests::block_on;
     let store = MemoryStore::new(definition());
     std::thread::scope(|scope| {
         for t in 0..4 {

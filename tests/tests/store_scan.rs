@@ -606,7 +606,8 @@ mod purge_resume {
 /// segments' pages hold every item exactly once, and the parallel scan agrees.
 mod properties {
     use super::*;
-    use entity_manager::store::{KeyType, block_on};
+    use entity_manager::store::KeyType;
+    use entity_manager_tests::block_on;
     use proptest::prelude::*;
 
     proptest! {

@@ -700,12 +700,20 @@ impl<S: Store> Engine<'_, '_, S> {
                     .as_ref()
                     .is_none_or(|f| before_all(f, &end.pos))
             };
+            // one item more than the page can take from the lane: a read that returns fewer
+            // than it asked shows the lane complete up to where it stops, so a lane holding the
+            // page's last item needs no second query to learn that nothing ties with it (on
+            // one shard: 1 query per page, not 2); the page size is a lane's share of the page
+            // (and one more after a boundary: a lane reads from the boundary's range key on,
+            // so it reads the previous page's last item again)
+            let extra = 1 + usize::from(merge.after.is_some());
             let (end, limit) = match (known, predicted) {
-                (Some(known), _) => (Some(known), remaining),
+                (Some(known), _) => (Some(known), remaining.saturating_add(extra)),
                 (None, Some(predicted)) if short_of(predicted) => (Some(predicted), tail),
                 _ => (None, share.saturating_add(share.div_ceil(10))),
             };
-            let limit = u32::try_from(limit.min(self.page_size).max(1)).unwrap_or(u32::MAX);
+            let cap = self.page_size.saturating_add(extra);
+            let limit = u32::try_from(limit.min(cap).max(1)).unwrap_or(u32::MAX);
             let after = merge.after.as_ref().map(|a| &a.value);
             let request = {
                 let lower = after.cloned();
@@ -738,11 +746,21 @@ impl<S: Store> Engine<'_, '_, S> {
                 .and_then(|v| self.pos(v))
                 .map(|pos| (pos, Upto::Part))
         });
+        // over the table's own keys a range key is unique in its partition: a lane read up to
+        // an inclusive end holds nothing more up to it (and DynamoDB refuses a starting key on
+        // the bound of the key condition there)
+        let unique_keys = index.range_attr == *plan.schema.table().range_key
+            && plan.hash_attr == *plan.schema.table().hash_key;
         if let (Some(end), Some(position)) = (end, position)
-            && end.pos < position.0
+            && (end.pos < position.0 || (unique_keys && end.pos == position.0))
         {
-            if lane.frontier.as_ref().is_none_or(|f| *f < position) {
-                lane.frontier = Some(position);
+            let reached = if end.pos == position.0 {
+                (position.0, Upto::All)
+            } else {
+                position
+            };
+            if lane.frontier.as_ref().is_none_or(|f| *f < reached) {
+                lane.frontier = Some(reached);
             }
             return None;
         }
@@ -777,10 +795,12 @@ impl<S: Store> Engine<'_, '_, S> {
             Narrowed::Query { condition, bounded } => {
                 let mut request =
                     QueryPage::new(AttributeValue::S(plan.hash_keys[lane.shard].clone()))
-                        .index(index.name.clone())
                         .limit(limit)
                         .descending(plan.descending)
                         .start_after(lane.read_from.clone());
+                if let Some(name) = &index.name {
+                    request = request.index(name.clone());
+                }
                 if let Some(condition) = condition {
                     request = request.range(condition);
                 }
@@ -805,6 +825,7 @@ impl<S: Store> Engine<'_, '_, S> {
         merge.lanes[t].busy = false;
         let page = result.map_err(|source| self.shard_error(&merge.lanes[t], source))?;
         totals.items_read += page.items.len();
+        totals.consumed_capacity += page.consumed_capacity.unwrap_or(0.0);
         let limit_reached = page.items.len() >= usize::try_from(asked).unwrap_or(usize::MAX);
         let after = merge.after.clone();
         merge.update(t, |lane| {
@@ -840,7 +861,9 @@ impl<S: Store> Engine<'_, '_, S> {
             // reads may cover more than the user's condition (a key condition can only be
             // narrowed so far): what it does not hold, and what the previous pages returned,
             // is skipped
-            if index.range.as_ref().is_some_and(|c| !satisfies(c, value)) {
+            if index.range.as_ref().is_some_and(|c| !satisfies(c, value))
+                || !self.plan.in_created(&item)
+            {
                 continue;
             }
             let tie = self.tie(&item);
@@ -885,7 +908,10 @@ impl<S: Store> Engine<'_, '_, S> {
         let plan = self.plan;
         Error::ShardQuery {
             entity: plan.schema.model().token.to_string(),
-            index: plan.indexes[lane.index].name.clone(),
+            index: plan.indexes[lane.index]
+                .name
+                .clone()
+                .unwrap_or_else(|| "(the table)".to_owned()),
             hash_key: plan.hash_keys[lane.shard].clone(),
             source: Box::new(source),
         }

@@ -3,8 +3,19 @@
 //!
 //! # Modes and guarantees
 //!
-//! **Exact mode** — one index, or indexes that share their range key attribute. Items come in
-//! range-key order (ascending, or descending), merged across every shard with per-shard cursors:
+//! # Sources
+//!
+//! A query reads one or more *sources* that share their hash key attribute: global secondary
+//! indexes ([`Query::index`]) and the table itself ([`Query::table`]: every shard of the
+//! entity's own hash key space, in table range-key order, that is by unique value). A range
+//! condition or filter applies to the source added last; given before any source it does not
+//! compile (see [`Unindexed`]).
+//!
+//! **Exact mode** — one source, or sources that share their range key attribute as well.
+//! Since the rule `index-key-pairs-unique` refuses two indexes with the same hash and range
+//! key, the only such pair is the table and an index on the table's own keys (for example a
+//! `KEYS_ONLY` copy): every record is then in both, at the same position, and is returned once.
+//! Items come in range-key order (ascending, or descending), merged across every shard:
 //! - every page holds exactly `min(limit, remaining)` items;
 //! - paging to the end returns every matching item exactly once (no duplicate, no miss), in
 //!   global range-key order across pages (items with equal range keys by unique value, in the
@@ -21,6 +32,20 @@
 //! - an item that matches several indexes is returned at most once per index it matches, on
 //!   different pages (never twice on one page);
 //! - pages can be shorter than `limit` (duplicates removed, an index running out).
+//!
+//! **Windows** — [`Query::window`] picks the shards (those of the shard bumps in force during
+//! it) and nothing else: records of those shards created outside it are returned too.
+//! [`Query::created_between`] picks the same shards and, of their records, those created in
+//! the window (a key condition when the range key is the timestamp property, else a check of
+//! each item read).
+//!
+//! **Projections** — [`Query::projection`] reads only the attributes named (and the keys the
+//! query needs). The unique value is never asked of the index: it is restored from the table
+//! range key, so projections work on `KEYS_ONLY` and `INCLUDE` indexes; asking an index for an
+//! attribute it does not project is refused before any read ([`Error::InvalidQuery`]).
+//!
+//! **Cost** — every shard query asks the store for the read capacity it consumed; the page's
+//! [`QueryStats`] and the `entity_manager.query` tracing span hold the sum.
 //!
 //! In both modes a shard that has given everything is never queried again, an unlimited query
 //! terminates, any failed shard query fails the whole page, and reads stay proportional to
@@ -46,9 +71,9 @@ mod token;
 mod typed;
 
 use std::collections::HashSet;
+use std::marker::PhantomData;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use futures::{Stream, StreamExt as _};
 use serde_dynamo::{AttributeValue, Item};
 
 use crate::error::{Error, Result};
@@ -58,13 +83,16 @@ use crate::store::{Filter, RangeCondition, Store};
 pub use self::collection::{Collection, CollectionQuery};
 use self::engine::Engine;
 pub use self::multi::MultiQuery;
-use self::plan::{IndexSpec, Plan};
+use self::plan::{IndexSpec, Plan, PlanInput};
 use self::token::{StreamState, TokenState};
-pub use self::typed::{TypedPage, TypedQuery};
+pub use self::typed::{FieldSet, KeyCondition, KeyValue, TypedPage, TypedQuery};
 pub use crate::error::TokenError;
+/// The trait of what [`Query::stream`] and [`TypedQuery::stream`] return, and its combinators
+/// (`next`, `try_collect`, `take`…): `use entity_manager::query::StreamExt as _;`.
+pub use futures::{Stream, StreamExt, TryStreamExt};
 
 /// What one page of a query cost and returned.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct QueryStats {
     /// The (index, shard) pairs the query spans.
     pub shards: usize,
@@ -76,6 +104,10 @@ pub struct QueryStats {
     pub items_returned: usize,
     /// Items dropped because another index (or page) already returned the record.
     pub duplicates_removed: usize,
+    /// Read capacity units the shard queries consumed (each asks the store for them: `DynamoDB`
+    /// reports them, `MemoryStore` computes them by `DynamoDB`'s rule; a store that reports
+    /// none adds nothing).
+    pub consumed_capacity: f64,
 }
 
 impl QueryStats {
@@ -84,6 +116,7 @@ impl QueryStats {
         self.items_read += other.items_read;
         self.items_returned += other.items_returned;
         self.duplicates_removed += other.duplicates_removed;
+        self.consumed_capacity += other.consumed_capacity;
     }
 }
 
@@ -138,7 +171,7 @@ pub struct QueryPageResult {
 /// # }
 /// ```
 #[derive(Debug)]
-pub struct Query<'a, S> {
+pub struct Query<'a, S, St = Indexed> {
     store: &'a S,
     schema: EntitySchema<'a>,
     indexes: Vec<IndexSpec>,
@@ -152,12 +185,41 @@ pub struct Query<'a, S> {
     projection: Option<Vec<String>>,
     signing_key: Option<Vec<u8>>,
     table_name: Option<String>,
-    /// A `.range()` or `.filter()` given before any `.index()`: refused by every page.
-    orphan_condition: Option<&'static str>,
+    /// Records created in this window only (besides the shards of the window).
+    created: Option<(u64, u64)>,
+    hash_suffix: Option<(String, String)>,
+    /// Why a typed input could not be used (every page fails with it).
+    problem: Option<String>,
+    state: PhantomData<fn() -> St>,
 }
 
-impl<'a, S: Store> Query<'a, S> {
-    /// A query of `entity` on `store`; add at least one index.
+/// The hash key to give a typed key builder of a sharded property in a query
+/// ([`TypedQuery::hash_key`]): the query puts each shard's in its place.
+pub const EVERY_SHARD: &str = "";
+
+/// The state of a [`Query`] (or [`TypedQuery`]) with no index (nor the table) to read yet:
+/// it has no [`range`](Query::range), [`filter`](Query::filter) or [`page`](Query::page), so a
+/// condition cannot be given before the index it applies to.
+///
+/// ```compile_fail,E0599
+/// # use entity_manager_core::query::Query;
+/// # use entity_manager_core::store::{MemoryStore, RangeCondition};
+/// # fn f(store: &MemoryStore, user: entity_manager_core::EntitySchema<'_>) {
+/// // a range condition before any index: no index to apply to, so it does not compile
+/// let query = Query::new(store, user).range(RangeCondition::Ge(5u64.into())).index("created");
+/// # }
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub enum Unindexed {}
+
+/// The state of a [`Query`] (or [`TypedQuery`]) with at least one index (or the table) to
+/// read: [`range`](Query::range) and [`filter`](Query::filter) apply to the last one added.
+#[derive(Clone, Copy, Debug)]
+pub enum Indexed {}
+
+impl<'a, S: Store> Query<'a, S, Unindexed> {
+    /// A query of `entity` on `store`; add at least one index ([`index`](Query::index)) or the
+    /// table ([`table`](Query::table)).
     pub fn new(store: &'a S, entity: EntitySchema<'a>) -> Self {
         Self {
             store,
@@ -173,44 +235,80 @@ impl<'a, S: Store> Query<'a, S> {
             projection: None,
             signing_key: None,
             table_name: None,
-            orphan_condition: None,
+            created: None,
+            hash_suffix: None,
+            problem: None,
+            state: PhantomData,
         }
     }
+}
 
-    /// Adds an index to query (its GSI name). [`range`](Self::range) and
-    /// [`filter`](Self::filter) then apply to it.
-    #[must_use]
-    pub fn index(mut self, name: impl Into<String>) -> Self {
-        self.indexes.push(IndexSpec {
-            name: name.into(),
-            range: None,
-            filter: None,
-        });
-        self
-    }
-
-    /// A condition on the range key of the last index added. Called before any
-    /// [`index`](Self::index), it makes every page fail with [`Error::InvalidQuery`]: a condition
-    /// is never dropped.
+impl<S: Store> Query<'_, S, Indexed> {
+    /// A condition on the range key of the last index (or table) added.
     #[must_use]
     pub fn range(mut self, condition: RangeCondition) -> Self {
-        match self.indexes.last_mut() {
-            Some(index) => index.range = Some(condition),
-            None => self.orphan_condition = Some("range"),
+        if let Some(index) = self.indexes.last_mut() {
+            index.range = Some(condition);
         }
         self
     }
 
-    /// A filter on the items of the last index added (applied after each shard query's limit,
-    /// as DynamoDB does). Called before any [`index`](Self::index), it makes every page fail
-    /// with [`Error::InvalidQuery`]: a filter is never dropped.
+    /// A filter on the items of the last index (or table) added (applied after each shard
+    /// query's limit, as DynamoDB does).
     #[must_use]
     pub fn filter(mut self, filter: Filter) -> Self {
-        match self.indexes.last_mut() {
-            Some(index) => index.filter = Some(filter),
-            None => self.orphan_condition = Some("filter"),
+        if let Some(index) = self.indexes.last_mut() {
+            index.filter = Some(filter);
         }
         self
+    }
+}
+
+impl<S: Store> Query<'_, S, Indexed> {
+    /// The last index (or table) added, for the typed face.
+    fn last_spec(&mut self) -> Option<&mut IndexSpec> {
+        self.indexes.last_mut()
+    }
+}
+
+impl<'a, S: Store, St> Query<'a, S, St> {
+    fn retype<T>(self) -> Query<'a, S, T> {
+        Query {
+            store: self.store,
+            schema: self.schema,
+            indexes: self.indexes,
+            item: self.item,
+            window: self.window,
+            limit: self.limit,
+            page_size: self.page_size,
+            descending: self.descending,
+            sort: self.sort,
+            throttle: self.throttle,
+            projection: self.projection,
+            signing_key: self.signing_key,
+            table_name: self.table_name,
+            created: self.created,
+            hash_suffix: self.hash_suffix,
+            problem: self.problem,
+            state: PhantomData,
+        }
+    }
+
+    /// Adds an index to query (its GSI name). [`range`](Query::range) and
+    /// [`filter`](Query::filter) then apply to it.
+    #[must_use]
+    pub fn index(mut self, name: impl Into<String>) -> Query<'a, S, Indexed> {
+        self.indexes.push(IndexSpec::new(Some(name.into())));
+        self.retype()
+    }
+
+    /// Adds the table itself: every shard of the entity's own hash key space, in table
+    /// range-key order (the unique value). [`range`](Query::range) and
+    /// [`filter`](Query::filter) then apply to it.
+    #[must_use]
+    pub fn table(mut self) -> Query<'a, S, Indexed> {
+        self.indexes.push(IndexSpec::new(None));
+        self.retype()
     }
 
     /// The partial item that fills the components of a sharded hash key; a unique value narrows
@@ -221,11 +319,26 @@ impl<'a, S: Store> Query<'a, S> {
         self
     }
 
-    /// Records created in `from..=to` (ms since the epoch): the shard bumps to visit. Default:
-    /// `0..=now`, pinned into the page token so that later pages see the same shards.
+    /// The shards to visit: those of the shard bumps in force from `from` to `to` (ms since the
+    /// epoch), so those that can hold records created in `from..=to`. It selects shards, not
+    /// records: a shard's other records (created before `from` under the same bump, or after
+    /// `to`) are returned too; for those created in the window only, use
+    /// [`created_between`](Self::created_between). Default: `0..=now`, pinned into the page
+    /// token so that later pages see the same shards.
     #[must_use]
     pub fn window(mut self, from: u64, to: u64) -> Self {
         self.window = Some((from, to));
+        self
+    }
+
+    /// Only records created in `from..=to` (ms since the epoch, the timestamp property): the
+    /// shards of that [`window`](Self::window), and of their records those whose timestamp lies
+    /// in it (a key condition when the range key is the timestamp, else a check of each item
+    /// read, so the index must project the timestamp property).
+    #[must_use]
+    pub fn created_between(mut self, from: u64, to: u64) -> Self {
+        self.window = Some((from, to));
+        self.created = Some((from, to));
         self
     }
 
@@ -328,14 +441,40 @@ impl<'a, S: Store> Query<'a, S> {
         h.finalize().into()
     }
 
-    /// Refuses a `.range()` or `.filter()` that was given before any index.
-    fn check_conditions(&self) -> Result<()> {
-        match self.orphan_condition {
-            Some(call) => Err(self.invalid(format!(
-                ".{call}() was called before any .index(), so it applies to no index; call .index() first: a condition applies to the last index added"
-            ))),
-            None => Ok(()),
+    /// Refuses a `created_between` over an index that does not project the timestamp
+    /// property (its items could not be checked), before any read.
+    /// And a projection asking an index for attributes it does not project.
+    fn check_projection(&self, plan: &Plan<'_>) -> Result<()> {
+        let model = self.schema.model();
+        let timestamp = &*model.timestamp_property;
+        let definition = self.store.definition();
+        for index in &plan.indexes {
+            let Some(name) = &index.name else { continue };
+            let Some(projected) = definition
+                .index(name)
+                .and_then(|gsi| definition.projected_attributes(gsi))
+            else {
+                continue;
+            };
+            let missing: Vec<&str> = self
+                .projection
+                .iter()
+                .flatten()
+                .map(String::as_str)
+                .filter(|a| *a != &*model.unique_property && !projected.iter().any(|p| p == a))
+                .collect();
+            if !missing.is_empty() {
+                return Err(self.invalid(format!(
+                    "index `{name}` does not project {missing:?}, which the projection asks for; ask only for {projected:?} (and the unique property, always returned), or project them"
+                )));
+            }
+            if plan.created.is_some() && !projected.iter().any(|a| a == timestamp) {
+                return Err(self.invalid(format!(
+                    "created_between needs the timestamp property `{timestamp}` of each item, and index `{name}` does not project it; project it, or use window() (which selects shards, not records) with a range condition"
+                )));
+            }
         }
+        Ok(())
     }
 
     fn invalid(&self, reason: impl Into<String>) -> Error {
@@ -344,14 +483,18 @@ impl<'a, S: Store> Query<'a, S> {
             reason: reason.into(),
         }
     }
+}
 
+impl<'a, S: Store> Query<'a, S, Indexed> {
     /// One page: the first (`token: None`) or the one after the page that returned `token`.
     pub async fn page(&self, token: Option<&str>) -> Result<QueryPageResult> {
         let model = self.schema.model();
         let limit = self.limit.unwrap_or(model.default_limit);
         let page_size = self.page_size.unwrap_or(model.default_page_size);
         let throttle = self.throttle.unwrap_or(self.schema.table().throttle);
-        self.check_conditions()?;
+        if let Some(problem) = &self.problem {
+            return Err(self.invalid(problem.clone()));
+        }
         if limit == 0 {
             return Err(self.invalid("the limit must be at least 1"));
         }
@@ -369,15 +512,17 @@ impl<'a, S: Store> Query<'a, S> {
         let key = self.signing_key.as_deref();
         // the window: from the token when continuing, else as given, else 0..=now
         let first_plan_window = self.window.unwrap_or((0, now_ms()));
-        let probe = Plan::new(
-            self.schema,
-            &self.indexes,
-            &self.item,
-            first_plan_window,
-            self.descending,
-            self.projection.as_deref(),
-            &sort,
-        )?;
+        let input = PlanInput {
+            specs: &self.indexes,
+            item: &self.item,
+            descending: self.descending,
+            projection: self.projection.as_deref(),
+            sort: &sort,
+            created: self.created,
+            hash_suffix: self.hash_suffix.as_ref(),
+        };
+        let probe = Plan::new(self.schema, &input, first_plan_window)?;
+        self.check_projection(&probe)?;
         let (plan, state) = match token {
             None => (probe, None),
             Some(token) => {
@@ -403,15 +548,7 @@ impl<'a, S: Store> Query<'a, S> {
                 let plan = if (verified.from, verified.to) == probe.window {
                     probe
                 } else {
-                    Plan::new(
-                        self.schema,
-                        &self.indexes,
-                        &self.item,
-                        (verified.from, verified.to),
-                        self.descending,
-                        self.projection.as_deref(),
-                        &sort,
-                    )?
+                    Plan::new(self.schema, &input, (verified.from, verified.to))?
                 };
                 let state = verified.parse(stream_shape(&plan))?;
                 (plan, Some(state))
@@ -427,6 +564,7 @@ impl<'a, S: Store> Query<'a, S> {
             items_read = tracing::field::Empty,
             items_returned = tracing::field::Empty,
             duplicates_removed = tracing::field::Empty,
+            consumed_capacity = tracing::field::Empty,
         );
         let result = tracing::Instrument::instrument(
             self.run(&plan, state.as_ref(), limit, page_size, throttle, &sort),
@@ -437,6 +575,7 @@ impl<'a, S: Store> Query<'a, S> {
         span.record("items_read", result.stats.items_read);
         span.record("items_returned", result.stats.items_returned);
         span.record("duplicates_removed", result.stats.duplicates_removed);
+        span.record("consumed_capacity", result.stats.consumed_capacity);
         tracing::debug!(parent: &span, stats = ?result.stats, "query page");
         Ok(result)
     }
@@ -504,6 +643,11 @@ impl<'a, S: Store> Query<'a, S> {
                 items.append(&mut page.items);
                 next_states.push(page.state);
             }
+        }
+        for item in &mut items {
+            plan.restore_unique(item);
+        }
+        if !plan.exact {
             sort_items(&mut items, sort);
         }
         totals.items_returned = items.len();

@@ -11,15 +11,33 @@ use crate::store::{Filter, RangeCondition};
 /// One index of a query, as the caller set it up.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct IndexSpec {
-    pub(crate) name: String,
+    /// The GSI; `None` for the table itself.
+    pub(crate) name: Option<String>,
     pub(crate) range: Option<RangeCondition>,
     pub(crate) filter: Option<Filter>,
+    /// The attribute a typed range condition was written for (checked against the range key).
+    pub(crate) range_on: Option<String>,
+    /// Why a typed condition of this index could not be built (the query refuses every page).
+    pub(crate) problem: Option<String>,
+}
+
+impl IndexSpec {
+    pub(crate) fn new(name: Option<String>) -> Self {
+        Self {
+            name,
+            range: None,
+            filter: None,
+            range_on: None,
+            problem: None,
+        }
+    }
 }
 
 /// One index of a validated query.
 #[derive(Clone, Debug)]
 pub(crate) struct PlanIndex {
-    pub(crate) name: String,
+    /// The GSI; `None` for the table itself.
+    pub(crate) name: Option<String>,
     /// The index's range key attribute.
     pub(crate) range_attr: String,
     pub(crate) range: Option<RangeCondition>,
@@ -42,7 +60,28 @@ pub(crate) struct Plan<'a> {
     pub(crate) exact: bool,
     pub(crate) descending: bool,
     pub(crate) projection: Option<Vec<String>>,
+    /// Records created in this window only.
+    pub(crate) created: Option<(u64, u64)>,
     pub(crate) fingerprint: [u8; 32],
+}
+
+/// What the caller set up, besides the window.
+#[derive(Debug)]
+pub(crate) struct PlanInput<'q> {
+    pub(crate) specs: &'q [IndexSpec],
+    pub(crate) item: &'q Item,
+    pub(crate) descending: bool,
+    pub(crate) projection: Option<&'q [String]>,
+    pub(crate) sort: &'q [(String, bool)],
+    pub(crate) created: Option<(u64, u64)>,
+    /// A sharded hash key given by its typed key builder: the property and what follows the
+    /// table hash key in its values.
+    pub(crate) hash_suffix: Option<&'q (String, String)>,
+}
+
+/// How an index (or the table) is named in messages.
+pub(crate) fn source_name(name: Option<&str>) -> String {
+    name.map_or_else(|| "the table".to_owned(), |n| format!("index `{n}`"))
 }
 
 fn invalid(schema: &EntitySchema<'_>, reason: impl Into<String>) -> Error {
@@ -58,93 +97,62 @@ fn invalid(schema: &EntitySchema<'_>, reason: impl Into<String>) -> Error {
 pub(crate) struct FingerprintInput<'q> {
     pub(crate) item: &'q Item,
     pub(crate) sort: &'q [(String, bool)],
+    pub(crate) created: Option<(u64, u64)>,
+    pub(crate) hash_suffix: Option<&'q (String, String)>,
 }
 
 impl<'a> Plan<'a> {
     pub(crate) fn new(
         schema: EntitySchema<'a>,
-        specs: &[IndexSpec],
-        item: &Item,
+        input: &PlanInput<'_>,
         window: (u64, u64),
-        descending: bool,
-        projection: Option<&[String]>,
-        sort: &[(String, bool)],
     ) -> Result<Self> {
-        if specs.is_empty() {
-            return Err(invalid(&schema, "a query needs at least one index"));
-        }
-        let mut indexes: Vec<PlanIndex> = Vec::with_capacity(specs.len());
-        let mut hash_attr: Option<&str> = None;
-        for spec in specs {
-            let index = schema.index(&spec.name)?;
-            if index.multi.is_some() {
-                return Err(invalid(
-                    &schema,
-                    format!(
-                        "index `{}` has a multi-attribute key; query it with `MultiQuery`",
-                        spec.name
-                    ),
-                ));
-            }
-            if indexes.iter().any(|i| i.name == spec.name) {
-                return Err(invalid(
-                    &schema,
-                    format!("index `{}` is listed twice", spec.name),
-                ));
-            }
-            match hash_attr {
-                None => hash_attr = Some(&index.hash_key),
-                Some(h) if h == index.hash_key => {}
-                Some(h) => {
-                    return Err(invalid(
-                        &schema,
-                        format!(
-                            "the indexes of one query must share a hash key: `{}` has `{}`, another has `{h}`",
-                            spec.name, index.hash_key
-                        ),
-                    ));
-                }
-            }
-            indexes.push(PlanIndex {
-                name: spec.name.clone(),
-                range_attr: index.range_key.to_string(),
-                range: spec.range.clone(),
-                filter: spec.filter.clone(),
-            });
-        }
-        let hash_attr = hash_attr.unwrap_or_default().to_owned();
+        let PlanInput {
+            specs,
+            item,
+            descending,
+            projection,
+            sort,
+            created,
+            hash_suffix,
+        } = *input;
+        let (indexes, hash_attr) = Self::sources(&schema, specs, created)?;
+        let table = schema.table();
         if window.0 > window.1 {
             return Err(invalid(
                 &schema,
                 format!("the time window {}..={} is reversed", window.0, window.1),
             ));
         }
-        let hash_keys = schema.hash_key_space(&hash_attr, item, window.0, window.1)?;
-        let table_hash_keys = if hash_attr == schema.table().hash_key {
-            hash_keys.clone()
-        } else {
-            schema.hash_key_space(&schema.table().hash_key, item, window.0, window.1)?
+        let table_hash_keys = schema.hash_key_space(&table.hash_key, item, window.0, window.1)?;
+        let hash_keys = match hash_suffix {
+            _ if hash_attr == table.hash_key => table_hash_keys.clone(),
+            Some((property, suffix)) if *property == hash_attr => table_hash_keys
+                .iter()
+                .map(|hash_key| format!("{hash_key}{suffix}"))
+                .collect(),
+            Some((property, _)) => {
+                return Err(invalid(
+                    &schema,
+                    format!(
+                        "the hash key given is a value of `{property}`, but the query's hash key is `{hash_attr}`; build a `{hash_attr}` value"
+                    ),
+                ));
+            }
+            None => schema.hash_key_space(&hash_attr, item, window.0, window.1)?,
         };
         let exact = indexes
             .iter()
             .all(|i| i.range_attr == indexes[0].range_attr);
         let projection = projection.map(|attrs| {
-            let mut all: Vec<String> = attrs.to_vec();
-            let table = schema.table();
-            let mut needed: Vec<&str> = vec![
-                &table.hash_key,
-                &table.range_key,
+            Self::projected(
+                &schema,
+                attrs,
                 &hash_attr,
-                &schema.model().unique_property,
-            ];
-            needed.extend(indexes.iter().map(|i| i.range_attr.as_str()));
-            needed.extend(sort.iter().map(|(a, _)| a.as_str()));
-            for attr in needed {
-                if !all.iter().any(|a| a == attr) {
-                    all.push(attr.to_owned());
-                }
-            }
-            all
+                &indexes,
+                sort,
+                created.is_some(),
+            )
         });
         let fingerprint = fingerprint(
             &schema,
@@ -153,7 +161,12 @@ impl<'a> Plan<'a> {
             descending,
             exact,
             projection.as_deref(),
-            &FingerprintInput { item, sort },
+            &FingerprintInput {
+                item,
+                sort,
+                created,
+                hash_suffix,
+            },
         );
         Ok(Self {
             schema,
@@ -165,8 +178,159 @@ impl<'a> Plan<'a> {
             exact,
             descending,
             projection,
+            created,
             fingerprint,
         })
+    }
+
+    /// The validated sources of a query and the hash key attribute they share.
+    fn sources(
+        schema: &EntitySchema<'_>,
+        specs: &[IndexSpec],
+        created: Option<(u64, u64)>,
+    ) -> Result<(Vec<PlanIndex>, String)> {
+        if specs.is_empty() {
+            return Err(invalid(
+                schema,
+                "a query needs at least one index, or the table",
+            ));
+        }
+        let table = schema.table();
+        let model = schema.model();
+        let mut indexes: Vec<PlanIndex> = Vec::with_capacity(specs.len());
+        let mut hash_attr: Option<String> = None;
+        for spec in specs {
+            let (hash_key, range_key) = match &spec.name {
+                Some(name) => {
+                    let index = schema.index(name)?;
+                    if index.multi.is_some() {
+                        return Err(invalid(
+                            schema,
+                            format!(
+                                "index `{name}` has a multi-attribute key; query it with `MultiQuery` (or a `Collection`)"
+                            ),
+                        ));
+                    }
+                    (index.hash_key.to_string(), index.range_key.to_string())
+                }
+                None => (table.hash_key.to_string(), table.range_key.to_string()),
+            };
+            if let Some(problem) = &spec.problem {
+                return Err(invalid(
+                    schema,
+                    format!("{}: {problem}", source_name(spec.name.as_deref())),
+                ));
+            }
+            if let Some(on) = &spec.range_on
+                && *on != range_key
+            {
+                return Err(invalid(
+                    schema,
+                    format!(
+                        "the range condition of {} is on `{on}`, but its range key is `{range_key}`; write the condition on `{range_key}`",
+                        source_name(spec.name.as_deref())
+                    ),
+                ));
+            }
+            if indexes.iter().any(|i| i.name == spec.name) {
+                return Err(invalid(
+                    schema,
+                    format!("{} is listed twice", source_name(spec.name.as_deref())),
+                ));
+            }
+            match &hash_attr {
+                None => hash_attr = Some(hash_key),
+                Some(h) if *h == hash_key => {}
+                Some(h) => {
+                    return Err(invalid(
+                        schema,
+                        format!(
+                            "the indexes of one query must share a hash key: {} has `{hash_key}`, another has `{h}`",
+                            source_name(spec.name.as_deref())
+                        ),
+                    ));
+                }
+            }
+            let mut range = spec.range.clone();
+            // records created in the window: a key condition when the range key is the
+            // timestamp (each item read is checked as well)
+            if let Some((from, to)) = created
+                && range.is_none()
+                && range_key == *model.timestamp_property
+            {
+                range = Some(RangeCondition::Between(
+                    AttributeValue::N(from.to_string()),
+                    AttributeValue::N(to.to_string()),
+                ));
+            }
+            indexes.push(PlanIndex {
+                name: spec.name.clone(),
+                range_attr: range_key,
+                range,
+                filter: spec.filter.clone(),
+            });
+        }
+        Ok((indexes, hash_attr.unwrap_or_default()))
+    }
+
+    /// The attributes a projection reads: those asked (but the unique value, never asked of an
+    /// index: the table range key holds it, and `KEYS_ONLY` or `INCLUDE` indexes may not
+    /// project it, see `restore_unique`) and those the query needs.
+    fn projected(
+        schema: &EntitySchema<'_>,
+        attrs: &[String],
+        hash_attr: &str,
+        indexes: &[PlanIndex],
+        sort: &[(String, bool)],
+        created: bool,
+    ) -> Vec<String> {
+        let table = schema.table();
+        let model = schema.model();
+        let unique = &*model.unique_property;
+        let mut all: Vec<String> = attrs.iter().filter(|a| *a != unique).cloned().collect();
+        let mut needed: Vec<&str> = vec![&table.hash_key, &table.range_key, hash_attr];
+        needed.extend(indexes.iter().map(|i| i.range_attr.as_str()));
+        needed.extend(sort.iter().map(|(a, _)| a.as_str()));
+        if created {
+            needed.push(&model.timestamp_property);
+        }
+        for attr in needed {
+            if attr != unique && !all.iter().any(|a| a == attr) {
+                all.push(attr.to_owned());
+            }
+        }
+        all
+    }
+
+    /// Puts back the unique property of an item, from the table range key (`<unique
+    /// property><delimiter><encoded value>`), when the index did not give it (a `KEYS_ONLY` or
+    /// `INCLUDE` index, a projection).
+    pub(crate) fn restore_unique(&self, item: &mut Item) {
+        let model = self.schema.model();
+        if item.contains_key(&*model.unique_property) {
+            return;
+        }
+        let Some(encoded) = self.unique_of(item) else {
+            return;
+        };
+        if let Some(value) = model
+            .property(&model.unique_property)
+            .and_then(|p| p.transcode.decode(&encoded).ok())
+        {
+            item.insert(model.unique_property.to_string(), value);
+        }
+    }
+
+    /// Whether an item read lies in the `created` window (always, without one). An item whose
+    /// timestamp is missing or not a number is outside.
+    pub(crate) fn in_created(&self, item: &Item) -> bool {
+        let Some((from, to)) = self.created else {
+            return true;
+        };
+        match item.get(&*self.schema.model().timestamp_property) {
+            Some(AttributeValue::N(n)) => n.parse::<u64>().is_ok_and(|t| (from..=to).contains(&t)),
+            _ => false,
+        }
     }
 
     /// The number of (index, shard) pairs.
@@ -234,7 +398,7 @@ fn fingerprint(
         h.update((bytes.len() as u64).to_le_bytes());
         h.update(bytes);
     };
-    field(b"entity-manager query v1");
+    field(b"entity-manager query v2");
     let table = schema.table();
     let model = schema.model();
     for text in [
@@ -259,13 +423,19 @@ fn fingerprint(
         // versioned, not promised across releases
         field(
             format!(
-                "{}|{}|{:?}|{:?}",
+                "{:?}|{}|{:?}|{:?}",
                 index.name, index.range_attr, index.range, index.filter
             )
             .as_bytes(),
         );
     }
-    field(format!("{projection:?}|{:?}", input.sort).as_bytes());
+    field(
+        format!(
+            "{projection:?}|{:?}|{:?}|{:?}",
+            input.sort, input.created, input.hash_suffix
+        )
+        .as_bytes(),
+    );
     // the item's values that shape the hash-key space: the unique value and the components of a
     // sharded hash key
     let mut shaping: Vec<&str> = vec![&model.unique_property];

@@ -646,28 +646,12 @@ impl MemoryStore {
     }
 
     fn query_sync(&self, request: &QueryPage) -> Result<Page, StoreError> {
-        const OP: &str = "Query";
         let view = self.view(request.index.as_deref())?;
         let projected = view
             .gsi
             .and_then(|i| self.projections.get(i).cloned().flatten());
         let hash = partition_values(request, &view)?;
-        let sort_prefix = sort_prefix(request, &view)?;
-        let at = sort_prefix.len();
-        let (mut lower, mut upper, prefix) = match (&request.range, view.range.get(at)) {
-            (Some(cond), Some(attr)) => range_bounds(cond, attr, &sort_prefix)?,
-            (None, _) if sort_prefix.is_empty() => (Bound::Unbounded, Bound::Unbounded, None),
-            (None, _) => prefix_bounds(&sort_prefix),
-            (Some(_), None) => {
-                return Err(validation(
-                    OP,
-                    format!(
-                        "Query key condition not supported: the key has {} sort attributes, and the condition names a further one",
-                        view.range.len()
-                    ),
-                ));
-            }
-        };
+        let (at, (mut lower, mut upper, prefix)) = condition_bounds(request, &view)?;
         check_query(request, &view, projected.as_deref())?;
         if let Some(start) = &request.exclusive_start_key {
             let pos = self.start_position(&view, start)?;
@@ -687,10 +671,16 @@ impl MemoryStore {
             },
         };
         let Some(partition) = index.get(&hash) else {
-            return Ok(Page::default());
+            return Ok(Page {
+                consumed_capacity: Some(read_units(0)),
+                ..Page::default()
+            });
         };
         if range_is_empty(&lower, &upper) {
-            return Ok(Page::default());
+            return Ok(Page {
+                consumed_capacity: Some(read_units(0)),
+                ..Page::default()
+            });
         }
         let in_prefix = |k: &&SortKey| {
             prefix
@@ -714,6 +704,7 @@ impl MemoryStore {
             .map(|l| usize::try_from(l).unwrap_or(usize::MAX));
         let mut page = Page::default();
         let mut evaluated = 0usize;
+        let mut read_bytes = 0usize;
         for (_, th, tr) in keys {
             let Some(item) = state.items.get(&(th.clone(), tr.clone())) else {
                 continue;
@@ -725,6 +716,7 @@ impl MemoryStore {
                 // an LSI's filter names only what it projects (checked above)
                 _ => Cow::Borrowed(item),
             };
+            read_bytes += value::item_bytes(&index_item);
             if request
                 .filter
                 .as_ref()
@@ -745,6 +737,7 @@ impl MemoryStore {
                 break;
             }
         }
+        page.consumed_capacity = Some(read_units(read_bytes));
         Ok(page)
     }
 
@@ -1043,6 +1036,17 @@ fn check_projection(
     Ok(())
 }
 
+/// The read capacity units of a query that evaluated items of `bytes` in all, by `DynamoDB`'s
+/// rule for eventually consistent reads: the sum rounded up to 4 KB, half a unit per 4 KB, at
+/// least one 4 KB block (an empty query costs half a unit too).
+fn read_units(bytes: usize) -> f64 {
+    let blocks = bytes.div_ceil(4_096).max(1);
+    // block counts of one query page (1 MB at most) are far below 2^52
+    #[allow(clippy::cast_precision_loss)]
+    let units = blocks as f64 / 2.0;
+    units
+}
+
 /// The attributes of `item` named in `projection` (all when `None`).
 fn project(item: &Item, projection: Option<&[String]>) -> Item {
     match projection {
@@ -1091,6 +1095,23 @@ fn sort_prefix(request: &QueryPage, view: &View<'_>) -> Result<Vec<Scalar>, Stor
             })
         })
         .collect()
+}
+
+/// The bounds of a query's sort conditions (an equality prefix, then one condition), with the
+/// position of the conditioned sort attribute.
+fn condition_bounds(
+    request: &QueryPage,
+    view: &View<'_>,
+) -> Result<(usize, RangeBounds), StoreError> {
+    let sort_prefix = sort_prefix(request, view)?;
+    let at = sort_prefix.len();
+    // `sort_prefix` checked that a condition has a sort attribute to apply to
+    let bounds = match (&request.range, view.range.get(at)) {
+        (Some(cond), Some(attr)) => range_bounds(cond, attr, &sort_prefix)?,
+        (_, _) if sort_prefix.is_empty() => (Bound::Unbounded, Bound::Unbounded, None),
+        (_, _) => prefix_bounds(&sort_prefix),
+    };
+    Ok((at, bounds))
 }
 
 /// `prefix` extended by one value.

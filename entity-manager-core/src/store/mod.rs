@@ -544,7 +544,10 @@ impl ScanPage {
 }
 
 /// A page of query or scan results.
-#[derive(Clone, Debug, Default, PartialEq)]
+///
+/// Two pages are equal when they hold the same items and page key: what a read cost
+/// ([`consumed_capacity`](Self::consumed_capacity)) is not part of what it returned.
+#[derive(Clone, Debug, Default)]
 pub struct Page {
     /// The items: in range-key order for a query (descending if asked), in the store's
     /// order for a scan.
@@ -553,6 +556,15 @@ pub struct Page {
     /// `None` when the partition is exhausted. Like `DynamoDB`, it is set whenever the limit was
     /// reached, even if nothing remains (the next page is then empty).
     pub last_evaluated_key: Option<Item>,
+    /// The read capacity units the request consumed, when the store reports them (a query of
+    /// `DynamoStore` asks `DynamoDB` for them; `MemoryStore` computes them by `DynamoDB`'s rule).
+    pub consumed_capacity: Option<f64>,
+}
+
+impl PartialEq for Page {
+    fn eq(&self, other: &Self) -> bool {
+        self.items == other.items && self.last_evaluated_key == other.last_evaluated_key
+    }
 }
 
 /// What must hold of an item's current state for a write to proceed.
@@ -875,31 +887,5 @@ pub trait Store: Send + Sync {
             "Scan",
             "this store does not implement `Store::scan_page`; implement it (a wrapper forwards it to the store it wraps)",
         )))
-    }
-}
-
-/// Runs a future to completion on the current thread: a helper of this workspace's tests and
-/// benches, not public API. Use tokio (`#[tokio::main]`), as every example does.
-#[doc(hidden)]
-pub fn block_on<F: Future>(future: F) -> F::Output {
-    use std::pin::pin;
-    use std::sync::Arc;
-    use std::task::{Context, Poll, Wake, Waker};
-
-    struct ThreadWaker(std::thread::Thread);
-    impl Wake for ThreadWaker {
-        fn wake(self: Arc<Self>) {
-            self.0.unpark();
-        }
-    }
-
-    let waker = Waker::from(Arc::new(ThreadWaker(std::thread::current())));
-    let mut cx = Context::from_waker(&waker);
-    let mut future = pin!(future);
-    loop {
-        if let Poll::Ready(out) = future.as_mut().poll(&mut cx) {
-            return out;
-        }
-        std::thread::park();
     }
 }

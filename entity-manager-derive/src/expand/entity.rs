@@ -430,6 +430,28 @@ fn entity_model(c: &Container<'_>, unique: &str, timestamp: usize) -> TokenStrea
     }
 }
 
+/// The typed queries' view of a key builder: data only (the property a value belongs to, and
+/// the value so far).
+fn key_value_impl(
+    krate: &syn::Path,
+    ident: &syn::Ident,
+    builder: &syn::Ident,
+    stored: &impl quote::ToTokens,
+) -> TokenStream {
+    quote! {
+        #[automatically_derived]
+        impl<const N: usize> #krate::query::KeyValue<#ident> for #builder<N> {
+            const PROPERTY: &'static str = #stored;
+            fn key_text(&self) -> &str {
+                self.0.as_str()
+            }
+            fn is_complete(&self) -> bool {
+                self.0.is_complete()
+            }
+        }
+    }
+}
+
 /// One typed builder per generated property: `User::first_name_range_key()` returns
 /// `UserFirstNameRangeKey<0>`, whose methods take the components in key order with their field
 /// types; every stage can give its value as a prefix, the last one as the full key.
@@ -504,6 +526,7 @@ fn key_builders(c: &Container<'_>) -> TokenStream {
             }
         });
         let complete = components.len();
+        tokens.extend(key_value_impl(krate, ident, &builder, stored));
         tokens.extend(quote! {
             #[doc = #doc]
             #[derive(Clone, Debug)]
@@ -519,6 +542,7 @@ fn key_builders(c: &Container<'_>) -> TokenStream {
                     self.0.as_str()
                 }
             }
+
 
             #[allow(dead_code)]
             impl #builder<#complete> {

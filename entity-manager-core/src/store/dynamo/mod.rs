@@ -854,10 +854,15 @@ impl DynamoStore {
             .set_exclusive_start_key(request.exclusive_start_key.clone().map(to_aws))
             .scan_index_forward(!request.descending)
             .set_consistent_read((self.consistent_read && request.index.is_none()).then_some(true))
+            .return_consumed_capacity(aws::ReturnConsumedCapacity::Total)
             .send()
             .await
             .map_err(|e| sdk_error(OP, e))?;
         Ok(Page {
+            consumed_capacity: out
+                .consumed_capacity
+                .as_ref()
+                .and_then(|c| c.capacity_units),
             items: from_aws_all(out.items.unwrap_or_default(), OP)?,
             last_evaluated_key: out
                 .last_evaluated_key
@@ -927,6 +932,7 @@ impl DynamoStore {
             .await
             .map_err(|e| sdk_error(OP, e))?;
         Ok(Page {
+            consumed_capacity: None,
             items: from_aws_all(out.items.unwrap_or_default(), OP)?,
             last_evaluated_key: out
                 .last_evaluated_key

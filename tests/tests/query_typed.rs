@@ -1,0 +1,259 @@
+//! The typed query inputs on the in-memory store: sharded hash keys and range conditions from
+//! the derive's key builders, range conditions and filters on fields, field-set projections
+//! read into projected structs, the table as a source, `created_between`, and the re-exported
+//! stream traits. Every result is checked against the records themselves.
+
+use std::collections::BTreeSet;
+
+use entity_manager::query::{EVERY_SHARD, FieldSet, KeyCondition, TryStreamExt as _};
+use entity_manager::store::{Expect, MemoryStore, Store as _, TableDefinition};
+use entity_manager::{Entity, EntityExt, Error, Table};
+use serde::{Deserialize, Serialize};
+
+type TestResult = Result<(), Box<dyn std::error::Error>>;
+
+#[derive(Table)]
+#[table(entities(Member))]
+struct Club;
+
+#[derive(Entity, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+#[entity(table = Club, unique = member_id, timestamp = joined)]
+#[shard_bumps(bumps = [bump(timestamp = 0, char_bits = 2, chars = 1)])]
+#[generated(name = team_hash_key, components = [team], sharded)]
+#[generated(name = name_range_key, components = [last_name, first_name])]
+#[index(name = "byJoined", range = joined, project = keys_only)]
+#[index(name = "byName", range = name_range_key, project = [score])]
+#[index(name = "teamJoined", hash = team_hash_key, range = joined)]
+#[index(name = "teamName", hash = team_hash_key, range = name_range_key)]
+#[allow(clippy::struct_field_names)] // `memberId` is the unique property's attribute name
+struct Member {
+    #[transcode("string")]
+    member_id: String,
+    #[transcode("timestamp")]
+    joined: u64,
+    #[transcode("string")]
+    team: String,
+    #[transcode("string")]
+    first_name: String,
+    #[transcode("string")]
+    last_name: String,
+    score: i64,
+}
+
+/// A projection of `Member`: what the `byName` index (INCLUDE `score`) holds besides keys.
+#[derive(Deserialize, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[serde(rename_all = "camelCase")]
+struct Scored {
+    member_id: String,
+    score: i64,
+}
+
+const LAST: [&str; 4] = ["lee", "li", "long", "ma"];
+
+fn members() -> Vec<Member> {
+    (0..120u64)
+        .map(|n| Member {
+            member_id: format!("m{n:03}"),
+            joined: 1_000 + (n * 37) % 500,
+            team: ["red", "blue", "green"][usize::try_from(n % 3).unwrap_or(0)].to_owned(),
+            first_name: format!("f{}", n % 7),
+            last_name: LAST[usize::try_from(n % 4).unwrap_or(0)].to_owned(),
+            score: i64::try_from(n % 11).unwrap_or(0) - 5,
+        })
+        .collect()
+}
+
+async fn store() -> Result<MemoryStore, Box<dyn std::error::Error>> {
+    let store = MemoryStore::new(TableDefinition::from_schema(Club::schema()?)?);
+    for m in members() {
+        store.put_item(m.to_item()?, Expect::Any).await?;
+    }
+    Ok(store)
+}
+
+fn ids<'m>(members: impl IntoIterator<Item = &'m Member>) -> Vec<String> {
+    members.into_iter().map(|m| m.member_id.clone()).collect()
+}
+
+#[tokio::test]
+async fn typed_inputs_select_what_the_records_say() -> TestResult {
+    let store = store().await?;
+    let all = members();
+
+    // a sharded hash key from its key builder, every shard filled in by the query
+    let red: Vec<Member> = Member::query(&store)?
+        .index(MemberIndex::TeamJoined)
+        .hash_key(&Member::team_hash_key(EVERY_SHARD).team("red")?)
+        .window(0, 10_000)
+        .limit(7)
+        .stream()
+        .try_collect()
+        .await?;
+    let mut want: Vec<&Member> = all.iter().filter(|m| m.team == "red").collect();
+    want.sort_by_key(|m| (m.joined, m.member_id.clone()));
+    assert_eq!(ids(&red), ids(want));
+
+    // a range prefix from the unsharded key builder, with a typed filter on a field
+    let prefix = Member::name_range_key().last_name("l")?;
+    let got: Vec<Member> = Member::query(&store)?
+        .index(MemberIndex::TeamName)
+        .hash_key(&Member::team_hash_key(EVERY_SHARD).team("blue")?)
+        .range(KeyCondition::begins_with(&prefix))
+        .filter(Member::FIELDS.score.ge(0))
+        .window(0, 10_000)
+        .limit(5)
+        .stream()
+        .try_collect()
+        .await?;
+    let mut want: Vec<&Member> = all
+        .iter()
+        .filter(|m| m.team == "blue" && m.last_name.starts_with('l') && m.score >= 0)
+        .collect();
+    want.sort_by_key(|m| {
+        (
+            m.last_name.clone(),
+            m.first_name.clone(),
+            m.member_id.clone(),
+        )
+    });
+    assert_eq!(ids(&got), ids(want));
+
+    // a range condition on a field: the `byJoined` index is KEYS_ONLY, so read a projection
+    let got: Vec<Member> = Member::query(&store)?
+        .table()
+        .created_between(1_100, 1_200)
+        .limit(9)
+        .stream()
+        .try_collect()
+        .await?;
+    let want: BTreeSet<String> = all
+        .iter()
+        .filter(|m| (1_100..=1_200).contains(&m.joined))
+        .map(|m| m.member_id.clone())
+        .collect();
+    assert_eq!(
+        ids(&got),
+        want.into_iter().collect::<Vec<_>>(),
+        "table order is the unique value"
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn projections_of_keys_only_and_include_indexes_read_into_structs() -> TestResult {
+    // KEYS_ONLY: the unique value comes back from the table range key
+    #[derive(Deserialize, Debug)]
+    #[serde(rename_all = "camelCase")]
+    struct Id {
+        member_id: String,
+        joined: u64,
+    }
+    let store = store().await?;
+    let all = members();
+    let query = Member::query(&store)?
+        .index(MemberIndex::ByJoined)
+        .range(Member::FIELDS.joined.ge(1_400))
+        .projection(&FieldSet::new().with(Member::FIELDS.member_id))
+        .window(0, 10_000)
+        .limit(4);
+    let mut token = None;
+    let mut got: Vec<Id> = Vec::new();
+    loop {
+        let page = query.page_as::<Id>(token.as_deref()).await?;
+        got.extend(page.items);
+        token = page.next;
+        if token.is_none() {
+            break;
+        }
+    }
+    let mut want: Vec<&Member> = all.iter().filter(|m| m.joined >= 1_400).collect();
+    want.sort_by_key(|m| (m.joined, m.member_id.clone()));
+    assert_eq!(
+        got.iter()
+            .map(|i| (i.member_id.clone(), i.joined))
+            .collect::<Vec<_>>(),
+        want.iter()
+            .map(|m| (m.member_id.clone(), m.joined))
+            .collect::<Vec<_>>()
+    );
+    // INCLUDE `score`: a field set read into a projected struct
+    let query = Member::query(&store)?
+        .index(MemberIndex::ByName)
+        .projection(&FieldSet::new().with(Member::FIELDS.score))
+        .window(0, 10_000)
+        .unlimited();
+    let mut got = query.page_as::<Scored>(None).await?.items;
+    got.sort();
+    let mut want: Vec<Scored> = all
+        .iter()
+        .map(|m| Scored {
+            member_id: m.member_id.clone(),
+            score: m.score,
+        })
+        .collect();
+    want.sort();
+    assert_eq!(got, want);
+    // asking an index for a field it does not project is refused before any read
+    let refused = Member::query(&store)?
+        .index(MemberIndex::ByName)
+        .projection(&FieldSet::new().with(Member::FIELDS.team))
+        .window(0, 10_000)
+        .page_as::<Scored>(None)
+        .await;
+    assert!(matches!(refused, Err(Error::InvalidQuery { reason, .. }) if reason.contains("team")));
+    Ok(())
+}
+
+#[tokio::test]
+async fn typed_inputs_that_do_not_fit_the_index_are_refused() -> TestResult {
+    let store = store().await?;
+    let invalid = |result: Result<entity_manager::query::TypedPage<Member>, Error>, what: &str| {
+        match result {
+            Err(Error::InvalidQuery { reason, .. }) => assert!(reason.contains(what), "{reason}"),
+            other => panic!("expected InvalidQuery about {what}, got {other:?}"),
+        }
+    };
+    // a condition on another attribute than the index's range key
+    invalid(
+        Member::query(&store)?
+            .index(MemberIndex::ByJoined)
+            .range(Member::FIELDS.score.ge(1))
+            .window(0, 10_000)
+            .page(None)
+            .await,
+        "score",
+    );
+    // a key builder of another property than the range key
+    let prefix = Member::name_range_key().last_name("l")?;
+    invalid(
+        Member::query(&store)?
+            .index(MemberIndex::ByJoined)
+            .range(KeyCondition::begins_with(&prefix))
+            .window(0, 10_000)
+            .page(None)
+            .await,
+        "nameRangeKey",
+    );
+    // a prefix where a full key is needed
+    invalid(
+        Member::query(&store)?
+            .index(MemberIndex::ByName)
+            .range(KeyCondition::ge(&prefix))
+            .window(0, 10_000)
+            .page(None)
+            .await,
+        "prefix",
+    );
+    // not a key condition
+    invalid(
+        Member::query(&store)?
+            .index(MemberIndex::ByJoined)
+            .range(Member::FIELDS.joined.ne(3))
+            .window(0, 10_000)
+            .page(None)
+            .await,
+        "begins_with",
+    );
+    Ok(())
+}

@@ -1,0 +1,277 @@
+//! Query v2 on the in-memory store, against the records themselves: projections on `KEYS_ONLY`
+//! and `INCLUDE` indexes, the table as a source (alone, and with an index on the same keys:
+//! exact mode over two sources that share their range key, every record in both), and
+//! `created_between` (records, not only shards) beside `window` (shards).
+
+use entity_manager::query::Query;
+use entity_manager::store::{MemoryStore, RangeCondition, TableDefinition};
+use entity_manager::{Error, Schema, ShardSpace};
+use entity_manager_tests::block_on;
+use proptest::prelude::*;
+
+type TestResult = Result<(), Box<dyn std::error::Error>>;
+
+mod query_support;
+use query_support::*;
+
+fn load_v2(schema: &Schema, records: &[Record]) -> Result<MemoryStore, Box<dyn std::error::Error>> {
+    let store = MemoryStore::new(TableDefinition::from_schema(schema)?);
+    let user = schema.entity("user")?;
+    for r in records {
+        block_on(entity_manager::store::Store::put_item(
+            &store,
+            user.add_keys(&r.item()?)?,
+            entity_manager::store::Expect::Any,
+        ))?;
+    }
+    Ok(store)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 400, ..ProptestConfig::default() })]
+
+    /// Every source (KEYS_ONLY, INCLUDE and table-keyed indexes, the table, the table with an
+    /// index on its own keys), with and without a projection, with a window of shards or of
+    /// records: paging to the end gives exactly the records, in order, each once, with their
+    /// stored attributes and their unique value.
+    #[test]
+    fn v2_cases_equal_the_records(
+        (bumps, space) in bumps(),
+        records in records(600),
+        case in case(),
+    ) {
+        let check = || -> TestResult {
+            let schema = schema_v2(&bumps, space)?;
+            let store = load_v2(&schema, &records)?;
+            block_on(check_case(&store, schema.entity("user")?, &records, &case))
+        };
+        check().map_err(|e| TestCaseError::fail(e.to_string()))?;
+    }
+}
+
+/// Many records with equal range keys (a handful of `created` values) over two sources that
+/// share their keys: every record is in both, at the same (range key, unique value), and pages
+/// of every size still return each once.
+#[test]
+fn the_table_and_an_index_on_its_keys_return_each_record_once_across_pages() -> TestResult {
+    let schema = schema_v2(&[(0, 2, 1)], ShardSpace::Power)?;
+    let records: Vec<Record> = uniform(150, 7)
+        .into_iter()
+        .map(|mut r| {
+            r.created %= 3;
+            r
+        })
+        .collect();
+    let store = load_v2(&schema, &records)?;
+    let user = schema.entity("user")?;
+    for limit in [1, 2, 3, 7, 50, 149, 150, 151] {
+        for descending in [false, true] {
+            let case = Case {
+                source: Source::TableAndKeys,
+                window: (0, 10),
+                created: false,
+                limit,
+                descending,
+                projection: None,
+            };
+            block_on(check_case(&store, user, &records, &case))?;
+            let query = Query::new(&store, user)
+                .table()
+                .index("keys")
+                .window(0, 10)
+                .limit(limit);
+            let first = block_on(query.page(None))?;
+            // both sources were read, and what both gave was returned once
+            if limit > 150 {
+                assert_eq!(first.stats.duplicates_removed, 150, "limit {limit}");
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `window` selects shards only: records of those shards created outside it come too;
+/// `created_between` returns only those created in it.
+#[test]
+fn window_selects_shards_and_created_between_selects_records() -> TestResult {
+    // one bump: every record in the same 4 shards, whenever created
+    let schema = schema_v2(&[(0, 2, 1)], ShardSpace::Power)?;
+    let records: Vec<Record> = uniform(200, 3)
+        .into_iter()
+        .map(|mut r| {
+            r.created %= 3_000;
+            r
+        })
+        .collect();
+    let store = load_v2(&schema, &records)?;
+    let user = schema.entity("user")?;
+    let (from, to) = (1_000, 1_500);
+    let inside = records
+        .iter()
+        .filter(|r| (from..=to).contains(&r.created))
+        .count();
+    assert!(
+        inside > 0 && inside < records.len(),
+        "the fixture spans the window"
+    );
+    let count = |query: &Query<'_, MemoryStore>| -> Result<usize, Error> {
+        Ok(page_all(query)?.iter().map(|p| p.items.len()).sum())
+    };
+    // on the `created` index (a key condition) and on the table (each item checked)
+    let shards = [
+        Query::new(&store, user).index("created").window(from, to),
+        Query::new(&store, user).table().window(from, to),
+    ];
+    let created = [
+        Query::new(&store, user)
+            .index("created")
+            .created_between(from, to),
+        Query::new(&store, user).table().created_between(from, to),
+    ];
+    for (shards, created) in shards.iter().zip(&created) {
+        assert_eq!(count(shards)?, records.len(), "window selects shards");
+        assert_eq!(count(created)?, inside, "created_between selects records");
+    }
+    // a range condition and created_between both hold
+    let both = Query::new(&store, user)
+        .index("created")
+        .range(RangeCondition::Ge(n(1_200)))
+        .created_between(from, to);
+    let want = records
+        .iter()
+        .filter(|r| (1_200..=to).contains(&r.created))
+        .count();
+    assert_eq!(count(&both)?, want);
+    // created_between and window are different queries: a token of one is refused by the other
+    let shards = Query::new(&store, user)
+        .index("created")
+        .window(from, to)
+        .limit(5);
+    let created = Query::new(&store, user)
+        .index("created")
+        .created_between(from, to)
+        .limit(5);
+    let token = block_on(created.page(None))?.next.ok_or("no next page")?;
+    assert!(matches!(
+        block_on(shards.page(Some(&token))),
+        Err(Error::Token(_))
+    ));
+    Ok(())
+}
+
+/// The table as the only source: every record of the window's shards in unique-value order,
+/// with a range condition on the table range key.
+#[test]
+fn the_table_is_queried_across_its_shards() -> TestResult {
+    let schema = schema_v2(&[(0, 2, 1), (1_500, 3, 2)], ShardSpace::Power)?;
+    let records: Vec<Record> = uniform(300, 11)
+        .into_iter()
+        .map(|mut r| {
+            r.created %= 3_000;
+            r
+        })
+        .collect();
+    let store = load_v2(&schema, &records)?;
+    let user = schema.entity("user")?;
+    let all = page_all(&Query::new(&store, user).table().window(0, 3_000).limit(17))?;
+    let got: Vec<String> = all
+        .iter()
+        .flat_map(|p| &p.items)
+        .map(|i| text(i, "userId").to_owned())
+        .collect();
+    let mut want: Vec<String> = records.iter().map(|r| r.id.clone()).collect();
+    want.sort();
+    assert_eq!(got, want);
+    assert!(
+        all[0].stats.shards > 4,
+        "both bumps' shards: {}",
+        all[0].stats.shards
+    );
+    let prefixed = page_all(
+        &Query::new(&store, user)
+            .table()
+            .range(RangeCondition::BeginsWith(s("userId#u1")))
+            .window(0, 3_000)
+            .limit(9),
+    )?;
+    let got: Vec<&str> = prefixed
+        .iter()
+        .flat_map(|p| &p.items)
+        .map(|i| text(i, "userId"))
+        .collect();
+    let want: Vec<&str> = want
+        .iter()
+        .map(String::as_str)
+        .filter(|id| id.starts_with("u1"))
+        .collect();
+    assert_eq!(got, want);
+    Ok(())
+}
+
+/// The rule `index-key-pairs-unique` refuses two indexes with the same keys, and the indexes
+/// of one query share their hash key: so the only sources of one query that share their range
+/// key as well are the table and an index on the table's own keys (tested above).
+#[test]
+fn two_indexes_on_the_same_keys_are_refused() {
+    let config = serde_json::json!({
+        "hashKey": "hashKey",
+        "rangeKey": "rangeKey",
+        "entities": { "user": { "uniqueProperty": "userId", "timestampProperty": "created" } },
+        "indexes": {
+            "byCreated": { "hashKey": "hashKey", "rangeKey": "created" },
+            "createdKeys": { "hashKey": "hashKey", "rangeKey": "created", "projections": [] }
+        },
+        "propertyTranscodes": { "userId": "string", "created": "timestamp" }
+    });
+    let refused = Schema::from_ts_config(&config, ShardSpace::Power);
+    assert!(
+        format!("{refused:?}").contains("IndexKeyPairsUnique"),
+        "{refused:?}"
+    );
+}
+
+/// Consumed capacity on the in-memory store follows DynamoDB's rule: each query rounds the
+/// bytes it evaluated up to 4 KB blocks, half a unit per block (eventually consistent), at least
+/// one block. Small items and small pages: each shard query costs exactly half a unit.
+#[test]
+fn consumed_capacity_is_summed_over_the_shard_queries() -> TestResult {
+    use entity_manager::store::{QueryPage, Store as _};
+    let schema = schema_v2(&[(0, 2, 1)], ShardSpace::Power)?;
+    let records: Vec<Record> = uniform(100, 5)
+        .into_iter()
+        .map(|mut r| {
+            r.created %= 1_000;
+            r
+        })
+        .collect();
+    let store = load_v2(&schema, &records)?;
+    let user = schema.entity("user")?;
+    // one item is about 100 bytes: 5 per shard query stay under 4 KB
+    let query = Query::new(&store, user)
+        .table()
+        .window(0, 1_000)
+        .limit(20)
+        .page_size(5);
+    for page in page_all(&query)? {
+        #[allow(clippy::cast_precision_loss)]
+        let want = page.stats.shard_queries as f64 * 0.5;
+        assert!(page.stats.shard_queries > 0);
+        assert!(
+            (page.stats.consumed_capacity - want).abs() < 1e-9,
+            "{:?}",
+            page.stats
+        );
+    }
+    // a 10,000-byte attribute: 10,0xx bytes are 3 blocks of 4 KB, 1.5 units
+    let big = entity_manager::Item::from(std::collections::HashMap::from([
+        ("hashKey".to_owned(), s("big")),
+        ("rangeKey".to_owned(), s("x")),
+        ("blob".to_owned(), s(&"b".repeat(10_000))),
+    ]));
+    block_on(store.put_item(big, entity_manager::store::Expect::Any))?;
+    let read = block_on(store.query_page(&QueryPage::new(s("big"))))?;
+    assert_eq!(read.consumed_capacity, Some(1.5));
+    let none = block_on(store.query_page(&QueryPage::new(s("nobody"))))?;
+    assert_eq!(none.consumed_capacity, Some(0.5));
+    Ok(())
+}
