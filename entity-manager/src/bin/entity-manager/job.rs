@@ -2,7 +2,7 @@
 //! atomically after every page, and the run around their pages (a spinner on a terminal,
 //! `--stop-after`, the message that says how to resume).
 
-use std::io::{self, IsTerminal};
+use std::io::{self, BufRead, IsTerminal};
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 
@@ -63,6 +63,30 @@ pub(crate) fn save<T: Serialize>(path: &Path, command: &str, state: &T) -> Resul
                 path.display()
             ))
         })
+}
+
+/// Asks on the terminal whether to `action` (e.g. "delete every item of table Users"); without a
+/// terminal, `--yes` is required (`hint` names another way out, e.g. " (or --dry-run)").
+pub(crate) fn confirm(yes: bool, action: &str, hint: &str) -> Result<(), Failure> {
+    if yes {
+        return Ok(());
+    }
+    if !io::stdin().is_terminal() {
+        return Err(Failure::Input(format!(
+            "refusing to {action} without confirmation: stdin is not a terminal; pass --yes{hint}"
+        )));
+    }
+    eprint!("{action}? [y/N] ");
+    let mut answer = String::new();
+    io::stdin()
+        .lock()
+        .read_line(&mut answer)
+        .map_err(|e| Failure::Input(format!("cannot read the answer: {e}")))?;
+    if matches!(answer.trim(), "y" | "Y" | "yes") {
+        Ok(())
+    } else {
+        Err(Failure::Input("not confirmed: nothing changed".to_owned()))
+    }
 }
 
 /// One run of a resumable command over pages.

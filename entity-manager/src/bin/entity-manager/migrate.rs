@@ -2,7 +2,6 @@
 //! resumable from a checkpoint file, with a dry run that writes nothing.
 
 use std::collections::BTreeMap;
-use std::io::{self, BufRead, IsTerminal};
 use std::path::{Path, PathBuf};
 
 use clap::Args;
@@ -140,29 +139,6 @@ fn counts_text(counts: &MigrateCounts) -> String {
     parts.join("; ")
 }
 
-/// Asks on the terminal; without one, `--yes` is required.
-fn confirm(yes: bool, what: &str) -> Result<(), Failure> {
-    if yes {
-        return Ok(());
-    }
-    if !io::stdin().is_terminal() {
-        return Err(Failure::Input(format!(
-            "refusing to {what} without confirmation: stdin is not a terminal; pass --yes (or --dry-run)"
-        )));
-    }
-    eprint!("{what}? [y/N] ");
-    let mut answer = String::new();
-    io::stdin()
-        .lock()
-        .read_line(&mut answer)
-        .map_err(|e| Failure::Input(format!("cannot read the answer: {e}")))?;
-    if matches!(answer.trim(), "y" | "Y" | "yes") {
-        Ok(())
-    } else {
-        Err(Failure::Input("not confirmed: nothing written".to_owned()))
-    }
-}
-
 #[allow(clippy::too_many_lines)] // one command, start to end (as purge)
 pub(crate) fn migrate(args: &MigrateArgs, json: bool) -> Result<(), Failure> {
     let (text_a, text_b) = (read(&args.from)?, read(&args.to)?);
@@ -218,7 +194,7 @@ pub(crate) fn migrate(args: &MigrateArgs, json: bool) -> Result<(), Failure> {
         ),
         None => format!("migrate every record of table {}", args.table),
     };
-    confirm(args.yes, &what)?;
+    job::confirm(args.yes, &what, " (or --dry-run)")?;
     let mut run = Run::new(
         "migrate",
         &args.table,

@@ -1,7 +1,7 @@
 //! `scan` and `purge`: parallel segments over the live table, resumable from a checkpoint.
 
 use std::collections::BTreeMap;
-use std::io::{self, BufRead, IsTerminal, Write};
+use std::io::{self, Write};
 use std::path::PathBuf;
 
 use clap::Args;
@@ -179,29 +179,6 @@ pub(crate) struct PurgeState {
     counts: BTreeMap<String, u64>,
 }
 
-/// Asks on the terminal; without one, `--yes` is required.
-pub(crate) fn confirm(args: &PurgeArgs, what: &str) -> Result<(), Failure> {
-    if args.yes {
-        return Ok(());
-    }
-    if !io::stdin().is_terminal() {
-        return Err(Failure::Input(format!(
-            "refusing to delete {what} without confirmation: stdin is not a terminal; pass --yes"
-        )));
-    }
-    eprint!("Delete {what}? [y/N] ");
-    let mut answer = String::new();
-    io::stdin()
-        .lock()
-        .read_line(&mut answer)
-        .map_err(|e| Failure::Input(format!("cannot read the answer: {e}")))?;
-    if matches!(answer.trim(), "y" | "Y" | "yes") {
-        Ok(())
-    } else {
-        Err(Failure::Input("not confirmed: nothing deleted".to_owned()))
-    }
-}
-
 #[allow(clippy::too_many_lines)] // one command, start to end
 pub(crate) fn purge(args: &PurgeArgs, json: bool) -> Result<(), Failure> {
     let schema = load(&args.config, args.space.shard_space)?;
@@ -242,7 +219,7 @@ pub(crate) fn purge(args: &PurgeArgs, json: bool) -> Result<(), Failure> {
             .map_err(|e| Failure::Input(format!("{}: {e}", path.display())))?;
         state = saved;
     }
-    confirm(args, &what)?;
+    job::confirm(args.yes, &format!("delete {what}"), "")?;
     let mut run = Run::new(
         "purge",
         &args.table,
