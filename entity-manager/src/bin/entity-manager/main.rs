@@ -19,6 +19,7 @@ use entity_manager::{ConfigError, Schema, ShardSpace};
 use serde_json::{Value, json};
 
 mod audit;
+mod job;
 mod keys;
 mod migrate;
 mod scan;

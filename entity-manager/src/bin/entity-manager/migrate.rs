@@ -2,8 +2,6 @@
 //! resumable from a checkpoint file, with a dry run that writes nothing.
 
 use std::collections::BTreeMap;
-use std::io::{self, BufRead, IsTerminal};
-use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 
 use clap::Args;
@@ -12,6 +10,7 @@ use entity_manager::scan::ScanCheckpoint;
 use entity_manager::{Item, Schema};
 use serde_json::{Value, json};
 
+use crate::job::{self, Run};
 use crate::scan::{Parallel, parallel_scan};
 use crate::{Connection, Failure, SpaceArg, connect, load, runtime};
 
@@ -70,82 +69,13 @@ fn fingerprint(parts: &[&[u8]]) -> String {
 }
 
 /// What a migration checkpoint file holds.
+#[derive(serde::Serialize, serde::Deserialize)]
 struct MigrateState {
     table: String,
     target: String,
     schemas: String,
     scan: ScanCheckpoint,
     counts: MigrateCounts,
-}
-
-impl MigrateState {
-    fn to_json(&self) -> Result<Value, Failure> {
-        let err = |e: serde_json::Error| {
-            Failure::Operation(format!("cannot serialize the checkpoint: {e}"))
-        };
-        Ok(json!({
-            "command": "migrate",
-            "table": self.table,
-            "target": self.target,
-            "schemas": self.schemas,
-            "scan": serde_json::to_value(&self.scan).map_err(err)?,
-            "counts": serde_json::to_value(&self.counts).map_err(err)?,
-        }))
-    }
-
-    fn load(path: &Path) -> Result<Option<Self>, Failure> {
-        let text = match std::fs::read_to_string(path) {
-            Ok(text) => text,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => {
-                return Err(Failure::Input(format!(
-                    "cannot read the checkpoint {}: {e}",
-                    path.display()
-                )));
-            }
-        };
-        let bad = |why: String| {
-            Failure::Input(format!(
-                "{} is not a migration checkpoint ({why}); remove it to start over",
-                path.display()
-            ))
-        };
-        let value: Value = serde_json::from_str(&text).map_err(|e| bad(e.to_string()))?;
-        if value["command"] != "migrate" {
-            return Err(bad("no `\"command\": \"migrate\"`".to_owned()));
-        }
-        let field = |name: &str| {
-            value[name]
-                .as_str()
-                .map(str::to_owned)
-                .ok_or_else(|| bad(format!("no `{name}`")))
-        };
-        Ok(Some(Self {
-            table: field("table")?,
-            target: field("target")?,
-            schemas: field("schemas")?,
-            scan: serde_json::from_value(value["scan"].clone()).map_err(|e| bad(e.to_string()))?,
-            counts: serde_json::from_value(value["counts"].clone())
-                .map_err(|e| bad(e.to_string()))?,
-        }))
-    }
-
-    /// Writes the file atomically (a temporary file renamed over it).
-    fn save(&self, path: &Path) -> Result<(), Failure> {
-        let text = serde_json::to_vec_pretty(&self.to_json()?)
-            .map_err(|e| Failure::Operation(format!("cannot serialize the checkpoint: {e}")))?;
-        let mut tmp = path.as_os_str().to_owned();
-        tmp.push(".tmp");
-        let tmp = PathBuf::from(tmp);
-        std::fs::write(&tmp, text)
-            .and_then(|()| std::fs::rename(&tmp, path))
-            .map_err(|e| {
-                Failure::Operation(format!(
-                    "cannot write the checkpoint {}: {e}",
-                    path.display()
-                ))
-            })
-    }
 }
 
 fn read(path: &Path) -> Result<Vec<u8>, Failure> {
@@ -209,29 +139,6 @@ fn counts_text(counts: &MigrateCounts) -> String {
     parts.join("; ")
 }
 
-/// Asks on the terminal; without one, `--yes` is required.
-fn confirm(yes: bool, what: &str) -> Result<(), Failure> {
-    if yes {
-        return Ok(());
-    }
-    if !io::stdin().is_terminal() {
-        return Err(Failure::Input(format!(
-            "refusing to {what} without confirmation: stdin is not a terminal; pass --yes (or --dry-run)"
-        )));
-    }
-    eprint!("{what}? [y/N] ");
-    let mut answer = String::new();
-    io::stdin()
-        .lock()
-        .read_line(&mut answer)
-        .map_err(|e| Failure::Input(format!("cannot read the answer: {e}")))?;
-    if matches!(answer.trim(), "y" | "Y" | "yes") {
-        Ok(())
-    } else {
-        Err(Failure::Input("not confirmed: nothing written".to_owned()))
-    }
-}
-
 #[allow(clippy::too_many_lines)] // one command, start to end (as purge)
 pub(crate) fn migrate(args: &MigrateArgs, json: bool) -> Result<(), Failure> {
     let (text_a, text_b) = (read(&args.from)?, read(&args.to)?);
@@ -265,7 +172,7 @@ pub(crate) fn migrate(args: &MigrateArgs, json: bool) -> Result<(), Failure> {
         counts: MigrateCounts::default(),
     };
     if let Some(path) = &args.checkpoint
-        && let Some(saved) = MigrateState::load(path)?
+        && let Some(saved) = job::load::<MigrateState>(path, "migrate")?
     {
         if saved.table != args.table || saved.target != target || saved.schemas != schemas {
             return Err(Failure::Input(format!(
@@ -287,72 +194,27 @@ pub(crate) fn migrate(args: &MigrateArgs, json: bool) -> Result<(), Failure> {
         ),
         None => format!("migrate every record of table {}", args.table),
     };
-    confirm(args.yes, &what)?;
-    let resume_path = args.checkpoint.clone().unwrap_or_else(|| {
-        PathBuf::from(format!(
-            "entity-manager-migrate-{}.checkpoint.json",
-            args.table
-        ))
-    });
-    if let Some(path) = &args.checkpoint {
-        state.save(path)?;
-    }
-
-    let bar = io::stderr().is_terminal().then(|| {
-        let bar = indicatif::ProgressBar::new_spinner();
-        bar.set_message(format!("migrating table {}", args.table));
-        bar
-    });
-    let mut pages = 0u64;
-    let mut save_error = None;
+    job::confirm(args.yes, &what, " (or --dry-run)")?;
+    let mut run = Run::new(
+        "migrate",
+        &args.table,
+        args.checkpoint.as_deref(),
+        args.stop_after,
+        format!("migrating table {}", args.table),
+    );
+    run.save(&state)?;
     let outcome = runtime()?.block_on(migration.run(scan, |progress| {
         state.counts.add(progress.page);
         state.scan = progress.checkpoint.clone();
-        pages += 1;
-        if let Some(path) = &args.checkpoint
-            && let Err(e) = state.save(path)
-        {
-            save_error = Some(e);
-            return ControlFlow::Break(());
-        }
-        if let Some(bar) = &bar {
-            bar.set_message(counts_text(&state.counts));
-            bar.tick();
-        }
-        if args.stop_after.is_some_and(|n| pages >= n) {
-            ControlFlow::Break(())
-        } else {
-            ControlFlow::Continue(())
-        }
+        let shown = counts_text(&state.counts);
+        run.page(&state, shown)
     }));
-    if let Some(bar) = &bar {
-        bar.finish_and_clear();
-    }
-    if let Some(e) = save_error {
-        return Err(e);
-    }
+    run.end()?;
     let written = state.counts.total().written();
-    let stopped = |state: &mut MigrateState, why: String| -> Failure {
-        if args.checkpoint.is_none()
-            && let Err(e) = state.save(&resume_path)
-        {
-            return Failure::Operation(format!("{why}; the position could not be saved ({e:?})"));
-        }
-        Failure::Operation(format!(
-            "{why}; {written} records written so far; to resume, run the same command with --checkpoint {}",
-            resume_path.display()
-        ))
-    };
+    let done = format!("{written} records written");
     match outcome {
         Ok(report) if report.complete => {
-            if let Some(path) = &args.checkpoint {
-                std::fs::remove_file(path).map_err(|e| {
-                    Failure::Operation(format!(
-                        "migration complete, but the checkpoint {} could not be removed: {e}",
-                        path.display()
-                    ))
-                })?;
-            }
+            run.complete()?;
             if json {
                 println!(
                     "{}",
@@ -374,13 +236,14 @@ pub(crate) fn migrate(args: &MigrateArgs, json: bool) -> Result<(), Failure> {
             }
             Ok(())
         }
-        Ok(_) => Err(stopped(
-            &mut state,
-            format!("migration stopped after {pages} pages (--stop-after)"),
+        Ok(_) => Err(run.stopped(
+            &state,
+            &format!("migration stopped after {} pages (--stop-after)", run.pages),
+            &done,
         )),
         Err(e) => {
             state.scan = e.checkpoint.clone();
-            Err(stopped(&mut state, format!("{what} failed: {e}")))
+            Err(run.stopped(&state, &format!("{what} failed: {e}"), &done))
         }
     }
 }

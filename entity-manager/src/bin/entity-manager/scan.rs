@@ -1,9 +1,8 @@
 //! `scan` and `purge`: parallel segments over the live table, resumable from a checkpoint.
 
 use std::collections::BTreeMap;
-use std::io::{self, BufRead, IsTerminal, Write};
-use std::ops::ControlFlow;
-use std::path::{Path, PathBuf};
+use std::io::{self, Write};
+use std::path::PathBuf;
 
 use clap::Args;
 use entity_manager::scan::{ParallelScan, ScanCheckpoint};
@@ -11,6 +10,7 @@ use entity_manager::store::DynamoStore;
 use entity_manager::{Item, Schema};
 use serde_json::{Value, json};
 
+use crate::job::{self, Run};
 use crate::{Connection, Failure, SpaceArg, connect, load, runtime};
 
 #[derive(Debug, Args)]
@@ -171,106 +171,12 @@ pub(crate) fn scan(args: &ScanArgs, json: bool) -> Result<(), Failure> {
 
 /// What a purge checkpoint file holds: the table and target it belongs to, the scan position
 /// and the counts deleted so far.
+#[derive(serde::Serialize, serde::Deserialize)]
 pub(crate) struct PurgeState {
     table: String,
     target: String,
     scan: ScanCheckpoint,
     counts: BTreeMap<String, u64>,
-}
-
-impl PurgeState {
-    fn to_json(&self) -> Result<Value, Failure> {
-        let scan = serde_json::to_value(&self.scan)
-            .map_err(|e| Failure::Operation(format!("cannot serialize the checkpoint: {e}")))?;
-        Ok(json!({
-            "table": self.table,
-            "target": self.target,
-            "scan": scan,
-            "counts": counts_json(&self.counts),
-        }))
-    }
-
-    fn load(path: &Path) -> Result<Option<Self>, Failure> {
-        let text = match std::fs::read_to_string(path) {
-            Ok(text) => text,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => {
-                return Err(Failure::Input(format!(
-                    "cannot read the checkpoint {}: {e}",
-                    path.display()
-                )));
-            }
-        };
-        let bad = |why: String| {
-            Failure::Input(format!(
-                "{} is not a purge checkpoint ({why}); remove it to start over",
-                path.display()
-            ))
-        };
-        let value: Value = serde_json::from_str(&text).map_err(|e| bad(e.to_string()))?;
-        let field = |name: &str| {
-            value[name]
-                .as_str()
-                .map(str::to_owned)
-                .ok_or_else(|| bad(format!("no `{name}`")))
-        };
-        let scan: ScanCheckpoint =
-            serde_json::from_value(value["scan"].clone()).map_err(|e| bad(e.to_string()))?;
-        let counts = value["counts"]
-            .as_object()
-            .map(|o| {
-                o.iter()
-                    .filter_map(|(k, v)| Some((k.clone(), v.as_u64()?)))
-                    .collect()
-            })
-            .unwrap_or_default();
-        Ok(Some(Self {
-            table: field("table")?,
-            target: field("target")?,
-            scan,
-            counts,
-        }))
-    }
-
-    /// Writes the file atomically (a temporary file renamed over it).
-    fn save(&self, path: &Path) -> Result<(), Failure> {
-        let text = serde_json::to_vec_pretty(&self.to_json()?)
-            .map_err(|e| Failure::Operation(format!("cannot serialize the checkpoint: {e}")))?;
-        let mut tmp = path.as_os_str().to_owned();
-        tmp.push(".tmp");
-        let tmp = PathBuf::from(tmp);
-        std::fs::write(&tmp, text)
-            .and_then(|()| std::fs::rename(&tmp, path))
-            .map_err(|e| {
-                Failure::Operation(format!(
-                    "cannot write the checkpoint {}: {e}",
-                    path.display()
-                ))
-            })
-    }
-}
-
-/// Asks on the terminal; without one, `--yes` is required.
-pub(crate) fn confirm(args: &PurgeArgs, what: &str) -> Result<(), Failure> {
-    if args.yes {
-        return Ok(());
-    }
-    if !io::stdin().is_terminal() {
-        return Err(Failure::Input(format!(
-            "refusing to delete {what} without confirmation: stdin is not a terminal; pass --yes"
-        )));
-    }
-    eprint!("Delete {what}? [y/N] ");
-    let mut answer = String::new();
-    io::stdin()
-        .lock()
-        .read_line(&mut answer)
-        .map_err(|e| Failure::Input(format!("cannot read the answer: {e}")))?;
-    if matches!(answer.trim(), "y" | "Y" | "yes") {
-        Ok(())
-    } else {
-        Err(Failure::Input("not confirmed: nothing deleted".to_owned()))
-    }
 }
 
 #[allow(clippy::too_many_lines)] // one command, start to end
@@ -297,7 +203,7 @@ pub(crate) fn purge(args: &PurgeArgs, json: bool) -> Result<(), Failure> {
         counts: BTreeMap::new(),
     };
     if let Some(path) = &args.checkpoint
-        && let Some(saved) = PurgeState::load(path)?
+        && let Some(saved) = job::load::<PurgeState>(path, "purge")?
     {
         if saved.table != args.table || saved.target != target {
             return Err(Failure::Input(format!(
@@ -313,79 +219,33 @@ pub(crate) fn purge(args: &PurgeArgs, json: bool) -> Result<(), Failure> {
             .map_err(|e| Failure::Input(format!("{}: {e}", path.display())))?;
         state = saved;
     }
-    confirm(args, &what)?;
-    // where the position goes if the purge does not finish
-    let resume_path = args.checkpoint.clone().unwrap_or_else(|| {
-        PathBuf::from(format!(
-            "entity-manager-purge-{}.checkpoint.json",
-            args.table
-        ))
-    });
-    if let Some(path) = &args.checkpoint {
-        state.save(path)?;
-    }
-
-    let bar = io::stderr().is_terminal().then(|| {
-        let bar = indicatif::ProgressBar::new_spinner();
-        bar.set_message(format!("purging {what}"));
-        bar
-    });
-    let mut pages = 0u64;
-    let mut save_error = None;
+    job::confirm(args.yes, &format!("delete {what}"), "")?;
+    let mut run = Run::new(
+        "purge",
+        &args.table,
+        args.checkpoint.as_deref(),
+        args.stop_after,
+        format!("purging {what}"),
+    );
+    run.save(&state)?;
     let outcome = runtime()?.block_on(scan.purge(|progress| {
         for key in progress.keys {
             *state.counts.entry(entity_of(&schema, key)).or_default() += 1;
         }
         state.scan = progress.checkpoint.clone();
-        pages += 1;
-        if let Some(path) = &args.checkpoint
-            && let Err(e) = state.save(path)
-        {
-            save_error = Some(e);
-            return ControlFlow::Break(());
-        }
-        if let Some(bar) = &bar {
-            bar.set_message(format!(
-                "deleted {} items ({})",
-                state.counts.values().sum::<u64>(),
-                counts_text(&state.counts)
-            ));
-            bar.tick();
-        }
-        if args.stop_after.is_some_and(|n| pages >= n) {
-            ControlFlow::Break(())
-        } else {
-            ControlFlow::Continue(())
-        }
+        let shown = format!(
+            "deleted {} items ({})",
+            state.counts.values().sum::<u64>(),
+            counts_text(&state.counts)
+        );
+        run.page(&state, shown)
     }));
-    if let Some(bar) = &bar {
-        bar.finish_and_clear();
-    }
-    if let Some(e) = save_error {
-        return Err(e);
-    }
+    run.end()?;
     let deleted: u64 = state.counts.values().sum();
-    let stopped = |state: &mut PurgeState, why: String| -> Failure {
-        if args.checkpoint.is_none()
-            && let Err(e) = state.save(&resume_path)
-        {
-            return Failure::Operation(format!("{why}; the position could not be saved ({e:?})"));
-        }
-        Failure::Operation(format!(
-            "{why}; {deleted} items deleted so far; to resume, run the same command with --checkpoint {}",
-            resume_path.display()
-        ))
-    };
+    let done = format!("{deleted} items deleted");
     match outcome {
         Ok(report) if report.complete => {
-            if let Some(path) = &args.checkpoint {
-                std::fs::remove_file(path).map_err(|e| {
-                    Failure::Operation(format!(
-                        "purge complete, but the checkpoint {} could not be removed: {e}",
-                        path.display()
-                    ))
-                })?;
-            }
+            run.complete()?;
             if json {
                 println!(
                     "{}",
@@ -399,13 +259,14 @@ pub(crate) fn purge(args: &PurgeArgs, json: bool) -> Result<(), Failure> {
             }
             Ok(())
         }
-        Ok(_) => Err(stopped(
-            &mut state,
-            format!("purge stopped after {pages} pages (--stop-after)"),
+        Ok(_) => Err(run.stopped(
+            &state,
+            &format!("purge stopped after {} pages (--stop-after)", run.pages),
+            &done,
         )),
         Err(e) => {
             state.scan = e.checkpoint.clone();
-            Err(stopped(&mut state, format!("purge of {what} failed: {e}")))
+            Err(run.stopped(&state, &format!("purge of {what} failed: {e}"), &done))
         }
     }
 }
