@@ -25,9 +25,12 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
 use entity_manager::field::Changes;
+use entity_manager::query::Collection as _;
 use entity_manager::query::{EVERY_SHARD, KeyCondition, QueryStats, StreamExt as _, TypedQuery};
 use entity_manager::store::{DynamoStore, MemoryStore, Store, TableDefinition};
-use entity_manager::{AttributeValue, Entity, EntityExt, ShardSpace, Table, Transaction, shard};
+use entity_manager::{
+    AttributeValue, Collection, Entity, EntityExt, ShardSpace, Table, Transaction, shard,
+};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
@@ -73,6 +76,9 @@ struct UserService;
 #[index(name = "userBeneficiaryLastName", hash = user_beneficiary_hash_key, range = last_name_range_key)]
 #[index(name = "userBeneficiaryPhone", hash = user_beneficiary_hash_key, range = phone)]
 #[index(name = "userBeneficiaryUpdated", hash = user_beneficiary_hash_key, range = updated)]
+// a multi-attribute key of natural values (no generated property): shared with `Email`, so that
+// one query returns a user and their emails (the `UserAndEmails` collection)
+#[index(name = "userCreated", hash = [user_id], range = [created])]
 struct User {
     #[transcode("string")]
     user_id: String,
@@ -94,14 +100,15 @@ struct User {
 }
 
 /// An email address of a user. Emails are small, so the entity stays unsharded (`email!`):
-/// entities of one table shard independently.
+/// entities of one table shard independently. The seed docs key `userCreated` on a generated
+/// `userHashKey` (`email!|userId#…`); here it is a multi-attribute key of the natural `userId`
+/// and `created`, which `User` declares too.
 #[derive(Entity, Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[serde(rename_all = "camelCase")]
 #[entity(table = UserService, unique = email, timestamp = created)]
 #[allow(clippy::struct_field_names)] // `email` is the seed docs' attribute name
-#[generated(name = user_hash_key, components = [user_id], sharded)]
 #[index(name = "created", range = created)]
-#[index(name = "userCreated", hash = user_hash_key, range = created)]
+#[index(name = "userCreated", hash = [user_id], range = [created])]
 struct Email {
     #[transcode("string")]
     email: String,
@@ -109,6 +116,13 @@ struct Email {
     created: u64,
     #[transcode("string")]
     user_id: String,
+}
+
+/// A user and their emails: the item collection of the `userCreated` index, one typed enum.
+#[derive(Collection, Debug)]
+enum UserAndEmails {
+    User(User),
+    Email(Email),
 }
 
 // =============================================================================================
@@ -257,7 +271,7 @@ async fn run<S: Store>(store: &S, store_name: &str, users: usize) -> Result<()> 
     summary.push(created_in_the_last_30_days(store).await?);
     summary.push(first_name_starts_with_j(store).await?);
     summary.push(first_name_starts_with_j_by_last_name(store).await?);
-    summary.push(emails_of_a_user(store, &data).await?);
+    summary.push(user_and_emails(store, &data).await?);
     summary.extend(users_of_a_beneficiary(store, &data).await?);
     summary.push(name_fragment_search(store, "jo").await?);
     summary.push(phone_prefix(store, "1773").await?);
@@ -545,9 +559,10 @@ async fn first_name_starts_with_j_by_last_name<S: Store>(store: &S) -> Result<Su
     Ok(paged.summary("first name J (lastName + filter)"))
 }
 
-/// The emails of a user, oldest first: the `userCreated` index, whose hash key
-/// `userHashKey` comes from its typed key builder (the query fills in each shard).
-async fn emails_of_a_user<S: Store>(store: &S, data: &Dataset) -> Result<Summary> {
+/// A user and their emails in one query, oldest first: the `userCreated` multi-attribute index
+/// (partition `userId`, sort `created`), which both entities declare, queried as the
+/// `UserAndEmails` collection.
+async fn user_and_emails<S: Store>(store: &S, data: &Dataset) -> Result<Summary> {
     let user = data
         .users
         .iter()
@@ -561,22 +576,58 @@ async fn emails_of_a_user<S: Store>(store: &S, data: &Dataset) -> Result<Summary
         .or(data.users.first())
         .ok_or("no users")?;
     section(
-        "3. Emails of a user",
+        "3. A user and their emails, in one query",
         &[
             &format!(
-                "user {} ({} {}), index `userCreated`, hash key from Email::user_hash_key, limit 2",
+                "user {} ({} {}), collection `UserAndEmails` over index `userCreated`, limit 2",
                 user.user_id, user.first_name, user.last_name
             ),
-            "emails are unsharded: one partition, `email!|userId#…`",
+            "a multi-attribute key (userId, created): one partition holds the user and the emails",
         ],
     );
-    let query = Email::query(store)?
-        .index(EmailIndex::UserCreated)
-        .hash_key(&Email::user_hash_key(EVERY_SHARD).user_id(&user.user_id)?)
-        .window(0, NOW)
+    let query = UserAndEmails::query(store, "userCreated")?
+        .hash([AttributeValue::S(user.user_id.clone())])
         .limit(2);
-    let paged = page_through(&query, print_emails).await?;
-    Ok(paged.summary("emails of a user"))
+    let mut token: Option<String> = None;
+    let (mut pages, mut items, mut totals, mut took) =
+        (0, 0, QueryStats::default(), Duration::ZERO);
+    loop {
+        let t = Instant::now();
+        let page = query.page(token.as_deref()).await?;
+        took += t.elapsed();
+        pages += 1;
+        add(&mut totals, &page.stats);
+        println!("\n  page {pages}");
+        for (i, record) in page.items.iter().enumerate() {
+            match record {
+                UserAndEmails::User(u) => println!(
+                    "  {:>4}  user   {:<40} {}",
+                    items + i + 1,
+                    format!("{} {}", u.first_name, u.last_name),
+                    date_time(u.created)
+                ),
+                UserAndEmails::Email(e) => println!(
+                    "  {:>4}  email  {:<40} {}",
+                    items + i + 1,
+                    e.email,
+                    date_time(e.created)
+                ),
+            }
+        }
+        println!("  {}", stats_line(&page.stats));
+        items += page.items.len();
+        match page.next {
+            Some(next) => token = Some(next),
+            None => break,
+        }
+    }
+    Ok(Summary {
+        name: "a user and their emails".to_owned(),
+        pages,
+        shards: totals.shards,
+        totals,
+        took,
+    })
 }
 
 /// The users of a beneficiary, by created and by most recently updated: the
@@ -1287,25 +1338,6 @@ fn print_users(
             shard,
             u.user_id,
             extra.map(|f| format!("  {}", f(u))).unwrap_or_default()
-        );
-    }
-}
-
-fn print_emails(emails: &[Email], offset: usize) {
-    row!(
-        "  {:>4}  {:<40} {:<16}  {:<21}",
-        "#",
-        "email",
-        "created",
-        "user id"
-    );
-    for (i, e) in emails.iter().enumerate() {
-        row!(
-            "  {:>4}  {:<40} {:<16}  {:<21}",
-            offset + i + 1,
-            e.email,
-            date_time(e.created),
-            e.user_id
         );
     }
 }

@@ -22,11 +22,11 @@ pub use crate::builder::KeyBuilder;
 pub use crate::entity::{Entity, IndexToken, Table};
 use crate::error::Result;
 pub use crate::model::{
-    Delimiters, EntityModel, GeneratedProperty, Index, KeyMode, Name, NumericHash, Projection,
-    Property, ShardBump, ShardSpace, TableModel,
+    Delimiters, EntityModel, GeneratedProperty, Index, IndexAttribute, KeyMode, Name, NumericHash,
+    Projection, Property, ShardBump, ShardSpace, TableModel,
 };
-pub use crate::transcode::Transcoder;
 use crate::transcode::{BUILTIN_NAMES, BigInt20, Boolean, Fix6, Int, Str, Timestamp};
+pub use crate::transcode::{KeyType, Transcoder};
 use crate::transcode::{Transcode, TranscodeError, Typed};
 
 // ---------------------------------------------------------------------------------------------

@@ -69,8 +69,8 @@ pub use entity_ext::EntityExt;
 pub use error::{ConfigError, ConfigProblem, Error, Result};
 pub use keys::{MAX_HASH_KEY_SPACE, PrimaryKey};
 pub use model::{
-    Delimiters, EntityModel, GeneratedKind, GeneratedProperty, Index, KeyMode, NumericHash,
-    Profile, Projection, Property, ShardBump, ShardSpace, TableModel,
+    Delimiters, EntityModel, GeneratedKind, GeneratedProperty, Index, IndexAttribute, KeyMode,
+    MultiKey, NumericHash, Profile, Projection, Property, ShardBump, ShardSpace, TableModel,
 };
 pub use ops::{Handle, ReadResults, ReadTransaction, Transaction};
 pub use rules::ConfigRule;

@@ -9,7 +9,7 @@ use std::borrow::Cow;
 use std::fmt;
 
 use crate::limits;
-use crate::transcode::Transcoder;
+use crate::transcode::{KeyType, Transcoder};
 
 /// A name of an attribute, entity, index or delimiter: borrowed for static models, owned for
 /// models loaded at run time.
@@ -488,18 +488,89 @@ pub enum Projection {
     Include(List<Name>),
 }
 
+/// One attribute of a multi-attribute index key: a stored attribute with its natural value.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub struct IndexAttribute {
+    /// The stored attribute name.
+    pub name: Name,
+    /// Its `DynamoDB` type: the attribute keeps its natural value (a number stays `N`).
+    pub key_type: KeyType,
+}
+
+impl IndexAttribute {
+    /// A key attribute of this name and type.
+    pub const fn new(name: &'static str, key_type: KeyType) -> Self {
+        Self::named(Cow::Borrowed(name), key_type)
+    }
+
+    /// A key attribute of this name (borrowed or owned) and type.
+    pub const fn named(name: Name, key_type: KeyType) -> Self {
+        Self { name, key_type }
+    }
+}
+
+/// The key of a multi-attribute index (`DynamoDB` GSIs with up to 4 partition and 4 sort
+/// attributes): attributes with their natural values, no concatenation, no synthetic attribute.
+///
+/// When [`sharded`](Self::sharded), the table hash key (`<token>!<suffix>`) is the first
+/// partition attribute: the shard suffix is then a partition attribute of its own, so a query
+/// fans out over the entity's shards exactly as it does for a classic index, and the attribute is
+/// never empty (`DynamoDB` refuses empty strings in key attributes, which an unsharded bump's
+/// bare suffix would be).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct MultiKey {
+    /// The partition attributes, in key order (the table hash key first when sharded).
+    pub hash: List<IndexAttribute>,
+    /// The sort attributes, in key order (at least one).
+    pub range: List<IndexAttribute>,
+    /// Whether the table hash key leads the partition attributes.
+    pub sharded: bool,
+}
+
+impl MultiKey {
+    /// The partition attribute names, in key order.
+    pub fn hash_names(&self) -> impl Iterator<Item = &str> {
+        self.hash.iter().map(|p| &*p.name)
+    }
+
+    /// The sort attribute names, in key order.
+    pub fn range_names(&self) -> impl Iterator<Item = &str> {
+        self.range.iter().map(|p| &*p.name)
+    }
+
+    /// The partition attributes a query supplies values for: every partition attribute but the
+    /// shard attribute of a sharded key (the query fans out over it).
+    pub fn user_hash(&self) -> &[IndexAttribute] {
+        if self.sharded {
+            self.hash.get(1..).unwrap_or_default()
+        } else {
+            &self.hash
+        }
+    }
+}
+
 /// A global secondary index.
+///
+/// A classic index has one hash and one range attribute; a multi-attribute index (see
+/// [`MultiKey`]) has up to 4 + 4, and its [`hash_key`](Self::hash_key) and
+/// [`range_key`](Self::range_key) name its first partition and first sort attribute.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Index {
     /// The index token, which is also the GSI name.
     pub name: Name,
-    /// The table hash key or a sharded generated property.
+    /// The table hash key or a sharded generated property (the first partition attribute of a
+    /// multi-attribute index).
     pub hash_key: Name,
-    /// The table range key, an unsharded generated property or a transcoded property.
+    /// The table range key, an unsharded generated property or a transcoded property (the first
+    /// sort attribute of a multi-attribute index).
     pub range_key: Name,
     /// The projected attributes.
     pub projection: Projection,
+    /// The attributes of a multi-attribute key; `None` for a classic index.
+    pub multi: Option<MultiKey>,
 }
 
 impl Index {
@@ -515,6 +586,71 @@ impl Index {
             hash_key,
             range_key,
             projection,
+            multi: None,
+        }
+    }
+
+    /// A multi-attribute index: its token (the GSI name), its partition attributes (after the
+    /// table hash key `table_hash_key` when `sharded`), its sort attributes and projection.
+    ///
+    /// `hash` holds every partition attribute in key order: with `sharded`, the table hash key
+    /// first. Empty lists are refused by validation, not here.
+    ///
+    /// ```
+    /// use entity_manager_core::{Index, IndexAttribute, Projection, store::KeyType};
+    ///
+    /// const HASH: &[IndexAttribute] = &[IndexAttribute::new("hashKey", KeyType::S), IndexAttribute::new("orgId", KeyType::S)];
+    /// const RANGE: &[IndexAttribute] = &[IndexAttribute::new("score", KeyType::N), IndexAttribute::new("name", KeyType::S)];
+    /// const BY_ORG: Index = Index::multi("byOrg", HASH, RANGE, true, Projection::All);
+    /// assert_eq!((&*BY_ORG.hash_key, &*BY_ORG.range_key), ("hashKey", "score"));
+    /// ```
+    pub const fn multi(
+        name: &'static str,
+        hash: &'static [IndexAttribute],
+        range: &'static [IndexAttribute],
+        sharded: bool,
+        projection: Projection,
+    ) -> Self {
+        let hash_key = match hash.first() {
+            Some(IndexAttribute {
+                name: Cow::Borrowed(n),
+                ..
+            }) => Cow::Borrowed(*n),
+            _ => Cow::Borrowed(""),
+        };
+        let range_key = match range.first() {
+            Some(IndexAttribute {
+                name: Cow::Borrowed(n),
+                ..
+            }) => Cow::Borrowed(*n),
+            _ => Cow::Borrowed(""),
+        };
+        Self {
+            name: Cow::Borrowed(name),
+            hash_key,
+            range_key,
+            projection,
+            multi: Some(MultiKey {
+                hash: Cow::Borrowed(hash),
+                range: Cow::Borrowed(range),
+                sharded,
+            }),
+        }
+    }
+
+    /// The partition attribute names, in key order (one for a classic index).
+    pub fn hash_names(&self) -> Vec<&str> {
+        match &self.multi {
+            Some(m) => m.hash_names().collect(),
+            None => vec![&self.hash_key],
+        }
+    }
+
+    /// The sort attribute names, in key order (one for a classic index).
+    pub fn range_names(&self) -> Vec<&str> {
+        match &self.multi {
+            Some(m) => m.range_names().collect(),
+            None => vec![&self.range_key],
         }
     }
 }

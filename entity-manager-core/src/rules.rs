@@ -27,7 +27,9 @@ use crate::limits::{
     DEFAULT_GENERATED_KEY_DELIMITER, DEFAULT_GENERATED_VALUE_DELIMITER,
     DEFAULT_SHARD_KEY_DELIMITER, INDEX_NAME_LENGTH, MAX_CHAR_BITS, MAX_CHARS, MAX_INDEXES,
 };
-use crate::model::{Delimiters, EntityModel, GeneratedKind, Index, Projection, ShardBump};
+use crate::model::{
+    Delimiters, EntityModel, GeneratedKind, Index, IndexAttribute, MultiKey, Projection, ShardBump,
+};
 
 // =============================================================================================
 // the timestamp transcode
@@ -94,6 +96,13 @@ pub enum ConfigRule {
     IndexRangeKeyTypes,
     /// No two indexes have the same hash and range key.
     IndexKeyPairsUnique,
+    /// A multi-attribute index key has 1 to 4 partition and 1 to 4 sort attributes.
+    MultiKeyArity,
+    /// A multi-attribute index key names each attribute once.
+    MultiKeyAttributesUnique,
+    /// A multi-attribute index key attribute is a stored property: not a table key (but the
+    /// shard attribute leading a sharded key) nor a generated property.
+    MultiKeyAttributeRoles,
     /// A projection names no key attribute.
     ProjectionsNotKeys,
     /// A projection names each attribute once.
@@ -134,6 +143,9 @@ impl ConfigRule {
         Self::IndexRangeKeys,
         Self::IndexRangeKeyTypes,
         Self::IndexKeyPairsUnique,
+        Self::MultiKeyArity,
+        Self::MultiKeyAttributesUnique,
+        Self::MultiKeyAttributeRoles,
         Self::ProjectionsNotKeys,
         Self::ProjectionsUnique,
         Self::EntityTokensUnique,
@@ -169,6 +181,9 @@ impl ConfigRule {
             Self::IndexRangeKeys => "index-range-keys",
             Self::IndexRangeKeyTypes => "index-range-key-types",
             Self::IndexKeyPairsUnique => "index-key-pairs-unique",
+            Self::MultiKeyArity => "multi-key-arity",
+            Self::MultiKeyAttributesUnique => "multi-key-attributes-unique",
+            Self::MultiKeyAttributeRoles => "multi-key-attribute-roles",
             Self::ProjectionsNotKeys => "projections-not-keys",
             Self::ProjectionsUnique => "projections-unique",
             Self::EntityTokensUnique => "entity-tokens-unique",
@@ -1151,6 +1166,139 @@ pub fn index_key_pairs_unique(
         .collect()
 }
 
+// =============================================================================================
+// multi-attribute index keys
+
+/// The most partition attributes, and the most sort attributes, of a multi-attribute GSI key
+/// (`DynamoDB`'s limit).
+pub const MAX_MULTI_KEY_ATTRIBUTES: usize = 4;
+
+/// A side of a multi-attribute index key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum KeySide {
+    /// The partition (hash) attributes.
+    Partition,
+    /// The sort (range) attributes.
+    Sort,
+}
+
+impl KeySide {
+    const fn phrase(self) -> &'static str {
+        match self {
+            Self::Partition => "partition",
+            Self::Sort => "sort",
+        }
+    }
+
+    const fn option(self) -> &'static str {
+        match self {
+            Self::Partition => "hash",
+            Self::Sort => "range",
+        }
+    }
+}
+
+/// Rule: a multi-attribute index key has 1 to 4 attributes on each side: `DynamoDB` accepts at
+/// most 4 partition and 4 sort attributes, and a query orders by at least one sort attribute.
+/// `count` counts every attribute of the side, the shard attribute that leads a sharded
+/// partition key included (`sharded` says whether it does, for the message).
+pub fn multi_key_arity(
+    syntax: Syntax,
+    index: &str,
+    side: KeySide,
+    count: usize,
+    sharded: bool,
+) -> Option<Problem> {
+    if (1..=MAX_MULTI_KEY_ATTRIBUTES).contains(&count) {
+        return None;
+    }
+    let what = side.phrase();
+    let shard = if sharded && side == KeySide::Partition {
+        match syntax {
+            Syntax::Derive => ", counting the table hash key that `sharded` puts first",
+            Syntax::Config => ", counting the table hash key that leads a sharded key",
+        }
+    } else {
+        ""
+    };
+    let fix = if count == 0 {
+        match syntax {
+            Syntax::Derive => format!("list at least one field in `{} = [...]`", side.option()),
+            Syntax::Config => format!("give it at least one {what} attribute"),
+        }
+    } else {
+        format!("remove {}", count - MAX_MULTI_KEY_ATTRIBUTES)
+    };
+    Some(Problem::new(
+        ConfigRule::MultiKeyArity,
+        format!(
+            "index `{index}` has {count} {what} attributes{shard}; DynamoDB allows 1 to {MAX_MULTI_KEY_ATTRIBUTES}: {fix}"
+        ),
+    ))
+}
+
+/// Rule: a multi-attribute index key names each attribute once, across both sides: `DynamoDB`
+/// refuses a key schema that repeats an attribute. `attributes` are the key's attribute names,
+/// partition attributes first; returns the position of each repeat, with its problem.
+pub fn multi_key_attributes_unique(index: &str, attributes: &[&str]) -> Vec<(usize, Problem)> {
+    repeated(attributes.iter().enumerate().map(|(i, a)| (i, *a, i)))
+        .into_iter()
+        .map(|(i, attribute, _)| {
+            (
+                i,
+                Problem::new(
+                    ConfigRule::MultiKeyAttributesUnique,
+                    format!(
+                        "index `{index}` names attribute `{attribute}` twice in its key; an attribute is one key attribute: remove the repeat"
+                    ),
+                ),
+            )
+        })
+        .collect()
+}
+
+/// Rule: an attribute of a multi-attribute index key is a stored property with its natural
+/// value, not a table key nor a generated property: those are strings built for the classic
+/// keys (use a classic index for them); the only exception is the table hash key that leads a
+/// sharded key (`shard_attribute`), which carries the shard suffix. `role` is what the name is
+/// (`None`: an attribute the model does not describe, which is fine).
+pub fn multi_key_attribute_role(
+    syntax: Syntax,
+    index: &str,
+    attribute: &str,
+    role: Option<Role>,
+    shard_attribute: bool,
+) -> Option<Problem> {
+    match (role, shard_attribute) {
+        (Some(Role::TableHashKey), true)
+        | (None | Some(Role::Transcoded | Role::Attribute), false) => None,
+        (_, true) => Some(Problem::new(
+            ConfigRule::MultiKeyAttributeRoles,
+            format!(
+                "index `{index}` is sharded, so its first partition attribute must be the table hash key, not `{attribute}`"
+            ),
+        )),
+        (Some(role @ (Role::TableHashKey | Role::TableRangeKey | Role::Generated(_))), false) => {
+            let fix = match (syntax, role) {
+                (Syntax::Derive, Role::TableHashKey) => {
+                    "add `sharded` to put the table hash key first".to_owned()
+                }
+                (Syntax::Config, Role::TableHashKey) => {
+                    "make the index sharded to put the table hash key first".to_owned()
+                }
+                _ => "name the stored fields it is built from instead".to_owned(),
+            };
+            Some(Problem::new(
+                ConfigRule::MultiKeyAttributeRoles,
+                format!(
+                    "index `{index}` key attribute `{attribute}` is {}, not a stored property with its natural value; {fix}",
+                    role.phrase()
+                ),
+            ))
+        }
+    }
+}
+
 /// What a projected name is, when it is a key.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum KeyKind {
@@ -1280,6 +1428,33 @@ pub fn duplicate_token(syntax: Syntax, this: &str, other: &str) -> Problem {
     Problem::new(ConfigRule::EntityTokensUnique, message)
 }
 
+const fn same_parts(a: &[IndexAttribute], b: &[IndexAttribute]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if !str_eq(name(&a[i].name), name(&b[i].name)) || a[i].key_type as u8 != b[i].key_type as u8
+        {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
+const fn same_multi_key(a: Option<&MultiKey>, b: Option<&MultiKey>) -> bool {
+    match (a, b) {
+        (None, None) => true,
+        (Some(a), Some(b)) => {
+            a.sharded == b.sharded
+                && same_parts(slice(&a.hash), slice(&b.hash))
+                && same_parts(slice(&a.range), slice(&b.range))
+        }
+        _ => false,
+    }
+}
+
 const fn same_projection(a: &Projection, b: &Projection) -> bool {
     match (a, b) {
         (Projection::All, Projection::All) | (Projection::KeysOnly, Projection::KeysOnly) => true,
@@ -1336,7 +1511,8 @@ pub const fn index_conflict<'a>(
             let (x, y) = (&a[i], &b[j]);
             if str_eq(name(&x.name), name(&y.name)) {
                 if !(str_eq(name(&x.hash_key), name(&y.hash_key))
-                    && str_eq(name(&x.range_key), name(&y.range_key)))
+                    && str_eq(name(&x.range_key), name(&y.range_key))
+                    && same_multi_key(x.multi.as_ref(), y.multi.as_ref()))
                 {
                     return Some(IndexConflict::Keys(x, y));
                 }
@@ -1354,11 +1530,33 @@ pub const fn index_conflict<'a>(
 impl Message {
     /// Appends the keys of `index`.
     const fn push_keys(self, index: &Index) -> Self {
+        if let Some(multi) = &index.multi {
+            let message = self
+                .push("partition attributes ")
+                .push_parts(slice(&multi.hash));
+            return message
+                .push(" and sort attributes ")
+                .push_parts(slice(&multi.range));
+        }
         self.push("hash key `")
             .push(name(&index.hash_key))
             .push("` and range key `")
             .push(name(&index.range_key))
             .push("`")
+    }
+
+    /// Appends attribute names in backticks, comma-separated.
+    const fn push_parts(self, parts: &[IndexAttribute]) -> Self {
+        let mut message = self;
+        let mut i = 0;
+        while i < parts.len() {
+            if i > 0 {
+                message = message.push(", ");
+            }
+            message = message.push("`").push(name(&parts[i].name)).push("`");
+            i += 1;
+        }
+        message
     }
 
     /// Appends what `projection` projects.
@@ -1634,6 +1832,7 @@ mod tests {
             hash_key: Cow::Borrowed("hashKey"),
             range_key: Cow::Borrowed("x"),
             projection: Projection::All,
+            multi: None,
         };
         let a: Vec<Index> = (0..15).map(|i| index(format!("i{i}"))).collect();
         // 10 repeats of `a`'s names and 6 new ones

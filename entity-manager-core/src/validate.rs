@@ -23,11 +23,13 @@ use std::collections::HashSet;
 
 use crate::error::{ConfigError, ConfigProblem};
 use crate::model::{
-    EntityModel, GeneratedKind, GeneratedProperty, Index, Projection, Property, TableModel,
+    EntityModel, GeneratedKind, GeneratedProperty, Index, MultiKey, Projection, Property,
+    TableModel,
 };
 use crate::rules::ConfigRule;
 use crate::rules::{
-    self, Delimiter, IndexKey, Key, KeyKind, KeyProperty, Named, Problem, Role, Setting, Syntax,
+    self, Delimiter, IndexKey, Key, KeyKind, KeyProperty, KeySide, Named, Problem, Role, Setting,
+    Syntax,
 };
 
 /// Validates and normalises static models: the rules of [`Schema::new`](crate::Schema::new).
@@ -476,7 +478,6 @@ fn check_generated(scope: &Scope<'_>, problems: &mut Problems) {
 
 /// Indexes: unique names, valid keys, distinct key pairs, projections of non-keys, once each.
 fn check_indexes(table: &TableModel, scope: &Scope<'_>, problems: &mut Problems) {
-    let syntax = Syntax::Config;
     let names: Vec<&str> = scope.indexes.iter().map(|i| &*i.name).collect();
     let repeated = rules::index_names_unique(&names);
     let repeats: HashSet<usize> = repeated.iter().map(|(i, _)| *i).collect();
@@ -488,46 +489,9 @@ fn check_indexes(table: &TableModel, scope: &Scope<'_>, problems: &mut Problems)
         scope.generated_names(GeneratedKind::Unsharded),
     );
     for index in scope.indexes {
-        let path = scope.index_path(index);
-        problems.add_some(
-            format!("{path}.hashKey"),
-            rules::index_hash_key(
-                syntax,
-                IndexKey {
-                    index: &index.name,
-                    key: &index.hash_key,
-                    role: scope.role(table, &index.hash_key),
-                    table_key: Some(&table.hash_key),
-                },
-                &sharded,
-            ),
-        );
-        let range_role = scope.role(table, &index.range_key);
-        problems.add_some(
-            format!("{path}.rangeKey"),
-            rules::index_range_key(
-                syntax,
-                IndexKey {
-                    index: &index.name,
-                    key: &index.range_key,
-                    role: range_role,
-                    table_key: Some(&table.range_key),
-                },
-                &unsharded,
-            ),
-        );
-        if range_role == Some(Role::Transcoded)
-            && let Some(property) = scope.property(&index.range_key)
-        {
-            problems.add_some(
-                format!("{path}.rangeKey"),
-                rules::index_range_key_type(
-                    &index.name,
-                    &index.range_key,
-                    property.transcode.name(),
-                    property.transcode.key_type().is_some(),
-                ),
-            );
+        match &index.multi {
+            Some(multi) => check_multi_key(table, scope, index, multi, problems),
+            None => check_classic_keys(table, scope, index, (&sharded, &unsharded), problems),
         }
     }
     let pairs: Vec<Option<(&str, Key<'_>, Key<'_>)>> = scope
@@ -535,14 +499,17 @@ fn check_indexes(table: &TableModel, scope: &Scope<'_>, problems: &mut Problems)
         .iter()
         .enumerate()
         .map(|(i, index)| {
-            (!repeats.contains(&i) && !index.hash_key.is_empty() && !index.range_key.is_empty())
-                .then(|| {
-                    (
-                        &*index.name,
-                        Key::Named(&index.hash_key),
-                        Key::Named(&index.range_key),
-                    )
-                })
+            (!repeats.contains(&i)
+                && index.multi.is_none()
+                && !index.hash_key.is_empty()
+                && !index.range_key.is_empty())
+            .then(|| {
+                (
+                    &*index.name,
+                    Key::Named(&index.hash_key),
+                    Key::Named(&index.range_key),
+                )
+            })
         })
         .collect();
     for (i, problem) in rules::index_key_pairs_unique(&pairs) {
@@ -556,9 +523,9 @@ fn check_indexes(table: &TableModel, scope: &Scope<'_>, problems: &mut Problems)
                 Some(KeyKind::TableHash)
             } else if *projection == table.range_key {
                 Some(KeyKind::TableRange)
-            } else if *projection == index.hash_key {
+            } else if index.hash_names().contains(projection) {
                 Some(KeyKind::IndexHash)
-            } else if *projection == index.range_key {
+            } else if index.range_names().contains(projection) {
                 Some(KeyKind::IndexRange)
             } else if scope.generated_property(projection).is_some() {
                 Some(KeyKind::Generated)
@@ -573,6 +540,109 @@ fn check_indexes(table: &TableModel, scope: &Scope<'_>, problems: &mut Problems)
         for (i, problem) in rules::projections_unique(&index.name, &projections) {
             problems.add(format!("{path}.projections.{i}"), problem);
         }
+    }
+}
+
+/// A classic index: its hash key, its range key and the range key's type.
+fn check_classic_keys(
+    table: &TableModel,
+    scope: &Scope<'_>,
+    index: &Index,
+    (sharded, unsharded): (&[&str], &[&str]),
+    problems: &mut Problems,
+) {
+    let syntax = Syntax::Config;
+    let path = scope.index_path(index);
+    problems.add_some(
+        format!("{path}.hashKey"),
+        rules::index_hash_key(
+            syntax,
+            IndexKey {
+                index: &index.name,
+                key: &index.hash_key,
+                role: scope.role(table, &index.hash_key),
+                table_key: Some(&table.hash_key),
+            },
+            sharded,
+        ),
+    );
+    let range_role = scope.role(table, &index.range_key);
+    problems.add_some(
+        format!("{path}.rangeKey"),
+        rules::index_range_key(
+            syntax,
+            IndexKey {
+                index: &index.name,
+                key: &index.range_key,
+                role: range_role,
+                table_key: Some(&table.range_key),
+            },
+            unsharded,
+        ),
+    );
+    if range_role == Some(Role::Transcoded)
+        && let Some(property) = scope.property(&index.range_key)
+    {
+        problems.add_some(
+            format!("{path}.rangeKey"),
+            rules::index_range_key_type(
+                &index.name,
+                &index.range_key,
+                property.transcode.name(),
+                property.transcode.key_type().is_some(),
+            ),
+        );
+    }
+}
+
+/// A multi-attribute key: 1 to 4 attributes a side, each once, each a stored property (the
+/// table hash key only as the shard attribute leading a sharded key).
+fn check_multi_key(
+    table: &TableModel,
+    scope: &Scope<'_>,
+    index: &Index,
+    multi: &MultiKey,
+    problems: &mut Problems,
+) {
+    let syntax = Syntax::Config;
+    let path = scope.index_path(index);
+    for (side, parts, key) in [
+        (KeySide::Partition, &multi.hash, "hashKey"),
+        (KeySide::Sort, &multi.range, "rangeKey"),
+    ] {
+        problems.add_some(
+            format!("{path}.{key}"),
+            rules::multi_key_arity(syntax, &index.name, side, parts.len(), multi.sharded),
+        );
+    }
+    let attributes: Vec<(&str, String)> = multi
+        .hash
+        .iter()
+        .enumerate()
+        .map(|(i, p)| (&*p.name, format!("{path}.hashKey.{i}")))
+        .chain(
+            multi
+                .range
+                .iter()
+                .enumerate()
+                .map(|(i, p)| (&*p.name, format!("{path}.rangeKey.{i}"))),
+        )
+        .collect();
+    let names: Vec<&str> = attributes.iter().map(|(n, _)| *n).collect();
+    for (i, problem) in rules::multi_key_attributes_unique(&index.name, &names) {
+        problems.add(attributes[i].1.clone(), problem);
+    }
+    for (i, (name, at)) in attributes.iter().enumerate() {
+        problems.add_some(
+            at.clone(),
+            rules::multi_key_attribute_role(
+                syntax,
+                &index.name,
+                name,
+                scope.role(table, name),
+                multi.sharded && i == 0,
+            ),
+        );
     }
 }
 

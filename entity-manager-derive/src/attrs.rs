@@ -130,10 +130,15 @@ pub(crate) const GENERATED: ListSpec = ListSpec {
 pub(crate) struct IndexAttrs {
     /// The index token, which is also the GSI name (required).
     pub(crate) name: Option<Str>,
-    /// A sharded generated property; default: the table hash key.
-    pub(crate) hash: Option<IdentValue>,
-    /// A transcoded field or an unsharded generated property; default: the table range key.
-    pub(crate) range: Option<IdentValue>,
+    /// A sharded generated property (default: the table hash key), or a list of 1 to 4 fields:
+    /// the partition attributes of a multi-attribute key.
+    pub(crate) hash: Option<KeySpec>,
+    /// A transcoded field or an unsharded generated property (default: the table range key), or
+    /// a list of 1 to 4 fields: the sort attributes of a multi-attribute key.
+    pub(crate) range: Option<KeySpec>,
+    /// A multi-attribute key led by the table hash key, so that the key's partitions are the
+    /// entity's shards.
+    pub(crate) sharded: Flag,
     /// Attributes the GSI projects besides the keys (default: all attributes).
     pub(crate) project: Option<IdentList>,
     /// Project only the keys: `keys_only`, or `project = keys_only`.
@@ -142,7 +147,7 @@ pub(crate) struct IndexAttrs {
 
 pub(crate) const INDEX: ListSpec = ListSpec {
     what: "#[index(…)]",
-    known: &["name", "hash", "range", "project", "keys_only"],
+    known: &["name", "hash", "range", "sharded", "project", "keys_only"],
     required: &[(
         "name",
         "name the index (the GSI name), like `name = \"lastName\"`",
@@ -507,6 +512,25 @@ impl FromMeta for PathValue {
 }
 
 /// `[a, b, c]`: a list of identifiers.
+/// An index key as written: one name (a classic key) or a list of fields (a multi-attribute
+/// key).
+pub(crate) enum KeySpec {
+    /// `hash = user_hash_key`
+    One(IdentValue),
+    /// `hash = [org_id, region]`
+    Many(IdentList),
+}
+
+impl FromMeta for KeySpec {
+    fn from_meta(item: &Meta) -> darling::Result<Self> {
+        if matches!(value_of(item).map(ungroup), Ok(Expr::Array(_))) {
+            IdentList::from_meta(item).map(Self::Many)
+        } else {
+            IdentValue::from_meta(item).map(Self::One)
+        }
+    }
+}
+
 pub(crate) struct IdentList {
     pub(crate) idents: Vec<Ident>,
     /// The whole list, for errors about it.

@@ -10,7 +10,8 @@
 //! `Option`, an index needs keys of its own.
 
 use entity_manager_core::__private::rules::{
-    self, Delimiter, IndexKey, Key, KeyKind, KeyProperty, Named, Problem, Role, Setting, Syntax,
+    self, Delimiter, IndexKey, Key, KeyKind, KeyProperty, KeySide, Named, Problem, Role, Setting,
+    Syntax,
 };
 use entity_manager_core::GeneratedKind;
 use entity_manager_core::transcode;
@@ -20,7 +21,7 @@ use crate::attrs::TableOptions;
 use crate::case;
 use crate::errors::Errors;
 use crate::model::resolve::{self, text};
-use crate::model::{Container, Field, Generated, KeyRef, Target, Transcode};
+use crate::model::{Container, Field, Generated, KeyRef, MultiDef, Target, Transcode};
 use crate::table::TableSettings;
 
 const SYNTAX: Syntax = Syntax::Derive;
@@ -342,8 +343,11 @@ fn check_indexes(c: &Container<'_>, errors: &mut Errors) {
             keys_valid &= problem.is_none();
             report(errors, ident, problem);
         }
+        if let Some(multi) = &index.multi {
+            check_multi_key(c, &index.name, multi, errors);
+        }
         // an index of the table's own keys would be the table again
-        if index.hash_ident.is_none() && index.range_ident.is_none() {
+        if index.multi.is_none() && index.hash_ident.is_none() && index.range_ident.is_none() {
             errors.at(
                 &index.name_lit,
                 format!(
@@ -368,6 +372,8 @@ fn check_indexes(c: &Container<'_>, errors: &mut Errors) {
             let kind = match *target {
                 Target::Generated(_) => Some(KeyKind::Generated),
                 Target::Field(i) if index.range == KeyRef::Field(i) => Some(KeyKind::IndexRange),
+                Target::Field(_) if multi_side(index, *target, true) => Some(KeyKind::IndexHash),
+                Target::Field(_) if multi_side(index, *target, false) => Some(KeyKind::IndexRange),
                 Target::Field(_) => None,
             };
             report(
@@ -384,6 +390,78 @@ fn check_indexes(c: &Container<'_>, errors: &mut Errors) {
     }
     for (i, problem) in rules::index_key_pairs_unique(&pairs) {
         report(errors, &c.indexes[i].name_lit, Some(problem));
+    }
+}
+
+/// Whether a multi-attribute key lists `target` on its partition (`hash`) or sort side.
+fn multi_side(index: &crate::model::IndexDef, target: Target, hash: bool) -> bool {
+    index.multi.as_ref().is_some_and(|m| {
+        let side = if hash { &m.hash } else { &m.range };
+        side.iter().any(|a| a.target == target)
+    })
+}
+
+/// A multi-attribute key: 1 to 4 attributes a side (the shard attribute of a sharded key
+/// counted), each once, each a stored field (not a generated property) whose type has a
+/// `DynamoDB` key type (the same rules as at run time, on the offending tokens).
+fn check_multi_key(c: &Container<'_>, index: &str, multi: &MultiDef, errors: &mut Errors) {
+    report(
+        errors,
+        &multi.hash_tokens,
+        rules::multi_key_arity(
+            SYNTAX,
+            index,
+            KeySide::Partition,
+            multi.partition_count(),
+            multi.sharded,
+        ),
+    );
+    report(
+        errors,
+        &multi.range_tokens,
+        rules::multi_key_arity(SYNTAX, index, KeySide::Sort, multi.range.len(), false),
+    );
+    let attrs: Vec<_> = multi.hash.iter().chain(&multi.range).collect();
+    let names: Vec<String> = attrs.iter().map(|a| stored_name(c, a.target)).collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    for (i, problem) in rules::multi_key_attributes_unique(index, &names) {
+        report(errors, &attrs[i].ident, Some(problem));
+    }
+    for (attr, name) in attrs.iter().zip(&names) {
+        let problem =
+            rules::multi_key_attribute_role(SYNTAX, index, name, Some(role(c, attr.target)), false);
+        if problem.is_some() {
+            report(errors, &attr.ident, problem);
+        } else if attr.key_type.is_none()
+            && let Target::Field(i) = attr.target
+        {
+            let field = &c.fields[i];
+            errors.at(
+                &attr.ident,
+                format!(
+                    "index `{index}` key attribute `{name}` has type `{}`, which has no DynamoDB key type; a multi-attribute key keeps natural values: use a field of a number type (N) or a string type (S)",
+                    type_text(field.value_ty)
+                ),
+            );
+        }
+    }
+}
+
+/// A type as written, without the spaces tokens print with (`Vec<String>`).
+fn type_text(ty: &syn::Type) -> String {
+    ty.to_token_stream()
+        .to_string()
+        .replace(" < ", "<")
+        .replace("< ", "<")
+        .replace(" >", ">")
+        .replace(" ,", ",")
+}
+
+/// The stored attribute name of a field or generated property.
+fn stored_name(c: &Container<'_>, target: Target) -> String {
+    match target {
+        Target::Field(i) => c.fields[i].stored.clone(),
+        Target::Generated(i) => c.generated[i].stored.clone(),
     }
 }
 

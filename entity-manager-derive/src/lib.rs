@@ -1,9 +1,10 @@
-//! The derives of [entity-manager](https://docs.rs/entity-manager): `#[derive(Entity)]` and
-//! `#[derive(Table)]`. Use them through the `entity-manager` crate, which documents them.
+//! The derives of [entity-manager](https://docs.rs/entity-manager): `#[derive(Entity)]`,
+//! `#[derive(Table)]` and `#[derive(Collection)]`. Use them through the `entity-manager` crate, which documents them.
 
 mod attrs;
 mod case;
 mod check;
+mod collection;
 mod errors;
 mod expand;
 #[cfg(test)]
@@ -28,4 +29,11 @@ pub fn derive_entity(input: TokenStream) -> TokenStream {
 pub fn derive_table(input: TokenStream) -> TokenStream {
     let input = parse_macro_input!(input as DeriveInput);
     expand::derive_table(&input).into()
+}
+
+/// Derives `Collection`; documented on the `entity-manager` re-export.
+#[proc_macro_derive(Collection)]
+pub fn derive_collection(input: TokenStream) -> TokenStream {
+    let input = parse_macro_input!(input as DeriveInput);
+    collection::derive(&input).into()
 }

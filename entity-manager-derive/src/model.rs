@@ -149,6 +149,68 @@ pub(crate) struct IndexDef {
     pub(crate) projection: ProjectionDef,
     /// `project = […]` as written, each with what it names.
     pub(crate) project: Vec<(Ident, Target)>,
+    /// The attributes of a multi-attribute key (`hash = [..]`, `range = [..]`); `None` for a
+    /// classic index, whose `hash` and `range` are then the keys.
+    pub(crate) multi: Option<MultiDef>,
+}
+
+/// A multi-attribute index key as resolved: every name that names a field or generated property
+/// (the others are reported), with the lists' tokens for errors about a whole side.
+pub(crate) struct MultiDef {
+    pub(crate) hash: Vec<MultiAttr>,
+    pub(crate) range: Vec<MultiAttr>,
+    pub(crate) hash_tokens: TokenStream,
+    pub(crate) range_tokens: TokenStream,
+    /// `sharded`: the table hash key leads the partition attributes.
+    pub(crate) sharded: bool,
+}
+
+/// One attribute of a multi-attribute key.
+pub(crate) struct MultiAttr {
+    pub(crate) ident: Ident,
+    pub(crate) target: Target,
+    /// The `DynamoDB` type of a field's natural value (`N` for numbers, `S` for strings);
+    /// `None` for a type without one, or a generated property (reported by `check.rs`).
+    pub(crate) key_type: Option<entity_manager_core::store::KeyType>,
+}
+
+impl MultiDef {
+    /// The number of partition attributes, the shard attribute included.
+    pub(crate) fn partition_count(&self) -> usize {
+        self.hash.len() + usize::from(self.sharded)
+    }
+}
+
+/// The `DynamoDB` key type of a field's natural value: `N` for Rust's number types, `S` for
+/// strings (`String`, `str`, `Cow<str>`, `Box<str>`, `Rc<str>`, `Arc<str>`, references to them);
+/// `None` for any other type.
+pub(crate) fn natural_key_type(ty: &Type) -> Option<entity_manager_core::store::KeyType> {
+    use entity_manager_core::store::KeyType;
+    match ty {
+        Type::Reference(r) => natural_key_type(&r.elem),
+        Type::Group(g) => natural_key_type(&g.elem),
+        Type::Paren(p) => natural_key_type(&p.elem),
+        Type::Path(path) if path.qself.is_none() => {
+            let last = path.path.segments.last()?;
+            let name = last.ident.to_string();
+            match name.as_str() {
+                "i8" | "i16" | "i32" | "i64" | "i128" | "isize" | "u8" | "u16" | "u32" | "u64"
+                | "u128" | "usize" | "f32" | "f64" => Some(KeyType::N),
+                "String" | "str" => Some(KeyType::S),
+                "Cow" | "Box" | "Rc" | "Arc" => {
+                    let syn::PathArguments::AngleBracketed(args) = &last.arguments else {
+                        return None;
+                    };
+                    args.args.iter().find_map(|a| match a {
+                        syn::GenericArgument::Type(t) => natural_key_type(t),
+                        _ => None,
+                    })
+                }
+                _ => None,
+            }
+        }
+        _ => None,
+    }
 }
 
 /// A shard bump of the model.

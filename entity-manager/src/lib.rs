@@ -14,6 +14,9 @@ pub mod guide {
 
     #[doc = include_str!("../docs/paging.md")]
     pub mod paging {}
+
+    #[doc = include_str!("../docs/multi-attribute.md")]
+    pub mod multi_attribute {}
 }
 
 /// Derives [`Table`](trait@Table) for a unit struct: the settings of one DynamoDB table and the
@@ -58,6 +61,49 @@ pub mod guide {
 /// struct Bad;
 /// ```
 pub use entity_manager_derive::Table;
+
+/// Derives [`Collection`](query::Collection) for an enum with one variant per member entity of
+/// an item collection (entities that share a multi-attribute index).
+///
+/// ```
+/// use entity_manager::{Collection, Entity, Table};
+/// use serde::{Deserialize, Serialize};
+///
+/// #[derive(Table)]
+/// #[table(entities(User, Email))]
+/// struct Users;
+///
+/// #[derive(Entity, Serialize, Deserialize)]
+/// #[serde(rename_all = "camelCase")]
+/// #[entity(table = Users, unique = user_id, timestamp = created)]
+/// #[index(name = "byUser", hash = [owner_id], range = [created])]
+/// struct User {
+///     #[transcode("string")]
+///     user_id: String,
+///     #[transcode("timestamp")]
+///     created: u64,
+///     owner_id: String,
+/// }
+///
+/// #[derive(Entity, Serialize, Deserialize)]
+/// #[serde(rename_all = "camelCase")]
+/// #[entity(table = Users, unique = email, timestamp = created)]
+/// #[index(name = "byUser", hash = [owner_id], range = [created])]
+/// struct Email {
+///     #[transcode("string")]
+///     email: String,
+///     #[transcode("timestamp")]
+///     created: u64,
+///     owner_id: String,
+/// }
+///
+/// #[derive(Collection)]
+/// enum UserAndEmails {
+///     User(User),
+///     Email(Email),
+/// }
+/// ```
+pub use entity_manager_derive::Collection;
 
 /// Derives [`Entity`](trait@Entity): an entity's model, its index tokens and typed key builders.
 ///

@@ -8,9 +8,10 @@
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
+use entity_manager::store::KeyType;
 use entity_manager::{
-    ConfigError, ConfigRule, EntityModel, Index, Projection, Property, Schema, ShardSpace,
-    TableModel, transcode,
+    ConfigError, ConfigRule, EntityModel, Index, IndexAttribute, Projection, Property, Schema,
+    ShardSpace, TableModel, transcode,
 };
 use serde_json::{Value, json};
 
@@ -228,6 +229,49 @@ fn static_violation(rule: ConfigRule) -> Option<Result<Schema, ConfigError>> {
             TableModel::DEFAULT,
             vec![entity("a", Vec::new()), entity("a", Vec::new())],
         ),
+        ConfigRule::MultiKeyArity => {
+            const HASH: &[IndexAttribute] = &[
+                IndexAttribute::new("hashKey", KeyType::S),
+                IndexAttribute::new("p1", KeyType::S),
+                IndexAttribute::new("p2", KeyType::S),
+                IndexAttribute::new("p3", KeyType::N),
+                IndexAttribute::new("p4", KeyType::N),
+            ];
+            const RANGE: &[IndexAttribute] = &[IndexAttribute::new("s1", KeyType::N)];
+            Schema::new(
+                TableModel::DEFAULT,
+                vec![entity(
+                    "a",
+                    vec![Index::multi("multi", HASH, RANGE, true, Projection::All)],
+                )],
+            )
+        }
+        ConfigRule::MultiKeyAttributesUnique => {
+            const HASH: &[IndexAttribute] = &[IndexAttribute::new("p1", KeyType::S)];
+            const RANGE: &[IndexAttribute] = &[
+                IndexAttribute::new("s1", KeyType::N),
+                IndexAttribute::new("p1", KeyType::S),
+            ];
+            Schema::new(
+                TableModel::DEFAULT,
+                vec![entity(
+                    "a",
+                    vec![Index::multi("multi", HASH, RANGE, false, Projection::All)],
+                )],
+            )
+        }
+        ConfigRule::MultiKeyAttributeRoles => {
+            // the table range key as a sort attribute
+            const HASH: &[IndexAttribute] = &[IndexAttribute::new("p1", KeyType::S)];
+            const RANGE: &[IndexAttribute] = &[IndexAttribute::new("rangeKey", KeyType::S)];
+            Schema::new(
+                TableModel::DEFAULT,
+                vec![entity(
+                    "a",
+                    vec![Index::multi("multi", HASH, RANGE, false, Projection::All)],
+                )],
+            )
+        }
         _ => return None,
     })
 }

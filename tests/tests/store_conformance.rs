@@ -1425,6 +1425,155 @@ mod local_indexes {
     }
 }
 
+/// Multi-attribute GSI keys (2 partition + 2 sort attributes) on both stores: key-condition
+/// validation, tuple order (numbers numerically, strings by bytes, left to right), equality
+/// prefix then one condition, sparse membership, page keys. The oracle property tests are in
+/// `multi_attribute.rs`.
+mod multi_attribute {
+    use entity_manager::store::{GlobalIndex, KeyType, TableDefinition};
+
+    use super::*;
+
+    /// A table with one multi-attribute GSI: partition (`a` S, `b` N), sort (`c` S, `d` N).
+    fn definition() -> TableDefinition {
+        TableDefinition::new(("hashKey", KeyType::S), ("rangeKey", KeyType::S)).with_index(
+            GlobalIndex::new("abcd", ("a", KeyType::S), ("c", KeyType::S))
+                .with_hash_key(("b", KeyType::N))
+                .with_range_key(("d", KeyType::N)),
+        )
+    }
+
+    /// The conformance cases of multi-attribute keys, on both stores.
+    mod conformance {
+        use super::*;
+
+        /// Validation: the key condition must give every partition attribute, and no more sort
+        /// conditions than sort attributes; values of the wrong type; an item with a key attribute
+        /// of the wrong type is refused.
+        pub(super) async fn validation<S: Store>(store: &S) -> TestResult {
+            let one = QueryPage::new(s("x")).index("abcd");
+            let e = store
+                .query_page(&one)
+                .await
+                .err()
+                .ok_or("one of two values")?;
+            assert!(e.is_validation(), "{e:?}");
+            let three = one.clone().and_hash_key(n(1)).and_hash_key(n(2));
+            let e = store.query_page(&three).await.err().ok_or("three values")?;
+            assert!(e.is_validation(), "{e:?}");
+            let too_many = one
+                .clone()
+                .and_hash_key(n(1))
+                .range_prefix([s("c"), n(1)])
+                .range(RangeCondition::Eq(n(1)));
+            let e = store
+                .query_page(&too_many)
+                .await
+                .err()
+                .ok_or("three sort conditions")?;
+            assert!(e.is_validation(), "{e:?}");
+            let mistyped = one.clone().and_hash_key(s("1"));
+            let e = store
+                .query_page(&mistyped)
+                .await
+                .err()
+                .ok_or("b is a number")?;
+            assert!(e.is_validation(), "{e:?}");
+            let bad =
+                item(json!({ "hashKey": "h", "rangeKey": "r", "a": "x", "b": "not a number" }))?;
+            let e = store
+                .put_item(bad, Expect::Any)
+                .await
+                .err()
+                .ok_or("b is a number")?;
+            assert!(e.is_validation(), "{e:?}");
+            Ok(())
+        }
+
+        /// Numbers order numerically inside the tuple, strings by bytes, the first attribute first;
+        /// `begins_with` on the first sort attribute, a range on the second after an equality.
+        pub(super) async fn tuple_order<S: Store>(store: &S) -> TestResult {
+            let rows = [("c9", -1), ("c10", 5), ("c9", 10), ("c9", 2), ("c1", 3)];
+            for (i, (c, d)) in rows.iter().enumerate() {
+                store
+                    .put_item(
+                        item(json!({ "hashKey": "h", "rangeKey": format!("r{i}"), "a": "x", "b": 7, "c": c, "d": d }))?,
+                        Expect::Any,
+                    )
+                    .await?;
+            }
+            // an item of another partition, and one lacking `d` (not in the index)
+            store
+                .put_item(
+                    item(json!({ "hashKey": "h", "rangeKey": "other", "a": "x", "b": 8, "c": "c9", "d": 1 }))?,
+                    Expect::Any,
+                )
+                .await?;
+            store
+                .put_item(
+                    item(json!({ "hashKey": "h", "rangeKey": "sparse", "a": "x", "b": 7, "c": "c9" }))?,
+                    Expect::Any,
+                )
+                .await?;
+            let q = QueryPage::new(s("x")).index("abcd").and_hash_key(n(7));
+            let ids = |pages: Vec<entity_manager::store::Page>| -> Vec<String> {
+                pages
+                    .iter()
+                    .flat_map(|p| p.items.iter().map(|i| text(i, "rangeKey")))
+                    .collect()
+            };
+            assert_eq!(
+                ids(all_pages(store, &q.clone().limit(2)).await?),
+                ["r4", "r1", "r0", "r3", "r2"]
+            );
+            let c9 = q.clone().range_prefix([s("c9")]);
+            assert_eq!(
+                ids(all_pages(store, &c9.clone().range(RangeCondition::Ge(n(2)))).await?),
+                ["r3", "r2"]
+            );
+            assert_eq!(
+                ids(all_pages(store, &c9.clone().descending(true).limit(1)).await?),
+                ["r2", "r3", "r0"]
+            );
+            assert_eq!(
+                ids(all_pages(store, &q.clone().range(RangeCondition::BeginsWith(s("c1")))).await?),
+                ["r4", "r1"]
+            );
+            Ok(())
+        }
+    }
+
+    macro_rules! both_stores {
+        ($($name:ident),* $(,)?) => {
+            mod memory {
+                use super::*;
+                $(
+                    #[tokio::test]
+                    async fn $name() -> TestResult {
+                        conformance::$name(&MemoryStore::new(definition())).await
+                    }
+                )*
+            }
+            mod dynamodb {
+                use super::*;
+                $(
+                    #[tokio::test]
+                    async fn $name() -> TestResult {
+                        let Some(store) = store_support::dynamo_store(stringify!($name), definition()).await? else {
+                            return Ok(());
+                        };
+                        let result = conformance::$name(&store).await;
+                        store.delete_table().await?;
+                        result
+                    }
+                )*
+            }
+        };
+    }
+
+    both_stores!(validation, tuple_order);
+}
+
 /// The memory store from several OS threads at once: no lost writes, consistent reads.
 #[test]
 fn memory_store_is_safe_across_threads() -> TestResult {

@@ -905,6 +905,7 @@ mod tests {
                     hash_key,
                     range_key,
                     projection: Projection::All,
+                    multi: None,
                 }
             })
             .collect();

@@ -62,8 +62,10 @@
 //! ([`TokenError::TooLong`], before it is decoded: a few thousand characters per index), and —
 //! with [`Query::signing_key`] — when signed with another key.
 
+mod collection;
 mod engine;
 mod estimate;
+mod multi;
 mod plan;
 mod token;
 mod typed;
@@ -78,7 +80,9 @@ use crate::error::{Error, Result};
 use crate::schema::EntitySchema;
 use crate::store::{Filter, RangeCondition, Store};
 
+pub use self::collection::{Collection, CollectionQuery};
 use self::engine::Engine;
+pub use self::multi::MultiQuery;
 use self::plan::{IndexSpec, Plan, PlanInput};
 use self::token::{StreamState, TokenState};
 pub use self::typed::{FieldSet, KeyCondition, KeyValue, TypedPage, TypedQuery};

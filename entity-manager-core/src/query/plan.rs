@@ -203,6 +203,14 @@ impl<'a> Plan<'a> {
             let (hash_key, range_key) = match &spec.name {
                 Some(name) => {
                     let index = schema.index(name)?;
+                    if index.multi.is_some() {
+                        return Err(invalid(
+                            schema,
+                            format!(
+                                "index `{name}` has a multi-attribute key; query it with `MultiQuery` (or a `Collection`)"
+                            ),
+                        ));
+                    }
                     (index.hash_key.to_string(), index.range_key.to_string())
                 }
                 None => (table.hash_key.to_string(), table.range_key.to_string()),

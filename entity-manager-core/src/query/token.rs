@@ -107,6 +107,10 @@ const VALUE_INT: u8 = 1;
 const VALUE_N: u8 = 2;
 const VALUE_B: u8 = 3;
 const VALUE_INT_DELTA: u8 = 4;
+/// A tuple of values (the sort attributes of a multi-attribute key), as a `L` of S, N or B.
+const VALUE_LIST: u8 = 5;
+/// The most values of a tuple (`DynamoDB`'s 4 sort attributes).
+const MAX_LIST: u64 = 4;
 
 const BOUNDARY_PRESENT: u8 = 1;
 
@@ -190,6 +194,13 @@ fn put_value(out: &mut Vec<u8>, value: &AttributeValue) {
         AttributeValue::B(b) => {
             out.push(VALUE_B);
             put_bytes(out, b);
+        }
+        AttributeValue::L(values) => {
+            out.push(VALUE_LIST);
+            put_varint(out, values.len() as u64);
+            for v in values {
+                put_value(out, v);
+            }
         }
         // range keys are S, N or B, and the engine only keeps items whose range key is one
         _ => {
@@ -303,6 +314,20 @@ impl<'a> Reader<'a> {
             VALUE_INT => Ok(AttributeValue::N(unzigzag(self.varint()?).to_string())),
             VALUE_N => Ok(AttributeValue::N(self.string()?)),
             VALUE_B => Ok(AttributeValue::B(self.bytes()?.to_vec())),
+            VALUE_LIST => {
+                let n = self.varint()?;
+                if n > MAX_LIST {
+                    return Err(TokenError::Malformed("tuple"));
+                }
+                let mut values = Vec::new();
+                for _ in 0..n {
+                    match self.u8()? {
+                        VALUE_LIST => return Err(TokenError::Malformed("tuple")),
+                        kind => values.push(self.value_of(kind)?),
+                    }
+                }
+                Ok(AttributeValue::L(values))
+            }
             _ => Err(TokenError::Malformed("value type")),
         }
     }

@@ -382,11 +382,11 @@ fn normalize(
     range: &KeyAttribute,
     projection: &Projection,
 ) -> Projection {
-    match def.projection_type_of(hash, range, projection) {
+    match def.projection_type_of(&[hash, range], projection) {
         "ALL" => Projection::All,
         "INCLUDE" => {
             let names: BTreeSet<String> = def
-                .non_key_of(hash, range, projection)
+                .non_key_of(&[hash, range], projection)
                 .unwrap_or_default()
                 .into_iter()
                 .collect();

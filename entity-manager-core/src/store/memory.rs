@@ -18,12 +18,14 @@ use super::{
 };
 use crate::limits::{MAX_ITEM_BYTES, MAX_PARTITION_KEY_BYTES, MAX_SORT_KEY_BYTES};
 
-/// A position in an index partition: (index range key, table hash key, table range key).
-type SortKey = (Scalar, Scalar, Scalar);
+/// A position in an index partition: (index sort attribute values in key order, table hash
+/// key, table range key). A tuple of sort values orders lexicographically, each attribute by its
+/// type's order: `DynamoDB`'s order of a multi-attribute sort key.
+type SortKey = (Vec<Scalar>, Scalar, Scalar);
 /// The primary key of an item.
 type PrimaryKey = (Scalar, Scalar);
-/// One index: hash key value → the positions of its items.
-type IndexMap = BTreeMap<Scalar, BTreeSet<SortKey>>;
+/// One index: partition attribute values (in key order) → the positions of its items.
+type IndexMap = BTreeMap<Vec<Scalar>, BTreeSet<SortKey>>;
 
 /// The most operations one transaction may hold.
 const MAX_TRANSACTION: usize = 100;
@@ -85,19 +87,34 @@ struct State {
     gsis: Vec<IndexMap>,
 }
 
+/// The partition and sort attribute values of an item in one index.
+type IndexKey = (Vec<Scalar>, Vec<Scalar>);
+
 /// The bounds of a key condition on an index partition, and the prefix of a `begins_with`.
 type RangeBounds = (Bound<SortKey>, Bound<SortKey>, Option<Scalar>);
 
 /// Which index a query reads.
 struct View<'a> {
     name: Option<&'a str>,
-    hash: &'a KeyAttribute,
-    range: &'a KeyAttribute,
+    /// The partition attributes, in key order (one for the table and a classic index).
+    hash: Vec<&'a KeyAttribute>,
+    /// The sort attributes, in key order.
+    range: Vec<&'a KeyAttribute>,
     /// The position of a secondary index in `MemoryStore::indexes`.
     gsi: Option<usize>,
     /// Whether the index is local: an LSI fetches attributes it does not project from the
     /// table, where a GSI refuses them.
     local: bool,
+}
+
+impl View<'_> {
+    fn key_names(&self) -> Vec<&str> {
+        self.hash
+            .iter()
+            .chain(&self.range)
+            .map(|a| a.name.as_str())
+            .collect()
+    }
 }
 
 fn validation(operation: &'static str, message: impl Into<String>) -> StoreError {
@@ -230,26 +247,26 @@ impl MemoryStore {
         i: usize,
         item: &Item,
         operation: &'static str,
-    ) -> Result<Option<(Scalar, Scalar)>, StoreError> {
+    ) -> Result<Option<IndexKey>, StoreError> {
         let Some(index) = self.indexes.get(i) else {
             return Ok(None);
         };
-        let (Some(h), Some(r)) = (
-            item.get(&index.hash_key.name),
-            item.get(&index.range_key.name),
-        ) else {
-            // A present key of the wrong type is still an error, even if the other is absent.
-            for attr in [&index.hash_key, &index.range_key] {
-                if let Some(v) = item.get(&attr.name) {
-                    key_scalar(v, attr, operation, Some(&index.name))?;
+        // A present key of the wrong type is an error, even if another key is absent; an item
+        // lacking any key attribute is not in the index.
+        let mut complete = true;
+        let mut scalars = |attrs: Vec<&KeyAttribute>| -> Result<Vec<Scalar>, StoreError> {
+            let mut out = Vec::with_capacity(attrs.len());
+            for attr in attrs {
+                match item.get(&attr.name) {
+                    Some(v) => out.push(key_scalar(v, attr, operation, Some(&index.name))?),
+                    None => complete = false,
                 }
             }
-            return Ok(None);
+            Ok(out)
         };
-        Ok(Some((
-            key_scalar(h, &index.hash_key, operation, Some(&index.name))?,
-            key_scalar(r, &index.range_key, operation, Some(&index.name))?,
-        )))
+        let hash = scalars(index.hash_keys())?;
+        let range = scalars(index.range_keys())?;
+        Ok(complete.then_some((hash, range)))
     }
 
     /// Validates and normalises an item for writing; returns it with its primary key.
@@ -269,10 +286,17 @@ impl MemoryStore {
         let pk = self.primary_key(&item, operation, false)?;
         for (i, index) in self.indexes.iter().enumerate() {
             self.gsi_key(i, &item, operation)?;
-            for (attr, max) in [
-                (&index.hash_key, MAX_PARTITION_KEY_BYTES),
-                (&index.range_key, MAX_SORT_KEY_BYTES),
-            ] {
+            let sized = index
+                .hash_keys()
+                .into_iter()
+                .map(|a| (a, MAX_PARTITION_KEY_BYTES))
+                .chain(
+                    index
+                        .range_keys()
+                        .into_iter()
+                        .map(|a| (a, MAX_SORT_KEY_BYTES)),
+                );
+            for (attr, max) in sized {
                 if item
                     .get(&attr.name)
                     .and_then(crate::limits::key_value_bytes)
@@ -325,10 +349,11 @@ impl MemoryStore {
         let Some(old) = state.items.remove(pk) else {
             return;
         };
-        if let Some(set) = state.table.get_mut(&pk.0) {
-            set.remove(&(pk.1.clone(), pk.0.clone(), pk.1.clone()));
+        let hash = vec![pk.0.clone()];
+        if let Some(set) = state.table.get_mut(&hash) {
+            set.remove(&(vec![pk.1.clone()], pk.0.clone(), pk.1.clone()));
             if set.is_empty() {
-                state.table.remove(&pk.0);
+                state.table.remove(&hash);
             }
         }
         for i in 0..self.indexes.len() {
@@ -346,8 +371,8 @@ impl MemoryStore {
 
     fn insert(&self, state: &mut State, pk: PrimaryKey, item: Item) {
         self.unindex(state, &pk);
-        state.table.entry(pk.0.clone()).or_default().insert((
-            pk.1.clone(),
+        state.table.entry(vec![pk.0.clone()]).or_default().insert((
+            vec![pk.1.clone()],
             pk.0.clone(),
             pk.1.clone(),
         ));
@@ -586,13 +611,7 @@ impl MemoryStore {
 
     fn view(&self, index: Option<&str>) -> Result<View<'_>, StoreError> {
         match index {
-            None => Ok(View {
-                name: None,
-                hash: &self.definition.hash_key,
-                range: &self.definition.range_key,
-                gsi: None,
-                local: false,
-            }),
+            None => Ok(self.table_view()),
             Some(name) => {
                 let (i, g): (usize, &GlobalIndex) = self
                     .indexes
@@ -607,8 +626,8 @@ impl MemoryStore {
                     })?;
                 Ok(View {
                     name: Some(&g.name),
-                    hash: &g.hash_key,
-                    range: &g.range_key,
+                    hash: g.hash_keys(),
+                    range: g.range_keys(),
                     gsi: Some(i),
                     local: i >= self.globals,
                 })
@@ -616,22 +635,23 @@ impl MemoryStore {
         }
     }
 
+    fn table_view(&self) -> View<'_> {
+        View {
+            name: None,
+            hash: vec![&self.definition.hash_key],
+            range: vec![&self.definition.range_key],
+            gsi: None,
+            local: false,
+        }
+    }
+
     fn query_sync(&self, request: &QueryPage) -> Result<Page, StoreError> {
-        const OP: &str = "Query";
         let view = self.view(request.index.as_deref())?;
         let projected = view
             .gsi
             .and_then(|i| self.projections.get(i).cloned().flatten());
-        let hash = Scalar::of(&request.hash_key, view.hash.key_type).ok_or_else(|| {
-            validation(OP, format!(
-                "One or more parameter values were invalid: Condition parameter type does not match schema type: hash key `{}` is {}, got {}",
-                view.hash.name, type_name(view.hash.key_type), value::type_name(&request.hash_key)
-            ))
-        })?;
-        let (mut lower, mut upper, prefix) = match &request.range {
-            None => (Bound::Unbounded, Bound::Unbounded, None),
-            Some(cond) => range_bounds(cond, view.range)?,
-        };
+        let hash = partition_values(request, &view)?;
+        let (at, (mut lower, mut upper, prefix)) = condition_bounds(request, &view)?;
         check_query(request, &view, projected.as_deref())?;
         if let Some(start) = &request.exclusive_start_key {
             let pos = self.start_position(&view, start)?;
@@ -662,7 +682,11 @@ impl MemoryStore {
                 ..Page::default()
             });
         }
-        let in_prefix = |k: &&SortKey| prefix.as_ref().is_none_or(|p| k.0.begins_with(p));
+        let in_prefix = |k: &&SortKey| {
+            prefix
+                .as_ref()
+                .is_none_or(|p| k.0.get(at).is_some_and(|v| v.begins_with(p)))
+        };
         let range = partition.range((lower, upper));
         let keys: Box<dyn Iterator<Item = &SortKey>> = if request.descending {
             Box::new(
@@ -765,14 +789,7 @@ impl MemoryStore {
                 page.items.push(item.clone());
             }
             if limit == Some(evaluated) {
-                let table = View {
-                    name: None,
-                    hash: &self.definition.hash_key,
-                    range: &self.definition.range_key,
-                    gsi: None,
-                    local: false,
-                };
-                page.last_evaluated_key = Some(self.last_key(&table, item));
+                page.last_evaluated_key = Some(self.last_key(&self.table_view(), item));
                 break;
             }
         }
@@ -786,8 +803,7 @@ impl MemoryStore {
             &self.definition.range_key.name,
         ];
         if view.gsi.is_some() {
-            names.push(&view.hash.name);
-            names.push(&view.range.name);
+            names.extend(view.hash.iter().chain(&view.range).map(|a| &a.name));
         }
         let mut key = Item::from(std::collections::HashMap::<String, AttributeValue>::new());
         for name in names {
@@ -805,7 +821,7 @@ impl MemoryStore {
             |why: String| validation(OP, format!("The provided starting key is invalid: {why}"));
         let mut attrs = vec![&self.definition.hash_key, &self.definition.range_key];
         if view.gsi.is_some() {
-            for a in [view.hash, view.range] {
+            for &a in view.hash.iter().chain(&view.range) {
                 if !attrs.iter().any(|b| b.name == a.name) {
                     attrs.push(a);
                 }
@@ -834,7 +850,10 @@ impl MemoryStore {
                 })
         };
         Ok((
-            scalar(view.range)?,
+            view.range
+                .iter()
+                .map(|a| scalar(a))
+                .collect::<Result<Vec<_>, _>>()?,
             scalar(&self.definition.hash_key)?,
             scalar(&self.definition.range_key)?,
         ))
@@ -850,8 +869,7 @@ fn check_query(
 ) -> Result<(), StoreError> {
     const OP: &str = "Query";
     if let Some(filter) = &request.filter {
-        check_filter(filter, &[&view.hash.name, &view.range.name])
-            .map_err(|m| validation(OP, m))?;
+        check_filter(filter, &view.key_names()).map_err(|m| validation(OP, m))?;
     }
     if let (Some(filter), Some(projected)) = (&request.filter, projected) {
         let mut missing: Vec<&str> = filter
@@ -1042,8 +1060,84 @@ fn project(item: &Item, projection: Option<&[String]>) -> Item {
     }
 }
 
-/// The bounds of a range condition, and the prefix of a `begins_with`.
-fn range_bounds(cond: &RangeCondition, range: &KeyAttribute) -> Result<RangeBounds, StoreError> {
+/// The partition attribute values of a query, checked against the key: one per attribute, each
+/// of its attribute's type.
+fn partition_values(request: &QueryPage, view: &View<'_>) -> Result<Vec<Scalar>, StoreError> {
+    const OP: &str = "Query";
+    super::multi::check_key_condition(request, &view.hash, &view.range)?;
+    let values = std::iter::once(&request.hash_key).chain(&request.more_hash_keys);
+    view.hash
+        .iter()
+        .zip(values)
+        .map(|(attr, v)| {
+            Scalar::of(v, attr.key_type).ok_or_else(|| {
+                validation(OP, format!(
+                    "One or more parameter values were invalid: Condition parameter type does not match schema type: hash key `{}` is {}, got {}",
+                    attr.name, type_name(attr.key_type), value::type_name(v)
+                ))
+            })
+        })
+        .collect()
+}
+
+/// The equality prefix on the first sort attributes, checked against the key.
+fn sort_prefix(request: &QueryPage, view: &View<'_>) -> Result<Vec<Scalar>, StoreError> {
+    const OP: &str = "Query";
+    view.range
+        .iter()
+        .zip(&request.range_prefix)
+        .map(|(attr, v)| {
+            Scalar::of(v, attr.key_type).ok_or_else(|| {
+                validation(OP, format!(
+                    "One or more parameter values were invalid: Condition parameter type does not match schema type: range key `{}` is {}, got {}",
+                    attr.name, type_name(attr.key_type), value::type_name(v)
+                ))
+            })
+        })
+        .collect()
+}
+
+/// The bounds of a query's sort conditions (an equality prefix, then one condition), with the
+/// position of the conditioned sort attribute.
+fn condition_bounds(
+    request: &QueryPage,
+    view: &View<'_>,
+) -> Result<(usize, RangeBounds), StoreError> {
+    let sort_prefix = sort_prefix(request, view)?;
+    let at = sort_prefix.len();
+    // `sort_prefix` checked that a condition has a sort attribute to apply to
+    let bounds = match (&request.range, view.range.get(at)) {
+        (Some(cond), Some(attr)) => range_bounds(cond, attr, &sort_prefix)?,
+        (_, _) if sort_prefix.is_empty() => (Bound::Unbounded, Bound::Unbounded, None),
+        (_, _) => prefix_bounds(&sort_prefix),
+    };
+    Ok((at, bounds))
+}
+
+/// `prefix` extended by one value.
+fn extend(prefix: &[Scalar], more: impl IntoIterator<Item = Scalar>) -> Vec<Scalar> {
+    let mut out = prefix.to_vec();
+    out.extend(more);
+    out
+}
+
+/// The bounds of the positions whose sort values start with `prefix`: a shorter tuple sorts
+/// before its extensions, and `Max` after any value.
+fn prefix_bounds(prefix: &[Scalar]) -> RangeBounds {
+    (
+        Bound::Included((prefix.to_vec(), Scalar::Min, Scalar::Min)),
+        Bound::Included((extend(prefix, [Scalar::Max]), Scalar::Max, Scalar::Max)),
+        None,
+    )
+}
+
+/// The bounds of a range condition on the sort attribute after `prefix` (the equality prefix of a
+/// multi-attribute key; empty for a classic key), and the prefix of a `begins_with`.
+fn range_bounds(
+    cond: &RangeCondition,
+    range: &KeyAttribute,
+    prefix: &[Scalar],
+) -> Result<RangeBounds, StoreError> {
     const OP: &str = "Query";
     let scalar = |v: &AttributeValue| {
         Scalar::of(v, range.key_type).ok_or_else(|| {
@@ -1053,9 +1147,14 @@ fn range_bounds(cond: &RangeCondition, range: &KeyAttribute) -> Result<RangeBoun
             ))
         })
     };
-    let low = |s: Scalar| (s, Scalar::Min, Scalar::Min);
-    let high = |s: Scalar| (s, Scalar::Max, Scalar::Max);
-    Ok(match cond {
+    // with a prefix, a condition reaches only the positions of that prefix
+    let (floor, ceiling) = match prefix_bounds(prefix) {
+        (lower, upper, _) if !prefix.is_empty() => (lower, upper),
+        _ => (Bound::Unbounded, Bound::Unbounded),
+    };
+    let low = |s: Scalar| (extend(prefix, [s]), Scalar::Min, Scalar::Min);
+    let high = |s: Scalar| (extend(prefix, [s, Scalar::Max]), Scalar::Max, Scalar::Max);
+    let (lower, upper, begins) = match cond {
         RangeCondition::Eq(v) => {
             let s = scalar(v)?;
             (
@@ -1064,10 +1163,10 @@ fn range_bounds(cond: &RangeCondition, range: &KeyAttribute) -> Result<RangeBoun
                 None,
             )
         }
-        RangeCondition::Lt(v) => (Bound::Unbounded, Bound::Excluded(low(scalar(v)?)), None),
-        RangeCondition::Le(v) => (Bound::Unbounded, Bound::Included(high(scalar(v)?)), None),
-        RangeCondition::Gt(v) => (Bound::Excluded(high(scalar(v)?)), Bound::Unbounded, None),
-        RangeCondition::Ge(v) => (Bound::Included(low(scalar(v)?)), Bound::Unbounded, None),
+        RangeCondition::Lt(v) => (floor, Bound::Excluded(low(scalar(v)?)), None),
+        RangeCondition::Le(v) => (floor, Bound::Included(high(scalar(v)?)), None),
+        RangeCondition::Gt(v) => (Bound::Excluded(high(scalar(v)?)), ceiling, None),
+        RangeCondition::Ge(v) => (Bound::Included(low(scalar(v)?)), ceiling, None),
         RangeCondition::Between(a, b) => {
             let (a, b) = (scalar(a)?, scalar(b)?);
             if a > b {
@@ -1089,9 +1188,10 @@ fn range_bounds(cond: &RangeCondition, range: &KeyAttribute) -> Result<RangeBoun
                 ));
             }
             let s = scalar(v)?;
-            (Bound::Included(low(s.clone())), Bound::Unbounded, Some(s))
+            (Bound::Included(low(s.clone())), ceiling, Some(s))
         }
-    })
+    };
+    Ok((lower, upper, begins))
 }
 
 fn max_lower(a: Bound<SortKey>, b: Bound<SortKey>) -> Bound<SortKey> {

@@ -60,6 +60,7 @@ mod drift;
 mod dynamo;
 mod error;
 mod memory;
+mod multi;
 mod table;
 pub(crate) mod update;
 pub(crate) mod value;
@@ -313,9 +314,17 @@ impl Filter {
 pub struct QueryPage {
     /// The GSI to query; `None` for the table.
     pub index: Option<String>,
-    /// The hash key attribute value to query.
+    /// The hash key attribute value to query (the first partition attribute's value, for a
+    /// multi-attribute key).
     pub hash_key: AttributeValue,
-    /// A condition on the range key.
+    /// The values of the further partition attributes of a multi-attribute key, in key order
+    /// (equality on every partition attribute; empty for a classic key).
+    pub more_hash_keys: Vec<AttributeValue>,
+    /// Equality on the first sort attributes of a multi-attribute key, in key order; `range`
+    /// then applies to the next sort attribute (empty for a classic key).
+    pub range_prefix: Vec<AttributeValue>,
+    /// A condition on the range key (on the sort attribute after `range_prefix`, for a
+    /// multi-attribute key).
     pub range: Option<RangeCondition>,
     /// A filter applied after `limit` (`DynamoDB` semantics).
     pub filter: Option<Filter>,
@@ -336,6 +345,8 @@ impl QueryPage {
         Self {
             index: None,
             hash_key,
+            more_hash_keys: Vec::new(),
+            range_prefix: Vec::new(),
             range: None,
             filter: None,
             projection: None,
@@ -343,6 +354,21 @@ impl QueryPage {
             exclusive_start_key: None,
             descending: false,
         }
+    }
+
+    /// Adds the value of the next partition attribute of a multi-attribute key.
+    #[must_use]
+    pub fn and_hash_key(mut self, value: AttributeValue) -> Self {
+        self.more_hash_keys.push(value);
+        self
+    }
+
+    /// Sets equality on the first sort attributes of a multi-attribute key, in key order
+    /// (`range` then applies to the next one).
+    #[must_use]
+    pub fn range_prefix(mut self, values: impl IntoIterator<Item = AttributeValue>) -> Self {
+        self.range_prefix = values.into_iter().collect();
+        self
     }
 
     /// Queries this GSI instead of the table.

@@ -69,6 +69,12 @@ pub struct GlobalIndex {
     /// The index's own provisioned capacity; `None` gives it the table's (provisioned billing
     /// only: an on-demand table's indexes have none).
     pub capacity: Option<Capacity>,
+    /// The further partition attributes of a multi-attribute key, in key order after
+    /// `hash_key` (empty for a classic index).
+    pub more_hash_keys: Vec<KeyAttribute>,
+    /// The further sort attributes of a multi-attribute key, in key order after `range_key`
+    /// (empty for a classic index).
+    pub more_range_keys: Vec<KeyAttribute>,
 }
 
 impl GlobalIndex {
@@ -84,7 +90,59 @@ impl GlobalIndex {
             range_key: range_key.into(),
             projection: Projection::All,
             capacity: None,
+            more_hash_keys: Vec::new(),
+            more_range_keys: Vec::new(),
         }
+    }
+
+    /// Adds a partition attribute after the others (a multi-attribute key: up to 4).
+    ///
+    /// ```
+    /// use entity_manager_core::store::{GlobalIndex, KeyType};
+    ///
+    /// let gsi = GlobalIndex::new("byOrg", ("orgId", KeyType::S), ("score", KeyType::N))
+    ///     .with_hash_key(("region", KeyType::S))
+    ///     .with_range_key(("name", KeyType::S));
+    /// assert_eq!(gsi.hash_keys().len(), 2);
+    /// assert_eq!(gsi.range_keys()[1].name, "name");
+    /// ```
+    #[must_use]
+    pub fn with_hash_key(mut self, attribute: impl Into<KeyAttribute>) -> Self {
+        self.more_hash_keys.push(attribute.into());
+        self
+    }
+
+    /// Adds a sort attribute after the others (a multi-attribute key: up to 4).
+    #[must_use]
+    pub fn with_range_key(mut self, attribute: impl Into<KeyAttribute>) -> Self {
+        self.more_range_keys.push(attribute.into());
+        self
+    }
+
+    /// Every partition attribute, in key order.
+    pub fn hash_keys(&self) -> Vec<&KeyAttribute> {
+        std::iter::once(&self.hash_key)
+            .chain(&self.more_hash_keys)
+            .collect()
+    }
+
+    /// Every sort attribute, in key order.
+    pub fn range_keys(&self) -> Vec<&KeyAttribute> {
+        std::iter::once(&self.range_key)
+            .chain(&self.more_range_keys)
+            .collect()
+    }
+
+    /// Every key attribute: the partition attributes, then the sort attributes.
+    pub fn key_attributes(&self) -> Vec<&KeyAttribute> {
+        let mut all = self.hash_keys();
+        all.extend(self.range_keys());
+        all
+    }
+
+    /// Whether the key has more than one partition or sort attribute.
+    pub fn is_multi_attribute(&self) -> bool {
+        !self.more_hash_keys.is_empty() || !self.more_range_keys.is_empty()
     }
 
     /// Sets the projection.
@@ -282,6 +340,20 @@ pub enum TableDefinitionError {
     DuplicateIndex {
         /// The index name.
         index: String,
+    },
+    /// An index key has more than 4 partition or sort attributes, or names one twice.
+    #[error(
+        "index `{index}` has the key attributes {attributes:?} ({hash} partition, {range} sort); DynamoDB takes 1 to 4 of each, none twice: remove the extra or repeated ones"
+    )]
+    InvalidMultiKey {
+        /// The index name.
+        index: String,
+        /// Its key attributes, partition attributes first.
+        attributes: Vec<String>,
+        /// How many partition attributes.
+        hash: usize,
+        /// How many sort attributes.
+        range: usize,
     },
     /// An index name `DynamoDB` would reject.
     #[error(
@@ -520,12 +592,16 @@ impl TableDefinition {
         let mut owners: Vec<&str> = Vec::new();
         for entity in entities {
             for index in entity.indexes.iter() {
-                let hash_key =
-                    key_attribute(table, entities, entity, &index.name, &index.hash_key)?;
-                let range_key =
-                    key_attribute(table, entities, entity, &index.name, &index.range_key)?;
-                let gsi = GlobalIndex::new(index.name.to_string(), hash_key, range_key)
-                    .projection(index.projection.clone());
+                let gsi = if let Some(multi) = &index.multi {
+                    super::multi::global_index(table, index, multi)
+                } else {
+                    let hash_key =
+                        key_attribute(table, entities, entity, &index.name, &index.hash_key)?;
+                    let range_key =
+                        key_attribute(table, entities, entity, &index.name, &index.range_key)?;
+                    GlobalIndex::new(index.name.to_string(), hash_key, range_key)
+                        .projection(index.projection.clone())
+                };
                 if let Some(i) = def.indexes.iter().position(|g| g.name == gsi.name) {
                     if def.indexes[i] != gsi {
                         return Err(TableDefinitionError::ConflictingIndex {
@@ -554,25 +630,38 @@ impl TableDefinition {
         self.local_indexes.iter().find(|i| i.name == name)
     }
 
-    /// The hash and range key of the index (global or local) of this name.
+    /// The hash and range key of the index (global or local) of this name (the first
+    /// partition and sort attribute of a multi-attribute key).
     pub fn index_keys(&self, name: &str) -> Option<(&KeyAttribute, &KeyAttribute)> {
         self.index(name)
             .map(|g| (&g.hash_key, &g.range_key))
             .or_else(|| self.local_index(name).map(|l| (&l.hash_key, &l.range_key)))
     }
 
-    /// Every index: `(name, hash key, range key, projection, is local)`, GSIs first.
-    fn all_indexes(
-        &self,
-    ) -> impl Iterator<Item = (&str, &KeyAttribute, &KeyAttribute, &Projection, bool)> {
+    /// Every partition and every sort attribute of the index (global or local) of this name.
+    pub fn index_key_lists(&self, name: &str) -> Option<(Vec<&KeyAttribute>, Vec<&KeyAttribute>)> {
+        self.index(name)
+            .map(|g| (g.hash_keys(), g.range_keys()))
+            .or_else(|| {
+                self.local_index(name)
+                    .map(|l| (vec![&l.hash_key], vec![&l.range_key]))
+            })
+    }
+
+    /// Every index: `(name, key attributes, projection, is local)`, GSIs first.
+    fn all_indexes(&self) -> impl Iterator<Item = (&str, Vec<&KeyAttribute>, &Projection, bool)> {
         let globals = self
             .indexes
             .iter()
-            .map(|g| (&*g.name, &g.hash_key, &g.range_key, &g.projection, false));
-        let locals = self
-            .local_indexes
-            .iter()
-            .map(|l| (&*l.name, &l.hash_key, &l.range_key, &l.projection, true));
+            .map(|g| (&*g.name, g.key_attributes(), &g.projection, false));
+        let locals = self.local_indexes.iter().map(|l| {
+            (
+                &*l.name,
+                vec![&l.hash_key, &l.range_key],
+                &l.projection,
+                true,
+            )
+        });
         globals.chain(locals)
     }
 
@@ -585,7 +674,23 @@ impl TableDefinition {
             (self.range_key.clone(), "the table key schema".to_owned()),
         ];
         let mut names: Vec<&str> = Vec::new();
-        for (name, hash, range, _, local) in self.all_indexes() {
+        for index in &self.indexes {
+            let keys = index.key_attributes();
+            let distinct = keys
+                .iter()
+                .enumerate()
+                .all(|(i, k)| keys[..i].iter().all(|o| o.name != k.name));
+            let (hash, range) = (index.hash_keys().len(), index.range_keys().len());
+            if !distinct || hash > 4 || range > 4 {
+                return Err(TableDefinitionError::InvalidMultiKey {
+                    index: index.name.clone(),
+                    attributes: keys.iter().map(|k| k.name.clone()).collect(),
+                    hash,
+                    range,
+                });
+            }
+        }
+        for (name, keys, _, local) in self.all_indexes() {
             if names.contains(&name) {
                 return Err(TableDefinitionError::DuplicateIndex {
                     index: name.to_owned(),
@@ -597,7 +702,7 @@ impl TableDefinition {
             } else {
                 format!("index `{name}`")
             };
-            for key in [hash, range] {
+            for key in keys {
                 match out.iter().find(|(k, _)| k.name == key.name) {
                     Some((k, first_in)) if k.key_type != key.key_type => {
                         return Err(TableDefinitionError::ConflictingKeyType {
@@ -650,7 +755,7 @@ impl TableDefinition {
         }
         let projected: usize = self
             .all_indexes()
-            .filter_map(|(_, hash, range, projection, _)| self.non_key_of(hash, range, projection))
+            .filter_map(|(_, keys, projection, _)| self.non_key_of(&keys, projection))
             .map(|n| n.len())
             .sum();
         if projected > MAX_PROJECTED_ATTRIBUTES {
@@ -668,7 +773,7 @@ impl TableDefinition {
                 Some("the table".to_owned())
             } else {
                 self.all_indexes()
-                    .find(|(_, h, r, ..)| h.name == *ttl || r.name == *ttl)
+                    .find(|(_, keys, ..)| keys.iter().any(|k| k.name == *ttl))
                     .map(|(name, ..)| format!("index `{name}`"))
             };
             if let Some(key_of) = key_of {
@@ -748,12 +853,8 @@ impl TableDefinition {
 
     /// The attributes an index item carries, or `None` for every attribute (`ALL`).
     pub fn projected_attributes(&self, index: &GlobalIndex) -> Option<Vec<String>> {
-        let mut keys = vec![
-            self.hash_key.name.clone(),
-            self.range_key.name.clone(),
-            index.hash_key.name.clone(),
-            index.range_key.name.clone(),
-        ];
+        let mut keys = vec![self.hash_key.name.clone(), self.range_key.name.clone()];
+        keys.extend(index.key_attributes().into_iter().map(|k| k.name.clone()));
         match &index.projection {
             Projection::All => return None,
             Projection::KeysOnly => {}
@@ -768,23 +869,19 @@ impl TableDefinition {
         Some(keys)
     }
 
-    /// The `NonKeyAttributes` of an `INCLUDE` projection of an index with these keys (key
-    /// attributes and repeats removed), or `None` when it is `ALL` or effectively `KEYS_ONLY`.
+    /// The `NonKeyAttributes` of an `INCLUDE` projection of an index with these key attributes
+    /// (key attributes and repeats removed), or `None` when it is `ALL` or effectively
+    /// `KEYS_ONLY`.
     pub(crate) fn non_key_of(
         &self,
-        hash: &KeyAttribute,
-        range: &KeyAttribute,
+        index_keys: &[&KeyAttribute],
         projection: &Projection,
     ) -> Option<Vec<String>> {
         let Projection::Include(names) = projection else {
             return None;
         };
-        let keys = [
-            &self.hash_key.name,
-            &self.range_key.name,
-            &hash.name,
-            &range.name,
-        ];
+        let mut keys = vec![&self.hash_key.name, &self.range_key.name];
+        keys.extend(index_keys.iter().map(|k| &k.name));
         let mut out: Vec<String> = Vec::new();
         for name in names.iter() {
             if !keys.iter().any(|k| **k == **name) && !out.iter().any(|o| **o == **name) {
@@ -797,11 +894,10 @@ impl TableDefinition {
     /// The `DynamoDB` projection type name of a projection of an index with these keys.
     pub(crate) fn projection_type_of(
         &self,
-        hash: &KeyAttribute,
-        range: &KeyAttribute,
+        keys: &[&KeyAttribute],
         projection: &Projection,
     ) -> &'static str {
-        match (projection, self.non_key_of(hash, range, projection)) {
+        match (projection, self.non_key_of(keys, projection)) {
             (Projection::All, _) => "ALL",
             (_, Some(_)) => "INCLUDE",
             (_, None) => "KEYS_ONLY",
@@ -813,17 +909,11 @@ impl TableDefinition {
     /// resource schema. Fails as [`validate`](Self::validate) does.
     pub fn cloudformation(&self, table_name: Option<&str>) -> Result<Value, TableDefinitionError> {
         self.validate()?;
-        let key_schema = |hash: &KeyAttribute, range: &KeyAttribute| {
-            json!([
-                { "AttributeName": hash.name, "KeyType": "HASH" },
-                { "AttributeName": range.name, "KeyType": "RANGE" },
-            ])
-        };
         let throughput =
             |c: Capacity| json!({ "ReadCapacityUnits": c.read, "WriteCapacityUnits": c.write });
-        let projection = |hash: &KeyAttribute, range: &KeyAttribute, p: &Projection| {
-            let mut out = json!({ "ProjectionType": self.projection_type_of(hash, range, p) });
-            if let Some(names) = self.non_key_of(hash, range, p) {
+        let projection = |keys: &[&KeyAttribute], p: &Projection| {
+            let mut out = json!({ "ProjectionType": self.projection_type_of(keys, p) });
+            if let Some(names) = self.non_key_of(keys, p) {
                 out["NonKeyAttributes"] = json!(names);
             }
             out
@@ -844,7 +934,7 @@ impl TableDefinition {
         );
         props.insert(
             "KeySchema".into(),
-            key_schema(&self.hash_key, &self.range_key),
+            key_schema_json(&[&self.hash_key], &[&self.range_key]),
         );
         if !self.indexes.is_empty() {
             let gsis = self
@@ -853,8 +943,8 @@ impl TableDefinition {
                 .map(|index| {
                     let mut gsi = json!({
                         "IndexName": index.name,
-                        "KeySchema": key_schema(&index.hash_key, &index.range_key),
-                        "Projection": projection(&index.hash_key, &index.range_key, &index.projection),
+                        "KeySchema": key_schema_json(&index.hash_keys(), &index.range_keys()),
+                        "Projection": projection(&index.key_attributes(), &index.projection),
                     });
                     if let Some(c) = self.index_capacity(index) {
                         gsi["ProvisionedThroughput"] = throughput(c);
@@ -871,8 +961,8 @@ impl TableDefinition {
                 .map(|index| {
                     json!({
                         "IndexName": index.name,
-                        "KeySchema": key_schema(&index.hash_key, &index.range_key),
-                        "Projection": projection(&index.hash_key, &index.range_key, &index.projection),
+                        "KeySchema": key_schema_json(&[&index.hash_key], &[&index.range_key]),
+                        "Projection": projection(&[&index.hash_key, &index.range_key], &index.projection),
                     })
                 })
                 .collect();
@@ -922,6 +1012,20 @@ fn check_attribute_name(name: &str, role: &str) -> Result<(), TableDefinitionErr
         });
     }
     Ok(())
+}
+
+/// A `KeySchema`: every partition attribute (`HASH`), then every sort attribute (`RANGE`).
+fn key_schema_json(hash: &[&KeyAttribute], range: &[&KeyAttribute]) -> Value {
+    Value::Array(
+        hash.iter()
+            .map(|k| json!({ "AttributeName": k.name, "KeyType": "HASH" }))
+            .chain(
+                range
+                    .iter()
+                    .map(|k| json!({ "AttributeName": k.name, "KeyType": "RANGE" })),
+            )
+            .collect(),
+    )
 }
 
 /// `S`, `N` or `B`.

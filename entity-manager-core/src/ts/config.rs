@@ -635,6 +635,7 @@ impl Loader {
                 hash_key,
                 range_key,
                 projection,
+                multi: None,
             });
         }
         indexes
@@ -1085,6 +1086,7 @@ impl Loader {
                 hash_key,
                 range_key,
                 projection: Projection::All,
+                multi: None,
             });
         }
         indexes

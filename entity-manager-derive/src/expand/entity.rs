@@ -12,7 +12,7 @@ use super::unsupported_shape;
 use crate::attrs::EntityAttrs;
 use crate::errors::Errors;
 use crate::expand::fallback;
-use crate::model::{Container, Field, KeyRef, ProjectionDef, Transcode};
+use crate::model::{Container, Field, KeyRef, ProjectionDef, Target, Transcode};
 
 /// `#[derive(Entity)]`: tokens whether it succeeded or not.
 pub(crate) fn derive_entity(input: &DeriveInput) -> TokenStream {
@@ -404,6 +404,11 @@ fn entity_model(c: &Container<'_>, unique: &str, timestamp: usize) -> TokenStrea
                     quote!(_em::__private::Projection::Include(_em::__private::Cow::Borrowed(#slice)))
                 }
             };
+            if let Some(multi) = &i.multi {
+                let (index, slice) = multi_index(c, n, name, multi, &projection);
+                slices.push(slice);
+                return index;
+            }
             quote!(_em::__private::Index::new(#name, #hash, #range, #projection))
         })
         .collect();
@@ -558,4 +563,45 @@ fn key_builders(c: &Container<'_>) -> TokenStream {
         });
     }
     tokens
+}
+
+/// A multi-attribute index of the model, and the `const` slices of its attributes: the table
+/// hash key first when sharded, then the fields with their natural key types.
+fn multi_index(
+    c: &Container<'_>,
+    n: usize,
+    name: &str,
+    multi: &crate::model::MultiDef,
+    projection: &TokenStream,
+) -> (TokenStream, TokenStream) {
+    let part = |a: &crate::model::MultiAttr| {
+        let stored = match a.target {
+            Target::Field(f) => &c.fields[f].stored,
+            Target::Generated(g) => &c.generated[g].stored,
+        };
+        let key_type = match a.key_type {
+            Some(entity_manager_core::store::KeyType::N) => quote!(N),
+            Some(entity_manager_core::store::KeyType::B) => quote!(B),
+            _ => quote!(S),
+        };
+        quote!(_em::__private::IndexAttribute::new(#stored, _em::__private::KeyType::#key_type))
+    };
+    let shard = multi.sharded.then(|| {
+        quote!(_em::__private::IndexAttribute::named(
+            _em::__private::borrowed(&__TABLE.hash_key),
+            _em::__private::KeyType::S
+        ),)
+    });
+    let hash = multi.hash.iter().map(part);
+    let range = multi.range.iter().map(part);
+    let (hash_slice, range_slice) = (format_ident!("__HASH_{n}"), format_ident!("__RANGE_{n}"));
+    let slices = quote! {
+        const #hash_slice: &[_em::__private::IndexAttribute] = &[#shard #(#hash),*];
+        const #range_slice: &[_em::__private::IndexAttribute] = &[#(#range),*];
+    };
+    let sharded = multi.sharded;
+    (
+        quote!(_em::__private::Index::multi(#name, #hash_slice, #range_slice, #sharded, #projection)),
+        slices,
+    )
 }

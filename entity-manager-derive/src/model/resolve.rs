@@ -4,15 +4,17 @@
 //! the right kind); the configuration rules run afterwards, over the finished model
 //! (`check.rs`).
 
+use proc_macro2::TokenStream;
 use quote::ToTokens;
 use syn::Ident;
 use syn::ext::IdentExt as _;
 
-use crate::attrs::{GeneratedAttrs, IndexAttrs, IntExpr, ShardBumpsAttrs};
+use crate::attrs::{GeneratedAttrs, IndexAttrs, IntExpr, KeySpec, ShardBumpsAttrs};
 use crate::case;
 use crate::errors::Errors;
 use crate::model::{
-    Bump, BumpDef, Field, Generated, IndexDef, KeyRef, ProjectionDef, Target, Written,
+    Bump, BumpDef, Field, Generated, IndexDef, KeyRef, MultiAttr, MultiDef, ProjectionDef, Target,
+    Written, natural_key_type,
 };
 
 /// `"; did you mean `x`?"` for the candidate most like `name`, or nothing.
@@ -138,7 +140,18 @@ pub(crate) fn indexes(
         let variant = case::variant(&name.value)
             .map(|v| Ident::new(&v, name.lit.span()))
             .filter(|v| out.iter().all(|o| o.variant.as_ref() != Some(v)));
-        let mut keys_valid = true;
+        let multi = multi_key(
+            (&index.hash, &index.range, index.sharded.is_present()),
+            &name.lit,
+            fields,
+            generated,
+            errors,
+        );
+        let (hash_spec, range_spec) = match (&multi, index.hash, index.range) {
+            (Some(_), _, _) => (None, None),
+            (None, hash, range) => (one(hash), one(range)),
+        };
+        let mut keys_valid = multi.is_none();
         let mut key = |ident: Option<&Ident>, default: KeyRef, what: &str, errors: &mut Errors| {
             let Some(ident) = ident else {
                 return default;
@@ -153,13 +166,13 @@ pub(crate) fn indexes(
             }
         };
         let hash = key(
-            index.hash.as_ref().map(|h| &h.0),
+            hash_spec.as_ref(),
             KeyRef::TableHash,
             "index hash key",
             errors,
         );
         let range = key(
-            index.range.as_ref().map(|r| &r.0),
+            range_spec.as_ref(),
             KeyRef::TableRange,
             "index range key",
             errors,
@@ -200,14 +213,94 @@ pub(crate) fn indexes(
             variant,
             hash,
             range,
-            hash_ident: index.hash.map(|h| h.0),
-            range_ident: index.range.map(|r| r.0),
+            hash_ident: hash_spec,
+            range_ident: range_spec,
             keys_valid,
             projection,
             project,
+            multi,
         });
     }
     out
+}
+
+/// The name of a classic key (`hash = name`), or `None` for none or a list.
+fn one(spec: Option<KeySpec>) -> Option<Ident> {
+    match spec {
+        Some(KeySpec::One(ident)) => Some(ident.0),
+        Some(KeySpec::Many(_)) | None => None,
+    }
+}
+
+/// The multi-attribute key of an index that lists a side (`hash = [..]`, `range = [..]`) or
+/// says `sharded`; `None` for a classic index. A side given as one name is read as a list of
+/// one, with an error; a missing side is empty (reported by the arity rule), except for the
+/// partition side of a sharded key, which the shard attribute alone may make.
+fn multi_key(
+    (hash, range, sharded): (&Option<KeySpec>, &Option<KeySpec>, bool),
+    name_lit: &syn::LitStr,
+    fields: &[Field<'_>],
+    generated: &[Generated],
+    errors: &mut Errors,
+) -> Option<MultiDef> {
+    let listed = |spec: &Option<KeySpec>| matches!(spec, Some(KeySpec::Many(_)));
+    if !listed(hash) && !listed(range) {
+        if sharded {
+            errors.at(
+                name_lit,
+                "`sharded` applies to a multi-attribute key: list its fields, like `hash = [org_id], range = [created], sharded` (a classic index is sharded through a sharded generated `hash`)",
+            );
+        }
+        return None;
+    }
+    let mut side = |spec: &Option<KeySpec>, option: &str| -> (Vec<MultiAttr>, TokenStream) {
+        let (idents, tokens): (Vec<Ident>, TokenStream) = match spec {
+            Some(KeySpec::Many(list)) => (list.idents.clone(), list.tokens.clone()),
+            Some(KeySpec::One(ident)) => {
+                errors.at(
+                    &ident.0,
+                    format!(
+                        "a multi-attribute index lists both sides: write `{option} = [{}]`",
+                        text(&ident.0)
+                    ),
+                );
+                (vec![ident.0.clone()], ident.0.to_token_stream())
+            }
+            None => (Vec::new(), name_lit.to_token_stream()),
+        };
+        let attrs = idents
+            .into_iter()
+            .filter_map(|ident| {
+                let target = target(
+                    &ident,
+                    "multi-attribute key attribute",
+                    true,
+                    fields,
+                    generated,
+                    errors,
+                )?;
+                let key_type = match target {
+                    Target::Field(i) => natural_key_type(fields[i].value_ty),
+                    Target::Generated(_) => None,
+                };
+                Some(MultiAttr {
+                    ident,
+                    target,
+                    key_type,
+                })
+            })
+            .collect();
+        (attrs, tokens)
+    };
+    let (hash, hash_tokens) = side(hash, "hash");
+    let (range, range_tokens) = side(range, "range");
+    Some(MultiDef {
+        hash,
+        range,
+        hash_tokens,
+        range_tokens,
+        sharded,
+    })
 }
 
 fn written(int: IntExpr) -> Written<i128> {

@@ -37,6 +37,7 @@ impl Expr {
     }
 
     /// `#hash = :v` plus the range condition.
+    #[cfg(test)]
     pub(super) fn key_condition(
         &mut self,
         hash: &str,
@@ -44,8 +45,26 @@ impl Expr {
         range: &str,
         condition: Option<&RangeCondition>,
     ) -> String {
-        let mut out = format!("{} = {}", self.name(hash), self.value(value));
-        if let Some(c) = condition {
+        self.multi_key_condition(&[(hash, value)], &[], condition.map(|c| (range, c)))
+    }
+
+    /// A key condition of a multi-attribute key: equality on every partition attribute, on the
+    /// first sort attributes (`prefix`), then one condition on the next sort attribute, left to
+    /// right as `DynamoDB` requires.
+    pub(super) fn multi_key_condition(
+        &mut self,
+        hash: &[(&str, &AttributeValue)],
+        prefix: &[(&str, &AttributeValue)],
+        condition: Option<(&str, &RangeCondition)>,
+    ) -> String {
+        let mut parts: Vec<String> = hash
+            .iter()
+            .chain(prefix)
+            .map(|(name, value)| format!("{} = {}", self.name(name), self.value(value)))
+            .collect();
+        let mut out = parts.join(" AND ");
+        parts.clear();
+        if let Some((range, c)) = condition {
             let r = self.name(range);
             let cond = match c {
                 RangeCondition::Eq(v) => format!("{r} = {}", self.value(v)),
@@ -263,5 +282,22 @@ mod tests {
             Some(&RangeCondition::BeginsWith(s("p"))),
         );
         assert_eq!(kc, "#n0 = :v0 AND begins_with(#n1, :v1)");
+    }
+
+    #[test]
+    fn renders_multi_attribute_key_conditions() {
+        let s = |v: &str| AttributeValue::S(v.into());
+        let n = |v: &str| AttributeValue::N(v.into());
+        let kc = Expr::default().multi_key_condition(
+            &[("a", &s("x")), ("b", &n("1"))],
+            &[("c", &s("y"))],
+            Some(("d", &RangeCondition::BeginsWith(s("p")))),
+        );
+        assert_eq!(
+            kc,
+            "#n0 = :v0 AND #n1 = :v1 AND #n2 = :v2 AND begins_with(#n3, :v3)"
+        );
+        let kc = Expr::default().multi_key_condition(&[("a", &s("x"))], &[("c", &s("y"))], None);
+        assert_eq!(kc, "#n0 = :v0 AND #n1 = :v1");
     }
 }

@@ -22,12 +22,13 @@ use aws_sdk_dynamodb::types::{
     ScalarAttributeType, StreamSpecification, StreamViewType, TableStatus, Tag,
     TimeToLiveSpecification, TransactGetItem, TransactWriteItem,
 };
-use serde_dynamo::Item;
+use serde_dynamo::{AttributeValue, Item};
 
 use self::convert::{build_error, from_aws, from_aws_all, sdk_error, to_aws};
 use self::expr::Expr;
 use super::batch::{BatchSender, GetBatch, RetryPolicy, get_batches, write_batches};
 use super::memory::check_transaction_shape;
+use super::table::KeyAttribute;
 use super::{
     BatchGetError, BatchWriteError, Billing, CancellationReason, Capacity, DriftReport, Expect,
     KeyType, LiveTable, Page, QueryPage, ReturnValues, ScanPage, Store, StoreError, StoreErrorKind,
@@ -78,10 +79,10 @@ fn index_requests(
     def: &TableDefinition,
 ) -> Result<(Vec<GlobalSecondaryIndex>, Vec<LocalSecondaryIndex>), StoreError> {
     const OP: &str = "CreateTable";
-    let projection = |hash, range, p| {
+    let projection = |keys: &[&KeyAttribute], p| {
         aws::Projection::builder()
-            .projection_type(ProjectionType::from(def.projection_type_of(hash, range, p)))
-            .set_non_key_attributes(def.non_key_of(hash, range, p))
+            .projection_type(ProjectionType::from(def.projection_type_of(keys, p)))
+            .set_non_key_attributes(def.non_key_of(keys, p))
             .build()
     };
     let mut gsis = Vec::with_capacity(def.indexes.len());
@@ -89,15 +90,8 @@ fn index_requests(
         gsis.push(
             GlobalSecondaryIndex::builder()
                 .index_name(&index.name)
-                .set_key_schema(Some(key_schema(
-                    &index.hash_key.name,
-                    &index.range_key.name,
-                )?))
-                .projection(projection(
-                    &index.hash_key,
-                    &index.range_key,
-                    &index.projection,
-                ))
+                .set_key_schema(Some(key_schema(&index.hash_keys(), &index.range_keys())?))
+                .projection(projection(&index.key_attributes(), &index.projection))
                 .set_provisioned_throughput(throughput(OP, def.index_capacity(index))?)
                 .build()
                 .map_err(|e| build_error(OP, e))?,
@@ -108,13 +102,9 @@ fn index_requests(
         lsis.push(
             LocalSecondaryIndex::builder()
                 .index_name(&index.name)
-                .set_key_schema(Some(key_schema(
-                    &index.hash_key.name,
-                    &index.range_key.name,
-                )?))
+                .set_key_schema(Some(key_schema(&[&index.hash_key], &[&index.range_key])?))
                 .projection(projection(
-                    &index.hash_key,
-                    &index.range_key,
+                    &[&index.hash_key, &index.range_key],
                     &index.projection,
                 ))
                 .build()
@@ -307,7 +297,7 @@ impl DynamoStore {
             .create_table()
             .table_name(&self.table_name)
             .set_attribute_definitions(Some(attributes))
-            .set_key_schema(Some(key_schema(&def.hash_key.name, &def.range_key.name)?))
+            .set_key_schema(Some(key_schema(&[&def.hash_key], &[&def.range_key])?))
             .set_global_secondary_indexes((!gsis.is_empty()).then_some(gsis))
             .set_local_secondary_indexes((!lsis.is_empty()).then_some(lsis))
             .billing_mode(match def.billing {
@@ -815,24 +805,34 @@ impl DynamoStore {
 
     async fn query(&self, request: &QueryPage) -> Result<Page, StoreError> {
         const OP: &str = "Query";
+        let table = (
+            vec![&self.definition.hash_key],
+            vec![&self.definition.range_key],
+        );
         let (hash, range) = match &request.index {
-            None => (
-                &self.definition.hash_key.name,
-                &self.definition.range_key.name,
-            ),
-            Some(name) => match self.definition.index_keys(name) {
-                Some((hash, range)) => (&hash.name, &range.name),
+            None => table,
+            Some(name) => match self.definition.index_key_lists(name) {
+                Some(keys) => keys,
                 // Let DynamoDB report the unknown index (the table may have more indexes than
                 // this definition lists); key names are then guessed as the table's.
-                None => (
-                    &self.definition.hash_key.name,
-                    &self.definition.range_key.name,
-                ),
+                None => table,
             },
         };
+        super::multi::check_key_condition(request, &hash, &range)?;
+        let values = std::iter::once(&request.hash_key).chain(&request.more_hash_keys);
+        let hash: Vec<(&str, &AttributeValue)> =
+            hash.iter().map(|a| a.name.as_str()).zip(values).collect();
+        let prefix: Vec<(&str, &AttributeValue)> = range
+            .iter()
+            .map(|a| a.name.as_str())
+            .zip(&request.range_prefix)
+            .collect();
+        let condition = request
+            .range
+            .as_ref()
+            .and_then(|c| Some((range.get(prefix.len())?.name.as_str(), c)));
         let mut expr = Expr::default();
-        let key_condition =
-            expr.key_condition(hash, &request.hash_key, range, request.range.as_ref());
+        let key_condition = expr.multi_key_condition(&hash, &prefix, condition);
         let filter = request
             .filter
             .as_ref()
@@ -963,12 +963,18 @@ fn scalar_type(key_type: KeyType) -> ScalarAttributeType {
     }
 }
 
-fn key_schema(hash: &str, range: &str) -> Result<Vec<KeySchemaElement>, StoreError> {
-    [(hash, aws::KeyType::Hash), (range, aws::KeyType::Range)]
-        .into_iter()
-        .map(|(name, key_type)| {
+/// The key schema of the table or of a GSI: every partition attribute (`HASH`), then every sort
+/// attribute (`RANGE`), in key order.
+fn key_schema(
+    hash: &[&KeyAttribute],
+    range: &[&KeyAttribute],
+) -> Result<Vec<KeySchemaElement>, StoreError> {
+    hash.iter()
+        .map(|a| (a, aws::KeyType::Hash))
+        .chain(range.iter().map(|a| (a, aws::KeyType::Range)))
+        .map(|(attribute, key_type)| {
             KeySchemaElement::builder()
-                .attribute_name(name)
+                .attribute_name(&attribute.name)
                 .key_type(key_type)
                 .build()
                 .map_err(|e| build_error("CreateTable", e))
