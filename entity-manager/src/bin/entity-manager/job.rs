@@ -179,6 +179,15 @@ impl<'a> Run<'a> {
         }
     }
 
+    /// The run stopped at `--stop-after` with `done` so far; see [`stopped`](Self::stopped).
+    pub(crate) fn stopped_early<T: Serialize>(&self, state: &T, done: &str) -> Failure {
+        let why = format!(
+            "{} stopped after {} pages (--stop-after)",
+            self.command, self.pages
+        );
+        self.stopped(state, &why, done)
+    }
+
     /// The run stopped (`why`) with `done` so far: the failure, which says how to resume. The
     /// position is saved first when no `--checkpoint` was given.
     pub(crate) fn stopped<T: Serialize>(&self, state: &T, why: &str, done: &str) -> Failure {

@@ -236,11 +236,7 @@ pub(crate) fn migrate(args: &MigrateArgs, json: bool) -> Result<(), Failure> {
             }
             Ok(())
         }
-        Ok(_) => Err(run.stopped(
-            &state,
-            &format!("migration stopped after {} pages (--stop-after)", run.pages),
-            &done,
-        )),
+        Ok(_) => Err(run.stopped_early(&state, &done)),
         Err(e) => {
             state.scan = e.checkpoint.clone();
             Err(run.stopped(&state, &format!("{what} failed: {e}"), &done))

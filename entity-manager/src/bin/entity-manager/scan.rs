@@ -259,11 +259,7 @@ pub(crate) fn purge(args: &PurgeArgs, json: bool) -> Result<(), Failure> {
             }
             Ok(())
         }
-        Ok(_) => Err(run.stopped(
-            &state,
-            &format!("purge stopped after {} pages (--stop-after)", run.pages),
-            &done,
-        )),
+        Ok(_) => Err(run.stopped_early(&state, &done)),
         Err(e) => {
             state.scan = e.checkpoint.clone();
             Err(run.stopped(&state, &format!("purge of {what} failed: {e}"), &done))
