@@ -1103,3 +1103,68 @@ async fn a_table_altered_behind_the_definitions_back_reports_exactly_those_drift
     store.delete_table().await?;
     Ok(())
 }
+
+/// A table with a multi-attribute GSI (`byOrg`: `orgId`, `region` / `score`, `name`).
+fn multi_attribute_definition(second_range: &str) -> TableDefinition {
+    TableDefinition::new(("hashKey", KeyType::S), ("rangeKey", KeyType::S)).with_index(
+        GlobalIndex::new("byOrg", ("orgId", KeyType::S), ("score", KeyType::N))
+            .with_hash_key(("region", KeyType::S))
+            .with_range_key((second_range, KeyType::S)),
+    )
+}
+
+#[tokio::test]
+async fn multi_attribute_keys_are_read_back_whole_and_a_later_attribute_drifts() -> TestResult {
+    let created = multi_attribute_definition("name");
+    let Some(store) = store_support::dynamo_store("drift_multi", created.clone()).await? else {
+        return Ok(());
+    };
+    let live = store.describe_table().await?;
+    // Every partition and sort attribute comes back, in key order.
+    let Some(gsi) = live.definition.indexes.iter().find(|g| g.name == "byOrg") else {
+        return Err("the live table lacks GSI `byOrg`".into());
+    };
+    let names = |keys: Vec<&entity_manager::store::KeyAttribute>| -> Vec<String> {
+        keys.into_iter().map(|k| k.name.clone()).collect()
+    };
+    assert_eq!(names(gsi.hash_keys()), ["orgId", "region"]);
+    assert_eq!(names(gsi.range_keys()), ["score", "name"]);
+    assert_eq!(created.drift(&live).drifts, []);
+    // A definition differing only in the second sort attribute drifts from it: the check
+    // does not stop at the first attribute of each side.
+    let defined = multi_attribute_definition("city");
+    let report = defined.drift(&live);
+    let [
+        Drift::KeySchema {
+            index,
+            expected,
+            actual,
+        },
+    ] = report.drifts.as_slice()
+    else {
+        return Err(format!("expected one key-schema drift, got {:?}", report.drifts).into());
+    };
+    assert_eq!(index.as_deref(), Some("byOrg"));
+    assert_eq!(
+        (expected.hash.clone(), expected.range.clone()),
+        (
+            vec!["orgId".to_owned(), "region".to_owned()],
+            vec!["score".to_owned(), "city".to_owned()]
+        )
+    );
+    assert_eq!(actual.range, ["score", "name"]);
+    assert_eq!(
+        report.drifts[0].to_string(),
+        "index `byOrg` is keyed by (`orgId`, `region`)/(`score`, `name`), \
+         the definition says (`orgId`, `region`)/(`score`, `city`)"
+    );
+    // The memory store gives the same verdict on its own description.
+    assert_eq!(
+        defined
+            .drift(&MemoryStore::new(created).describe_table())
+            .drifts,
+        report.drifts
+    );
+    store.delete_table().await?;
+    Ok(())
+}

@@ -123,14 +123,15 @@ pub enum Drift {
         /// The index name.
         index: String,
     },
-    /// Different hash or range key attribute names, of the table (`index: None`) or of an index.
+    /// Different key attribute names or order, of the table (`index: None`) or of an index
+    /// (every partition and sort attribute of a multi-attribute key is compared).
     KeySchema {
         /// The index, or `None` for the table.
         index: Option<String>,
-        /// The definition's hash and range key names.
-        expected: [String; 2],
-        /// The live hash and range key names.
-        actual: [String; 2],
+        /// The definition's key attributes.
+        expected: KeySchemaNames,
+        /// The live key attributes.
+        actual: KeySchemaNames,
     },
     /// A key attribute of another type.
     KeyAttributeType {
@@ -208,6 +209,52 @@ pub enum Drift {
     },
 }
 
+/// The attribute names of a key schema, in key order: one partition and one sort attribute
+/// for a classic key (the sort attribute's name is empty when there is none), up to four of
+/// each for a multi-attribute GSI key.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct KeySchemaNames {
+    /// The partition (`HASH`) attributes.
+    pub hash: Vec<String>,
+    /// The sort (`RANGE`) attributes.
+    pub range: Vec<String>,
+}
+
+impl KeySchemaNames {
+    /// The names of these partition and sort attributes.
+    pub fn new<'a>(
+        hash: impl IntoIterator<Item = &'a KeyAttribute>,
+        range: impl IntoIterator<Item = &'a KeyAttribute>,
+    ) -> Self {
+        let names = |keys: &mut dyn Iterator<Item = &'a KeyAttribute>| -> Vec<String> {
+            keys.map(|k| k.name.clone()).collect()
+        };
+        Self {
+            hash: names(&mut hash.into_iter()),
+            range: names(&mut range.into_iter()),
+        }
+    }
+}
+
+impl fmt::Display for KeySchemaNames {
+    /// `hash/range`, or `(a, b)/(c, d)` where a side has several attributes.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let side = |names: &[String]| match names {
+            [one] => format!("`{one}`"),
+            _ => format!(
+                "({})",
+                names
+                    .iter()
+                    .map(|n| format!("`{n}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        };
+        write!(f, "{}/{}", side(&self.hash), side(&self.range))
+    }
+}
+
 impl Drift {
     /// A kebab-case name of the kind of difference (`missing-index`, `projection`, `ttl`, …),
     /// for machine-readable output.
@@ -278,8 +325,7 @@ impl fmt::Display for Drift {
                     .map_or_else(|| "the table".to_owned(), |i| format!("index `{i}`"));
                 write!(
                     f,
-                    "{of} is keyed by `{}`/`{}`, the definition says `{}`/`{}`",
-                    actual[0], actual[1], expected[0], expected[1]
+                    "{of} is keyed by {actual}, the definition says {expected}"
                 )
             }
             Self::KeyAttributeType {
@@ -376,17 +422,12 @@ impl DriftReport {
 }
 
 /// A projection as `DynamoDB` stores it: `Include` of sorted non-key attributes only.
-fn normalize(
-    def: &TableDefinition,
-    hash: &KeyAttribute,
-    range: &KeyAttribute,
-    projection: &Projection,
-) -> Projection {
-    match def.projection_type_of(&[hash, range], projection) {
+fn normalize(def: &TableDefinition, keys: &[&KeyAttribute], projection: &Projection) -> Projection {
+    match def.projection_type_of(keys, projection) {
         "ALL" => Projection::All,
         "INCLUDE" => {
             let names: BTreeSet<String> = def
-                .non_key_of(&[hash, range], projection)
+                .non_key_of(keys, projection)
                 .unwrap_or_default()
                 .into_iter()
                 .collect();
@@ -399,8 +440,9 @@ fn normalize(
 /// One index of either kind, for the comparison.
 struct IndexView<'a> {
     name: &'a str,
-    hash: &'a KeyAttribute,
-    range: &'a KeyAttribute,
+    /// Every partition attribute, then every sort attribute.
+    keys: Vec<&'a KeyAttribute>,
+    names: KeySchemaNames,
     projection: &'a Projection,
 }
 
@@ -409,8 +451,8 @@ fn global_views(d: &TableDefinition) -> Vec<IndexView<'_>> {
         .iter()
         .map(|g| IndexView {
             name: &g.name,
-            hash: &g.hash_key,
-            range: &g.range_key,
+            keys: g.key_attributes(),
+            names: KeySchemaNames::new(g.hash_keys(), g.range_keys()),
             projection: &g.projection,
         })
         .collect()
@@ -421,8 +463,8 @@ fn local_views(d: &TableDefinition) -> Vec<IndexView<'_>> {
         .iter()
         .map(|l| IndexView {
             name: &l.name,
-            hash: &l.hash_key,
-            range: &l.range_key,
+            keys: vec![&l.hash_key, &l.range_key],
+            names: KeySchemaNames::new([&l.hash_key], [&l.range_key]),
             projection: &l.projection,
         })
         .collect()
@@ -442,15 +484,15 @@ fn compare_indexes(
             });
             continue;
         };
-        if e.hash.name != l.hash.name || e.range.name != l.range.name {
+        if e.names != l.names {
             out.push(Drift::KeySchema {
                 index: Some(e.name.to_owned()),
-                expected: [e.hash.name.clone(), e.range.name.clone()],
-                actual: [l.hash.name.clone(), l.range.name.clone()],
+                expected: e.names.clone(),
+                actual: l.names.clone(),
             });
         }
-        let expected_projection = normalize(expected_def, e.hash, e.range, e.projection);
-        let live_projection = normalize(live_def, l.hash, l.range, l.projection);
+        let expected_projection = normalize(expected_def, &e.keys, e.projection);
+        let live_projection = normalize(live_def, &l.keys, l.projection);
         if expected_projection != live_projection {
             out.push(Drift::Projection {
                 kind,
@@ -498,8 +540,8 @@ impl TableDefinition {
         {
             out.push(Drift::KeySchema {
                 index: None,
-                expected: [self.hash_key.name.clone(), self.range_key.name.clone()],
-                actual: [actual.hash_key.name.clone(), actual.range_key.name.clone()],
+                expected: KeySchemaNames::new([&self.hash_key], [&self.range_key]),
+                actual: KeySchemaNames::new([&actual.hash_key], [&actual.range_key]),
             });
         }
         // Key types: every attribute both sides define. Inconsistent definitions (which
@@ -507,7 +549,7 @@ impl TableDefinition {
         let types = |d: &TableDefinition| -> Vec<KeyAttribute> {
             let mut all = vec![d.hash_key.clone(), d.range_key.clone()];
             for g in &d.indexes {
-                all.extend([g.hash_key.clone(), g.range_key.clone()]);
+                all.extend(g.key_attributes().into_iter().cloned());
             }
             for l in &d.local_indexes {
                 all.extend([l.hash_key.clone(), l.range_key.clone()]);
@@ -636,7 +678,7 @@ mod tests {
 
     prop_compose! {
         fn definition()(
-            gsis in proptest::collection::vec((any::<bool>(), projection(), proptest::option::of((1i64..4, 1i64..4))), 3),
+            gsis in proptest::collection::vec((any::<bool>(), projection(), proptest::option::of((1i64..4, 1i64..4)), 0u8..6), 3),
             lsis in proptest::collection::vec((any::<bool>(), projection()), 2),
             provisioned in proptest::option::of((1i64..4, 1i64..4)),
             ttl in proptest::option::of(prop_oneof![Just("ttl"), Just("expires")]),
@@ -646,10 +688,19 @@ mod tests {
             tags in proptest::collection::btree_map(prop_oneof![Just("a"), Just("b")], prop_oneof![Just("x"), Just("y")], 0..=2),
         ) -> TableDefinition {
             let mut def = TableDefinition::new(("hk", KeyType::S), ("sk", KeyType::S));
-            for (i, (present, projection, capacity)) in gsis.into_iter().enumerate() {
+            for (i, (present, projection, capacity, shape)) in gsis.into_iter().enumerate() {
                 if present {
                     let mut gsi = GlobalIndex::new(format!("gsi{i}"), ("g", KeyType::S), ("sk", KeyType::S))
                         .projection(projection);
+                    // Multi-attribute keys: a second or third partition or sort attribute, so
+                    // that keys differing only past their first attributes are compared.
+                    gsi = match shape {
+                        1 => gsi.with_hash_key(("g2", KeyType::S)),
+                        2 => gsi.with_range_key(("n", KeyType::N)),
+                        3 => gsi.with_hash_key(("g2", KeyType::S)).with_range_key(("n", KeyType::N)),
+                        4 => gsi.with_range_key(("n", KeyType::N)).with_range_key(("b", KeyType::S)),
+                        _ => gsi,
+                    };
                     if let (Some(_), Some((r, w))) = (provisioned, capacity) {
                         gsi = gsi.capacity(Capacity::new(r, w));
                     }
@@ -783,13 +834,13 @@ mod tests {
                 let provisioned = d.billing.capacity().is_some();
                 let globals: Vec<GlobalIndex> = d.indexes.iter().map(|g| {
                     let mut g = g.clone();
-                    g.projection = normalize(&d, &g.hash_key, &g.range_key, &g.projection);
+                    g.projection = normalize(&d, &g.key_attributes(), &g.projection);
                     g.capacity = if provisioned { d.index_capacity(&g) } else { None };
                     g
                 }).collect();
                 let locals: Vec<LocalIndex> = d.local_indexes.iter().map(|l| {
                     let mut l = l.clone();
-                    l.projection = normalize(&d, &l.hash_key, &l.range_key, &l.projection);
+                    l.projection = normalize(&d, &[&l.hash_key, &l.range_key], &l.projection);
                     l
                 }).collect();
                 d.indexes = globals;

@@ -71,7 +71,7 @@ pub use batch::{MAX_BATCH_GET, MAX_BATCH_WRITE, RetryPolicy};
 // The batch loops `DynamoStore` runs, exposed for the fault-injection tests only.
 #[doc(hidden)]
 pub use batch::{BatchSender, GetBatch, get_batches, write_batches};
-pub use drift::{Drift, DriftReport, IndexKind, LiveTable, Setting};
+pub use drift::{Drift, DriftReport, IndexKind, KeySchemaNames, LiveTable, Setting};
 #[cfg(feature = "dynamodb")]
 pub use dynamo::DynamoStore;
 pub use error::{BatchGetError, BatchWriteError, CancellationReason, StoreError, StoreErrorKind};

@@ -65,21 +65,39 @@ fn key_type(attributes: &[aws::AttributeDefinition], name: &str) -> Result<KeyTy
     }
 }
 
-/// The hash and range key of a key schema (an absent one has an empty name).
+/// The partition and sort attributes of a key schema, each in key order (a multi-attribute
+/// GSI key has up to four of each; an absent sort key is one attribute with an empty name).
 fn keys(
     schema: &[KeySchemaElement],
     attributes: &[aws::AttributeDefinition],
-) -> Result<(KeyAttribute, KeyAttribute), StoreError> {
-    let find = |t: &AwsKeyType| -> Result<KeyAttribute, StoreError> {
-        match schema.iter().find(|k| k.key_type() == t) {
-            Some(k) => Ok(KeyAttribute::new(
-                k.attribute_name(),
-                key_type(attributes, k.attribute_name())?,
-            )),
-            None => Ok(KeyAttribute::new("", KeyType::S)),
+) -> Result<(Vec<KeyAttribute>, Vec<KeyAttribute>), StoreError> {
+    let of = |t: &AwsKeyType| -> Result<Vec<KeyAttribute>, StoreError> {
+        let mut out = schema
+            .iter()
+            .filter(|k| k.key_type() == t)
+            .map(|k| {
+                Ok(KeyAttribute::new(
+                    k.attribute_name(),
+                    key_type(attributes, k.attribute_name())?,
+                ))
+            })
+            .collect::<Result<Vec<_>, StoreError>>()?;
+        if out.is_empty() {
+            out.push(KeyAttribute::new("", KeyType::S));
         }
+        Ok(out)
     };
-    Ok((find(&AwsKeyType::Hash)?, find(&AwsKeyType::Range)?))
+    Ok((of(&AwsKeyType::Hash)?, of(&AwsKeyType::Range)?))
+}
+
+/// The first attribute of a key side and the others.
+fn split(mut keys: Vec<KeyAttribute>) -> (KeyAttribute, Vec<KeyAttribute>) {
+    let first = if keys.is_empty() {
+        KeyAttribute::new("", KeyType::S)
+    } else {
+        keys.remove(0)
+    };
+    (first, keys)
 }
 
 fn projection(p: Option<&aws::Projection>) -> Projection {
@@ -113,7 +131,7 @@ pub(super) fn live_table(
 ) -> Result<LiveTable, StoreError> {
     let attributes = table.attribute_definitions();
     let (hash, range) = keys(table.key_schema(), attributes)?;
-    let mut def = TableDefinition::new(hash, range);
+    let mut def = TableDefinition::new(split(hash).0, split(range).0);
     let on_demand = table
         .billing_mode_summary()
         .and_then(aws::BillingModeSummary::billing_mode)
@@ -133,8 +151,11 @@ pub(super) fn live_table(
             continue;
         }
         let (hash, range) = keys(g.key_schema(), attributes)?;
+        let ((hash, more_hash), (range, more_range)) = (split(hash), split(range));
         let mut index = GlobalIndex::new(g.index_name().unwrap_or_default(), hash, range)
             .projection(projection(g.projection()));
+        index.more_hash_keys = more_hash;
+        index.more_range_keys = more_range;
         if !on_demand {
             index = index.capacity(capacity(g.provisioned_throughput()));
         }
@@ -143,8 +164,12 @@ pub(super) fn live_table(
     for l in table.local_secondary_indexes() {
         let (hash, range) = keys(l.key_schema(), attributes)?;
         def.local_indexes.push(
-            LocalIndex::new(l.index_name().unwrap_or_default(), hash, range)
-                .projection(projection(l.projection())),
+            LocalIndex::new(
+                l.index_name().unwrap_or_default(),
+                split(hash).0,
+                split(range).0,
+            )
+            .projection(projection(l.projection())),
         );
     }
     def.stream = table
@@ -303,6 +328,84 @@ mod tests {
         assert!(report.unchecked.is_empty());
         // Read back, the live table is the definition itself.
         assert_eq!(live.definition, defined());
+        Ok(())
+    }
+
+    /// `byOrg` keyed by `(orgId, region)` / `(score, <second_range>)`.
+    fn multi_attribute(second_range: &str) -> Result<TableDescription, Box<dyn Error>> {
+        let element = |name: &str, t: AwsKeyType| {
+            KeySchemaElement::builder()
+                .attribute_name(name)
+                .key_type(t)
+                .build()
+        };
+        Ok(TableDescription::builder()
+            .table_name("t")
+            .set_attribute_definitions(Some(vec![
+                attribute("pk", ScalarAttributeType::S)?,
+                attribute("sk", ScalarAttributeType::S)?,
+                attribute("orgId", ScalarAttributeType::S)?,
+                attribute("region", ScalarAttributeType::S)?,
+                attribute("score", ScalarAttributeType::N)?,
+                attribute(second_range, ScalarAttributeType::S)?,
+            ]))
+            .set_key_schema(Some(schema("pk", "sk")?))
+            .billing_mode_summary(
+                BillingModeSummary::builder()
+                    .billing_mode(BillingMode::PayPerRequest)
+                    .build(),
+            )
+            .global_secondary_indexes(
+                GlobalSecondaryIndexDescription::builder()
+                    .index_name("byOrg")
+                    .set_key_schema(Some(vec![
+                        element("orgId", AwsKeyType::Hash)?,
+                        element("region", AwsKeyType::Hash)?,
+                        element("score", AwsKeyType::Range)?,
+                        element(second_range, AwsKeyType::Range)?,
+                    ]))
+                    .projection(
+                        AwsProjection::builder()
+                            .projection_type(ProjectionType::All)
+                            .build(),
+                    )
+                    .build(),
+            )
+            .build())
+    }
+
+    #[test]
+    fn every_attribute_of_a_multi_attribute_key_is_read_and_compared() -> TestResult {
+        let defined = TableDefinition::new(("pk", KeyType::S), ("sk", KeyType::S)).with_index(
+            GlobalIndex::new("byOrg", ("orgId", KeyType::S), ("score", KeyType::N))
+                .with_hash_key(("region", KeyType::S))
+                .with_range_key(("name", KeyType::S)),
+        );
+        let extras = || Extras {
+            ttl_reported: true,
+            point_in_time_recovery: Some(false),
+            tags: Some(BTreeMap::new()),
+            ..Extras::default()
+        };
+        let live = live_table(&multi_attribute("name")?, extras())?;
+        assert_eq!(live.definition, defined);
+        assert_eq!(defined.drift(&live).drifts, []);
+        // Only the second sort attribute differs.
+        let report = defined.drift(&live_table(&multi_attribute("city")?, extras())?);
+        assert_eq!(
+            report.drifts,
+            [Drift::KeySchema {
+                index: Some("byOrg".into()),
+                expected: crate::store::KeySchemaNames {
+                    hash: vec!["orgId".into(), "region".into()],
+                    range: vec!["score".into(), "name".into()],
+                },
+                actual: crate::store::KeySchemaNames {
+                    hash: vec!["orgId".into(), "region".into()],
+                    range: vec!["score".into(), "city".into()],
+                },
+            }]
+        );
         Ok(())
     }
 
