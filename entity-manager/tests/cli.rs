@@ -3,74 +3,35 @@
 //! The table commands run against DynamoDB Local when `DYNAMODB_ENDPOINT` is set (`.ci/run`
 //! starts it); they skip with a printed reason otherwise, except under `CI=true`.
 
-use std::io::Write;
 use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 
 use serde_json::{Value, json};
 
-type TestResult = Result<(), Box<dyn std::error::Error>>;
+mod support;
 
-fn bin() -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_entity-manager"));
-    // never the caller's AWS settings
-    command
-        .env_remove("AWS_PROFILE")
-        .env_remove("AWS_ACCESS_KEY_ID")
-        .env_remove("AWS_SECRET_ACCESS_KEY")
-        .env("AWS_EC2_METADATA_DISABLED", "true");
-    command
-}
+use support::{
+    TestResult, assert_code, bin, compat, endpoint, kill_when_checkpointed, run, run_with_stdin,
+    stdout_json, temp_json,
+};
 
-fn run(args: &[&str], stdin: &str) -> Result<Output, std::io::Error> {
-    let mut child = bin()
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()?;
-    if let Some(mut input) = child.stdin.take() {
-        input.write_all(stdin.as_bytes())?;
-    }
-    child.wait_with_output()
-}
-
-fn compat(name: &str) -> Result<Value, Box<dyn std::error::Error>> {
-    let path =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("../../shared/compat/{name}.json"));
-    Ok(serde_json::from_str(&std::fs::read_to_string(path)?)?)
-}
-
-/// The compat config written to a temporary file.
-fn config_file(test: &str, config: &Value) -> Result<PathBuf, Box<dyn std::error::Error>> {
-    let path = std::env::temp_dir().join(format!("em-cli-{test}-{}.json", std::process::id()));
-    std::fs::write(&path, serde_json::to_vec(config)?)?;
-    Ok(path)
+fn config_file(test: &str, config: &Value) -> Result<PathBuf, support::BoxError> {
+    temp_json(test, "config", config)
 }
 
 fn code(output: &Output) -> Option<i32> {
     output.status.code()
 }
 
-/// The command exited with 0 (else its stderr is shown).
 fn assert_success(output: &Output) {
-    assert_eq!(
-        code(output),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-}
-
-fn stdout_json(output: &Output) -> Result<Value, Box<dyn std::error::Error>> {
-    Ok(serde_json::from_slice(&output.stdout)?)
+    assert_code(output, 0);
 }
 
 #[test]
 fn validate_reports_validity_with_exit_codes() -> TestResult {
     let vectors = compat("product-user-service")?;
     let good = config_file("validate-good", &vectors["config"])?;
-    let out = run(&["validate", good.to_str().ok_or("path")?, "--json"], "")?;
+    let out = run(&["validate", good.to_str().ok_or("path")?, "--json"])?;
     assert_success(&out);
     let body = stdout_json(&out)?;
     assert_eq!(body["ok"], json!(true));
@@ -89,7 +50,7 @@ fn validate_reports_validity_with_exit_codes() -> TestResult {
         json!([{ "timestamp": 0, "charBits": 9, "chars": 1 }]);
     config["generatedKeyDelimiter"] = json!("");
     let bad = config_file("validate-bad", &config)?;
-    let out = run(&["validate", bad.to_str().ok_or("path")?, "--json"], "")?;
+    let out = run(&["validate", bad.to_str().ok_or("path")?, "--json"])?;
     assert_eq!(code(&out), Some(1));
     let body = stdout_json(&out)?;
     assert_eq!(body["ok"], json!(false));
@@ -103,16 +64,16 @@ fn validate_reports_validity_with_exit_codes() -> TestResult {
     assert!(paths.iter().any(|p| p.contains("charBits")), "{paths:?}");
     assert!(paths.contains(&"generatedKeyDelimiter"), "{paths:?}");
     // Text output names them too, on stderr.
-    let out = run(&["validate", bad.to_str().ok_or("path")?], "")?;
+    let out = run(&["validate", bad.to_str().ok_or("path")?])?;
     assert_eq!(code(&out), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("generatedKeyDelimiter"));
 
     // Unreadable input and bad usage: exit 2.
-    let out = run(&["validate", "/nonexistent/config.json"], "")?;
+    let out = run(&["validate", "/nonexistent/config.json"])?;
     assert_eq!(code(&out), Some(2));
-    let out = run(&["validate"], "")?;
+    let out = run(&["validate"])?;
     assert_eq!(code(&out), Some(2));
-    let out = run(&["frobnicate"], "")?;
+    let out = run(&["frobnicate"])?;
     assert_eq!(code(&out), Some(2));
     Ok(())
 }
@@ -145,7 +106,7 @@ fn keys_add_matches_the_golden_vectors() -> TestResult {
         for case in cases {
             let entity = case["entity"].as_str().ok_or("entity")?;
             let line = format!("{}\n", case["item"]);
-            let out = run(
+            let out = run_with_stdin(
                 &[
                     "keys",
                     "add",
@@ -180,14 +141,14 @@ fn keys_remove_undoes_keys_add_for_arrays_and_lines() -> TestResult {
         { "userId": "u1", "created": 1_726_880_933_000u64, "firstNameCanonical": "ann", "lastNameCanonical": "lee" },
         { "userId": "u2", "created": 1_700_000_000_000u64, "phone": "+1" }
     ]);
-    let out = run(
+    let out = run_with_stdin(
         &["keys", "add", "--config", config, "--entity", "user"],
         &items.to_string(),
     )?;
     assert_success(&out);
     let keyed = stdout_json(&out)?;
     assert!(keyed[0]["hashKey"].is_string() && keyed[1]["rangeKey"] == json!("userId#u2"));
-    let out = run(
+    let out = run_with_stdin(
         &["keys", "remove", "--config", config, "--entity", "user"],
         &keyed.to_string(),
     )?;
@@ -201,7 +162,7 @@ fn keys_remove_undoes_keys_add_for_arrays_and_lines() -> TestResult {
         .iter()
         .map(|i| i.to_string() + "\n")
         .collect();
-    let out = run(
+    let out = run_with_stdin(
         &["keys", "add", "--config", config, "--entity", "user"],
         &lines,
     )?;
@@ -213,21 +174,18 @@ fn keys_remove_undoes_keys_add_for_arrays_and_lines() -> TestResult {
     assert_eq!(back, keyed.as_array().ok_or("keyed")?.clone());
 
     // A value with a delimiter is an operation error naming the item; bad JSON is an input error.
-    let out = run(
+    let out = run_with_stdin(
         &["keys", "add", "--config", config, "--entity", "user"],
         r#"{"userId":"a|b","created":1}"#,
     )?;
     assert_eq!(code(&out), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("item 1"));
-    let out = run(
+    let out = run_with_stdin(
         &["keys", "add", "--config", config, "--entity", "user"],
         "{not json\n",
     )?;
     assert_eq!(code(&out), Some(2));
-    let out = run(
-        &["keys", "add", "--config", config, "--entity", "nobody"],
-        "",
-    )?;
+    let out = run(&["keys", "add", "--config", config, "--entity", "nobody"])?;
     assert_eq!(code(&out), Some(2));
     Ok(())
 }
@@ -236,17 +194,14 @@ fn keys_remove_undoes_keys_add_for_arrays_and_lines() -> TestResult {
 fn table_cloudformation_prints_the_resource() -> TestResult {
     let vectors = compat("product-user-service")?;
     let config = config_file("cfn", &vectors["config"])?;
-    let out = run(
-        &[
-            "table",
-            "cloudformation",
-            "--config",
-            config.to_str().ok_or("path")?,
-            "--table",
-            "Users",
-        ],
-        "",
-    )?;
+    let out = run(&[
+        "table",
+        "cloudformation",
+        "--config",
+        config.to_str().ok_or("path")?,
+        "--table",
+        "Users",
+    ])?;
     assert_success(&out);
     let resource = stdout_json(&out)?;
     assert_eq!(resource["Type"], json!("AWS::DynamoDB::Table"));
@@ -262,24 +217,6 @@ fn table_cloudformation_prints_the_resource() -> TestResult {
             .len()
     );
     Ok(())
-}
-
-/// The DynamoDB Local endpoint, or `None` (skip) outside CI.
-fn endpoint() -> Option<String> {
-    if let Ok(endpoint) = std::env::var("DYNAMODB_ENDPOINT") {
-        assert!(
-            endpoint.starts_with("http://127.") || endpoint.starts_with("http://localhost"),
-            "loopback only: {endpoint}"
-        );
-        Some(endpoint)
-    } else {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "CI=true but DYNAMODB_ENDPOINT is not set"
-        );
-        eprintln!("skipping: DYNAMODB_ENDPOINT is not set");
-        None
-    }
 }
 
 #[test]
@@ -300,14 +237,11 @@ fn table_create_describe_delete_on_dynamodb_local() -> TestResult {
         &endpoint,
     ];
 
-    let out = run(&[&["table", "create", "--json"][..], &common].concat(), "")?;
+    let out = run(&[&["table", "create", "--json"][..], &common].concat())?;
     assert_success(&out);
     assert_eq!(stdout_json(&out)?["action"], json!("created"));
 
-    let out = run(
-        &[&["table", "describe", "--json"][..], &common].concat(),
-        "",
-    )?;
+    let out = run(&[&["table", "describe", "--json"][..], &common].concat())?;
     assert_success(&out);
     let described = stdout_json(&out)?;
     assert_eq!(described["table"], json!(table));
@@ -321,12 +255,12 @@ fn table_create_describe_delete_on_dynamodb_local() -> TestResult {
     );
 
     // Creating it again fails (it exists): exit 1 with the store's reason.
-    let out = run(&[&["table", "create"][..], &common].concat(), "")?;
+    let out = run(&[&["table", "create"][..], &common].concat())?;
     assert_eq!(code(&out), Some(1));
 
-    let out = run(&[&["table", "delete", "--json"][..], &common].concat(), "")?;
+    let out = run(&[&["table", "delete", "--json"][..], &common].concat())?;
     assert_success(&out);
-    let out = run(&[&["table", "describe"][..], &common].concat(), "")?;
+    let out = run(&[&["table", "describe"][..], &common].concat())?;
     assert_eq!(code(&out), Some(1), "a deleted table cannot be described");
     Ok(())
 }
@@ -340,21 +274,18 @@ fn a_silent_endpoint_times_out() -> TestResult {
     let vectors = compat("product-user-service")?;
     let config = config_file("silent", &vectors["config"])?;
     let started = std::time::Instant::now();
-    let out = run(
-        &[
-            "table",
-            "describe",
-            "--config",
-            config.to_str().ok_or("path")?,
-            "--table",
-            "t",
-            "--endpoint",
-            &endpoint,
-            "--timeout",
-            "1",
-        ],
-        "",
-    )?;
+    let out = run(&[
+        "table",
+        "describe",
+        "--config",
+        config.to_str().ok_or("path")?,
+        "--table",
+        "t",
+        "--endpoint",
+        &endpoint,
+        "--timeout",
+        "1",
+    ])?;
     assert_eq!(
         code(&out),
         Some(1),
@@ -375,22 +306,11 @@ fn seed(
     users: u32,
     emails: u32,
 ) -> Result<Vec<(String, String)>, Box<dyn std::error::Error>> {
-    use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
-    use entity_manager::store::{DynamoStore, Store, TableDefinition, WriteRequest};
+    use entity_manager::store::{Store, WriteRequest};
     use entity_manager::{Item, Schema, ShardSpace};
 
     let schema = Schema::from_ts_config(config, ShardSpace::Product)?;
-    let conf = aws_sdk_dynamodb::Config::builder()
-        .behavior_version(BehaviorVersion::latest())
-        .endpoint_url(endpoint)
-        .region(Region::new("us-east-1"))
-        .credentials_provider(Credentials::new("local", "local", None, None, "static"))
-        .build();
-    let store = DynamoStore::new(
-        aws_sdk_dynamodb::Client::from_conf(conf),
-        table,
-        TableDefinition::from_schema(&schema)?,
-    );
+    let store = support::store(endpoint, table, &schema)?;
     let mut items: Vec<Item> = Vec::new();
     for i in 0..users {
         let raw: Item = serde_dynamo::to_item(
@@ -427,19 +347,16 @@ fn seeded_table(
     let config_path = config_file(test, &vectors["config"])?;
     let config = config_path.to_str().ok_or("path")?;
     let table = format!("cli-{test}-{}", std::process::id());
-    let out = run(
-        &[
-            "table",
-            "create",
-            "--config",
-            config,
-            "--table",
-            &table,
-            "--endpoint",
-            endpoint,
-        ],
-        "",
-    )?;
+    let out = run(&[
+        "table",
+        "create",
+        "--config",
+        config,
+        "--table",
+        &table,
+        "--endpoint",
+        endpoint,
+    ])?;
     assert_success(&out);
     let seeded = seed(endpoint, &table, &vectors["config"], users, emails)?;
     Ok((config_path, table, seeded))
@@ -495,35 +412,29 @@ fn scan_and_purge_on_dynamodb_local() -> TestResult {
 
     let result = (|| -> TestResult {
         // the whole table, then one entity in 3 segments with a JSON summary
-        let out = run(&[&["scan", config][..], &connection[..]].concat(), "")?;
+        let out = run(&[&["scan", config][..], &connection[..]].concat())?;
         assert_success(&out);
         assert_eq!(scanned_keys(&out)?, seeded);
         assert!(String::from_utf8_lossy(&out.stderr).contains("scanned 100 items"));
-        let out = run(
+        let out = run(&[
             &[
-                &[
-                    "scan",
-                    config,
-                    "--entity",
-                    "user",
-                    "--segments",
-                    "3",
-                    "--json",
-                ][..],
-                &connection[..],
-            ]
-            .concat(),
-            "",
-        )?;
+                "scan",
+                config,
+                "--entity",
+                "user",
+                "--segments",
+                "3",
+                "--json",
+            ][..],
+            &connection[..],
+        ]
+        .concat())?;
         assert_eq!(code(&out), Some(0));
         assert_eq!(scanned_keys(&out)?, users);
         let summary: Value = serde_json::from_slice(&out.stderr)?;
         assert_eq!(summary["counts"], json!({ "user": 70 }));
         // an unknown entity is a usage error
-        let out = run(
-            &[&["scan", config, "--entity", "nobody"][..], &connection[..]].concat(),
-            "",
-        )?;
+        let out = run(&[&["scan", config, "--entity", "nobody"][..], &connection[..]].concat())?;
         assert_eq!(code(&out), Some(2));
 
         // usage: no target, two targets, no confirmation (stdin is not a terminal)
@@ -532,10 +443,10 @@ fn scan_and_purge_on_dynamodb_local() -> TestResult {
             &["purge", config, "--entity", "user", "--all", "--yes"][..],
             &["purge", config, "--entity", "user"][..],
         ] {
-            let out = run(&[args, &connection[..]].concat(), "")?;
+            let out = run(&[args, &connection[..]].concat())?;
             assert_eq!(code(&out), Some(2), "{args:?}");
         }
-        let out = run(&[&["scan", config][..], &connection[..]].concat(), "")?;
+        let out = run(&[&["scan", config][..], &connection[..]].concat())?;
         assert_eq!(
             scanned_keys(&out)?,
             seeded,
@@ -562,10 +473,7 @@ fn scan_and_purge_on_dynamodb_local() -> TestResult {
             "--checkpoint",
             checkpoint_arg,
         ];
-        let out = run(
-            &[&purge_user[..], &["--stop-after", "2"], &connection[..]].concat(),
-            "",
-        )?;
+        let out = run(&[&purge_user[..], &["--stop-after", "2"], &connection[..]].concat())?;
         assert_eq!(code(&out), Some(1));
         let message = String::from_utf8_lossy(&out.stderr);
         assert!(
@@ -573,41 +481,32 @@ fn scan_and_purge_on_dynamodb_local() -> TestResult {
             "{message}"
         );
         assert!(checkpoint.exists());
-        let out = run(
-            &[&["scan", config, "--entity", "user"][..], &connection[..]].concat(),
-            "",
-        )?;
+        let out = run(&[&["scan", config, "--entity", "user"][..], &connection[..]].concat())?;
         let left = scanned_keys(&out)?.len();
         assert!(left > 0 && left < 70, "{left} users left after 2 pages");
         // a checkpoint of another target is refused
-        let out = run(
+        let out = run(&[
             &[
-                &[
-                    "purge",
-                    config,
-                    "--all",
-                    "--yes",
-                    "--checkpoint",
-                    checkpoint_arg,
-                ][..],
-                &connection[..],
-            ]
-            .concat(),
-            "",
-        )?;
+                "purge",
+                config,
+                "--all",
+                "--yes",
+                "--checkpoint",
+                checkpoint_arg,
+            ][..],
+            &connection[..],
+        ]
+        .concat())?;
         assert_eq!(code(&out), Some(2));
 
         // resumed: every user gone, the counts of both runs, the checkpoint removed
-        let out = run(
-            &[&purge_user[..], &["--json"], &connection[..]].concat(),
-            "",
-        )?;
+        let out = run(&[&purge_user[..], &["--json"], &connection[..]].concat())?;
         assert_success(&out);
         let summary = stdout_json(&out)?;
         assert_eq!(summary["ok"], json!(true));
         assert_eq!(summary["counts"], json!({ "user": 70 }));
         assert!(!checkpoint.exists());
-        let out = run(&[&["scan", config][..], &connection[..]].concat(), "")?;
+        let out = run(&[&["scan", config][..], &connection[..]].concat())?;
         assert_eq!(scanned_keys(&out)?, emails);
 
         // the rest of the table, stopped once without --checkpoint: the position goes to a
@@ -635,33 +534,27 @@ fn scan_and_purge_on_dynamodb_local() -> TestResult {
         );
         let saved = dir.join(saved);
         assert!(saved.exists());
-        let out = run(
-            &[
-                &["purge", config, "--all", "--yes", "--json", "--checkpoint"][..],
-                &[saved.to_str().ok_or("path")?],
-                &connection[..],
-            ]
-            .concat(),
-            "",
-        )?;
+        let out = run(&[
+            &["purge", config, "--all", "--yes", "--json", "--checkpoint"][..],
+            &[saved.to_str().ok_or("path")?],
+            &connection[..],
+        ]
+        .concat())?;
         assert_success(&out);
         // the counts of both runs: a stop finishes the pages in flight and records them
         assert_eq!(stdout_json(&out)?["counts"], json!({ "email": 30 }));
         assert!(!saved.exists());
         let _ = std::fs::remove_dir(&dir);
-        let out = run(&[&["scan", config][..], &connection[..]].concat(), "")?;
+        let out = run(&[&["scan", config][..], &connection[..]].concat())?;
         assert_eq!(code(&out), Some(0));
         assert!(out.stdout.is_empty());
         Ok(())
     })();
-    let out = run(
-        &[
-            &["table", "delete", "--config", config][..],
-            &connection[..],
-        ]
-        .concat(),
-        "",
-    )?;
+    let out = run(&[
+        &["table", "delete", "--config", config][..],
+        &connection[..],
+    ]
+    .concat())?;
     assert_eq!(code(&out), Some(0));
     result
 }
@@ -701,53 +594,24 @@ fn purge_killed_partway_resumes_from_its_checkpoint() -> TestResult {
             "--checkpoint",
             checkpoint_arg,
         ];
-        let mut child = bin()
-            .args([&purge[..], &connection[..]].concat())
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()?;
         // kill it once the checkpoint records a position inside the segment
-        let started = std::time::Instant::now();
-        loop {
-            let text = std::fs::read_to_string(&checkpoint).unwrap_or_default();
-            if text.contains("\"after\"") {
-                break;
-            }
-            if child.try_wait()?.is_some() {
-                return Err("the purge ended before it could be killed".into());
-            }
-            if started.elapsed() > std::time::Duration::from_mins(1) {
-                child.kill()?;
-                return Err("no progress within 60 s".into());
-            }
-            std::thread::sleep(std::time::Duration::from_millis(2));
-        }
-        child.kill()?;
-        let status = child.wait()?;
-        assert!(!status.success(), "killed: {status:?}");
-        let out = run(
-            &[&["scan", config, "--entity", "user"][..], &connection[..]].concat(),
-            "",
-        )?;
+        kill_when_checkpointed(&[&purge[..], &connection[..]].concat(), &checkpoint)?;
+        let out = run(&[&["scan", config, "--entity", "user"][..], &connection[..]].concat())?;
         let left = scanned_keys(&out)?.len();
         assert!(left > 0 && left < 120, "{left} users left when killed");
 
-        let out = run(&[&purge[..], &connection[..]].concat(), "")?;
+        let out = run(&[&purge[..], &connection[..]].concat())?;
         assert_success(&out);
         assert!(!checkpoint.exists());
-        let out = run(&[&["scan", config][..], &connection[..]].concat(), "")?;
+        let out = run(&[&["scan", config][..], &connection[..]].concat())?;
         assert_eq!(scanned_keys(&out)?, seeded);
         Ok(())
     })();
-    let out = run(
-        &[
-            &["table", "delete", "--config", config][..],
-            &connection[..],
-        ]
-        .concat(),
-        "",
-    )?;
+    let out = run(&[
+        &["table", "delete", "--config", config][..],
+        &connection[..],
+    ]
+    .concat())?;
     assert_eq!(code(&out), Some(0));
     result
 }

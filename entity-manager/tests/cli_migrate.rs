@@ -5,62 +5,23 @@
 //! run needs no table and always runs.
 
 use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
 
 use entity_manager::scan::ParallelScan;
-use entity_manager::store::{DynamoStore, Store, TableDefinition, WriteRequest};
+use entity_manager::store::{DynamoStore, Store, WriteRequest};
 use entity_manager::{AttributeValue, Item, Schema, ShardSpace};
 use futures::TryStreamExt;
 use serde_json::{Value, json};
 
-type TestResult = Result<(), Box<dyn std::error::Error>>;
-type BoxError = Box<dyn std::error::Error>;
+mod support;
 
-fn bin() -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_entity-manager"));
-    // never the caller's AWS settings
-    command
-        .env_remove("AWS_PROFILE")
-        .env_remove("AWS_ACCESS_KEY_ID")
-        .env_remove("AWS_SECRET_ACCESS_KEY")
-        .env("AWS_EC2_METADATA_DISABLED", "true");
-    command
-}
-
-/// Runs the binary with `args` and no stdin (not a terminal).
-fn run(args: &[&str]) -> Result<Output, std::io::Error> {
-    bin()
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .output()
-}
-
-fn code(output: &Output) -> Option<i32> {
-    output.status.code()
-}
-
-fn assert_code(output: &Output, expected: i32) {
-    assert_eq!(
-        code(output),
-        Some(expected),
-        "stdout: {}\nstderr: {}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-}
-
-fn stdout_json(output: &Output) -> Result<Value, BoxError> {
-    Ok(serde_json::from_slice(&output.stdout)?)
-}
+use support::{
+    BoxError, TestResult, assert_code, endpoint, kill_when_checkpointed, run, stdout_json, store,
+    temp_json,
+};
 
 /// Schema A: the User service of the golden vectors.
 fn config_a() -> Result<Value, BoxError> {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../shared/compat/product-user-service.json");
-    let vectors: Value = serde_json::from_str(&std::fs::read_to_string(path)?)?;
-    Ok(vectors["config"].clone())
+    support::user_service_config()
 }
 
 /// Schema B: a bump before the user's first one (records move out of the unsharded
@@ -81,12 +42,7 @@ fn config_b() -> Result<Value, BoxError> {
 }
 
 fn config_file(test: &str, name: &str, config: &Value) -> Result<PathBuf, BoxError> {
-    let path = std::env::temp_dir().join(format!(
-        "em-cli-migrate-{test}-{name}-{}.json",
-        std::process::id()
-    ));
-    std::fs::write(&path, serde_json::to_vec(config)?)?;
-    Ok(path)
+    temp_json(&format!("migrate-{test}"), name, config)
 }
 
 /// The bump dry run needs no table: shards per window and fan-out, as JSON; a malformed
@@ -161,39 +117,6 @@ fn audit_bump_dry_run_reports_windows_and_fan_out() -> TestResult {
     assert_code(&out, 2);
     assert!(String::from_utf8_lossy(&out.stderr).contains("`user`"));
     Ok(())
-}
-
-/// The DynamoDB Local endpoint, or `None` (skip) outside CI.
-fn endpoint() -> Option<String> {
-    if let Ok(endpoint) = std::env::var("DYNAMODB_ENDPOINT") {
-        assert!(
-            endpoint.starts_with("http://127.") || endpoint.starts_with("http://localhost"),
-            "loopback only: {endpoint}"
-        );
-        Some(endpoint)
-    } else {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "CI=true but DYNAMODB_ENDPOINT is not set"
-        );
-        eprintln!("skipping: DYNAMODB_ENDPOINT is not set");
-        None
-    }
-}
-
-fn store(endpoint: &str, table: &str, schema: &Schema) -> Result<DynamoStore, BoxError> {
-    use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
-    let conf = aws_sdk_dynamodb::Config::builder()
-        .behavior_version(BehaviorVersion::latest())
-        .endpoint_url(endpoint)
-        .region(Region::new("us-east-1"))
-        .credentials_provider(Credentials::new("local", "local", None, None, "static"))
-        .build();
-    Ok(DynamoStore::new(
-        aws_sdk_dynamodb::Client::from_conf(conf),
-        table,
-        TableDefinition::from_schema(schema)?,
-    ))
 }
 
 /// The records: users across every window of both schedules, some with names and a city, and
@@ -395,30 +318,7 @@ fn migrate_and_audit_on_dynamodb_local() -> TestResult {
             &connection,
         ]
         .concat();
-        let mut child = bin()
-            .args(&resumable)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()?;
-        let started = std::time::Instant::now();
-        loop {
-            let text = std::fs::read_to_string(&checkpoint).unwrap_or_default();
-            if text.contains("\"after\"") {
-                break;
-            }
-            if child.try_wait()?.is_some() {
-                return Err("the migration ended before it could be killed".into());
-            }
-            if started.elapsed() > std::time::Duration::from_mins(1) {
-                child.kill()?;
-                return Err("no progress within 60 s".into());
-            }
-            std::thread::sleep(std::time::Duration::from_millis(2));
-        }
-        child.kill()?;
-        let status = child.wait()?;
-        assert!(!status.success(), "killed: {status:?}");
+        kill_when_checkpointed(&resumable, &checkpoint)?;
         let partway = table_items(&store)?;
         assert_ne!(partway, sorted(after.clone()), "finished before the kill");
         // nothing lost: every record is there once, in A's shape or B's

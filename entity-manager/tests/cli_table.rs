@@ -6,41 +6,22 @@
 //! neither point-in-time recovery nor tags: `describe` says `"unreported"` and `drift` lists
 //! them as unchecked.
 
-use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::Output;
 
-use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
 use serde_json::{Value, json};
 
-type TestResult = Result<(), Box<dyn std::error::Error>>;
+mod support;
 
-fn run(args: &[&str]) -> Result<Output, std::io::Error> {
-    Command::new(env!("CARGO_BIN_EXE_entity-manager"))
-        // never the caller's AWS settings
-        .env_remove("AWS_PROFILE")
-        .env_remove("AWS_ACCESS_KEY_ID")
-        .env_remove("AWS_SECRET_ACCESS_KEY")
-        .env("AWS_EC2_METADATA_DISABLED", "true")
-        .args(args)
-        .output()
-}
+use support::{BoxError, TestResult, arg, assert_code, endpoint, run, stdout_json, temp_json};
 
 /// A file under the temporary directory, unique to this process and test.
-fn temp_file(test: &str, name: &str, body: &Value) -> Result<String, Box<dyn std::error::Error>> {
-    let path = std::env::temp_dir().join(format!(
-        "em-cli-table-{test}-{}-{name}.json",
-        std::process::id()
-    ));
-    std::fs::write(&path, serde_json::to_vec(body)?)?;
-    Ok(path.to_str().ok_or("path")?.to_owned())
+fn temp_file(test: &str, name: &str, body: &Value) -> Result<String, BoxError> {
+    Ok(arg(&temp_json(&format!("table-{test}"), name, body)?)?.to_owned())
 }
 
 /// The User service configuration (eleven GSIs) as a file.
-fn config(test: &str) -> Result<String, Box<dyn std::error::Error>> {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../shared/compat/product-user-service.json");
-    let vectors: Value = serde_json::from_str(&std::fs::read_to_string(path)?)?;
-    temp_file(test, "config", &vectors["config"])
+fn config(test: &str) -> Result<String, BoxError> {
+    temp_file(test, "config", &support::user_service_config()?)
 }
 
 /// Settings for every setting DynamoDB Local can create (not point-in-time recovery).
@@ -55,20 +36,6 @@ fn settings() -> Value {
         "stream": "NEW_AND_OLD_IMAGES",
         "tags": { "team": "accounts" },
     })
-}
-
-fn assert_exit(output: &Output, expected: i32) {
-    assert_eq!(
-        output.status.code(),
-        Some(expected),
-        "stdout: {}\nstderr: {}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-}
-
-fn stdout_json(output: &Output) -> Result<Value, Box<dyn std::error::Error>> {
-    Ok(serde_json::from_slice(&output.stdout)?)
 }
 
 #[test]
@@ -86,7 +53,7 @@ fn cloudformation_emits_the_settings_file() -> TestResult {
         "--settings",
         &settings,
     ])?;
-    assert_exit(&out, 0);
+    assert_code(&out, 0);
     let props = stdout_json(&out)?["Properties"].clone();
     assert_eq!(props["BillingMode"], "PROVISIONED");
     assert_eq!(
@@ -139,7 +106,7 @@ fn cloudformation_emits_the_settings_file() -> TestResult {
 }
 
 /// `settings()` as a JSON object, for `json!` spreads.
-fn settings_object() -> Result<serde_json::Map<String, Value>, Box<dyn std::error::Error>> {
+fn settings_object() -> Result<serde_json::Map<String, Value>, BoxError> {
     Ok(settings().as_object().ok_or("settings")?.clone())
 }
 
@@ -159,11 +126,11 @@ fn bad_settings_files_exit_2_and_invalid_definitions_exit_1() -> TestResult {
     // An unknown key is a typo, not ignored.
     let typo = temp_file("bad", "typo", &json!({ "ttlAtribute": "expiresAt" }))?;
     let out = cfn(&typo)?;
-    assert_exit(&out, 2);
+    assert_code(&out, 2);
     assert!(String::from_utf8_lossy(&out.stderr).contains("ttlAtribute"));
     let stream = temp_file("bad", "stream", &json!({ "stream": "EVERYTHING" }))?;
     let out = cfn(&stream)?;
-    assert_exit(&out, 2);
+    assert_code(&out, 2);
     assert!(String::from_utf8_lossy(&out.stderr).contains("NEW_AND_OLD_IMAGES"));
     let gsi = temp_file(
         "bad",
@@ -171,32 +138,14 @@ fn bad_settings_files_exit_2_and_invalid_definitions_exit_1() -> TestResult {
         &json!({ "billing": { "mode": "PROVISIONED", "read": 1, "write": 1, "indexes": { "nope": { "read": 1, "write": 1 } } } }),
     )?;
     let out = cfn(&gsi)?;
-    assert_exit(&out, 2);
+    assert_code(&out, 2);
     assert!(String::from_utf8_lossy(&out.stderr).contains("`nope`"));
     // Well-formed but invalid for DynamoDB: the TTL attribute is a key.
     let ttl = temp_file("bad", "ttl", &json!({ "ttlAttribute": "rangeKey" }))?;
     let out = cfn(&ttl)?;
-    assert_exit(&out, 1);
+    assert_code(&out, 1);
     assert!(String::from_utf8_lossy(&out.stderr).contains("TTL attribute `rangeKey`"));
     Ok(())
-}
-
-/// The DynamoDB Local endpoint, or `None` (skip) outside CI.
-fn endpoint() -> Option<String> {
-    if let Ok(endpoint) = std::env::var("DYNAMODB_ENDPOINT") {
-        assert!(
-            endpoint.starts_with("http://127.") || endpoint.starts_with("http://localhost"),
-            "loopback only: {endpoint}"
-        );
-        Some(endpoint)
-    } else {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "CI=true but DYNAMODB_ENDPOINT is not set"
-        );
-        eprintln!("skipping: DYNAMODB_ENDPOINT is not set");
-        None
-    }
 }
 
 /// Alters the table behind the CLI's back: deletes GSI `phone`, turns TTL off.
@@ -204,13 +153,7 @@ async fn alter(endpoint: &str, table: &str) -> TestResult {
     use aws_sdk_dynamodb::types::{
         DeleteGlobalSecondaryIndexAction, GlobalSecondaryIndexUpdate, TimeToLiveSpecification,
     };
-    let config = aws_sdk_dynamodb::Config::builder()
-        .behavior_version(BehaviorVersion::latest())
-        .endpoint_url(endpoint)
-        .region(Region::new("us-east-1"))
-        .credentials_provider(Credentials::new("local", "local", None, None, "static"))
-        .build();
-    let client = aws_sdk_dynamodb::Client::from_conf(config);
+    let client = support::client(endpoint);
     client
         .update_table()
         .table_name(table)
@@ -295,17 +238,17 @@ fn create_describe_drift_and_delete_with_settings_on_dynamodb_local() -> TestRes
     };
 
     let out = with(&["table", "create", "--json"], Some(&settings))?;
-    assert_exit(&out, 0);
+    assert_code(&out, 0);
     assert_eq!(stdout_json(&out)?["action"], json!("created"));
 
     // describe shows the settings; what Local cannot report says so.
     let out = with(&["table", "describe", "--json"], None)?;
-    assert_exit(&out, 0);
+    assert_code(&out, 0);
     assert_described(&stdout_json(&out)?)?;
 
     // A clean table: exit 0, no drift, the unchecked settings named.
     let out = with(&["table", "drift", "--json"], Some(&settings))?;
-    assert_exit(&out, 0);
+    assert_code(&out, 0);
     let report = stdout_json(&out)?;
     assert_eq!(report["ok"], json!(true));
     assert_eq!(report["drift"], json!([]));
@@ -314,7 +257,7 @@ fn create_describe_drift_and_delete_with_settings_on_dynamodb_local() -> TestRes
         json!(["point-in-time-recovery", "tags"])
     );
     let out = with(&["table", "drift"], Some(&settings))?;
-    assert_exit(&out, 0);
+    assert_code(&out, 0);
     assert!(String::from_utf8_lossy(&out.stdout).contains("matches its definition"));
 
     // Checked against other settings (no stream): exit 1, that one difference.
@@ -322,7 +265,7 @@ fn create_describe_drift_and_delete_with_settings_on_dynamodb_local() -> TestRes
     other.remove("stream");
     let no_stream = temp_file("e2e", "no-stream", &Value::Object(other))?;
     let out = with(&["table", "drift", "--json"], Some(&no_stream))?;
-    assert_exit(&out, 1);
+    assert_code(&out, 1);
     let kinds: Vec<Value> = stdout_json(&out)?["drift"]
         .as_array()
         .ok_or("drift")?
@@ -337,7 +280,7 @@ fn create_describe_drift_and_delete_with_settings_on_dynamodb_local() -> TestRes
         .build()?
         .block_on(alter(&endpoint, &table))?;
     let out = with(&["table", "drift", "--json"], Some(&settings))?;
-    assert_exit(&out, 1);
+    assert_code(&out, 1);
     let report = stdout_json(&out)?;
     assert_eq!(report["ok"], json!(false));
     let drift = report["drift"].as_array().ok_or("drift")?;
@@ -350,7 +293,7 @@ fn create_describe_drift_and_delete_with_settings_on_dynamodb_local() -> TestRes
         "{drift:?}"
     );
     let out = with(&["table", "drift"], Some(&settings))?;
-    assert_exit(&out, 1);
+    assert_code(&out, 1);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         text.contains("differs from its definition in 2 way(s)"),
@@ -359,9 +302,9 @@ fn create_describe_drift_and_delete_with_settings_on_dynamodb_local() -> TestRes
     assert!(text.contains("missing-index: GSI `phone`"), "{text}");
 
     let out = with(&["table", "delete", "--json"], None)?;
-    assert_exit(&out, 0);
+    assert_code(&out, 0);
     // Drift of a table that is gone is an error, not "no drift".
     let out = with(&["table", "drift"], Some(&settings))?;
-    assert_exit(&out, 1);
+    assert_code(&out, 1);
     Ok(())
 }

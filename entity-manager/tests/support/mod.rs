@@ -1,0 +1,172 @@
+//! What the process-level tests of the `entity-manager` binary share: running it, reading its
+//! exit code and JSON output, the test configurations as files, the DynamoDB Local endpoint and
+//! client, and killing a long job once its checkpoint shows progress.
+//!
+//! Each test file includes this module (`mod support;`) and uses part of it.
+#![allow(dead_code)] // each test crate uses a different part
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+pub(crate) type BoxError = Box<dyn std::error::Error>;
+pub(crate) type TestResult = Result<(), BoxError>;
+
+/// The binary, with none of the caller's AWS settings.
+pub(crate) fn bin() -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_entity-manager"));
+    command
+        .env_remove("AWS_PROFILE")
+        .env_remove("AWS_ACCESS_KEY_ID")
+        .env_remove("AWS_SECRET_ACCESS_KEY")
+        .env("AWS_EC2_METADATA_DISABLED", "true");
+    command
+}
+
+/// Runs the binary with `args` and no stdin (not a terminal).
+pub(crate) fn run(args: &[&str]) -> Result<Output, std::io::Error> {
+    bin()
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .output()
+}
+
+/// Runs the binary with `args`, writing `stdin` to it.
+pub(crate) fn run_with_stdin(args: &[&str], stdin: &str) -> Result<Output, std::io::Error> {
+    use std::io::Write;
+    let mut child = bin()
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    if let Some(mut input) = child.stdin.take() {
+        input.write_all(stdin.as_bytes())?;
+    }
+    child.wait_with_output()
+}
+
+/// The command exited with `expected` (else its stdout and stderr are shown).
+pub(crate) fn assert_code(output: &Output, expected: i32) {
+    assert_eq!(
+        output.status.code(),
+        Some(expected),
+        "stdout: {}\nstderr: {}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+/// The command's stdout as JSON.
+pub(crate) fn stdout_json(output: &Output) -> Result<Value, BoxError> {
+    Ok(serde_json::from_slice(&output.stdout)?)
+}
+
+/// A golden-vector file of `../shared/compat`.
+pub(crate) fn compat(name: &str) -> Result<Value, BoxError> {
+    let path =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("../../shared/compat/{name}.json"));
+    Ok(serde_json::from_str(&std::fs::read_to_string(path)?)?)
+}
+
+/// The User service configuration of the golden vectors (eleven GSIs).
+pub(crate) fn user_service_config() -> Result<Value, BoxError> {
+    Ok(compat("product-user-service")?["config"].clone())
+}
+
+/// `body` written to a file under the temporary directory, unique to this process, test and
+/// name; returns its path.
+pub(crate) fn temp_json(test: &str, name: &str, body: &Value) -> Result<PathBuf, BoxError> {
+    let path =
+        std::env::temp_dir().join(format!("em-cli-{test}-{name}-{}.json", std::process::id()));
+    std::fs::write(&path, serde_json::to_vec(body)?)?;
+    Ok(path)
+}
+
+/// A path as a command-line argument.
+pub(crate) fn arg(path: &std::path::Path) -> Result<&str, BoxError> {
+    Ok(path.to_str().ok_or("the temporary path is not UTF-8")?)
+}
+
+/// The DynamoDB Local endpoint, or `None` (skip) outside CI.
+pub(crate) fn endpoint() -> Option<String> {
+    if let Ok(endpoint) = std::env::var("DYNAMODB_ENDPOINT") {
+        assert!(
+            endpoint.starts_with("http://127.") || endpoint.starts_with("http://localhost"),
+            "loopback only: {endpoint}"
+        );
+        Some(endpoint)
+    } else {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "CI=true but DYNAMODB_ENDPOINT is not set"
+        );
+        eprintln!("skipping: DYNAMODB_ENDPOINT is not set");
+        None
+    }
+}
+
+/// The `--endpoint`/`--region` arguments the commands take for DynamoDB Local.
+pub(crate) fn connection(endpoint: &str) -> [&str; 4] {
+    ["--endpoint", endpoint, "--region", "us-east-1"]
+}
+
+/// A client of DynamoDB Local: explicit region, static dummy credentials, the endpoint.
+pub(crate) fn client(endpoint: &str) -> aws_sdk_dynamodb::Client {
+    use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
+    let conf = aws_sdk_dynamodb::Config::builder()
+        .behavior_version(BehaviorVersion::latest())
+        .endpoint_url(endpoint)
+        .region(Region::new("us-east-1"))
+        .credentials_provider(Credentials::new("local", "local", None, None, "static"))
+        .build();
+    aws_sdk_dynamodb::Client::from_conf(conf)
+}
+
+/// A `DynamoStore` of `schema`'s table on DynamoDB Local.
+pub(crate) fn store(
+    endpoint: &str,
+    table: &str,
+    schema: &entity_manager::Schema,
+) -> Result<entity_manager::store::DynamoStore, BoxError> {
+    Ok(entity_manager::store::DynamoStore::new(
+        client(endpoint),
+        table,
+        entity_manager::store::TableDefinition::from_schema(schema)?,
+    ))
+}
+
+/// Starts the binary with `args` (output discarded) and SIGKILLs it as soon as the checkpoint
+/// file records a position inside a segment (`"after"`); fails if it ends first or makes no
+/// progress within a minute.
+pub(crate) fn kill_when_checkpointed(args: &[&str], checkpoint: &std::path::Path) -> TestResult {
+    let mut child: Child = bin()
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()?;
+    let started = Instant::now();
+    loop {
+        let text = std::fs::read_to_string(checkpoint).unwrap_or_default();
+        if text.contains("\"after\"") {
+            break;
+        }
+        if child.try_wait()?.is_some() {
+            return Err(format!("`{}` ended before it could be killed", args.join(" ")).into());
+        }
+        if started.elapsed() > Duration::from_mins(1) {
+            child.kill()?;
+            return Err("no progress within 60 s".into());
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    child.kill()?;
+    let status = child.wait()?;
+    assert!(!status.success(), "killed: {status:?}");
+    Ok(())
+}
