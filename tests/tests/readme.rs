@@ -1,0 +1,300 @@
+//! The tour of `README.md`, compiled and run: every line of its Rust blocks stands in this file
+//! (checked by `every_readme_code_line_is_in_this_test`), glued into one program whose
+//! assertions say what the README's comments promise.
+#![allow(
+    clippy::struct_field_names,
+    clippy::items_after_statements,
+    clippy::let_and_return
+)] // the README's code, as a user would write it
+
+use entity_manager::{AttributeValue, Entity, EntityExt, Table};
+use serde::{Deserialize, Serialize};
+
+#[derive(Table)]
+#[table(entities(User, Email))]
+struct Users;
+
+#[derive(Entity, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+#[entity(table = Users, unique = user_id, timestamp = created, version = version)] // optimistic locking
+#[shard_bumps(bumps = [bump(timestamp = 1_700_000_000_000, char_bits = 2, chars = 1)])] // 4 shards from then on
+#[generated(name = name_range_key, components = [last_name, first_name])]
+#[index(name = "created", range = created)]
+#[index(name = "lastName", range = name_range_key)]
+#[index(name = "phone", range = phone)] // sparse: only users with a phone
+struct User {
+    #[transcode("string")]
+    user_id: String,
+    #[transcode("timestamp")]
+    created: u64,
+    #[transcode("string")]
+    first_name: String,
+    #[transcode("string")]
+    last_name: String,
+    #[transcode("string")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    phone: Option<String>, // `None` is never written
+    logins: u64,
+    version: u64, // every write checks it and adds one
+}
+
+#[derive(Entity, Serialize, Deserialize, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+#[entity(table = Users, unique = email, timestamp = created)]
+struct Email {
+    #[transcode("string")]
+    email: String,
+    #[transcode("timestamp")]
+    created: u64,
+    #[transcode("string")]
+    user_id: String,
+}
+
+/// The second and third blocks: keys, then store, query and page.
+#[rustfmt::skip] // the README's lines as the README writes them
+mod keys_and_query {
+    use super::{AttributeValue, Deserialize, EntityExt, Table, User, UserIndex, Users};
+    use entity_manager::query::{FieldSet, KeyCondition, TryStreamExt as _};
+    use entity_manager::store::{Expect, MemoryStore, Store, TableDefinition};
+
+    pub(super) fn run() -> Result<(), Box<dyn std::error::Error>> {
+        main()
+    }
+
+    #[tokio::main]
+    #[allow(clippy::too_many_lines)] // the README's blocks, in order
+    async fn main() -> Result<(), Box<dyn std::error::Error>> {
+        #[rustfmt::skip]
+        let ann = User {
+            user_id: "user-123".into(), created: 1_700_000_000_005, first_name: "ann".into(), last_name: "lee".into(),
+            phone: Some("555-0100".into()), logins: 0, version: 0,
+        };
+        let item = ann.to_item()?;
+        assert_eq!(item["hashKey"], AttributeValue::S("user!1".into()));
+        assert_eq!(item["rangeKey"], AttributeValue::S("userId#user-123".into()));
+        assert_eq!(item["nameRangeKey"], AttributeValue::S("lastName#lee|firstName#ann".into()));
+        assert_eq!(User::from_item(&item)?, ann);
+
+        let store = MemoryStore::new(TableDefinition::from_schema(Users::schema()?)?);
+        store.put_item(ann.to_item()?, Expect::Any).await?; // … and many more
+        for n in 0..30u64 {
+            let other = User {
+                user_id: format!("u{n:02}"),
+                created: 1_700_000_000_000 + n * 1_000,
+                last_name: if n % 2 == 0 {
+                    "leto".into()
+                } else {
+                    "smith".into()
+                },
+                first_name: if n % 3 == 2 { "bo".into() } else { "al".into() },
+                phone: None,
+                ..ann.clone()
+            };
+            store.put_item(other.to_item()?, Expect::Any).await?;
+        }
+        let f = User::FIELDS;
+
+        let query = User::query(&store)?
+            .index(UserIndex::LastName) // conditions follow their index: before it, they do not compile
+            .range(KeyCondition::begins_with(&User::name_range_key().last_name("le")?)) // "lastName#le"
+            .filter(f.first_name.begins_with("a"))
+            .window(0, 1_800_000_000_000) // the shards that can hold records created then
+            .limit(10);
+        let first = query.page(None).await?;
+        let second = query.page(first.next.as_deref()).await?;
+        println!("{:?}", first.stats); // shard queries, items read and returned, consumed capacity…
+        // "le…" last names with first names "a…": ann and the ten `leto`s named `al`, in two pages
+        let expected: Vec<String> = (0..30)
+            .filter(|n| n % 2 == 0 && n % 3 != 2)
+            .map(|n| format!("u{n:02}"))
+            .chain(["user-123".into()])
+            .collect();
+        assert_eq!(
+            (
+                first.items.len(),
+                second.items.len(),
+                second.next.as_deref()
+            ),
+            (10, 1, None)
+        );
+        let mut found: Vec<String> = first
+            .items
+            .iter()
+            .chain(&second.items)
+            .map(|u| u.user_id.clone())
+            .collect();
+        found.sort();
+        assert_eq!(found, expected);
+        assert!(
+            first
+                .items
+                .iter()
+                .chain(&second.items)
+                .all(|u| u.last_name.starts_with("le") && u.first_name.starts_with('a'))
+        );
+
+        // records created in a window (not only their shards), on a field's range key, as a stream
+        let recent: Vec<User> = User::query(&store)?
+            .index(UserIndex::Created)
+            .created_between(1_700_000_000_000, 1_800_000_000_000)
+            .stream()
+            .try_collect()
+            .await?;
+        assert_eq!(recent.len(), 31);
+        assert!(recent.windows(2).all(|w| w[0].created <= w[1].created));
+
+        // a projection read into a struct of its fields (the unique value always comes back, even
+        // from a KEYS_ONLY index), and the table itself across its shards
+        #[derive(Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        #[allow(dead_code)] // read by serde, compared through `user_id`
+        struct Name { user_id: String, first_name: String }
+        let names = User::query(&store)?
+            .index(UserIndex::LastName)
+            .projection(&FieldSet::new().with(f.first_name))
+            .page_as::<Name>(None)
+            .await?;
+        assert!(
+            names
+                .items
+                .iter()
+                .any(|n| n.user_id == "user-123" && n.first_name == "ann")
+        );
+        let everyone = User::query(&store)?.table().unlimited().page(None).await?;
+        assert_eq!(everyone.items.len(), 31);
+        Ok(())
+    }
+}
+
+/// The fourth block: read, create, update, move and delete records.
+#[rustfmt::skip] // the README's lines as the README writes them
+mod records {
+    use super::{Email, EntityExt, Table, User, Users};
+    use entity_manager::store::{MemoryStore, TableDefinition};
+    use entity_manager::{Transaction, field::Changes};
+
+    pub(super) fn run() -> Result<(), Box<dyn std::error::Error>> {
+        main()
+    }
+
+    #[tokio::main]
+    async fn main() -> Result<(), Box<dyn std::error::Error>> {
+        let store = MemoryStore::new(TableDefinition::from_schema(Users::schema()?)?);
+        let ann = User {
+            user_id: "user-123".into(),
+            created: 1_700_000_000_005,
+            first_name: "ann".into(),
+            last_name: "lee".into(),
+            phone: Some("555-0100".into()),
+            logins: 0,
+            version: 0,
+        };
+        #[rustfmt::skip]
+        let read = {
+        ann.create(&store).await?;                      // refused (AlreadyExists) if `user-123` exists in any shard
+        Email { email: "ann@example.com".into(), created: ann.created, user_id: ann.user_id.clone() }.create(&store).await?;
+        let read = User::get(&store, "user-123").await?; // Some(ann), in one round trip over the candidate key of every bump
+        read
+        };
+        assert_eq!(
+            read,
+            Some(User {
+                version: 1,
+                ..ann.clone()
+            })
+        );
+        assert!(matches!(
+            ann.create(&store).await,
+            Err(entity_manager::Error::AlreadyExists { .. })
+        ));
+        #[rustfmt::skip]
+        let (ann, f) = {
+        let f = User::FIELDS;                            // typed fields, emitted by the derive
+        User::update(&store, "user-123", Changes::new().set(f.last_name, "king")).await?; // one UpdateItem: the lastName key is rewritten
+        User::update(&store, "user-123", Changes::new().remove(f.phone)).await?; // the attribute goes: she leaves the phone index
+        User::update(&store, "user-123", Changes::new().add(f.logins, 1).when(f.logins.lt(100))).await?; // atomic, conditional
+        let ann = User::modify(&store, "user-123", |u| u.first_name = "anne".into()).await?.ok_or("gone")?; // read, change, guarded write
+        (ann, f)
+        };
+        let expected = User {
+            first_name: "anne".into(),
+            last_name: "king".into(),
+            phone: None,
+            logins: 1,
+            version: 5,
+            ..ann.clone()
+        };
+        assert_eq!(ann, expected);
+        assert_eq!(store.len(), 2);
+        #[rustfmt::skip]
+        let ann = {
+        let moved = User { created: 1_800_000_000_000, ..ann.clone() }; // another timestamp: another shard
+        User::move_record(&store, "user-123", &moved).await?;         // a new primary key: delete + create in one transaction
+        let ann = User::get(&store, "user-123").await?.ok_or("gone")?;
+        ann
+        };
+        assert_eq!(ann.created, 1_800_000_000_000);
+        assert_eq!(store.len(), 2, "moved, not copied");
+        #[rustfmt::skip]
+        let () = {
+        Transaction::new()                              // all or nothing, across entities
+            .delete_record(&ann)?                       // refused if she changed since read (version field)
+            .delete::<Email, _>("ann@example.com")?
+            .commit(&store)
+            .await?;
+        User::delete_if(&store, "user-123", f.phone.not_exists()).await?; // typed conditions on every write
+        };
+        assert_eq!(store.len(), 0);
+        Ok(())
+    }
+}
+
+#[test]
+fn the_keys_and_query_blocks_run() -> Result<(), Box<dyn std::error::Error>> {
+    keys_and_query::run()
+}
+
+#[test]
+fn the_records_block_runs() -> Result<(), Box<dyn std::error::Error>> {
+    records::run()
+}
+
+/// A README line without its comment, spaces collapsed.
+fn normalized(line: &str) -> String {
+    let code = line.find(" //").map_or(line, |i| &line[..i]);
+    code.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+#[test]
+fn every_readme_code_line_is_in_this_test() -> Result<(), Box<dyn std::error::Error>> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let readme = std::fs::read_to_string(root.join("README.md"))?;
+    let this = std::fs::read_to_string(root.join("tests/tests/readme.rs"))?;
+    let here: std::collections::HashSet<String> = this.lines().map(normalized).collect();
+    let mut blocks = 0;
+    let mut missing = Vec::new();
+    let mut inside = false;
+    for line in readme.lines() {
+        if line.trim_start().starts_with("```") {
+            inside = line.trim() == "```rust";
+            blocks += usize::from(inside);
+            continue;
+        }
+        if inside {
+            let code = normalized(line);
+            if !code.is_empty() && !here.contains(&code) {
+                missing.push(line.to_owned());
+            }
+        }
+    }
+    assert!(
+        blocks >= 4,
+        "the README's Rust blocks were not found ({blocks})"
+    );
+    assert!(
+        missing.is_empty(),
+        "README lines not compiled by this test (copy them here):\n{}",
+        missing.join("\n")
+    );
+    Ok(())
+}
