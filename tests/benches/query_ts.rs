@@ -71,9 +71,12 @@ struct Run {
     page_size: usize,
 }
 
-/// Issue 13's runs. Shards are placed by 6.14.0's rule, `hash % (chars × 2^charBits)`
-/// ([`ShardSpace::Product`] on our side): 5 chars of 2 bits = 20 shards, 2 chars of 5 bits = 64.
-const RUNS: [Run; 4] = [
+/// Issue 13's runs, and two where 6.14.0 queries only the shards it writes. Shards are placed
+/// by 6.14.0's rule, `hash % (chars × 2^charBits)` ([`ShardSpace::Product`] on our side): 5
+/// chars of 2 bits = 20 shards, 2 chars of 5 bits = 64, 1 char of 5 bits = 32. 6.14.0's query
+/// spans every suffix of `chars` digits, `2^(charBits × chars)` hash keys (1,024 for the first
+/// two): the two agree only for one char (32).
+const RUNS: [Run; 6] = [
     Run {
         shards: 20,
         bump: (2, 5),
@@ -97,6 +100,18 @@ const RUNS: [Run; 4] = [
         bump: (5, 2),
         limit: 1,
         page_size: 100,
+    },
+    Run {
+        shards: 32,
+        bump: (5, 1),
+        limit: 100,
+        page_size: 100,
+    },
+    Run {
+        shards: 32,
+        bump: (5, 1),
+        limit: 10,
+        page_size: 10,
     },
 ];
 
@@ -667,6 +682,55 @@ fn smoke(runtime: &Runtime, records: &[Value], ranks: &HashMap<String, usize>) -
     Ok(())
 }
 
+/// TypeScript's row of a run, and a note on its longer check pass.
+fn typescript_row(
+    out: &mut String,
+    notes: &mut String,
+    ranks: &HashMap<String, usize>,
+    run: &Run,
+    timed: TsRun,
+    bare: &TsRun,
+) {
+    let theirs = Outcome {
+        lanes: timed.lanes,
+        mean_wait: Duration::from_secs_f64(timed.mean_wait_ns / 1e9),
+        complete: timed.complete,
+        pages: timed.pages,
+        cpu: (
+            Duration::from_secs_f64(
+                bare.pass_ns.iter().copied().fold(f64::INFINITY, f64::min) / 1e9,
+            ),
+            bare.pages
+                .iter()
+                .take(MAX_PAGES)
+                .map(|p| p.items_returned)
+                .sum(),
+        ),
+        long_check: Some((
+            check(ranks, &bare.pages, bare.complete),
+            bare.pages.len(),
+            bare.complete,
+        )),
+    };
+    let wrong = check(ranks, &theirs.pages, theirs.complete);
+    row(out, "TypeScript 6.14.0", run, &theirs, &wrong);
+    if let Some((long, pages, ended)) = &theirs.long_check {
+        let reach = if *ended {
+            format!("ended at page {pages}")
+        } else if *pages < CHECK_PAGES {
+            format!("had returned every item by page {pages}")
+        } else {
+            format!("had not returned every item in {pages} pages")
+        };
+        let _ = writeln!(
+            notes,
+            "- TypeScript, {} shards, limit {}, page size {}: the pass without latency \
+             {reach}; over those pages {} duplicates, {} misses, {} inversions.",
+            run.shards, run.limit, run.page_size, long.duplicates, long.misses, long.inversions
+        );
+    }
+}
+
 fn main() -> BenchResult<()> {
     let records = records(ITEMS)?;
     let ranks = ranks(&records)?;
@@ -680,15 +744,14 @@ fn main() -> BenchResult<()> {
         return smoke(&runtime, &records, &ranks);
     }
 
-    let ts = match std::env::var_os("EM_TS_NODE_PATH") {
-        Some(node_path) => Some(typescript(&node_path, &records)?),
-        None => {
-            println!(
-                "query_ts: EM_TS_NODE_PATH is unset, so the TypeScript side is skipped \
-                 (export EM_TS_NODE_PATH=$(bash tests/ts-bench/install.sh) to run it); ours only:"
-            );
-            None
-        }
+    let ts = if let Some(node_path) = std::env::var_os("EM_TS_NODE_PATH") {
+        Some(typescript(&node_path, &records)?)
+    } else {
+        println!(
+            "query_ts: EM_TS_NODE_PATH is unset, so the TypeScript side is skipped \
+             (export EM_TS_NODE_PATH=$(bash tests/ts-bench/install.sh) to run it); ours only:"
+        );
+        None
     };
 
     let timer = PreciseTimer::start();
@@ -717,60 +780,18 @@ fn main() -> BenchResult<()> {
             )
             .into());
         }
-        if let Some(runs) = ts_runs.as_mut() {
-            let (Some(timed), Some(bare)) = (runs.next(), runs.next()) else {
+        if let Some(node_runs) = ts_runs.as_mut() {
+            let (Some(with_latency), Some(bare)) = (node_runs.next(), node_runs.next()) else {
                 return Err("node reported fewer runs than asked".into());
             };
-            if timed.hash_keys != hash_keys {
+            if with_latency.hash_keys != hash_keys {
                 return Err(format!(
                     "the two libraries placed the items in different shards ({} shards)",
                     run.shards
                 )
                 .into());
             }
-            let theirs = Outcome {
-                lanes: timed.lanes,
-                mean_wait: Duration::from_secs_f64(timed.mean_wait_ns / 1e9),
-                complete: timed.complete,
-                pages: timed.pages,
-                cpu: (
-                    Duration::from_secs_f64(
-                        bare.pass_ns.iter().copied().fold(f64::INFINITY, f64::min) / 1e9,
-                    ),
-                    bare.pages
-                        .iter()
-                        .take(MAX_PAGES)
-                        .map(|p| p.items_returned)
-                        .sum(),
-                ),
-                long_check: Some((
-                    check(&ranks, &bare.pages, bare.complete),
-                    bare.pages.len(),
-                    bare.complete,
-                )),
-            };
-            let wrong = check(&ranks, &theirs.pages, theirs.complete);
-            row(&mut out, "TypeScript 6.14.0", run, &theirs, &wrong);
-            if let Some((long, pages, ended)) = &theirs.long_check {
-                let reach = if *ended {
-                    format!("ended at page {pages}")
-                } else if *pages < CHECK_PAGES {
-                    format!("had returned every item by page {pages}")
-                } else {
-                    format!("had not returned every item in {pages} pages")
-                };
-                let _ = writeln!(
-                    notes,
-                    "- TypeScript, {} shards, limit {}, page size {}: the pass without latency \
-                     {reach}; over those pages {} duplicates, {} misses, {} inversions.",
-                    run.shards,
-                    run.limit,
-                    run.page_size,
-                    long.duplicates,
-                    long.misses,
-                    long.inversions
-                );
-            }
+            typescript_row(&mut out, &mut notes, &ranks, run, with_latency, &bare);
         }
         row(&mut out, "**ours**", run, &mine, &wrong);
     }
