@@ -18,8 +18,8 @@
 // Writes <out.json>: per run, the hash key of every item (so the Rust side checks both libraries
 // placed the items alike), the hash keys the query spans, the mean real wait, and per page the
 // wall time, the CPU time of the process, shard queries, items read, items returned, the page
-// key's length and the unique ids returned, in order, and the wall time of each pass. The Rust side checks those ids against its
-// own brute-force oracle.
+// key's length and the unique ids returned, in order, and the wall time of each pass. The Rust
+// side checks those ids against its own brute-force oracle.
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleepTimeout } from 'node:timers/promises';
@@ -39,8 +39,9 @@ const EXHAUSTED = 'NoXSA';
 
 // A precise timer, as the Rust side's (a thread that wakes each wait within tens of microseconds
 // of its deadline): a worker thread sleeps in `Atomics.wait` (sub-millisecond timeouts) until the
-// earliest deadline and posts the ids that are due. `setTimeout` counts whole milliseconds (a
-// 5 ms timeout takes 5 to 6 ms): `"clock": "timeout"` in a run uses it instead. Requests go
+// earliest deadline and posts the ids that are due. `setTimeout` counts whole milliseconds and
+// runs late under load (8.5 ms on average for 5 ms in one trial on the bench's machine):
+// `"clock": "timeout"` in a run uses it instead. Requests go
 // through shared memory (slot i: the delay of wait i, stamped by the worker on arrival), so that
 // the worker needs no event loop while it waits.
 const SLOTS = 4096;
