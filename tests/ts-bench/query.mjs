@@ -40,10 +40,10 @@ const EXHAUSTED = 'NoXSA';
 // A precise timer, as the Rust side's (a thread that wakes each wait within tens of microseconds
 // of its deadline): a worker thread sleeps in `Atomics.wait` (sub-millisecond timeouts) until the
 // earliest deadline and posts the ids that are due. `setTimeout` counts whole milliseconds and
-// runs late under load (8.5 ms on average for 5 ms in one trial on the bench's machine):
-// `"clock": "timeout"` in a run uses it instead. Requests go
-// through shared memory (slot i: the delay of wait i, stamped by the worker on arrival), so that
-// the worker needs no event loop while it waits.
+// runs late when the machine is busy (5.3 ms on average for 5 ms at load 4, 8.5 ms at load 9):
+// `"clock": "timeout"` in a run uses it instead. Requests go through shared memory (slot i: the
+// delay of wait i, stamped by the worker on arrival), so that the worker needs no event loop
+// while it waits.
 const SLOTS = 4096;
 const shared = new SharedArrayBuffer(8 + SLOTS * 8);
 const control = new Int32Array(shared, 0, 2); // [requests written, wake counter]
