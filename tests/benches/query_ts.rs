@@ -778,10 +778,23 @@ fn main() -> BenchResult<()> {
     for run in &RUNS {
         let (mine, hash_keys) = ours(&runtime, &timer, &records, run)?;
         let wrong = check(&ranks, &mine.pages, mine.complete);
-        if wrong != Wrong::default() {
+        // every page but the last holds exactly `limit` items
+        let short = mine
+            .pages
+            .iter()
+            .rev()
+            .skip(usize::from(mine.complete))
+            .any(|p| p.items_returned != run.limit);
+        if wrong != Wrong::default() || short {
             return Err(format!(
-                "our query is not exact at {} shards, limit {}: {wrong:?}",
-                run.shards, run.limit
+                "our query is not exact at {} shards, limit {}: {wrong:?}{}",
+                run.shards,
+                run.limit,
+                if short {
+                    ", a page not of the limit"
+                } else {
+                    ""
+                }
             )
             .into());
         }
