@@ -1861,6 +1861,7 @@ fn memory_store_is_safe_across_threads() -> TestResult {
 /// What the stores refuse before sending, `DynamoDB` Local refuses too: the same expressions,
 /// sent raw through the SDK, pass at the limits and fail one step over them.
 #[tokio::test]
+#[allow(clippy::too_many_lines)] // one block per expression
 async fn dynamodb_local_enforces_the_expression_limits_the_stores_enforce() -> TestResult {
     use aws_sdk_dynamodb::types::AttributeValue as Aws;
     use entity_manager::store::DynamoStore;
