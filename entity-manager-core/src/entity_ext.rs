@@ -152,6 +152,17 @@ pub trait EntityExt: Entity {
     /// [`if_version`](Changes::if_version) is [`Error::VersionConflict`](crate::Error::VersionConflict). The version field,
     /// if any, is incremented by every update.
     ///
+    /// Wide changes never fail at the store. `DynamoDB` limits every expression to 4 KB and
+    /// 300 operators ([`limits`](crate::limits); both stores enforce them alike), which an
+    /// update of a few hundred fields exceeds. Such an update is applied to the record as read
+    /// and the whole record is put instead, conditioned on the stored version being the one
+    /// read (and on `when` and `if_version`), so it stays a safe read-modify-write. That needs
+    /// a version field: without one the condition would compare every attribute, which is over
+    /// the limits too, and the update is refused before anything is written with
+    /// [`Error::Store`](crate::Error::Store), whose source's
+    /// [`expression_too_large`](crate::store::StoreError::expression_too_large) names the
+    /// expression; give the entity a version field (`#[entity(version = field)]`).
+    ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -217,6 +228,15 @@ pub trait EntityExt: Entity {
     /// than once), up to 8 times, then [`Error::Conflict`](crate::Error::Conflict). A change of the unique or the
     /// timestamp property (they decide the primary key) is [`Error::PrimaryKeyChange`](crate::Error::PrimaryKeyChange); use
     /// [`move_record`](Self::move_record).
+    ///
+    /// With a version field, "as it was read" is the version read (every typed write
+    /// increments it), one comparison however wide the record; without one, every attribute
+    /// is compared. A change too wide for one `UpdateItem` (over `DynamoDB`'s 4 KB and
+    /// 300-operator expression limits, see [`update`](Self::update)) puts the whole record
+    /// under the same condition. A condition itself over the limits (an unversioned record of
+    /// about 150 attributes or more: two operators per attribute) is refused before any write with
+    /// [`Error::Store`](crate::Error::Store) naming the expression: give the entity a version
+    /// field.
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")]

@@ -24,6 +24,112 @@ pub const MAX_SORT_KEY_BYTES: usize = 1_024;
 pub const MAX_ITEM_BYTES: usize = 400 * 1_024;
 
 // ---------------------------------------------------------------------------------------------
+// DynamoDB expressions
+//
+// From the DynamoDB developer guide ("Constraints", expression parameters), each checked against
+// DynamoDB Local 2.x (see the store conformance suite):
+//
+// - every expression string (condition, update, key condition, filter, projection) is at most
+//   4 KB: 4,096 bytes pass, 4,097 are refused;
+// - an expression holds at most 300 operators and functions: 301 are refused. In a condition,
+//   filter or key condition every comparison, `BETWEEN`, `IN`, `AND`, `OR`, `NOT` and function
+//   (`attribute_exists`, `attribute_not_exists`, `attribute_type`, `begins_with`, `contains`,
+//   `size`) counts one; in an update expression `+`, `-`, `if_not_exists` and `list_append`
+//   count one each (the `=` of `SET`, `REMOVE`, `ADD` and `DELETE` do not). Each expression of
+//   a request is counted on its own;
+// - `IN` takes at most 100 operands;
+// - an expression attribute name placeholder (`#name`) is at most 255 bytes;
+// - all the substitution variables of a request (`ExpressionAttributeNames` and
+//   `ExpressionAttributeValues`) are at most 2 MB together. DynamoDB Local is stricter than
+//   documented here (it refuses one value of about 1 MiB, and three of 600,000 bytes); the
+//   stores enforce the documented 2 MB, so only a request with between about 1 and 2 MB of
+//   substitution values can pass `MemoryStore` and fail on DynamoDB Local.
+
+/// The longest expression string, in bytes (4 KB), for every kind of expression.
+pub const MAX_EXPRESSION_BYTES: usize = 4_096;
+
+/// The most operators and functions one expression may hold.
+pub const MAX_EXPRESSION_OPERATORS: usize = 300;
+
+/// The most operands of one `IN`.
+pub const MAX_IN_OPERANDS: usize = 100;
+
+/// The longest expression attribute name placeholder (`#name`), in bytes.
+pub const MAX_NAME_PLACEHOLDER_BYTES: usize = 255;
+
+/// The largest total of a request's substitution variables (names and values), in bytes (2 MB).
+pub const MAX_SUBSTITUTION_BYTES: usize = 2 * 1_024 * 1_024;
+
+/// Which expression of a request a limit applies to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ExpressionKind {
+    /// `ConditionExpression` (a write's [`Expect`](crate::store::Expect)).
+    Condition,
+    /// `UpdateExpression`.
+    Update,
+    /// `KeyConditionExpression` (a query).
+    KeyCondition,
+    /// `FilterExpression` (a query or a scan).
+    Filter,
+    /// `ProjectionExpression`.
+    Projection,
+    /// `ExpressionAttributeNames` and `ExpressionAttributeValues` of the whole request.
+    Substitutions,
+}
+
+impl ExpressionKind {
+    /// The request parameter, as `DynamoDB` names it (`"UpdateExpression"`…).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Condition => "ConditionExpression",
+            Self::Update => "UpdateExpression",
+            Self::KeyCondition => "KeyConditionExpression",
+            Self::Filter => "FilterExpression",
+            Self::Projection => "ProjectionExpression",
+            Self::Substitutions => "ExpressionAttributeNames and ExpressionAttributeValues",
+        }
+    }
+}
+
+impl std::fmt::Display for ExpressionKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Which limit of an expression was exceeded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ExpressionLimit {
+    /// The length of the expression string, in bytes: at most [`MAX_EXPRESSION_BYTES`].
+    Length,
+    /// The operators and functions of the expression: at most [`MAX_EXPRESSION_OPERATORS`].
+    Operators,
+    /// The bytes of all substitution variables: at most [`MAX_SUBSTITUTION_BYTES`].
+    SubstitutionBytes,
+}
+
+impl ExpressionLimit {
+    /// The largest value this limit allows.
+    pub const fn max(self) -> usize {
+        match self {
+            Self::Length => MAX_EXPRESSION_BYTES,
+            Self::Operators => MAX_EXPRESSION_OPERATORS,
+            Self::SubstitutionBytes => MAX_SUBSTITUTION_BYTES,
+        }
+    }
+
+    /// What the limit counts (`"bytes"`, `"operators"`).
+    pub const fn unit(self) -> &'static str {
+        match self {
+            Self::Length | Self::SubstitutionBytes => "bytes",
+            Self::Operators => "operators and functions",
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
 // the configuration: limits and defaults
 
 /// The most global secondary indexes `DynamoDB` allows on one table.

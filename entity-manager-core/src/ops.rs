@@ -17,6 +17,7 @@ use crate::error::{Error, Result};
 use crate::field::{Changes, Condition, Invalid};
 use crate::keys::PrimaryKey;
 use crate::schema::EntitySchema;
+use crate::store::expression::Request;
 use crate::store::value::{Number, equal, matches};
 use crate::store::{
     CancellationReason, Comparison, Expect, Filter, ReturnValues, Store, StoreError, TransactWrite,
@@ -548,14 +549,12 @@ fn key_of(schema: EntitySchema<'_>, item: &Item) -> Item {
 
 /// The update that turns `old` into `new` (both full items with keys): `SET` what changed or
 /// appeared, `REMOVE` what went; the table keys are equal in both and left out. Also the
-/// guard: every attribute of the record as read still has the value read, and every attribute
-/// the record did not have is still absent, so a concurrent change fails the write instead of
-/// being overwritten.
-fn diff(schema: EntitySchema<'_>, old: &Item, new: &Item) -> (Update, Filter) {
+/// guard ([`read_guard`]) that makes the write fail on a concurrent change instead of
+/// overwriting it.
+fn diff<E: Entity>(schema: EntitySchema<'_>, old: &Item, new: &Item) -> (Update, Filter) {
     let table = schema.table();
     let is_key = |name: &str| name == &*table.hash_key || name == &*table.range_key;
     let mut update = Update::new();
-    let mut guard = Vec::new();
     let mut names: Vec<&String> = old.keys().chain(new.keys()).collect();
     names.sort();
     names.dedup();
@@ -570,6 +569,25 @@ fn diff(schema: EntitySchema<'_>, old: &Item, new: &Item) -> (Update, Filter) {
             (None, None) => {}
         }
     }
+    (update, read_guard::<E>(schema, old, new))
+}
+
+/// The condition that the stored record is still the one read as `old` (and about to become
+/// `new`). With a version field, the version read: every typed write increments it, so it
+/// witnesses every change in one comparison, however wide the record. Without one, every
+/// attribute of the record as read still has the value read and every attribute only `new`
+/// has is still absent.
+fn read_guard<E: Entity>(schema: EntitySchema<'_>, old: &Item, new: &Item) -> Filter {
+    let table = schema.table();
+    if let Some(name) = E::VERSION {
+        let read = old
+            .get(name)
+            .cloned()
+            .unwrap_or_else(|| AttributeValue::N("0".to_owned()));
+        return version_filter(name, &table.hash_key, &read, false);
+    }
+    let is_key = |name: &str| name == &*table.hash_key || name == &*table.range_key;
+    let mut guard = Vec::new();
     // the record's own attributes decide everything the closure computed
     let record = schema.remove_keys(old);
     for (name, value) in record.iter() {
@@ -581,7 +599,84 @@ fn diff(schema: EntitySchema<'_>, old: &Item, new: &Item) -> (Update, Filter) {
         }
     }
     guard.push(Filter::Exists(table.hash_key.to_string()));
-    (update, Filter::And(guard))
+    Filter::And(guard)
+}
+
+/// The error of a write one of whose expressions exceeds a `DynamoDB` limit, or `None` when
+/// every expression fits. Nothing is sent: the same check both stores make.
+fn too_large(
+    schema: EntitySchema<'_>,
+    operation: &'static str,
+    update: Option<&Update>,
+    expect: &Expect,
+) -> Option<StoreError> {
+    match Request::write(operation, &schema.table().hash_key, update, expect) {
+        Err(e) if e.expression_too_large().is_some() => Some(e),
+        _ => None,
+    }
+}
+
+/// What a write of a whole record (the fallback of an update too wide for one `UpdateItem`)
+/// came to.
+enum Whole<E> {
+    /// Written: the record as stored.
+    Done(E),
+    /// The record changed since it was read: read it again.
+    Changed,
+    /// There is no record.
+    Missing,
+}
+
+/// Puts `new` whole (every attribute of the record; the version field, if any, already
+/// incremented) if the stored record is still `old` (by [`read_guard`]) and `extra` holds too.
+/// The read-modify-write stays safe: a concurrent change fails the condition, and the caller
+/// reads again. A guard too wide for `DynamoDB` (an unversioned record with too many
+/// attributes to compare one by one) is refused before any write, with advice.
+async fn put_whole<E, S>(
+    store: &S,
+    schema: EntitySchema<'_>,
+    old: &Item,
+    new: Item,
+    extra: Vec<Filter>,
+    expected: Option<&AttributeValue>,
+) -> Result<Whole<E>>
+where
+    E: Entity + DeserializeOwned,
+    S: Store,
+{
+    let entity = || schema.model().token.to_string();
+    let guard = read_guard::<E>(schema, old, &new);
+    let mut conditions = vec![guard.clone()];
+    conditions.extend(extra);
+    let expect = all_of(conditions).map_or(Expect::Any, Expect::Matches);
+    if let Some(e) = too_large(schema, "PutItem", None, &expect) {
+        return Err(store_error(
+            entity(),
+            "PutItem",
+            e.advise(
+                "the record has too many attributes to guard its read-modify-write attribute by attribute; give the entity a version field (`#[entity(version = field)]`): its writes are then guarded by the version alone",
+            ),
+        ));
+    }
+    match store.put_item(new.clone(), expect).await {
+        Ok(()) => from_item::<E>(&new).map(Whole::Done),
+        Err(e) if e.is_conditional_check_failed() => {
+            let Some(current) = e.current_item() else {
+                return Ok(Whole::Missing);
+            };
+            if matches(&guard, current) {
+                // as read: the caller's own condition failed
+                return Err(condition_failure::<E>(
+                    unique_text(schema, old),
+                    expected,
+                    false,
+                    Some(current.clone()),
+                ));
+            }
+            Ok(Whole::Changed)
+        }
+        Err(e) => Err(store_error(entity(), "PutItem", e)),
+    }
 }
 
 /// Updates the record with unique value `id` by a closure; see [`EntityExt::modify`](crate::EntityExt::modify).
@@ -625,17 +720,21 @@ where
                 });
             }
         }
-        let (update, guard) = diff(schema, &old, &new);
+        let (update, guard) = diff::<E>(schema, &old, &new);
         if update.is_empty() {
             return Ok(Some(record));
         }
+        let expect = Expect::Matches(guard);
+        if too_large(schema, "UpdateItem", Some(&update), &expect).is_some() {
+            // too wide for one UpdateItem: the whole record, under the same guard
+            match put_whole::<E, S>(store, schema, &old, new, Vec::new(), None).await? {
+                Whole::Done(record) => return Ok(Some(record)),
+                Whole::Missing => return Ok(None),
+                Whole::Changed => continue,
+            }
+        }
         match store
-            .update_item(
-                &key_of(schema, &old),
-                &update,
-                Expect::Matches(guard),
-                ReturnValues::None,
-            )
+            .update_item(&key_of(schema, &old), &update, expect, ReturnValues::None)
             .await
         {
             Ok(_) => return Ok(Some(record)),
@@ -753,17 +852,48 @@ fn existing_record_write<E: Entity>(
     expected: Option<&AttributeValue>,
     condition: Option<Filter>,
 ) -> (Update, Expect) {
-    let mut conditions = vec![Filter::Exists(hash_key.to_owned())];
-    conditions.extend(guard.iter().cloned());
+    let mut conditions = guard.to_vec();
+    conditions.extend(existing_record_conditions::<E>(
+        hash_key, expected, condition,
+    ));
     if let Some(name) = E::VERSION {
         update = update.add(name, AttributeValue::N("1".to_owned()));
-        if let Some(expected) = expected {
-            conditions.push(version_filter(name, hash_key, expected, false));
-        }
     }
-    conditions.extend(condition);
     let expect = all_of(conditions).map_or(Expect::Any, Expect::Matches);
     (update, expect)
+}
+
+/// The conditions of a write to an existing record besides its guard: it exists, the stored
+/// version is `expected` (when given), and the caller's `condition` holds.
+fn existing_record_conditions<E: Entity>(
+    hash_key: &str,
+    expected: Option<&AttributeValue>,
+    condition: Option<Filter>,
+) -> Vec<Filter> {
+    let mut conditions = vec![Filter::Exists(hash_key.to_owned())];
+    if let (Some(name), Some(expected)) = (E::VERSION, expected) {
+        conditions.push(version_filter(name, hash_key, expected, false));
+    }
+    conditions.extend(condition);
+    conditions
+}
+
+/// The whole item of the record `old` (a stored item) with checked `actions` applied: its
+/// generated properties recomputed, its version field (if any) incremented.
+fn changed_whole<E: Entity + Serialize + DeserializeOwned>(
+    old: &Item,
+    actions: &[UpdateAction],
+    unique: &str,
+) -> Result<Item> {
+    let mut applied = old.clone();
+    crate::store::update::apply(&mut applied, actions).map_err(|reason| Error::InvalidUpdate {
+        entity: E::model().token.to_string(),
+        unique: unique.to_owned(),
+        reason,
+    })?;
+    let mut new = to_item(&from_item::<E>(&applied)?)?;
+    bump_version::<E>(&mut new)?;
+    Ok(new)
 }
 
 /// Applies typed changes to the record with unique value `id`; see [`EntityExt::update`](crate::EntityExt::update).
@@ -818,6 +948,25 @@ where
             expected.as_ref(),
             condition.clone(),
         );
+        if too_large(schema, "UpdateItem", Some(&update), &expect).is_some() {
+            // too wide for one UpdateItem: the changes are applied to the record as read and
+            // the whole record is put, guarded as a read-modify-write
+            let old = match old {
+                Some(old) => old,
+                None => match read_by_id::<E, S, I>(store, schema, id).await? {
+                    Some(old) => old,
+                    None => return Ok(None),
+                },
+            };
+            let new = changed_whole::<E>(&old, &actions, &unique)?;
+            let extra =
+                existing_record_conditions::<E>(&hash_key, expected.as_ref(), condition.clone());
+            match put_whole::<E, S>(store, schema, &old, new, extra, expected.as_ref()).await? {
+                Whole::Done(record) => return Ok(Some(record)),
+                Whole::Missing => return Ok(None),
+                Whole::Changed => continue,
+            }
+        }
         match store
             .update_item(&key, &update, expect, ReturnValues::AllNew)
             .await

@@ -18,6 +18,7 @@ use store_support::{TestResult, all_pages, canonical, definition, item, key, n, 
 /// The conformance tests, each a generic function over the store.
 mod suite {
     pub(crate) use super::suite2::*;
+    pub(crate) use super::suite3::*;
     use super::*;
 
     fn ranges(items: &[Item]) -> Vec<String> {
@@ -1236,6 +1237,254 @@ mod suite2 {
     }
 }
 
+/// `DynamoDB`'s expression limits, on both stores alike: every expression of a request is at
+/// most 4,096 bytes and 300 operators and functions, and its substitution variables at most
+/// 2 MB. The expected sizes are computed here from the wire form of the expressions
+/// (`#n0, #n1…` for names in order of first use, `:v0, :v1…` for values in order of use).
+mod suite3 {
+    use super::*;
+    use entity_manager::limits::{MAX_EXPRESSION_BYTES, MAX_EXPRESSION_OPERATORS};
+    use entity_manager::store::{ExpressionKind, ExpressionLimit, ScanPage, StoreError};
+
+    /// `SET #n0 = :v0, #n1 = :v1, …` of `count` attributes.
+    pub(crate) fn set_text(count: usize) -> String {
+        let parts: Vec<String> = (0..count).map(|i| format!("#n{i} = :v{i}")).collect();
+        format!("SET {}", parts.join(", "))
+    }
+
+    pub(crate) fn wide_set(count: usize) -> Update {
+        (0..count).fold(Update::new(), |u, i| u.set(format!("a{i}"), n(1)))
+    }
+
+    /// `(attribute_not_exists(#n0)) AND (attribute_not_exists(#n1)) AND …`, starting at name
+    /// placeholder `first`.
+    pub(crate) fn absent_text(count: usize, first: usize) -> String {
+        let parts: Vec<String> = (first..first + count)
+            .map(|i| format!("(attribute_not_exists(#n{i}))"))
+            .collect();
+        parts.join(" AND ")
+    }
+
+    pub(crate) fn all_absent(count: usize) -> Filter {
+        Filter::And(
+            (0..count)
+                .map(|i| Filter::NotExists(format!("b{i}")))
+                .collect(),
+        )
+    }
+
+    /// `#n0, #n1, …`.
+    pub(crate) fn projection_text(count: usize) -> String {
+        let parts: Vec<String> = (0..count).map(|i| format!("#n{i}")).collect();
+        parts.join(", ")
+    }
+
+    /// The largest count whose text is at most `MAX_EXPRESSION_BYTES`.
+    pub(crate) fn widest(text: impl Fn(usize) -> String) -> usize {
+        (1..10_000)
+            .take_while(|&c| text(c).len() <= MAX_EXPRESSION_BYTES)
+            .last()
+            .unwrap_or(0)
+    }
+
+    fn refusal<T: std::fmt::Debug>(
+        result: Result<T, StoreError>,
+    ) -> Result<(ExpressionKind, ExpressionLimit, usize), String> {
+        match result {
+            Err(e) => match e.expression_too_large() {
+                Some(d) if e.is_validation() => Ok((d.expression, d.limit, d.size)),
+                _ => Err(format!("not an expression refusal: {e:?}")),
+            },
+            Ok(v) => Err(format!("accepted: {v:?}")),
+        }
+    }
+
+    #[allow(clippy::too_many_lines)] // one block per expression
+    pub(crate) async fn expression_limits<S: Store>(store: &S) -> TestResult {
+        let k = key("x", "1");
+        let mut it = k.clone();
+        it.insert("a0".into(), n(1));
+        store.put_item(it.clone(), Expect::Any).await?;
+
+        // UpdateExpression: the widest update that fits passes; one attribute more is refused,
+        // and nothing of it is written
+        let fit = widest(set_text);
+        assert!(fit > 100, "{fit}");
+        store
+            .update_item(&k, &wide_set(fit), Expect::Present, ReturnValues::None)
+            .await?;
+        let over = store
+            .update_item(&k, &wide_set(fit + 1), Expect::Present, ReturnValues::None)
+            .await;
+        assert_eq!(
+            refusal(over)?,
+            (
+                ExpressionKind::Update,
+                ExpressionLimit::Length,
+                set_text(fit + 1).len()
+            )
+        );
+        let stored = store.get_item(&k, None).await?.ok_or("x/1 missing")?;
+        assert!(stored.contains_key(&format!("a{}", fit - 1)));
+        assert!(!stored.contains_key(&format!("a{fit}")));
+        // the same inside a transaction
+        let over = store
+            .transact_write(vec![TransactWrite::Update {
+                key: k.clone(),
+                update: wide_set(fit + 1),
+                expect: Expect::Any,
+            }])
+            .await;
+        assert_eq!(refusal(over)?.0, ExpressionKind::Update);
+
+        // ConditionExpression: 300 operators pass, 301 are refused
+        let below = |count: usize| {
+            (0..count)
+                .map(|_| Filter::compare("a0", Comparison::Lt, n(0)))
+                .collect::<Vec<_>>()
+        };
+        // NOT, 150 comparisons, 149 ANDs: true, since a0 = 1
+        let at_limit = Filter::Not(Box::new(Filter::And(below(150))));
+        store
+            .put_item(it.clone(), Expect::Matches(at_limit.clone()))
+            .await?;
+        store
+            .delete_item(
+                &key("nobody", "1"),
+                Expect::Matches(Filter::Not(Box::new(Filter::And(below(150))))),
+            )
+            .await?;
+        let over = Filter::Not(Box::new(Filter::Not(Box::new(Filter::And(below(150))))));
+        assert_eq!(
+            refusal(
+                store
+                    .put_item(it.clone(), Expect::Matches(over.clone()))
+                    .await
+            )?,
+            (
+                ExpressionKind::Condition,
+                ExpressionLimit::Operators,
+                MAX_EXPRESSION_OPERATORS + 1
+            )
+        );
+        assert_eq!(
+            refusal(store.delete_item(&k, Expect::Matches(over)).await)?.1,
+            ExpressionLimit::Operators
+        );
+
+        // ConditionExpression length: the widest fits (under 300 operators), one more is refused
+        let fit = widest(|c| absent_text(c, 0));
+        assert!(2 * fit - 1 < MAX_EXPRESSION_OPERATORS, "{fit}");
+        store
+            .put_item(it.clone(), Expect::Matches(all_absent(fit)))
+            .await?;
+        assert_eq!(
+            refusal(
+                store
+                    .put_item(it.clone(), Expect::Matches(all_absent(fit + 1)))
+                    .await
+            )?,
+            (
+                ExpressionKind::Condition,
+                ExpressionLimit::Length,
+                absent_text(fit + 1, 0).len()
+            )
+        );
+        // an update's condition: names after the update's own (#n0 is `a0`)
+        let update = Update::new().set("a0", n(2));
+        let fit = widest(|c| absent_text(c, 1));
+        store
+            .update_item(
+                &k,
+                &update,
+                Expect::Matches(all_absent(fit)),
+                ReturnValues::None,
+            )
+            .await?;
+        assert_eq!(
+            refusal(
+                store
+                    .update_item(
+                        &k,
+                        &update,
+                        Expect::Matches(all_absent(fit + 1)),
+                        ReturnValues::None
+                    )
+                    .await
+            )?,
+            (
+                ExpressionKind::Condition,
+                ExpressionLimit::Length,
+                absent_text(fit + 1, 1).len()
+            )
+        );
+
+        // FilterExpression of a scan (no other names) and of a query (after the key names)
+        let fit = widest(|c| absent_text(c, 0));
+        let scan = |c| ScanPage::new().filter(all_absent(c));
+        assert_eq!(store.scan_page(&scan(fit)).await?.items.len(), 1);
+        assert_eq!(
+            refusal(store.scan_page(&scan(fit + 1)).await)?,
+            (
+                ExpressionKind::Filter,
+                ExpressionLimit::Length,
+                absent_text(fit + 1, 0).len()
+            )
+        );
+        let fit = widest(|c| absent_text(c, 1));
+        let query = |c| QueryPage::new(s("x")).filter(all_absent(c));
+        assert_eq!(store.query_page(&query(fit)).await?.items.len(), 1);
+        assert_eq!(
+            refusal(store.query_page(&query(fit + 1)).await)?,
+            (
+                ExpressionKind::Filter,
+                ExpressionLimit::Length,
+                absent_text(fit + 1, 1).len()
+            )
+        );
+
+        // ProjectionExpression
+        let fit = widest(projection_text);
+        let names = |c: usize| (0..c).map(|i| format!("a{i}")).collect::<Vec<_>>();
+        assert!(store.get_item(&k, Some(&names(fit))).await?.is_some());
+        assert_eq!(
+            refusal(store.get_item(&k, Some(&names(fit + 1))).await)?,
+            (
+                ExpressionKind::Projection,
+                ExpressionLimit::Length,
+                projection_text(fit + 1).len()
+            )
+        );
+
+        // substitution variables: 300 KB of values pass, over 2 MB are refused
+        let values = |count: usize, bytes: usize| Filter::In {
+            attribute: "a0".into(),
+            values: (0..count)
+                .map(|i| s(&format!("{i}{}", "z".repeat(bytes))))
+                .collect(),
+        };
+        let page = store
+            .scan_page(&ScanPage::new().filter(values(3, 100_000)))
+            .await?;
+        assert!(page.items.is_empty());
+        let (kind, limit, size) = refusal(
+            store
+                .scan_page(&ScanPage::new().filter(values(3, 700_000)))
+                .await,
+        )?;
+        assert_eq!(
+            (kind, limit),
+            (
+                ExpressionKind::Substitutions,
+                ExpressionLimit::SubstitutionBytes
+            )
+        );
+        // `#n0` + `a0`, then `:vi` and a value of 700,001 bytes, three times
+        assert_eq!(size, 3 + 2 + 3 * (3 + 700_001));
+        Ok(())
+    }
+}
+
 macro_rules! conformance {
     ($($name:ident),* $(,)?) => {
         /// The suite on the in-memory store.
@@ -1288,6 +1537,7 @@ conformance!(
     conditions_on_attributes,
     size_limits,
     transactional_updates_and_reads,
+    expression_limits,
 );
 
 /// Local secondary indexes, on a table of their own: the table's hash key with another range
@@ -1605,5 +1855,147 @@ fn memory_store_is_safe_across_threads() -> TestResult {
         .sum::<usize>();
     }
     assert_eq!(total, 1000);
+    Ok(())
+}
+
+/// What the stores refuse before sending, `DynamoDB` Local refuses too: the same expressions,
+/// sent raw through the SDK, pass at the limits and fail one step over them.
+#[tokio::test]
+#[allow(clippy::too_many_lines)] // one block per expression
+async fn dynamodb_local_enforces_the_expression_limits_the_stores_enforce() -> TestResult {
+    use aws_sdk_dynamodb::types::AttributeValue as Aws;
+    use entity_manager::store::DynamoStore;
+    use std::collections::HashMap;
+    use suite3::{absent_text, projection_text, set_text, widest};
+
+    let Some(client) = store_support::dynamo_client() else {
+        return Ok(());
+    };
+    let table = store_support::unique_table("raw_limits");
+    let store = DynamoStore::new(client.clone(), &table, definition());
+    store.create_table().await?;
+    let aws_key: HashMap<String, Aws> = [
+        ("hashKey".to_owned(), Aws::S("x".into())),
+        ("rangeKey".to_owned(), Aws::S("1".into())),
+    ]
+    .into();
+    let names = |count: usize, first: usize, prefix: &str| -> HashMap<String, String> {
+        (0..count)
+            .map(|i| (format!("#n{}", first + i), format!("{prefix}{i}")))
+            .collect()
+    };
+    let message = |e: &aws_sdk_dynamodb::error::SdkError<_, _>| {
+        use aws_sdk_dynamodb::error::ProvideErrorMetadata;
+        let service = e.as_service_error().map(
+            |s: &aws_sdk_dynamodb::operation::update_item::UpdateItemError| {
+                format!("{:?}: {:?}", s.code(), s.message())
+            },
+        );
+        service.unwrap_or_else(|| format!("{e:?}"))
+    };
+
+    // UpdateExpression of 4,096 bytes or fewer passes, one attribute more does not
+    let fit = widest(set_text);
+    for (count, ok) in [(fit, true), (fit + 1, false)] {
+        let values: HashMap<String, Aws> = (0..count)
+            .map(|i| (format!(":v{i}"), Aws::N("1".into())))
+            .collect();
+        let result = client
+            .update_item()
+            .table_name(&table)
+            .set_key(Some(aws_key.clone()))
+            .update_expression(set_text(count))
+            .set_expression_attribute_names(Some(names(count, 0, "a")))
+            .set_expression_attribute_values(Some(values))
+            .send()
+            .await;
+        assert_eq!(result.is_ok(), ok, "update of {count} attributes");
+        if let Err(e) = &result {
+            let m = message(e);
+            assert!(m.contains("Expression size has exceeded"), "{m}");
+        }
+    }
+
+    // ConditionExpression: 300 operators pass, 301 do not
+    let compares: Vec<String> = (0..150).map(|i| format!("(#n0 < :v{i})")).collect();
+    let compares = compares.join(" AND ");
+    let values: HashMap<String, Aws> = (0..150)
+        .map(|i| (format!(":v{i}"), Aws::N("0".into())))
+        .collect();
+    for (condition, ok) in [
+        (format!("NOT ({compares})"), true),
+        (format!("NOT (NOT ({compares}))"), false),
+    ] {
+        let result = client
+            .update_item()
+            .table_name(&table)
+            .set_key(Some(aws_key.clone()))
+            .update_expression("SET #n1 = :x")
+            .condition_expression(&condition)
+            .set_expression_attribute_names(Some(
+                [
+                    ("#n0".to_owned(), "a0".to_owned()),
+                    ("#n1".to_owned(), "c".to_owned()),
+                ]
+                .into(),
+            ))
+            .set_expression_attribute_values(Some({
+                let mut v = values.clone();
+                v.insert(":x".into(), Aws::N("1".into()));
+                v
+            }))
+            .send()
+            .await;
+        assert_eq!(result.is_ok(), ok, "condition of {condition:.40}…");
+        if let Err(e) = &result {
+            let m = message(e);
+            assert!(m.contains("too many operators"), "{m}");
+        }
+    }
+
+    // FilterExpression and ProjectionExpression lengths
+    let fit = widest(|c| absent_text(c, 0));
+    for (count, ok) in [(fit, true), (fit + 1, false)] {
+        let result = client
+            .scan()
+            .table_name(&table)
+            .filter_expression(absent_text(count, 0))
+            .set_expression_attribute_names(Some(names(count, 0, "b")))
+            .send()
+            .await;
+        assert_eq!(result.is_ok(), ok, "filter of {count} conditions");
+    }
+    let fit = widest(projection_text);
+    for (count, ok) in [(fit, true), (fit + 1, false)] {
+        let result = client
+            .get_item()
+            .table_name(&table)
+            .set_key(Some(aws_key.clone()))
+            .projection_expression(projection_text(count))
+            .set_expression_attribute_names(Some(names(count, 0, "a")))
+            .send()
+            .await;
+        assert_eq!(result.is_ok(), ok, "projection of {count} names");
+    }
+
+    // substitution values over 2 MB
+    let values: HashMap<String, Aws> = (0..3)
+        .map(|i| {
+            (
+                format!(":v{i}"),
+                Aws::S(format!("{i}{}", "z".repeat(700_000))),
+            )
+        })
+        .collect();
+    let result = client
+        .scan()
+        .table_name(&table)
+        .filter_expression("#n0 IN (:v0, :v1, :v2)")
+        .set_expression_attribute_names(Some([("#n0".to_owned(), "a0".to_owned())].into()))
+        .set_expression_attribute_values(Some(values))
+        .send()
+        .await;
+    assert!(result.is_err(), "3 values of 700,001 bytes were accepted");
+    store.delete_table().await?;
     Ok(())
 }

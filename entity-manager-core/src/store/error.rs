@@ -7,6 +7,7 @@ use std::fmt;
 use serde_dynamo::Item;
 
 use super::WriteRequest;
+use crate::limits::{ExpressionKind, ExpressionLimit};
 
 /// What kind of failure a [`StoreError`] is.
 ///
@@ -94,7 +95,59 @@ struct Inner {
     code: Option<String>,
     reasons: Vec<CancellationReason>,
     item: Option<Item>,
+    expression: Option<ExpressionTooLarge>,
     source: Option<Box<dyn StdError + Send + Sync + 'static>>,
+}
+
+/// Which expression of a request exceeded which `DynamoDB` limit, and by how much: the detail
+/// of a [`StoreError`] that [`StoreError::expression_too_large`] returns.
+///
+/// Both stores render every expression of a request before sending or applying it and refuse
+/// it the same way, so `MemoryStore` gives the verdict `DynamoDB` would.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub struct ExpressionTooLarge {
+    /// The expression.
+    pub expression: ExpressionKind,
+    /// The limit it exceeded.
+    pub limit: ExpressionLimit,
+    /// Its size, in the limit's unit (bytes, or operators and functions).
+    pub size: usize,
+}
+
+impl ExpressionTooLarge {
+    /// The largest size the limit allows.
+    pub const fn max(&self) -> usize {
+        self.limit.max()
+    }
+}
+
+impl fmt::Display for ExpressionTooLarge {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.limit {
+            ExpressionLimit::Length => write!(
+                f,
+                "Invalid {}: Expression size has exceeded the maximum allowed size; expression size: {} bytes, at most {}",
+                self.expression,
+                self.size,
+                self.max()
+            ),
+            ExpressionLimit::Operators => write!(
+                f,
+                "Invalid {}: The expression contains too many operators; operator count: {}, at most {}",
+                self.expression,
+                self.size,
+                self.max()
+            ),
+            ExpressionLimit::SubstitutionBytes => write!(
+                f,
+                "{} exceed the maximum size: {} bytes, at most {}",
+                self.expression,
+                self.size,
+                self.max()
+            ),
+        }
+    }
 }
 
 impl StoreError {
@@ -108,8 +161,38 @@ impl StoreError {
             code: None,
             reasons: Vec::new(),
             item: None,
+            expression: None,
             source: None,
         }))
+    }
+
+    /// A request refused because one of its expressions exceeds a `DynamoDB` limit: a
+    /// validation error ([`is_validation`](Self::is_validation)) whose
+    /// [`expression_too_large`](Self::expression_too_large) says which expression and by how
+    /// much.
+    pub fn expression(operation: &'static str, detail: ExpressionTooLarge) -> Self {
+        let mut e = Self::validation(
+            operation,
+            format!(
+                "{detail}; write fewer attributes or conditions in one request (split it, or replace the whole item with a put)"
+            ),
+        )
+        .with_code("ValidationException");
+        e.0.expression = Some(detail);
+        e
+    }
+
+    /// Adds what to do to the message.
+    #[must_use]
+    pub(crate) fn advise(mut self, advice: &str) -> Self {
+        self.0.message.push_str("; ");
+        self.0.message.push_str(advice);
+        self
+    }
+
+    /// Which expression exceeded which limit, when the request was refused for that.
+    pub fn expression_too_large(&self) -> Option<&ExpressionTooLarge> {
+        self.0.expression.as_ref()
     }
 
     /// A validation error.

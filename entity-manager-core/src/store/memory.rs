@@ -10,6 +10,7 @@ use std::time::Duration;
 use serde_dynamo::{AttributeValue, Item};
 
 use super::batch::{BatchSender, GetBatch, RetryPolicy, get_batches, write_batches};
+use super::expression::Request;
 use super::value::{self, Scalar, check_filter, normalize};
 use super::{
     BatchGetError, BatchWriteError, CancellationReason, Expect, GlobalIndex, KeyAttribute, Page,
@@ -388,8 +389,19 @@ impl MemoryStore {
         state.items.insert(pk, item);
     }
 
+    /// Renders a write's expressions as `DynamoStore` sends them and checks their limits.
+    fn check_write(
+        &self,
+        operation: &'static str,
+        update: Option<&Update>,
+        expect: &Expect,
+    ) -> Result<(), StoreError> {
+        Request::write(operation, &self.definition.hash_key.name, update, expect).map(drop)
+    }
+
     fn put_sync(&self, item: Item, expect: &Expect) -> Result<(), StoreError> {
         check_condition(expect, "PutItem")?;
+        self.check_write("PutItem", None, expect)?;
         let (pk, item) = self.prepare(item, "PutItem")?;
         let mut state = self.write();
         check_expect(&state, &pk, expect, "PutItem")?;
@@ -403,6 +415,7 @@ impl MemoryStore {
         projection: Option<&[String]>,
     ) -> Result<Option<Item>, StoreError> {
         check_projection(projection, "GetItem")?;
+        Request::read("GetItem", None, projection)?;
         let pk = self.prepare_key(key, "GetItem")?;
         let state = self.read();
         Ok(state.items.get(&pk).map(|item| project(item, projection)))
@@ -410,6 +423,7 @@ impl MemoryStore {
 
     fn delete_sync(&self, key: &Item, expect: &Expect) -> Result<(), StoreError> {
         check_condition(expect, "DeleteItem")?;
+        self.check_write("DeleteItem", None, expect)?;
         let pk = self.prepare_key(key, "DeleteItem")?;
         let mut state = self.write();
         check_expect(&state, &pk, expect, "DeleteItem")?;
@@ -439,6 +453,7 @@ impl MemoryStore {
     ) -> Result<Option<Item>, StoreError> {
         const OP: &str = "UpdateItem";
         check_condition(expect, OP)?;
+        self.check_write(OP, Some(update), expect)?;
         let pk = self.prepare_key(key, OP)?;
         let actions = update::check(update, &self.definition).map_err(|m| validation(OP, m))?;
         let mut state = self.write();
@@ -516,6 +531,7 @@ impl MemoryStore {
     ) -> Result<Vec<Item>, StoreError> {
         const OP: &str = "BatchGetItem";
         check_projection(projection, OP)?;
+        Request::read(OP, None, projection)?;
         if keys.len() > super::MAX_BATCH_GET {
             return Err(validation(
                 OP,
@@ -539,6 +555,14 @@ impl MemoryStore {
         let mut ops = Vec::with_capacity(writes.len());
         let mut seen = BTreeSet::new();
         for write in writes {
+            match &write {
+                TransactWrite::Update { update, expect, .. } => {
+                    self.check_write(OP, Some(update), expect)?;
+                }
+                TransactWrite::Put { expect, .. }
+                | TransactWrite::Delete { expect, .. }
+                | TransactWrite::Check { expect, .. } => self.check_write(OP, None, expect)?,
+            }
             let (pk, expect, item) = match write {
                 TransactWrite::Put { item, expect } => {
                     let (pk, item) = self.prepare(item, OP)?;
@@ -653,6 +677,9 @@ impl MemoryStore {
         let hash = partition_values(request, &view)?;
         let (at, (mut lower, mut upper, prefix)) = condition_bounds(request, &view)?;
         check_query(request, &view, projected.as_deref())?;
+        let hash_names: Vec<&str> = view.hash.iter().map(|a| a.name.as_str()).collect();
+        let range_names: Vec<&str> = view.range.iter().map(|a| a.name.as_str()).collect();
+        Request::query("Query", request, &hash_names, &range_names)?;
         if let Some(start) = &request.exclusive_start_key {
             let pos = self.start_position(&view, start)?;
             if request.descending {
@@ -749,6 +776,7 @@ impl MemoryStore {
         if let Some(filter) = &request.filter {
             check_filter(filter, &[]).map_err(|m| validation(OP, m))?;
         }
+        Request::read(OP, request.filter.as_ref(), None)?;
         let start = match &request.exclusive_start_key {
             None => Bound::Unbounded,
             Some(key) => {

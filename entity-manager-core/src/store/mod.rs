@@ -59,6 +59,7 @@ mod drift;
 #[cfg(feature = "dynamodb")]
 mod dynamo;
 mod error;
+pub(crate) mod expression;
 mod memory;
 mod multi;
 mod table;
@@ -69,12 +70,16 @@ pub use crate::model::Projection;
 pub use crate::transcode::KeyType;
 pub use batch::{MAX_BATCH_GET, MAX_BATCH_WRITE, RetryPolicy};
 // The batch loops `DynamoStore` runs, exposed for the fault-injection tests only.
+pub use crate::limits::{ExpressionKind, ExpressionLimit};
 #[doc(hidden)]
 pub use batch::{BatchSender, GetBatch, get_batches, write_batches};
 pub use drift::{Drift, DriftReport, IndexKind, KeySchemaNames, LiveTable, Setting};
 #[cfg(feature = "dynamodb")]
 pub use dynamo::DynamoStore;
-pub use error::{BatchGetError, BatchWriteError, CancellationReason, StoreError, StoreErrorKind};
+pub use error::{
+    BatchGetError, BatchWriteError, CancellationReason, ExpressionTooLarge, StoreError,
+    StoreErrorKind,
+};
 pub use memory::MemoryStore;
 pub use table::{
     Billing, Capacity, GlobalIndex, KeyAttribute, LocalIndex, StreamView, TableDefinition,

@@ -7,8 +7,9 @@ use std::fmt::Debug;
 
 use aws_sdk_dynamodb::error::{BuildError, DisplayErrorContext, ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::types::AttributeValue as AwsValue;
-use serde_dynamo::{AttributeValue, Item};
+use serde_dynamo::Item;
 
+use crate::store::expression::Expr;
 use crate::store::{StoreError, StoreErrorKind};
 
 /// An SDK attribute map.
@@ -19,9 +20,10 @@ pub(super) fn to_aws(item: Item) -> AwsItem {
     item.into()
 }
 
-/// A value as the SDK sends it.
-pub(super) fn value_to_aws(value: AttributeValue) -> AwsValue {
-    value.into()
+/// The `ExpressionAttributeValues` of a request as the SDK sends them, or `None` when empty.
+pub(super) fn values_to_aws(expr: &Expr) -> Option<AwsItem> {
+    expr.values()
+        .map(|values| values.into_iter().map(|(k, v)| (k, v.into())).collect())
 }
 
 /// Whether every value is of a type `serde_dynamo` knows (an SDK newer than this crate may

@@ -2,7 +2,6 @@
 
 mod convert;
 mod describe;
-mod expr;
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -22,11 +21,11 @@ use aws_sdk_dynamodb::types::{
     ScalarAttributeType, StreamSpecification, StreamViewType, TableStatus, Tag,
     TimeToLiveSpecification, TransactGetItem, TransactWriteItem,
 };
-use serde_dynamo::{AttributeValue, Item};
+use serde_dynamo::Item;
 
-use self::convert::{build_error, from_aws, from_aws_all, sdk_error, to_aws};
-use self::expr::Expr;
+use self::convert::{build_error, from_aws, from_aws_all, sdk_error, to_aws, values_to_aws};
 use super::batch::{BatchSender, GetBatch, RetryPolicy, get_batches, write_batches};
+use super::expression::Request;
 use super::memory::check_transaction_shape;
 use super::table::KeyAttribute;
 use super::{
@@ -542,34 +541,25 @@ impl DynamoStore {
         }
     }
 
-    /// `attribute_not_exists(#hk)` / `attribute_exists(#hk)` / the condition expression of an
-    /// expectation.
-    fn condition(&self, expect: &Expect, expr: &mut Expr) -> Result<Option<String>, StoreError> {
-        let name = &self.definition.hash_key.name;
-        Ok(match expect {
-            Expect::Any => None,
-            Expect::Absent => Some(format!("attribute_not_exists({})", expr.name(name))),
-            Expect::Present => Some(format!("attribute_exists({})", expr.name(name))),
-            Expect::Matches(filter) => Some(expr.filter(filter)?),
-        })
-    }
-
-    fn projection_parts(projection: Option<&[String]>) -> (Option<String>, Expr) {
-        let mut expr = Expr::default();
-        let p = projection.map(|p| expr.projection(p));
-        (p, expr)
+    /// The expressions of a write to this table, rendered and checked.
+    fn write_request(
+        &self,
+        operation: &'static str,
+        update: Option<&Update>,
+        expect: &Expect,
+    ) -> Result<Request, StoreError> {
+        Request::write(operation, &self.definition.hash_key.name, update, expect)
     }
 
     async fn put(&self, item: Item, expect: Expect) -> Result<(), StoreError> {
-        let mut expr = Expr::default();
-        let condition = self.condition(&expect, &mut expr)?;
+        let r = self.write_request("PutItem", None, &expect)?;
         self.client
             .put_item()
             .table_name(&self.table_name)
             .set_item(Some(to_aws(item)))
-            .set_condition_expression(condition)
-            .set_expression_attribute_names(expr.names())
-            .set_expression_attribute_values(expr.values())
+            .set_condition_expression(r.condition)
+            .set_expression_attribute_names(r.expr.names())
+            .set_expression_attribute_values(values_to_aws(&r.expr))
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
             .send()
             .await
@@ -591,18 +581,16 @@ impl DynamoStore {
         returns: ReturnValues,
     ) -> Result<Option<Item>, StoreError> {
         const OP: &str = "UpdateItem";
-        let mut expr = Expr::default();
-        let expression = expr.update(update);
-        let condition = self.condition(&expect, &mut expr)?;
+        let r = self.write_request(OP, Some(update), &expect)?;
         let out = self
             .client
             .update_item()
             .table_name(&self.table_name)
             .set_key(Some(to_aws(key.clone())))
-            .set_update_expression(expression)
-            .set_condition_expression(condition)
-            .set_expression_attribute_names(expr.names())
-            .set_expression_attribute_values(expr.values())
+            .set_update_expression(r.update)
+            .set_condition_expression(r.condition)
+            .set_expression_attribute_names(r.expr.names())
+            .set_expression_attribute_values(values_to_aws(&r.expr))
             .return_values(match returns {
                 ReturnValues::None => ReturnValue::None,
                 ReturnValues::AllOld => ReturnValue::AllOld,
@@ -658,15 +646,15 @@ impl DynamoStore {
         key: &Item,
         projection: Option<&[String]>,
     ) -> Result<Option<Item>, StoreError> {
-        let (projection, expr) = Self::projection_parts(projection);
+        let r = Request::read("GetItem", None, projection)?;
         let out = self
             .client
             .get_item()
             .table_name(&self.table_name)
             .set_key(Some(to_aws(key.clone())))
             .consistent_read(self.consistent_read)
-            .set_projection_expression(projection)
-            .set_expression_attribute_names(expr.names())
+            .set_projection_expression(r.projection)
+            .set_expression_attribute_names(r.expr.names())
             .send()
             .await
             .map_err(|e| sdk_error("GetItem", e))?;
@@ -674,15 +662,14 @@ impl DynamoStore {
     }
 
     async fn delete(&self, key: &Item, expect: Expect) -> Result<(), StoreError> {
-        let mut expr = Expr::default();
-        let condition = self.condition(&expect, &mut expr)?;
+        let r = self.write_request("DeleteItem", None, &expect)?;
         self.client
             .delete_item()
             .table_name(&self.table_name)
             .set_key(Some(to_aws(key.clone())))
-            .set_condition_expression(condition)
-            .set_expression_attribute_names(expr.names())
-            .set_expression_attribute_values(expr.values())
+            .set_condition_expression(r.condition)
+            .set_expression_attribute_names(r.expr.names())
+            .set_expression_attribute_values(values_to_aws(&r.expr))
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
             .send()
             .await
@@ -702,31 +689,30 @@ impl DynamoStore {
         check_transaction_shape(&writes)?;
         let mut items = Vec::with_capacity(writes.len());
         for write in writes {
-            let mut expr = Expr::default();
             let item = match write {
                 TransactWrite::Put { item, expect } => {
-                    let condition = self.condition(&expect, &mut expr)?;
+                    let r = self.write_request(OP, None, &expect)?;
                     TransactWriteItem::builder().put(
                         Put::builder()
                             .table_name(&self.table_name)
                             .set_item(Some(to_aws(item)))
-                            .set_condition_expression(condition)
-                            .set_expression_attribute_names(expr.names())
-                            .set_expression_attribute_values(expr.values())
+                            .set_condition_expression(r.condition)
+                            .set_expression_attribute_names(r.expr.names())
+                            .set_expression_attribute_values(values_to_aws(&r.expr))
                             .return_values_on_condition_check_failure(ALL_OLD)
                             .build()
                             .map_err(|e| build_error(OP, e))?,
                     )
                 }
                 TransactWrite::Delete { key, expect } => {
-                    let condition = self.condition(&expect, &mut expr)?;
+                    let r = self.write_request(OP, None, &expect)?;
                     TransactWriteItem::builder().delete(
                         Delete::builder()
                             .table_name(&self.table_name)
                             .set_key(Some(to_aws(key)))
-                            .set_condition_expression(condition)
-                            .set_expression_attribute_names(expr.names())
-                            .set_expression_attribute_values(expr.values())
+                            .set_condition_expression(r.condition)
+                            .set_expression_attribute_names(r.expr.names())
+                            .set_expression_attribute_values(values_to_aws(&r.expr))
                             .return_values_on_condition_check_failure(ALL_OLD)
                             .build()
                             .map_err(|e| build_error(OP, e))?,
@@ -737,30 +723,29 @@ impl DynamoStore {
                     update,
                     expect,
                 } => {
-                    let expression = expr.update(&update);
-                    let condition = self.condition(&expect, &mut expr)?;
+                    let r = self.write_request(OP, Some(&update), &expect)?;
                     TransactWriteItem::builder().update(
                         aws::Update::builder()
                             .table_name(&self.table_name)
                             .set_key(Some(to_aws(key)))
-                            .set_update_expression(expression)
-                            .set_condition_expression(condition)
-                            .set_expression_attribute_names(expr.names())
-                            .set_expression_attribute_values(expr.values())
+                            .set_update_expression(r.update)
+                            .set_condition_expression(r.condition)
+                            .set_expression_attribute_names(r.expr.names())
+                            .set_expression_attribute_values(values_to_aws(&r.expr))
                             .return_values_on_condition_check_failure(ALL_OLD)
                             .build()
                             .map_err(|e| build_error(OP, e))?,
                     )
                 }
                 TransactWrite::Check { key, expect } => {
-                    let condition = self.condition(&expect, &mut expr)?;
+                    let r = self.write_request(OP, None, &expect)?;
                     TransactWriteItem::builder().condition_check(
                         ConditionCheck::builder()
                             .table_name(&self.table_name)
                             .set_key(Some(to_aws(key)))
-                            .set_condition_expression(condition)
-                            .set_expression_attribute_names(expr.names())
-                            .set_expression_attribute_values(expr.values())
+                            .set_condition_expression(r.condition)
+                            .set_expression_attribute_names(r.expr.names())
+                            .set_expression_attribute_values(values_to_aws(&r.expr))
                             .return_values_on_condition_check_failure(ALL_OLD)
                             .build()
                             .map_err(|e| build_error(OP, e))?,
@@ -819,37 +804,20 @@ impl DynamoStore {
             },
         };
         super::multi::check_key_condition(request, &hash, &range)?;
-        let values = std::iter::once(&request.hash_key).chain(&request.more_hash_keys);
-        let hash: Vec<(&str, &AttributeValue)> =
-            hash.iter().map(|a| a.name.as_str()).zip(values).collect();
-        let prefix: Vec<(&str, &AttributeValue)> = range
-            .iter()
-            .map(|a| a.name.as_str())
-            .zip(&request.range_prefix)
-            .collect();
-        let condition = request
-            .range
-            .as_ref()
-            .and_then(|c| Some((range.get(prefix.len())?.name.as_str(), c)));
-        let mut expr = Expr::default();
-        let key_condition = expr.multi_key_condition(&hash, &prefix, condition);
-        let filter = request
-            .filter
-            .as_ref()
-            .map(|f| expr.filter(f))
-            .transpose()?;
-        let projection = request.projection.as_deref().map(|p| expr.projection(p));
+        let hash: Vec<&str> = hash.iter().map(|a| a.name.as_str()).collect();
+        let range: Vec<&str> = range.iter().map(|a| a.name.as_str()).collect();
+        let r = Request::query(OP, request, &hash, &range)?;
         let limit = request.limit.map(|l| wire_limit(OP, l)).transpose()?;
         let out = self
             .client
             .query()
             .table_name(&self.table_name)
             .set_index_name(request.index.clone())
-            .key_condition_expression(key_condition)
-            .set_filter_expression(filter)
-            .set_projection_expression(projection)
-            .set_expression_attribute_names(expr.names())
-            .set_expression_attribute_values(expr.values())
+            .set_key_condition_expression(r.key_condition)
+            .set_filter_expression(r.filter)
+            .set_projection_expression(r.projection)
+            .set_expression_attribute_names(r.expr.names())
+            .set_expression_attribute_values(values_to_aws(&r.expr))
             .set_limit(limit)
             .set_exclusive_start_key(request.exclusive_start_key.clone().map(to_aws))
             .scan_index_forward(!request.descending)
@@ -895,12 +863,7 @@ impl DynamoStore {
     async fn scan(&self, request: &ScanPage) -> Result<Page, StoreError> {
         const OP: &str = "Scan";
         request.check()?;
-        let mut expr = Expr::default();
-        let filter = request
-            .filter
-            .as_ref()
-            .map(|f| expr.filter(f))
-            .transpose()?;
+        let r = Request::read(OP, request.filter.as_ref(), None)?;
         let limit = request.limit.map(|l| wire_limit(OP, l)).transpose()?;
         // one segment is the whole table: sent without Segment/TotalSegments
         let (segment, total) = if request.total_segments > 1 {
@@ -922,9 +885,9 @@ impl DynamoStore {
             .table_name(&self.table_name)
             .set_segment(segment)
             .set_total_segments(total)
-            .set_filter_expression(filter)
-            .set_expression_attribute_names(expr.names())
-            .set_expression_attribute_values(expr.values())
+            .set_filter_expression(r.filter)
+            .set_expression_attribute_names(r.expr.names())
+            .set_expression_attribute_values(values_to_aws(&r.expr))
             .set_limit(limit)
             .set_exclusive_start_key(request.exclusive_start_key.clone().map(to_aws))
             .set_consistent_read((request.consistent || self.consistent_read).then_some(true))
@@ -1032,11 +995,11 @@ impl BatchSender for DynamoStore {
     ) -> Result<GetBatch, StoreError> {
         {
             const OP: &str = "BatchGetItem";
-            let (projection, expr) = Self::projection_parts(projection);
+            let r = Request::read(OP, None, projection)?;
             let request = KeysAndAttributes::builder()
                 .set_keys(Some(keys.into_iter().map(to_aws).collect()))
-                .set_projection_expression(projection)
-                .set_expression_attribute_names(expr.names())
+                .set_projection_expression(r.projection)
+                .set_expression_attribute_names(r.expr.names())
                 .set_consistent_read(self.consistent_read.then_some(true))
                 .build()
                 .map_err(|e| build_error(OP, e))?;

@@ -1,0 +1,728 @@
+//! The expressions of a request as `DynamoDB` receives them (key conditions, filters,
+//! conditions, updates and projections with `#n`/`:v` placeholders), and `DynamoDB`'s limits on
+//! them.
+//!
+//! Both stores go through [`Request`]: `DynamoStore` sends what it renders (converting the
+//! placeholder values to the SDK's type at its edge), `MemoryStore` renders the same strings
+//! and discards them. Each constructor checks the limits of [`crate::limits`] (expression
+//! length, operator count, substitution size) and refuses an oversize request with
+//! [`StoreError::expression`], so both stores give the same verdict before anything is sent or
+//! applied. Nothing here knows the AWS types.
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+
+use serde_dynamo::AttributeValue;
+
+use super::value::value_bytes;
+use super::{
+    Expect, ExpressionTooLarge, Filter, QueryPage, RangeCondition, StoreError, Update, UpdateAction,
+};
+use crate::limits::{
+    ExpressionKind, ExpressionLimit, MAX_EXPRESSION_BYTES, MAX_EXPRESSION_OPERATORS,
+    MAX_SUBSTITUTION_BYTES,
+};
+
+/// Collects the placeholders of one request's expressions: `#n0, #n1…` for attribute names (one
+/// per distinct name), `:v0, :v1…` for values (one per use).
+#[derive(Debug, Default)]
+pub(crate) struct Expr {
+    names: Vec<String>,
+    positions: HashMap<String, usize>,
+    values: Vec<AttributeValue>,
+}
+
+impl Expr {
+    /// The placeholder of an attribute name (one per name).
+    pub(crate) fn name(&mut self, attribute: &str) -> String {
+        let next = self.names.len();
+        let i = *self.positions.entry(attribute.to_owned()).or_insert(next);
+        if i == next {
+            self.names.push(attribute.to_owned());
+        }
+        format!("#n{i}")
+    }
+
+    /// The placeholder of a value.
+    pub(crate) fn value(&mut self, value: &AttributeValue) -> String {
+        let key = format!(":v{}", self.values.len());
+        self.values.push(value.clone());
+        key
+    }
+
+    /// A key condition of a (multi-attribute) key: equality on every partition attribute, on
+    /// the first sort attributes (`prefix`), then one condition on the next sort attribute,
+    /// left to right as `DynamoDB` requires.
+    pub(crate) fn multi_key_condition(
+        &mut self,
+        hash: &[(&str, &AttributeValue)],
+        prefix: &[(&str, &AttributeValue)],
+        condition: Option<(&str, &RangeCondition)>,
+    ) -> String {
+        let parts: Vec<String> = hash
+            .iter()
+            .chain(prefix)
+            .map(|(name, value)| format!("{} = {}", self.name(name), self.value(value)))
+            .collect();
+        let mut out = parts.join(" AND ");
+        if let Some((range, c)) = condition {
+            let r = self.name(range);
+            let cond = match c {
+                RangeCondition::Eq(v) => format!("{r} = {}", self.value(v)),
+                RangeCondition::Lt(v) => format!("{r} < {}", self.value(v)),
+                RangeCondition::Le(v) => format!("{r} <= {}", self.value(v)),
+                RangeCondition::Gt(v) => format!("{r} > {}", self.value(v)),
+                RangeCondition::Ge(v) => format!("{r} >= {}", self.value(v)),
+                RangeCondition::Between(a, b) => {
+                    format!("{r} BETWEEN {} AND {}", self.value(a), self.value(b))
+                }
+                RangeCondition::BeginsWith(v) => format!("begins_with({r}, {})", self.value(v)),
+            };
+            out.push_str(" AND ");
+            out.push_str(&cond);
+        }
+        out
+    }
+
+    /// A filter (or condition) expression. Empty `And`/`Or`/`In` have no expression and are
+    /// rejected.
+    pub(crate) fn filter(&mut self, filter: &Filter) -> Result<String, StoreError> {
+        let mut out = String::new();
+        self.write_filter(filter, &mut out)?;
+        Ok(out)
+    }
+
+    fn write_filter(&mut self, filter: &Filter, out: &mut String) -> Result<(), StoreError> {
+        match filter {
+            Filter::Compare {
+                attribute,
+                op,
+                value,
+            } => {
+                let (n, v) = (self.name(attribute), self.value(value));
+                let _ = write!(out, "{n} {} {v}", op.as_str());
+            }
+            Filter::Between {
+                attribute,
+                low,
+                high,
+            } => {
+                let (n, l, h) = (self.name(attribute), self.value(low), self.value(high));
+                let _ = write!(out, "{n} BETWEEN {l} AND {h}");
+            }
+            Filter::BeginsWith { attribute, prefix } => {
+                let (n, v) = (self.name(attribute), self.value(prefix));
+                let _ = write!(out, "begins_with({n}, {v})");
+            }
+            Filter::Contains { attribute, value } => {
+                let (n, v) = (self.name(attribute), self.value(value));
+                let _ = write!(out, "contains({n}, {v})");
+            }
+            Filter::Exists(attribute) => {
+                let n = self.name(attribute);
+                let _ = write!(out, "attribute_exists({n})");
+            }
+            Filter::NotExists(attribute) => {
+                let n = self.name(attribute);
+                let _ = write!(out, "attribute_not_exists({n})");
+            }
+            Filter::In { attribute, values } => {
+                if values.is_empty() {
+                    return Err(StoreError::validation(
+                        "Query",
+                        "Invalid FilterExpression: IN takes 1 to 100 values, not 0",
+                    ));
+                }
+                let n = self.name(attribute);
+                let values: Vec<String> = values.iter().map(|v| self.value(v)).collect();
+                let _ = write!(out, "{n} IN ({})", values.join(", "));
+            }
+            Filter::And(fs) | Filter::Or(fs) => {
+                if fs.is_empty() {
+                    return Err(StoreError::validation(
+                        "Query",
+                        "Invalid FilterExpression: AND/OR need at least one operand",
+                    ));
+                }
+                let joiner = if matches!(filter, Filter::And(_)) {
+                    " AND "
+                } else {
+                    " OR "
+                };
+                for (i, f) in fs.iter().enumerate() {
+                    if i > 0 {
+                        out.push_str(joiner);
+                    }
+                    out.push('(');
+                    self.write_filter(f, out)?;
+                    out.push(')');
+                }
+            }
+            Filter::Not(f) => {
+                out.push_str("NOT (");
+                self.write_filter(f, out)?;
+                out.push(')');
+            }
+            Filter::Size {
+                attribute,
+                op,
+                size,
+            } => {
+                let n = self.name(attribute);
+                let v = self.value(&AttributeValue::N(size.to_string()));
+                let _ = write!(out, "size({n}) {} {v}", op.as_str());
+            }
+            Filter::Type { attribute, of } => {
+                let n = self.name(attribute);
+                let v = self.value(&AttributeValue::S(of.as_str().to_owned()));
+                let _ = write!(out, "attribute_type({n}, {v})");
+            }
+        }
+        Ok(())
+    }
+
+    /// An update expression (`SET … REMOVE … ADD … DELETE …`); `None` for no action.
+    pub(crate) fn update(&mut self, update: &Update) -> Option<String> {
+        let (mut set, mut remove, mut add, mut delete) = (vec![], vec![], vec![], vec![]);
+        for action in update.actions() {
+            let name = self.name(action.attribute());
+            match action {
+                UpdateAction::Set(_, v) => set.push(format!("{name} = {}", self.value(v))),
+                UpdateAction::SetIfNotExists(_, v) => {
+                    set.push(format!("{name} = if_not_exists({name}, {})", self.value(v)));
+                }
+                UpdateAction::Increment(_, v) => {
+                    set.push(format!("{name} = {name} + {}", self.value(v)));
+                }
+                UpdateAction::Decrement(_, v) => {
+                    set.push(format!("{name} = {name} - {}", self.value(v)));
+                }
+                UpdateAction::Append(_, v) | UpdateAction::Prepend(_, v) => {
+                    let list = self.value(v);
+                    let empty = self.value(&AttributeValue::L(Vec::new()));
+                    let current = format!("if_not_exists({name}, {empty})");
+                    set.push(if matches!(action, UpdateAction::Append(..)) {
+                        format!("{name} = list_append({current}, {list})")
+                    } else {
+                        format!("{name} = list_append({list}, {current})")
+                    });
+                }
+                UpdateAction::Remove(_) => remove.push(name),
+                UpdateAction::Add(_, v) => add.push(format!("{name} {}", self.value(v))),
+                UpdateAction::Delete(_, v) => delete.push(format!("{name} {}", self.value(v))),
+            }
+        }
+        let clauses: Vec<String> = [
+            ("SET", set),
+            ("REMOVE", remove),
+            ("ADD", add),
+            ("DELETE", delete),
+        ]
+        .into_iter()
+        .filter(|(_, parts)| !parts.is_empty())
+        .map(|(keyword, parts)| format!("{keyword} {}", parts.join(", ")))
+        .collect();
+        (!clauses.is_empty()).then(|| clauses.join(" "))
+    }
+
+    /// A projection expression.
+    pub(crate) fn projection(&mut self, attributes: &[String]) -> String {
+        attributes
+            .iter()
+            .map(|a| self.name(a))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// The condition expression of an expectation: `attribute_not_exists(#hk)`,
+    /// `attribute_exists(#hk)`, or the filter; `None` for [`Expect::Any`].
+    pub(crate) fn condition(
+        &mut self,
+        expect: &Expect,
+        hash_key: &str,
+    ) -> Result<Option<String>, StoreError> {
+        Ok(match expect {
+            Expect::Any => None,
+            Expect::Absent => Some(format!("attribute_not_exists({})", self.name(hash_key))),
+            Expect::Present => Some(format!("attribute_exists({})", self.name(hash_key))),
+            Expect::Matches(filter) => Some(self.filter(filter)?),
+        })
+    }
+
+    /// `ExpressionAttributeNames`, or `None` when empty (`DynamoDB` rejects an empty map).
+    #[cfg_attr(not(feature = "dynamodb"), allow(dead_code))] // `DynamoStore` sends them
+    pub(crate) fn names(&self) -> Option<HashMap<String, String>> {
+        (!self.names.is_empty()).then(|| {
+            self.names
+                .iter()
+                .enumerate()
+                .map(|(i, n)| (format!("#n{i}"), n.clone()))
+                .collect()
+        })
+    }
+
+    /// `ExpressionAttributeValues`, or `None` when empty.
+    #[cfg_attr(not(feature = "dynamodb"), allow(dead_code))] // `DynamoStore` sends them
+    pub(crate) fn values(&self) -> Option<HashMap<String, AttributeValue>> {
+        (!self.values.is_empty()).then(|| {
+            self.values
+                .iter()
+                .enumerate()
+                .map(|(i, v)| (format!(":v{i}"), v.clone()))
+                .collect()
+        })
+    }
+
+    /// The bytes of every substitution variable: each placeholder and the name or value it
+    /// stands for (values counted as in an item).
+    pub(crate) fn substitution_bytes(&self) -> usize {
+        let digits = |i: usize| i.checked_ilog10().map_or(1, |d| d as usize + 1);
+        let names: usize = self
+            .names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| 2 + digits(i) + n.len())
+            .sum();
+        let values: usize = self
+            .values
+            .iter()
+            .enumerate()
+            .map(|(i, v)| 2 + digits(i) + value_bytes(v))
+            .sum();
+        names + values
+    }
+}
+
+/// The operators and functions of a filter or condition, as `DynamoDB` counts them: one per
+/// comparison, `BETWEEN`, `IN`, `AND`, `OR`, `NOT` and function (`size(a) > n` is two).
+pub(crate) fn filter_operators(filter: &Filter) -> usize {
+    match filter {
+        Filter::Compare { .. }
+        | Filter::Between { .. }
+        | Filter::BeginsWith { .. }
+        | Filter::Contains { .. }
+        | Filter::Exists(_)
+        | Filter::NotExists(_)
+        | Filter::In { .. }
+        | Filter::Type { .. } => 1,
+        Filter::Size { .. } => 2,
+        Filter::And(fs) | Filter::Or(fs) => {
+            fs.iter().map(filter_operators).sum::<usize>() + fs.len().saturating_sub(1)
+        }
+        Filter::Not(f) => 1 + filter_operators(f),
+    }
+}
+
+/// The operators and functions of an update expression: `+`, `-`, `if_not_exists` and
+/// `list_append` (the `=` of `SET`, `REMOVE`, `ADD` and `DELETE` do not count).
+pub(crate) fn update_operators(update: &Update) -> usize {
+    update
+        .actions()
+        .iter()
+        .map(|a| match a {
+            UpdateAction::Set(..)
+            | UpdateAction::Remove(_)
+            | UpdateAction::Add(..)
+            | UpdateAction::Delete(..) => 0,
+            UpdateAction::SetIfNotExists(..)
+            | UpdateAction::Increment(..)
+            | UpdateAction::Decrement(..) => 1,
+            // list_append(…, if_not_exists(…))
+            UpdateAction::Append(..) | UpdateAction::Prepend(..) => 2,
+        })
+        .sum()
+}
+
+fn expect_operators(expect: &Expect) -> usize {
+    match expect {
+        Expect::Any => 0,
+        Expect::Absent | Expect::Present => 1,
+        Expect::Matches(f) => filter_operators(f),
+    }
+}
+
+/// Refuses an expression over the length or operator limit.
+fn check(
+    operation: &'static str,
+    expression: ExpressionKind,
+    text: Option<&str>,
+    operators: usize,
+) -> Result<(), StoreError> {
+    let Some(text) = text else {
+        return Ok(());
+    };
+    let too_large = |limit, size| {
+        Err(StoreError::expression(
+            operation,
+            ExpressionTooLarge {
+                expression,
+                limit,
+                size,
+            },
+        ))
+    };
+    if text.len() > MAX_EXPRESSION_BYTES {
+        return too_large(ExpressionLimit::Length, text.len());
+    }
+    if operators > MAX_EXPRESSION_OPERATORS {
+        return too_large(ExpressionLimit::Operators, operators);
+    }
+    Ok(())
+}
+
+/// The expressions of one request, rendered and checked against `DynamoDB`'s limits.
+#[derive(Debug, Default)]
+pub(crate) struct Request {
+    /// The placeholders of every expression of the request.
+    pub(crate) expr: Expr,
+    /// `UpdateExpression`.
+    pub(crate) update: Option<String>,
+    /// `ConditionExpression`.
+    pub(crate) condition: Option<String>,
+    /// `KeyConditionExpression`.
+    pub(crate) key_condition: Option<String>,
+    /// `FilterExpression`.
+    pub(crate) filter: Option<String>,
+    /// `ProjectionExpression`.
+    pub(crate) projection: Option<String>,
+}
+
+impl Request {
+    /// A write (put, delete, update, condition check): the update expression, if any, then the
+    /// condition.
+    pub(crate) fn write(
+        operation: &'static str,
+        hash_key: &str,
+        update: Option<&Update>,
+        expect: &Expect,
+    ) -> Result<Self, StoreError> {
+        let mut r = Self::default();
+        r.update = update.and_then(|u| r.expr.update(u));
+        r.condition = r.expr.condition(expect, hash_key)?;
+        check(
+            operation,
+            ExpressionKind::Update,
+            r.update.as_deref(),
+            update.map_or(0, update_operators),
+        )?;
+        check(
+            operation,
+            ExpressionKind::Condition,
+            r.condition.as_deref(),
+            expect_operators(expect),
+        )?;
+        r.check_substitutions(operation)?;
+        Ok(r)
+    }
+
+    /// A query of the table or of an index whose key attributes are `hash` (partition) and
+    /// `range` (sort), in key order: key condition, filter, projection.
+    pub(crate) fn query(
+        operation: &'static str,
+        request: &QueryPage,
+        hash: &[&str],
+        range: &[&str],
+    ) -> Result<Self, StoreError> {
+        let mut r = Self::default();
+        let values = std::iter::once(&request.hash_key).chain(&request.more_hash_keys);
+        let hash: Vec<(&str, &AttributeValue)> = hash.iter().copied().zip(values).collect();
+        let prefix: Vec<(&str, &AttributeValue)> =
+            range.iter().copied().zip(&request.range_prefix).collect();
+        let condition = request
+            .range
+            .as_ref()
+            .and_then(|c| Some((*range.get(prefix.len())?, c)));
+        let equalities = hash.len() + prefix.len();
+        let key_operators = 2 * (equalities + usize::from(condition.is_some())) - 1;
+        r.key_condition = Some(r.expr.multi_key_condition(&hash, &prefix, condition));
+        check(
+            operation,
+            ExpressionKind::KeyCondition,
+            r.key_condition.as_deref(),
+            key_operators,
+        )?;
+        r.read_parts(
+            operation,
+            request.filter.as_ref(),
+            request.projection.as_deref(),
+        )?;
+        Ok(r)
+    }
+
+    /// A scan (filter) or a get (projection).
+    pub(crate) fn read(
+        operation: &'static str,
+        filter: Option<&Filter>,
+        projection: Option<&[String]>,
+    ) -> Result<Self, StoreError> {
+        let mut r = Self::default();
+        r.read_parts(operation, filter, projection)?;
+        Ok(r)
+    }
+
+    fn read_parts(
+        &mut self,
+        operation: &'static str,
+        filter: Option<&Filter>,
+        projection: Option<&[String]>,
+    ) -> Result<(), StoreError> {
+        self.filter = filter.map(|f| self.expr.filter(f)).transpose()?;
+        self.projection = projection.map(|p| self.expr.projection(p));
+        check(
+            operation,
+            ExpressionKind::Filter,
+            self.filter.as_deref(),
+            filter.map_or(0, filter_operators),
+        )?;
+        check(
+            operation,
+            ExpressionKind::Projection,
+            self.projection.as_deref(),
+            0,
+        )?;
+        self.check_substitutions(operation)
+    }
+
+    fn check_substitutions(&self, operation: &'static str) -> Result<(), StoreError> {
+        let size = self.expr.substitution_bytes();
+        if size > MAX_SUBSTITUTION_BYTES {
+            return Err(StoreError::expression(
+                operation,
+                ExpressionTooLarge {
+                    expression: ExpressionKind::Substitutions,
+                    limit: ExpressionLimit::SubstitutionBytes,
+                    size,
+                },
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::Comparison;
+
+    #[test]
+    fn renders_nested_filters_with_shared_name_placeholders() {
+        let mut e = Expr::default();
+        let f = Filter::Not(Box::new(Filter::Or(vec![
+            Filter::compare("a", Comparison::Lt, AttributeValue::N("1".into())),
+            Filter::compare("a", Comparison::Gt, AttributeValue::N("5".into())),
+            Filter::In {
+                attribute: "b".into(),
+                values: vec![AttributeValue::S("x".into()), AttributeValue::S("y".into())],
+            },
+        ])));
+        assert_eq!(
+            e.filter(&f).ok().as_deref(),
+            Some("NOT ((#n0 < :v0) OR (#n0 > :v1) OR (#n1 IN (:v2, :v3)))")
+        );
+        assert_eq!(e.names().map(|n| n.len()), Some(2));
+        assert!(e.filter(&Filter::And(vec![])).is_err());
+        // NOT, OR twice, <, >, IN
+        assert_eq!(filter_operators(&f), 6);
+    }
+
+    #[test]
+    fn renders_key_conditions() {
+        let s = |v: &str| AttributeValue::S(v.into());
+        let q = QueryPage::new(s("h")).range(RangeCondition::Between(s("a"), s("b")));
+        let r = Request::query("Query", &q, &["hk"], &["rk"]).ok();
+        assert_eq!(
+            r.and_then(|r| r.key_condition).as_deref(),
+            Some("#n0 = :v0 AND #n1 BETWEEN :v1 AND :v2")
+        );
+        let q = QueryPage::new(s("h")).range(RangeCondition::BeginsWith(s("p")));
+        let r = Request::query("Query", &q, &["hk"], &["rk"]).ok();
+        assert_eq!(
+            r.and_then(|r| r.key_condition).as_deref(),
+            Some("#n0 = :v0 AND begins_with(#n1, :v1)")
+        );
+    }
+
+    #[test]
+    fn renders_multi_attribute_key_conditions() {
+        let s = |v: &str| AttributeValue::S(v.into());
+        let n = |v: &str| AttributeValue::N(v.into());
+        let kc = Expr::default().multi_key_condition(
+            &[("a", &s("x")), ("b", &n("1"))],
+            &[("c", &s("y"))],
+            Some(("d", &RangeCondition::BeginsWith(s("p")))),
+        );
+        assert_eq!(
+            kc,
+            "#n0 = :v0 AND #n1 = :v1 AND #n2 = :v2 AND begins_with(#n3, :v3)"
+        );
+        let kc = Expr::default().multi_key_condition(&[("a", &s("x"))], &[("c", &s("y"))], None);
+        assert_eq!(kc, "#n0 = :v0 AND #n1 = :v1");
+    }
+
+    #[test]
+    fn renders_updates_and_counts_their_operators() {
+        let n = |v: &str| AttributeValue::N(v.into());
+        let u = Update::new()
+            .set("a", n("1"))
+            .increment("b", n("2"))
+            .set_if_not_exists("c", n("3"))
+            .append("d", AttributeValue::L(vec![]))
+            .remove("e")
+            .add("f", n("4"));
+        let r = Request::write("UpdateItem", "hk", Some(&u), &Expect::Present).ok();
+        let r = r.as_ref();
+        assert_eq!(
+            r.and_then(|r| r.update.as_deref()),
+            Some(
+                "SET #n0 = :v0, #n1 = #n1 + :v1, #n2 = if_not_exists(#n2, :v2), \
+                 #n3 = list_append(if_not_exists(#n3, :v4), :v3) REMOVE #n4 ADD #n5 :v5"
+            )
+        );
+        assert_eq!(
+            r.and_then(|r| r.condition.as_deref()),
+            Some("attribute_exists(#n6)")
+        );
+        // +, if_not_exists, list_append and its if_not_exists
+        assert_eq!(update_operators(&u), 4);
+    }
+
+    /// `DynamoDB`'s count of a filter's operators, read off the rendered text: the keywords,
+    /// comparators and functions it contains.
+    fn counted_in_text(text: &str) -> usize {
+        let words = [
+            " AND ",
+            " OR ",
+            "NOT (",
+            " BETWEEN ",
+            " IN (",
+            "begins_with(",
+            "contains(",
+            "attribute_exists(",
+            "attribute_not_exists(",
+            "attribute_type(",
+            "size(",
+        ];
+        let comparators = [" = ", " <> ", " < ", " <= ", " > ", " >= "];
+        words
+            .iter()
+            .chain(&comparators)
+            .map(|w| text.matches(w).count())
+            .sum::<usize>()
+            // BETWEEN's own AND is part of BETWEEN
+            - text.matches(" BETWEEN ").count()
+    }
+
+    fn arb_filter() -> impl proptest::strategy::Strategy<Value = Filter> {
+        use proptest::prelude::*;
+        let name = prop_oneof![Just("a".to_owned()), Just("b".to_owned())];
+        let value = (0..5_i32).prop_map(|n| AttributeValue::N(n.to_string()));
+        let op = prop_oneof![
+            Just(Comparison::Eq),
+            Just(Comparison::Ne),
+            Just(Comparison::Lt),
+            Just(Comparison::Le),
+            Just(Comparison::Gt),
+            Just(Comparison::Ge),
+        ];
+        let leaf = prop_oneof![
+            (name.clone(), op.clone(), value.clone())
+                .prop_map(|(a, o, v)| Filter::compare(a, o, v)),
+            (name.clone(), value.clone(), value.clone()).prop_map(|(attribute, low, high)| {
+                Filter::Between {
+                    attribute,
+                    low,
+                    high,
+                }
+            }),
+            (name.clone(), proptest::collection::vec(value.clone(), 1..4))
+                .prop_map(|(attribute, values)| Filter::In { attribute, values }),
+            (name.clone(), value.clone())
+                .prop_map(|(attribute, prefix)| Filter::BeginsWith { attribute, prefix }),
+            (name.clone(), value)
+                .prop_map(|(attribute, value)| Filter::Contains { attribute, value }),
+            name.clone().prop_map(Filter::Exists),
+            name.clone().prop_map(Filter::NotExists),
+            (name.clone(), op, 0..9_u64).prop_map(|(attribute, op, size)| Filter::Size {
+                attribute,
+                op,
+                size
+            }),
+            name.prop_map(|attribute| Filter::Type {
+                attribute,
+                of: crate::store::AttributeType::S
+            }),
+        ];
+        leaf.prop_recursive(4, 32, 4, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 1..4).prop_map(Filter::And),
+                proptest::collection::vec(inner.clone(), 1..4).prop_map(Filter::Or),
+                inner.prop_map(|f| Filter::Not(Box::new(f))),
+            ]
+        })
+    }
+
+    proptest::proptest! {
+        /// The operator count of a filter is what its rendered text holds.
+        #[test]
+        fn filter_operators_match_the_rendered_text(filter in arb_filter()) {
+            let mut e = Expr::default();
+            if let Ok(text) = e.filter(&filter) {
+                proptest::prop_assert_eq!(filter_operators(&filter), counted_in_text(&text));
+            }
+        }
+    }
+
+    #[test]
+    fn refuses_expressions_over_the_limits() {
+        // 4,096 bytes pass, 4,097 do not: `SET #n0 = :v0, …` grows by the width of each part
+        let wide = |n: usize| {
+            (0..n).fold(Update::new(), |u, i| {
+                u.set(format!("a{i}"), AttributeValue::N("1".into()))
+            })
+        };
+        let len = |n: usize| {
+            let mut e = Expr::default();
+            e.update(&wide(n)).map_or(0, |s| s.len())
+        };
+        let fits = (1..1_000)
+            .take_while(|&n| len(n) <= MAX_EXPRESSION_BYTES)
+            .last();
+        let Some(fits) = fits else {
+            panic!("no update fits");
+        };
+        assert!(Request::write("UpdateItem", "hk", Some(&wide(fits)), &Expect::Any).is_ok());
+        let err = Request::write("UpdateItem", "hk", Some(&wide(fits + 1)), &Expect::Any).err();
+        let detail = err.as_ref().and_then(StoreError::expression_too_large);
+        assert_eq!(
+            detail.map(|d| (d.expression, d.limit, d.size)),
+            Some((
+                ExpressionKind::Update,
+                ExpressionLimit::Length,
+                len(fits + 1)
+            ))
+        );
+        assert!(err.is_some_and(|e| e.is_validation()));
+
+        // 300 operators pass, 301 do not
+        let ands = |n: usize| {
+            Expect::Matches(Filter::And(
+                (0..n)
+                    .map(|_| Filter::eq("a", AttributeValue::N("1".into())))
+                    .collect::<Vec<_>>(),
+            ))
+        };
+        assert!(Request::write("PutItem", "hk", None, &ands(150)).is_ok()); // 150 + 149
+        let with_not = |n| match ands(n) {
+            Expect::Matches(f) => Expect::Matches(Filter::Not(Box::new(f))),
+            other => other,
+        };
+        assert!(Request::write("PutItem", "hk", None, &with_not(150)).is_ok()); // 300
+        let err = Request::write("PutItem", "hk", None, &ands(151)).err();
+        assert_eq!(
+            err.as_ref()
+                .and_then(StoreError::expression_too_large)
+                .map(|d| (d.expression, d.limit, d.size)),
+            Some((ExpressionKind::Condition, ExpressionLimit::Operators, 301))
+        );
+    }
+}
