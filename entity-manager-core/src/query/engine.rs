@@ -22,7 +22,15 @@
 //! and an item is emitted only once no lane can still hold its range key unread. On the next
 //! page every live lane reads from the boundary's range key on (the user's condition narrowed
 //! to it, [`from_boundary`]) and skips what lies at or before the boundary: no start key is
-//! built for an item the lane may not hold, and no per-lane cursor crosses pages.
+//! built for an item the lane may not hold, and no per-lane cursor crosses pages. One lane is
+//! the exception: when no item left unreturned ties with the boundary (every lane is read
+//! through its range key before it is emitted, so the page knows), the token names the lane
+//! that held it, which resumes right after it (`ExclusiveStartKey` on an item it holds) rather
+//! than reading it again.
+//!
+//! The predicted end extrapolates the distance the pages cover, a running average for number
+//! range keys (see [`estimate::span_start`]), by a margin that shrinks with the page's size
+//! ([`estimate::margin`]). With one live lane, a read asks for what the page wants at once.
 //!
 //! Range keys are compared as [`Pos`]itions, parsed once per item read, and the lanes are kept
 //! in ordered sets (by next item, by how far they are read), so that choosing the next item or
@@ -290,14 +298,14 @@ fn before_all(front: &Front, end: &Pos) -> bool {
 }
 
 /// The limit of a read up to the predicted end, for a lane whose fair share of the page is
-/// `share`: the lane holds about `share × (1 + MARGIN)` items up to there (if the prediction
+/// `share`: the lane holds about `share × (1 + margin)` items up to there (if the prediction
 /// holds), and a read that stops at its limit short of the end costs a second query. Items of a
 /// shard are about Poisson-distributed over the range key, so three standard deviations above
 /// the mean, plus one, leave about one lane in a hundred short.
-fn predicted_limit(share: usize) -> usize {
+fn predicted_limit(share: usize, margin: f64) -> usize {
     // shares are at most a page size, far below 2^52
     #[allow(clippy::cast_precision_loss)]
-    let mean = share as f64 * (1.0 + MARGIN);
+    let mean = share as f64 * (1.0 + margin);
     let limit = (mean + 3.0 * mean.sqrt()).ceil() + 1.0;
     // a positive finite value of a few thousand at most
     #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
@@ -436,11 +444,14 @@ impl<S: Store> Engine<'_, '_, S> {
         totals: &mut QueryStats,
     ) -> Result<StreamPage> {
         let boundary = state.boundary.as_ref();
-        // where the page probably ends: as far beyond the previous page as that page spanned,
+        // where the page probably ends: as far beyond the previous page as the pages spanned,
         // plus a margin (an unlimited page reads everything anyway)
+        let margin = boundary.map_or(MARGIN, |b| {
+            estimate::margin(want, estimate::averaged(&b.first, &b.last))
+        });
         let mut predicted = boundary
             .filter(|_| want != usize::MAX)
-            .and_then(|b| estimate::extrapolate(&b.first, &b.last, 1.0 + MARGIN))
+            .and_then(|b| estimate::extrapolate(&b.first, &b.last, 1.0 + margin))
             .and_then(|value| self.end(value));
         let mut merge = self.merge(indexes, state);
         let throttle = self.throttle.max(1);
@@ -448,6 +459,8 @@ impl<S: Store> Engine<'_, '_, S> {
         // the plan index of the first and last item on the page, for the next page's boundary
         let mut first_from: Option<usize> = None;
         let mut last_from: Option<usize> = None;
+        // the lane of the last item on the page
+        let mut last_lane: Option<usize> = None;
         let mut inflight = FuturesUnordered::new();
         let mut repredicted = false;
         while out.len() < want {
@@ -474,6 +487,7 @@ impl<S: Store> Engine<'_, '_, S> {
                         remaining,
                         known.as_ref(),
                         predicted.as_ref(),
+                        margin,
                     );
                     for (t, request, end, limit) in reads {
                         totals.shard_queries += 1;
@@ -502,6 +516,7 @@ impl<S: Store> Engine<'_, '_, S> {
             }
             first_from.get_or_insert(index);
             last_from = Some(index);
+            last_lane = Some(h);
             out.push(item);
         }
         // reads still in flight are waited for, not abandoned: the store may already be
@@ -521,11 +536,21 @@ impl<S: Store> Engine<'_, '_, S> {
             range_key(out.last(), last_from),
             out.last().and_then(|item| self.plan.unique_of(item)),
         ) {
-            (Some(first), Some(last), Some(unique)) => Some(Boundary {
-                first,
-                last,
-                unique,
-            }),
+            (Some(first), Some(last), Some(unique)) => {
+                // the next page resumes the last item's lane right after it, unless an item
+                // left in some lane ties with it (then every lane reads the range key again)
+                let lane = last_lane.filter(|_| !self.ties_left(&merge, &last, &unique));
+                Some(Boundary {
+                    first: estimate::span_start(
+                        boundary.map(|b| (&b.first, &b.last)),
+                        &first,
+                        &last,
+                    ),
+                    last,
+                    unique,
+                    lane,
+                })
+            }
             // nothing returned: the stream stands where it stood
             _ => boundary.cloned(),
         };
@@ -541,6 +566,20 @@ impl<S: Store> Engine<'_, '_, S> {
                 exhausted,
             },
         })
+    }
+
+    /// Whether an item read but not returned has the range key `last` and sorts after the
+    /// unique value `unique` (every lane was read through `last` before the page's last item
+    /// was emitted, so every such item is buffered).
+    fn ties_left(&self, merge: &Merge, last: &AttributeValue, unique: &str) -> bool {
+        let Some(pos) = self.pos(last) else {
+            return true;
+        };
+        let tie = self.tie_of(unique.to_owned());
+        merge
+            .lanes
+            .iter()
+            .any(|lane| lane.buffer.iter().any(|(p, t, _)| *p == pos && *t > tie))
     }
 
     /// The position of a range key value in this scan.
@@ -634,6 +673,15 @@ impl<S: Store> Engine<'_, '_, S> {
                 merge.attach(merge.lanes.len() - 1);
             }
         }
+        // the lane that held the boundary, with nothing left tying with it, resumes right after
+        // it: it does not read the boundary's item again
+        if let Some(b) = &state.boundary
+            && let Some(t) = b.lane
+            && let Some(lane) = merge.lanes.get_mut(t)
+            && !lane.exhausted
+        {
+            lane.read_from = Some(plan.resume_key(lane.index, lane.shard, &b.unique, &b.last));
+        }
         merge
     }
 
@@ -687,9 +735,11 @@ impl<S: Store> Engine<'_, '_, S> {
         remaining: usize,
         known: Option<&End>,
         predicted: Option<&End>,
+        margin: f64,
     ) -> Vec<(usize, QueryPage, Option<End>, u32)> {
         let share = remaining.div_ceil(merge.live());
-        let tail = predicted_limit(share);
+        let tail = predicted_limit(share, margin);
+        let alone = merge.live() == 1;
         let bound = known.or(predicted);
         let targets = merge.targets(free, bound.map(|b| &b.pos));
         let mut reads = Vec::with_capacity(targets.len());
@@ -705,10 +755,13 @@ impl<S: Store> Engine<'_, '_, S> {
             // page's last item needs no second query to learn that nothing ties with it (on
             // one shard: 1 query per page, not 2); the page size is a lane's share of the page
             // (and one more after a boundary: a lane reads from the boundary's range key on,
-            // so it reads the previous page's last item again)
-            let extra = 1 + usize::from(merge.after.is_some());
+            // so it reads the previous page's last item again, unless it resumes right after it)
+            let extra =
+                1 + usize::from(merge.after.is_some() && merge.lanes[t].read_from.is_none());
             let (end, limit) = match (known, predicted) {
                 (Some(known), _) => (Some(known), remaining.saturating_add(extra)),
+                // one lane left: what the page wants, read at once, without a bound
+                (None, _) if alone => (None, remaining.saturating_add(extra)),
                 (None, Some(predicted)) if short_of(predicted) => (Some(predicted), tail),
                 _ => (None, share.saturating_add(share.div_ceil(10))),
             };

@@ -12,8 +12,65 @@ use serde_dynamo::AttributeValue;
 
 use crate::store::value::Scalar;
 
-/// How far beyond the previous page's span the predicted end lies, as a fraction of the span.
+/// How far beyond the previous page's span the predicted end lies, as a fraction of the span,
+/// when nothing better is known (string and binary keys, whose spans are not averaged).
 pub(crate) const MARGIN: f64 = 0.2;
+
+/// The weight of the last page in the running average of the span a page covers (numbers).
+const SMOOTHING: f64 = 0.25;
+
+/// Standard deviations of the page's end, in units of `1 / √limit` of its span, that the
+/// predicted end lies beyond the expected end (numbers, whose spans are averaged).
+const SPREAD: f64 = 0.6;
+
+/// How far beyond the span a page is expected to cover its end is predicted, as a fraction of
+/// that span, for a page of `want` items: the `want`-th item after the boundary lies about
+/// `span × (1 ± 1/√want)` away (items of a shard are about Poisson-distributed over the range
+/// key), so the margin shrinks as pages grow. A bigger margin reads more items a page; a
+/// smaller one more often falls short, which costs one more query for every lane.
+pub(crate) fn margin(want: usize, averaged: bool) -> f64 {
+    if !averaged {
+        return MARGIN;
+    }
+    // page sizes are far below 2^52
+    #[allow(clippy::cast_precision_loss)]
+    let want = want.max(1) as f64;
+    (SPREAD / want.sqrt()).clamp(0.05, 1.0)
+}
+
+/// The first value of the next boundary: where the span the next page is predicted from
+/// starts. For numbers, `last` minus a running average of the distance the pages covered (the
+/// previous boundary's span, and this page's, from the previous boundary's last value to
+/// `last`), so that one page's chance spacing does not steer the prediction; else the page's
+/// own first value.
+pub(crate) fn span_start(
+    previous: Option<(&AttributeValue, &AttributeValue)>,
+    first: &AttributeValue,
+    last: &AttributeValue,
+) -> AttributeValue {
+    let number = |v: &AttributeValue| match v {
+        AttributeValue::N(n) => n.parse::<f64>().ok().filter(|x| x.is_finite()),
+        _ => None,
+    };
+    let averaged = previous.and_then(|(p_first, p_last)| {
+        let (pf, pl, l) = (number(p_first)?, number(p_last)?, number(last)?);
+        let (before, now) = (pl - pf, l - pl);
+        let span = if before == 0.0 || before.signum() != now.signum() {
+            now
+        } else {
+            SMOOTHING * now + (1.0 - SMOOTHING) * before
+        };
+        let start = (l - span).round();
+        (start.is_finite() && start.abs() < 1e15 && l.abs() < 1e15)
+            .then(|| AttributeValue::N(format!("{start:.0}")))
+    });
+    averaged.unwrap_or_else(|| first.clone())
+}
+
+/// Whether a boundary's span is a running average (numbers) rather than one page's.
+pub(crate) fn averaged(first: &AttributeValue, last: &AttributeValue) -> bool {
+    matches!((first, last), (AttributeValue::N(_), AttributeValue::N(_)))
+}
 
 /// The range key `factor` spans beyond `last`, the span being `first..last` (descending when
 /// `last < first`). `None` when no prediction can be made (same key, other types, overflow).
@@ -139,6 +196,34 @@ mod tests {
         assert_eq!(extrapolate(&n("100"), &n("200"), 1.2), Some(n("320")));
         assert_eq!(extrapolate(&n("200"), &n("100"), 1.2), Some(n("-20")));
         assert_eq!(extrapolate(&n("5"), &n("5"), 1.2), None);
+    }
+
+    #[test]
+    fn a_number_span_is_a_running_average_of_the_distance_pages_cover() {
+        // no previous boundary: the page's own first value
+        assert_eq!(span_start(None, &n("10"), &n("50")), n("10"));
+        // previous span 100 (0..100), this page covered 200 (100..300): 0.25 × 200 + 0.75 × 100
+        assert_eq!(
+            span_start(Some((&n("0"), &n("100"))), &n("120"), &n("300")),
+            n("175")
+        );
+        // descending alike
+        assert_eq!(
+            span_start(Some((&n("300"), &n("200"))), &n("190"), &n("0")),
+            n("125")
+        );
+        // no previous span to average: this page's distance
+        assert_eq!(
+            span_start(Some((&n("7"), &n("7"))), &n("8"), &n("9")),
+            n("7")
+        );
+        // strings keep their first value
+        assert_eq!(
+            span_start(Some((&s("a"), &s("b"))), &s("c"), &s("d")),
+            s("c")
+        );
+        assert!(margin(100, true) < margin(10, true));
+        assert!((margin(10, false) - MARGIN).abs() < f64::EPSILON);
     }
 
     #[test]

@@ -110,6 +110,36 @@ pub struct QueryStats {
     pub consumed_capacity: f64,
 }
 
+/// Runs one page inside the `entity_manager.query` tracing span (entity, indexes), and records
+/// the page's stats on the span: shards, shard queries, items read and returned, duplicates
+/// removed and consumed capacity.
+async fn traced_page(
+    entity: &str,
+    indexes: usize,
+    page: impl Future<Output = Result<QueryPageResult>>,
+) -> Result<QueryPageResult> {
+    let span = tracing::debug_span!(
+        "entity_manager.query",
+        entity = %entity,
+        indexes,
+        shards = tracing::field::Empty,
+        shard_queries = tracing::field::Empty,
+        items_read = tracing::field::Empty,
+        items_returned = tracing::field::Empty,
+        duplicates_removed = tracing::field::Empty,
+        consumed_capacity = tracing::field::Empty,
+    );
+    let result = tracing::Instrument::instrument(page, span.clone()).await?;
+    span.record("shards", result.stats.shards);
+    span.record("shard_queries", result.stats.shard_queries);
+    span.record("items_read", result.stats.items_read);
+    span.record("items_returned", result.stats.items_returned);
+    span.record("duplicates_removed", result.stats.duplicates_removed);
+    span.record("consumed_capacity", result.stats.consumed_capacity);
+    tracing::debug!(parent: &span, stats = ?result.stats, "query page");
+    Ok(result)
+}
+
 impl QueryStats {
     fn add(&mut self, other: &Self) {
         self.shard_queries += other.shard_queries;
@@ -555,29 +585,12 @@ impl<'a, S: Store> Query<'a, S, Indexed> {
             }
         };
 
-        let span = tracing::debug_span!(
-            "entity_manager.query",
-            entity = %model.token,
-            indexes = plan.indexes.len(),
-            shards = plan.lanes(),
-            shard_queries = tracing::field::Empty,
-            items_read = tracing::field::Empty,
-            items_returned = tracing::field::Empty,
-            duplicates_removed = tracing::field::Empty,
-            consumed_capacity = tracing::field::Empty,
-        );
-        let result = tracing::Instrument::instrument(
+        traced_page(
+            &model.token,
+            plan.indexes.len(),
             self.run(&plan, state.as_ref(), limit, page_size, throttle, &sort),
-            span.clone(),
         )
-        .await?;
-        span.record("shard_queries", result.stats.shard_queries);
-        span.record("items_read", result.stats.items_read);
-        span.record("items_returned", result.stats.items_returned);
-        span.record("duplicates_removed", result.stats.duplicates_removed);
-        span.record("consumed_capacity", result.stats.consumed_capacity);
-        tracing::debug!(parent: &span, stats = ?result.stats, "query page");
-        Ok(result)
+        .await
     }
 
     async fn run(

@@ -426,7 +426,14 @@ impl<'a, S: Store> MultiQuery<'a, S> {
     }
 
     /// One page: the first (`token: None`) or the one after the page that returned `token`.
+    ///
+    /// Runs in the `entity_manager.query` tracing span, as [`Query::page`](super::Query::page)
+    /// does, with the page's [`QueryStats`] (consumed capacity included) recorded on it.
     pub async fn page(&self, token: Option<&str>) -> Result<QueryPageResult> {
+        super::traced_page(&self.tokens(), 1, self.run_page(token)).await
+    }
+
+    async fn run_page(&self, token: Option<&str>) -> Result<QueryPageResult> {
         let first = self
             .entities
             .first()
@@ -482,6 +489,7 @@ impl<'a, S: Store> MultiQuery<'a, S> {
                     first: first.clone(),
                     last: last_item.0.clone(),
                     unique: last_item.1.clone(),
+                    lane: None,
                 }),
                 (None, previous) => previous.clone(),
             };
@@ -664,6 +672,7 @@ impl<S: Store> Run<'_, '_, S> {
                 source: Box::new(source),
             })?;
             self.stats.items_read += page.items.len();
+            self.stats.consumed_capacity += page.consumed_capacity.unwrap_or(0.0);
             self.take(i, page);
         }
         Ok(())
