@@ -490,8 +490,14 @@ where
         // the shard queries a page needs at least: one for every lane holding items of the
         // page or whose next position is unknown; the token keeps no lane's next position, so
         // every live lane is unknown
-        let holding: HashSet<&AttributeValue> =
-            page.items.iter().filter_map(|i| i.get("hashKey")).collect();
+        let holding: HashSet<&str> = page
+            .items
+            .iter()
+            .filter_map(|i| match i.get("hashKey") {
+                Some(AttributeValue::S(h)) => Some(h.as_str()),
+                _ => None,
+            })
+            .collect();
         run.needed += holding.len().max(populated);
         run.rounds += page.stats.shard_queries.div_ceil(THROTTLE);
         run.stats.shard_queries += page.stats.shard_queries;
@@ -571,22 +577,25 @@ fn fanout_v2(records: &[Item]) -> BenchResult<()> {
         let schema = schema_with(&bumps, space)?;
         let (inner, populated) = load(&schema, records)?;
         let user = schema.entity("user")?;
-        let query = |store| {
-            Query::new(store, user)
-                .index("created")
-                .window(WINDOW.0, WINDOW.1)
-                .limit(limit)
-                .page_size(LIMIT)
-                .throttle(THROTTLE)
-        };
+        // one configuration on two store types
+        macro_rules! query {
+            ($store:expr) => {
+                Query::new($store, user)
+                    .index("created")
+                    .window(WINDOW.0, WINDOW.1)
+                    .limit(limit)
+                    .page_size(LIMIT)
+                    .throttle(THROTTLE)
+            };
+        }
         // CPU, zero latency: the same pages on the bare store
-        let bare = query(&inner);
+        let bare = query!(&inner);
         let bare = runtime.block_on(v2_pages(populated, |token| {
             let bare = &bare;
             async move { bare.page(token.as_deref()).await }
         }))?;
         let store = v2_store(inner, &timer);
-        let timed = query(&store);
+        let timed = query!(&store);
         let timed = runtime.block_on(v2_pages(populated, |token| {
             let timed = &timed;
             async move { timed.page(token.as_deref()).await }
@@ -620,20 +629,22 @@ fn fanout_v2(records: &[Item]) -> BenchResult<()> {
     block_on(store.batch_write(keyed.into_iter().map(WriteRequest::Put).collect()))?;
     let store = v2_store(store, &timer);
     for limit in [100usize, 10] {
-        let query = |store| {
-            MultiQuery::new(store, players, "byTeam")
-                .hash([AttributeValue::S("red".into())])
-                .window(WINDOW.0, WINDOW.1)
-                .limit(limit)
-                .page_size(LIMIT)
-                .throttle(THROTTLE)
-        };
-        let bare = query(&store.inner);
+        macro_rules! query {
+            ($store:expr) => {
+                MultiQuery::new($store, players, "byTeam")
+                    .hash([AttributeValue::S("red".into())])
+                    .window(WINDOW.0, WINDOW.1)
+                    .limit(limit)
+                    .page_size(LIMIT)
+                    .throttle(THROTTLE)
+            };
+        }
+        let bare = query!(&store.inner);
         let bare = runtime.block_on(v2_pages(populated, |token| {
             let bare = &bare;
             async move { bare.page(token.as_deref()).await }
         }))?;
-        let timed = query(&store);
+        let timed = query!(&store);
         let timed = runtime.block_on(v2_pages(populated, |token| {
             let timed = &timed;
             async move { timed.page(token.as_deref()).await }

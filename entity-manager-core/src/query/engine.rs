@@ -236,6 +236,14 @@ impl Merge {
         Some((h, item))
     }
 
+    /// Items buffered at or before `end`.
+    fn buffered_through(&self, end: &Pos) -> usize {
+        self.lanes
+            .iter()
+            .map(|lane| lane.buffer.iter().take_while(|(p, _, _)| p <= end).count())
+            .sum()
+    }
+
     /// Whether some lane with something left to read is not read up to `end` (every item at
     /// `end` included).
     fn short_of(&self, end: &Pos) -> bool {
@@ -271,12 +279,16 @@ impl Merge {
 
     /// Up to `free` lanes to read now, least advanced first: the unread lanes, then the lanes
     /// read short of `bound` (or of the head, if it is further), skipping those being read.
-    /// With nothing buffered, every lane with something left qualifies.
+    /// With nothing buffered and no bound, every lane with something left qualifies; with
+    /// nothing buffered, a lane read up to the bound waits for the others (if they find
+    /// nothing either, the page predicts its end again) rather than read on without one.
     fn targets(&self, free: usize, bound: Option<&Pos>) -> Vec<usize> {
-        let threshold = self.head_front().map(|h| match bound {
-            Some(b) if h.0 < *b => (b.clone(), Upto::All),
-            _ => h,
-        });
+        let threshold = match (self.head_front(), bound) {
+            (Some(h), Some(b)) if h.0 < *b => Some((b.clone(), Upto::All)),
+            (Some(h), _) => Some(h),
+            (None, Some(b)) => Some((b.clone(), Upto::All)),
+            (None, None) => None,
+        };
         self.unread
             .iter()
             .copied()
@@ -312,6 +324,10 @@ fn predicted_limit(share: usize, margin: f64) -> usize {
     let limit = limit as usize;
     limit.max(1)
 }
+
+/// How many times a page of fewer items than lanes predicts its end again, when every lane is
+/// read up to the prediction and the page is not full, before it reads without a bound.
+const REPREDICTIONS: usize = 3;
 
 /// The outcome of one page of one stream.
 pub(crate) struct StreamPage {
@@ -462,7 +478,8 @@ impl<S: Store> Engine<'_, '_, S> {
         // the lane of the last item on the page
         let mut last_lane: Option<usize> = None;
         let mut inflight = FuturesUnordered::new();
-        let mut repredicted = false;
+        // predictions made again on this page
+        let mut repredicted = 0usize;
         while out.len() < want {
             let remaining = want - out.len();
             if merge.blocked() {
@@ -476,10 +493,10 @@ impl<S: Store> Engine<'_, '_, S> {
                         // predict once more, from what that range held; then read unbounded
                         // (only an unbounded read finds that a lane has nothing left)
                         let found = out.len() + merge.buffered;
-                        predicted = boundary
-                            .filter(|_| !repredicted)
-                            .and_then(|b| self.repredict(&b.last, end, found, want));
-                        repredicted = true;
+                        predicted = boundary.and_then(|b| {
+                            self.repredict(b, end, (found, want, merge.live()), repredicted)
+                        });
+                        repredicted += 1;
                     }
                     let reads = self.schedule(
                         &mut merge,
@@ -540,11 +557,24 @@ impl<S: Store> Engine<'_, '_, S> {
                 // the next page resumes the last item's lane right after it, unless an item
                 // left in some lane ties with it (then every lane reads the range key again)
                 let lane = last_lane.filter(|_| !self.ties_left(&merge, &last, &unique));
+                // every lane read up to the prediction: the items found up to there measure
+                // how far a page reaches
+                let measured = predicted
+                    .as_ref()
+                    .filter(|end| !merge.short_of(&end.pos))
+                    .and_then(|end| {
+                        let found = out.len() + merge.buffered_through(&end.pos);
+                        // counts of one page, far below 2^52
+                        #[allow(clippy::cast_precision_loss)]
+                        let ratio = out.len() as f64 / found as f64;
+                        (found > 0).then_some((&end.value, ratio))
+                    });
                 Some(Boundary {
                     first: estimate::span_start(
                         boundary.map(|b| (&b.first, &b.last)),
                         &first,
                         &last,
+                        measured,
                     ),
                     last,
                     unique,
@@ -609,25 +639,39 @@ impl<S: Store> Engine<'_, '_, S> {
         self.pos(&value).map(|pos| End { pos, value })
     }
 
-    /// A new predicted end, when the range from `start` (where the page began) to `end` (the
-    /// previous prediction) held only `found` of the `want` items: as much further as that
-    /// density calls for, plus the margin. `None` when no prediction can be made (nothing
-    /// found: no density to go by).
+    /// A new predicted end, when the range from the boundary (where the page began) to `end`
+    /// (the previous prediction) held only `found` of the `want` items.
+    ///
+    /// A page of fewer items than `live` lanes (an unbounded read would take at least one item
+    /// of every lane) with number range keys goes on by the items still wanted at the pages'
+    /// running density (the boundary's span), plus their margin, up to [`REPREDICTIONS`]
+    /// times. Any other page goes as much further as the density found calls for, plus the
+    /// margin, once; then (or when nothing was found: no density to go by) it reads without a
+    /// bound (`None`), so that a density changed by orders of magnitude costs one more wave.
     fn repredict(
         &self,
-        start: &AttributeValue,
+        boundary: &Boundary,
         end: &End,
-        found: usize,
-        want: usize,
+        (found, want, live): (usize, usize, usize),
+        earlier: usize,
     ) -> Option<End> {
         // counts of one page, far below 2^52
         #[allow(clippy::cast_precision_loss)]
-        let factor = if found == 0 {
-            return None;
+        let next = if want < live && estimate::averaged(&boundary.first, &boundary.last) {
+            if earlier >= REPREDICTIONS {
+                return None;
+            }
+            let need = want.saturating_sub(found).max(1);
+            let margin = estimate::spread_margin(need, true, estimate::SPREAD_AGAIN);
+            let factor = need as f64 / want as f64 * (1.0 + margin);
+            estimate::advance(&boundary.first, &boundary.last, &end.value, factor)?
+        } else if found > 0 && earlier == 0 {
+            let factor = (want as f64 / found as f64 * (1.0 + MARGIN) - 1.0).max(MARGIN);
+            estimate::extrapolate(&boundary.last, &end.value, factor)?
         } else {
-            (want as f64 / found as f64 * (1.0 + MARGIN) - 1.0).max(MARGIN)
+            return None;
         };
-        let next = self.end(estimate::extrapolate(start, &end.value, factor)?)?;
+        let next = self.end(next)?;
         (next.pos > end.pos).then_some(next)
     }
 
