@@ -460,16 +460,17 @@ impl<S: Store> Engine<'_, '_, S> {
         totals: &mut QueryStats,
     ) -> Result<StreamPage> {
         let boundary = state.boundary.as_ref();
+        let mut merge = self.merge(indexes, state);
         // where the page probably ends: as far beyond the previous page as the pages spanned,
         // plus a margin (an unlimited page reads everything anyway)
         let margin = boundary.map_or(MARGIN, |b| {
-            estimate::margin(want, estimate::averaged(&b.first, &b.last))
+            let averaged = estimate::averaged(&b.first, &b.last);
+            estimate::margin(want, merge.live(), self.throttle.max(1), averaged)
         });
         let mut predicted = boundary
             .filter(|_| want != usize::MAX)
             .and_then(|b| estimate::extrapolate(&b.first, &b.last, 1.0 + margin))
             .and_then(|value| self.end(value));
-        let mut merge = self.merge(indexes, state);
         let throttle = self.throttle.max(1);
         let mut out: Vec<Item> = Vec::new();
         // the plan index of the first and last item on the page, for the next page's boundary

@@ -23,6 +23,10 @@ const SMOOTHING: f64 = 0.2;
 /// predicted end lies beyond the expected end (numbers, whose spans are averaged).
 const SPREAD: f64 = 0.7;
 
+/// [`SPREAD`] when the lanes take more than two rounds of the throttle: a page that falls
+/// short then costs that many more rounds, more than the items a wider margin reads.
+const SPREAD_MANY_LANES: f64 = 1.5;
+
 /// [`SPREAD`] of a prediction made again within a page, for the items still wanted: a wave
 /// that falls short again costs one more query for every lane, so it aims further.
 pub(crate) const SPREAD_AGAIN: f64 = 1.0;
@@ -31,9 +35,15 @@ pub(crate) const SPREAD_AGAIN: f64 = 1.0;
 /// that span, for a page of `want` items: the `want`-th item after the boundary lies about
 /// `span × (1 ± 1/√want)` away (items of a shard are about Poisson-distributed over the range
 /// key), so the margin shrinks as pages grow. A bigger margin reads more items a page; a
-/// smaller one more often falls short, which costs one more query for every lane.
-pub(crate) fn margin(want: usize, averaged: bool) -> f64 {
-    spread_margin(want, averaged, SPREAD)
+/// smaller one more often falls short, which costs one more query for every one of the `live`
+/// lanes (`live / throttle` more rounds).
+pub(crate) fn margin(want: usize, live: usize, throttle: usize, averaged: bool) -> f64 {
+    let spread = if live > throttle.saturating_mul(2) {
+        SPREAD_MANY_LANES
+    } else {
+        SPREAD
+    };
+    spread_margin(want, averaged, spread)
 }
 
 /// [`margin`] with `spread` standard deviations.
@@ -269,7 +279,8 @@ mod tests {
             ),
             n("205")
         );
-        assert!(margin(100, true) < margin(10, true));
+        assert!(margin(100, 20, 10, true) < margin(10, 20, 10, true));
+        assert!(margin(100, 20, 10, true) < margin(100, 512, 10, true));
         assert_eq!(
             advance(&n("0"), &n("100"), &n("1000"), 0.5),
             Some(n("1050"))
@@ -279,7 +290,7 @@ mod tests {
             Some(n("975"))
         );
         assert_eq!(advance(&s("a"), &s("b"), &s("c"), 1.0), None);
-        assert!((margin(10, false) - MARGIN).abs() < f64::EPSILON);
+        assert!((margin(10, 20, 10, false) - MARGIN).abs() < f64::EPSILON);
     }
 
     #[test]
