@@ -531,7 +531,7 @@ fn v2_row(label: &str, populated: usize, limit: usize, bare: &V2Run, timed: &V2R
 }
 
 /// The fan-out store of `fanout_v2`: `inner` behind a 5 ms precise wait.
-fn v2_store<'t>(inner: MemoryStore, timer: &'t PreciseTimer) -> Hooked<MemoryStore, Latency<'t>> {
+fn v2_store(inner: MemoryStore, timer: &PreciseTimer) -> Hooked<MemoryStore, Latency<'_>> {
     Hooked {
         inner,
         hook: Latency {
@@ -595,16 +595,24 @@ fn fanout_v2(records: &[Item]) -> BenchResult<()> {
             async move { bare.page(token.as_deref()).await }
         }))?;
         let store = v2_store(inner, &timer);
-        let timed = query!(&store);
-        let timed = runtime.block_on(v2_pages(populated, |token| {
-            let timed = &timed;
-            async move { timed.page(token.as_deref()).await }
+        let latent = query!(&store);
+        let latent = runtime.block_on(v2_pages(populated, |token| {
+            let latent = &latent;
+            async move { latent.page(token.as_deref()).await }
         }))?;
         let wait = store.hook.mean_wait().as_secs_f64();
-        v2_row("Query", populated, limit, &bare, &timed, wait);
+        v2_row("Query", populated, limit, &bare, &latent, wait);
     }
-    // MultiQuery over a sharded multi-attribute index (`hashKey`, `team`) sorted by `score`:
-    // the same items, 20 shards
+    fanout_v2_multi(records, &timer, &runtime)
+}
+
+/// `fanout_v2`'s rows of `MultiQuery` over a sharded multi-attribute index (`hashKey`, `team`)
+/// sorted by `score`: the same items, 20 shards.
+fn fanout_v2_multi(
+    records: &[Item],
+    timer: &PreciseTimer,
+    runtime: &tokio::runtime::Runtime,
+) -> BenchResult<()> {
     let schema = multi_schema()?;
     let store = MemoryStore::new(TableDefinition::from_schema(&schema)?);
     let players = schema.entity("player")?;
@@ -627,7 +635,7 @@ fn fanout_v2(records: &[Item]) -> BenchResult<()> {
         .collect();
     let populated = populated.len();
     block_on(store.batch_write(keyed.into_iter().map(WriteRequest::Put).collect()))?;
-    let store = v2_store(store, &timer);
+    let store = v2_store(store, timer);
     for limit in [100usize, 10] {
         macro_rules! query {
             ($store:expr) => {
@@ -644,13 +652,13 @@ fn fanout_v2(records: &[Item]) -> BenchResult<()> {
             let bare = &bare;
             async move { bare.page(token.as_deref()).await }
         }))?;
-        let timed = query!(&store);
-        let timed = runtime.block_on(v2_pages(populated, |token| {
-            let timed = &timed;
-            async move { timed.page(token.as_deref()).await }
+        let latent = query!(&store);
+        let latent = runtime.block_on(v2_pages(populated, |token| {
+            let latent = &latent;
+            async move { latent.page(token.as_deref()).await }
         }))?;
         let wait = store.hook.mean_wait().as_secs_f64();
-        v2_row("MultiQuery", populated, limit, &bare, &timed, wait);
+        v2_row("MultiQuery", populated, limit, &bare, &latent, wait);
     }
     Ok(())
 }

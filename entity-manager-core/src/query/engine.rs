@@ -329,6 +329,15 @@ fn predicted_limit(share: usize, margin: f64) -> usize {
 /// read up to the prediction and the page is not full, before it reads without a bound.
 const REPREDICTIONS: usize = 3;
 
+/// Where a page's first and last items came from: their plan index (for their range keys)
+/// and the last one's lane.
+#[derive(Clone, Copy, Debug)]
+struct Ends {
+    first_from: Option<usize>,
+    last_from: Option<usize>,
+    last_lane: Option<usize>,
+}
+
 /// The outcome of one page of one stream.
 pub(crate) struct StreamPage {
     pub(crate) items: Vec<Item>,
@@ -544,47 +553,17 @@ impl<S: Store> Engine<'_, '_, S> {
         while let Some(done) = inflight.next().await {
             self.settle(&mut merge, done, totals)?;
         }
-        let range_key = |item: Option<&Item>, index: Option<usize>| {
-            item.zip(index)
-                .and_then(|(item, index)| item.get(&self.plan.indexes[index].range_attr))
-                .cloned()
-        };
-        let boundary = match (
-            range_key(out.first(), first_from),
-            range_key(out.last(), last_from),
-            out.last().and_then(|item| self.plan.unique_of(item)),
-        ) {
-            (Some(first), Some(last), Some(unique)) => {
-                // the next page resumes the last item's lane right after it, unless an item
-                // left in some lane ties with it (then every lane reads the range key again)
-                let lane = last_lane.filter(|_| !self.ties_left(&merge, &last, &unique));
-                // every lane read up to the prediction: the items found up to there measure
-                // how far a page reaches
-                let measured = predicted
-                    .as_ref()
-                    .filter(|end| !merge.short_of(&end.pos))
-                    .and_then(|end| {
-                        let found = out.len() + merge.buffered_through(&end.pos);
-                        // counts of one page, far below 2^52
-                        #[allow(clippy::cast_precision_loss)]
-                        let ratio = out.len() as f64 / found as f64;
-                        (found > 0).then_some((&end.value, ratio))
-                    });
-                Some(Boundary {
-                    first: estimate::span_start(
-                        boundary.map(|b| (&b.first, &b.last)),
-                        &first,
-                        &last,
-                        measured,
-                    ),
-                    last,
-                    unique,
-                    lane,
-                })
-            }
-            // nothing returned: the stream stands where it stood
-            _ => boundary.cloned(),
-        };
+        let boundary = self.next_boundary(
+            &merge,
+            &out,
+            Ends {
+                first_from,
+                last_from,
+                last_lane,
+            },
+            predicted.as_ref(),
+            boundary,
+        );
         let exhausted = merge
             .lanes
             .iter()
@@ -596,6 +575,58 @@ impl<S: Store> Engine<'_, '_, S> {
                 boundary,
                 exhausted,
             },
+        })
+    }
+
+    /// The boundary after a page that returned `out` (`None` when it returned nothing and
+    /// the stream had not started), from the `previous` one.
+    fn next_boundary(
+        &self,
+        merge: &Merge,
+        out: &[Item],
+        ends: Ends,
+        predicted: Option<&End>,
+        previous: Option<&Boundary>,
+    ) -> Option<Boundary> {
+        let range_key = |item: Option<&Item>, index: Option<usize>| {
+            item.zip(index)
+                .and_then(|(item, index)| item.get(&self.plan.indexes[index].range_attr))
+                .cloned()
+        };
+        let (Some(first), Some(last), Some(unique)) = (
+            range_key(out.first(), ends.first_from),
+            range_key(out.last(), ends.last_from),
+            out.last().and_then(|item| self.plan.unique_of(item)),
+        ) else {
+            // nothing returned: the stream stands where it stood
+            return previous.cloned();
+        };
+        // the next page resumes the last item's lane right after it, unless an item left in
+        // some lane ties with it (then every lane reads the range key again)
+        let lane = ends
+            .last_lane
+            .filter(|_| !self.ties_left(merge, &last, &unique));
+        // every lane read up to the prediction: the items found up to there measure how far
+        // a page reaches
+        let measured = predicted
+            .filter(|end| !merge.short_of(&end.pos))
+            .and_then(|end| {
+                let found = out.len() + merge.buffered_through(&end.pos);
+                // counts of one page, far below 2^52
+                #[allow(clippy::cast_precision_loss)]
+                let ratio = out.len() as f64 / found as f64;
+                (found > 0).then_some((&end.value, ratio))
+            });
+        Some(Boundary {
+            first: estimate::span_start(
+                previous.map(|b| (&b.first, &b.last)),
+                &first,
+                &last,
+                measured,
+            ),
+            last,
+            unique,
+            lane,
         })
     }
 
