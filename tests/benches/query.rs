@@ -26,11 +26,14 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant, SystemTime};
 
 use criterion::{Criterion, Throughput};
-use entity_manager::query::{Query, QueryStats};
+use entity_manager::query::{MultiQuery, Query, QueryPageResult, QueryStats};
 use entity_manager::store::{
-    MemoryStore, QueryPage, Store, StoreError, TableDefinition, WriteRequest,
+    KeyType, MemoryStore, QueryPage, Store, StoreError, TableDefinition, WriteRequest,
 };
-use entity_manager::{AttributeValue, Error, Item, Schema, ShardSpace};
+use entity_manager::{
+    AttributeValue, EntityModel, Error, Index, IndexAttribute, Item, Projection, Property, Schema,
+    ShardBump, ShardSpace, TableModel, transcode,
+};
 use entity_manager_tests::{Hooked, QueryHook, block_on};
 use serde_json::json;
 use tokio::sync::oneshot;
@@ -457,9 +460,93 @@ fn fanout_rows(out: &mut String, shards: usize, clock: Clock, wait: Duration, ro
 const V2_DELAY: Duration = Duration::from_millis(5);
 const V2_PAGES: usize = 40;
 
+/// What one configuration of `fanout_v2` measured over its pages.
+#[derive(Default)]
+struct V2Run {
+    pages: usize,
+    stats: QueryStats,
+    wall: Duration,
+    /// `ceil(shard queries / throttle)`, summed over the pages.
+    rounds: usize,
+    /// The shard queries the pages need at least, summed (see [`v2_pages`]).
+    needed: usize,
+    token_len: usize,
+}
+
+/// Pages a query from its start, up to `V2_PAGES` pages, `page` fetching the page after a
+/// token. `populated`: the lanes of the query, every one live over these pages (they cover a
+/// part of the time range).
+async fn v2_pages<F, P>(populated: usize, mut page: F) -> Result<V2Run, Error>
+where
+    F: FnMut(Option<String>) -> P,
+    P: Future<Output = Result<QueryPageResult, Error>>,
+{
+    let mut run = V2Run::default();
+    let mut token: Option<String> = None;
+    for _ in 0..V2_PAGES {
+        let started = Instant::now();
+        let page = page(token.take()).await?;
+        run.wall += started.elapsed();
+        // the shard queries a page needs at least: one for every lane holding items of the
+        // page or whose next position is unknown; the token keeps no lane's next position, so
+        // every live lane is unknown
+        let holding: HashSet<&str> = page
+            .items
+            .iter()
+            .filter_map(|i| match i.get("hashKey") {
+                Some(AttributeValue::S(h)) => Some(h.as_str()),
+                _ => None,
+            })
+            .collect();
+        run.needed += holding.len().max(populated);
+        run.rounds += page.stats.shard_queries.div_ceil(THROTTLE);
+        run.stats.shard_queries += page.stats.shard_queries;
+        run.stats.items_read += page.stats.items_read;
+        run.stats.items_returned += page.stats.items_returned;
+        run.stats.consumed_capacity += page.stats.consumed_capacity;
+        run.pages += 1;
+        token = page.next;
+        run.token_len = run.token_len.max(token.as_ref().map_or(0, String::len));
+        if token.is_none() {
+            break;
+        }
+    }
+    Ok(run)
+}
+
+/// One row of `fanout_v2`: `bare` the run without latency (for CPU), `timed` with it.
+fn v2_row(label: &str, populated: usize, limit: usize, bare: &V2Run, timed: &V2Run, wait: f64) {
+    #[allow(clippy::cast_precision_loss)]
+    let (per_page, per_needed, floor, read, cpu) = (
+        timed.stats.shard_queries as f64 / timed.pages.max(1) as f64,
+        timed.stats.shard_queries as f64 / timed.needed.max(1) as f64,
+        timed.wall.as_secs_f64() / (timed.rounds.max(1) as f64 * wait),
+        timed.stats.items_read as f64 / timed.stats.items_returned.max(1) as f64,
+        bare.wall.as_secs_f64() * 1e6 / bare.stats.items_returned.max(1) as f64,
+    );
+    println!(
+        "| {label} | {populated} | {limit} | {} | {per_page:.2} | {per_needed:.2} | {floor:.2}× | {read:.2} | {cpu:.1} | {} |",
+        timed.pages, timed.token_len
+    );
+}
+
+/// The fan-out store of `fanout_v2`: `inner` behind a 5 ms precise wait.
+fn v2_store(inner: MemoryStore, timer: &PreciseTimer) -> Hooked<MemoryStore, Latency<'_>> {
+    Hooked {
+        inner,
+        hook: Latency {
+            delay: V2_DELAY,
+            clock: Clock::Precise,
+            timer,
+            waited: AtomicU64::new(0),
+            waits: AtomicU64::new(0),
+        },
+    }
+}
+
 /// Per configuration: page time ÷ the floor `ceil(shard queries / throttle) × delay`, shard
-/// queries per page, items read per item returned, CPU per returned item (zero latency) and the
-/// largest token.
+/// queries per page (and ÷ those the page needs at least), items read per item returned, CPU
+/// per returned item (zero latency) and the largest token; for `Query` and for `MultiQuery`.
 fn fanout_v2(records: &[Item]) -> BenchResult<()> {
     let timer = PreciseTimer::start();
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -470,9 +557,9 @@ fn fanout_v2(records: &[Item]) -> BenchResult<()> {
         V2_DELAY.as_millis()
     );
     println!(
-        "| shards | limit | pages | shard queries / page | page ÷ floor (mean wait) | items read / returned | CPU µs / returned (no latency) | largest token |"
+        "| query | shards | limit | pages | shard queries / page | ÷ needed | page ÷ floor (mean wait) | items read / returned | CPU µs / returned (no latency) | largest token |"
     );
-    println!("|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     let twenty = json!([{ "timestamp": 0, "charBits": 2, "chars": 5 }]);
     let configs = [
         (json!([]), ShardSpace::Power, 100usize),
@@ -490,76 +577,111 @@ fn fanout_v2(records: &[Item]) -> BenchResult<()> {
         let schema = schema_with(&bumps, space)?;
         let (inner, populated) = load(&schema, records)?;
         let user = schema.entity("user")?;
-        // CPU, zero latency: the same pages on the bare store
-        let bare = Query::new(&inner, user)
-            .index("created")
-            .window(WINDOW.0, WINDOW.1)
-            .limit(limit)
-            .page_size(LIMIT)
-            .throttle(THROTTLE);
-        let started = Instant::now();
-        let mut returned = 0usize;
-        let mut token: Option<String> = None;
-        for _ in 0..V2_PAGES {
-            let page = block_on(bare.page(token.as_deref()))?;
-            returned += page.items.len();
-            token = page.next;
-            if token.is_none() {
-                break;
-            }
+        // one configuration on two store types
+        macro_rules! query {
+            ($store:expr) => {
+                Query::new($store, user)
+                    .index("created")
+                    .window(WINDOW.0, WINDOW.1)
+                    .limit(limit)
+                    .page_size(LIMIT)
+                    .throttle(THROTTLE)
+            };
         }
-        #[allow(clippy::cast_precision_loss)]
-        let cpu = started.elapsed().as_secs_f64() * 1e6 / returned.max(1) as f64;
-        let store = Hooked {
-            inner,
-            hook: Latency {
-                delay: V2_DELAY,
-                clock: Clock::Precise,
-                timer: &timer,
-                waited: AtomicU64::new(0),
-                waits: AtomicU64::new(0),
-            },
-        };
-        let query = Query::new(&store, user)
-            .index("created")
-            .window(WINDOW.0, WINDOW.1)
-            .limit(limit)
-            .page_size(LIMIT)
-            .throttle(THROTTLE);
-        let (pages, stats, wall, rounds, token_len) = runtime.block_on(async {
-            let mut stats = QueryStats::default();
-            let (mut wall, mut rounds, mut pages, mut token_len) =
-                (Duration::ZERO, 0usize, 0usize, 0usize);
-            let mut token: Option<String> = None;
-            for _ in 0..V2_PAGES {
-                let started = Instant::now();
-                let page = query.page(token.as_deref()).await?;
-                wall += started.elapsed();
-                rounds += page.stats.shard_queries.div_ceil(THROTTLE);
-                stats.shard_queries += page.stats.shard_queries;
-                stats.items_read += page.stats.items_read;
-                stats.items_returned += page.stats.items_returned;
-                pages += 1;
-                token = page.next;
-                token_len = token_len.max(token.as_ref().map_or(0, String::len));
-                if token.is_none() {
-                    break;
-                }
-            }
-            Ok::<_, Error>((pages, stats, wall, rounds, token_len))
-        })?;
+        // CPU, zero latency: the same pages on the bare store
+        let bare = query!(&inner);
+        let bare = runtime.block_on(v2_pages(populated, |token| {
+            let bare = &bare;
+            async move { bare.page(token.as_deref()).await }
+        }))?;
+        let store = v2_store(inner, &timer);
+        let latent = query!(&store);
+        let latent = runtime.block_on(v2_pages(populated, |token| {
+            let latent = &latent;
+            async move { latent.page(token.as_deref()).await }
+        }))?;
         let wait = store.hook.mean_wait().as_secs_f64();
-        #[allow(clippy::cast_precision_loss)]
-        let (per_page, floor, read) = (
-            stats.shard_queries as f64 / pages.max(1) as f64,
-            wall.as_secs_f64() / (rounds.max(1) as f64 * wait),
-            stats.items_read as f64 / stats.items_returned.max(1) as f64,
-        );
-        println!(
-            "| {populated} | {limit} | {pages} | {per_page:.2} | {floor:.2}× | {read:.2} | {cpu:.1} | {token_len} |"
-        );
+        v2_row("Query", populated, limit, &bare, &latent, wait);
+    }
+    fanout_v2_multi(records, &timer, &runtime)
+}
+
+/// `fanout_v2`'s rows of `MultiQuery` over a sharded multi-attribute index (`hashKey`, `team`)
+/// sorted by `score`: the same items, 20 shards.
+fn fanout_v2_multi(
+    records: &[Item],
+    timer: &PreciseTimer,
+    runtime: &tokio::runtime::Runtime,
+) -> BenchResult<()> {
+    let schema = multi_schema()?;
+    let store = MemoryStore::new(TableDefinition::from_schema(&schema)?);
+    let players = schema.entity("player")?;
+    let keyed: Vec<Item> = records
+        .iter()
+        .map(|r| {
+            let created = r.get("created").cloned().ok_or("no created")?;
+            let mut item = r.clone();
+            item.insert("team".into(), AttributeValue::S("red".into()));
+            item.insert("score".into(), created);
+            Ok(players.add_keys(&item)?)
+        })
+        .collect::<BenchResult<_>>()?;
+    let populated: HashSet<String> = keyed
+        .iter()
+        .filter_map(|i| match i.get("hashKey") {
+            Some(AttributeValue::S(h)) => Some(h.clone()),
+            _ => None,
+        })
+        .collect();
+    let populated = populated.len();
+    block_on(store.batch_write(keyed.into_iter().map(WriteRequest::Put).collect()))?;
+    let store = v2_store(store, timer);
+    for limit in [100usize, 10] {
+        macro_rules! query {
+            ($store:expr) => {
+                MultiQuery::new($store, players, "byTeam")
+                    .hash([AttributeValue::S("red".into())])
+                    .window(WINDOW.0, WINDOW.1)
+                    .limit(limit)
+                    .page_size(LIMIT)
+                    .throttle(THROTTLE)
+            };
+        }
+        let bare = query!(&store.inner);
+        let bare = runtime.block_on(v2_pages(populated, |token| {
+            let bare = &bare;
+            async move { bare.page(token.as_deref()).await }
+        }))?;
+        let latent = query!(&store);
+        let latent = runtime.block_on(v2_pages(populated, |token| {
+            let latent = &latent;
+            async move { latent.page(token.as_deref()).await }
+        }))?;
+        let wait = store.hook.mean_wait().as_secs_f64();
+        v2_row("MultiQuery", populated, limit, &bare, &latent, wait);
     }
     Ok(())
+}
+
+/// A `player` entity (`userId`, `created`, `team`, `score`) with a sharded multi-attribute index
+/// `byTeam` (partition `hashKey`, `team`; sort `score`), 20 shards as `fanout_v2`'s.
+fn multi_schema() -> BenchResult<Schema> {
+    const PROPERTIES: &[Property] = &[
+        Property::new("userId", transcode::STRING),
+        Property::new("created", transcode::TIMESTAMP),
+    ];
+    const HASH: &[IndexAttribute] = &[
+        IndexAttribute::new("hashKey", KeyType::S),
+        IndexAttribute::new("team", KeyType::S),
+    ];
+    const RANGE: &[IndexAttribute] = &[IndexAttribute::new("score", KeyType::N)];
+    const INDEXES: &[Index] = &[Index::multi("byTeam", HASH, RANGE, true, Projection::All)];
+    const BUMPS: &[ShardBump] = &[ShardBump::new(0, 2, 5)];
+    let player = EntityModel::new("player", "userId", "created")
+        .with_properties(PROPERTIES)
+        .with_indexes(INDEXES)
+        .with_shard_bumps(BUMPS);
+    Ok(Schema::new(TableModel::DEFAULT, vec![player])?)
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -275,3 +275,80 @@ fn consumed_capacity_is_summed_over_the_shard_queries() -> TestResult {
     assert_eq!(none.consumed_capacity, Some(0.5));
     Ok(())
 }
+
+/// A page resumes the lane that held its boundary right after the boundary's item (the token
+/// names that lane when nothing left ties with it): on one shard, with distinct range keys,
+/// every page after the first reads one shard query of what it returns plus one item (the one
+/// that shows the lane complete at the page's end), not the previous page's last item again;
+/// with equal range keys spanning pages, pages stay exact.
+#[test]
+fn a_page_resumes_its_boundary_lane_right_after_the_boundary() -> TestResult {
+    let schema = schema(&[], ShardSpace::Power)?;
+    let user = schema.entity("user")?;
+    for equal_keys in [false, true] {
+        let records: Vec<Record> = uniform(95, 3)
+            .into_iter()
+            .enumerate()
+            .map(|(i, mut r)| {
+                // distinct keys, or runs of 7 equal keys across pages of 10
+                let i = u64::try_from(i).unwrap_or(u64::MAX);
+                r.created = if equal_keys {
+                    1_000 + i / 7
+                } else {
+                    1_000 + i * 10
+                };
+                r
+            })
+            .collect();
+        let store = load(&schema, &records)?;
+        for descending in [false, true] {
+            let query = Query::new(&store, user)
+                .index("created")
+                .window(0, 10_000)
+                .limit(10)
+                .page_size(100)
+                .descending(descending);
+            let pages = page_all(&query)?;
+            let expected = oracle(
+                user,
+                &records,
+                "created",
+                (0, 10_000),
+                None,
+                None,
+                descending,
+                &entity_manager::Item::default(),
+            )?;
+            let got: Vec<(&str, &str)> = pages
+                .iter()
+                .flat_map(|p| &p.items)
+                .map(|i| (text(i, "created"), text(i, "userId")))
+                .collect();
+            let mut want: Vec<(&str, &str)> = expected
+                .iter()
+                .map(|i| (text(i, "created"), text(i, "userId")))
+                .collect();
+            // equal range keys come in unique-value order, in the scan's direction
+            want.sort_by(|a, b| {
+                let key = |x: &(&str, &str)| (x.0.parse::<u64>().unwrap_or(0), x.1.to_owned());
+                let o = key(a).cmp(&key(b));
+                if descending { o.reverse() } else { o }
+            });
+            assert_eq!(
+                got, want,
+                "equal keys {equal_keys}, descending {descending}"
+            );
+            if !equal_keys {
+                for (i, page) in pages.iter().enumerate().skip(1) {
+                    assert_eq!(page.stats.shard_queries, 1, "page {i}: {:?}", page.stats);
+                    assert!(
+                        page.stats.items_read <= page.items.len() + 1,
+                        "page {i}: {:?}",
+                        page.stats
+                    );
+                }
+            }
+        }
+    }
+    Ok(())
+}

@@ -22,7 +22,15 @@
 //! and an item is emitted only once no lane can still hold its range key unread. On the next
 //! page every live lane reads from the boundary's range key on (the user's condition narrowed
 //! to it, [`from_boundary`]) and skips what lies at or before the boundary: no start key is
-//! built for an item the lane may not hold, and no per-lane cursor crosses pages.
+//! built for an item the lane may not hold, and no per-lane cursor crosses pages. One lane is
+//! the exception: when no item left unreturned ties with the boundary (every lane is read
+//! through its range key before it is emitted, so the page knows), the token names the lane
+//! that held it, which resumes right after it (`ExclusiveStartKey` on an item it holds) rather
+//! than reading it again.
+//!
+//! The predicted end extrapolates the distance the pages cover, a running average for number
+//! range keys (see [`estimate::span_start`]), by a margin that shrinks with the page's size
+//! ([`estimate::margin`]). With one live lane, a read asks for what the page wants at once.
 //!
 //! Range keys are compared as [`Pos`]itions, parsed once per item read, and the lanes are kept
 //! in ordered sets (by next item, by how far they are read), so that choosing the next item or
@@ -228,6 +236,14 @@ impl Merge {
         Some((h, item))
     }
 
+    /// Items buffered at or before `end`.
+    fn buffered_through(&self, end: &Pos) -> usize {
+        self.lanes
+            .iter()
+            .map(|lane| lane.buffer.iter().take_while(|(p, _, _)| p <= end).count())
+            .sum()
+    }
+
     /// Whether some lane with something left to read is not read up to `end` (every item at
     /// `end` included).
     fn short_of(&self, end: &Pos) -> bool {
@@ -263,12 +279,16 @@ impl Merge {
 
     /// Up to `free` lanes to read now, least advanced first: the unread lanes, then the lanes
     /// read short of `bound` (or of the head, if it is further), skipping those being read.
-    /// With nothing buffered, every lane with something left qualifies.
+    /// With nothing buffered and no bound, every lane with something left qualifies; with
+    /// nothing buffered, a lane read up to the bound waits for the others (if they find
+    /// nothing either, the page predicts its end again) rather than read on without one.
     fn targets(&self, free: usize, bound: Option<&Pos>) -> Vec<usize> {
-        let threshold = self.head_front().map(|h| match bound {
-            Some(b) if h.0 < *b => (b.clone(), Upto::All),
-            _ => h,
-        });
+        let threshold = match (self.head_front(), bound) {
+            (Some(h), Some(b)) if h.0 < *b => Some((b.clone(), Upto::All)),
+            (Some(h), _) => Some(h),
+            (None, Some(b)) => Some((b.clone(), Upto::All)),
+            (None, None) => None,
+        };
         self.unread
             .iter()
             .copied()
@@ -290,19 +310,32 @@ fn before_all(front: &Front, end: &Pos) -> bool {
 }
 
 /// The limit of a read up to the predicted end, for a lane whose fair share of the page is
-/// `share`: the lane holds about `share × (1 + MARGIN)` items up to there (if the prediction
+/// `share`: the lane holds about `share × (1 + margin)` items up to there (if the prediction
 /// holds), and a read that stops at its limit short of the end costs a second query. Items of a
 /// shard are about Poisson-distributed over the range key, so three standard deviations above
 /// the mean, plus one, leave about one lane in a hundred short.
-fn predicted_limit(share: usize) -> usize {
+fn predicted_limit(share: usize, margin: f64) -> usize {
     // shares are at most a page size, far below 2^52
     #[allow(clippy::cast_precision_loss)]
-    let mean = share as f64 * (1.0 + MARGIN);
+    let mean = share as f64 * (1.0 + margin);
     let limit = (mean + 3.0 * mean.sqrt()).ceil() + 1.0;
     // a positive finite value of a few thousand at most
     #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
     let limit = limit as usize;
     limit.max(1)
+}
+
+/// How many times a page of fewer items than lanes predicts its end again, when every lane is
+/// read up to the prediction and the page is not full, before it reads without a bound.
+const REPREDICTIONS: usize = 3;
+
+/// Where a page's first and last items came from: their plan index (for their range keys)
+/// and the last one's lane.
+#[derive(Clone, Copy, Debug)]
+struct Ends {
+    first_from: Option<usize>,
+    last_from: Option<usize>,
+    last_lane: Option<usize>,
 }
 
 /// The outcome of one page of one stream.
@@ -436,20 +469,27 @@ impl<S: Store> Engine<'_, '_, S> {
         totals: &mut QueryStats,
     ) -> Result<StreamPage> {
         let boundary = state.boundary.as_ref();
-        // where the page probably ends: as far beyond the previous page as that page spanned,
+        let mut merge = self.merge(indexes, state);
+        // where the page probably ends: as far beyond the previous page as the pages spanned,
         // plus a margin (an unlimited page reads everything anyway)
+        let margin = boundary.map_or(MARGIN, |b| {
+            let averaged = estimate::averaged(&b.first, &b.last);
+            estimate::margin(want, merge.live(), self.throttle.max(1), averaged)
+        });
         let mut predicted = boundary
             .filter(|_| want != usize::MAX)
-            .and_then(|b| estimate::extrapolate(&b.first, &b.last, 1.0 + MARGIN))
+            .and_then(|b| estimate::extrapolate(&b.first, &b.last, 1.0 + margin))
             .and_then(|value| self.end(value));
-        let mut merge = self.merge(indexes, state);
         let throttle = self.throttle.max(1);
         let mut out: Vec<Item> = Vec::new();
         // the plan index of the first and last item on the page, for the next page's boundary
         let mut first_from: Option<usize> = None;
         let mut last_from: Option<usize> = None;
+        // the lane of the last item on the page
+        let mut last_lane: Option<usize> = None;
         let mut inflight = FuturesUnordered::new();
-        let mut repredicted = false;
+        // predictions made again on this page
+        let mut repredicted = 0usize;
         while out.len() < want {
             let remaining = want - out.len();
             if merge.blocked() {
@@ -463,10 +503,10 @@ impl<S: Store> Engine<'_, '_, S> {
                         // predict once more, from what that range held; then read unbounded
                         // (only an unbounded read finds that a lane has nothing left)
                         let found = out.len() + merge.buffered;
-                        predicted = boundary
-                            .filter(|_| !repredicted)
-                            .and_then(|b| self.repredict(&b.last, end, found, want));
-                        repredicted = true;
+                        predicted = boundary.and_then(|b| {
+                            self.repredict(b, end, (found, want, merge.live()), repredicted)
+                        });
+                        repredicted += 1;
                     }
                     let reads = self.schedule(
                         &mut merge,
@@ -474,6 +514,7 @@ impl<S: Store> Engine<'_, '_, S> {
                         remaining,
                         known.as_ref(),
                         predicted.as_ref(),
+                        margin,
                     );
                     for (t, request, end, limit) in reads {
                         totals.shard_queries += 1;
@@ -502,6 +543,7 @@ impl<S: Store> Engine<'_, '_, S> {
             }
             first_from.get_or_insert(index);
             last_from = Some(index);
+            last_lane = Some(h);
             out.push(item);
         }
         // reads still in flight are waited for, not abandoned: the store may already be
@@ -511,24 +553,17 @@ impl<S: Store> Engine<'_, '_, S> {
         while let Some(done) = inflight.next().await {
             self.settle(&mut merge, done, totals)?;
         }
-        let range_key = |item: Option<&Item>, index: Option<usize>| {
-            item.zip(index)
-                .and_then(|(item, index)| item.get(&self.plan.indexes[index].range_attr))
-                .cloned()
-        };
-        let boundary = match (
-            range_key(out.first(), first_from),
-            range_key(out.last(), last_from),
-            out.last().and_then(|item| self.plan.unique_of(item)),
-        ) {
-            (Some(first), Some(last), Some(unique)) => Some(Boundary {
-                first,
-                last,
-                unique,
-            }),
-            // nothing returned: the stream stands where it stood
-            _ => boundary.cloned(),
-        };
+        let boundary = self.next_boundary(
+            &merge,
+            &out,
+            Ends {
+                first_from,
+                last_from,
+                last_lane,
+            },
+            predicted.as_ref(),
+            boundary,
+        );
         let exhausted = merge
             .lanes
             .iter()
@@ -541,6 +576,72 @@ impl<S: Store> Engine<'_, '_, S> {
                 exhausted,
             },
         })
+    }
+
+    /// The boundary after a page that returned `out` (`None` when it returned nothing and
+    /// the stream had not started), from the `previous` one.
+    fn next_boundary(
+        &self,
+        merge: &Merge,
+        out: &[Item],
+        ends: Ends,
+        predicted: Option<&End>,
+        previous: Option<&Boundary>,
+    ) -> Option<Boundary> {
+        let range_key = |item: Option<&Item>, index: Option<usize>| {
+            item.zip(index)
+                .and_then(|(item, index)| item.get(&self.plan.indexes[index].range_attr))
+                .cloned()
+        };
+        let (Some(first), Some(last), Some(unique)) = (
+            range_key(out.first(), ends.first_from),
+            range_key(out.last(), ends.last_from),
+            out.last().and_then(|item| self.plan.unique_of(item)),
+        ) else {
+            // nothing returned: the stream stands where it stood
+            return previous.cloned();
+        };
+        // the next page resumes the last item's lane right after it, unless an item left in
+        // some lane ties with it (then every lane reads the range key again)
+        let lane = ends
+            .last_lane
+            .filter(|_| !self.ties_left(merge, &last, &unique));
+        // every lane read up to the prediction: the items found up to there measure how far
+        // a page reaches
+        let measured = predicted
+            .filter(|end| !merge.short_of(&end.pos))
+            .and_then(|end| {
+                let found = out.len() + merge.buffered_through(&end.pos);
+                // counts of one page, far below 2^52
+                #[allow(clippy::cast_precision_loss)]
+                let ratio = out.len() as f64 / found as f64;
+                (found > 0).then_some((&end.value, ratio))
+            });
+        Some(Boundary {
+            first: estimate::span_start(
+                previous.map(|b| (&b.first, &b.last)),
+                &first,
+                &last,
+                measured,
+            ),
+            last,
+            unique,
+            lane,
+        })
+    }
+
+    /// Whether an item read but not returned has the range key `last` and sorts after the
+    /// unique value `unique` (every lane was read through `last` before the page's last item
+    /// was emitted, so every such item is buffered).
+    fn ties_left(&self, merge: &Merge, last: &AttributeValue, unique: &str) -> bool {
+        let Some(pos) = self.pos(last) else {
+            return true;
+        };
+        let tie = self.tie_of(unique.to_owned());
+        merge
+            .lanes
+            .iter()
+            .any(|lane| lane.buffer.iter().any(|(p, t, _)| *p == pos && *t > tie))
     }
 
     /// The position of a range key value in this scan.
@@ -570,25 +671,39 @@ impl<S: Store> Engine<'_, '_, S> {
         self.pos(&value).map(|pos| End { pos, value })
     }
 
-    /// A new predicted end, when the range from `start` (where the page began) to `end` (the
-    /// previous prediction) held only `found` of the `want` items: as much further as that
-    /// density calls for, plus the margin. `None` when no prediction can be made (nothing
-    /// found: no density to go by).
+    /// A new predicted end, when the range from the boundary (where the page began) to `end`
+    /// (the previous prediction) held only `found` of the `want` items.
+    ///
+    /// A page of fewer items than `live` lanes (an unbounded read would take at least one item
+    /// of every lane) with number range keys goes on by the items still wanted at the pages'
+    /// running density (the boundary's span), plus their margin, up to [`REPREDICTIONS`]
+    /// times. Any other page goes as much further as the density found calls for, plus the
+    /// margin, once; then (or when nothing was found: no density to go by) it reads without a
+    /// bound (`None`), so that a density changed by orders of magnitude costs one more wave.
     fn repredict(
         &self,
-        start: &AttributeValue,
+        boundary: &Boundary,
         end: &End,
-        found: usize,
-        want: usize,
+        (found, want, live): (usize, usize, usize),
+        earlier: usize,
     ) -> Option<End> {
         // counts of one page, far below 2^52
         #[allow(clippy::cast_precision_loss)]
-        let factor = if found == 0 {
-            return None;
+        let next = if want < live && estimate::averaged(&boundary.first, &boundary.last) {
+            if earlier >= REPREDICTIONS {
+                return None;
+            }
+            let need = want.saturating_sub(found).max(1);
+            let margin = estimate::spread_margin(need, true, estimate::SPREAD_AGAIN);
+            let factor = need as f64 / want as f64 * (1.0 + margin);
+            estimate::advance(&boundary.first, &boundary.last, &end.value, factor)?
+        } else if found > 0 && earlier == 0 {
+            let factor = (want as f64 / found as f64 * (1.0 + MARGIN) - 1.0).max(MARGIN);
+            estimate::extrapolate(&boundary.last, &end.value, factor)?
         } else {
-            (want as f64 / found as f64 * (1.0 + MARGIN) - 1.0).max(MARGIN)
+            return None;
         };
-        let next = self.end(estimate::extrapolate(start, &end.value, factor)?)?;
+        let next = self.end(next)?;
         (next.pos > end.pos).then_some(next)
     }
 
@@ -633,6 +748,15 @@ impl<S: Store> Engine<'_, '_, S> {
                 });
                 merge.attach(merge.lanes.len() - 1);
             }
+        }
+        // the lane that held the boundary, with nothing left tying with it, resumes right after
+        // it: it does not read the boundary's item again
+        if let Some(b) = &state.boundary
+            && let Some(t) = b.lane
+            && let Some(lane) = merge.lanes.get_mut(t)
+            && !lane.exhausted
+        {
+            lane.read_from = Some(plan.resume_key(lane.index, lane.shard, &b.unique, &b.last));
         }
         merge
     }
@@ -687,9 +811,11 @@ impl<S: Store> Engine<'_, '_, S> {
         remaining: usize,
         known: Option<&End>,
         predicted: Option<&End>,
+        margin: f64,
     ) -> Vec<(usize, QueryPage, Option<End>, u32)> {
         let share = remaining.div_ceil(merge.live());
-        let tail = predicted_limit(share);
+        let tail = predicted_limit(share, margin);
+        let alone = merge.live() == 1;
         let bound = known.or(predicted);
         let targets = merge.targets(free, bound.map(|b| &b.pos));
         let mut reads = Vec::with_capacity(targets.len());
@@ -705,10 +831,13 @@ impl<S: Store> Engine<'_, '_, S> {
             // page's last item needs no second query to learn that nothing ties with it (on
             // one shard: 1 query per page, not 2); the page size is a lane's share of the page
             // (and one more after a boundary: a lane reads from the boundary's range key on,
-            // so it reads the previous page's last item again)
-            let extra = 1 + usize::from(merge.after.is_some());
+            // so it reads the previous page's last item again, unless it resumes right after it)
+            let extra =
+                1 + usize::from(merge.after.is_some() && merge.lanes[t].read_from.is_none());
             let (end, limit) = match (known, predicted) {
                 (Some(known), _) => (Some(known), remaining.saturating_add(extra)),
+                // one lane left: what the page wants, read at once, without a bound
+                (None, _) if alone => (None, remaining.saturating_add(extra)),
                 (None, Some(predicted)) if short_of(predicted) => (Some(predicted), tail),
                 _ => (None, share.saturating_add(share.div_ceil(10))),
             };

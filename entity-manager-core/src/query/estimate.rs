@@ -12,8 +12,111 @@ use serde_dynamo::AttributeValue;
 
 use crate::store::value::Scalar;
 
-/// How far beyond the previous page's span the predicted end lies, as a fraction of the span.
+/// How far beyond the previous page's span the predicted end lies, as a fraction of the span,
+/// when nothing better is known (string and binary keys, whose spans are not averaged).
 pub(crate) const MARGIN: f64 = 0.2;
+
+/// The weight of the last page in the running average of the span a page covers (numbers).
+const SMOOTHING: f64 = 0.2;
+
+/// Standard deviations of the page's end, in units of `1 / √limit` of its span, that the
+/// predicted end lies beyond the expected end (numbers, whose spans are averaged).
+const SPREAD: f64 = 0.7;
+
+/// [`SPREAD`] when the lanes take more than two rounds of the throttle: a page that falls
+/// short then costs that many more rounds, more than the items a wider margin reads.
+const SPREAD_MANY_LANES: f64 = 1.5;
+
+/// [`SPREAD`] of a prediction made again within a page, for the items still wanted: a wave
+/// that falls short again costs one more query for every lane, so it aims further.
+pub(crate) const SPREAD_AGAIN: f64 = 1.0;
+
+/// How far beyond the span a page is expected to cover its end is predicted, as a fraction of
+/// that span, for a page of `want` items: the `want`-th item after the boundary lies about
+/// `span × (1 ± 1/√want)` away (items of a shard are about Poisson-distributed over the range
+/// key), so the margin shrinks as pages grow. A bigger margin reads more items a page; a
+/// smaller one more often falls short, which costs one more query for every one of the `live`
+/// lanes (`live / throttle` more rounds).
+pub(crate) fn margin(want: usize, live: usize, throttle: usize, averaged: bool) -> f64 {
+    let spread = if live > throttle.saturating_mul(2) {
+        SPREAD_MANY_LANES
+    } else {
+        SPREAD
+    };
+    spread_margin(want, averaged, spread)
+}
+
+/// [`margin`] with `spread` standard deviations.
+pub(crate) fn spread_margin(want: usize, averaged: bool, spread: f64) -> f64 {
+    if !averaged {
+        return MARGIN;
+    }
+    // page sizes are far below 2^52
+    #[allow(clippy::cast_precision_loss)]
+    let want = want.max(1) as f64;
+    (spread / want.sqrt()).clamp(0.1, 1.0)
+}
+
+/// The first value of the next boundary: where the span the next page is predicted from
+/// starts. For numbers, `last` minus a running average of the distance the pages covered (the
+/// previous boundary's span, and this page's, from the previous boundary's last value to
+/// `last`), so that one page's chance spacing does not steer the prediction; else the page's
+/// own first value.
+///
+/// `measured`, when every lane was read up to some `end` beyond the page: that end and the
+/// ratio of the page's size to the items found up to it, so that the distance a page covers is
+/// measured over all the items read rather than the page's own (far fewer on small pages).
+pub(crate) fn span_start(
+    previous: Option<(&AttributeValue, &AttributeValue)>,
+    first: &AttributeValue,
+    last: &AttributeValue,
+    measured: Option<(&AttributeValue, f64)>,
+) -> AttributeValue {
+    let number = |v: &AttributeValue| match v {
+        AttributeValue::N(n) => n.parse::<f64>().ok().filter(|x| x.is_finite()),
+        _ => None,
+    };
+    let averaged = previous.and_then(|(p_first, p_last)| {
+        let (pf, pl, l) = (number(p_first)?, number(p_last)?, number(last)?);
+        let now = match measured.and_then(|(end, ratio)| Some((number(end)?, ratio))) {
+            Some((end, ratio)) if ratio.is_finite() && ratio > 0.0 => (end - pl) * ratio,
+            _ => l - pl,
+        };
+        let before = pl - pf;
+        let span = if before == 0.0 || before.signum() != now.signum() {
+            now
+        } else {
+            SMOOTHING * now + (1.0 - SMOOTHING) * before
+        };
+        let start = (l - span).round();
+        (start.is_finite() && start.abs() < 1e15 && l.abs() < 1e15)
+            .then(|| AttributeValue::N(format!("{start:.0}")))
+    });
+    averaged.unwrap_or_else(|| first.clone())
+}
+
+/// For numbers: `from` moved on by `factor` spans `first..last` (in the span's direction),
+/// rounded away from `from`; `None` for other types, or when it would not move.
+pub(crate) fn advance(
+    first: &AttributeValue,
+    last: &AttributeValue,
+    from: &AttributeValue,
+    factor: f64,
+) -> Option<AttributeValue> {
+    let number = |v: &AttributeValue| match v {
+        AttributeValue::N(n) => n.parse::<f64>().ok().filter(|x| x.is_finite()),
+        _ => None,
+    };
+    let (a, b, x) = (number(first)?, number(last)?, number(from)?);
+    let next = x + (b - a) * factor;
+    (next.is_finite() && next.total_cmp(&x) != Ordering::Equal)
+        .then(|| AttributeValue::N(format_number(next, b < a)))
+}
+
+/// Whether a boundary's span is a running average (numbers) rather than one page's.
+pub(crate) fn averaged(first: &AttributeValue, last: &AttributeValue) -> bool {
+    matches!((first, last), (AttributeValue::N(_), AttributeValue::N(_)))
+}
 
 /// The range key `factor` spans beyond `last`, the span being `first..last` (descending when
 /// `last < first`). `None` when no prediction can be made (same key, other types, overflow).
@@ -139,6 +242,55 @@ mod tests {
         assert_eq!(extrapolate(&n("100"), &n("200"), 1.2), Some(n("320")));
         assert_eq!(extrapolate(&n("200"), &n("100"), 1.2), Some(n("-20")));
         assert_eq!(extrapolate(&n("5"), &n("5"), 1.2), None);
+    }
+
+    #[test]
+    fn a_number_span_is_a_running_average_of_the_distance_pages_cover() {
+        // no previous boundary: the page's own first value
+        assert_eq!(span_start(None, &n("10"), &n("50"), None), n("10"));
+        // previous span 100 (0..100), this page covered 200 (100..300): 0.2 × 200 + 0.8 × 100
+        assert_eq!(
+            span_start(Some((&n("0"), &n("100"))), &n("120"), &n("300"), None),
+            n("180")
+        );
+        // descending alike
+        assert_eq!(
+            span_start(Some((&n("300"), &n("200"))), &n("190"), &n("0"), None),
+            n("120")
+        );
+        // no previous span to average: this page's distance
+        assert_eq!(
+            span_start(Some((&n("7"), &n("7"))), &n("8"), &n("9"), None),
+            n("7")
+        );
+        // strings keep their first value
+        assert_eq!(
+            span_start(Some((&s("a"), &s("b"))), &s("c"), &s("d"), None),
+            s("c")
+        );
+        // measured: every lane read up to 400, holding 4 items where the page wanted 1: a page
+        // covers (400 - 100) / 4 = 75; 0.2 × 75 + 0.8 × 100
+        assert_eq!(
+            span_start(
+                Some((&n("0"), &n("100"))),
+                &n("120"),
+                &n("300"),
+                Some((&n("400"), 0.25))
+            ),
+            n("205")
+        );
+        assert!(margin(100, 20, 10, true) < margin(10, 20, 10, true));
+        assert!(margin(100, 20, 10, true) < margin(100, 512, 10, true));
+        assert_eq!(
+            advance(&n("0"), &n("100"), &n("1000"), 0.5),
+            Some(n("1050"))
+        );
+        assert_eq!(
+            advance(&n("100"), &n("0"), &n("1000"), 0.25),
+            Some(n("975"))
+        );
+        assert_eq!(advance(&s("a"), &s("b"), &s("c"), 1.0), None);
+        assert!((margin(10, 20, 10, false) - MARGIN).abs() < f64::EPSILON);
     }
 
     #[test]

@@ -62,6 +62,77 @@
 //! ([`TokenError::TooLong`], before it is decoded: a few thousand characters per index), and —
 //! with [`Query::signing_key`] — when signed with another key.
 
+/// The paging settings of [`Query`] and [`MultiQuery`], and the setters they share (in an
+/// `impl` of a builder with a `paging: Paging` field).
+#[derive(Clone, Debug, Default)]
+struct Paging {
+    window: Option<(u64, u64)>,
+    limit: Option<usize>,
+    page_size: Option<usize>,
+    descending: bool,
+    throttle: Option<usize>,
+    signing_key: Option<Vec<u8>>,
+}
+
+impl Paging {
+    /// Refuses a token written for another window than the one set.
+    fn check_window(&self, verified: &token::Verified) -> Result<()> {
+        match self.window {
+            Some((from, to)) if (from, to) != (verified.from, verified.to) => {
+                Err(Error::Token(TokenError::OtherWindow {
+                    token_from: verified.from,
+                    token_to: verified.to,
+                    from,
+                    to,
+                }))
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+macro_rules! paging_setters {
+    () => {
+        /// Items per page (default: the entity's default limit; a collection's: its first
+        /// entity's).
+        #[must_use]
+        pub fn limit(mut self, limit: usize) -> Self {
+            self.paging.limit = Some(limit);
+            self
+        }
+
+        /// The largest `Limit` of one shard query (default: the entity's default page size; a
+        /// collection's: its first entity's).
+        #[must_use]
+        pub fn page_size(mut self, page_size: usize) -> Self {
+            self.paging.page_size = Some(page_size);
+            self
+        }
+
+        /// Descending order (of the range key, or of the sort attributes).
+        #[must_use]
+        pub fn descending(mut self, descending: bool) -> Self {
+            self.paging.descending = descending;
+            self
+        }
+
+        /// At most this many shard queries in flight (default: the table's throttle).
+        #[must_use]
+        pub fn throttle(mut self, throttle: usize) -> Self {
+            self.paging.throttle = Some(throttle);
+            self
+        }
+
+        /// Signs page tokens with this key (HMAC-SHA-256), so that they cannot be forged; the
+        /// same key must be given for every page.
+        #[must_use]
+        pub fn signing_key(mut self, key: impl Into<Vec<u8>>) -> Self {
+            self.paging.signing_key = Some(key.into());
+            self
+        }
+    };
+}
+
 mod collection;
 mod engine;
 mod estimate;
@@ -108,6 +179,36 @@ pub struct QueryStats {
     /// reports them, `MemoryStore` computes them by `DynamoDB`'s rule; a store that reports
     /// none adds nothing).
     pub consumed_capacity: f64,
+}
+
+/// Runs one page inside the `entity_manager.query` tracing span (entity, indexes), and records
+/// the page's stats on the span: shards, shard queries, items read and returned, duplicates
+/// removed and consumed capacity.
+async fn traced_page(
+    entity: &str,
+    indexes: usize,
+    page: impl Future<Output = Result<QueryPageResult>>,
+) -> Result<QueryPageResult> {
+    let span = tracing::debug_span!(
+        "entity_manager.query",
+        entity = %entity,
+        indexes,
+        shards = tracing::field::Empty,
+        shard_queries = tracing::field::Empty,
+        items_read = tracing::field::Empty,
+        items_returned = tracing::field::Empty,
+        duplicates_removed = tracing::field::Empty,
+        consumed_capacity = tracing::field::Empty,
+    );
+    let result = tracing::Instrument::instrument(page, span.clone()).await?;
+    span.record("shards", result.stats.shards);
+    span.record("shard_queries", result.stats.shard_queries);
+    span.record("items_read", result.stats.items_read);
+    span.record("items_returned", result.stats.items_returned);
+    span.record("duplicates_removed", result.stats.duplicates_removed);
+    span.record("consumed_capacity", result.stats.consumed_capacity);
+    tracing::debug!(parent: &span, stats = ?result.stats, "query page");
+    Ok(result)
 }
 
 impl QueryStats {
@@ -176,14 +277,9 @@ pub struct Query<'a, S, St = Indexed> {
     schema: EntitySchema<'a>,
     indexes: Vec<IndexSpec>,
     item: Item,
-    window: Option<(u64, u64)>,
-    limit: Option<usize>,
-    page_size: Option<usize>,
-    descending: bool,
+    paging: Paging,
     sort: Vec<(String, bool)>,
-    throttle: Option<usize>,
     projection: Option<Vec<String>>,
-    signing_key: Option<Vec<u8>>,
     table_name: Option<String>,
     /// Records created in this window only (besides the shards of the window).
     created: Option<(u64, u64)>,
@@ -226,14 +322,9 @@ impl<'a, S: Store> Query<'a, S, Unindexed> {
             schema: entity,
             indexes: Vec::new(),
             item: Item::default(),
-            window: None,
-            limit: None,
-            page_size: None,
-            descending: false,
+            paging: Paging::default(),
             sort: Vec::new(),
-            throttle: None,
             projection: None,
-            signing_key: None,
             table_name: None,
             created: None,
             hash_suffix: None,
@@ -278,14 +369,9 @@ impl<'a, S: Store, St> Query<'a, S, St> {
             schema: self.schema,
             indexes: self.indexes,
             item: self.item,
-            window: self.window,
-            limit: self.limit,
-            page_size: self.page_size,
-            descending: self.descending,
+            paging: self.paging,
             sort: self.sort,
-            throttle: self.throttle,
             projection: self.projection,
-            signing_key: self.signing_key,
             table_name: self.table_name,
             created: self.created,
             hash_suffix: self.hash_suffix,
@@ -327,7 +413,7 @@ impl<'a, S: Store, St> Query<'a, S, St> {
     /// token so that later pages see the same shards.
     #[must_use]
     pub fn window(mut self, from: u64, to: u64) -> Self {
-        self.window = Some((from, to));
+        self.paging.window = Some((from, to));
         self
     }
 
@@ -337,36 +423,17 @@ impl<'a, S: Store, St> Query<'a, S, St> {
     /// read, so the index must project the timestamp property).
     #[must_use]
     pub fn created_between(mut self, from: u64, to: u64) -> Self {
-        self.window = Some((from, to));
+        self.paging.window = Some((from, to));
         self.created = Some((from, to));
         self
     }
 
-    /// Items per page (default: the entity's default limit).
-    #[must_use]
-    pub fn limit(mut self, limit: usize) -> Self {
-        self.limit = Some(limit);
-        self
-    }
+    paging_setters!();
 
     /// No limit: one page holds every matching item.
     #[must_use]
     pub fn unlimited(mut self) -> Self {
-        self.limit = Some(usize::MAX);
-        self
-    }
-
-    /// The largest `Limit` of one shard query (default: the entity's default page size).
-    #[must_use]
-    pub fn page_size(mut self, page_size: usize) -> Self {
-        self.page_size = Some(page_size);
-        self
-    }
-
-    /// Descending range-key order.
-    #[must_use]
-    pub fn descending(mut self, descending: bool) -> Self {
-        self.descending = descending;
+        self.paging.limit = Some(usize::MAX);
         self
     }
 
@@ -378,13 +445,6 @@ impl<'a, S: Store, St> Query<'a, S, St> {
         self
     }
 
-    /// At most this many shard queries in flight (default: the table's throttle).
-    #[must_use]
-    pub fn throttle(mut self, throttle: usize) -> Self {
-        self.throttle = Some(throttle);
-        self
-    }
-
     /// Returns only these attributes (plus the keys the query needs).
     #[must_use]
     pub fn projection<I, T>(mut self, attributes: I) -> Self
@@ -393,14 +453,6 @@ impl<'a, S: Store, St> Query<'a, S, St> {
         T: Into<String>,
     {
         self.projection = Some(attributes.into_iter().map(Into::into).collect());
-        self
-    }
-
-    /// Signs page tokens with this key (HMAC-SHA-256), so that they cannot be forged; the same
-    /// key must be given for every page.
-    #[must_use]
-    pub fn signing_key(mut self, key: impl Into<Vec<u8>>) -> Self {
-        self.signing_key = Some(key.into());
         self
     }
 
@@ -489,9 +541,9 @@ impl<'a, S: Store> Query<'a, S, Indexed> {
     /// One page: the first (`token: None`) or the one after the page that returned `token`.
     pub async fn page(&self, token: Option<&str>) -> Result<QueryPageResult> {
         let model = self.schema.model();
-        let limit = self.limit.unwrap_or(model.default_limit);
-        let page_size = self.page_size.unwrap_or(model.default_page_size);
-        let throttle = self.throttle.unwrap_or(self.schema.table().throttle);
+        let limit = self.paging.limit.unwrap_or(model.default_limit);
+        let page_size = self.paging.page_size.unwrap_or(model.default_page_size);
+        let throttle = self.paging.throttle.unwrap_or(self.schema.table().throttle);
         if let Some(problem) = &self.problem {
             return Err(self.invalid(problem.clone()));
         }
@@ -509,13 +561,13 @@ impl<'a, S: Store> Query<'a, S, Indexed> {
         } else {
             self.sort.clone()
         };
-        let key = self.signing_key.as_deref();
+        let key = self.paging.signing_key.as_deref();
         // the window: from the token when continuing, else as given, else 0..=now
-        let first_plan_window = self.window.unwrap_or((0, now_ms()));
+        let first_plan_window = self.paging.window.unwrap_or((0, now_ms()));
         let input = PlanInput {
             specs: &self.indexes,
             item: &self.item,
-            descending: self.descending,
+            descending: self.paging.descending,
             projection: self.projection.as_deref(),
             sort: &sort,
             created: self.created,
@@ -535,16 +587,7 @@ impl<'a, S: Store> Query<'a, S, Indexed> {
                 };
                 let verified =
                     token::verify(token, binding, key, token::max_chars(stream_shape(&probe)))?;
-                if let Some((from, to)) = self.window
-                    && (from, to) != (verified.from, verified.to)
-                {
-                    return Err(Error::Token(TokenError::OtherWindow {
-                        token_from: verified.from,
-                        token_to: verified.to,
-                        from,
-                        to,
-                    }));
-                }
+                self.paging.check_window(&verified)?;
                 let plan = if (verified.from, verified.to) == probe.window {
                     probe
                 } else {
@@ -555,29 +598,12 @@ impl<'a, S: Store> Query<'a, S, Indexed> {
             }
         };
 
-        let span = tracing::debug_span!(
-            "entity_manager.query",
-            entity = %model.token,
-            indexes = plan.indexes.len(),
-            shards = plan.lanes(),
-            shard_queries = tracing::field::Empty,
-            items_read = tracing::field::Empty,
-            items_returned = tracing::field::Empty,
-            duplicates_removed = tracing::field::Empty,
-            consumed_capacity = tracing::field::Empty,
-        );
-        let result = tracing::Instrument::instrument(
+        traced_page(
+            &model.token,
+            plan.indexes.len(),
             self.run(&plan, state.as_ref(), limit, page_size, throttle, &sort),
-            span.clone(),
         )
-        .await?;
-        span.record("shard_queries", result.stats.shard_queries);
-        span.record("items_read", result.stats.items_read);
-        span.record("items_returned", result.stats.items_returned);
-        span.record("duplicates_removed", result.stats.duplicates_removed);
-        span.record("consumed_capacity", result.stats.consumed_capacity);
-        tracing::debug!(parent: &span, stats = ?result.stats, "query page");
-        Ok(result)
+        .await
     }
 
     async fn run(
@@ -664,7 +690,7 @@ impl<'a, S: Store> Query<'a, S, Indexed> {
                     query: &plan.fingerprint,
                     table: &table,
                 },
-                self.signing_key.as_deref(),
+                self.paging.signing_key.as_deref(),
             )
         });
         Ok(QueryPageResult {

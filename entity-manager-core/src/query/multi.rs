@@ -40,7 +40,7 @@ use sha2::{Digest as _, Sha256};
 
 use super::estimate;
 use super::token::{self, Boundary, StreamState, TokenState};
-use super::{QueryPageResult, QueryStats};
+use super::{Paging, QueryPageResult, QueryStats};
 use crate::error::{Error, Result};
 use crate::model::{Index, MultiKey};
 use crate::schema::EntitySchema;
@@ -103,12 +103,7 @@ pub struct MultiQuery<'a, S> {
     hash: Vec<AttributeValue>,
     prefix: Vec<AttributeValue>,
     range: Option<RangeCondition>,
-    window: Option<(u64, u64)>,
-    limit: Option<usize>,
-    page_size: Option<usize>,
-    descending: bool,
-    throttle: Option<usize>,
-    signing_key: Option<Vec<u8>>,
+    paging: Paging,
 }
 
 /// One shard (or the one partition) of one entity, or of every entity of an unsharded key.
@@ -169,12 +164,7 @@ impl<'a, S: Store> MultiQuery<'a, S> {
             hash: Vec::new(),
             prefix: Vec::new(),
             range: None,
-            window: None,
-            limit: None,
-            page_size: None,
-            descending: false,
-            throttle: None,
-            signing_key: None,
+            paging: Paging::default(),
         }
     }
 
@@ -204,44 +194,11 @@ impl<'a, S: Store> MultiQuery<'a, S> {
     /// `0..=now`, pinned into the page token.
     #[must_use]
     pub fn window(mut self, from: u64, to: u64) -> Self {
-        self.window = Some((from, to));
+        self.paging.window = Some((from, to));
         self
     }
 
-    /// Items per page (default: the first entity's default limit).
-    #[must_use]
-    pub fn limit(mut self, limit: usize) -> Self {
-        self.limit = Some(limit);
-        self
-    }
-
-    /// The largest `Limit` of one shard query (default: the first entity's default page size).
-    #[must_use]
-    pub fn page_size(mut self, page_size: usize) -> Self {
-        self.page_size = Some(page_size);
-        self
-    }
-
-    /// Descending tuple order.
-    #[must_use]
-    pub fn descending(mut self, descending: bool) -> Self {
-        self.descending = descending;
-        self
-    }
-
-    /// At most this many shard queries in flight (default: the table's throttle).
-    #[must_use]
-    pub fn throttle(mut self, throttle: usize) -> Self {
-        self.throttle = Some(throttle);
-        self
-    }
-
-    /// Signs page tokens with this key (HMAC-SHA-256).
-    #[must_use]
-    pub fn signing_key(mut self, key: impl Into<Vec<u8>>) -> Self {
-        self.signing_key = Some(key.into());
-        self
-    }
+    paging_setters!();
 
     /// The entity tokens, comma-separated (one for an entity query).
     fn tokens(&self) -> String {
@@ -367,7 +324,7 @@ impl<'a, S: Store> MultiQuery<'a, S> {
         field(
             format!(
                 "{multi:?}|{:?}|{:?}|{:?}|{}",
-                self.hash, self.prefix, self.range, self.descending
+                self.hash, self.prefix, self.range, self.paging.descending
             )
             .as_bytes(),
         );
@@ -384,7 +341,7 @@ impl<'a, S: Store> MultiQuery<'a, S> {
     /// The page's plan and where it starts: from the beginning, or as `token` says (checked
     /// against the query and the table, its window pinned).
     fn resume(&self, token: Option<&str>) -> Result<(Plan<'a>, StreamState)> {
-        let probe = self.plan(self.window.unwrap_or((0, now_ms())))?;
+        let probe = self.plan(self.paging.window.unwrap_or((0, now_ms())))?;
         let shape = |plan: &Plan<'_>| token::Shape {
             streams: 1,
             lanes: plan.lanes.len(),
@@ -401,17 +358,8 @@ impl<'a, S: Store> MultiQuery<'a, S> {
             streams: 4,
             lanes: probe.lanes.len(),
         });
-        let verified = token::verify(token, binding, self.signing_key.as_deref(), max)?;
-        if let Some((from, to)) = self.window
-            && (from, to) != (verified.from, verified.to)
-        {
-            return Err(Error::Token(crate::error::TokenError::OtherWindow {
-                token_from: verified.from,
-                token_to: verified.to,
-                from,
-                to,
-            }));
-        }
+        let verified = token::verify(token, binding, self.paging.signing_key.as_deref(), max)?;
+        self.paging.check_window(&verified)?;
         let plan = if (verified.from, verified.to) == probe.window {
             probe
         } else {
@@ -426,14 +374,24 @@ impl<'a, S: Store> MultiQuery<'a, S> {
     }
 
     /// One page: the first (`token: None`) or the one after the page that returned `token`.
+    ///
+    /// Runs in the `entity_manager.query` tracing span, as [`Query::page`](super::Query::page)
+    /// does, with the page's [`QueryStats`] (consumed capacity included) recorded on it.
     pub async fn page(&self, token: Option<&str>) -> Result<QueryPageResult> {
+        super::traced_page(&self.tokens(), 1, self.run_page(token)).await
+    }
+
+    async fn run_page(&self, token: Option<&str>) -> Result<QueryPageResult> {
         let first = self
             .entities
             .first()
             .ok_or_else(|| self.invalid("a collection query needs at least one entity"))?;
-        let limit = self.limit.unwrap_or(first.model().default_limit);
-        let page_size = self.page_size.unwrap_or(first.model().default_page_size);
-        let throttle = self.throttle.unwrap_or(first.table().throttle);
+        let limit = self.paging.limit.unwrap_or(first.model().default_limit);
+        let page_size = self
+            .paging
+            .page_size
+            .unwrap_or(first.model().default_page_size);
+        let throttle = self.paging.throttle.unwrap_or(first.table().throttle);
         if limit == 0 || page_size == 0 || throttle == 0 {
             return Err(self.invalid("the limit, page size and throttle must be at least 1"));
         }
@@ -482,6 +440,7 @@ impl<'a, S: Store> MultiQuery<'a, S> {
                     first: first.clone(),
                     last: last_item.0.clone(),
                     unique: last_item.1.clone(),
+                    lane: None,
                 }),
                 (None, previous) => previous.clone(),
             };
@@ -498,7 +457,7 @@ impl<'a, S: Store> MultiQuery<'a, S> {
                     query: &plan.fingerprint,
                     table: &plan.table,
                 },
-                self.signing_key.as_deref(),
+                self.paging.signing_key.as_deref(),
             )
         });
         Ok(QueryPageResult {
@@ -566,7 +525,7 @@ impl<S: Store> Run<'_, '_, S> {
     /// Compares places in scan order.
     fn cmp(&self, a: &Place, b: &Place) -> Ordering {
         let o = a.cmp(b);
-        if self.query.descending {
+        if self.query.paging.descending {
             o.reverse()
         } else {
             o
@@ -575,7 +534,7 @@ impl<S: Store> Run<'_, '_, S> {
 
     fn cmp_tuple(&self, a: &[Scalar], b: &[Scalar]) -> Ordering {
         let o = a.cmp(b);
-        if self.query.descending {
+        if self.query.paging.descending {
             o.reverse()
         } else {
             o
@@ -664,6 +623,7 @@ impl<S: Store> Run<'_, '_, S> {
                 source: Box::new(source),
             })?;
             self.stats.items_read += page.items.len();
+            self.stats.consumed_capacity += page.consumed_capacity.unwrap_or(0.0);
             self.take(i, page);
         }
         Ok(())
@@ -685,7 +645,7 @@ impl<S: Store> Run<'_, '_, S> {
         let mut request = QueryPage::new(first)
             .index(q.index.clone())
             .range_prefix(q.prefix.iter().cloned())
-            .descending(q.descending)
+            .descending(q.paging.descending)
             .limit(chunk);
         for v in values {
             request = request.and_hash_key(v);
@@ -699,7 +659,7 @@ impl<S: Store> Run<'_, '_, S> {
         };
         let condition = match bound {
             None => q.range.clone(),
-            Some(t) => match from_boundary(q.range.as_ref(), t, q.descending) {
+            Some(t) => match from_boundary(q.range.as_ref(), t, q.paging.descending) {
                 Some(c) => Some(c),
                 None => return Ok(None),
             },
@@ -733,7 +693,7 @@ impl<S: Store> Run<'_, '_, S> {
             }
             kept.push((place, item));
         }
-        let descending = self.query.descending;
+        let descending = self.query.paging.descending;
         let lane = &mut self.lanes[i];
         if frontier.is_some() {
             lane.frontier = frontier;

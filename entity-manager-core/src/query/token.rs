@@ -5,7 +5,8 @@
 //! before the boundary was returned and nothing after it: every lane (index × shard) resumes
 //! right after the boundary, and the only other state a lane needs is one bit, "exhausted"
 //! (it gave everything; never read again). A token's size therefore does not depend on where
-//! each shard stands, only on the boundary and one bit per lane.
+//! each shard stands, only on the boundary and one bit per lane (and, when nothing left ties
+//! with the boundary, the number of the lane that held it, which resumes right after it).
 //!
 //! Layout (version 2), before base64url without padding:
 //!
@@ -14,8 +15,9 @@
 //! | query fingerprint [2] | table binding [2]
 //! | from varint | to varint                       (the time window, ms since the epoch)
 //! | per stream (1 in exact mode, 1 per index in union mode):
-//! |     flags u8 (bit 0: boundary present)
-//! |     boundary: first value, last value, unique (varint length + UTF-8)
+//! |     flags u8 (bit 0: boundary present, bit 1: boundary lane present)
+//! |     boundary: first value, last value, unique (varint length + UTF-8), lane varint
+//! |         (when flagged: the lane that held the last item, resumed right after it)
 //! |     exhausted bits, one per lane of the stream, ceil(lanes / 8) bytes, low bit first
 //! | tag [8] (SHA-256 checksum) or [16] (HMAC-SHA-256 with the user's key)
 //! ```
@@ -23,8 +25,9 @@
 //! A value is a type byte and a payload: `0` string (varint length + UTF-8), `1` integer
 //! number (zigzag varint), `2` other number (varint length + its decimal text), `3` binary
 //! (varint length + bytes), `4` (first value only) an integer number as its difference from the
-//! last value. The first value of the boundary (where the page began) only predicts how far the
-//! next page reaches.
+//! last value. The first value of the boundary only predicts how far the next page reaches:
+//! for numbers, `last` minus a running average of the distance pages cover; else where the
+//! page began.
 //!
 //! The tag covers the whole query fingerprint, the table binding (the table's definition and
 //! name) and the payload, so a token from another query or table, a truncated or an altered
@@ -47,12 +50,18 @@ use crate::error::TokenError;
 /// Where the previous page of one stream ended.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct Boundary {
-    /// The range key of the first item of the page (to predict where the next one ends).
+    /// Where the span the next page's end is predicted from starts: the range key of the first
+    /// item of the page, or for numbers `last` minus the running average of the distance the
+    /// pages covered ([`super::estimate::span_start`]).
     pub(crate) first: AttributeValue,
     /// The range key of the last item of the page.
     pub(crate) last: AttributeValue,
     /// The unique value (encoded, as in the table's range key) of the last item of the page.
     pub(crate) unique: String,
+    /// The lane (index-major position in the stream) that held the last item, when no item
+    /// left unreturned ties with it (same range key): that lane can resume right after the
+    /// item (`ExclusiveStartKey`) instead of reading it again.
+    pub(crate) lane: Option<usize>,
 }
 
 /// The state of one merged stream: the whole query in exact mode, one index in union mode.
@@ -113,6 +122,8 @@ const VALUE_LIST: u8 = 5;
 const MAX_LIST: u64 = 4;
 
 const BOUNDARY_PRESENT: u8 = 1;
+const LANE_PRESENT: u8 = 2;
+const BOUNDARY_WITH_LANE: u8 = BOUNDARY_PRESENT | LANE_PRESENT;
 
 fn tag(binding: Binding<'_>, body: &[u8], key: Option<&[u8]>) -> Vec<u8> {
     if let Some(key) = key {
@@ -238,10 +249,18 @@ pub(crate) fn encode(state: &TokenState, binding: Binding<'_>, key: Option<&[u8]
         match &stream.boundary {
             None => body.push(0),
             Some(b) => {
-                body.push(BOUNDARY_PRESENT);
+                let lane = b.lane.filter(|&l| l < stream.exhausted.len());
+                body.push(if lane.is_some() {
+                    BOUNDARY_PRESENT | LANE_PRESENT
+                } else {
+                    BOUNDARY_PRESENT
+                });
                 put_first(&mut body, &b.first, &b.last);
                 put_value(&mut body, &b.last);
                 put_bytes(&mut body, b.unique.as_bytes());
+                if let Some(lane) = lane {
+                    put_varint(&mut body, lane as u64);
+                }
             }
         }
         for chunk in stream.exhausted.chunks(8) {
@@ -352,7 +371,7 @@ pub(crate) struct Shape {
 const MAX_VALUE_BYTES: usize = 1024;
 /// Bytes of one stream's boundary at most: flags, then three values with their type and
 /// length.
-const MAX_BOUNDARY_BYTES: usize = 1 + 3 * (1 + 2 + MAX_VALUE_BYTES);
+const MAX_BOUNDARY_BYTES: usize = 1 + 3 * (1 + 2 + MAX_VALUE_BYTES) + 10;
 /// Bytes of the header, window and tag at most.
 const MAX_FIXED_BYTES: usize = HEADER_LEN + 2 * 10 + SIGNATURE_LEN;
 
@@ -454,7 +473,7 @@ impl Verified {
         for _ in 0..shape.streams {
             let boundary = match r.u8()? {
                 0 => None,
-                BOUNDARY_PRESENT => {
+                flags @ (BOUNDARY_PRESENT | BOUNDARY_WITH_LANE) => {
                     let first_kind = r.u8()?;
                     let first_delta = (first_kind == VALUE_INT_DELTA)
                         .then(|| r.varint())
@@ -476,10 +495,22 @@ impl Verified {
                         }
                         (None, None) => return Err(TokenError::Malformed("boundary")),
                     };
+                    let unique = r.string()?;
+                    let lane = (flags & LANE_PRESENT != 0)
+                        .then(|| r.varint())
+                        .transpose()?
+                        .map(|lane| {
+                            usize::try_from(lane)
+                                .ok()
+                                .filter(|&lane| lane < shape.lanes)
+                                .ok_or(TokenError::Malformed("boundary lane"))
+                        })
+                        .transpose()?;
                     Some(Boundary {
                         first,
                         last,
-                        unique: r.string()?,
+                        unique,
+                        lane,
                     })
                 }
                 _ => return Err(TokenError::Malformed("boundary")),
@@ -530,6 +561,7 @@ mod tests {
                     first: AttributeValue::N("1700000000000".into()),
                     last: AttributeValue::N("1700000001234".into()),
                     unique: "0b9e4c1a-4c1f-4a55-9a57-2f2f8c7e61a9".into(),
+                    lane: Some(63),
                 }),
                 exhausted: (0..64).map(|i| i % 3 == 0).collect(),
             }],
@@ -568,6 +600,7 @@ mod tests {
             first: AttributeValue::S(long.clone()),
             last: AttributeValue::S(long.clone()),
             unique: long,
+            lane: Some(63),
         });
         let token = encode(&state, B, Some(b"key"));
         assert!(token.len() <= max_chars(SHAPE));
@@ -606,6 +639,24 @@ mod tests {
             decode(&forge(&body), B, None, SHAPE),
             Err(TokenError::Malformed("trailing bytes"))
         );
+        // a boundary lane beyond the query's lanes
+        let mut body = vec![
+            0,
+            1,
+            BOUNDARY_WITH_LANE,
+            VALUE_INT,
+            2,
+            VALUE_INT,
+            4,
+            1,
+            b'u',
+        ];
+        put_varint(&mut body, 64);
+        body.extend_from_slice(&[0u8; 8]);
+        assert_eq!(
+            decode(&forge(&body), B, None, SHAPE),
+            Err(TokenError::Malformed("boundary lane"))
+        );
         // a bit set beyond the last lane
         let shape = Shape {
             streams: 1,
@@ -641,6 +692,7 @@ mod tests {
                         first: AttributeValue::S("a#b".into()),
                         last: AttributeValue::B(vec![0, 255, 3]),
                         unique: String::new(),
+                        lane: Some(2),
                     }),
                     exhausted: vec![true, false, true],
                 },
@@ -649,6 +701,7 @@ mod tests {
                         first: AttributeValue::N("-12".into()),
                         last: AttributeValue::N("1.50".into()),
                         unique: "ü".into(),
+                        lane: None,
                     }),
                     exhausted: vec![false; 3],
                 },
@@ -657,6 +710,7 @@ mod tests {
                         first: AttributeValue::N(i64::MIN.to_string()),
                         last: AttributeValue::N(i64::MAX.to_string()),
                         unique: "u".into(),
+                        lane: Some(0),
                     }),
                     exhausted: vec![true; 3],
                 },
@@ -698,7 +752,11 @@ mod tests {
                 from: 0,
                 to: 1_700_000_000_000,
                 streams: vec![StreamState {
-                    boundary: boundary.clone(),
+                    // the last lane holds the boundary: the largest lane number
+                    boundary: boundary.clone().map(|b| Boundary {
+                        lane: Some(lanes - 1),
+                        ..b
+                    }),
                     exhausted: (0..lanes).map(|i| i % 2 == 1).collect(),
                 }],
             };
@@ -712,9 +770,11 @@ mod tests {
                 if lanes <= 64 {
                     assert!(len <= 160, "{len} characters for {lanes} lanes");
                 }
-                // one bit per lane beyond the first byte's eight, in base64
+                // one bit per lane beyond the first byte's eight, and the boundary lane's
+                // number one byte longer from 128 lanes on, in base64
+                let more_bytes = lanes.div_ceil(8) - 1 + usize::from(lanes > 128);
                 assert!(
-                    len <= one + lanes.saturating_sub(8).div_ceil(6) + 1,
+                    len <= one + (more_bytes * 4).div_ceil(3) + 1,
                     "{len} characters for {lanes} lanes"
                 );
             }
