@@ -17,13 +17,14 @@
 //! The fan-out and token tables are printed only when measuring (`--bench`, as `cargo bench`
 //! passes), not when `cargo test --benches` runs every bench once.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::HashSet;
 use std::fmt::Write as _;
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
-use std::sync::mpsc;
 use std::time::{Duration, Instant, SystemTime};
+
+#[path = "support/latency.rs"]
+mod latency;
 
 use criterion::{Criterion, Throughput};
 use entity_manager::query::{MultiQuery, Query, QueryPageResult, QueryStats};
@@ -34,9 +35,9 @@ use entity_manager::{
     AttributeValue, EntityModel, Error, Index, IndexAttribute, Item, Projection, Property, Schema,
     ShardBump, ShardSpace, TableModel, transcode,
 };
-use entity_manager_tests::{Hooked, QueryHook, block_on};
+use entity_manager_tests::{Hooked, block_on};
+use latency::{Clock, Latency, PreciseTimer};
 use serde_json::json;
-use tokio::sync::oneshot;
 
 type BenchResult<T> = Result<T, Box<dyn std::error::Error>>;
 
@@ -247,99 +248,6 @@ fn ratio(a: usize, b: usize) -> f64 {
 // ---------------------------------------------------------------------------------------------
 // 3. Latency-bound fan-out
 
-/// How the fan-out store waits.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Clock {
-    /// A timer thread that wakes each read within tens of microseconds of its deadline.
-    Precise,
-    /// `tokio::time::sleep`, whose wheel counts whole milliseconds: a 2 ms sleep takes about
-    /// 3 ms, and reads started within one millisecond end on the same tick.
-    Tokio,
-}
-
-/// A timer thread: each `sleep` registers a deadline and a channel, the thread sleeps until
-/// the earliest deadline (a futex wait, precise to tens of microseconds) and completes every
-/// channel that is due.
-struct PreciseTimer {
-    requests: mpsc::Sender<(Instant, oneshot::Sender<()>)>,
-}
-
-impl PreciseTimer {
-    fn start() -> Self {
-        let (requests, incoming) = mpsc::channel::<(Instant, oneshot::Sender<()>)>();
-        std::thread::spawn(move || {
-            let mut due: BTreeMap<(Instant, u64), oneshot::Sender<()>> = BTreeMap::new();
-            let mut sequence = 0u64;
-            loop {
-                let now = Instant::now();
-                while let Some(entry) = due.first_entry() {
-                    if entry.key().0 > now {
-                        break;
-                    }
-                    let _ = entry.remove().send(());
-                }
-                let next = match due.first_key_value() {
-                    Some((&(deadline, _), _)) => {
-                        incoming.recv_timeout(deadline.saturating_duration_since(Instant::now()))
-                    }
-                    None => incoming
-                        .recv()
-                        .map_err(|_| mpsc::RecvTimeoutError::Disconnected),
-                };
-                match next {
-                    Ok((deadline, done)) => {
-                        sequence += 1;
-                        due.insert((deadline, sequence), done);
-                    }
-                    Err(mpsc::RecvTimeoutError::Timeout) => {}
-                    Err(mpsc::RecvTimeoutError::Disconnected) => return,
-                }
-            }
-        });
-        Self { requests }
-    }
-
-    async fn sleep(&self, delay: Duration) {
-        let (done, wait) = oneshot::channel();
-        if self.requests.send((Instant::now() + delay, done)).is_ok() {
-            let _ = wait.await;
-        }
-    }
-}
-
-/// Waits `delay` before every shard query, and records how long the waits really took.
-struct Latency<'t> {
-    delay: Duration,
-    clock: Clock,
-    timer: &'t PreciseTimer,
-    /// Nanoseconds spent waiting, and waits.
-    waited: AtomicU64,
-    waits: AtomicU64,
-}
-
-impl Latency<'_> {
-    /// The mean wait so far.
-    fn mean_wait(&self) -> Duration {
-        let waited = self.waited.load(AtomicOrdering::Relaxed);
-        let waits = self.waits.load(AtomicOrdering::Relaxed);
-        Duration::from_nanos(waited / waits.max(1))
-    }
-}
-
-impl QueryHook for Latency<'_> {
-    async fn around<T: Send>(&self, query: impl Future<Output = T> + Send) -> T {
-        let started = Instant::now();
-        match self.clock {
-            Clock::Precise => self.timer.sleep(self.delay).await,
-            Clock::Tokio => tokio::time::sleep(self.delay).await,
-        }
-        let waited = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
-        self.waited.fetch_add(waited, AtomicOrdering::Relaxed);
-        self.waits.fetch_add(1, AtomicOrdering::Relaxed);
-        query.await
-    }
-}
-
 const DELAY: Duration = Duration::from_millis(2);
 const THROTTLE: usize = 10;
 /// Pages measured (of about 200 in the scan).
@@ -382,13 +290,7 @@ fn fanout(records: &[Item]) -> BenchResult<()> {
         let (inner, populated) = load(&schema, records)?;
         let store = Hooked {
             inner,
-            hook: Latency {
-                delay: DELAY,
-                clock,
-                timer: &timer,
-                waited: AtomicU64::new(0),
-                waits: AtomicU64::new(0),
-            },
+            hook: Latency::new(DELAY, clock, &timer),
         };
         let query = Query::new(&store, schema.entity("user")?)
             .index("created")
@@ -534,13 +436,7 @@ fn v2_row(label: &str, populated: usize, limit: usize, bare: &V2Run, timed: &V2R
 fn v2_store(inner: MemoryStore, timer: &PreciseTimer) -> Hooked<MemoryStore, Latency<'_>> {
     Hooked {
         inner,
-        hook: Latency {
-            delay: V2_DELAY,
-            clock: Clock::Precise,
-            timer,
-            waited: AtomicU64::new(0),
-            waits: AtomicU64::new(0),
-        },
+        hook: Latency::new(V2_DELAY, Clock::Precise, timer),
     }
 }
 

@@ -31,22 +31,23 @@
 //! Without `EM_TS_NODE_PATH` only our side runs (with a message). Under `cargo test --benches`
 //! (no `--bench` argument) only a short exactness check of ours runs, without latency.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::process::Command;
-use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
+
+#[path = "support/latency.rs"]
+mod latency;
 
 use entity_manager::query::Query;
 use entity_manager::store::{MemoryStore, Store, TableDefinition, WriteRequest};
 use entity_manager::{AttributeValue, Error, Item, Schema, ShardSpace};
-use entity_manager_tests::{Hooked, QueryHook};
+use entity_manager_tests::Hooked;
+use latency::{Clock, Latency, PreciseTimer};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::runtime::Runtime;
-use tokio::sync::oneshot;
 
 type BenchResult<T> = Result<T, Box<dyn std::error::Error>>;
 
@@ -170,88 +171,6 @@ fn out_dir() -> PathBuf {
         PathBuf::from,
     );
     target.join("ts-bench")
-}
-
-// ---------------------------------------------------------------------------------------------
-// The latency (the precise timer and hook of `tests/benches/query.rs`, copied: that file is not
-// a module)
-
-/// A timer thread: each `sleep` registers a deadline and a channel, the thread sleeps until
-/// the earliest deadline (a futex wait, precise to tens of microseconds) and completes every
-/// channel that is due.
-struct PreciseTimer {
-    requests: mpsc::Sender<(Instant, oneshot::Sender<()>)>,
-}
-
-impl PreciseTimer {
-    fn start() -> Self {
-        let (requests, incoming) = mpsc::channel::<(Instant, oneshot::Sender<()>)>();
-        std::thread::spawn(move || {
-            let mut due: BTreeMap<(Instant, u64), oneshot::Sender<()>> = BTreeMap::new();
-            let mut sequence = 0u64;
-            loop {
-                let now = Instant::now();
-                while let Some(entry) = due.first_entry() {
-                    if entry.key().0 > now {
-                        break;
-                    }
-                    let _ = entry.remove().send(());
-                }
-                let next = match due.first_key_value() {
-                    Some((&(deadline, _), _)) => {
-                        incoming.recv_timeout(deadline.saturating_duration_since(Instant::now()))
-                    }
-                    None => incoming
-                        .recv()
-                        .map_err(|_| mpsc::RecvTimeoutError::Disconnected),
-                };
-                match next {
-                    Ok((deadline, done)) => {
-                        sequence += 1;
-                        due.insert((deadline, sequence), done);
-                    }
-                    Err(mpsc::RecvTimeoutError::Timeout) => {}
-                    Err(mpsc::RecvTimeoutError::Disconnected) => return,
-                }
-            }
-        });
-        Self { requests }
-    }
-
-    async fn sleep(&self, delay: Duration) {
-        let (done, wait) = oneshot::channel();
-        if self.requests.send((Instant::now() + delay, done)).is_ok() {
-            let _ = wait.await;
-        }
-    }
-}
-
-/// Waits `delay` before every shard query, and records how long the waits really took.
-struct Latency<'t> {
-    delay: Duration,
-    timer: &'t PreciseTimer,
-    /// Nanoseconds spent waiting, and waits.
-    waited: AtomicU64,
-    waits: AtomicU64,
-}
-
-impl Latency<'_> {
-    fn mean_wait(&self) -> Duration {
-        let waited = self.waited.load(AtomicOrdering::Relaxed);
-        let waits = self.waits.load(AtomicOrdering::Relaxed);
-        Duration::from_nanos(waited / waits.max(1))
-    }
-}
-
-impl QueryHook for Latency<'_> {
-    async fn around<T: Send>(&self, query: impl Future<Output = T> + Send) -> T {
-        let started = Instant::now();
-        self.timer.sleep(self.delay).await;
-        let waited = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
-        self.waited.fetch_add(waited, AtomicOrdering::Relaxed);
-        self.waits.fetch_add(1, AtomicOrdering::Relaxed);
-        query.await
-    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -379,12 +298,7 @@ fn ours(
     }
     let store = Hooked {
         inner,
-        hook: Latency {
-            delay: DELAY,
-            timer,
-            waited: AtomicU64::new(0),
-            waits: AtomicU64::new(0),
-        },
+        hook: Latency::new(DELAY, Clock::Precise, timer),
     };
     let (pages, complete) =
         runtime.block_on(page_through(&query(&store, &schema, run)?, MAX_PAGES))?;
