@@ -25,6 +25,8 @@ use std::time::{Duration, Instant, SystemTime};
 
 #[path = "support/latency.rs"]
 mod latency;
+#[path = "support/users.rs"]
+mod users;
 
 use criterion::{Criterion, Throughput};
 use entity_manager::query::{MultiQuery, Query, QueryPageResult, QueryStats};
@@ -66,41 +68,14 @@ fn schema(chars: u8) -> Result<Schema, Error> {
 }
 
 fn schema_with(bumps: &serde_json::Value, space: ShardSpace) -> Result<Schema, Error> {
-    let config = json!({
-        "hashKey": "hashKey",
-        "rangeKey": "rangeKey",
-        "entities": {
-            "user": { "uniqueProperty": "userId", "timestampProperty": "created", "shardBumps": bumps }
-        },
-        "generatedProperties": { "unsharded": { "nameRK": ["name", "userId"] } },
-        "indexes": {
-            "created": { "hashKey": "hashKey", "rangeKey": "created" },
-            "name": { "hashKey": "hashKey", "rangeKey": "nameRK" }
-        },
-        "propertyTranscodes": { "userId": "string", "created": "timestamp", "name": "string" }
-    });
-    Ok(Schema::from_ts_config(&config, space)?)
+    Ok(Schema::from_ts_config(&users::config(bumps), space)?)
 }
 
 /// `count` users with distinct ids, uniform `created` times and five names (deterministic).
 fn records(count: usize) -> BenchResult<Vec<Item>> {
-    let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
-    let mut next = move |m: u64| {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state % m
-    };
-    let names = ["ann", "bob", "cy", "dee", "eve"];
-    (0..count)
-        .map(|i| {
-            let name = names[usize::try_from(next(5))?];
-            Ok(serde_dynamo::to_item(json!({
-                "userId": format!("user-{i:05}-{}", next(1 << 30)),
-                "created": 1_000 + next(10_000_000),
-                "name": name,
-            }))?)
-        })
+    users::records(count)
+        .into_iter()
+        .map(|r| Ok(serde_dynamo::to_item(r)?))
         .collect()
 }
 

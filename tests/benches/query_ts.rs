@@ -39,6 +39,8 @@ use std::time::{Duration, Instant};
 
 #[path = "support/latency.rs"]
 mod latency;
+#[path = "support/users.rs"]
+mod users;
 
 use entity_manager::query::Query;
 use entity_manager::store::{MemoryStore, Store, TableDefinition, WriteRequest};
@@ -123,46 +125,7 @@ const RUNS: [Run; 6] = [
 
 /// The TypeScript config of a run (the fixture of `tests/benches/query.rs`).
 fn config(bump: (u8, u8)) -> Value {
-    json!({
-        "hashKey": "hashKey",
-        "rangeKey": "rangeKey",
-        "entities": {
-            "user": {
-                "uniqueProperty": "userId",
-                "timestampProperty": "created",
-                "shardBumps": [{ "timestamp": 0, "charBits": bump.0, "chars": bump.1 }]
-            }
-        },
-        "generatedProperties": { "unsharded": { "nameRK": ["name", "userId"] } },
-        "indexes": {
-            "created": { "hashKey": "hashKey", "rangeKey": "created" },
-            "name": { "hashKey": "hashKey", "rangeKey": "nameRK" }
-        },
-        "propertyTranscodes": { "userId": "string", "created": "timestamp", "name": "string" }
-    })
-}
-
-/// `count` users with distinct ids, uniform `created` times and five names: the generator and
-/// seed of `tests/benches/query.rs`, so the same items as its `fanout_v2` table.
-fn records(count: usize) -> BenchResult<Vec<Value>> {
-    let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
-    let mut next = move |m: u64| {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state % m
-    };
-    let names = ["ann", "bob", "cy", "dee", "eve"];
-    (0..count)
-        .map(|i| {
-            let name = names[usize::try_from(next(5))?];
-            Ok(json!({
-                "userId": format!("user-{i:05}-{}", next(1 << 30)),
-                "created": 1_000 + next(10_000_000),
-                "name": name,
-            }))
-        })
-        .collect()
+    users::config(&json!([{ "timestamp": 0, "charBits": bump.0, "chars": bump.1 }]))
 }
 
 fn out_dir() -> PathBuf {
@@ -651,7 +614,7 @@ fn typescript_row(
 }
 
 fn main() -> BenchResult<()> {
-    let records = records(ITEMS)?;
+    let records = users::records(ITEMS);
     let ranks = ranks(&records)?;
     if ranks.len() != ITEMS {
         return Err("the generator repeated an id".into());
