@@ -272,13 +272,7 @@ fn pages_stay_exact_and_cheap_when_the_density_changes_between_pages() -> TestRe
 #[test]
 fn an_unlimited_query_over_a_sharded_entity_terminates_with_every_item() -> TestResult {
     let schema = schema(&[(0, 3, 1), (2_000, 2, 2)], ShardSpace::Power)?;
-    let records = uniform(1_500, 11)
-        .into_iter()
-        .map(|mut r| {
-            r.created %= 3_000;
-            r
-        })
-        .collect::<Vec<_>>();
+    let records = uniform_within(1_500, 11, 3_000);
     let store = load(&schema, &records)?;
     let user = schema.entity("user")?;
     let query = Query::new(&store, user)
@@ -359,13 +353,7 @@ fn the_throttle_is_never_exceeded() -> TestResult {
 
 fn token_fixture() -> Result<(Schema, MemoryStore), Box<dyn std::error::Error>> {
     let schema = schema(&[(0, 2, 1)], ShardSpace::Power)?;
-    let records = uniform(200, 5)
-        .into_iter()
-        .map(|mut r| {
-            r.created %= 1_000;
-            r
-        })
-        .collect::<Vec<_>>();
+    let records = uniform_within(200, 5, 1_000);
     let store = load(&schema, &records)?;
     Ok((schema, store))
 }
@@ -598,13 +586,7 @@ fn a_failing_shard_fails_the_page() -> TestResult {
 #[test]
 fn a_unique_value_narrows_the_query_to_one_shard_per_bump() -> TestResult {
     let schema = schema(&[(0, 3, 1), (500, 3, 2)], ShardSpace::Power)?;
-    let records = uniform(300, 9)
-        .into_iter()
-        .map(|mut r| {
-            r.created %= 1_000;
-            r
-        })
-        .collect::<Vec<_>>();
+    let records = uniform_within(300, 9, 1_000);
     let store = load(&schema, &records)?;
     let user = schema.entity("user")?;
     let target = &records[17];

@@ -4,7 +4,7 @@
 //! `created_between` (records, not only shards) beside `window` (shards).
 
 use entity_manager::query::Query;
-use entity_manager::store::{MemoryStore, RangeCondition, TableDefinition};
+use entity_manager::store::{MemoryStore, RangeCondition};
 use entity_manager::{Error, Schema, ShardSpace};
 use entity_manager_tests::block_on;
 use proptest::prelude::*;
@@ -13,19 +13,6 @@ type TestResult = Result<(), Box<dyn std::error::Error>>;
 
 mod query_support;
 use query_support::*;
-
-fn load_v2(schema: &Schema, records: &[Record]) -> Result<MemoryStore, Box<dyn std::error::Error>> {
-    let store = MemoryStore::new(TableDefinition::from_schema(schema)?);
-    let user = schema.entity("user")?;
-    for r in records {
-        block_on(entity_manager::store::Store::put_item(
-            &store,
-            user.add_keys(&r.item()?)?,
-            entity_manager::store::Expect::Any,
-        ))?;
-    }
-    Ok(store)
-}
 
 proptest! {
     #![proptest_config(ProptestConfig { cases: 400, ..ProptestConfig::default() })]
@@ -42,7 +29,7 @@ proptest! {
     ) {
         let check = || -> TestResult {
             let schema = schema_v2(&bumps, space)?;
-            let store = load_v2(&schema, &records)?;
+            let store = load(&schema, &records)?;
             block_on(check_case(&store, schema.entity("user")?, &records, &case))
         };
         check().map_err(|e| TestCaseError::fail(e.to_string()))?;
@@ -55,14 +42,8 @@ proptest! {
 #[test]
 fn the_table_and_an_index_on_its_keys_return_each_record_once_across_pages() -> TestResult {
     let schema = schema_v2(&[(0, 2, 1)], ShardSpace::Power)?;
-    let records: Vec<Record> = uniform(150, 7)
-        .into_iter()
-        .map(|mut r| {
-            r.created %= 3;
-            r
-        })
-        .collect();
-    let store = load_v2(&schema, &records)?;
+    let records: Vec<Record> = uniform_within(150, 7, 3);
+    let store = load(&schema, &records)?;
     let user = schema.entity("user")?;
     for limit in [1, 2, 3, 7, 50, 149, 150, 151] {
         for descending in [false, true] {
@@ -96,14 +77,8 @@ fn the_table_and_an_index_on_its_keys_return_each_record_once_across_pages() -> 
 fn window_selects_shards_and_created_between_selects_records() -> TestResult {
     // one bump: every record in the same 4 shards, whenever created
     let schema = schema_v2(&[(0, 2, 1)], ShardSpace::Power)?;
-    let records: Vec<Record> = uniform(200, 3)
-        .into_iter()
-        .map(|mut r| {
-            r.created %= 3_000;
-            r
-        })
-        .collect();
-    let store = load_v2(&schema, &records)?;
+    let records: Vec<Record> = uniform_within(200, 3, 3_000);
+    let store = load(&schema, &records)?;
     let user = schema.entity("user")?;
     let (from, to) = (1_000, 1_500);
     let inside = records
@@ -164,14 +139,8 @@ fn window_selects_shards_and_created_between_selects_records() -> TestResult {
 #[test]
 fn the_table_is_queried_across_its_shards() -> TestResult {
     let schema = schema_v2(&[(0, 2, 1), (1_500, 3, 2)], ShardSpace::Power)?;
-    let records: Vec<Record> = uniform(300, 11)
-        .into_iter()
-        .map(|mut r| {
-            r.created %= 3_000;
-            r
-        })
-        .collect();
-    let store = load_v2(&schema, &records)?;
+    let records: Vec<Record> = uniform_within(300, 11, 3_000);
+    let store = load(&schema, &records)?;
     let user = schema.entity("user")?;
     let all = page_all(&Query::new(&store, user).table().window(0, 3_000).limit(17))?;
     let got: Vec<String> = all
@@ -237,14 +206,8 @@ fn two_indexes_on_the_same_keys_are_refused() {
 fn consumed_capacity_is_summed_over_the_shard_queries() -> TestResult {
     use entity_manager::store::{QueryPage, Store as _};
     let schema = schema_v2(&[(0, 2, 1)], ShardSpace::Power)?;
-    let records: Vec<Record> = uniform(100, 5)
-        .into_iter()
-        .map(|mut r| {
-            r.created %= 1_000;
-            r
-        })
-        .collect();
-    let store = load_v2(&schema, &records)?;
+    let records: Vec<Record> = uniform_within(100, 5, 1_000);
+    let store = load(&schema, &records)?;
     let user = schema.entity("user")?;
     // one item is about 100 bytes: 5 per shard query stay under 4 KB
     let query = Query::new(&store, user)

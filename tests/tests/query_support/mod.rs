@@ -283,6 +283,17 @@ pub fn uniform(count: usize, seed: u64) -> Vec<Record> {
         .collect()
 }
 
+/// `uniform(count, seed)` with every `created` folded into `0..span` (many equal or close keys).
+pub fn uniform_within(count: usize, seed: u64, span: u64) -> Vec<Record> {
+    uniform(count, seed)
+        .into_iter()
+        .map(|mut r| {
+            r.created %= span;
+            r
+        })
+        .collect()
+}
+
 // ---------------------------------------------------------------------------------------------
 // query v2: projected indexes, the table as a source, `created_between`
 
