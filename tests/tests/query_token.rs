@@ -14,6 +14,19 @@ type TestResult = Result<(), Box<dyn std::error::Error>>;
 mod query_support;
 use query_support::*;
 
+/// The longest `next` token of the first five pages of `query`.
+fn largest(query: &Query<'_, MemoryStore>) -> Result<usize, Box<dyn std::error::Error>> {
+    let mut token: Option<String> = None;
+    let mut largest = 0;
+    for _ in 0..5 {
+        let page = block_on(query.page(token.as_deref()))?;
+        let Some(next) = page.next else { break };
+        largest = largest.max(next.len());
+        token = Some(next);
+    }
+    Ok(largest)
+}
+
 prop_compose! {
     /// Records whose `created` values repeat a lot: few distinct keys (runs of equal keys span
     /// pages and shards), or a wide spread.
@@ -316,25 +329,14 @@ fn token_sizes_by_shards_and_indexes() -> TestResult {
                 .len(),
             shards
         );
-        let largest = |query: Query<'_, MemoryStore>| -> Result<usize, Box<dyn std::error::Error>> {
-            let mut token: Option<String> = None;
-            let mut largest = 0;
-            for _ in 0..5 {
-                let page = block_on(query.page(token.as_deref()))?;
-                let Some(next) = page.next else { break };
-                largest = largest.max(next.len());
-                token = Some(next);
-            }
-            Ok(largest)
-        };
         let base = || {
             Query::new(&store, user)
                 .window(0, u64::from(u32::MAX))
                 .limit(100)
                 .page_size(100)
         };
-        let one = largest(base().index("created"))?;
-        let two = largest(base().index("created").index("name"))?;
+        let one = largest(&base().index("created"))?;
+        let two = largest(&base().index("created").index("name"))?;
         if shards <= 64 {
             assert!(one <= 160, "{one} characters over {shards} shards");
         }
@@ -372,45 +374,25 @@ fn token_sizes_by_shards_and_sources() -> TestResult {
             vec![(0, bits, chars)]
         };
         let schema = query_support::schema_v2(&bumps, ShardSpace::Power)?;
-        let store = MemoryStore::new(entity_manager::store::TableDefinition::from_schema(
-            &schema,
-        )?);
+        let store = load(&schema, &records)?;
         let user = schema.entity("user")?;
-        for r in &records {
-            block_on(entity_manager::store::Store::put_item(
-                &store,
-                user.add_keys(&r.item()?)?,
-                entity_manager::store::Expect::Any,
-            ))?;
-        }
-        let largest = |query: Query<'_, MemoryStore>| -> Result<usize, Box<dyn std::error::Error>> {
-            let mut token: Option<String> = None;
-            let mut largest = 0;
-            for _ in 0..5 {
-                let page = block_on(query.page(token.as_deref()))?;
-                let Some(next) = page.next else { break };
-                largest = largest.max(next.len());
-                token = Some(next);
-            }
-            Ok(largest)
-        };
         let base = || {
             Query::new(&store, user)
                 .window(0, u64::from(u32::MAX))
                 .limit(100)
                 .page_size(100)
         };
-        let exact = largest(base().table().index("keys"))?;
+        let exact = largest(&base().table().index("keys"))?;
         let lanes = 2 * shards;
         if lanes <= 64 {
             assert!(exact <= 160, "{exact} characters over {lanes} lanes");
         }
         let unions = [
-            largest(base().index("created"))?,
-            largest(base().index("created").index("name"))?,
-            largest(base().index("created").index("name").table())?,
+            largest(&base().index("created"))?,
+            largest(&base().index("created").index("name"))?,
+            largest(&base().index("created").index("name").table())?,
             largest(
-                base()
+                &base()
                     .index("created")
                     .index("name")
                     .table()
