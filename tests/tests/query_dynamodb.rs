@@ -29,6 +29,29 @@ fn runtime() -> Result<tokio::runtime::Runtime, std::io::Error> {
         .build()
 }
 
+/// A new table of `schema` on DynamoDB Local (named after `name`), holding `records` with their
+/// keys.
+async fn loaded(
+    client: aws_sdk_dynamodb::Client,
+    name: &str,
+    schema: &entity_manager::Schema,
+    records: &[Record],
+) -> Result<entity_manager::store::DynamoStore, Box<dyn std::error::Error>> {
+    let store = entity_manager::store::DynamoStore::new(
+        client,
+        store_support::unique_table(name),
+        TableDefinition::from_schema(schema)?,
+    );
+    store.create_table().await?;
+    let user = schema.entity("user")?;
+    let writes = records
+        .iter()
+        .map(|r| Ok(WriteRequest::Put(user.add_keys(&r.item()?)?)))
+        .collect::<Result<Vec<_>, Box<dyn std::error::Error>>>()?;
+    store.batch_write(writes).await?;
+    Ok(store)
+}
+
 /// Pages a query to the end on any store.
 async fn page_all<S: Store>(query: &Query<'_, S>) -> Result<Vec<Vec<Item>>, entity_manager::Error> {
     let mut pages = Vec::new();
@@ -61,18 +84,8 @@ proptest! {
             let Some(client) = store_support::dynamo_client() else { return Ok(()) };
             runtime()?.block_on(async {
                 let schema = schema(&bumps, space)?;
-                let store = entity_manager::store::DynamoStore::new(
-                    client,
-                    store_support::unique_table("query-oracle"),
-                    TableDefinition::from_schema(&schema)?,
-                );
-                store.create_table().await?;
+                let store = loaded(client, "query-oracle", &schema, &records).await?;
                 let user = schema.entity("user")?;
-                let writes = records
-                    .iter()
-                    .map(|r: &Record| Ok(WriteRequest::Put(user.add_keys(&r.item()?)?)))
-                    .collect::<Result<Vec<_>, Box<dyn std::error::Error>>>()?;
-                store.batch_write(writes).await?;
                 let expected = oracle(user, &records, "created", window, condition.as_ref(), min_score, descending, &Item::default())?;
                 let mut query = Query::new(&store, user).index("created").window(window.0, window.1).limit(limit).descending(descending);
                 if let Some(c) = condition.clone() { query = query.range(c); }
@@ -116,18 +129,8 @@ proptest! {
             let Some(client) = store_support::dynamo_client() else { return Ok(()) };
             runtime()?.block_on(async {
                 let schema = query_support::schema_v2(&bumps, space)?;
-                let store = entity_manager::store::DynamoStore::new(
-                    client,
-                    store_support::unique_table("query-v2"),
-                    TableDefinition::from_schema(&schema)?,
-                );
-                store.create_table().await?;
+                let store = loaded(client, "query-v2", &schema, &records).await?;
                 let user = schema.entity("user")?;
-                let writes = records
-                    .iter()
-                    .map(|r: &Record| Ok(WriteRequest::Put(user.add_keys(&r.item()?)?)))
-                    .collect::<Result<Vec<_>, Box<dyn std::error::Error>>>()?;
-                store.batch_write(writes).await?;
                 let result = query_support::check_case(&store, user, &records, &case).await;
                 store.delete_table().await?;
                 result
