@@ -227,12 +227,9 @@ impl KeySchemaNames {
         hash: impl IntoIterator<Item = &'a KeyAttribute>,
         range: impl IntoIterator<Item = &'a KeyAttribute>,
     ) -> Self {
-        let names = |keys: &mut dyn Iterator<Item = &'a KeyAttribute>| -> Vec<String> {
-            keys.map(|k| k.name.clone()).collect()
-        };
         Self {
-            hash: names(&mut hash.into_iter()),
-            range: names(&mut range.into_iter()),
+            hash: hash.into_iter().map(|k| k.name.clone()).collect(),
+            range: range.into_iter().map(|k| k.name.clone()).collect(),
         }
     }
 }
