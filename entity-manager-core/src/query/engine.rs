@@ -39,8 +39,8 @@
 use std::cmp::{Ordering, Reverse};
 use std::collections::{BTreeSet, BinaryHeap, HashSet, VecDeque};
 
-use futures::StreamExt as _;
 use futures::stream::FuturesUnordered;
+use futures::{FutureExt as _, StreamExt as _};
 use serde_dynamo::{AttributeValue, Item};
 
 use super::QueryStats;
@@ -331,7 +331,7 @@ const REPREDICTIONS: usize = 3;
 
 /// Where a page's first and last items came from: their plan index (for their range keys)
 /// and the last one's lane.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Default)]
 struct Ends {
     first_from: Option<usize>,
     last_from: Option<usize>,
@@ -470,23 +470,18 @@ impl<S: Store> Engine<'_, '_, S> {
     ) -> Result<StreamPage> {
         let boundary = state.boundary.as_ref();
         let mut merge = self.merge(indexes, state);
-        // where the page probably ends: as far beyond the previous page as the pages spanned,
-        // plus a margin (an unlimited page reads everything anyway)
+        let throttle = self.throttle.max(1);
+        // where the page probably ends (`predict`)
         let margin = boundary.map_or(MARGIN, |b| {
             let averaged = estimate::averaged(&b.first, &b.last);
-            estimate::margin(want, merge.live(), self.throttle.max(1), averaged)
+            estimate::margin(want, merge.live(), throttle, averaged)
         });
-        let mut predicted = boundary
-            .filter(|_| want != usize::MAX)
-            .and_then(|b| estimate::extrapolate(&b.first, &b.last, 1.0 + margin))
-            .and_then(|value| self.end(value));
-        let throttle = self.throttle.max(1);
+        let (staged, mut predicted) = self.predict(&merge, boundary, want, margin);
+        // reads taken in since the prediction was last refined
+        let mut news = 0usize;
         let mut out: Vec<Item> = Vec::new();
-        // the plan index of the first and last item on the page, for the next page's boundary
-        let mut first_from: Option<usize> = None;
-        let mut last_from: Option<usize> = None;
-        // the lane of the last item on the page
-        let mut last_lane: Option<usize> = None;
+        // where the first and last items on the page came from, for the next page's boundary
+        let mut ends = Ends::default();
         let mut inflight = FuturesUnordered::new();
         // predictions made again on this page
         let mut repredicted = 0usize;
@@ -507,6 +502,15 @@ impl<S: Store> Engine<'_, '_, S> {
                             self.repredict(b, end, (found, want, merge.live()), repredicted)
                         });
                         repredicted += 1;
+                    } else if staged
+                        && known.is_none()
+                        && repredicted == 0
+                        && let Some(end) =
+                            self.refined(&merge, boundary, (want, remaining), news, &inflight)
+                    {
+                        // what the reads back found bounds the next ones
+                        predicted = Some(end);
+                        news = 0;
                     }
                     let reads = self.schedule(
                         &mut merge,
@@ -516,18 +520,17 @@ impl<S: Store> Engine<'_, '_, S> {
                         predicted.as_ref(),
                         margin,
                     );
-                    for (t, request, end, limit) in reads {
-                        totals.shard_queries += 1;
-                        let store = self.store;
-                        inflight.push(async move {
-                            let result = store.query_page(&request).await;
-                            (t, end, limit, result)
-                        });
-                    }
+                    totals.shard_queries += reads.len();
+                    let store = self.store;
+                    inflight.extend(
+                        reads
+                            .into_iter()
+                            .map(|(t, request, end, limit)| async move {
+                                (t, end, limit, store.query_page(&request).await)
+                            }),
+                    );
                 }
-                if let Some(done) = inflight.next().await {
-                    self.settle(&mut merge, done, totals)?;
-                }
+                news += self.take_in(&mut merge, &mut inflight, totals).await?;
                 continue;
             }
             let Some((h, item)) = merge.pop() else {
@@ -541,9 +544,9 @@ impl<S: Store> Engine<'_, '_, S> {
                 merge.known_end = Known::Stale;
                 continue;
             }
-            first_from.get_or_insert(index);
-            last_from = Some(index);
-            last_lane = Some(h);
+            ends.first_from.get_or_insert(index);
+            ends.last_from = Some(index);
+            ends.last_lane = Some(h);
             out.push(item);
         }
         // reads still in flight are waited for, not abandoned: the store may already be
@@ -553,17 +556,7 @@ impl<S: Store> Engine<'_, '_, S> {
         while let Some(done) = inflight.next().await {
             self.settle(&mut merge, done, totals)?;
         }
-        let boundary = self.next_boundary(
-            &merge,
-            &out,
-            Ends {
-                first_from,
-                last_from,
-                last_lane,
-            },
-            predicted.as_ref(),
-            boundary,
-        );
+        let boundary = self.next_boundary(&merge, &out, ends, predicted.as_ref(), boundary);
         let exhausted = merge
             .lanes
             .iter()
@@ -705,6 +698,105 @@ impl<S: Store> Engine<'_, '_, S> {
         };
         let next = self.end(next)?;
         (next.pos > end.pos).then_some(next)
+    }
+
+    /// Where the page probably ends, before any read, and whether its predictions are
+    /// *staged*. They are when the lanes take more than one round of the throttle, over number
+    /// range keys: the first round is bounded where the page ends with probability
+    /// [`estimate::FIRST_QUANTILE`], the later ones from what the earlier found
+    /// ([`refined`](Self::refined)). Otherwise the end lies as far beyond the previous page as
+    /// the pages spanned, plus `margin`. An unlimited page reads everything anyway.
+    fn predict(
+        &self,
+        merge: &Merge,
+        boundary: Option<&Boundary>,
+        want: usize,
+        margin: f64,
+    ) -> (bool, Option<End>) {
+        let Some(boundary) = boundary.filter(|_| want != usize::MAX) else {
+            return (false, None);
+        };
+        let staged = merge.live() > self.throttle.max(1)
+            && estimate::averaged(&boundary.first, &boundary.last);
+        let end = staged
+            .then(|| self.refine(merge, boundary, want, want, estimate::FIRST_QUANTILE))
+            .flatten()
+            .or_else(|| {
+                estimate::extrapolate(&boundary.first, &boundary.last, 1.0 + margin)
+                    .and_then(|value| self.end(value))
+            });
+        (staged, end)
+    }
+
+    /// The prediction refined from what the reads taken in found, while lanes are left to
+    /// read for the first time, once a round of the throttle (`news` reads) is back (or every
+    /// read is): [`refine`](Self::refine) at [`estimate::LATER_QUANTILE`].
+    fn refined<F>(
+        &self,
+        merge: &Merge,
+        boundary: Option<&Boundary>,
+        (want, remaining): (usize, usize),
+        news: usize,
+        inflight: &FuturesUnordered<F>,
+    ) -> Option<End> {
+        let due = news >= self.throttle.max(1) || (news > 0 && inflight.is_empty());
+        if !due || merge.unread.is_empty() {
+            return None;
+        }
+        self.refine(merge, boundary?, want, remaining, estimate::LATER_QUANTILE)
+    }
+
+    /// Where the page ends with probability `q`, from what its reads found (number range keys
+    /// only): the items buffered, how far each lane is read, and the pages' running density
+    /// (`want` items over the boundary's span), `remaining` items still wanted.
+    fn refine(
+        &self,
+        merge: &Merge,
+        boundary: &Boundary,
+        want: usize,
+        remaining: usize,
+        q: f64,
+    ) -> Option<End> {
+        let number = |v: &AttributeValue| match v {
+            AttributeValue::N(n) => n.parse::<f64>().ok().filter(|x| x.is_finite()),
+            _ => None,
+        };
+        let (first, last) = (number(&boundary.first)?, number(&boundary.last)?);
+        let span = (last - first).abs();
+        if !(span.is_finite() && span > 0.0) {
+            return None;
+        }
+        let descending = self.plan.descending;
+        let distance = |pos: &Pos| -> Option<f64> {
+            let (Pos::Up(Scalar::N(n)) | Pos::Down(Reverse(Scalar::N(n)))) = pos else {
+                return None;
+            };
+            let d = if descending {
+                last - n.approx()
+            } else {
+                n.approx() - last
+            };
+            d.is_finite().then_some(d.max(0.0))
+        };
+        let mut found = Vec::with_capacity(merge.buffered);
+        let mut covered = Vec::with_capacity(merge.lanes.len());
+        for lane in &merge.lanes {
+            for (pos, _, _) in &lane.buffer {
+                found.push(distance(pos)?);
+            }
+            if !lane.exhausted {
+                covered.push(
+                    lane.frontier
+                        .as_ref()
+                        .map_or(Some(0.0), |f| distance(&f.0))?,
+                );
+            }
+        }
+        // counts of one page and lanes, far below 2^52
+        #[allow(clippy::cast_precision_loss)]
+        let rate = want as f64 / span / merge.live() as f64;
+        let t = estimate::Evidence::new(found, covered, rate).quantile(remaining, q)?;
+        self.end(estimate::beyond(last, t, descending)?)
     }
 
     /// The merge over the lanes of `indexes`, each right after the stream's boundary (or at its
@@ -942,6 +1034,26 @@ impl<S: Store> Engine<'_, '_, S> {
                 Some((request, bounded))
             }
         }
+    }
+
+    /// Waits for a read in flight, and takes it in with every other read already back (so
+    /// that the next reads are chosen from all of them); how many (0: none was in flight).
+    async fn take_in<F: Future<Output = Read>>(
+        &self,
+        merge: &mut Merge,
+        inflight: &mut FuturesUnordered<F>,
+        totals: &mut QueryStats,
+    ) -> Result<usize> {
+        let Some(done) = inflight.next().await else {
+            return Ok(0);
+        };
+        self.settle(merge, done, totals)?;
+        let mut taken = 1;
+        while let Some(Some(done)) = inflight.next().now_or_never() {
+            self.settle(merge, done, totals)?;
+            taken += 1;
+        }
+        Ok(taken)
     }
 
     /// Applies a finished read to its lane.

@@ -27,6 +27,16 @@ const SPREAD: f64 = 0.7;
 /// short then costs that many more rounds, more than the items a wider margin reads.
 const SPREAD_MANY_LANES: f64 = 1.5;
 
+/// The probability with which the first reads of a page, bounded before any of its reads is
+/// back, reach the page's end, when its lanes take more than one round of the throttle: a round
+/// that falls short costs one more query for each of its lanes, but the later rounds, bounded
+/// from what the first found ([`LATER_QUANTILE`]), make up for a lower bound.
+pub(crate) const FIRST_QUANTILE: f64 = 0.8;
+
+/// The probability with which reads bounded from what the page's earlier reads found reach
+/// the page's end.
+pub(crate) const LATER_QUANTILE: f64 = 0.85;
+
 /// [`SPREAD`] of a prediction made again within a page, for the items still wanted: a wave
 /// that falls short again costs one more query for every lane, so it aims further.
 pub(crate) const SPREAD_AGAIN: f64 = 1.0;
@@ -55,6 +65,137 @@ pub(crate) fn spread_margin(want: usize, averaged: bool, spread: f64) -> f64 {
     #[allow(clippy::cast_precision_loss)]
     let want = want.max(1) as f64;
     (spread / want.sqrt()).clamp(0.1, 1.0)
+}
+
+/// What a page knows of where it ends, as distances beyond the boundary in scan order (range
+/// key units): the items read and not yet emitted, how far each lane that can still give
+/// items is read (0 before its first read), and a lane's density (items per unit). Beyond where
+/// a lane is read its items are taken as Poisson-distributed at that density.
+#[derive(Debug)]
+pub(crate) struct Evidence {
+    /// Distances of the items read, ascending.
+    found: Vec<f64>,
+    /// How far each lane is read, ascending.
+    covered: Vec<f64>,
+    /// `covered`'s prefix sums (`prefix[j]`: the first `j` lanes).
+    prefix: Vec<f64>,
+    rate: f64,
+}
+
+impl Evidence {
+    pub(crate) fn new(mut found: Vec<f64>, mut covered: Vec<f64>, rate: f64) -> Self {
+        found.sort_by(f64::total_cmp);
+        covered.sort_by(f64::total_cmp);
+        let mut prefix = Vec::with_capacity(covered.len() + 1);
+        prefix.push(0.0);
+        for c in &covered {
+            prefix.push(prefix.last().copied().unwrap_or(0.0) + c);
+        }
+        Self {
+            found,
+            covered,
+            prefix,
+            rate,
+        }
+    }
+
+    /// The probability that the `need`-th item beyond the boundary lies within `distance`.
+    fn within(&self, distance: f64, need: usize) -> f64 {
+        let found = self.found.partition_point(|&x| x <= distance);
+        if found >= need {
+            return 1.0;
+        }
+        // the unread stretch of every lane up to `distance`
+        let short = self.covered.partition_point(|&c| c < distance);
+        // lane counts, far below 2^52
+        #[allow(clippy::cast_precision_loss)]
+        let exposure = distance * short as f64 - self.prefix.get(short).copied().unwrap_or(0.0);
+        poisson_at_least(need - found, self.rate * exposure)
+    }
+
+    /// The least distance within which the `need`-th item beyond the boundary lies with
+    /// probability at least `q`; `None` when no distance does (nothing left to read).
+    pub(crate) fn quantile(&self, need: usize, q: f64) -> Option<f64> {
+        if !(self.rate.is_finite() && self.rate > 0.0) || self.covered.is_empty() {
+            return None;
+        }
+        // counts of one page and lanes, far below 2^52
+        #[allow(clippy::cast_precision_loss)]
+        let expected = need as f64 / (self.rate * self.covered.len() as f64);
+        let mut high = expected + self.covered.last().copied().unwrap_or(0.0);
+        let mut doublings = 0;
+        while self.within(high, need) < q {
+            doublings += 1;
+            high *= 2.0;
+            if doublings > 60 || !high.is_finite() {
+                return None;
+            }
+        }
+        let mut low = 0.0;
+        for _ in 0..48 {
+            let middle = f64::midpoint(low, high);
+            if self.within(middle, need) >= q {
+                high = middle;
+            } else {
+                low = middle;
+            }
+        }
+        Some(high)
+    }
+}
+
+/// `P(N >= k)` for `N` Poisson-distributed with mean `lambda`.
+fn poisson_at_least(k: usize, lambda: f64) -> f64 {
+    if k == 0 {
+        return 1.0;
+    }
+    if lambda.is_nan() || lambda <= 0.0 {
+        return 0.0;
+    }
+    // counts of one page, far below 2^52
+    #[allow(clippy::cast_precision_loss)]
+    let kf = k as f64;
+    if k > 60 || lambda > 600.0 {
+        // the normal approximation, with a continuity correction
+        return 1.0 - normal_cdf((kf - 0.5 - lambda) / lambda.sqrt());
+    }
+    let mut term = (-lambda).exp();
+    let mut below = term;
+    for j in 1..k {
+        #[allow(clippy::cast_precision_loss)]
+        let j = j as f64;
+        term *= lambda / j;
+        below += term;
+    }
+    (1.0 - below).clamp(0.0, 1.0)
+}
+
+/// The standard normal distribution function (Abramowitz and Stegun 7.1.26: within 1.5e-7).
+fn normal_cdf(z: f64) -> f64 {
+    let x = z.abs() / std::f64::consts::SQRT_2;
+    let t = 1.0 / (1.0 + 0.327_591_1 * x);
+    let poly = t
+        * (0.254_829_592
+            + t * (-0.284_496_736
+                + t * (1.421_413_741 + t * (-1.453_152_027 + t * 1.061_405_429))));
+    let erf = 1.0 - poly * (-x * x).exp();
+    if z >= 0.0 {
+        0.5 * (1.0 + erf)
+    } else {
+        0.5 * (1.0 - erf)
+    }
+}
+
+/// The number `distance` beyond `from` in scan order, rounded away from `from`.
+pub(crate) fn beyond(from: f64, distance: f64, descending: bool) -> Option<AttributeValue> {
+    let value = if descending {
+        from - distance
+    } else {
+        from + distance
+    };
+    value
+        .is_finite()
+        .then(|| AttributeValue::N(format_number(value, descending)))
 }
 
 /// The first value of the next boundary: where the span the next page is predicted from
@@ -291,6 +432,53 @@ mod tests {
         );
         assert_eq!(advance(&s("a"), &s("b"), &s("c"), 1.0), None);
         assert!((margin(10, 20, 10, false) - MARGIN).abs() < f64::EPSILON);
+    }
+
+    #[test]
+    fn poisson_tails_match_their_sums_and_the_normal_approximation() {
+        // P(N >= 1) = 1 - e^-λ
+        assert!((poisson_at_least(1, 2.0) - (1.0 - (-2.0_f64).exp())).abs() < 1e-12);
+        // P(N >= 2) at λ = 1: 1 - 2/e
+        assert!((poisson_at_least(2, 1.0) - (1.0 - 2.0 / std::f64::consts::E)).abs() < 1e-12);
+        assert!((poisson_at_least(0, 0.0) - 1.0).abs() < f64::EPSILON);
+        assert!(poisson_at_least(3, 0.0).abs() < f64::EPSILON);
+        // the median of a large Poisson is about its mean
+        assert!((poisson_at_least(1000, 1000.0) - 0.5).abs() < 0.02);
+        assert!((normal_cdf(0.0) - 0.5).abs() < 1e-7);
+        assert!((normal_cdf(1.96) - 0.975).abs() < 1e-3);
+        assert!((normal_cdf(-1.96) - 0.025).abs() < 1e-3);
+    }
+
+    #[test]
+    fn the_end_quantile_follows_what_was_read() {
+        // nothing read, 10 lanes of density 1: the 10th item lies within t with
+        // P(Poisson(10 t) >= 10); the median is about 0.97
+        let prior = Evidence::new(Vec::new(), vec![0.0; 10], 1.0);
+        let Some(median) = prior.quantile(10, 0.5) else {
+            panic!("no quantile");
+        };
+        assert!((median - 0.967).abs() < 0.01, "{median}");
+        let Some(high) = prior.quantile(10, 0.85) else {
+            panic!("no quantile");
+        };
+        assert!(high > median);
+        // 9 items already read within 0.5, every lane read to 0.5: the 10th lies beyond 0.5,
+        // the first item of 10 lanes of density 1 there: within 0.5 + t with 1 - e^(-10 t)
+        let nine = Evidence::new(vec![0.1; 9], vec![0.5; 10], 1.0);
+        let Some(t) = nine.quantile(10, 0.5) else {
+            panic!("no quantile");
+        };
+        assert!(
+            (t - (0.5 + std::f64::consts::LN_2 / 10.0)).abs() < 1e-6,
+            "{t}"
+        );
+        // nothing left to read and too few items: no distance
+        assert_eq!(
+            Evidence::new(vec![0.1], Vec::new(), 1.0).quantile(2, 0.5),
+            None
+        );
+        assert_eq!(beyond(100.0, 20.2, false), Some(n("121")));
+        assert_eq!(beyond(100.0, 20.2, true), Some(n("79")));
     }
 
     #[test]

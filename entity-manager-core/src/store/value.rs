@@ -103,6 +103,12 @@ impl Number {
 }
 
 impl Number {
+    /// The nearest `f64` (the query's predictions compute with it; exact values are kept as
+    /// they are everywhere else).
+    pub(crate) fn approx(&self) -> f64 {
+        self.canonical().parse().unwrap_or(f64::NAN)
+    }
+
     /// `self + other`, exactly; `None` when the sum needs more than 38 significant digits or
     /// leaves `DynamoDB`'s range.
     pub(crate) fn add(&self, other: &Self) -> Option<Self> {
