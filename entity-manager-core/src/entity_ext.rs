@@ -31,7 +31,10 @@ pub trait EntityExt: Entity {
     /// and sort conditions from its fields, in any order; see [`TypedMultiQuery`]. Fails when
     /// the index has a classic key (query it with [`query`](Self::query)) or the table's
     /// configuration is invalid.
-    fn multi_query<S: Store>(store: &S, index: Self::Index) -> Result<TypedMultiQuery<'_, S, Self>> {
+    fn multi_query<S: Store>(
+        store: &S,
+        index: Self::Index,
+    ) -> Result<TypedMultiQuery<'_, S, Self>> {
         TypedMultiQuery::new(store, index)
     }
 

@@ -334,10 +334,7 @@ macro_rules! typed_conditions {
                     2 => created.le(v(op.value)?),
                     3 => created.gt(v(op.value)?),
                     4 => created.ge(v(op.value)?),
-                    5 => created.between(
-                        v(op.value.min(op.high))?,
-                        v(op.value.max(op.high))?,
-                    ),
+                    5 => created.between(v(op.value.min(op.high))?, v(op.value.max(op.high))?),
                     _ => return None,
                 })
             } else {
@@ -348,10 +345,7 @@ macro_rules! typed_conditions {
                     2 => nick.le(text(op.value)),
                     3 => nick.gt(text(op.value)),
                     4 => nick.ge(text(op.value)),
-                    5 => nick.between(
-                        text(op.value.min(op.high)),
-                        text(op.value.max(op.high)),
-                    ),
+                    5 => nick.between(text(op.value.min(op.high)), text(op.value.max(op.high))),
                     _ => nick.begins_with(text(op.value)),
                 })
             }
@@ -384,6 +378,123 @@ fn expressible(ask: &Ask) -> bool {
             .is_some_and(|op| op.value < 0 || (op.op == 5 && op.high < 0)))
 }
 
+/// Every page of a typed query, with its token: `page` gives the page after a token.
+async fn pages_of<T, F, Fut>(page: F) -> Result<Pages<T>, Error>
+where
+    F: Fn(Option<String>) -> Fut,
+    Fut: Future<Output = Result<entity_manager::query::TypedPage<T>, Error>>,
+{
+    let mut pages = Vec::new();
+    let mut token: Option<String> = None;
+    loop {
+        let page = page(token.clone()).await?;
+        let next = page.next.clone();
+        pages.push((page.items, page.next));
+        match next {
+            Some(next) => token = Some(next),
+            None => return Ok(pages),
+        }
+    }
+}
+
+/// The typed conditions of an ask in the ask's order (of a collection: each from a player's or
+/// a coach's field, as the ask draws).
+fn shuffled(ask: &Ask) -> Vec<Cond> {
+    let player = typed_conditions!(Player, ask, Cond::Player);
+    let coach = typed_conditions!(Coach, ask, Cond::Coach);
+    let conditions: Vec<Cond> = if ask.collection {
+        player
+            .into_iter()
+            .zip(coach)
+            .zip(&ask.coach_fields)
+            .map(|((p, c), &use_coach)| if use_coach { c } else { p })
+            .collect()
+    } else {
+        player
+    };
+    let mut slots: Vec<Option<Cond>> = conditions.into_iter().map(Some).collect();
+    ask.order
+        .iter()
+        .filter_map(|&i| slots.get_mut(i).and_then(Option::take))
+        .collect()
+}
+
+/// The records of every page of the typed query of an ask.
+async fn typed_records<S: Store>(store: &S, ask: &Ask) -> Result<Vec<Vec<Roster>>, BoxError> {
+    let index = if ask.by_org {
+        PlayerIndex::ByOrg
+    } else {
+        PlayerIndex::ByTeam
+    };
+    let pages = if ask.collection {
+        let mut q = Roster::query(store, index)?;
+        for c in shuffled(ask) {
+            q = match c {
+                Cond::Player(true, c) => q.hash(c),
+                Cond::Player(false, c) => q.range(c),
+                Cond::Coach(true, c) => q.hash(c),
+                Cond::Coach(false, c) => q.range(c),
+            };
+        }
+        let q = &q
+            .window(0, 3_000)
+            .descending(ask.descending)
+            .limit(ask.limit)
+            .page_size(ask.page_size)
+            .throttle(ask.throttle);
+        pages_of(|t| async move { q.page(t.as_deref()).await }).await?
+    } else {
+        let mut q = Player::multi_query(store, index)?;
+        for c in shuffled(ask) {
+            q = match c {
+                Cond::Player(true, c) => q.hash(c),
+                Cond::Player(false, c) => q.range(c),
+                Cond::Coach(..) => return Err("a coach's condition in a player query".into()),
+            };
+        }
+        let q = &q
+            .window(0, 3_000)
+            .descending(ask.descending)
+            .limit(ask.limit)
+            .page_size(ask.page_size)
+            .throttle(ask.throttle);
+        pages_of(|t| async move {
+            let page = q.page(t.as_deref()).await?;
+            Ok(entity_manager::query::TypedPage {
+                items: page.items.into_iter().map(Roster::Player).collect(),
+                next: page.next,
+                stats: page.stats,
+            })
+        })
+        .await?
+    };
+    Ok(pages.into_iter().map(|(items, _)| items).collect())
+}
+
+/// The records of every page of the untyped query of an ask.
+async fn untyped_records<S: Store>(store: &S, ask: &Ask) -> Result<Vec<Vec<Roster>>, BoxError> {
+    let mut entities = vec![Player::schema()?];
+    if ask.collection {
+        entities.push(Coach::schema()?);
+    }
+    let plain = untyped(store, entities, ask);
+    let mut want = Vec::new();
+    let mut token: Option<String> = None;
+    loop {
+        let page = plain.page(token.as_deref()).await?;
+        let records = page
+            .items
+            .iter()
+            .map(Roster::from_item)
+            .collect::<Result<Vec<_>, _>>()?;
+        want.push(records);
+        match page.next {
+            Some(next) => token = Some(next),
+            None => return Ok(want),
+        }
+    }
+}
+
 /// Pages a typed and the untyped query to the end: the same records on every page.
 async fn check<S: Store>(store: &S, recs: &[Rec], asks: &[Ask]) -> TestResult {
     for r in recs {
@@ -394,117 +505,8 @@ async fn check<S: Store>(store: &S, recs: &[Rec], asks: &[Ask]) -> TestResult {
         }
     }
     for ask in asks.iter().filter(|a| expressible(a)) {
-        let player = typed_conditions!(Player, ask, Cond::Player);
-        let coach = typed_conditions!(Coach, ask, Cond::Coach);
-        let mut conditions: Vec<Cond> = if ask.collection {
-            // each condition from a player's or a coach's field
-            player
-                .into_iter()
-                .zip(coach)
-                .zip(&ask.coach_fields)
-                .map(|((p, c), &use_coach)| if use_coach { c } else { p })
-                .collect()
-        } else {
-            player
-        };
-        // in the ask's order
-        let mut ordered = Vec::new();
-        for &i in &ask.order {
-            if i < conditions.len() {
-                ordered.push(i);
-            }
-        }
-        let mut taken: Vec<Option<Cond>> = conditions.drain(..).map(Some).collect();
-        let shuffled: Vec<Cond> = ordered
-            .into_iter()
-            .filter_map(|i| taken.get_mut(i).and_then(Option::take))
-            .collect();
-
-        let mut entities = vec![Player::schema()?];
-        if ask.collection {
-            entities.push(Coach::schema()?);
-        }
-        let plain = untyped(store, entities, ask);
-        let mut want = Vec::new();
-        let mut token: Option<String> = None;
-        loop {
-            let page = plain.page(token.as_deref()).await?;
-            let records = page
-                .items
-                .iter()
-                .map(Roster::from_item)
-                .collect::<Result<Vec<_>, _>>()?;
-            want.push(records);
-            match page.next {
-                Some(next) => token = Some(next),
-                None => break,
-            }
-        }
-
-        let got = if ask.collection {
-            let index = if ask.by_org {
-                PlayerIndex::ByOrg
-            } else {
-                PlayerIndex::ByTeam
-            };
-            let mut q = Roster::query(store, index)?;
-            for c in shuffled {
-                q = match c {
-                    Cond::Player(true, c) => q.hash(c),
-                    Cond::Player(false, c) => q.range(c),
-                    Cond::Coach(true, c) => q.hash(c),
-                    Cond::Coach(false, c) => q.range(c),
-                };
-            }
-            let q = q
-                .window(0, 3_000)
-                .descending(ask.descending)
-                .limit(ask.limit)
-                .page_size(ask.page_size)
-                .throttle(ask.throttle);
-            let mut got = Vec::new();
-            let mut token: Option<String> = None;
-            loop {
-                let page = q.page(token.as_deref()).await?;
-                got.push(page.items);
-                match page.next {
-                    Some(next) => token = Some(next),
-                    None => break,
-                }
-            }
-            got
-        } else {
-            let index = if ask.by_org {
-                PlayerIndex::ByOrg
-            } else {
-                PlayerIndex::ByTeam
-            };
-            let mut q = Player::multi_query(store, index)?;
-            for c in shuffled {
-                q = match c {
-                    Cond::Player(true, c) => q.hash(c),
-                    Cond::Player(false, c) => q.range(c),
-                    Cond::Coach(..) => return Err("a coach's condition in a player query".into()),
-                };
-            }
-            let q = q
-                .window(0, 3_000)
-                .descending(ask.descending)
-                .limit(ask.limit)
-                .page_size(ask.page_size)
-                .throttle(ask.throttle);
-            let mut got = Vec::new();
-            let mut token: Option<String> = None;
-            loop {
-                let page = q.page(token.as_deref()).await?;
-                got.push(page.items.into_iter().map(Roster::Player).collect());
-                match page.next {
-                    Some(next) => token = Some(next),
-                    None => break,
-                }
-            }
-            got
-        };
+        let want = untyped_records(store, ask).await?;
+        let got = typed_records(store, ask).await?;
         assert_eq!(got, want, "{ask:?}");
     }
     Ok(())
@@ -591,10 +593,8 @@ fn permutations(n: usize) -> Vec<Vec<usize>> {
 /// Every page of a typed query, with its token.
 type Pages<T> = Vec<(Vec<T>, Option<String>)>;
 
-/// The partition values and sort conditions in every order give the same pages and the same
-/// tokens (of one entity, and of the collection with conditions from both members).
-#[tokio::test]
-async fn conditions_in_any_order_give_the_same_pages() -> TestResult {
+/// A store holding `players()` and six coaches of team `t1`.
+async fn roster_store() -> Result<MemoryStore, BoxError> {
     let store = MemoryStore::new(league()?);
     for p in players() {
         p.put(&store).await?;
@@ -612,10 +612,16 @@ async fn conditions_in_any_order_give_the_same_pages() -> TestResult {
         .put(&store)
         .await?;
     }
-    let f = Player::FIELDS;
-    let c = Coach::FIELDS;
+    Ok(store)
+}
 
-    // one entity: two partition values, equality on `score`, a range on `nickname`
+/// The partition values and sort conditions of an entity query in every order give the same
+/// pages and the same tokens, and the records expected.
+#[tokio::test]
+async fn conditions_in_any_order_give_the_same_pages() -> TestResult {
+    let store = roster_store().await?;
+    let f = Player::FIELDS;
+    // two partition values, equality on `score`, a range on `nickname`
     let mut first: Option<Pages<Player>> = None;
     for order in permutations(4) {
         let mut q = Player::multi_query(&store, PlayerIndex::ByTeam)?;
@@ -627,40 +633,40 @@ async fn conditions_in_any_order_give_the_same_pages() -> TestResult {
                 _ => q.range(f.nickname.ge("n1")),
             };
         }
-        let q = q.window(0, 3_000).limit(2).page_size(2);
-        let mut pages = Vec::new();
-        let mut token = None;
-        loop {
-            let page = q.page(token.as_deref()).await?;
-            pages.push((page.items, page.next.clone()));
-            match page.next {
-                Some(next) => token = Some(next),
-                None => break,
-            }
-        }
+        let q = &q.window(0, 3_000).limit(2).page_size(2);
+        let pages = pages_of(|t| async move { q.page(t.as_deref()).await }).await?;
         match &first {
             None => first = Some(pages),
             Some(first) => assert_eq!(&pages, first),
         }
     }
     let first = first.ok_or("no permutation")?;
-    // the expected records, independently
+    // the expected records, independently: in nickname order
     let mut want: Vec<Player> = players()
         .into_iter()
         .filter(|p| {
             p.team_id == "t1" && p.score == 1 && p.nickname.as_deref().is_some_and(|n| n >= "n1")
         })
         .collect();
-    want.sort_by(|a, b| a.nickname.cmp(&b.nickname).then(a.created.cmp(&b.created)));
-    let got: Vec<Player> = first.iter().flat_map(|(items, _)| items.clone()).collect();
+    want.sort_by(|a, b| a.nickname.cmp(&b.nickname));
+    let mut got: Vec<Player> = first.iter().flat_map(|(items, _)| items.clone()).collect();
     assert!(!want.is_empty());
-    assert_eq!(got.len(), want.len());
     assert_eq!(
         got.iter().map(|p| &p.nickname).collect::<Vec<_>>(),
         want.iter().map(|p| &p.nickname).collect::<Vec<_>>()
     );
+    got.sort_by(|a, b| a.player_id.cmp(&b.player_id));
+    want.sort_by(|a, b| a.player_id.cmp(&b.player_id));
+    assert_eq!(got, want);
+    Ok(())
+}
 
-    // the collection, each condition from a player's or a coach's field
+/// The same for a collection, each condition from a player's or a coach's field.
+#[tokio::test]
+async fn collection_conditions_in_any_order_give_the_same_pages() -> TestResult {
+    let store = roster_store().await?;
+    let f = Player::FIELDS;
+    let c = Coach::FIELDS;
     let mut first: Option<Pages<Roster>> = None;
     for order in permutations(4) {
         for coach_mask in 0..16_u8 {
@@ -678,29 +684,34 @@ async fn conditions_in_any_order_give_the_same_pages() -> TestResult {
                     (_, true) => q.range(c.nickname.between("n1", "n2")),
                 };
             }
-            let q = q.window(0, 3_000).limit(3).page_size(2);
-            let mut pages = Vec::new();
-            let mut token = None;
-            loop {
-                let page = q.page(token.as_deref()).await?;
-                pages.push((page.items, page.next.clone()));
-                match page.next {
-                    Some(next) => token = Some(next),
-                    None => break,
-                }
-            }
+            let q = &q.window(0, 3_000).limit(3).page_size(2);
+            let pages = pages_of(|t| async move { q.page(t.as_deref()).await }).await?;
             match &first {
                 None => first = Some(pages),
                 Some(first) => assert_eq!(&pages, first, "{order:?} {coach_mask}"),
             }
         }
     }
-    let first = first.ok_or("no permutation")?;
-    assert!(
-        first
+    let records: Vec<Roster> = first
+        .ok_or("no permutation")?
+        .into_iter()
+        .flat_map(|(items, _)| items)
+        .collect();
+    let coaches = records
+        .iter()
+        .filter(|r| matches!(r, Roster::Coach(_)))
+        .count();
+    let players = records.len() - coaches;
+    // coaches c1, c2, c5 (n1, n2, n1); players of t1 with score 1 and nickname n1 or n2
+    assert_eq!(coaches, 3);
+    assert_eq!(
+        players,
+        self::players()
             .iter()
-            .flat_map(|(items, _)| items)
-            .any(|r| matches!(r, Roster::Coach(_)))
+            .filter(|p| p.team_id == "t1"
+                && p.score == 1
+                && matches!(p.nickname.as_deref(), Some("n1" | "n2")))
+            .count()
     );
     Ok(())
 }
@@ -713,41 +724,42 @@ async fn conditions_in_any_order_give_the_same_pages() -> TestResult {
 async fn refused<T: std::fmt::Debug>(
     page: impl Future<Output = Result<T, Error>>,
     entity: &str,
-    names: &[&str],
+    fields: &[&str],
 ) -> TestResult {
     match page.await {
         Err(e @ Error::InvalidQuery { .. }) => {
             let Error::InvalidQuery {
-                entity: named,
+                entity: culprit,
                 reason,
             } = &e
             else {
                 return Err("unreachable".into());
             };
-            assert!(named.contains(entity), "{e}");
-            for name in names {
+            assert!(culprit.contains(entity), "{e}");
+            for name in fields {
                 assert!(reason.contains(&format!("`{name}`")), "{name}: {e}");
             }
             Ok(())
         }
-        other => Err(format!("expected InvalidQuery naming {names:?}, got {other:?}").into()),
+        other => Err(format!("expected InvalidQuery naming {fields:?}, got {other:?}").into()),
     }
 }
 
-/// Every misuse of the typed inputs is `Error::InvalidQuery`, naming the entity, the index and
-/// the field, from the first page; no condition is dropped silently.
+/// Every misuse of the partition values is `Error::InvalidQuery`, naming the entity, the index
+/// and the field, from the first page; no condition is dropped silently.
 #[tokio::test]
 async fn every_misuse_is_a_typed_error_naming_the_field() -> TestResult {
     let store = MemoryStore::new(league()?);
     let f = Player::FIELDS;
     let q = || Player::multi_query(&store, PlayerIndex::ByTeam);
-    let with_key = || -> Result<_, Error> {
-        Ok(q()?.hash(f.team_id.eq("t1")).hash(f.region.eq("eu")))
-    };
+    let with_key =
+        || -> Result<_, Error> { Ok(q()?.hash(f.team_id.eq("t1")).hash(f.region.eq("eu"))) };
 
     // a non-equality condition on a partition attribute
     refused(
-        q()?.hash(f.team_id.ge("t1")).hash(f.region.eq("eu")).page(None),
+        q()?.hash(f.team_id.ge("t1"))
+            .hash(f.region.eq("eu"))
+            .page(None),
         "player",
         &["teamId", "byTeam"],
     )
@@ -773,7 +785,9 @@ async fn every_misuse_is_a_typed_error_naming_the_field() -> TestResult {
     )
     .await?;
     refused(
-        q()?.hash(f.team_id.eq("t1")).range(f.region.eq("eu")).page(None),
+        q()?.hash(f.team_id.eq("t1"))
+            .range(f.region.eq("eu"))
+            .page(None),
         "player",
         &["region"],
     )
@@ -791,6 +805,17 @@ async fn every_misuse_is_a_typed_error_naming_the_field() -> TestResult {
         &["teamId"],
     )
     .await?;
+    Ok(())
+}
+
+/// Every misuse of the sort conditions is `Error::InvalidQuery` naming the field.
+#[tokio::test]
+async fn every_sort_misuse_is_a_typed_error_naming_the_field() -> TestResult {
+    let store = MemoryStore::new(league()?);
+    let f = Player::FIELDS;
+    let q = || Player::multi_query(&store, PlayerIndex::ByTeam);
+    let with_key =
+        || -> Result<_, Error> { Ok(q()?.hash(f.team_id.eq("t1")).hash(f.region.eq("eu"))) };
     // a gap in the sort prefix
     refused(
         with_key()?.range(f.nickname.eq("n1")).page(None),
@@ -809,7 +834,10 @@ async fn every_misuse_is_a_typed_error_naming_the_field() -> TestResult {
     )
     .await?;
     refused(
-        with_key()?.range(f.score.gt(1)).range(f.score.lt(3)).page(None),
+        with_key()?
+            .range(f.score.gt(1))
+            .range(f.score.lt(3))
+            .page(None),
         "player",
         &["score"],
     )
@@ -822,9 +850,7 @@ async fn every_misuse_is_a_typed_error_naming_the_field() -> TestResult {
     )
     .await?;
     refused(
-        with_key()?
-            .range(f.score.eq(1) | f.score.eq(2))
-            .page(None),
+        with_key()?.range(f.score.eq(1) | f.score.eq(2)).page(None),
         "player",
         &["score"],
     )
@@ -858,7 +884,9 @@ async fn every_misuse_is_a_typed_error_naming_the_field() -> TestResult {
     .await?;
     // several mistakes are reported together
     refused(
-        q()?.hash(f.team_id.ge("t1")).range(f.nickname.eq("n1")).page(None),
+        q()?.hash(f.team_id.ge("t1"))
+            .range(f.nickname.eq("n1"))
+            .page(None),
         "player",
         &["teamId", "region", "nickname"],
     )
@@ -872,6 +900,15 @@ async fn every_misuse_is_a_typed_error_naming_the_field() -> TestResult {
     )
     .await?;
 
+    Ok(())
+}
+
+/// An index token of a classic index, a collection index not every member declares and a
+/// field of an entity outside the collection are typed errors too.
+#[tokio::test]
+async fn index_and_member_misuse_is_a_typed_error() -> TestResult {
+    let store = MemoryStore::new(league()?);
+    let f = Player::FIELDS;
     // an index token of a classic index, at once
     refused(
         async { Player::multi_query(&store, PlayerIndex::ByCreated).map(|_| ()) },
@@ -1008,7 +1045,7 @@ async fn the_typed_stream_is_the_pages() -> TestResult {
         .into_iter()
         .filter(|p| p.score == 2 && (1_100..=1_900).contains(&p.created))
         .collect();
-    want.sort_by(|a, b| b.created.cmp(&a.created));
+    want.sort_by_key(|p| std::cmp::Reverse(p.created));
     assert!(want.len() > 3);
     assert_eq!(streamed, want);
     Ok(())

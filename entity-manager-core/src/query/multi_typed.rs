@@ -533,25 +533,7 @@ impl Conditions {
                 ));
             }
         }
-        // the conditioned sort attributes: a prefix of the key, equality but on the last
-        let conditioned = range.iter().take_while(|c| c.is_some()).count();
-        if let Some(after) = range.iter().skip(conditioned).position(Option::is_some) {
-            let name = &sort[conditioned + after].name;
-            let missing = &sort[conditioned].name;
-            problems.push(format!(
-                "sort attribute `{name}` of index `{index}` is conditioned, and `{missing}` before it is not: condition the sort attributes from the first one on, with `eq` on all but the last"
-            ));
-        }
-        let last = conditioned.saturating_sub(1);
-        for (at, condition) in range.iter().enumerate().take(last) {
-            if !matches!(condition, Some(RangeCondition::Eq(_))) {
-                problems.push(format!(
-                    "sort attribute `{}` of index `{index}` has a range condition, and `{}` after it is conditioned too: only the last conditioned sort attribute takes one (<, <=, >, >=, between, begins_with); give `eq` to the ones before it",
-                    sort[at].name,
-                    sort[last].name
-                ));
-            }
-        }
+        problems.extend(prefix_problems(&range, sort, index));
         if !problems.is_empty() {
             return Err(problems);
         }
@@ -569,6 +551,36 @@ impl Conditions {
             range: last,
         })
     }
+}
+
+/// What is wrong with the sort conditions (by sort attribute, in key order): the conditioned
+/// attributes must be the first ones, with equality on all but the last.
+fn prefix_problems(
+    range: &[Option<RangeCondition>],
+    sort: &[crate::model::IndexAttribute],
+    index: &str,
+) -> Vec<String> {
+    let mut problems = Vec::new();
+    // the conditioned sort attributes: a prefix of the key, equality but on the last
+    let conditioned = range.iter().take_while(|c| c.is_some()).count();
+    if let Some(after) = range.iter().skip(conditioned).position(Option::is_some) {
+        let name = &sort[conditioned + after].name;
+        let missing = &sort[conditioned].name;
+        problems.push(format!(
+            "sort attribute `{name}` of index `{index}` is conditioned, and `{missing}` before it is not: condition the sort attributes from the first one on, with `eq` on all but the last"
+        ));
+    }
+    let last = conditioned.saturating_sub(1);
+    for (at, condition) in range.iter().enumerate().take(last) {
+        if !matches!(condition, Some(RangeCondition::Eq(_))) {
+            problems.push(format!(
+                "sort attribute `{}` of index `{index}` has a range condition, and `{}` after it is conditioned too: only the last conditioned sort attribute takes one (<, <=, >, >=, between, begins_with); give `eq` to the ones before it",
+                sort[at].name,
+                sort[last].name
+            ));
+        }
+    }
+    problems
 }
 
 /// A field condition as a key condition on its attribute, or why it is not one.
