@@ -4,7 +4,7 @@
 use serde_dynamo::{AttributeValue, Item};
 
 use super::CollectionQuery;
-use crate::entity::IndexToken;
+use crate::entity::{Entity, IndexToken};
 use crate::error::{Error, Result};
 use crate::schema::EntitySchema;
 use crate::store::Store;
@@ -60,3 +60,15 @@ pub trait Collection: Sized {
         CollectionQuery::new(store, index.name())
     }
 }
+
+/// An entity that is a member of collection `C`. `#[derive(Collection)]` implements it for the
+/// entity of each variant, so that a [`CollectionQuery`] takes conditions on the fields of its
+/// members only: a field of another entity does not compile. (A hand-written [`Collection`]
+/// implements it for each entity of its [`members`](Collection::members); the query still
+/// checks, at run time, that the entity is one of them.)
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a member of the item collection `{C}`",
+    label = "a condition on a field of `{Self}`",
+    note = "a collection query takes conditions on the fields of its members (the entities of its variants)"
+)]
+pub trait CollectionMember<C>: Entity {}

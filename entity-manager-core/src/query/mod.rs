@@ -152,7 +152,7 @@ use crate::error::{Error, Result};
 use crate::schema::EntitySchema;
 use crate::store::{Filter, RangeCondition, Store};
 
-pub use self::collection::Collection;
+pub use self::collection::{Collection, CollectionMember};
 use self::engine::Engine;
 pub use self::multi::MultiQuery;
 pub use self::multi_typed::{CollectionQuery, TypedMultiQuery};

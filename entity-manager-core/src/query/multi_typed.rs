@@ -191,10 +191,10 @@ impl<'a, S: Store, C: super::Collection> CollectionQuery<'a, S, C> {
     }
 
     /// The value of a partition attribute: an equality on a field of a member entity `M`
-    /// (`User::FIELDS.user_id.eq("u1")`). Give every partition attribute (not the shard
-    /// attribute) once, in any order.
+    /// (`User::FIELDS.user_id.eq("u1")`; a field of another entity does not compile). Give
+    /// every partition attribute (not the shard attribute) once, in any order.
     #[must_use]
-    pub fn hash<M: Entity>(mut self, condition: Condition<M>) -> Self {
+    pub fn hash<M: super::CollectionMember<C>>(mut self, condition: Condition<M>) -> Self {
         self.core
             .conditions
             .add(Part::Hash, Some(&M::model().token), condition);
@@ -205,7 +205,7 @@ impl<'a, S: Store, C: super::Collection> CollectionQuery<'a, S, C> {
     /// leading sort attribute, and at most one other condition on the one after them; in any
     /// order.
     #[must_use]
-    pub fn range<M: Entity>(mut self, condition: Condition<M>) -> Self {
+    pub fn range<M: super::CollectionMember<C>>(mut self, condition: Condition<M>) -> Self {
         self.core
             .conditions
             .add(Part::Range, Some(&M::model().token), condition);
