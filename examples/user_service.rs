@@ -585,8 +585,8 @@ async fn user_and_emails<S: Store>(store: &S, data: &Dataset) -> Result<Summary>
             "a multi-attribute key (userId, created): one partition holds the user and the emails",
         ],
     );
-    let query = UserAndEmails::query(store, "userCreated")?
-        .hash([AttributeValue::S(user.user_id.clone())])
+    let query = UserAndEmails::query(store, UserIndex::UserCreated)?
+        .hash(User::FIELDS.user_id.eq(&user.user_id))
         .limit(2);
     let mut token: Option<String> = None;
     let (mut pages, mut items, mut totals, mut took) =

@@ -14,7 +14,7 @@ use crate::entity::Entity;
 use crate::error::Result;
 use crate::field::{Changes, Condition};
 use crate::keys::PrimaryKey;
-use crate::query::TypedQuery;
+use crate::query::{TypedMultiQuery, TypedQuery};
 use crate::schema::EntitySchema;
 use crate::store::Store;
 
@@ -25,6 +25,17 @@ pub trait EntityExt: Entity {
     /// table's configuration is invalid (see [`EntityExt::schema`]).
     fn query<S: Store>(store: &S) -> Result<TypedQuery<'_, S, Self, crate::query::Unindexed>> {
         TypedQuery::new(store)
+    }
+
+    /// A query of this entity's multi-attribute index `index` on `store`, with partition values
+    /// and sort conditions from its fields, in any order; see [`TypedMultiQuery`]. Fails when
+    /// the index has a classic key (query it with [`query`](Self::query)) or the table's
+    /// configuration is invalid.
+    fn multi_query<S: Store>(
+        store: &S,
+        index: Self::Index,
+    ) -> Result<TypedMultiQuery<'_, S, Self>> {
+        TypedMultiQuery::new(store, index)
     }
 
     /// A parallel scan of this entity's records on `store`; see

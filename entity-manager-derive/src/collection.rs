@@ -56,6 +56,13 @@ pub(crate) fn derive(input: &DeriveInput) -> TokenStream {
         quote!(#i => <#ty as _em::EntityExt>::from_item(item).map(Self::#variant))
     });
     let count = members.len();
+    // each member's type may give conditions to the collection's queries (spanned at the type)
+    let memberships = members.iter().map(|(_, ty)| {
+        quote::quote_spanned!(ty.span()=>
+            #[automatically_derived]
+            impl _em::query::CollectionMember<#ident> for #ty {}
+        )
+    });
     quote! {
         const _: () = {
             use ::entity_manager as _em;
@@ -77,6 +84,7 @@ pub(crate) fn derive(input: &DeriveInput) -> TokenStream {
                     }
                 }
             }
+            #(#memberships)*
         };
     }
 }

@@ -929,8 +929,8 @@ async fn collections_return_the_typed_enum() -> TestResult {
     for c in &coaches {
         c.put(&store).await?;
     }
-    let query = Roster::query(&store, "byOrg")?
-        .hash([s("acme")])
+    let query = Roster::query(&store, PlayerIndex::ByOrg)?
+        .hash(Player::FIELDS.org_id.eq("acme"))
         .window(0, 3_000)
         .limit(3);
     let mut got = Vec::new();
