@@ -79,9 +79,9 @@ async fn dataset(
     for (j, (shard, items)) in by_shard.into_iter().enumerate() {
         let mut lane = Vec::new();
         for (k, mut item) in items.into_iter().enumerate() {
-            let score = i64::try_from(j + LANES * k)?;
-            item.insert("score".into(), AttributeValue::N(score.to_string()));
-            lane.push(score);
+            let value = i64::try_from(j + LANES * k)?;
+            item.insert("score".into(), AttributeValue::N(value.to_string()));
+            lane.push(value);
             writes.push(WriteRequest::Put(item));
         }
         scores.insert(shard, lane);

@@ -19,17 +19,33 @@
 //! emitted only when every lane that can still give items is read past its tuple.
 //!
 //! The page token (the same format as [`Query`](super::Query)'s) holds the last item's tuple
-//! and tie-breaker and one "exhausted" bit per lane; the next page reads every live lane from
-//! the boundary's value of the conditioned sort attribute on (the user's condition narrowed to
-//! it; a `begins_with` cannot be narrowed and is read from its start) and skips what lies at or
-//! before the boundary.
+//! and tie-breaker, where the span the pages cover starts (on the conditioned sort attribute,
+//! the first after the equality prefix), one "exhausted" bit per lane and, when no item left
+//! unreturned ties with the last one, the lane that held it. The next page reads every live lane
+//! from the boundary's value of the conditioned attribute on (the user's condition narrowed to
+//! it) and skips what lies at or before the boundary; the lane that held the last item resumes
+//! right after it instead.
 //!
 //! # Reads
 //!
-//! Each round reads, with at most `throttle` shard queries in flight, the lanes that may still
-//! hold an item before the next one to emit, `page_size` items at most per read (the first read
-//! of a lane on a page asks for about its share of the page). Reads of lanes that run ahead of
-//! the page are kept only for this page: the next page reads them again from its boundary.
+//! Reads are scheduled continuously: up to `throttle` shard queries are in flight, a new one
+//! starts as soon as one returns, and the merge emits meanwhile what is settled. The lanes
+//! read, least advanced first, are the lanes not yet read on this page, the lanes that block
+//! the merge (they may hold an item before the next one to emit), and the lanes short of where
+//! the page ends:
+//! - once `remaining` items are buffered, the page is known to end at the latest at the
+//!   `remaining`-th of them; lanes read up to its value of the conditioned attribute, bounded
+//!   there by the key condition, so that a lane that runs out is known complete up to it;
+//! - before that, when the previous pages' span on the conditioned attribute is numeric, the
+//!   page is predicted to end as far beyond the boundary (plus a margin shrinking as
+//!   `1/√limit`), and lanes read up to there, each about its share of the page plus a Poisson
+//!   margin;
+//! - otherwise (the first page, strings, an equality on every sort attribute) a lane reads its
+//!   share of what the page still wants at a time.
+//!
+//! A read asks `page_size` items at most (plus one to learn that a lane goes no further, and
+//! one for the boundary read again). Reads of lanes that run ahead of the page are kept only
+//! for this page: the next page reads them again from its boundary.
 
 use std::cmp::Ordering;
 use std::collections::{HashSet, VecDeque};
@@ -1029,10 +1045,14 @@ impl<S: Store> Run<'_, '_, S> {
                 .get(self.at)
                 .is_some_and(|v| self.cmp_scalar(&end.scalar, v) == Ordering::Less)
         {
-            let reached = Front::At(position.clone());
-            let lane = &mut self.lanes[t];
-            if lane.frontier.is_none() {
-                lane.frontier = Some(reached);
+            // every item before the page key was read: everything up to the end
+            let reached = Front::Through(end.scalar.clone());
+            let advances = self.lanes[t]
+                .frontier
+                .as_ref()
+                .is_none_or(|f| self.cmp_front(f, &reached) == Ordering::Less);
+            if advances {
+                self.lanes[t].frontier = Some(reached);
             }
             return Ok(None);
         }
