@@ -820,8 +820,8 @@ impl<S: Store> Run<'_, '_, S> {
         Ok((out, boundary))
     }
 
-    /// The conditioned attribute's value of an item (an empty string when the prefix covers
-    /// every sort attribute: there is no span to predict from).
+    /// The conditioned attribute's value of an item (`0` when the prefix covers every sort
+    /// attribute: there is no span to predict from).
     fn at_value(&self, item: &Item) -> AttributeValue {
         self.plan
             .multi
