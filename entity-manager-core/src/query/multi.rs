@@ -1482,3 +1482,133 @@ fn now_ms() -> u64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// Whether `x` meets `c`, evaluated here apart from the code under test.
+    fn meets(condition: &RangeCondition, value: &AttributeValue) -> bool {
+        use RangeCondition as R;
+        let order = |other: &AttributeValue| estimate::compare(value, other);
+        match condition {
+            R::Eq(v) => order(v).is_eq(),
+            R::Lt(v) => order(v).is_lt(),
+            R::Le(v) => order(v).is_le(),
+            R::Gt(v) => order(v).is_gt(),
+            R::Ge(v) => order(v).is_ge(),
+            R::Between(low, high) => order(low).is_ge() && order(high).is_le(),
+            R::BeginsWith(prefix) => match (value, prefix) {
+                (AttributeValue::S(text), AttributeValue::S(p)) => text.starts_with(p.as_str()),
+                _ => false,
+            },
+        }
+    }
+
+    fn text(v: &str) -> AttributeValue {
+        AttributeValue::S(v.to_owned())
+    }
+
+    /// Strings over a small alphabet, so that prefixes and bounds meet.
+    fn word() -> impl Strategy<Value = String> {
+        proptest::collection::vec(prop_oneof![Just('a'), Just('b'), Just('c')], 0..3)
+            .prop_map(|chars| chars.into_iter().collect())
+    }
+
+    fn condition() -> impl Strategy<Value = Option<RangeCondition>> {
+        use RangeCondition as R;
+        proptest::option::of(prop_oneof![
+            word().prop_map(|v| R::Eq(text(&v))),
+            word().prop_map(|v| R::Lt(text(&v))),
+            word().prop_map(|v| R::Le(text(&v))),
+            word().prop_map(|v| R::Gt(text(&v))),
+            word().prop_map(|v| R::Ge(text(&v))),
+            (word(), word()).prop_map(|(a, b)| R::Between(text(&a), text(&b))),
+            word().prop_map(|v| R::BeginsWith(text(&v))),
+        ])
+    }
+
+    proptest! {
+        /// A read's key condition holds every value the user's condition holds between the
+        /// boundary and the end (in scan order), and nothing beyond them; "nothing can match"
+        /// only when no value is wanted.
+        #[test]
+        fn key_conditions_cover_what_the_page_wants(
+            user in condition(),
+            from in proptest::option::of(word()),
+            to in proptest::option::of(word()),
+            descending: bool,
+        ) {
+            let (from, to) = (from.map(|v| text(&v)), to.map(|v| text(&v)));
+            let scan = |a: &AttributeValue, b: &AttributeValue| {
+                let o = estimate::compare(a, b);
+                if descending { o.reverse() } else { o }
+            };
+            let wanted = |x: &AttributeValue| {
+                user.as_ref().is_none_or(|c| meets(c, x))
+                    && from.as_ref().is_none_or(|f| scan(x, f).is_ge())
+                    && to.as_ref().is_none_or(|t| scan(x, t).is_le())
+            };
+            let got = key_condition(user.as_ref(), from.as_ref(), to.as_ref(), descending);
+            // every string of up to 3 letters of the alphabet, and a few beyond it
+            let mut values = vec![String::new()];
+            for _ in 0..3 {
+                let longer: Vec<String> = values
+                    .iter()
+                    .flat_map(|v| ["a", "b", "c", "d"].map(|c| format!("{v}{c}")))
+                    .collect();
+                values.extend(longer);
+            }
+            values.sort();
+            values.dedup();
+            for x in values.iter().map(|v| text(v)) {
+                match &got {
+                    None => prop_assert!(!wanted(&x), "{x:?} is wanted, yet nothing matches"),
+                    Some(None) => {
+                        prop_assert!(user.is_none() && from.is_none() && to.is_none());
+                    }
+                    Some(Some(c)) => {
+                        if wanted(&x) {
+                            prop_assert!(meets(c, &x), "{x:?} wanted, not in {c:?}");
+                        }
+                        let bounded = !matches!(c, RangeCondition::BeginsWith(_));
+                        if bounded && meets(c, &x) {
+                            prop_assert!(from.as_ref().is_none_or(|f| scan(&x, f).is_ge()));
+                            prop_assert!(to.as_ref().is_none_or(|t| scan(&x, t).is_le()));
+                        }
+                    }
+                }
+            }
+            if let Some(Some(RangeCondition::BeginsWith(_))) = &got {
+                prop_assert!(from.is_none() && to.is_none(), "a prefix is narrowed by its ends");
+            }
+        }
+    }
+
+    #[test]
+    fn key_conditions_narrow_numbers_to_the_page() {
+        use RangeCondition as R;
+        let n = |v: i64| AttributeValue::N(v.to_string());
+        // ascending from the boundary 5 up to the end 9, within >= 3
+        assert_eq!(
+            key_condition(Some(&R::Ge(n(3))), Some(&n(5)), Some(&n(9)), false),
+            Some(Some(R::Between(n(5), n(9))))
+        );
+        // descending: from 9 down to 5
+        assert_eq!(
+            key_condition(None, Some(&n(9)), Some(&n(5)), true),
+            Some(Some(R::Between(n(5), n(9))))
+        );
+        // an exclusive end meeting the boundary: nothing
+        assert_eq!(
+            key_condition(Some(&R::Lt(n(5))), Some(&n(5)), None, false),
+            None
+        );
+        assert_eq!(
+            key_condition(Some(&R::Eq(n(5))), Some(&n(5)), Some(&n(7)), false),
+            Some(Some(R::Eq(n(5))))
+        );
+    }
+}
