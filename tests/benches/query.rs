@@ -478,36 +478,46 @@ fn fanout_v2(records: &[Item]) -> BenchResult<()> {
 }
 
 /// `fanout_v2`'s rows of `MultiQuery` over a sharded multi-attribute index (`hashKey`, `team`)
-/// sorted by `score`: the same items, 20 shards.
+/// sorted by `score`: the same items, 20 shards at limits 100, 10 and 1, and 64 shards at
+/// limit 1.
 fn fanout_v2_multi(
     records: &[Item],
     timer: &PreciseTimer,
     runtime: &tokio::runtime::Runtime,
 ) -> BenchResult<()> {
-    let schema = multi_schema()?;
-    let store = MemoryStore::new(TableDefinition::from_schema(&schema)?);
-    let players = schema.entity("player")?;
-    let keyed: Vec<Item> = records
-        .iter()
-        .map(|r| {
-            let created = r.get("created").cloned().ok_or("no created")?;
-            let mut item = r.clone();
-            item.insert("team".into(), AttributeValue::S("red".into()));
-            item.insert("score".into(), created);
-            Ok(players.add_keys(&item)?)
-        })
-        .collect::<BenchResult<_>>()?;
-    let populated: HashSet<String> = keyed
-        .iter()
-        .filter_map(|i| match i.get("hashKey") {
-            Some(AttributeValue::S(h)) => Some(h.clone()),
-            _ => None,
-        })
-        .collect();
-    let populated = populated.len();
-    block_on(store.batch_write(keyed.into_iter().map(WriteRequest::Put).collect()))?;
-    let store = v2_store(store, timer);
-    for limit in [100usize, 10] {
+    // 20 shards: 5 chars of 2 bits; 64: 4 chars of 4 bits (the product rule)
+    const TWENTY: &[ShardBump] = &[ShardBump::new(0, 2, 5)];
+    const SIXTY_FOUR: &[ShardBump] = &[ShardBump::new(0, 4, 4)];
+    let configs = [
+        (TWENTY, 100usize),
+        (TWENTY, 10),
+        (TWENTY, 1),
+        (SIXTY_FOUR, 1),
+    ];
+    for (bumps, limit) in configs {
+        let schema = multi_schema(bumps)?;
+        let store = MemoryStore::new(TableDefinition::from_schema(&schema)?);
+        let players = schema.entity("player")?;
+        let keyed: Vec<Item> = records
+            .iter()
+            .map(|r| {
+                let created = r.get("created").cloned().ok_or("no created")?;
+                let mut item = r.clone();
+                item.insert("team".into(), AttributeValue::S("red".into()));
+                item.insert("score".into(), created);
+                Ok(players.add_keys(&item)?)
+            })
+            .collect::<BenchResult<_>>()?;
+        let populated: HashSet<String> = keyed
+            .iter()
+            .filter_map(|i| match i.get("hashKey") {
+                Some(AttributeValue::S(h)) => Some(h.clone()),
+                _ => None,
+            })
+            .collect();
+        let populated = populated.len();
+        block_on(store.batch_write(keyed.into_iter().map(WriteRequest::Put).collect()))?;
+        let store = v2_store(store, timer);
         macro_rules! query {
             ($store:expr) => {
                 MultiQuery::new($store, players, "byTeam")
@@ -535,8 +545,8 @@ fn fanout_v2_multi(
 }
 
 /// A `player` entity (`userId`, `created`, `team`, `score`) with a sharded multi-attribute index
-/// `byTeam` (partition `hashKey`, `team`; sort `score`), 20 shards as `fanout_v2`'s.
-fn multi_schema() -> BenchResult<Schema> {
+/// `byTeam` (partition `hashKey`, `team`; sort `score`), sharded by `bumps`.
+fn multi_schema(bumps: &'static [ShardBump]) -> BenchResult<Schema> {
     const PROPERTIES: &[Property] = &[
         Property::new("userId", transcode::STRING),
         Property::new("created", transcode::TIMESTAMP),
@@ -547,11 +557,10 @@ fn multi_schema() -> BenchResult<Schema> {
     ];
     const RANGE: &[IndexAttribute] = &[IndexAttribute::new("score", KeyType::N)];
     const INDEXES: &[Index] = &[Index::multi("byTeam", HASH, RANGE, true, Projection::All)];
-    const BUMPS: &[ShardBump] = &[ShardBump::new(0, 2, 5)];
     let player = EntityModel::new("player", "userId", "created")
         .with_properties(PROPERTIES)
         .with_indexes(INDEXES)
-        .with_shard_bumps(BUMPS);
+        .with_shard_bumps(bumps);
     Ok(Schema::new(TableModel::DEFAULT, vec![player])?)
 }
 

@@ -309,22 +309,6 @@ fn before_all(front: &Front, end: &Pos) -> bool {
     front.0 < *end || (front.0 == *end && front.1 != Upto::All)
 }
 
-/// The limit of a read up to the predicted end, for a lane whose fair share of the page is
-/// `share`: the lane holds about `share × (1 + margin)` items up to there (if the prediction
-/// holds), and a read that stops at its limit short of the end costs a second query. Items of a
-/// shard are about Poisson-distributed over the range key, so three standard deviations above
-/// the mean, plus one, leave about one lane in a hundred short.
-fn predicted_limit(share: usize, margin: f64) -> usize {
-    // shares are at most a page size, far below 2^52
-    #[allow(clippy::cast_precision_loss)]
-    let mean = share as f64 * (1.0 + margin);
-    let limit = (mean + 3.0 * mean.sqrt()).ceil() + 1.0;
-    // a positive finite value of a few thousand at most
-    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-    let limit = limit as usize;
-    limit.max(1)
-}
-
 /// How many times a page of fewer items than lanes predicts its end again, when every lane is
 /// read up to the prediction and the page is not full, before it reads without a bound.
 const REPREDICTIONS: usize = 3;
@@ -906,7 +890,7 @@ impl<S: Store> Engine<'_, '_, S> {
         margin: f64,
     ) -> Vec<(usize, QueryPage, Option<End>, u32)> {
         let share = remaining.div_ceil(merge.live());
-        let tail = predicted_limit(share, margin);
+        let tail = estimate::poisson_limit(share, margin);
         let alone = merge.live() == 1;
         let bound = known.or(predicted);
         let targets = merge.targets(free, bound.map(|b| &b.pos));

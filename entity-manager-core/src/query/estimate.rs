@@ -357,6 +357,26 @@ fn extrapolate_digits(a: &[u32], b: &[u32], radix: u32, factor: f64) -> Option<V
     Some(out)
 }
 
+/// The limit of a read up to a predicted end, for a lane whose fair share of the page is
+/// `share` (both engines read with it): the lane holds about
+/// `share × (1 + margin)` items up to there (if the prediction holds), and a read that stops at
+/// its limit short of the end costs a second query. Items of a shard are about
+/// Poisson-distributed over the sort key, so three standard deviations above the mean, plus
+/// one, leave about one lane in a hundred short.
+pub(crate) fn poisson_limit(share: usize, margin: f64) -> usize {
+    // shares are at most a page size, far below 2^52
+    #[allow(clippy::cast_precision_loss)]
+    let mean = share as f64 * (1.0 + margin.max(0.0));
+    let limit = (mean + 3.0 * mean.sqrt()).ceil() + 1.0;
+    if !limit.is_finite() || limit >= 1e15 {
+        return usize::MAX;
+    }
+    // a positive finite value below 2^50
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    let limit = limit as usize;
+    limit.max(1)
+}
+
 /// Orders two range key values as DynamoDB does (strings and binary by bytes, numbers
 /// numerically); values of other types compare as equal.
 pub(crate) fn compare(a: &AttributeValue, b: &AttributeValue) -> Ordering {
@@ -479,6 +499,16 @@ mod tests {
         );
         assert_eq!(beyond(100.0, 20.2, false), Some(n("121")));
         assert_eq!(beyond(100.0, 20.2, true), Some(n("79")));
+    }
+
+    #[test]
+    fn poisson_limits_cover_a_share_with_its_margin() {
+        // share 5, margin 0.2: mean 6, 6 + 3 × √6 = 13.35, up to 14, plus 1
+        assert_eq!(poisson_limit(5, 0.2), 15);
+        // share 0: one item, to learn the lane's next position
+        assert_eq!(poisson_limit(0, 0.2), 1);
+        assert!(poisson_limit(100, 0.1) < poisson_limit(100, 0.5));
+        assert_eq!(poisson_limit(usize::MAX, 0.2), usize::MAX);
     }
 
     #[test]

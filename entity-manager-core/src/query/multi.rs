@@ -19,22 +19,39 @@
 //! emitted only when every lane that can still give items is read past its tuple.
 //!
 //! The page token (the same format as [`Query`](super::Query)'s) holds the last item's tuple
-//! and tie-breaker and one "exhausted" bit per lane; the next page reads every live lane from
-//! the boundary's value of the conditioned sort attribute on (the user's condition narrowed to
-//! it; a `begins_with` cannot be narrowed and is read from its start) and skips what lies at or
-//! before the boundary.
+//! and tie-breaker, where the span the pages cover starts (on the conditioned sort attribute,
+//! the first after the equality prefix), one "exhausted" bit per lane and, when no item left
+//! unreturned ties with the last one, the lane that held it. The next page reads every live lane
+//! from the boundary's value of the conditioned attribute on (the user's condition narrowed to
+//! it) and skips what lies at or before the boundary; the lane that held the last item resumes
+//! right after it instead.
 //!
 //! # Reads
 //!
-//! Each round reads, with at most `throttle` shard queries in flight, the lanes that may still
-//! hold an item before the next one to emit, `page_size` items at most per read (the first read
-//! of a lane on a page asks for about its share of the page). Reads of lanes that run ahead of
-//! the page are kept only for this page: the next page reads them again from its boundary.
+//! Reads are scheduled continuously: up to `throttle` shard queries are in flight, a new one
+//! starts as soon as one returns, and the merge emits meanwhile what is settled. The lanes
+//! read, least advanced first, are the lanes not yet read on this page, the lanes that block
+//! the merge (they may hold an item before the next one to emit), and the lanes short of where
+//! the page ends:
+//! - once `remaining` items are buffered, the page is known to end at the latest at the
+//!   `remaining`-th of them; lanes read up to its value of the conditioned attribute, bounded
+//!   there by the key condition, so that a lane that runs out is known complete up to it;
+//! - before that, when the previous pages' span on the conditioned attribute is numeric, the
+//!   page is predicted to end as far beyond the boundary (plus a margin shrinking as
+//!   `1/√limit`), and lanes read up to there, each about its share of the page plus a Poisson
+//!   margin;
+//! - otherwise (the first page, strings, an equality on every sort attribute) a lane reads its
+//!   share of what the page still wants at a time.
+//!
+//! A read asks `page_size` items at most (plus one to learn that a lane goes no further, and
+//! one for the boundary read again). Reads of lanes that run ahead of the page are kept only
+//! for this page: the next page reads them again from its boundary.
 
 use std::cmp::Ordering;
-use std::collections::HashSet;
+use std::collections::{HashSet, VecDeque};
 
 use futures::StreamExt as _;
+use futures::stream::FuturesUnordered;
 use serde_dynamo::{AttributeValue, Item};
 use sha2::{Digest as _, Sha256};
 
@@ -135,13 +152,16 @@ struct Place {
 #[derive(Debug, Default)]
 struct Lane {
     /// Items read, not yet emitted, sorted in scan order.
-    buffer: Vec<(Place, Item)>,
-    /// Where the next read of this page starts.
+    buffer: VecDeque<(Place, Item)>,
+    /// Where the next read of this page starts (`ExclusiveStartKey`); `None` for the boundary's
+    /// value of the conditioned attribute (or the beginning).
     cursor: Option<Item>,
-    /// The tuple of the last item read (in scan order, everything up to it was read).
-    frontier: Option<Vec<Scalar>>,
+    /// How far the lane is read on this page; `None` before its first read.
+    frontier: Option<Front>,
     /// Nothing is left to read.
     exhausted: bool,
+    /// A read of this lane is in flight.
+    busy: bool,
 }
 
 impl<'a, S: Store> MultiQuery<'a, S> {
@@ -405,26 +425,38 @@ impl<'a, S: Store> MultiQuery<'a, S> {
             Some(b) => Some(self.boundary_place(&plan, b)?),
             None => None,
         };
+        let mut lanes: Vec<Lane> = exhausted
+            .iter()
+            .map(|&e| Lane {
+                exhausted: e,
+                ..Lane::default()
+            })
+            .collect();
+        // the lane that held the boundary, with nothing left tying with it, resumes right after
+        // it: it does not read the boundary's item again
+        if let (Some(b), Some(after)) = (&state.boundary, &after)
+            && let Some(t) = b.lane
+            && let Some(lane) = lanes.get_mut(t)
+            && !lane.exhausted
+        {
+            lane.cursor = resume_key(self, &plan, t, b, after);
+        }
         let mut run = Run {
             query: self,
             plan: &plan,
-            lanes: exhausted
-                .iter()
-                .map(|&e| Lane {
-                    exhausted: e,
-                    ..Lane::default()
-                })
-                .collect(),
+            at: self.prefix.len(),
+            lanes,
             after,
-            boundary_value: state.boundary.as_ref().map(|b| b.last.clone()),
+            boundary: state.boundary.clone(),
             page_size,
             throttle,
+            known: None,
             stats: QueryStats {
                 shards: plan.lanes.len(),
                 ..QueryStats::default()
             },
         };
-        let (items, last) = run.page(limit).await?;
+        let (items, boundary) = run.page(limit).await?;
         let mut page_stats = run.stats;
         page_stats.items_returned = items.len();
         // a lane is done for the next page when it is exhausted and kept nothing back
@@ -435,15 +467,6 @@ impl<'a, S: Store> MultiQuery<'a, S> {
             .collect();
         let done = next_exhausted.iter().all(|&e| e);
         let next = (!done).then(|| {
-            let boundary = match (&last, &state.boundary) {
-                (Some((first, last_item)), _) => Some(Boundary {
-                    first: first.clone(),
-                    last: last_item.0.clone(),
-                    unique: last_item.1.clone(),
-                    lane: None,
-                }),
-                (None, previous) => previous.clone(),
-            };
             token::encode(
                 &TokenState {
                     from: plan.window.0,
@@ -504,136 +527,560 @@ fn split_tie(text: &str) -> Option<(String, String)> {
     Some((range.to_owned(), hash.to_owned()))
 }
 
-/// One page in progress.
+/// The page key of the boundary's item in lane `t`: the table keys and the index keys, which
+/// the boundary holds (its tuple, its tie-breaker) or the lane and the query fix.
+fn resume_key<S>(
+    query: &MultiQuery<'_, S>,
+    plan: &Plan<'_>,
+    t: usize,
+    boundary: &Boundary,
+    after: &Place,
+) -> Option<Item> {
+    let table = plan.entities.first()?.table();
+    let AttributeValue::L(tuple) = &boundary.last else {
+        return None;
+    };
+    let mut key = Item::default();
+    key.insert(
+        table.range_key.to_string(),
+        AttributeValue::S(after.tie.0.clone()),
+    );
+    key.insert(
+        table.hash_key.to_string(),
+        AttributeValue::S(after.tie.1.clone()),
+    );
+    let shard = plan.lanes.get(t)?.shard.clone().map(AttributeValue::S);
+    let hash_values = shard.into_iter().chain(query.hash.iter().cloned());
+    if plan.multi.hash.len() != usize::from(plan.multi.sharded) + query.hash.len()
+        || plan.multi.range.len() != tuple.len()
+    {
+        return None;
+    }
+    for (attribute, value) in plan.multi.hash.iter().zip(hash_values) {
+        key.insert(attribute.name.to_string(), value);
+    }
+    for (attribute, value) in plan.multi.range.iter().zip(tuple) {
+        key.insert(attribute.name.to_string(), value.clone());
+    }
+    Some(key)
+}
+
+/// How far a lane is read on this page, in scan order.
+#[derive(Clone, Debug)]
+enum Front {
+    /// Every item before this tuple, and some at it (a page key: a store gives equal tuples in
+    /// no order it promises).
+    At(Vec<Scalar>),
+    /// Every item whose conditioned attribute lies at or before this value (a read bounded
+    /// there by the key condition that ran out).
+    Through(Scalar),
+}
+
+/// Where reads stop: a value of the conditioned attribute, as a scalar and as the value for the
+/// key condition.
+#[derive(Clone, Debug)]
+struct End {
+    scalar: Scalar,
+    value: AttributeValue,
+}
+
+/// One page in progress: a k-way merge over the lanes with continuous reads.
+///
+/// Up to `throttle` shard queries are in flight; a new one starts as soon as one returns, and
+/// the merge emits meanwhile what is settled. The lanes read, least advanced first, are the
+/// lanes not yet read on this page, the lanes that block the merge (they may hold an item
+/// before the head), and the lanes short of where the page ends: the known end (the
+/// `remaining`-th buffered item's value of the conditioned attribute: the page cannot end
+/// later) once enough is buffered, else the predicted end (the previous pages' span on the
+/// conditioned attribute extrapolated, numbers only). A read up to an end is bounded there by
+/// the key condition, so a lane that runs out is known complete up to it; its limit is the
+/// lane's share of what the page still wants, plus a Poisson margin.
 struct Run<'q, 'a, S> {
     query: &'q MultiQuery<'a, S>,
     plan: &'q Plan<'a>,
+    /// The position of the conditioned attribute in the tuple (after the equality prefix);
+    /// equal to the tuple's length when the prefix covers it (no end can bound a read).
+    at: usize,
     lanes: Vec<Lane>,
     /// The previous page's last item: everything at or before it is skipped.
     after: Option<Place>,
-    /// Its sort tuple, as the token holds it.
-    boundary_value: Option<AttributeValue>,
+    /// The previous page's boundary (its tuple, the span the pages cover).
+    boundary: Option<Boundary>,
     page_size: usize,
     throttle: usize,
+    /// The known end of the page, while no read has buffered more: `(remaining, end)`.
+    known: Option<(usize, Option<End>)>,
     stats: QueryStats,
 }
 
-/// The last item of a page: its tuple (as an `L`) and tie-breaker.
-type Last = (AttributeValue, String);
+/// A finished read: the lane, where it stops (if bounded), the limit it asked for, and the
+/// store's answer.
+type Read = (
+    usize,
+    Option<End>,
+    u32,
+    std::result::Result<crate::store::Page, crate::store::StoreError>,
+);
+
+/// A read to start: the lane, the request, where it stops (if bounded) and its limit.
+type Scheduled = (usize, QueryPage, Option<End>, u32);
+
+/// How many times a page predicts its end again when every lane is read up to the prediction
+/// and the page is not full, before it reads without a bound.
+const REPREDICTIONS: usize = 3;
 
 impl<S: Store> Run<'_, '_, S> {
-    /// Compares places in scan order.
+    fn descending(&self) -> bool {
+        self.query.paging.descending
+    }
+
+    /// Orders in scan order: ascending, or reversed when descending.
+    fn scan(&self, o: Ordering) -> Ordering {
+        if self.descending() { o.reverse() } else { o }
+    }
+
     fn cmp(&self, a: &Place, b: &Place) -> Ordering {
-        let o = a.cmp(b);
-        if self.query.paging.descending {
-            o.reverse()
-        } else {
-            o
-        }
+        self.scan(a.cmp(b))
     }
 
     fn cmp_tuple(&self, a: &[Scalar], b: &[Scalar]) -> Ordering {
-        let o = a.cmp(b);
-        if self.query.paging.descending {
-            o.reverse()
-        } else {
-            o
+        self.scan(a.cmp(b))
+    }
+
+    fn cmp_scalar(&self, a: &Scalar, b: &Scalar) -> Ordering {
+        self.scan(a.cmp(b))
+    }
+
+    /// Whether the sort attributes hold a conditioned attribute, whose ends can bound reads.
+    fn bounded(&self) -> bool {
+        self.at < self.plan.multi.range.len()
+    }
+
+    /// Orders how far lanes are read, least advanced first.
+    fn cmp_front(&self, one: &Front, other: &Front) -> Ordering {
+        match (one, other) {
+            (Front::At(x), Front::At(y)) => self.cmp_tuple(x, y),
+            (Front::Through(x), Front::Through(y)) => self.cmp_scalar(x, y),
+            (Front::At(tuple), Front::Through(through)) => match tuple.get(self.at) {
+                // "through" a value holds every item at it
+                Some(value) => self.cmp_scalar(value, through).then(Ordering::Less),
+                None => Ordering::Less,
+            },
+            (Front::Through(_), Front::At(_)) => self.cmp_front(other, one).reverse(),
         }
     }
 
-    /// The page: up to `limit` items, with the first item's tuple and the last item.
-    async fn page(&mut self, limit: usize) -> Result<(Vec<Item>, Option<(AttributeValue, Last)>)> {
+    /// Whether a lane read up to `front` holds no unread item at or before the tuple `head`.
+    fn covers(&self, front: &Front, head: &[Scalar]) -> bool {
+        match front {
+            Front::At(t) => self.cmp_tuple(t, head) == Ordering::Greater,
+            Front::Through(v) => head
+                .get(self.at)
+                .is_some_and(|h| self.cmp_scalar(v, h) != Ordering::Less),
+        }
+    }
+
+    /// Whether a lane read up to `front` holds no unread item up to `end` (every item at it
+    /// included).
+    fn reaches(&self, front: &Front, end: &Scalar) -> bool {
+        match front {
+            Front::At(t) => t
+                .get(self.at)
+                .is_some_and(|v| self.cmp_scalar(v, end) == Ordering::Greater),
+            Front::Through(v) => self.cmp_scalar(v, end) != Ordering::Less,
+        }
+    }
+
+    /// The lane whose next item comes first in scan order.
+    fn head(&self) -> Option<usize> {
+        let mut best: Option<(usize, &Place)> = None;
+        for (i, lane) in self.lanes.iter().enumerate() {
+            if let Some((p, _)) = lane.buffer.front()
+                && best.is_none_or(|(_, b)| self.cmp(p, b) == Ordering::Less)
+            {
+                best = Some((i, p));
+            }
+        }
+        best.map(|(i, _)| i)
+    }
+
+    /// Whether a lane with something left to read may still hold an item before the head
+    /// (every such lane, when nothing is buffered): the head cannot be emitted yet.
+    fn blocked(&self, head: Option<&[Scalar]>) -> bool {
+        self.lanes.iter().any(|lane| self.blocks(lane, head))
+    }
+
+    fn blocks(&self, lane: &Lane, head: Option<&[Scalar]>) -> bool {
+        !lane.exhausted
+            && match (&lane.frontier, head) {
+                (None, _) | (Some(_), None) => true,
+                (Some(f), Some(h)) => !self.covers(f, h),
+            }
+    }
+
+    /// The lanes that can still give items (at least 1, to divide by).
+    fn live(&self) -> usize {
+        self.lanes
+            .iter()
+            .filter(|l| !(l.exhausted && l.buffer.is_empty()))
+            .count()
+            .max(1)
+    }
+
+    /// The page: up to `limit` items, and the boundary the next page starts from.
+    async fn page(&mut self, limit: usize) -> Result<(Vec<Item>, Option<Boundary>)> {
+        let throttle = self.throttle.max(1);
+        let previous = self.boundary.clone();
+        let margin = previous.as_ref().map_or(estimate::MARGIN, |b| {
+            let averaged = self
+                .span(b)
+                .is_some_and(|(first, last)| estimate::averaged(&first, &last));
+            estimate::margin(limit, self.live(), throttle, averaged)
+        });
+        let mut predicted = previous.as_ref().and_then(|b| {
+            let (first, last) = self.span(b)?;
+            let value = estimate::extrapolate(&first, &last, 1.0 + margin)?;
+            self.end_of(value)
+        });
+        let mut repredicted = 0usize;
         let mut out: Vec<Item> = Vec::new();
         let mut first: Option<AttributeValue> = None;
-        let mut last: Option<Last> = None;
-        loop {
-            if out.len() >= limit {
-                break;
-            }
-            // the earliest buffered item
-            let head = self
-                .lanes
-                .iter()
-                .enumerate()
-                .filter_map(|(i, l)| l.buffer.first().map(|(p, _)| (i, p)))
-                .min_by(|(_, a), (_, b)| self.cmp(a, b))
-                .map(|(i, p)| (i, p.clone()));
-            // lanes that may still hold an item at or before it
-            let blocking: Vec<usize> = (0..self.lanes.len())
-                .filter(|&i| {
-                    let lane = &self.lanes[i];
-                    !lane.exhausted
-                        && match (&head, &lane.frontier) {
-                            (_, None) | (None, _) => true,
-                            (Some((_, h)), Some(f)) => {
-                                self.cmp_tuple(f, &h.tuple) != Ordering::Greater
-                            }
-                        }
-                })
-                .collect();
-            if blocking.is_empty() {
-                let Some((lane, _)) = head else { break };
-                let (place, item) = self.lanes[lane].buffer.remove(0);
-                if first.is_none() {
-                    first = Some(tuple_value(&self.plan.multi, &item));
+        let mut last: Option<(usize, Place, AttributeValue)> = None;
+        let mut inflight = FuturesUnordered::new();
+        while out.len() < limit {
+            let remaining = limit - out.len();
+            let head = self.head();
+            let head_tuple = head.and_then(|h| self.lanes[h].buffer.front().map(|(p, _)| p));
+            if self.blocked(head_tuple.map(|p| p.tuple.as_slice())) {
+                if inflight.len() < throttle {
+                    let known = self.known_end(remaining);
+                    if known.is_none()
+                        && let Some(end) = &predicted
+                        && self.lanes.iter().all(|l| {
+                            l.exhausted
+                                || l.frontier
+                                    .as_ref()
+                                    .is_some_and(|f| self.reaches(f, &end.scalar))
+                        })
+                    {
+                        // every lane is read up to the predicted end and the page is not full:
+                        // predict once more from what that range held; then read unbounded
+                        let found = out.len() + self.buffered();
+                        predicted = previous
+                            .as_ref()
+                            .and_then(|b| self.repredict(b, end, (found, limit), repredicted));
+                        repredicted += 1;
+                    }
+                    let reads = self.schedule(
+                        throttle - inflight.len(),
+                        remaining,
+                        known.as_ref(),
+                        predicted.as_ref(),
+                        margin,
+                    )?;
+                    let store = self.query.store;
+                    for (t, request, end, asked) in reads {
+                        self.stats.shard_queries += 1;
+                        inflight.push(async move {
+                            let result = store.query_page(&request).await;
+                            (t, end, asked, result)
+                        });
+                    }
                 }
-                last = Some((tuple_value(&self.plan.multi, &item), join_tie(&place.tie)));
-                out.push(item);
+                if let Some(done) = inflight.next().await {
+                    self.settle(done)?;
+                }
                 continue;
             }
-            let live = self.lanes.iter().filter(|l| !l.exhausted).count().max(1);
-            let share = (limit - out.len()).div_ceil(live) + 1;
-            self.read(&blocking, share.min(self.page_size)).await?;
+            let Some(h) = head else { break };
+            let Some((place, item)) = self.lanes[h].buffer.pop_front() else {
+                break;
+            };
+            let value = self.at_value(&item);
+            if first.is_none() {
+                first = Some(value.clone());
+            }
+            last = Some((h, place, value));
+            out.push(item);
         }
-        Ok((out, first.zip(last)))
+        // reads still in flight are waited for, not abandoned: a caller that asks for the next
+        // page at once must not find more than `throttle` of its reads in flight
+        while let Some(done) = inflight.next().await {
+            self.settle(done)?;
+        }
+        let boundary = match (first, last, &out.last()) {
+            (Some(first), Some((lane, place, value)), Some(item)) => Some(self.next_boundary(
+                &first,
+                (lane, &place, &value, item),
+                predicted.as_ref(),
+                out.len(),
+            )),
+            _ => previous,
+        };
+        Ok((out, boundary))
     }
 
-    /// Reads the next chunk of each lane of `lanes`, at most `throttle` at once.
-    async fn read(&mut self, lanes: &[usize], chunk: usize) -> Result<()> {
-        let chunk = u32::try_from(chunk.max(1)).unwrap_or(u32::MAX);
-        let requests: Vec<(usize, Option<QueryPage>)> = lanes
+    /// The conditioned attribute's value of an item (`0` when the prefix covers every sort
+    /// attribute: there is no span to predict from).
+    fn at_value(&self, item: &Item) -> AttributeValue {
+        self.plan
+            .multi
+            .range
+            .get(self.at)
+            .and_then(|p| item.get(&*p.name))
+            .cloned()
+            .unwrap_or(AttributeValue::N("0".into()))
+    }
+
+    /// The span of the previous pages on the conditioned attribute, from the boundary: where
+    /// it starts and the last item's value.
+    fn span(&self, b: &Boundary) -> Option<(AttributeValue, AttributeValue)> {
+        if !self.bounded() {
+            return None;
+        }
+        let AttributeValue::L(values) = &b.last else {
+            return None;
+        };
+        let last = values.get(self.at)?.clone();
+        let first = match &b.first {
+            AttributeValue::L(values) => values.get(self.at)?.clone(),
+            other => other.clone(),
+        };
+        Some((first, last))
+    }
+
+    /// An end at `value` of the conditioned attribute: numbers only (the span of other types
+    /// is not averaged, and reads are not bounded by a guess on them).
+    fn end_of(&self, value: AttributeValue) -> Option<End> {
+        if !self.bounded() || !matches!(value, AttributeValue::N(_)) {
+            return None;
+        }
+        let part = self.plan.multi.range.get(self.at)?;
+        Some(End {
+            scalar: Scalar::of(&value, part.key_type)?,
+            value,
+        })
+    }
+
+    fn buffered(&self) -> usize {
+        self.lanes.iter().map(|l| l.buffer.len()).sum()
+    }
+
+    /// A new predicted end, when the range from the boundary to `end` (the previous
+    /// prediction) held only `found` of the `want` items: as much further as the density found
+    /// calls for, plus a margin, once; a page of fewer items than lanes goes on by the items
+    /// still wanted at the pages' density, up to [`REPREDICTIONS`] times. Then (or when
+    /// nothing was found) it reads without a bound (`None`).
+    fn repredict(
+        &self,
+        boundary: &Boundary,
+        end: &End,
+        (found, want): (usize, usize),
+        earlier: usize,
+    ) -> Option<End> {
+        let (first, last) = self.span(boundary)?;
+        // counts of one page, far below 2^52
+        #[allow(clippy::cast_precision_loss)]
+        let next = if want < self.live() && estimate::averaged(&first, &last) {
+            if earlier >= REPREDICTIONS {
+                return None;
+            }
+            let need = want.saturating_sub(found).max(1);
+            let margin = estimate::spread_margin(need, true, estimate::SPREAD_AGAIN);
+            let factor = need as f64 / want as f64 * (1.0 + margin);
+            estimate::advance(&first, &last, &end.value, factor)?
+        } else if found > 0 && earlier == 0 {
+            let factor =
+                (want as f64 / found as f64 * (1.0 + estimate::MARGIN) - 1.0).max(estimate::MARGIN);
+            estimate::extrapolate(&last, &end.value, factor)?
+        } else {
+            return None;
+        };
+        let next = self.end_of(next)?;
+        (self.cmp_scalar(&next.scalar, &end.scalar) == Ordering::Greater).then_some(next)
+    }
+
+    /// Where the page is known to end: the `remaining`-th buffered item's value of the
+    /// conditioned attribute, if that many are buffered (more reads can only bring it
+    /// forward). Kept until a read buffers more: emitting an item takes the first buffered
+    /// one and lowers `remaining` by one, which leaves it where it is.
+    fn known_end(&mut self, remaining: usize) -> Option<End> {
+        if !self.bounded() || remaining == 0 {
+            return None;
+        }
+        if let Some((at, end)) = &self.known {
+            // the cache was taken `at - remaining` items ago: the same end
+            let emitted = at.checked_sub(remaining);
+            if emitted.is_some() {
+                return end.clone();
+            }
+        }
+        let end = self.compute_known_end(remaining);
+        self.known = Some((remaining, end.clone()));
+        end
+    }
+
+    fn compute_known_end(&self, remaining: usize) -> Option<End> {
+        if self.buffered() < remaining {
+            return None;
+        }
+        let mut keys: Vec<(&Scalar, &Item)> = self
+            .lanes
             .iter()
-            .map(|&i| Ok((i, self.request(i, chunk)?)))
-            .collect::<Result<Vec<_>>>()?;
-        let store = self.query.store;
-        let results: Vec<(usize, Option<std::result::Result<crate::store::Page, _>>)> =
-            futures::stream::iter(requests.into_iter().map(|(i, request)| async move {
-                match request {
-                    Some(request) => (i, Some(store.query_page(&request).await)),
-                    None => (i, None),
-                }
-            }))
-            .buffer_unordered(self.throttle)
-            .collect()
-            .await;
-        for (i, result) in results {
-            let Some(result) = result else {
-                // the narrowed condition matches nothing
-                self.lanes[i].exhausted = true;
+            .flat_map(|l| l.buffer.iter())
+            .filter_map(|(p, item)| Some((p.tuple.get(self.at)?, item)))
+            .collect();
+        if keys.len() < remaining {
+            return None;
+        }
+        let (_, &mut (scalar, item), _) =
+            keys.select_nth_unstable_by(remaining - 1, |a, b| self.cmp_scalar(a.0, b.0));
+        let part = self.plan.multi.range.get(self.at)?;
+        Some(End {
+            scalar: scalar.clone(),
+            value: item.get(&*part.name)?.clone(),
+        })
+    }
+
+    /// Up to `free` lanes to read now, least advanced first: the unread lanes, then the lanes
+    /// that block the merge or are short of `bound`, skipping those being read. With nothing
+    /// buffered and a bound, a lane read up to it waits for the others (if they find nothing
+    /// either, the page predicts its end again) rather than read on without one.
+    fn targets(&self, free: usize, bound: Option<&End>) -> Vec<usize> {
+        let head = self
+            .head()
+            .and_then(|h| self.lanes[h].buffer.front())
+            .map(|(p, _)| p.tuple.as_slice());
+        let mut unread = Vec::new();
+        let mut read: Vec<(&Front, usize)> = Vec::new();
+        for (t, lane) in self.lanes.iter().enumerate() {
+            if lane.exhausted || lane.busy {
+                continue;
+            }
+            let Some(front) = &lane.frontier else {
+                unread.push(t);
                 continue;
             };
-            self.stats.shard_queries += 1;
-            let page = result.map_err(|source| Error::ShardQuery {
-                entity: self.query.tokens(),
-                index: self.query.index.clone(),
-                hash_key: self.plan.lanes[i]
-                    .shard
-                    .clone()
-                    .unwrap_or_else(|| format!("{:?}", self.query.hash)),
-                source: Box::new(source),
-            })?;
-            self.stats.items_read += page.items.len();
-            self.stats.consumed_capacity += page.consumed_capacity.unwrap_or(0.0);
-            self.take(i, page);
+            let short = bound.is_some_and(|b| !self.reaches(front, &b.scalar));
+            let wanted = match head {
+                Some(h) => short || !self.covers(front, h),
+                None => short || bound.is_none(),
+            };
+            if wanted {
+                read.push((front, t));
+            }
         }
-        Ok(())
+        read.sort_by(|a, b| self.cmp_front(a.0, b.0).then(a.1.cmp(&b.1)));
+        unread
+            .into_iter()
+            .chain(read.into_iter().map(|(_, t)| t))
+            .take(free)
+            .collect()
     }
 
-    /// The next read of lane `i`; `None` when nothing can match.
-    fn request(&self, i: usize, chunk: u32) -> Result<Option<QueryPage>> {
-        let lane = &self.lanes[i];
-        let def = &self.plan.lanes[i];
+    /// The next reads, at most `free`: the lane, the request, where it stops (if bounded) and
+    /// its limit. Each read stops at the known end of the page (taking everything up to it);
+    /// else at the predicted end, for lanes short of it, a little more than a fair share; else
+    /// it takes a fair share of what the page still wants. Lanes settled without a read
+    /// (nothing can match up to the end) are marked read that far.
+    fn schedule(
+        &mut self,
+        free: usize,
+        remaining: usize,
+        known: Option<&End>,
+        predicted: Option<&End>,
+        margin: f64,
+    ) -> Result<Vec<Scheduled>> {
+        let live = self.live();
+        let share = remaining.div_ceil(live);
+        let tail = estimate::poisson_limit(share, margin);
+        let alone = live == 1;
+        let bound = known.or(predicted);
+        let targets = self.targets(free, bound);
+        let mut reads = Vec::with_capacity(targets.len());
+        for t in targets {
+            let short_of = |end: &End| {
+                self.lanes[t]
+                    .frontier
+                    .as_ref()
+                    .is_none_or(|f| !self.reaches(f, &end.scalar))
+            };
+            // one item more than the page can take from the lane: a read that returns fewer
+            // than it asked shows the lane complete up to where it stops; and one more after a
+            // boundary (a lane reads from the boundary's value on, so it reads the previous
+            // page's last item again, unless it resumes right after it)
+            let extra = 1 + usize::from(self.after.is_some() && self.lanes[t].cursor.is_none());
+            let (end, limit) = match (known, predicted) {
+                (Some(known), _) => (Some(known), remaining.saturating_add(extra)),
+                // one lane left: what the page wants, read at once, without a bound
+                (None, _) if alone => (None, remaining.saturating_add(extra)),
+                (None, Some(predicted)) if short_of(predicted) => (Some(predicted), tail),
+                _ => (None, share.saturating_add(share.div_ceil(10))),
+            };
+            let cap = self.page_size.saturating_add(extra);
+            let limit = u32::try_from(limit.min(cap).max(1)).unwrap_or(u32::MAX);
+            if let Some((request, bounded)) = self.request(t, limit, end)? {
+                self.lanes[t].busy = true;
+                reads.push((t, request, end.filter(|_| bounded).cloned(), limit));
+            }
+        }
+        Ok(reads)
+    }
+
+    /// The next read of lane `t`, up to `end`; `None` when the lane is settled without one (it
+    /// was already read past the end, or nothing can match up to it). The flag tells whether
+    /// the read stops at the end.
+    fn request(
+        &mut self,
+        t: usize,
+        limit: u32,
+        end: Option<&End>,
+    ) -> Result<Option<(QueryPage, bool)>> {
         let q = self.query;
+        // a lane whose page key lies past the end holds nothing more up to it; DynamoDB would
+        // also reject a starting key outside the key condition
+        let position = self.lanes[t].cursor.as_ref().and_then(|k| self.tuple_of(k));
+        if let (Some(end), Some(position)) = (end, &position)
+            && position
+                .get(self.at)
+                .is_some_and(|v| self.cmp_scalar(&end.scalar, v) == Ordering::Less)
+        {
+            // every item before the page key was read: everything up to the end
+            let reached = Front::Through(end.scalar.clone());
+            let advances = self.lanes[t]
+                .frontier
+                .as_ref()
+                .is_none_or(|f| self.cmp_front(f, &reached) == Ordering::Less);
+            if advances {
+                self.lanes[t].frontier = Some(reached);
+            }
+            return Ok(None);
+        }
+        let after = self.boundary.as_ref().and_then(|b| match &b.last {
+            AttributeValue::L(values) => values.get(self.at),
+            _ => None,
+        });
+        let condition = if self.bounded() {
+            let condition = key_condition(
+                q.range.as_ref(),
+                after,
+                end.map(|e| &e.value),
+                self.descending(),
+            );
+            let Some(condition) = condition else {
+                // nothing can match up to the end (or at all)
+                let lane = &mut self.lanes[t];
+                match end {
+                    Some(end) => lane.frontier = Some(Front::Through(end.scalar.clone())),
+                    None => lane.exhausted = true,
+                }
+                return Ok(None);
+            };
+            condition
+        } else {
+            None
+        };
+        let def = &self.plan.lanes[t];
         let mut values = def
             .shard
             .iter()
@@ -645,42 +1092,74 @@ impl<S: Store> Run<'_, '_, S> {
         let mut request = QueryPage::new(first)
             .index(q.index.clone())
             .range_prefix(q.prefix.iter().cloned())
-            .descending(q.paging.descending)
-            .limit(chunk);
+            .descending(self.descending())
+            .limit(limit);
         for v in values {
             request = request.and_hash_key(v);
         }
-        // after a boundary, every read of the page is from the boundary's value of the
-        // conditioned attribute on
-        let at = q.prefix.len();
-        let bound = match &self.boundary_value {
-            Some(AttributeValue::L(values)) => values.get(at),
-            _ => None,
-        };
-        let condition = match bound {
-            None => q.range.clone(),
-            Some(t) => match from_boundary(q.range.as_ref(), t, q.paging.descending) {
-                Some(c) => Some(c),
-                None => return Ok(None),
-            },
-        };
         if let Some(c) = condition {
             request = request.range(c);
         }
-        Ok(Some(request.start_after(lane.cursor.clone())))
+        Ok(Some((
+            request.start_after(self.lanes[t].cursor.clone()),
+            end.is_some(),
+        )))
     }
 
-    /// Takes a read of lane `i`: buffers what belongs to the page's entities and lies after the
-    /// boundary, and moves the lane's frontier.
-    fn take(&mut self, i: usize, page: crate::store::Page) {
+    /// Applies a finished read to its lane.
+    fn settle(&mut self, (t, end, asked, result): Read) -> Result<()> {
+        self.lanes[t].busy = false;
+        let page = result.map_err(|source| Error::ShardQuery {
+            entity: self.query.tokens(),
+            index: self.query.index.clone(),
+            hash_key: self.plan.lanes[t]
+                .shard
+                .clone()
+                .unwrap_or_else(|| format!("{:?}", self.query.hash)),
+            source: Box::new(source),
+        })?;
+        self.stats.items_read += page.items.len();
+        self.stats.consumed_capacity += page.consumed_capacity.unwrap_or(0.0);
+        let limit_reached = page.items.len() >= usize::try_from(asked).unwrap_or(usize::MAX);
+        self.take(t, page, limit_reached, end);
+        Ok(())
+    }
+
+    /// The sort tuple of an item or a page key.
+    fn tuple_of(&self, item: &Item) -> Option<Vec<Scalar>> {
+        self.plan
+            .multi
+            .range
+            .iter()
+            .map(|p| item.get(&*p.name).and_then(|v| Scalar::of(v, p.key_type)))
+            .collect()
+    }
+
+    /// The page key of an item of lane `t`: the table keys and every index key attribute.
+    fn key_of(&self, item: &Item) -> Option<Item> {
+        let table = self.plan.entities.first()?.table();
+        let names = [&*table.hash_key, &*table.range_key]
+            .into_iter()
+            .chain(self.plan.multi.hash_names())
+            .chain(self.plan.multi.range_names());
+        let mut key = Item::default();
+        for name in names {
+            key.insert(name.to_owned(), item.get(name)?.clone());
+        }
+        Some(key)
+    }
+
+    /// Takes a read of lane `t`: buffers what belongs to the page's entities and lies after the
+    /// boundary, and moves the lane's read position: to the page key, or when there is none,
+    /// to "complete up to the end" or "exhausted".
+    fn take(&mut self, t: usize, page: crate::store::Page, limit_reached: bool, end: Option<End>) {
+        let last_read = page.items.last().and_then(|item| self.key_of(item));
         let mut kept = Vec::new();
-        let mut frontier = None;
         for item in page.items {
             let Some(place) = place_of(self.plan, &item) else {
                 continue;
             };
-            frontier = Some(place.tuple.clone());
-            if !self.belongs(i, &item) {
+            if !self.belongs(t, &item) {
                 continue;
             }
             if let Some(after) = &self.after
@@ -693,18 +1172,113 @@ impl<S: Store> Run<'_, '_, S> {
             }
             kept.push((place, item));
         }
-        let descending = self.query.paging.descending;
-        let lane = &mut self.lanes[i];
-        if frontier.is_some() {
-            lane.frontier = frontier;
+        if !kept.is_empty() {
+            self.known = None;
         }
-        lane.buffer.extend(kept);
-        lane.buffer.sort_by(|(a, _), (b, _)| {
-            let o = a.cmp(b);
-            if descending { o.reverse() } else { o }
-        });
-        lane.exhausted = page.last_evaluated_key.is_none();
-        lane.cursor = page.last_evaluated_key;
+        // DynamoDB returns a page key whenever the limit is reached; DynamoDB Local omits it
+        // when the last item sits exactly on an inclusive bound, although equal keys may
+        // follow: resume after the last item rather than trust "complete"
+        let last_evaluated_key = match page.last_evaluated_key {
+            Some(key) => Some(key),
+            None if limit_reached => last_read.clone(),
+            None => None,
+        };
+        let position = last_evaluated_key.as_ref().and_then(|k| self.tuple_of(k));
+        let descending = self.descending();
+        let bounded_read = end.is_some();
+        let through = end.map(|e| Front::Through(e.scalar));
+        let advance = |lane: &Lane, front: Front, run: &Self| {
+            lane.frontier
+                .as_ref()
+                .is_none_or(|f| run.cmp_front(f, &front) == Ordering::Less)
+                .then_some(front)
+        };
+        let next_front = match (&last_evaluated_key, position, through) {
+            (Some(_), Some(position), _) => advance(&self.lanes[t], Front::At(position), self),
+            (None, _, Some(through)) => advance(&self.lanes[t], through, self),
+            _ => None,
+        };
+        let lane = &mut self.lanes[t];
+        for (place, item) in kept {
+            // a store gives equal tuples in no promised order: keep the lane's buffer in scan
+            // order of (tuple, tie-breaker)
+            let at = lane
+                .buffer
+                .iter()
+                .rposition(|(p, _)| {
+                    let o = p.cmp(&place);
+                    (if descending { o.reverse() } else { o }) != Ordering::Greater
+                })
+                .map_or(0, |i| i + 1);
+            lane.buffer.insert(at, (place, item));
+        }
+        if let Some(front) = next_front {
+            lane.frontier = Some(front);
+        }
+        if last_evaluated_key.is_none() && !bounded_read {
+            // an unbounded read that ran out: nothing is left
+            lane.exhausted = true;
+        }
+        if let Some(key) = last_evaluated_key.or(last_read) {
+            lane.cursor = Some(key);
+        }
+    }
+
+    /// The boundary after a page whose first item has `first` as its conditioned value and
+    /// whose last item is `last` (its lane, place, conditioned value and item).
+    fn next_boundary(
+        &self,
+        first: &AttributeValue,
+        (lane, place, value, item): (usize, &Place, &AttributeValue, &Item),
+        predicted: Option<&End>,
+        returned: usize,
+    ) -> Boundary {
+        // the next page resumes the last item's lane right after it, unless an item left in
+        // some lane ties with it (then every lane reads its value again)
+        let ties = self
+            .lanes
+            .iter()
+            .any(|l| l.buffer.iter().any(|(p, _)| p.tuple == place.tuple));
+        // every lane read up to the prediction: the items found up to there measure how far a
+        // page reaches
+        let measured = predicted
+            .filter(|end| {
+                self.lanes.iter().all(|l| {
+                    l.exhausted
+                        || l.frontier
+                            .as_ref()
+                            .is_some_and(|f| self.reaches(f, &end.scalar))
+                })
+            })
+            .and_then(|end| {
+                let through = self
+                    .lanes
+                    .iter()
+                    .flat_map(|l| l.buffer.iter())
+                    .filter(|(p, _)| {
+                        p.tuple
+                            .get(self.at)
+                            .is_some_and(|v| self.cmp_scalar(v, &end.scalar) != Ordering::Greater)
+                    })
+                    .count();
+                let found = returned + through;
+                // counts of one page, far below 2^52
+                #[allow(clippy::cast_precision_loss)]
+                let ratio = returned as f64 / found as f64;
+                (found > 0).then_some((&end.value, ratio))
+            });
+        let span = self.boundary.as_ref().and_then(|b| self.span(b));
+        let start = if self.bounded() {
+            estimate::span_start(span.as_ref().map(|(f, l)| (f, l)), first, value, measured)
+        } else {
+            AttributeValue::N("0".into())
+        };
+        Boundary {
+            first: start,
+            last: tuple_value(&self.plan.multi, item),
+            unique: join_tie(&place.tie),
+            lane: (!ties).then_some(lane),
+        }
     }
 
     /// Whether an item of lane `i` is a record of one of the query's entities (an unsharded
@@ -789,61 +1363,252 @@ fn tuple_value(multi: &MultiKey, item: &Item) -> AttributeValue {
     )
 }
 
-/// The user's condition narrowed to what lies at or after `t` in scan order (ascending: `>= t`;
-/// descending: `<= t`); `None` when nothing can match. A `begins_with` is kept as it is (it
-/// cannot be combined with a bound in one key condition).
-fn from_boundary(
+/// One end of a range of the conditioned attribute.
+#[derive(Clone, Debug)]
+struct Limit {
+    value: AttributeValue,
+    inclusive: bool,
+}
+
+/// The key condition of a read: the user's condition on the conditioned attribute, narrowed
+/// to what lies at or after `from` (the boundary's value) and at or before `to` (where the read
+/// stops) in scan order. `None` when nothing can match; `Some(None)` for no condition. The
+/// result may hold more than asked (an exclusive end becomes inclusive when two ends combine,
+/// a prefix a range up to its successor): reads skip what the user's condition does not hold.
+#[allow(clippy::option_option)] // "nothing can match" and "no condition" differ
+fn key_condition(
     user: Option<&RangeCondition>,
-    t: &AttributeValue,
+    from: Option<&AttributeValue>,
+    to: Option<&AttributeValue>,
     descending: bool,
-) -> Option<RangeCondition> {
+) -> Option<Option<RangeCondition>> {
     use RangeCondition as R;
     let cmp = |a: &AttributeValue, b: &AttributeValue| estimate::compare(a, b);
-    let max = |a: &AttributeValue, b: &AttributeValue| {
-        if cmp(a, b) == Ordering::Less {
-            b.clone()
-        } else {
-            a.clone()
-        }
+    let at = |value: &AttributeValue, inclusive: bool| {
+        Some(Limit {
+            value: value.clone(),
+            inclusive,
+        })
     };
-    let min = |a: &AttributeValue, b: &AttributeValue| {
-        if cmp(a, b) == Ordering::Greater {
-            b.clone()
-        } else {
-            a.clone()
-        }
+    let (mut low, mut high, mut prefix) = (None, None, None);
+    match user {
+        None => {}
+        Some(R::Eq(v)) => (low, high) = (at(v, true), at(v, true)),
+        Some(R::Lt(v)) => high = at(v, false),
+        Some(R::Le(v)) => high = at(v, true),
+        Some(R::Gt(v)) => low = at(v, false),
+        Some(R::Ge(v)) => low = at(v, true),
+        Some(R::Between(a, b)) => (low, high) = (at(a, true), at(b, true)),
+        Some(R::BeginsWith(p)) => prefix = Some(p.clone()),
+    }
+    // the tighter of two lower (or upper) ends
+    let tighter = |current: Option<Limit>, new: Option<&AttributeValue>, upper: bool| {
+        let Some(new) = new else { return current };
+        Some(match current {
+            None => Limit {
+                value: new.clone(),
+                inclusive: true,
+            },
+            // at the same value, the current end (exclusive or not) is as tight
+            Some(c) => match (cmp(new, &c.value), upper) {
+                (Ordering::Less, true) | (Ordering::Greater, false) => Limit {
+                    value: new.clone(),
+                    inclusive: true,
+                },
+                _ => c,
+            },
+        })
     };
-    Some(if descending {
-        // keep <= t
-        match user {
-            None => R::Le(t.clone()),
-            Some(R::Eq(v)) if cmp(v, t) == Ordering::Greater => return None,
-            Some(R::Lt(v)) if cmp(v, t) == Ordering::Greater => R::Le(t.clone()),
-            Some(c @ (R::Eq(_) | R::BeginsWith(_) | R::Lt(_))) => c.clone(),
-            Some(R::Le(v)) => R::Le(min(v, t)),
-            Some(R::Gt(v) | R::Ge(v)) if cmp(v, t) == Ordering::Greater => return None,
-            Some(R::Gt(v) | R::Ge(v)) => R::Between(v.clone(), t.clone()),
-            Some(R::Between(a, _)) if cmp(a, t) == Ordering::Greater => return None,
-            Some(R::Between(a, b)) => R::Between(a.clone(), min(b, t)),
-        }
-    } else {
-        // keep >= t
-        match user {
-            None => R::Ge(t.clone()),
-            Some(R::Eq(v)) if cmp(v, t) == Ordering::Less => return None,
-            Some(R::Gt(v)) if cmp(v, t) == Ordering::Less => R::Ge(t.clone()),
-            Some(c @ (R::Eq(_) | R::BeginsWith(_) | R::Gt(_))) => c.clone(),
-            Some(R::Ge(v)) => R::Ge(max(v, t)),
-            Some(R::Lt(v) | R::Le(v)) if cmp(v, t) == Ordering::Less => return None,
-            Some(R::Lt(v) | R::Le(v)) => R::Between(t.clone(), v.clone()),
-            Some(R::Between(_, b)) if cmp(b, t) == Ordering::Less => return None,
-            Some(R::Between(a, b)) => R::Between(max(a, t), b.clone()),
-        }
+    let (lower_end, upper_end) = if descending { (to, from) } else { (from, to) };
+    if let Some(p) = &prefix
+        && (lower_end.is_some() || upper_end.is_some())
+    {
+        // a prefix is the range from itself up to its successor (exclusive)
+        low = at(p, true);
+        high = prefix_successor(p).and_then(|next| at(&next, false));
+        prefix = None;
+    }
+    let low = tighter(low, lower_end, false);
+    let high = tighter(high, upper_end, true);
+    if let Some(p) = prefix {
+        return Some(Some(R::BeginsWith(p)));
+    }
+    Some(match (low, high) {
+        (Some(l), Some(h)) => match cmp(&l.value, &h.value) {
+            Ordering::Greater => return None,
+            Ordering::Equal if !(l.inclusive && h.inclusive) => return None,
+            Ordering::Equal => Some(R::Eq(l.value)),
+            Ordering::Less => Some(R::Between(l.value, h.value)),
+        },
+        (Some(l), None) if l.inclusive => Some(R::Ge(l.value)),
+        (Some(l), None) => Some(R::Gt(l.value)),
+        (None, Some(h)) if h.inclusive => Some(R::Le(h.value)),
+        (None, Some(h)) => Some(R::Lt(h.value)),
+        (None, None) => None,
     })
+}
+
+/// The least value greater than every value that starts with `prefix` (itself not starting
+/// with it), or `None` when there is none.
+fn prefix_successor(prefix: &AttributeValue) -> Option<AttributeValue> {
+    match prefix {
+        AttributeValue::S(p) => {
+            let mut chars: Vec<char> = p.chars().collect();
+            while let Some(last) = chars.pop() {
+                let next = (u32::from(last) + 1..=u32::from(char::MAX)).find_map(char::from_u32);
+                if let Some(next) = next {
+                    chars.push(next);
+                    return Some(AttributeValue::S(chars.into_iter().collect()));
+                }
+            }
+            None
+        }
+        AttributeValue::B(p) => {
+            let mut bytes = p.clone();
+            while let Some(last) = bytes.pop() {
+                if last < u8::MAX {
+                    bytes.push(last + 1);
+                    return Some(AttributeValue::B(bytes));
+                }
+            }
+            None
+        }
+        _ => None,
+    }
 }
 
 fn now_ms() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// Whether `x` meets `c`, evaluated here apart from the code under test.
+    fn meets(condition: &RangeCondition, value: &AttributeValue) -> bool {
+        use RangeCondition as R;
+        let order = |other: &AttributeValue| estimate::compare(value, other);
+        match condition {
+            R::Eq(v) => order(v).is_eq(),
+            R::Lt(v) => order(v).is_lt(),
+            R::Le(v) => order(v).is_le(),
+            R::Gt(v) => order(v).is_gt(),
+            R::Ge(v) => order(v).is_ge(),
+            R::Between(low, high) => order(low).is_ge() && order(high).is_le(),
+            R::BeginsWith(prefix) => match (value, prefix) {
+                (AttributeValue::S(text), AttributeValue::S(p)) => text.starts_with(p.as_str()),
+                _ => false,
+            },
+        }
+    }
+
+    fn text(v: &str) -> AttributeValue {
+        AttributeValue::S(v.to_owned())
+    }
+
+    /// Strings over a small alphabet, so that prefixes and bounds meet.
+    fn word() -> impl Strategy<Value = String> {
+        proptest::collection::vec(prop_oneof![Just('a'), Just('b'), Just('c')], 0..3)
+            .prop_map(|chars| chars.into_iter().collect())
+    }
+
+    fn condition() -> impl Strategy<Value = Option<RangeCondition>> {
+        use RangeCondition as R;
+        proptest::option::of(prop_oneof![
+            word().prop_map(|v| R::Eq(text(&v))),
+            word().prop_map(|v| R::Lt(text(&v))),
+            word().prop_map(|v| R::Le(text(&v))),
+            word().prop_map(|v| R::Gt(text(&v))),
+            word().prop_map(|v| R::Ge(text(&v))),
+            (word(), word()).prop_map(|(a, b)| R::Between(text(&a), text(&b))),
+            word().prop_map(|v| R::BeginsWith(text(&v))),
+        ])
+    }
+
+    proptest! {
+        /// A read's key condition holds every value the user's condition holds between the
+        /// boundary and the end (in scan order), and nothing beyond them; "nothing can match"
+        /// only when no value is wanted.
+        #[test]
+        fn key_conditions_cover_what_the_page_wants(
+            user in condition(),
+            from in proptest::option::of(word()),
+            to in proptest::option::of(word()),
+            descending: bool,
+        ) {
+            let (from, to) = (from.map(|v| text(&v)), to.map(|v| text(&v)));
+            let scan = |a: &AttributeValue, b: &AttributeValue| {
+                let o = estimate::compare(a, b);
+                if descending { o.reverse() } else { o }
+            };
+            let wanted = |x: &AttributeValue| {
+                user.as_ref().is_none_or(|c| meets(c, x))
+                    && from.as_ref().is_none_or(|f| scan(x, f).is_ge())
+                    && to.as_ref().is_none_or(|t| scan(x, t).is_le())
+            };
+            let got = key_condition(user.as_ref(), from.as_ref(), to.as_ref(), descending);
+            // every string of up to 3 letters of the alphabet, and a few beyond it
+            let mut values = vec![String::new()];
+            for _ in 0..3 {
+                let longer: Vec<String> = values
+                    .iter()
+                    .flat_map(|v| ["a", "b", "c", "d"].map(|c| format!("{v}{c}")))
+                    .collect();
+                values.extend(longer);
+            }
+            values.sort();
+            values.dedup();
+            for x in values.iter().map(|v| text(v)) {
+                match &got {
+                    None => prop_assert!(!wanted(&x), "{x:?} is wanted, yet nothing matches"),
+                    Some(None) => {
+                        prop_assert!(user.is_none() && from.is_none() && to.is_none());
+                    }
+                    Some(Some(c)) => {
+                        if wanted(&x) {
+                            prop_assert!(meets(c, &x), "{x:?} wanted, not in {c:?}");
+                        }
+                        let bounded = !matches!(c, RangeCondition::BeginsWith(_));
+                        if bounded && meets(c, &x) {
+                            prop_assert!(from.as_ref().is_none_or(|f| scan(&x, f).is_ge()));
+                            prop_assert!(to.as_ref().is_none_or(|t| scan(&x, t).is_le()));
+                        }
+                    }
+                }
+            }
+            if let Some(Some(RangeCondition::BeginsWith(_))) = &got {
+                prop_assert!(from.is_none() && to.is_none(), "a prefix is narrowed by its ends");
+            }
+        }
+    }
+
+    #[test]
+    fn key_conditions_narrow_numbers_to_the_page() {
+        use RangeCondition as R;
+        let n = |v: i64| AttributeValue::N(v.to_string());
+        // ascending from the boundary 5 up to the end 9, within >= 3
+        assert_eq!(
+            key_condition(Some(&R::Ge(n(3))), Some(&n(5)), Some(&n(9)), false),
+            Some(Some(R::Between(n(5), n(9))))
+        );
+        // descending: from 9 down to 5
+        assert_eq!(
+            key_condition(None, Some(&n(9)), Some(&n(5)), true),
+            Some(Some(R::Between(n(5), n(9))))
+        );
+        // an exclusive end meeting the boundary: nothing
+        assert_eq!(
+            key_condition(Some(&R::Lt(n(5))), Some(&n(5)), None, false),
+            None
+        );
+        assert_eq!(
+            key_condition(Some(&R::Eq(n(5))), Some(&n(5)), Some(&n(7)), false),
+            Some(Some(R::Eq(n(5))))
+        );
+    }
 }
