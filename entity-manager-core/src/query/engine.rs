@@ -31,6 +31,11 @@
 //! The predicted end extrapolates the distance the pages cover, a running average for number
 //! range keys (see [`estimate::span_start`]), by a margin that shrinks with the page's size
 //! ([`estimate::margin`]). With one live lane, a read asks for what the page wants at once.
+//! Over more lanes than one round of the throttle (number range keys), the ends are *staged*:
+//! the first round is bounded where the page ends with probability
+//! [`estimate::FIRST_QUANTILE`], and the first reads of the other lanes where it ends with
+//! probability [`estimate::LATER_QUANTILE`] given what the reads back found
+//! ([`estimate::Evidence`]: items buffered, how far each lane is read).
 //!
 //! Range keys are compared as [`Pos`]itions, parsed once per item read, and the lanes are kept
 //! in ordered sets (by next item, by how far they are read), so that choosing the next item or
