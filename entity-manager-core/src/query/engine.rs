@@ -1184,7 +1184,7 @@ fn starts_with(value: &AttributeValue, prefix: &AttributeValue) -> bool {
 
 /// The least value greater than every value that starts with `prefix` (itself not starting
 /// with it), or `None` when there is none.
-fn prefix_successor(prefix: &AttributeValue) -> Option<AttributeValue> {
+pub(crate) fn prefix_successor(prefix: &AttributeValue) -> Option<AttributeValue> {
     match prefix {
         AttributeValue::S(p) => {
             let mut chars: Vec<char> = p.chars().collect();

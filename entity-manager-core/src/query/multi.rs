@@ -55,6 +55,7 @@ use futures::stream::FuturesUnordered;
 use serde_dynamo::{AttributeValue, Item};
 use sha2::{Digest as _, Sha256};
 
+use super::engine::prefix_successor;
 use super::estimate;
 use super::token::{self, Boundary, StreamState, TokenState};
 use super::{Paging, QueryPageResult, QueryStats};
@@ -1446,35 +1447,6 @@ fn key_condition(
         (None, Some(h)) => Some(R::Lt(h.value)),
         (None, None) => None,
     })
-}
-
-/// The least value greater than every value that starts with `prefix` (itself not starting
-/// with it), or `None` when there is none.
-fn prefix_successor(prefix: &AttributeValue) -> Option<AttributeValue> {
-    match prefix {
-        AttributeValue::S(p) => {
-            let mut chars: Vec<char> = p.chars().collect();
-            while let Some(last) = chars.pop() {
-                let next = (u32::from(last) + 1..=u32::from(char::MAX)).find_map(char::from_u32);
-                if let Some(next) = next {
-                    chars.push(next);
-                    return Some(AttributeValue::S(chars.into_iter().collect()));
-                }
-            }
-            None
-        }
-        AttributeValue::B(p) => {
-            let mut bytes = p.clone();
-            while let Some(last) = bytes.pop() {
-                if last < u8::MAX {
-                    bytes.push(last + 1);
-                    return Some(AttributeValue::B(bytes));
-                }
-            }
-            None
-        }
-        _ => None,
-    }
 }
 
 fn now_ms() -> u64 {
