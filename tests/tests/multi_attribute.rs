@@ -16,6 +16,7 @@
 //! The store conformance cases of multi-attribute keys are in `store_conformance.rs`.
 #![allow(clippy::struct_field_names)] // fields are named after their attributes
 
+mod league;
 mod store_support;
 
 use std::cmp::Ordering;
@@ -24,10 +25,10 @@ use std::collections::BTreeSet;
 use entity_manager::store::{
     Expect, GlobalIndex, KeyType, MemoryStore, QueryPage, RangeCondition, Store, TableDefinition,
 };
-use entity_manager::{Entity, EntityExt, Item, Table};
+use entity_manager::{Entity, EntityExt, Item};
+use league::{Coach, Player, PlayerIndex, Roster, league};
 use proptest::prelude::*;
 use proptest::strategy::ValueTree as _;
-use serde::{Deserialize, Serialize};
 use serde_json::json;
 use store_support::{TestResult, all_pages, item, n, s, text};
 
@@ -352,55 +353,6 @@ async fn dynamodb_matches_the_oracle() -> TestResult {
 
 // =============================================================================================
 // the derive
-
-#[derive(Table)]
-#[table(entities(Player, Coach))]
-struct League;
-
-/// A sharded player with two multi-attribute indexes: by team and region (unsharded), and by
-/// organisation (sharded: the table hash key leads the partition attributes).
-#[derive(Entity, Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[serde(rename_all = "camelCase")]
-#[entity(table = League, unique = player_id, timestamp = created)]
-#[shard_bumps(bumps = [bump(timestamp = 0, char_bits = 2, chars = 1)])]
-#[index(name = "byTeam", hash = [team_id, region], range = [score, nickname])]
-#[index(name = "byOrg", hash = [org_id], range = [score, created], sharded)]
-struct Player {
-    #[transcode("string")]
-    player_id: String,
-    #[transcode("timestamp")]
-    created: u64,
-    team_id: String,
-    region: String,
-    org_id: String,
-    score: i64,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    nickname: Option<String>,
-}
-
-/// A coach shares both indexes with the players (the same names and key attributes): a team's
-/// players and coaches form an item collection.
-#[derive(Entity, Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[serde(rename_all = "camelCase")]
-#[entity(table = League, unique = coach_id, timestamp = created)]
-#[shard_bumps(bumps = [bump(timestamp = 0, char_bits = 1, chars = 1)])]
-#[index(name = "byTeam", hash = [team_id, region], range = [score, nickname])]
-#[index(name = "byOrg", hash = [org_id], range = [score, created], sharded)]
-struct Coach {
-    #[transcode("string")]
-    coach_id: String,
-    #[transcode("timestamp")]
-    created: u64,
-    team_id: String,
-    region: String,
-    org_id: String,
-    score: i64,
-    nickname: Option<String>,
-}
-
-fn league() -> Result<TableDefinition, BoxError> {
-    Ok(TableDefinition::from_schema(League::schema()?)?)
-}
 
 #[test]
 fn the_derive_makes_multi_attribute_indexes() -> TestResult {
@@ -896,13 +848,6 @@ mod query_oracle {
         assert!(matches!(e, Error::Token(TokenError::OtherQuery)), "{e:?}");
         Ok(())
     }
-}
-
-/// A team's players and coaches, as one typed enum.
-#[derive(entity_manager::Collection, Debug, PartialEq)]
-enum Roster {
-    Player(Player),
-    Coach(Coach),
 }
 
 /// A collection query returns players and coaches, told apart by their entity token, in exact

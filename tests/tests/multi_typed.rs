@@ -12,75 +12,20 @@
 //!   oracle, by pages and by stream.
 #![allow(clippy::struct_field_names)] // fields are named after their attributes
 
+mod league;
 mod store_support;
 
 use entity_manager::field::{Condition, Field};
 use entity_manager::query::{Collection as _, MultiQuery, TryStreamExt as _};
-use entity_manager::store::{MemoryStore, RangeCondition, Store, TableDefinition};
+use entity_manager::store::{MemoryStore, RangeCondition, Store};
 use entity_manager::{AttributeValue, Entity, EntityExt, EntitySchema, Error, Table};
+use league::{Coach, CoachIndex, Player, PlayerIndex, Roster, league};
 use proptest::prelude::*;
 use proptest::strategy::ValueTree as _;
 use serde::{Deserialize, Serialize};
 use store_support::{TestResult, n, s};
 
 type BoxError = Box<dyn std::error::Error>;
-
-#[derive(Table)]
-#[table(entities(Player, Coach))]
-struct League;
-
-/// A sharded player: by team and region (unsharded multi-attribute key), by organisation
-/// (sharded), and by creation (a classic key).
-#[derive(Entity, Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[serde(rename_all = "camelCase")]
-#[entity(table = League, unique = player_id, timestamp = created)]
-#[shard_bumps(bumps = [bump(timestamp = 0, char_bits = 2, chars = 1)])]
-#[index(name = "byTeam", hash = [team_id, region], range = [score, nickname])]
-#[index(name = "byOrg", hash = [org_id], range = [score, created], sharded)]
-#[index(name = "byCreated", range = created)]
-struct Player {
-    #[transcode("string")]
-    player_id: String,
-    #[transcode("timestamp")]
-    created: u64,
-    team_id: String,
-    region: String,
-    org_id: String,
-    score: i64,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    nickname: Option<String>,
-}
-
-/// A coach shares the two multi-attribute indexes with the players: an item collection.
-#[derive(Entity, Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[serde(rename_all = "camelCase")]
-#[entity(table = League, unique = coach_id, timestamp = created)]
-#[shard_bumps(bumps = [bump(timestamp = 0, char_bits = 1, chars = 1)])]
-#[index(name = "byTeam", hash = [team_id, region], range = [score, nickname])]
-#[index(name = "byOrg", hash = [org_id], range = [score, created], sharded)]
-struct Coach {
-    #[transcode("string")]
-    coach_id: String,
-    #[transcode("timestamp")]
-    created: u64,
-    team_id: String,
-    region: String,
-    org_id: String,
-    score: i64,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    nickname: Option<String>,
-}
-
-/// A team's players and coaches.
-#[derive(entity_manager::Collection, Debug, Clone, PartialEq)]
-enum Roster {
-    Player(Player),
-    Coach(Coach),
-}
-
-fn league() -> Result<TableDefinition, BoxError> {
-    Ok(TableDefinition::from_schema(League::schema()?)?)
-}
 
 // =============================================================================================
 // random records and queries
