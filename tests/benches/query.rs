@@ -88,6 +88,12 @@ fn load(schema: &Schema, records: &[Item]) -> BenchResult<(MemoryStore, usize)> 
         .iter()
         .map(|r| user.add_keys(r))
         .collect::<Result<_, _>>()?;
+    let populated = stored(&store, keyed)?;
+    Ok((store, populated))
+}
+
+/// Writes `keyed` items to `store`; the number of distinct hash keys (populated shards).
+fn stored(store: &MemoryStore, keyed: Vec<Item>) -> BenchResult<usize> {
     let populated: HashSet<&str> = keyed
         .iter()
         .filter_map(|i| match i.get("hashKey") {
@@ -97,7 +103,7 @@ fn load(schema: &Schema, records: &[Item]) -> BenchResult<(MemoryStore, usize)> 
         .collect();
     let populated = populated.len();
     block_on(store.batch_write(keyed.into_iter().map(WriteRequest::Put).collect()))?;
-    Ok((store, populated))
+    Ok(populated)
 }
 
 /// Pages `query` to the end; returns the items and the summed stats.
@@ -517,15 +523,7 @@ fn fanout_v2_multi(
                 Ok(players.add_keys(&item)?)
             })
             .collect::<BenchResult<_>>()?;
-        let populated: HashSet<String> = keyed
-            .iter()
-            .filter_map(|i| match i.get("hashKey") {
-                Some(AttributeValue::S(h)) => Some(h.clone()),
-                _ => None,
-            })
-            .collect();
-        let populated = populated.len();
-        block_on(store.batch_write(keyed.into_iter().map(WriteRequest::Put).collect()))?;
+        let populated = stored(&store, keyed)?;
         let store = v2_store(store, timer);
         macro_rules! query {
             ($store:expr) => {

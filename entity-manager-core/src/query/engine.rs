@@ -894,9 +894,7 @@ impl<S: Store> Engine<'_, '_, S> {
         predicted: Option<&End>,
         margin: f64,
     ) -> Vec<(usize, QueryPage, Option<End>, u32)> {
-        let share = remaining.div_ceil(merge.live());
-        let tail = estimate::poisson_limit(share, margin);
-        let alone = merge.live() == 1;
+        let live = merge.live();
         let bound = known.or(predicted);
         let targets = merge.targets(free, bound.map(|b| &b.pos));
         let mut reads = Vec::with_capacity(targets.len());
@@ -915,15 +913,13 @@ impl<S: Store> Engine<'_, '_, S> {
             // so it reads the previous page's last item again, unless it resumes right after it)
             let extra =
                 1 + usize::from(merge.after.is_some() && merge.lanes[t].read_from.is_none());
-            let (end, limit) = match (known, predicted) {
-                (Some(known), _) => (Some(known), remaining.saturating_add(extra)),
-                // one lane left: what the page wants, read at once, without a bound
-                (None, _) if alone => (None, remaining.saturating_add(extra)),
-                (None, Some(predicted)) if short_of(predicted) => (Some(predicted), tail),
-                _ => (None, share.saturating_add(share.div_ceil(10))),
-            };
-            let cap = self.page_size.saturating_add(extra);
-            let limit = u32::try_from(limit.min(cap).max(1)).unwrap_or(u32::MAX);
+            let (end, limit) = estimate::next_read(
+                (known, predicted),
+                short_of,
+                (remaining, live, margin),
+                extra,
+                self.page_size,
+            );
             let after = merge.after.as_ref().map(|a| &a.value);
             let request = {
                 let lower = after.cloned();

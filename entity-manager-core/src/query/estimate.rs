@@ -377,6 +377,37 @@ pub(crate) fn poisson_limit(share: usize, margin: f64) -> usize {
     limit.max(1)
 }
 
+/// Where the next read of a lane stops and how many items it asks for, on a page that still
+/// wants `remaining` items over `live` lanes: at the page's `known` end, taking everything up to
+/// it (it cannot overshoot); with one lane left, what the page wants, unbounded; at the
+/// `predicted` end, for a lane `short_of` it, a Poisson-sized share ([`poisson_limit`] with
+/// `margin`); else a fair share unbounded. `extra`: the items the lane reads that the page
+/// cannot take (one more, so that a read returning fewer than it asked shows the lane complete
+/// up to where it stops, and the boundary's item when the lane reads it again). At most
+/// `page_size + extra`.
+pub(crate) fn next_read<'e, E>(
+    (known, predicted): (Option<&'e E>, Option<&'e E>),
+    short_of: impl FnOnce(&E) -> bool,
+    (remaining, live, margin): (usize, usize, f64),
+    extra: usize,
+    page_size: usize,
+) -> (Option<&'e E>, u32) {
+    let share = remaining.div_ceil(live.max(1));
+    let (end, limit) = match (known, predicted) {
+        (Some(known), _) => (Some(known), remaining.saturating_add(extra)),
+        (None, _) if live == 1 => (None, remaining.saturating_add(extra)),
+        (None, Some(predicted)) if short_of(predicted) => {
+            (Some(predicted), poisson_limit(share, margin))
+        }
+        _ => (None, share.saturating_add(share.div_ceil(10))),
+    };
+    let cap = page_size.saturating_add(extra);
+    (
+        end,
+        u32::try_from(limit.min(cap).max(1)).unwrap_or(u32::MAX),
+    )
+}
+
 /// Orders two range key values as DynamoDB does (strings and binary by bytes, numbers
 /// numerically); values of other types compare as equal.
 pub(crate) fn compare(a: &AttributeValue, b: &AttributeValue) -> Ordering {

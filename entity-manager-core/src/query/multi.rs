@@ -993,9 +993,6 @@ impl<S: Store> Run<'_, '_, S> {
         margin: f64,
     ) -> Result<Vec<Scheduled>> {
         let live = self.live();
-        let share = remaining.div_ceil(live);
-        let tail = estimate::poisson_limit(share, margin);
-        let alone = live == 1;
         let bound = known.or(predicted);
         let targets = self.targets(free, bound);
         let mut reads = Vec::with_capacity(targets.len());
@@ -1011,15 +1008,13 @@ impl<S: Store> Run<'_, '_, S> {
             // boundary (a lane reads from the boundary's value on, so it reads the previous
             // page's last item again, unless it resumes right after it)
             let extra = 1 + usize::from(self.after.is_some() && self.lanes[t].cursor.is_none());
-            let (end, limit) = match (known, predicted) {
-                (Some(known), _) => (Some(known), remaining.saturating_add(extra)),
-                // one lane left: what the page wants, read at once, without a bound
-                (None, _) if alone => (None, remaining.saturating_add(extra)),
-                (None, Some(predicted)) if short_of(predicted) => (Some(predicted), tail),
-                _ => (None, share.saturating_add(share.div_ceil(10))),
-            };
-            let cap = self.page_size.saturating_add(extra);
-            let limit = u32::try_from(limit.min(cap).max(1)).unwrap_or(u32::MAX);
+            let (end, limit) = estimate::next_read(
+                (known, predicted),
+                short_of,
+                (remaining, live, margin),
+                extra,
+                self.page_size,
+            );
             if let Some((request, bounded)) = self.request(t, limit, end)? {
                 self.lanes[t].busy = true;
                 reads.push((t, request, end.filter(|_| bounded).cloned(), limit));
