@@ -92,7 +92,8 @@ fn side() -> impl Strategy<Value = Side> {
 }
 
 /// Every record in the query's shards that one of the sides matches, in scan order: range key,
-/// then table key (the order a GSI holds equal keys in), reversed when descending.
+/// then table hash key (the lane), then table range key (the order `MemoryStore` holds equal
+/// keys in within a lane), reversed when descending.
 fn oracle_of(
     user: EntitySchema<'_>,
     records: &[Record],
@@ -112,11 +113,17 @@ fn oracle_of(
         }
     }
     out.sort_by(|a, b| {
-        let o = order(&a["created"], &b["created"]).then_with(|| {
-            text(a, "rangeKey")
-                .as_bytes()
-                .cmp(text(b, "rangeKey").as_bytes())
-        });
+        let o = order(&a["created"], &b["created"])
+            .then_with(|| {
+                text(a, "hashKey")
+                    .as_bytes()
+                    .cmp(text(b, "hashKey").as_bytes())
+            })
+            .then_with(|| {
+                text(a, "rangeKey")
+                    .as_bytes()
+                    .cmp(text(b, "rangeKey").as_bytes())
+            });
         if descending { o.reverse() } else { o }
     });
     Ok(out)

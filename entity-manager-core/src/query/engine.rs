@@ -1,45 +1,61 @@
 //! One page of one merged stream: a k-way merge over shard lanes.
 //!
-//! Every lane (one shard of one index) is read in range-key order. An item is emitted only when
-//! no lane can still hold an earlier one, so pages are exact.
+//! # Order
+//!
+//! Every lane (one shard of one index) is read in the store's order: by range key, and items
+//! with equal range keys in the order the store keeps them (a function of their table keys:
+//! `MemoryStore` orders them by table range key, `DynamoDB` and `DynamoDB` Local by a hash of
+//! the table key, promised by neither). The merge emits items in one total order, the same on
+//! every page: by range key, then by lane *rank* (the lane's table hash key; lanes of several
+//! sources over one shard share a rank), then in the lane's own order. Descending queries use
+//! the exact reverse. Every page is therefore a stretch of that order, and where a page ended
+//! is fixed by its last item and that item's lane (the *boundary*), whatever else the store
+//! holds: the next page resumes the boundary's lane right after its item (`ExclusiveStartKey`),
+//! reads the lanes ranked before it strictly after the boundary's range key and the lanes ranked
+//! after it from that range key on. Items tied on one range key cost no more than any others:
+//! no lane ever reads an item twice to place a tie.
+//!
+//! An item is emitted only when no lane can still hold an earlier one in that order: every lane
+//! keeps a *frontier* (everything it holds up to there was read) and the merge compares
+//! frontiers and items in the global order.
+//!
+//! # Under concurrent writes
+//!
+//! Within a page, a lane is read in contiguous stretches: a read resumes where the lane was read
+//! through (after its last item read, or after the range key a bounded read covered), never
+//! behind it. And nothing at or before what the merge has already emitted (on this page or, via
+//! the boundary, on an earlier one) is ever emitted: an item written behind the merge is
+//! skipped. So a page is in order and no record comes twice across pages, whatever is written
+//! meanwhile; a record that exists unchanged for the whole paging is returned exactly once.
+//!
+//! # Reads
 //!
 //! Reads are scheduled continuously: up to `throttle` shard queries are in flight, a new one
 //! starts as soon as any returns, and the merge goes on meanwhile with what is buffered. The
-//! lanes read, least advanced first:
-//! - every lane not yet read on this page, and every lane that blocks the merge (it may still
-//!   hold an item before the head: it is not read through the head's range key);
+//! lanes read, least advanced first (in the global order):
+//! - every lane not yet read on the first page, and every lane that blocks the merge (it may
+//!   still hold an item before the head);
 //! - every lane not yet read up to where the page is known to end (the `remaining`-th buffered
 //!   item: the page cannot end later), in one query bounded there;
 //! - until that end is known, every lane not yet read up to where the page is predicted to end
-//!   (from the previous page's span), a few items at a time.
+//!   (from the previous page's span), a few items at a time. When the previous pages did not
+//!   move (their items all tied), the page probably ends within the same range key: lanes are
+//!   read in the global order, one at first, twice as many each round after.
 //!
-//! The page is over as soon as it holds what it wants and the reads in flight are back.
-//!
-//! Items are merged in (range key, unique value) order, so every page is a prefix of that
-//! order and the next page is fixed by its last item (the *boundary*) and one flag per lane
-//! (exhausted). A store gives equal range keys of a GSI in no order it promises (`DynamoDB`
-//! Local's differs from the table key's), so each lane keeps its buffer sorted by unique value,
-//! and an item is emitted only once no lane can still hold its range key unread. On the next
-//! page every live lane reads from the boundary's range key on (the user's condition narrowed
-//! to it, [`from_boundary`]) and skips what lies at or before the boundary: no start key is
-//! built for an item the lane may not hold, and no per-lane cursor crosses pages. One lane is
-//! the exception: when no item left unreturned ties with the boundary (every lane is read
-//! through its range key before it is emitted, so the page knows), the token names the lane
-//! that held it, which resumes right after it (`ExclusiveStartKey` on an item it holds) rather
-//! than reading it again.
+//! A lane that is the only one left reads what the page wants in one query. The page is over
+//! as soon as it holds what it wants and the reads in flight are back.
 //!
 //! The predicted end extrapolates the distance the pages cover, a running average for number
 //! range keys (see [`estimate::span_start`]), by a margin that shrinks with the page's size
-//! ([`estimate::margin`]). With one live lane, a read asks for what the page wants at once.
-//! Over more lanes than one round of the throttle (number range keys), the ends are *staged*:
-//! the first round is bounded where the page ends with probability
+//! ([`estimate::margin`]). Over more lanes than one round of the throttle (number range keys),
+//! the ends are *staged*: the first round is bounded where the page ends with probability
 //! [`estimate::FIRST_QUANTILE`], and the first reads of the other lanes where it ends with
 //! probability [`estimate::LATER_QUANTILE`] given what the reads back found
 //! ([`estimate::Evidence`]: items buffered, how far each lane is read).
 //!
 //! Range keys are compared as [`Pos`]itions, parsed once per item read, and the lanes are kept
-//! in ordered sets (by next item, by how far they are read), so that choosing the next item or
-//! the next reads costs a logarithm of the number of lanes, not a pass over them.
+//! in ordered sets (by next item, by frontier), so that choosing the next item or the next reads
+//! costs a logarithm of the number of lanes, not a pass over them.
 
 use std::cmp::{Ordering, Reverse};
 use std::collections::{BTreeSet, BinaryHeap, HashSet, VecDeque};
@@ -64,30 +80,74 @@ enum Pos {
     Down(Reverse<Scalar>),
 }
 
-/// A unique value in scan order: ties of equal range keys are broken by it, in the order the
-/// lanes hold them (ascending when the scan ascends, descending when it descends).
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
-enum Tie {
-    Up(String),
-    Down(Reverse<String>),
-}
-
-/// How far a lane is read at one range key: some of its items (a store gives equal range keys
-/// of a GSI in no order it promises), or every one.
+/// How far a lane is read at one range key, in scan order: none of its items there (but every
+/// item before), some of them, or every one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Upto {
+    Before,
     Part,
     All,
 }
 
-/// How far a lane is read, in scan order: every item up to this one was read.
-type Front = (Pos, Upto);
+/// How far a lane is read: every item it holds before this point (in its own order) was read.
+#[derive(Clone, Debug)]
+struct Front {
+    pos: Pos,
+    upto: Upto,
+    value: AttributeValue,
+}
 
-/// Where reads stop: a range key, as a position and as the value for the key condition.
+/// A frontier in the page's global order (range key, lane rank, within the lane). A lane read
+/// through a range key (`All`) is past every rank there.
+type Global = (Pos, usize, Upto);
+
+fn global(front: &Front, rank: usize) -> Global {
+    match front.upto {
+        Upto::All => (front.pos.clone(), usize::MAX, Upto::All),
+        upto => (front.pos.clone(), rank, upto),
+    }
+}
+
+/// Where reads stop: a range key, as a position and as the value for the key condition, and,
+/// for the known end of a page, the rank of the lane that holds the page's last item (lanes
+/// ranked after it need not be read at that range key).
 #[derive(Clone, Debug)]
 struct End {
     pos: Pos,
     value: AttributeValue,
+    rank: Option<usize>,
+}
+
+impl End {
+    /// A lane whose global frontier is short of this must still be read.
+    fn threshold(&self) -> Global {
+        match self.rank {
+            Some(rank) => (self.pos.clone(), rank, Upto::Before),
+            None => (self.pos.clone(), usize::MAX, Upto::All),
+        }
+    }
+}
+
+/// The last item the merge emitted (on this page, or the previous page's last): nothing at or
+/// before it is emitted again.
+#[derive(Clone, Debug)]
+struct Mark {
+    pos: Pos,
+    rank: usize,
+    lane: usize,
+}
+
+impl Mark {
+    /// Whether an item at `pos` in lane `lane` (of rank `rank`) lies at or before the mark: at
+    /// an earlier position or rank, or at the mark's in another lane (another source of the
+    /// same shard holds the same record there). The mark's own lane goes on in its own order.
+    fn covers(&self, pos: &Pos, rank: usize, lane: usize) -> bool {
+        match (pos, rank).cmp(&(&self.pos, self.rank)) {
+            Ordering::Less => true,
+            Ordering::Equal => lane != self.lane,
+            Ordering::Greater => false,
+        }
+    }
 }
 
 /// Where one lane stands during a page.
@@ -95,16 +155,22 @@ struct End {
 struct Lane {
     index: usize,
     shard: usize,
+    /// The lane's place among lanes at one range key, in scan order.
+    rank: usize,
     /// Items read but not yet emitted, in the lane's order, with their positions.
-    buffer: VecDeque<(Pos, Tie, Item)>,
-    /// Where the next read starts (`ExclusiveStartKey`); `None` for the beginning.
-    read_from: Option<Item>,
-    /// Every item up to this position has been read; `None` before the first read.
+    buffer: VecDeque<(Pos, Item)>,
+    /// The page key of the last item read (or of the previous page's last item, in its lane),
+    /// with its position: a read that resumes at that position starts right after it.
+    cursor: Option<(Pos, Item)>,
+    /// Every item up to this point has been read; `None` before the first read of the first
+    /// page.
     frontier: Option<Front>,
     /// Nothing is left to read.
     exhausted: bool,
     /// A read of this lane is in flight.
     busy: bool,
+    /// Not read yet on this page.
+    fresh: bool,
 }
 
 /// The cached end of the page.
@@ -120,30 +186,20 @@ enum Known {
 #[derive(Debug)]
 struct Merge {
     lanes: Vec<Lane>,
-    /// The next item of every lane with buffered items, earliest first (equal range keys: by
-    /// unique value, then lane order).
-    heads: BinaryHeap<Reverse<(Pos, Tie, usize)>>,
-    /// Lanes with something left to read and no read yet on this page, in lane order.
+    /// The next item of every lane with buffered items, earliest first.
+    heads: BinaryHeap<Reverse<(Pos, usize, usize)>>,
+    /// Lanes with something left to read and nothing known of them (the first page).
     unread: BTreeSet<usize>,
-    /// Lanes with something left to read, read at least once, by frontier.
-    read: BTreeSet<(Front, usize)>,
+    /// Lanes with something left to read and a frontier, by global frontier.
+    read: BTreeSet<(Global, usize)>,
     /// Items buffered over all lanes.
     buffered: usize,
     /// Lanes exhausted with nothing buffered.
     dead: usize,
     /// Where the page is known to end, while no read or duplicate has changed it.
     known_end: Known,
-    /// The previous page's last item (position, tie-breaker, range key): every lane is read
-    /// from its range key on, and items at or before it are skipped.
-    after: Option<After>,
-}
-
-/// The boundary of the previous page, as the merge compares it.
-#[derive(Clone, Debug)]
-struct After {
-    pos: Pos,
-    tie: Tie,
-    value: AttributeValue,
+    /// The last item emitted.
+    mark: Option<Mark>,
 }
 
 impl Merge {
@@ -158,7 +214,7 @@ impl Merge {
                 self.unread.remove(&t);
             }
             Some(f) => {
-                self.read.remove(&(f.clone(), t));
+                self.read.remove(&(global(f, lane.rank), t));
             }
         }
     }
@@ -174,22 +230,17 @@ impl Merge {
                 self.unread.insert(t);
             }
             Some(f) => {
-                self.read.insert((f.clone(), t));
+                self.read.insert((global(f, lane.rank), t));
             }
         }
     }
 
     /// Applies `change` to lane `t` and keeps every view of the lanes in step with it: the
     /// ordered sets, the heads, the buffered and dead counts, the cached end of the page.
-    /// A change may only add to the lane's buffer (emitting goes through [`Self::pop`]); an
-    /// item added before the lane's head makes its heap entry stale, and a new one is pushed.
+    /// A change may only append to the lane's buffer (emitting goes through [`Self::pop`]).
     fn update<R>(&mut self, t: usize, change: impl FnOnce(&mut Lane) -> R) -> R {
         let lane = &self.lanes[t];
         let (before, was_dead) = (lane.buffer.len(), lane.exhausted && lane.buffer.is_empty());
-        let front = lane
-            .buffer
-            .front()
-            .map(|(p, tie, _)| (p.clone(), tie.clone()));
         self.detach(t);
         let result = change(&mut self.lanes[t]);
         self.attach(t);
@@ -198,61 +249,44 @@ impl Merge {
         if added > 0 {
             self.buffered += added;
             self.known_end = Known::Stale;
-            if let Some((pos, tie, _)) = lane.buffer.front()
-                && front.as_ref().is_none_or(|(p, t)| (p, t) != (pos, tie))
+            if before == 0
+                && let Some((pos, _)) = lane.buffer.front()
             {
-                self.heads.push(Reverse((pos.clone(), tie.clone(), t)));
+                self.heads.push(Reverse((pos.clone(), lane.rank, t)));
             }
         }
         if lane.exhausted && lane.buffer.is_empty() && !was_dead {
             self.dead += 1;
         }
-        self.drop_stale();
         result
     }
 
-    /// Drops heap entries that no longer name their lane's head, until the top does.
-    fn drop_stale(&mut self) {
-        while let Some(Reverse((pos, tie, t))) = self.heads.peek() {
-            let live = self.lanes[*t]
-                .buffer
-                .front()
-                .is_some_and(|(p, x, _)| p == pos && x == tie);
-            if live {
-                return;
-            }
-            self.heads.pop();
-        }
-    }
-
-    /// Takes the next item in scan order out of its lane: the lane and the item.
-    fn pop(&mut self) -> Option<(usize, Item)> {
-        self.drop_stale();
+    /// Takes the next item in the global order out of its lane: the lane, its position and the
+    /// item.
+    fn pop(&mut self) -> Option<(usize, Pos, Item)> {
         let Reverse((_, _, h)) = self.heads.pop()?;
         let lane = &mut self.lanes[h];
-        let (_, _, item) = lane.buffer.pop_front()?;
+        let (pos, item) = lane.buffer.pop_front()?;
         self.buffered -= 1;
-        if let Some((next, tie, _)) = lane.buffer.front() {
-            self.heads.push(Reverse((next.clone(), tie.clone(), h)));
+        if let Some((next, _)) = lane.buffer.front() {
+            self.heads.push(Reverse((next.clone(), lane.rank, h)));
         } else if lane.exhausted {
             self.dead += 1;
         }
-        self.drop_stale();
-        Some((h, item))
+        Some((h, pos, item))
     }
 
     /// Items buffered at or before `end`.
     fn buffered_through(&self, end: &Pos) -> usize {
         self.lanes
             .iter()
-            .map(|lane| lane.buffer.iter().take_while(|(p, _, _)| p <= end).count())
+            .map(|lane| lane.buffer.iter().take_while(|(p, _)| p <= end).count())
             .sum()
     }
 
-    /// Whether some lane with something left to read is not read up to `end` (every item at
-    /// `end` included).
-    fn short_of(&self, end: &Pos) -> bool {
-        !self.unread.is_empty() || self.read.first().is_some_and(|(f, _)| before_all(f, end))
+    /// Whether some lane with something left to read is short of `end`.
+    fn short_of(&self, end: &End) -> bool {
+        !self.unread.is_empty() || self.read.first().is_some_and(|(g, _)| *g < end.threshold())
     }
 
     /// The lanes that can still give items (at least 1, to divide by).
@@ -260,39 +294,41 @@ impl Merge {
         (self.lanes.len() - self.dead).max(1)
     }
 
-    /// The next item in scan order, as a frontier: a lane not read through it (every item at
-    /// its range key included) may still hold an item before it.
-    fn head_front(&self) -> Option<Front> {
+    /// Whether a lane with something left is not read yet on this page.
+    fn any_fresh(&self) -> bool {
+        self.lanes.iter().any(|lane| lane.fresh && !lane.exhausted)
+    }
+
+    /// The next item in the global order, as the frontier every other lane must reach before
+    /// it is emitted.
+    fn head_threshold(&self) -> Option<Global> {
         self.heads
             .peek()
-            .map(|Reverse((pos, _, _))| (pos.clone(), Upto::All))
+            .map(|Reverse((pos, rank, _))| (pos.clone(), *rank, Upto::Before))
     }
 
     /// Whether a lane may still hold an item before the head (every lane with something left,
-    /// when nothing is buffered): the head cannot be emitted yet. A lane that holds the head's
-    /// range key may hold more items at it, with an earlier unique value, until it is read past.
+    /// when nothing is buffered): the head cannot be emitted yet.
     fn blocked(&self) -> bool {
         if !self.unread.is_empty() {
             return true;
         }
-        match (self.read.first(), self.head_front()) {
+        match (self.read.first(), self.head_threshold()) {
             (None, _) => false,
             (Some(_), None) => true,
-            (Some((f, _)), Some(h)) => *f < h,
+            (Some((g, _)), Some(h)) => *g < h,
         }
     }
 
     /// Up to `free` lanes to read now, least advanced first: the unread lanes, then the lanes
-    /// read short of `bound` (or of the head, if it is further), skipping those being read.
-    /// With nothing buffered and no bound, every lane with something left qualifies; with
-    /// nothing buffered, a lane read up to the bound waits for the others (if they find
-    /// nothing either, the page predicts its end again) rather than read on without one.
-    fn targets(&self, free: usize, bound: Option<&Pos>) -> Vec<usize> {
-        let threshold = match (self.head_front(), bound) {
-            (Some(h), Some(b)) if h.0 < *b => Some((b.clone(), Upto::All)),
-            (Some(h), _) => Some(h),
-            (None, Some(b)) => Some((b.clone(), Upto::All)),
-            (None, None) => None,
+    /// short of `bound` (or of the head, if it is further), skipping those being read. With
+    /// nothing buffered and no bound, every lane with something left qualifies; with nothing
+    /// buffered, a lane read up to the bound waits for the others (if they find nothing either,
+    /// the page predicts its end again) rather than read on without one.
+    fn targets(&self, free: usize, bound: Option<&End>) -> Vec<usize> {
+        let threshold = match (self.head_threshold(), bound.map(End::threshold)) {
+            (Some(h), Some(b)) => Some(h.max(b)),
+            (h, b) => h.or(b),
         };
         self.unread
             .iter()
@@ -300,18 +336,13 @@ impl Merge {
             .chain(
                 self.read
                     .iter()
-                    .take_while(|(f, _)| threshold.as_ref().is_none_or(|t| f < t))
+                    .take_while(|(g, _)| threshold.as_ref().is_none_or(|t| g < t))
                     .map(|&(_, t)| t),
             )
             .filter(|&t| !self.lanes[t].busy)
             .take(free)
             .collect()
     }
-}
-
-/// Whether a lane read up to `front` is short of `end`: it may hold more items at or before it.
-fn before_all(front: &Front, end: &Pos) -> bool {
-    front.0 < *end || (front.0 == *end && front.1 != Upto::All)
 }
 
 /// How many times a page of fewer items than lanes predicts its end again, when every lane is
@@ -466,6 +497,10 @@ impl<S: Store> Engine<'_, '_, S> {
             estimate::margin(want, merge.live(), throttle, averaged)
         });
         let (staged, mut predicted) = self.predict(&merge, boundary, want, margin);
+        // the previous pages did not move: the page probably ends at the same range key, and
+        // the lanes are read in the global order, a few at a time (`allowance` reads in flight,
+        // doubled each time they are all back)
+        let mut allowance = 1usize;
         // reads taken in since the prediction was last refined
         let mut news = 0usize;
         let mut out: Vec<Item> = Vec::new();
@@ -481,7 +516,7 @@ impl<S: Store> Engine<'_, '_, S> {
                     let known = self.known_end(&mut merge, remaining);
                     if known.is_none()
                         && let Some(end) = &predicted
-                        && !merge.short_of(&end.pos)
+                        && !merge.short_of(end)
                     {
                         // every lane is read up to the predicted end and the page is not full:
                         // predict once more, from what that range held; then read unbounded
@@ -501,9 +536,19 @@ impl<S: Store> Engine<'_, '_, S> {
                         predicted = Some(end);
                         news = 0;
                     }
+                    let tied = known.is_none()
+                        && predicted
+                            .as_ref()
+                            .zip(merge.mark.as_ref())
+                            .is_some_and(|(end, mark)| end.pos == mark.pos);
+                    let free = if tied {
+                        allowance.saturating_sub(inflight.len())
+                    } else {
+                        throttle - inflight.len()
+                    };
                     let reads = self.schedule(
                         &mut merge,
-                        throttle - inflight.len(),
+                        free,
                         remaining,
                         known.as_ref(),
                         predicted.as_ref(),
@@ -520,12 +565,20 @@ impl<S: Store> Engine<'_, '_, S> {
                     );
                 }
                 news += self.take_in(&mut merge, &mut inflight, totals).await?;
+                if inflight.is_empty() {
+                    allowance = allowance.saturating_mul(2).min(throttle);
+                }
                 continue;
             }
-            let Some((h, item)) = merge.pop() else {
+            let Some((h, pos, item)) = merge.pop() else {
                 break;
             };
             let index = merge.lanes[h].index;
+            merge.mark = Some(Mark {
+                pos,
+                rank: merge.lanes[h].rank,
+                lane: h,
+            });
             if !seen.insert(self.plan.unique_of(&item).unwrap_or_default()) {
                 // the same record from another index of the stream, at the same position
                 totals.duplicates_removed += 1;
@@ -583,15 +636,10 @@ impl<S: Store> Engine<'_, '_, S> {
             // nothing returned: the stream stands where it stood
             return previous.cloned();
         };
-        // the next page resumes the last item's lane right after it, unless an item left in
-        // some lane ties with it (then every lane reads the range key again)
-        let lane = ends
-            .last_lane
-            .filter(|_| !self.ties_left(merge, &last, &unique));
         // every lane read up to the prediction: the items found up to there measure how far
         // a page reaches
         let measured = predicted
-            .filter(|end| !merge.short_of(&end.pos))
+            .filter(|end| !merge.short_of(end))
             .and_then(|end| {
                 let found = out.len() + merge.buffered_through(&end.pos);
                 // counts of one page, far below 2^52
@@ -608,22 +656,9 @@ impl<S: Store> Engine<'_, '_, S> {
             ),
             last,
             unique,
-            lane,
+            // the next page resumes the last item's lane right after it
+            lane: ends.last_lane,
         })
-    }
-
-    /// Whether an item read but not returned has the range key `last` and sorts after the
-    /// unique value `unique` (every lane was read through `last` before the page's last item
-    /// was emitted, so every such item is buffered).
-    fn ties_left(&self, merge: &Merge, last: &AttributeValue, unique: &str) -> bool {
-        let Some(pos) = self.pos(last) else {
-            return true;
-        };
-        let tie = self.tie_of(unique.to_owned());
-        merge
-            .lanes
-            .iter()
-            .any(|lane| lane.buffer.iter().any(|(p, t, _)| *p == pos && *t > tie))
     }
 
     /// The position of a range key value in this scan.
@@ -636,21 +671,21 @@ impl<S: Store> Engine<'_, '_, S> {
         })
     }
 
-    /// The tie-breaker of an item in this scan: its unique value.
-    fn tie(&self, item: &Item) -> Tie {
-        self.tie_of(self.plan.unique_of(item).unwrap_or_default())
-    }
-
-    fn tie_of(&self, unique: String) -> Tie {
-        if self.plan.descending {
-            Tie::Down(Reverse(unique))
-        } else {
-            Tie::Up(unique)
-        }
-    }
-
     fn end(&self, value: AttributeValue) -> Option<End> {
-        self.pos(&value).map(|pos| End { pos, value })
+        self.pos(&value).map(|pos| End {
+            pos,
+            value,
+            rank: None,
+        })
+    }
+
+    /// Whether the index of a lane is keyed on the table's own keys: a range key is then
+    /// unique in its partition, and a lane that read an item at a range key holds no other
+    /// there.
+    fn unique_keys(&self, index: usize) -> bool {
+        let plan = self.plan;
+        plan.indexes[index].range_attr == *plan.schema.table().range_key
+            && plan.hash_attr == *plan.schema.table().hash_key
     }
 
     /// A new predicted end, when the range from the boundary (where the page began) to `end`
@@ -729,7 +764,7 @@ impl<S: Store> Engine<'_, '_, S> {
         inflight: &FuturesUnordered<F>,
     ) -> Option<End> {
         let due = news >= self.throttle.max(1) || (news > 0 && inflight.is_empty());
-        if !due || merge.unread.is_empty() {
+        if !due || !merge.any_fresh() {
             return None;
         }
         self.refine(merge, boundary?, want, remaining, estimate::LATER_QUANTILE)
@@ -770,14 +805,14 @@ impl<S: Store> Engine<'_, '_, S> {
         let mut found = Vec::with_capacity(merge.buffered);
         let mut covered = Vec::with_capacity(merge.lanes.len());
         for lane in &merge.lanes {
-            for (pos, _, _) in &lane.buffer {
+            for (pos, _) in &lane.buffer {
                 found.push(distance(pos)?);
             }
             if !lane.exhausted {
                 covered.push(
                     lane.frontier
                         .as_ref()
-                        .map_or(Some(0.0), |f| distance(&f.0))?,
+                        .map_or(Some(0.0), |f| distance(&f.pos))?,
                 );
             }
         }
@@ -788,11 +823,31 @@ impl<S: Store> Engine<'_, '_, S> {
         self.end(estimate::beyond(last, t, descending)?)
     }
 
-    /// The merge over the lanes of `indexes`, each right after the stream's boundary (or at its
+    /// The merge over the lanes of `indexes`, placed by the stream's boundary (or at the
     /// beginning), the exhausted ones left out.
+    ///
+    /// After a boundary (the previous page's last item, at range key `v` in lane `b`): the
+    /// lanes ranked before `b` were read through `v`, `b` (and the lanes of other sources over
+    /// its shard) resume right after the boundary's item, and the lanes ranked after `b` were
+    /// read up to `v`, none of their items at `v` returned yet.
     fn merge(&self, indexes: &[usize], state: &StreamState) -> Merge {
         let plan = self.plan;
         let shards = plan.hash_keys.len();
+        // lanes rank by their table hash key (then shard), in scan order
+        let mut order: Vec<usize> = (0..shards).collect();
+        order.sort_by(|&a, &b| {
+            plan.table_hash_keys[a]
+                .cmp(&plan.table_hash_keys[b])
+                .then(a.cmp(&b))
+        });
+        let mut rank_of = vec![0usize; shards];
+        for (rank, &shard) in order.iter().enumerate() {
+            rank_of[shard] = if plan.descending {
+                shards - 1 - rank
+            } else {
+                rank
+            };
+        }
         let mut merge = Merge {
             lanes: Vec::with_capacity(indexes.len() * shards),
             heads: BinaryHeap::new(),
@@ -801,13 +856,7 @@ impl<S: Store> Engine<'_, '_, S> {
             buffered: 0,
             dead: 0,
             known_end: Known::Stale,
-            after: state.boundary.as_ref().and_then(|b| {
-                self.pos(&b.last).map(|pos| After {
-                    pos,
-                    tie: self.tie_of(b.unique.clone()),
-                    value: b.last.clone(),
-                })
-            }),
+            mark: None,
         };
         for (position, &index) in indexes.iter().enumerate() {
             for shard in 0..shards {
@@ -816,35 +865,67 @@ impl<S: Store> Engine<'_, '_, S> {
                     .get(position * shards + shard)
                     .copied()
                     .unwrap_or(false);
-                // every lane is read from the boundary's range key on (`Merge::after`)
                 merge.dead += usize::from(exhausted);
                 merge.lanes.push(Lane {
                     index,
                     shard,
+                    rank: rank_of[shard],
                     buffer: VecDeque::new(),
-                    read_from: None,
+                    cursor: None,
                     frontier: None,
                     exhausted,
                     busy: false,
+                    fresh: true,
                 });
-                merge.attach(merge.lanes.len() - 1);
             }
         }
-        // the lane that held the boundary, with nothing left tying with it, resumes right after
-        // it: it does not read the boundary's item again
-        if let Some(b) = &state.boundary
-            && let Some(t) = b.lane
-            && let Some(lane) = merge.lanes.get_mut(t)
-            && !lane.exhausted
-        {
-            lane.read_from = Some(plan.resume_key(lane.index, lane.shard, &b.unique, &b.last));
+        let after = state.boundary.as_ref().and_then(|b| {
+            let pos = self.pos(&b.last)?;
+            Some((b, pos))
+        });
+        if let Some((b, pos)) = after {
+            let mark = match b.lane.and_then(|t| merge.lanes.get(t).map(|l| (t, l.rank))) {
+                Some((t, rank)) => Mark { pos, rank, lane: t },
+                // a boundary without its lane (no token written today has one): everything at
+                // its range key counts as returned
+                None => Mark {
+                    pos,
+                    rank: usize::MAX,
+                    lane: usize::MAX,
+                },
+            };
+            for lane in &mut merge.lanes {
+                let (upto, cursor) = match lane.rank.cmp(&mark.rank) {
+                    Ordering::Less => (Upto::All, None),
+                    Ordering::Equal => {
+                        let key = plan.resume_key(lane.index, lane.shard, &b.unique, &b.last);
+                        let upto = if self.unique_keys(lane.index) {
+                            Upto::All
+                        } else {
+                            Upto::Part
+                        };
+                        (upto, Some((mark.pos.clone(), key)))
+                    }
+                    Ordering::Greater => (Upto::Before, None),
+                };
+                lane.frontier = Some(Front {
+                    pos: mark.pos.clone(),
+                    upto,
+                    value: b.last.clone(),
+                });
+                lane.cursor = cursor;
+            }
+            merge.mark = Some(mark);
+        }
+        for t in 0..merge.lanes.len() {
+            merge.attach(t);
         }
         merge
     }
 
-    /// Where the page is known to end: the `remaining`-th buffered item in scan order, if that
-    /// many are buffered (more lanes can only bring it forward). Kept until a read buffers more
-    /// or a duplicate is dropped: emitting an item takes the first buffered one and lowers
+    /// Where the page is known to end: the `remaining`-th buffered item in the global order, if
+    /// that many are buffered (more lanes can only bring it forward). Kept until a read buffers
+    /// more or a duplicate is dropped: emitting an item takes the first buffered one and lowers
     /// `remaining` by one, which leaves it where it is.
     fn known_end(&self, merge: &mut Merge, remaining: usize) -> Option<End> {
         if remaining == 0 || merge.buffered < remaining {
@@ -853,25 +934,25 @@ impl<S: Store> Engine<'_, '_, S> {
         if let Known::Fresh(known) = &merge.known_end {
             return known.clone();
         }
-        let mut keys: Vec<(&Pos, usize, usize)> = Vec::with_capacity(merge.buffered);
+        let mut keys: Vec<(&Pos, usize, usize, usize)> = Vec::with_capacity(merge.buffered);
         for (t, lane) in merge.lanes.iter().enumerate() {
             keys.extend(
                 lane.buffer
                     .iter()
                     .enumerate()
-                    .map(|(i, (pos, _, _))| (pos, t, i)),
+                    .map(|(i, (pos, _))| (pos, lane.rank, t, i)),
             );
         }
         let end = if keys.len() >= remaining {
-            let (_, &mut (pos, t, i), _) =
-                keys.select_nth_unstable_by(remaining - 1, |a, b| a.0.cmp(b.0));
+            let (_, &mut (pos, rank, t, i), _) = keys.select_nth_unstable(remaining - 1);
             let lane = &merge.lanes[t];
             lane.buffer[i]
-                .2
+                .1
                 .get(&self.plan.indexes[lane.index].range_attr)
                 .map(|value| End {
                     pos: pos.clone(),
                     value: value.clone(),
+                    rank: Some(rank),
                 })
         } else {
             None
@@ -883,8 +964,9 @@ impl<S: Store> Engine<'_, '_, S> {
     /// The next reads, at most `free`: the lane, the request, where it stops (if bounded) and
     /// its limit. Each read stops at the known end of the page (taking everything up to it: it
     /// cannot overshoot); else at the predicted end, for lanes short of it, a little more than a
-    /// fair share at a time; else it takes a fair share of what the page still wants. Lanes
-    /// settled without a read (nothing can match up to the end) are marked read that far.
+    /// fair share at a time; else it takes a fair share of what the page still wants. A lane
+    /// that is the only one left reads what the page wants in one query. Lanes settled without
+    /// a read (nothing can match up to the end) are marked read that far.
     fn schedule(
         &self,
         merge: &mut Merge,
@@ -896,38 +978,42 @@ impl<S: Store> Engine<'_, '_, S> {
     ) -> Vec<(usize, QueryPage, Option<End>, u32)> {
         let live = merge.live();
         let bound = known.or(predicted);
-        let targets = merge.targets(free, bound.map(|b| &b.pos));
+        let targets = merge.targets(free, bound);
         let mut reads = Vec::with_capacity(targets.len());
         for t in targets {
+            let lane = &merge.lanes[t];
             let short_of = |end: &End| {
-                merge.lanes[t]
-                    .frontier
+                lane.frontier
                     .as_ref()
-                    .is_none_or(|f| before_all(f, &end.pos))
+                    .is_none_or(|f| global(f, lane.rank) < end.threshold())
             };
             // one item more than the page can take from the lane: a read that returns fewer
             // than it asked shows the lane complete up to where it stops, so a lane holding the
             // page's last item needs no second query to learn that nothing ties with it (on
-            // one shard: 1 query per page, not 2); the page size is a lane's share of the page
-            // (and one more after a boundary: a lane reads from the boundary's range key on,
-            // so it reads the previous page's last item again, unless it resumes right after it)
-            let extra =
-                1 + usize::from(merge.after.is_some() && merge.lanes[t].read_from.is_none());
-            let (end, limit) = estimate::next_read(
-                (known, predicted),
-                short_of,
-                (remaining, live, margin),
-                extra,
-                self.page_size,
-            );
-            let after = merge.after.as_ref().map(|a| &a.value);
-            let request = {
-                let lower = after.cloned();
-                merge.update(t, |lane| self.request(lane, limit, end, lower.as_ref()))
+            // one shard: 1 query per page, not 2); and one more for a lane that reads a range
+            // key it was read through again (a lane ranked before the previous page's last item)
+            let rereads = lane.cursor.is_none()
+                && lane.frontier.as_ref().is_some_and(|f| f.upto == Upto::All);
+            let (end, limit) = if live == 1 && remaining != usize::MAX && lane.frontier.is_some() {
+                // the only lane left: what the page wants, in one query
+                (
+                    known.filter(|end| short_of(end)),
+                    u32::try_from(remaining + usize::from(rereads)).unwrap_or(u32::MAX),
+                )
+            } else {
+                estimate::next_read(
+                    (known, predicted),
+                    short_of,
+                    (remaining, live, margin),
+                    1 + usize::from(rereads),
+                    self.page_size,
+                )
             };
+            let end = end.cloned();
+            let request = merge.update(t, |lane| self.request(lane, limit, end.as_ref()));
             if let Some((request, bounded)) = request {
                 merge.lanes[t].busy = true;
-                reads.push((t, request, end.filter(|_| bounded).cloned(), limit));
+                reads.push((t, request, end.filter(|_| bounded), limit));
             }
         }
         reads
@@ -936,89 +1022,80 @@ impl<S: Store> Engine<'_, '_, S> {
     /// The next read of a lane, up to `end`; `None` when the lane is settled without one (it
     /// was already read past the end, or nothing can match up to it). The flag tells whether
     /// the read stops at the end.
-    fn request(
-        &self,
-        lane: &mut Lane,
-        limit: u32,
-        end: Option<&End>,
-        after: Option<&AttributeValue>,
-    ) -> Option<(QueryPage, bool)> {
+    ///
+    /// A read starts where the lane was read through: right after its last item read when
+    /// that item is at its frontier (`ExclusiveStartKey`), else at the frontier's range key
+    /// (after it, when the lane was read through it and the read has no upper bound).
+    fn request(&self, lane: &mut Lane, limit: u32, end: Option<&End>) -> Option<(QueryPage, bool)> {
+        lane.fresh = false;
         let plan = self.plan;
         let index = &plan.indexes[lane.index];
-        // a lane already read past the end holds nothing more up to it; DynamoDB would also
-        // reject a starting key outside the key condition
-        let position = lane.read_from.as_ref().and_then(|k| {
-            k.get(&index.range_attr)
-                .and_then(|v| self.pos(v))
-                .map(|pos| (pos, Upto::Part))
-        });
-        // over the table's own keys a range key is unique in its partition: a lane read up to
-        // an inclusive end holds nothing more up to it (and DynamoDB refuses a starting key on
-        // the bound of the key condition there)
-        let unique_keys = index.range_attr == *plan.schema.table().range_key
-            && plan.hash_attr == *plan.schema.table().hash_key;
-        if let (Some(end), Some(position)) = (end, position)
-            && (end.pos < position.0 || (unique_keys && end.pos == position.0))
+        if let (Some(end), Some(front)) = (end, &lane.frontier)
+            && global(front, lane.rank) >= end.threshold()
         {
-            let reached = if end.pos == position.0 {
-                (position.0, Upto::All)
-            } else {
-                position
-            };
-            if lane.frontier.as_ref().is_none_or(|f| *f < reached) {
-                lane.frontier = Some(reached);
-            }
+            // already read through the end
             return None;
         }
-        let narrowed = match (
-            narrow(index.range.as_ref(), end.map(|e| &e.value), plan.descending),
-            after,
-        ) {
-            (Narrowed::Query { condition, bounded }, Some(after)) => {
-                match from_boundary(condition, after, plan.descending) {
-                    Some(condition) => Narrowed::Query {
-                        condition: Some(condition),
-                        bounded,
-                    },
-                    None if end.is_none() => {
-                        // nothing can match from the boundary on
-                        lane.exhausted = true;
-                        return None;
-                    }
-                    None => Narrowed::Empty,
-                }
-            }
-            (narrowed, _) => narrowed,
-        };
-        match narrowed {
+        let narrowed = narrow(index.range.as_ref(), end.map(|e| &e.value), plan.descending);
+        let (condition, bounded) = match narrowed {
             Narrowed::Empty => {
                 // nothing up to the end: the lane is read that far
                 if let Some(end) = end {
-                    lane.frontier = Some((end.pos.clone(), Upto::All));
+                    lane.frontier = Some(Front {
+                        pos: end.pos.clone(),
+                        upto: Upto::All,
+                        value: end.value.clone(),
+                    });
                 }
-                None
+                return None;
             }
-            Narrowed::Query { condition, bounded } => {
-                let mut request =
-                    QueryPage::new(AttributeValue::S(plan.hash_keys[lane.shard].clone()))
-                        .limit(limit)
-                        .descending(plan.descending)
-                        .start_after(lane.read_from.clone());
-                if let Some(name) = &index.name {
-                    request = request.index(name.clone());
+            Narrowed::Query { condition, bounded } => (condition, bounded),
+        };
+        let (condition, start) = match &lane.frontier {
+            None => (condition, None),
+            Some(front) => {
+                let start = lane
+                    .cursor
+                    .as_ref()
+                    .filter(|(pos, _)| *pos == front.pos)
+                    .map(|(_, key)| key.clone());
+                let strict = start.is_none() && front.upto == Upto::All;
+                match from_boundary(condition, &front.value, plan.descending) {
+                    Some(condition) => (Some(strictly(condition, &front.value, strict)), start),
+                    None => {
+                        match end {
+                            // nothing can match from the frontier on
+                            None => lane.exhausted = true,
+                            Some(end) => {
+                                lane.frontier = Some(Front {
+                                    pos: end.pos.clone(),
+                                    upto: Upto::All,
+                                    value: end.value.clone(),
+                                });
+                            }
+                        }
+                        return None;
+                    }
                 }
-                if let Some(condition) = condition {
-                    request = request.range(condition);
-                }
-                if let Some(filter) = &index.filter {
-                    request = request.filter(filter.clone());
-                }
-                if let Some(projection) = &plan.projection {
-                    request = request.projection(projection.iter().cloned());
-                }
-                Some((request, bounded))
             }
+        };
+        let mut request = QueryPage::new(AttributeValue::S(plan.hash_keys[lane.shard].clone()))
+            .limit(limit)
+            .descending(plan.descending)
+            .start_after(start);
+        if let Some(name) = &index.name {
+            request = request.index(name.clone());
         }
+        if let Some(condition) = condition {
+            request = request.range(condition);
+        }
+        if let Some(filter) = &index.filter {
+            request = request.filter(filter.clone());
+        }
+        if let Some(projection) = &plan.projection {
+            request = request.projection(projection.iter().cloned());
+        }
+        Some((request, bounded))
     }
 
     /// Waits for a read in flight, and takes it in with every other read already back (so
@@ -1053,30 +1130,33 @@ impl<S: Store> Engine<'_, '_, S> {
         totals.items_read += page.items.len();
         totals.consumed_capacity += page.consumed_capacity.unwrap_or(0.0);
         let limit_reached = page.items.len() >= usize::try_from(asked).unwrap_or(usize::MAX);
-        let after = merge.after.clone();
+        let mark = merge.mark.clone();
         merge.update(t, |lane| {
-            self.take(lane, page, limit_reached, end, after.as_ref());
+            self.take(t, lane, page, limit_reached, end, mark.as_ref());
         });
         Ok(())
     }
 
-    /// Buffers a shard page in its lane and moves the lane's read position: to the page key,
-    /// or when there is none, to "complete up to the end" or "exhausted".
+    /// Buffers a shard page in its lane and moves the lane's frontier and cursor: to the page
+    /// key, or when there is none, to "complete up to the end" or "exhausted". Items at or
+    /// before what the merge emitted are skipped (written behind it, or read again).
     fn take(
         &self,
+        t: usize,
         lane: &mut Lane,
         page: Page,
         limit_reached: bool,
         end: Option<End>,
-        after: Option<&After>,
+        mark: Option<&Mark>,
     ) {
         let index = &self.plan.indexes[lane.index];
         let range_attr = &index.range_attr;
-        // the page key of the last item read (whether kept or not)
-        let last_read = page
-            .items
-            .last()
-            .map(|item| self.key_of(lane.index, lane.shard, item));
+        let unique_keys = self.unique_keys(lane.index);
+        // the last item read (whether kept or not), as a page key with its position
+        let last_read = page.items.last().and_then(|item| {
+            let pos = self.pos(item.get(range_attr)?)?;
+            Some((pos, self.key_of(lane.index, lane.shard, item)))
+        });
         for item in page.items {
             let Some(value) = item.get(range_attr) else {
                 continue;
@@ -1085,47 +1165,68 @@ impl<S: Store> Engine<'_, '_, S> {
                 continue;
             };
             // reads may cover more than the user's condition (a key condition can only be
-            // narrowed so far): what it does not hold, and what the previous pages returned,
-            // is skipped
+            // narrowed so far): what it does not hold is skipped, and so is what lies at or
+            // before what the merge emitted, and anything behind what the lane already took in
+            // (a store gives a lane's items in order: only a read again gives them)
             if index.range.as_ref().is_some_and(|c| !satisfies(c, value))
                 || !self.plan.in_created(&item)
+                || mark.is_some_and(|m| m.covers(&pos, lane.rank, t))
+                || lane
+                    .buffer
+                    .back()
+                    .is_some_and(|(last, _)| pos < *last || (unique_keys && pos == *last))
             {
                 continue;
             }
-            let tie = self.tie(&item);
-            if after.is_some_and(|a| (&pos, &tie) <= (&a.pos, &a.tie)) {
-                continue;
-            }
-            // a store gives equal range keys in no promised order: keep the lane's buffer in
-            // (range key, unique value) order
-            let at = lane
-                .buffer
-                .iter()
-                .rposition(|(p, t, _)| (p, t) <= (&pos, &tie))
-                .map_or(0, |i| i + 1);
-            lane.buffer.insert(at, (pos, tie, item));
+            lane.buffer.push_back((pos, item));
         }
+        let advance = |lane: &mut Lane, front: Front| {
+            let later = lane
+                .frontier
+                .as_ref()
+                .is_none_or(|f| (&f.pos, f.upto) < (&front.pos, front.upto));
+            if later {
+                lane.frontier = Some(front);
+            }
+        };
         // DynamoDB returns a page key whenever the limit is reached; DynamoDB Local omits it
         // when the last item sits exactly on an inclusive bound, although equal keys may
         // follow: resume after the last item rather than trust "complete"
         let last_evaluated_key = match page.last_evaluated_key {
             Some(key) => Some(key),
-            None if limit_reached => last_read.clone(),
+            None if limit_reached => last_read.as_ref().map(|(_, key)| key.clone()),
             None => None,
         };
         if let Some(lek) = last_evaluated_key {
-            if let Some(f) = lek.get(range_attr).and_then(|v| self.pos(v)) {
-                lane.frontier = Some((f, Upto::Part));
+            if let Some(value) = lek.get(range_attr)
+                && let Some(pos) = self.pos(value)
+            {
+                let upto = if unique_keys { Upto::All } else { Upto::Part };
+                advance(
+                    lane,
+                    Front {
+                        pos: pos.clone(),
+                        upto,
+                        value: value.clone(),
+                    },
+                );
+                lane.cursor = Some((pos, lek));
             }
-            lane.read_from = Some(lek);
             return;
         }
         match end {
-            Some(end) => lane.frontier = Some((end.pos, Upto::All)),
+            Some(end) => advance(
+                lane,
+                Front {
+                    pos: end.pos,
+                    upto: Upto::All,
+                    value: end.value,
+                },
+            ),
             None => lane.exhausted = true,
         }
-        if let Some(key) = last_read {
-            lane.read_from = Some(key);
+        if let Some(last) = last_read {
+            lane.cursor = Some(last);
         }
     }
 
@@ -1152,6 +1253,19 @@ impl<S: Store> Engine<'_, '_, S> {
             .cloned()
             .unwrap_or(AttributeValue::Null(true));
         plan.resume_key(index, shard, &unique, &range_key)
+    }
+}
+
+/// A key condition that starts at `b` (at or after it in scan order, as [`from_boundary`]
+/// gives), made to start strictly after it when `strict` and the condition allows (no upper
+/// bound: `> b` ascending, `< b` descending; `BETWEEN` has no strict form, and reads skip what
+/// they read again).
+fn strictly(condition: RangeCondition, b: &AttributeValue, strict: bool) -> RangeCondition {
+    use RangeCondition as R;
+    match condition {
+        R::Ge(v) if strict && estimate::compare(&v, b) == Ordering::Equal => R::Gt(v),
+        R::Le(v) if strict && estimate::compare(&v, b) == Ordering::Equal => R::Lt(v),
+        other => other,
     }
 }
 

@@ -1,17 +1,18 @@
 //! The page token: the state of a cross-shard query between pages, as compact URL-safe text.
 //!
 //! A page of one merged stream ends at its *boundary*: the last item it returned, as its range
-//! key and unique value. Items come in (range key, unique value) order, so everything at or
-//! before the boundary was returned and nothing after it: every lane (index × shard) resumes
-//! right after the boundary, and the only other state a lane needs is one bit, "exhausted"
-//! (it gave everything; never read again). A token's size therefore does not depend on where
-//! each shard stands, only on the boundary and one bit per lane (and, when nothing left ties
-//! with the boundary, the number of the lane that held it, which resumes right after it).
+//! key, unique value and lane. Items come in one total order (range key, lane rank, the lane's
+//! own order), so everything before the boundary was returned and nothing after it: the lanes
+//! ranked before the boundary's resume after its range key, the boundary's lane right after
+//! its item, the lanes ranked after it at its range key; the only other state a lane needs is
+//! one bit, "exhausted" (it gave everything; never read again). A token's size therefore does
+//! not depend on where each shard stands, only on the boundary and one bit per lane.
 //!
-//! Layout (version 2), before base64url without padding:
+//! Layout (version 3; version 2 tokens placed ties by unique value and are refused), before
+//! base64url without padding:
 //!
 //! ```text
-//! version u8 = 2, + 0x80 when signed
+//! version u8 = 3, + 0x80 when signed
 //! | query fingerprint [2] | table binding [2]
 //! | from varint | to varint                       (the time window, ms since the epoch)
 //! | per stream (1 in exact mode, 1 per index in union mode):
@@ -58,9 +59,9 @@ pub(crate) struct Boundary {
     pub(crate) last: AttributeValue,
     /// The unique value (encoded, as in the table's range key) of the last item of the page.
     pub(crate) unique: String,
-    /// The lane (index-major position in the stream) that held the last item, when no item
-    /// left unreturned ties with it (same range key): that lane can resume right after the
-    /// item (`ExclusiveStartKey`) instead of reading it again.
+    /// The lane (index-major position in the stream) that held the last item: it resumes
+    /// right after the item (`ExclusiveStartKey`). Always written; a token without it (which
+    /// only a forger can make) counts every item at `last` as returned.
     pub(crate) lane: Option<usize>,
 }
 
@@ -103,7 +104,7 @@ pub(crate) struct Binding<'b> {
     pub(crate) table: &'b [u8; 32],
 }
 
-const VERSION: u8 = 2;
+const VERSION: u8 = 3;
 const FLAG_SIGNED: u8 = 0x80;
 const PREFIX_LEN: usize = 2;
 /// Version byte and both prefixes.

@@ -4,11 +4,12 @@
 #![allow(dead_code, unreachable_pub)]
 
 use std::cmp::Ordering;
-use std::collections::HashSet;
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 use entity_manager::query::{Query, QueryPageResult};
 use entity_manager::store::{
-    Comparison, Filter, MemoryStore, RangeCondition, Store, TableDefinition, WriteRequest,
+    Comparison, Filter, MemoryStore, QueryPage, RangeCondition, Store, TableDefinition,
+    WriteRequest,
 };
 use entity_manager::{AttributeValue, EntitySchema, Error, Item, Schema, ShardSpace};
 use entity_manager_tests::block_on;
@@ -388,15 +389,15 @@ pub fn case() -> impl Strategy<Value = Case> {
 }
 
 /// The oracle of a v2 case: every record of the window's shards (created in the window, with
-/// `created_between`), in (range key, unique value) order.
+/// `created_between`), in the query's order on `MemoryStore`: range key, then table hash key
+/// (the lane), then table range key (the order `MemoryStore` keeps equal keys in, in a lane).
 pub fn expected_records(
     user: EntitySchema<'_>,
     records: &[Record],
     case: &Case,
 ) -> Result<Vec<Item>, Box<dyn std::error::Error>> {
     let range_attr = match case.source {
-        Source::Index("created") => "created",
-        Source::Index("name") => "nameRK",
+        Source::Index(name) => range_attr_of(name),
         _ => "rangeKey",
     };
     let space: HashSet<String> = user
@@ -415,10 +416,77 @@ pub fn expected_records(
     }
     expected.sort_by(|a, b| {
         let o = order(&a[range_attr], &b[range_attr])
+            .then_with(|| order(&a["hashKey"], &b["hashKey"]))
             .then_with(|| order(&a["rangeKey"], &b["rangeKey"]));
         if case.descending { o.reverse() } else { o }
     });
     Ok(expected)
+}
+
+/// The range key attribute of an index of [`schema_v2`].
+fn range_attr_of(index: &str) -> &'static str {
+    match index {
+        "created" => "created",
+        "name" => "nameRK",
+        _ => "rangeKey",
+    }
+}
+
+/// `items` (records of one index of `store`, keyed) in a query's order on that store: range
+/// key, then table hash key (the lane), then the order the store itself keeps equal range keys
+/// in within a partition (`MemoryStore`: table range key; `DynamoDB` Local: a hash of the table
+/// key), read from the store partition by partition with plain `Query` paging; reversed when
+/// descending.
+pub async fn in_store_order<S: Store>(
+    store: &S,
+    index: Option<&str>,
+    range_attr: &str,
+    mut items: Vec<Item>,
+    descending: bool,
+) -> Result<Vec<Item>, Box<dyn std::error::Error>> {
+    let key = |item: &Item| {
+        (
+            text(item, "hashKey").to_owned(),
+            text(item, "rangeKey").to_owned(),
+        )
+    };
+    let lanes: BTreeSet<String> = items
+        .iter()
+        .map(|i| text(i, "hashKey").to_owned())
+        .collect();
+    let mut seq: HashMap<(String, String), usize> = HashMap::new();
+    for lane in lanes {
+        let mut start: Option<Item> = None;
+        loop {
+            let mut request =
+                QueryPage::new(AttributeValue::S(lane.clone())).start_after(start.take());
+            if let Some(index) = index {
+                request = request.index(index);
+            }
+            let page = store.query_page(&request).await?;
+            for item in &page.items {
+                let next = seq.len();
+                seq.insert(key(item), next);
+            }
+            match page.last_evaluated_key {
+                Some(lek) => start = Some(lek),
+                None => break,
+            }
+        }
+    }
+    items.sort_by(|a, b| {
+        order(&a[range_attr], &b[range_attr])
+            .then_with(|| {
+                text(a, "hashKey")
+                    .as_bytes()
+                    .cmp(text(b, "hashKey").as_bytes())
+            })
+            .then_with(|| seq.get(&key(a)).cmp(&seq.get(&key(b))))
+    });
+    if descending {
+        items.reverse();
+    }
+    Ok(items)
 }
 
 /// The query of a v2 case.
@@ -501,7 +569,18 @@ pub async fn check_case<S: Store>(
             return Err("did not terminate".into());
         }
     }
-    let expected = expected_records(user, records, case)?;
+    let (index, range_attr) = match case.source {
+        Source::Index(name) => (Some(name), range_attr_of(name)),
+        Source::Table | Source::TableAndKeys => (None, "rangeKey"),
+    };
+    let expected = in_store_order(
+        store,
+        index,
+        range_attr,
+        expected_records(user, records, case)?,
+        case.descending,
+    )
+    .await?;
     let mut remaining = expected.len();
     for page in &pages {
         if page.len() != case.limit.min(remaining) {
