@@ -68,8 +68,10 @@ struct Churn<'s, S> {
     schema: &'s Schema,
     rate: u64,
     spread: u64,
-    /// The scan's direction: re-keys move records behind their place in it.
+    /// The scan's direction and the range key of the source read: re-keys move records behind
+    /// their place in the scan (range key, then lane).
     descending: bool,
+    range_attr: &'static str,
     log: Mutex<Log>,
 }
 
@@ -132,28 +134,35 @@ impl<'s, S: Store> Churn<'s, S> {
             }
             _ => {
                 let record = pick(&mut log)?;
-                let old = Self::table_key(&self.keyed(&record).ok()?);
+                let before = self.keyed(&record).ok()?;
                 let mut moved = record.clone();
                 // behind its place in the scan: a record moved ahead of the paging after it
                 // was returned is met again there (a token is a position, not a list of the
                 // records returned); `forward_moves_are_met_again_at_their_new_place` shows it
-                moved.created = if self.descending {
-                    let room = self
-                        .spread
-                        .checked_sub(record.created + 1)
-                        .filter(|r| *r > 0)?;
-                    record.created + 1 + log.next(room)
-                } else {
-                    if record.created == 0 {
-                        return None;
-                    }
-                    log.next(record.created)
+                moved.created = log.next(self.spread);
+                let after = self.keyed(&moved).ok()?;
+                let place = |item: &Item| {
+                    (
+                        item.get(self.range_attr).cloned(),
+                        text(item, "hashKey").to_owned(),
+                    )
                 };
+                let ((a_range, a_hash), (b_range, b_hash)) = (place(&after), place(&before));
+                let o = order(a_range.as_ref()?, b_range.as_ref()?)
+                    .then(a_hash.as_bytes().cmp(b_hash.as_bytes()));
+                let behind = if self.descending {
+                    o == std::cmp::Ordering::Greater
+                } else {
+                    o == std::cmp::Ordering::Less
+                };
+                if !behind {
+                    return None;
+                }
                 log.touched.insert(moved.id.clone());
                 log.live.insert(moved.id.clone(), moved.clone());
                 Some(Write::Put {
-                    old: Some(old),
-                    new: self.keyed(&moved).ok()?,
+                    old: Some(Self::table_key(&before)),
+                    new: after,
                 })
             }
         }
@@ -270,6 +279,15 @@ fn position<'i>(item: &'i Item, range_attr: &str) -> (&'i AttributeValue, &'i st
     )
 }
 
+/// The range key of the source `ask` reads.
+fn range_attr_of(ask: &Ask) -> &'static str {
+    match ask.index {
+        Some("created") => "created",
+        Some(_) => "nameRK",
+        None => "rangeKey",
+    }
+}
+
 /// Pages `ask` to the end over `churn` (a write between pages too) and checks the contract.
 async fn check<S: Store>(churn: &Churn<'_, S>, ask: &Ask, within_lane_order: bool) -> TestResult {
     let user = churn.schema.entity("user")?;
@@ -295,11 +313,7 @@ async fn check<S: Store>(churn: &Churn<'_, S>, ask: &Ask, within_lane_order: boo
         .page_size(ask.page_size)
         .throttle(ask.throttle)
         .descending(ask.descending);
-    let range_attr = match ask.index {
-        Some("created") => "created",
-        Some(_) => "nameRK",
-        None => "rangeKey",
-    };
+    let range_attr = range_attr_of(ask);
     let mut token: Option<String> = None;
     let mut got: Vec<Item> = Vec::new();
     let mut pages = 0usize;
@@ -388,14 +402,15 @@ fn churn<'s, S: Store>(
     schema: &'s Schema,
     records: &[Record],
     (rate, spread, seed): (u64, u64, u64),
-    descending: bool,
+    ask: &Ask,
 ) -> Churn<'s, S> {
     Churn {
         inner,
         schema,
         rate,
         spread,
-        descending,
+        descending: ask.descending,
+        range_attr: range_attr_of(ask),
         log: Mutex::new(Log {
             live: records.iter().map(|r| (r.id.clone(), r.clone())).collect(),
             rng: seed | 1,
@@ -438,7 +453,7 @@ proptest! {
             let records = dataset(count, spread, seed);
             let store = MemoryStore::new(TableDefinition::from_schema(&schema)?);
             block_on(store.batch_write(writes_of(&schema, &records)?))?;
-            let churn = churn(store, &schema, &records, (rate, spread, seed.rotate_left(17)), ask.descending);
+            let churn = churn(store, &schema, &records, (rate, spread, seed.rotate_left(17)), &ask);
             block_on(check(&churn, &ask, true))
         };
         check_one().map_err(|e| TestCaseError::fail(e.to_string()))?;
@@ -472,7 +487,7 @@ proptest! {
                 );
                 store.create_table().await?;
                 store.batch_write(writes_of(&schema, &records)?).await?;
-                let churn = churn(store, &schema, &records, (40, spread, seed.rotate_left(17)), ask.descending);
+                let churn = churn(store, &schema, &records, (40, spread, seed.rotate_left(17)), &ask);
                 let result = check(&churn, &ask, false).await;
                 churn.inner.delete_table().await?;
                 result

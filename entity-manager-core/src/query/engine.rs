@@ -550,9 +550,8 @@ impl<S: Store> Engine<'_, '_, S> {
                         &mut merge,
                         free,
                         remaining,
-                        known.as_ref(),
-                        predicted.as_ref(),
-                        margin,
+                        (known.as_ref(), predicted.as_ref()),
+                        (margin, tied),
                     );
                     totals.shard_queries += reads.len();
                     let store = self.store;
@@ -647,13 +646,20 @@ impl<S: Store> Engine<'_, '_, S> {
                 let ratio = out.len() as f64 / found as f64;
                 (found > 0).then_some((&end.value, ratio))
             });
+        // a page that ended at the range key the previous one ended at did not move: it is in
+        // a run of ties, and so (probably) is the next page
+        let stayed = previous.is_some_and(|p| estimate::compare(&p.last, &last) == Ordering::Equal);
         Some(Boundary {
-            first: estimate::span_start(
-                previous.map(|b| (&b.first, &b.last)),
-                &first,
-                &last,
-                measured,
-            ),
+            first: if stayed {
+                last.clone()
+            } else {
+                estimate::span_start(
+                    previous.map(|b| (&b.first, &b.last)),
+                    &first,
+                    &last,
+                    measured,
+                )
+            },
             last,
             unique,
             // the next page resumes the last item's lane right after it
@@ -740,6 +746,10 @@ impl<S: Store> Engine<'_, '_, S> {
         let Some(boundary) = boundary.filter(|_| want != usize::MAX) else {
             return (false, None);
         };
+        if estimate::compare(&boundary.first, &boundary.last) == Ordering::Equal {
+            // the pages did not move: a run of ties, in which the page probably ends too
+            return (false, self.end(boundary.last.clone()));
+        }
         let staged = merge.live() > self.throttle.max(1)
             && estimate::averaged(&boundary.first, &boundary.last);
         let end = staged
@@ -972,9 +982,8 @@ impl<S: Store> Engine<'_, '_, S> {
         merge: &mut Merge,
         free: usize,
         remaining: usize,
-        known: Option<&End>,
-        predicted: Option<&End>,
-        margin: f64,
+        (known, predicted): (Option<&End>, Option<&End>),
+        (margin, tied): (f64, bool),
     ) -> Vec<(usize, QueryPage, Option<End>, u32)> {
         let live = merge.live();
         let bound = known.or(predicted);
@@ -999,6 +1008,15 @@ impl<S: Store> Engine<'_, '_, S> {
                 (
                     known.filter(|end| short_of(end)),
                     u32::try_from(remaining + usize::from(rereads)).unwrap_or(u32::MAX),
+                )
+            } else if tied && remaining != usize::MAX {
+                // within a run of ties, lanes are read one after another in the global order:
+                // the lane read gives its items in the page's order, so what the page still
+                // wants is all it needs (no item beyond it is needed to place one)
+                (
+                    predicted.filter(|end| short_of(end)),
+                    u32::try_from(remaining.min(self.page_size) + usize::from(rereads))
+                        .unwrap_or(u32::MAX),
                 )
             } else {
                 estimate::next_read(
@@ -1051,30 +1069,41 @@ impl<S: Store> Engine<'_, '_, S> {
             }
             Narrowed::Query { condition, bounded } => (condition, bounded),
         };
-        let (condition, start) = match &lane.frontier {
-            None => (condition, None),
+        let (condition, start, bounded) = match &lane.frontier {
+            None => (condition, None, bounded),
             Some(front) => {
                 let start = lane
                     .cursor
                     .as_ref()
                     .filter(|(pos, _)| *pos == front.pos)
                     .map(|(_, key)| key.clone());
-                let strict = start.is_none() && front.upto == Upto::All;
-                match from_boundary(condition, &front.value, plan.descending) {
-                    Some(condition) => (Some(strictly(condition, &front.value, strict)), start),
-                    None => {
-                        match end {
-                            // nothing can match from the frontier on
-                            None => lane.exhausted = true,
-                            Some(end) => {
-                                lane.frontier = Some(Front {
-                                    pos: end.pos.clone(),
-                                    upto: Upto::All,
-                                    value: end.value.clone(),
-                                });
+                if start.is_none()
+                    && front.upto == Upto::All
+                    && let Some(condition) =
+                        strictly_after(index.range.as_ref(), &front.value, plan.descending)
+                {
+                    // read through a range key, and no item there to start after: strictly
+                    // after it, without the end (a key condition cannot stop at the end and
+                    // start strictly after a value; starting at the value would read its run
+                    // of ties again)
+                    (Some(condition), None, false)
+                } else {
+                    match from_boundary(condition, &front.value, plan.descending) {
+                        Some(condition) => (Some(condition), start, bounded),
+                        None => {
+                            match end {
+                                // nothing can match from the frontier on
+                                None => lane.exhausted = true,
+                                Some(end) => {
+                                    lane.frontier = Some(Front {
+                                        pos: end.pos.clone(),
+                                        upto: Upto::All,
+                                        value: end.value.clone(),
+                                    });
+                                }
                             }
+                            return None;
                         }
-                        return None;
                     }
                 }
             }
@@ -1256,16 +1285,29 @@ impl<S: Store> Engine<'_, '_, S> {
     }
 }
 
-/// A key condition that starts at `b` (at or after it in scan order, as [`from_boundary`]
-/// gives), made to start strictly after it when `strict` and the condition allows (no upper
-/// bound: `> b` ascending, `< b` descending; `BETWEEN` has no strict form, and reads skip what
-/// they read again).
-fn strictly(condition: RangeCondition, b: &AttributeValue, strict: bool) -> RangeCondition {
+/// The user's key condition narrowed to what lies strictly after `b` in scan order, when a
+/// key condition can say so: the condition has no bound beyond `b` (none, or a lower bound
+/// at or before it), so the result is `> b` ascending, `< b` descending. `None` otherwise.
+fn strictly_after(
+    user: Option<&RangeCondition>,
+    b: &AttributeValue,
+    descending: bool,
+) -> Option<RangeCondition> {
     use RangeCondition as R;
-    match condition {
-        R::Ge(v) if strict && estimate::compare(&v, b) == Ordering::Equal => R::Gt(v),
-        R::Le(v) if strict && estimate::compare(&v, b) == Ordering::Equal => R::Lt(v),
-        other => other,
+    let at_or_before = |v: &AttributeValue| {
+        let o = estimate::compare(v, b);
+        if descending {
+            o != Ordering::Less
+        } else {
+            o != Ordering::Greater
+        }
+    };
+    match (user, descending) {
+        (None, false) => Some(R::Gt(b.clone())),
+        (None, true) => Some(R::Lt(b.clone())),
+        (Some(R::Gt(v) | R::Ge(v)), false) if at_or_before(v) => Some(R::Gt(b.clone())),
+        (Some(R::Lt(v) | R::Le(v)), true) if at_or_before(v) => Some(R::Lt(b.clone())),
+        _ => None,
     }
 }
 

@@ -1,0 +1,156 @@
+//! What ties cost: items read per item returned and shard queries per page when many records
+//! share one range-key value, paged to the end (deterministic counts on `MemoryStore`; the
+//! figures are in BENCHMARKS.md, "Ties"). Bounds from the issue: at most 3 items read per item
+//! returned at every limit, at most 2 × the live lanes' shard queries on any page.
+//!
+//! `cargo test -p entity-manager-tests --test query_ties -- --nocapture` prints the figures.
+
+use entity_manager::query::Query;
+use entity_manager::store::{MemoryStore, Store, TableDefinition, WriteRequest};
+use entity_manager::{Schema, ShardSpace};
+use entity_manager_tests::block_on;
+use serde_json::json;
+
+type TestResult = Result<(), Box<dyn std::error::Error>>;
+
+/// A `user` entity on `bumps`, with an index on `score` (a number): records tie on it.
+fn schema(bumps: &[(u64, u8, u8)]) -> Result<Schema, Box<dyn std::error::Error>> {
+    let bumps: Vec<_> = bumps
+        .iter()
+        .map(|(t, b, c)| json!({ "timestamp": t, "charBits": b, "chars": c }))
+        .collect();
+    Ok(Schema::from_ts_config(
+        &json!({
+            "hashKey": "hashKey",
+            "rangeKey": "rangeKey",
+            "entities": { "user": {
+                "uniqueProperty": "userId", "timestampProperty": "created", "shardBumps": bumps
+            } },
+            "indexes": { "score": { "hashKey": "hashKey", "rangeKey": "score" } },
+            "propertyTranscodes": { "userId": "string", "created": "timestamp", "score": "int" }
+        }),
+        ShardSpace::Product,
+    )?)
+}
+
+/// `count` records, created over `0..created` (so over every bump before it), with `values`
+/// distinct scores.
+fn loaded(
+    schema: &Schema,
+    count: u64,
+    created: u64,
+    values: u64,
+) -> Result<MemoryStore, Box<dyn std::error::Error>> {
+    let store = MemoryStore::new(TableDefinition::from_schema(schema)?);
+    let user = schema.entity("user")?;
+    let writes = (0..count)
+        .map(|i| {
+            let item = serde_dynamo::to_item(json!({
+                "userId": format!("u{i:05}"),
+                "created": (i * 7_919) % created,
+                "score": i % values,
+            }))?;
+            Ok(WriteRequest::Put(user.add_keys(&item)?))
+        })
+        .collect::<Result<Vec<_>, Box<dyn std::error::Error>>>()?;
+    block_on(store.batch_write(writes))?;
+    Ok(store)
+}
+
+/// Pages to the end: items read per item returned, the most shard queries of one page, the
+/// mean per page, the lanes, and the items returned.
+fn paged(
+    store: &MemoryStore,
+    schema: &Schema,
+    limit: usize,
+    descending: bool,
+) -> Result<(f64, usize, f64, usize, usize), Box<dyn std::error::Error>> {
+    let user = schema.entity("user")?;
+    let query = Query::new(store, user)
+        .index("score")
+        .window(0, 10_000)
+        .limit(limit)
+        .descending(descending);
+    let (mut read, mut returned, mut pages, mut queries, mut most) =
+        (0usize, 0usize, 0usize, 0usize, 0usize);
+    let mut lanes;
+    let mut token: Option<String> = None;
+    loop {
+        let page = block_on(query.page(token.as_deref()))?;
+        read += page.stats.items_read;
+        returned += page.items.len();
+        queries += page.stats.shard_queries;
+        most = most.max(page.stats.shard_queries);
+        lanes = page.stats.shards;
+        pages += 1;
+        token = page.next;
+        if token.is_none() {
+            break;
+        }
+    }
+    // counts of one paging, far below 2^52
+    #[allow(clippy::cast_precision_loss)]
+    Ok((
+        read as f64 / returned.max(1) as f64,
+        most,
+        queries as f64 / pages as f64,
+        lanes,
+        returned,
+    ))
+}
+
+fn check(
+    name: &str,
+    schema: &Schema,
+    store: &MemoryStore,
+    count: usize,
+    limits: &[usize],
+) -> TestResult {
+    for &limit in limits {
+        for descending in [false, true] {
+            let (per_item, most, mean, lanes, returned) = paged(store, schema, limit, descending)?;
+            println!(
+                "{name}, limit {limit}{}: {per_item:.2} items read per item returned, {mean:.2} shard queries a page (most {most}) over {lanes} lanes",
+                if descending { ", descending" } else { "" }
+            );
+            assert_eq!(returned, count, "{name}, limit {limit}: every record once");
+            assert!(
+                per_item <= 3.0,
+                "{name}, limit {limit}: {per_item:.2} items read per item returned"
+            );
+            assert!(
+                most <= 2 * lanes,
+                "{name}, limit {limit}: {most} shard queries on one page over {lanes} lanes"
+            );
+        }
+    }
+    Ok(())
+}
+
+/// 300 records over 68 lanes (4 shards, then 64), all with one score.
+#[test]
+fn one_value_over_68_lanes() -> TestResult {
+    let schema = schema(&[(0, 2, 1), (1_000, 5, 2)])?;
+    let store = loaded(&schema, 300, 2_000, 1)?;
+    check(
+        "300 records, 1 value, 68 lanes",
+        &schema,
+        &store,
+        300,
+        &[1, 7, 100],
+    )
+}
+
+/// 10,000 records over 64 lanes with 3 scores.
+#[test]
+fn three_values_over_64_lanes() -> TestResult {
+    let schema = schema(&[(0, 5, 2)])?;
+    let store = loaded(&schema, 10_000, 2_000, 3)?;
+    check(
+        "10,000 records, 3 values, 64 lanes",
+        &schema,
+        &store,
+        10_000,
+        &[1, 7, 100],
+    )
+}
