@@ -200,6 +200,9 @@ struct Merge {
     known_end: Known,
     /// The last item emitted.
     mark: Option<Mark>,
+    /// The pages are in a run of ties: the previous one ended at the range key the one before
+    /// it ended at.
+    in_run: bool,
 }
 
 impl Merge {
@@ -867,6 +870,10 @@ impl<S: Store> Engine<'_, '_, S> {
             dead: 0,
             known_end: Known::Stale,
             mark: None,
+            in_run: state
+                .boundary
+                .as_ref()
+                .is_some_and(|b| estimate::compare(&b.first, &b.last) == Ordering::Equal),
         };
         for (position, &index) in indexes.iter().enumerate() {
             for shard in 0..shards {
@@ -986,6 +993,7 @@ impl<S: Store> Engine<'_, '_, S> {
         (margin, tied): (f64, bool),
     ) -> Vec<(usize, QueryPage, Option<End>, u32)> {
         let live = merge.live();
+        let in_run = merge.in_run;
         let bound = known.or(predicted);
         let targets = merge.targets(free, bound);
         let mut reads = Vec::with_capacity(targets.len());
@@ -1027,8 +1035,20 @@ impl<S: Store> Engine<'_, '_, S> {
                     self.page_size,
                 )
             };
+            // a lane read through a range key with no item there to start after reads strictly
+            // after it, unbounded (`request`): a share of the page at most, not the whole page
+            // a bounded read may ask, since it cannot stop at the end
+            let limit = if self.reads_strictly(in_run, lane) {
+                let share = remaining.div_ceil(live);
+                limit.min(
+                    u32::try_from(estimate::poisson_limit(share, margin).max(1))
+                        .unwrap_or(u32::MAX),
+                )
+            } else {
+                limit
+            };
             let end = end.cloned();
-            let request = merge.update(t, |lane| self.request(lane, limit, end.as_ref()));
+            let request = merge.update(t, |lane| self.request(lane, limit, end.as_ref(), in_run));
             if let Some((request, bounded)) = request {
                 merge.lanes[t].busy = true;
                 reads.push((t, request, end.filter(|_| bounded), limit));
@@ -1044,7 +1064,13 @@ impl<S: Store> Engine<'_, '_, S> {
     /// A read starts where the lane was read through: right after its last item read when
     /// that item is at its frontier (`ExclusiveStartKey`), else at the frontier's range key
     /// (after it, when the lane was read through it and the read has no upper bound).
-    fn request(&self, lane: &mut Lane, limit: u32, end: Option<&End>) -> Option<(QueryPage, bool)> {
+    fn request(
+        &self,
+        lane: &mut Lane,
+        limit: u32,
+        end: Option<&End>,
+        in_run: bool,
+    ) -> Option<(QueryPage, bool)> {
         lane.fresh = false;
         let plan = self.plan;
         let index = &plan.indexes[lane.index];
@@ -1069,6 +1095,7 @@ impl<S: Store> Engine<'_, '_, S> {
             }
             Narrowed::Query { condition, bounded } => (condition, bounded),
         };
+        let strict = self.reads_strictly(in_run, lane);
         let (condition, start, bounded) = match &lane.frontier {
             None => (condition, None, bounded),
             Some(front) => {
@@ -1077,8 +1104,7 @@ impl<S: Store> Engine<'_, '_, S> {
                     .as_ref()
                     .filter(|(pos, _)| *pos == front.pos)
                     .map(|(_, key)| key.clone());
-                if start.is_none()
-                    && front.upto == Upto::All
+                if strict
                     && let Some(condition) =
                         strictly_after(index.range.as_ref(), &front.value, plan.descending)
                 {
@@ -1125,6 +1151,29 @@ impl<S: Store> Engine<'_, '_, S> {
             request = request.projection(projection.iter().cloned());
         }
         Some((request, bounded))
+    }
+
+    /// Whether the next read of a lane starts strictly after its frontier, without an end: the
+    /// pages are in a run of ties (`merge_in_run`: reading the run's key again would read the
+    /// run again; elsewhere it costs an item or so, less than a read that cannot stop at the
+    /// end), the lane was read through a range key and holds no item there to start after (a
+    /// lane ranked before the previous page's last item), and the user's condition has no bound
+    /// beyond it.
+    fn reads_strictly(&self, merge_in_run: bool, lane: &Lane) -> bool {
+        merge_in_run
+            && lane.frontier.as_ref().is_some_and(|front| {
+                front.upto == Upto::All
+                    && lane
+                        .cursor
+                        .as_ref()
+                        .is_none_or(|(pos, _)| *pos != front.pos)
+                    && strictly_after(
+                        self.plan.indexes[lane.index].range.as_ref(),
+                        &front.value,
+                        self.plan.descending,
+                    )
+                    .is_some()
+            })
     }
 
     /// Waits for a read in flight, and takes it in with every other read already back (so
