@@ -1,14 +1,18 @@
-//! What ties cost: items read per item returned and shard queries per page when many records
+//! What a page costs in requests where only one lane can hold its items, and what ties cost: items read per item returned and shard queries per page when many records
 //! share one range-key value, paged to the end (deterministic counts on `MemoryStore`; the
 //! figures are in BENCHMARKS.md, "Ties"). Bounds from the issue: at most 3 items read per item
 //! returned at every limit, at most 2 × the live lanes' shard queries on any page.
 //!
 //! `cargo test -p entity-manager-tests --test query_ties -- --nocapture` prints the figures.
 
+use std::sync::Mutex;
+
 use entity_manager::query::Query;
-use entity_manager::store::{MemoryStore, Store, TableDefinition, WriteRequest};
+use entity_manager::store::{
+    MemoryStore, Page, QueryPage, Store, StoreError, TableDefinition, WriteRequest,
+};
 use entity_manager::{Schema, ShardSpace};
-use entity_manager_tests::block_on;
+use entity_manager_tests::{block_on, forward_store};
 use serde_json::json;
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
@@ -153,4 +157,60 @@ fn three_values_over_64_lanes() -> TestResult {
         10_000,
         &[1, 7, 100],
     )
+}
+
+/// A store that records the `Limit` of every query it serves.
+struct Counting {
+    inner: MemoryStore,
+    limits: Mutex<Vec<Option<u32>>>,
+}
+
+impl Store for Counting {
+    forward_store!(inner: definition, name, put_item, get_item, delete_item, batch_write);
+    forward_store!(inner: batch_get, transact_write, update_item, transact_get, scan_page);
+
+    fn query_page(
+        &self,
+        request: &QueryPage,
+    ) -> impl Future<Output = Result<Page, StoreError>> + Send {
+        if let Ok(mut limits) = self.limits.lock() {
+            limits.push(request.limit);
+        }
+        self.inner.query_page(request)
+    }
+}
+
+/// A window that holds one lane (the unsharded bump before the first sharded one): every page
+/// is one request asking for the page's limit, as a hand-written `Query` would be, although
+/// the page size (10) is smaller than the page.
+#[test]
+fn a_window_of_one_lane_reads_each_page_in_one_request() -> TestResult {
+    let schema = schema(&[(0, 1, 0), (1_000, 2, 1)])?;
+    let store = loaded(&schema, 200, 2_000, 50)?;
+    let counting = Counting {
+        inner: store,
+        limits: Mutex::new(Vec::new()),
+    };
+    let user = schema.entity("user")?;
+    let query = Query::new(&counting, user)
+        .index("score")
+        .window(0, 999)
+        .limit(25);
+    let mut token: Option<String> = None;
+    let mut returned = 0;
+    loop {
+        let page = block_on(query.page(token.as_deref()))?;
+        let limits = std::mem::take(&mut *counting.limits.lock().map_err(|_| "poisoned")?);
+        assert_eq!(limits, [Some(25)], "one request of the page's limit");
+        assert_eq!(page.stats.shards, 1);
+        returned += page.items.len();
+        token = page.next;
+        if token.is_none() {
+            break;
+        }
+    }
+    // the records created before the first sharded bump: (i * 7,919) % 2,000 < 1,000
+    let expected = (0..200u64).filter(|i| (i * 7_919) % 2_000 < 1_000).count();
+    assert_eq!(returned, expected);
+    Ok(())
 }

@@ -1011,7 +1011,7 @@ impl<S: Store> Engine<'_, '_, S> {
             // key it was read through again (a lane ranked before the previous page's last item)
             let rereads = lane.cursor.is_none()
                 && lane.frontier.as_ref().is_some_and(|f| f.upto == Upto::All);
-            let (end, limit) = if live == 1 && remaining != usize::MAX && lane.frontier.is_some() {
+            let (end, limit) = if live == 1 && remaining != usize::MAX {
                 // the only lane left: what the page wants, in one query
                 (
                     known.filter(|end| short_of(end)),
