@@ -17,10 +17,15 @@
 //! `KEYS_ONLY` copy): every record is then in both, at the same position, and is returned once.
 //! Items come in range-key order (ascending, or descending), merged across every shard:
 //! - every page holds exactly `min(limit, remaining)` items;
-//! - paging to the end returns every matching item exactly once (no duplicate, no miss), in
-//!   global range-key order across pages (items with equal range keys by unique value, in the
-//!   direction of the query, however the store orders them);
-//! - the last page may be empty (when the previous one ended exactly at the end).
+//! - paging to the end returns every matching item exactly once (no duplicate, no miss), in one
+//!   global order across pages: by range key, items with equal range keys by shard (its table
+//!   hash key), and within a shard as the store keeps them (`MemoryStore`: by table range key;
+//!   `DynamoDB`: an order of its own), the exact reverse when descending;
+//! - the last page may be empty (when the previous one ended exactly at the end);
+//! - on a table written meanwhile, every page is in order, no record comes twice (unless moved
+//!   ahead of the paging after it was returned: a token is a position), every record that
+//!   exists unchanged throughout comes exactly once, and records written, moved or deleted
+//!   meanwhile come at most once (the paging guide, "While the table is written").
 //!
 //! **Union mode** — indexes with different range keys (for example a name search over a
 //! first-name and a last-name index). The page limit is shared between the indexes, each index
@@ -52,8 +57,8 @@
 //! what is returned (each page reads every live shard up to about where the page ends, as
 //! predicted from the previous page, and refills only the shards that can still contribute).
 //!
-//! The page token records where the previous page ended (its last item's range key and unique
-//! value, per index in union mode), one "exhausted" bit per (index, shard) lane, the time
+//! The page token records where the previous page ended (its last item's range key, unique
+//! value and lane, per index in union mode), one "exhausted" bit per (index, shard) lane, the time
 //! window and a checksum of the query and of the table; its size does not depend on where each
 //! shard stands (about 70 characters for one index up to 64 lanes, 1 character more per 6
 //! lanes beyond). It is rejected, with a typed error, by any other query
