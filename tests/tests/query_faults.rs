@@ -65,42 +65,37 @@ impl<S: Store> Store for Rough<S> {
     forward_store!(inner: definition, name, put_item, get_item, delete_item, batch_write);
     forward_store!(inner: batch_get, transact_write, update_item, transact_get, scan_page);
 
-    fn query_page(
-        &self,
-        request: &QueryPage,
-    ) -> impl Future<Output = Result<Page, StoreError>> + Send {
-        async move {
-            if self.roll(100) < self.fail {
-                self.count(true);
-                let kind = if self.roll(2) == 0 {
-                    StoreErrorKind::Throttled
-                } else {
-                    StoreErrorKind::Transient
-                };
-                return Err(StoreError::new(kind, "Query", "injected by the test"));
-            }
-            let mut page = self.inner.query_page(request).await?;
-            if page.items.len() >= 2 && self.roll(100) < self.cut {
-                self.count(false);
-                let keep = 1 + usize::try_from(self.roll(page.items.len() as u64 - 1)).unwrap_or(0);
-                page.items.truncate(keep);
-                let last = page
-                    .items
-                    .last()
-                    .ok_or_else(|| StoreError::validation("Query", "empty"))?;
-                let mut key = Item::default();
-                for attr in ["hashKey", "rangeKey"]
-                    .into_iter()
-                    .chain(self.key_attrs.iter().map(String::as_str))
-                {
-                    if let Some(value) = last.get(attr) {
-                        key.insert(attr.to_owned(), value.clone());
-                    }
-                }
-                page.last_evaluated_key = Some(key);
-            }
-            Ok(page)
+    async fn query_page(&self, request: &QueryPage) -> Result<Page, StoreError> {
+        if self.roll(100) < self.fail {
+            self.count(true);
+            let kind = if self.roll(2) == 0 {
+                StoreErrorKind::Throttled
+            } else {
+                StoreErrorKind::Transient
+            };
+            return Err(StoreError::new(kind, "Query", "injected by the test"));
         }
+        let mut page = self.inner.query_page(request).await?;
+        if page.items.len() >= 2 && self.roll(100) < self.cut {
+            self.count(false);
+            let keep = 1 + usize::try_from(self.roll(page.items.len() as u64 - 1)).unwrap_or(0);
+            page.items.truncate(keep);
+            let last = page
+                .items
+                .last()
+                .ok_or_else(|| StoreError::validation("Query", "empty"))?;
+            let mut key = Item::default();
+            for attr in ["hashKey", "rangeKey"]
+                .into_iter()
+                .chain(self.key_attrs.iter().map(String::as_str))
+            {
+                if let Some(value) = last.get(attr) {
+                    key.insert(attr.to_owned(), value.clone());
+                }
+            }
+            page.last_evaluated_key = Some(key);
+        }
+        Ok(page)
     }
 }
 

@@ -75,7 +75,7 @@ struct Churn<'s, S> {
     log: Mutex<Log>,
 }
 
-impl<'s, S: Store> Churn<'s, S> {
+impl<S: Store> Churn<'_, S> {
     fn keyed(&self, record: &Record) -> Result<Item, Box<dyn std::error::Error>> {
         Ok(self.schema.entity("user")?.add_keys(&record.item()?)?)
     }
@@ -189,14 +189,9 @@ impl<S: Store> Store for Churn<'_, S> {
     forward_store!(inner: definition, name, put_item, get_item, delete_item, batch_write);
     forward_store!(inner: batch_get, transact_write, update_item, transact_get, scan_page);
 
-    fn query_page(
-        &self,
-        request: &QueryPage,
-    ) -> impl Future<Output = Result<Page, StoreError>> + Send {
-        async move {
-            self.write().await?;
-            self.inner.query_page(request).await
-        }
+    async fn query_page(&self, request: &QueryPage) -> Result<Page, StoreError> {
+        self.write().await?;
+        self.inner.query_page(request).await
     }
 }
 
@@ -288,6 +283,38 @@ fn range_attr_of(ask: &Ask) -> &'static str {
     }
 }
 
+/// Whether each item comes after the one before it, in the query's order as far as the test
+/// can tell it (see [`position`]).
+fn in_order(got: &[Item], range_attr: &str, ask: &Ask, within_lane_order: bool) -> TestResult {
+    for pair in got.windows(2) {
+        let (a, b) = (
+            position(&pair[0], range_attr),
+            position(&pair[1], range_attr),
+        );
+        let o = order(a.0, b.0).then(a.1.as_bytes().cmp(b.1.as_bytes()));
+        let o = if within_lane_order {
+            o.then(a.2.as_bytes().cmp(b.2.as_bytes()))
+        } else {
+            o
+        };
+        let o = if ask.descending { o.reverse() } else { o };
+        let out_of_order = if within_lane_order {
+            o != std::cmp::Ordering::Less
+        } else {
+            o == std::cmp::Ordering::Greater
+        };
+        if out_of_order {
+            return Err(format!(
+                "out of order: {:?} then {:?} ({ask:?})",
+                position(&pair[0], range_attr),
+                position(&pair[1], range_attr)
+            )
+            .into());
+        }
+    }
+    Ok(())
+}
+
 /// Pages `ask` to the end over `churn` (a write between pages too) and checks the contract.
 async fn check<S: Store>(churn: &Churn<'_, S>, ask: &Ask, within_lane_order: bool) -> TestResult {
     let user = churn.schema.entity("user")?;
@@ -341,33 +368,7 @@ async fn check<S: Store>(churn: &Churn<'_, S>, ask: &Ask, within_lane_order: boo
             return Err(format!("{id} outside the condition ({ask:?})").into());
         }
     }
-    // in order, each item after the one before it (and so no record twice at one place)
-    for pair in got.windows(2) {
-        let (a, b) = (
-            position(&pair[0], range_attr),
-            position(&pair[1], range_attr),
-        );
-        let o = order(a.0, b.0).then(a.1.as_bytes().cmp(b.1.as_bytes()));
-        let o = if within_lane_order {
-            o.then(a.2.as_bytes().cmp(b.2.as_bytes()))
-        } else {
-            o
-        };
-        let o = if ask.descending { o.reverse() } else { o };
-        let out_of_order = if within_lane_order {
-            o != std::cmp::Ordering::Less
-        } else {
-            o == std::cmp::Ordering::Greater
-        };
-        if out_of_order {
-            return Err(format!(
-                "out of order: {:?} then {:?} ({ask:?})",
-                position(&pair[0], range_attr),
-                position(&pair[1], range_attr)
-            )
-            .into());
-        }
-    }
+    in_order(&got, range_attr, ask, within_lane_order)?;
     // every record unchanged for the whole paging, in the query's shards, exactly once
     let log = churn.log.lock().map_err(|_| "poisoned")?;
     let space: HashSet<String> = user

@@ -61,14 +61,17 @@ fn loaded(
     Ok(store)
 }
 
-/// Pages to the end: items read per item returned, the most shard queries of one page, the
-/// mean per page, the lanes, and the items returned.
+/// What a paging to the end cost: items read per item returned, the most shard queries of one
+/// page, the mean per page, the lanes, and the items returned.
+type Cost = (f64, usize, f64, usize, usize);
+
+/// Pages to the end, and what it cost.
 fn paged(
     store: &MemoryStore,
     schema: &Schema,
     limit: usize,
     descending: bool,
-) -> Result<(f64, usize, f64, usize, usize), Box<dyn std::error::Error>> {
+) -> Result<Cost, Box<dyn std::error::Error>> {
     let user = schema.entity("user")?;
     let query = Query::new(store, user)
         .index("score")

@@ -483,6 +483,7 @@ impl<S: Store> Engine<'_, '_, S> {
     /// Emits up to `want` items from the lanes of `indexes` (positions into the plan), starting
     /// from `state` (the stream's boundary and one flag per lane, index-major), deduplicating by
     /// unique value against `seen`.
+    #[allow(clippy::too_many_lines)] // one loop: read, take in, emit; its steps are methods
     pub(crate) async fn page(
         &self,
         indexes: &[usize],
@@ -876,7 +877,7 @@ impl<S: Store> Engine<'_, '_, S> {
                 .is_some_and(|b| estimate::compare(&b.first, &b.last) == Ordering::Equal),
         };
         for (position, &index) in indexes.iter().enumerate() {
-            for shard in 0..shards {
+            for (shard, &rank) in rank_of.iter().enumerate() {
                 let exhausted = state
                     .exhausted
                     .get(position * shards + shard)
@@ -886,7 +887,7 @@ impl<S: Store> Engine<'_, '_, S> {
                 merge.lanes.push(Lane {
                     index,
                     shard,
-                    rank: rank_of[shard],
+                    rank,
                     buffer: VecDeque::new(),
                     cursor: None,
                     frontier: None,
@@ -1113,24 +1114,23 @@ impl<S: Store> Engine<'_, '_, S> {
                     // start strictly after a value; starting at the value would read its run
                     // of ties again)
                     (Some(condition), None, false)
+                } else if let Some(condition) =
+                    from_boundary(condition, &front.value, plan.descending)
+                {
+                    (Some(condition), start, bounded)
                 } else {
-                    match from_boundary(condition, &front.value, plan.descending) {
-                        Some(condition) => (Some(condition), start, bounded),
-                        None => {
-                            match end {
-                                // nothing can match from the frontier on
-                                None => lane.exhausted = true,
-                                Some(end) => {
-                                    lane.frontier = Some(Front {
-                                        pos: end.pos.clone(),
-                                        upto: Upto::All,
-                                        value: end.value.clone(),
-                                    });
-                                }
-                            }
-                            return None;
+                    match end {
+                        // nothing can match from the frontier on
+                        None => lane.exhausted = true,
+                        Some(end) => {
+                            lane.frontier = Some(Front {
+                                pos: end.pos.clone(),
+                                upto: Upto::All,
+                                value: end.value.clone(),
+                            });
                         }
                     }
+                    return None;
                 }
             }
         };

@@ -489,6 +489,27 @@ pub async fn in_store_order<S: Store>(
     Ok(items)
 }
 
+/// The records of a v2 case in the query's order on `store` (see [`in_store_order`]).
+async fn expected_in_store_order<S: Store>(
+    store: &S,
+    user: EntitySchema<'_>,
+    records: &[Record],
+    case: &Case,
+) -> Result<Vec<Item>, Box<dyn std::error::Error>> {
+    let (index, range_attr) = match case.source {
+        Source::Index(name) => (Some(name), range_attr_of(name)),
+        Source::Table | Source::TableAndKeys => (None, "rangeKey"),
+    };
+    in_store_order(
+        store,
+        index,
+        range_attr,
+        expected_records(user, records, case)?,
+        case.descending,
+    )
+    .await
+}
+
 /// The query of a v2 case.
 pub fn v2_query<'s, S: Store>(store: &'s S, user: EntitySchema<'s>, case: &Case) -> Query<'s, S> {
     let start = Query::new(store, user);
@@ -569,18 +590,7 @@ pub async fn check_case<S: Store>(
             return Err("did not terminate".into());
         }
     }
-    let (index, range_attr) = match case.source {
-        Source::Index(name) => (Some(name), range_attr_of(name)),
-        Source::Table | Source::TableAndKeys => (None, "rangeKey"),
-    };
-    let expected = in_store_order(
-        store,
-        index,
-        range_attr,
-        expected_records(user, records, case)?,
-        case.descending,
-    )
-    .await?;
+    let expected = expected_in_store_order(store, user, records, case).await?;
     let mut remaining = expected.len();
     for page in &pages {
         if page.len() != case.limit.min(remaining) {
