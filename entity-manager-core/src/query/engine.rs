@@ -650,9 +650,11 @@ impl<S: Store> Engine<'_, '_, S> {
                 let ratio = out.len() as f64 / found as f64;
                 (found > 0).then_some((&end.value, ratio))
             });
-        // a page that ended at the range key the previous one ended at did not move: it is in
-        // a run of ties, and so (probably) is the next page
+        // a page that ended at the range key the previous one ended at did not move, and a page
+        // of several items all at one range key lies inside one: it is in a run of ties, and so
+        // (probably) is the next page (a page of one item says nothing)
         let stayed = previous.is_some_and(|p| estimate::compare(&p.last, &last) == Ordering::Equal);
+        let run = stayed || (out.len() > 1 && estimate::compare(&first, &last) == Ordering::Equal);
         Some(Boundary {
             first: if stayed {
                 last.clone()
@@ -668,6 +670,7 @@ impl<S: Store> Engine<'_, '_, S> {
             unique,
             // the next page resumes the last item's lane right after it
             lane: ends.last_lane,
+            run,
         })
     }
 
@@ -750,7 +753,7 @@ impl<S: Store> Engine<'_, '_, S> {
         let Some(boundary) = boundary.filter(|_| want != usize::MAX) else {
             return (false, None);
         };
-        if estimate::compare(&boundary.first, &boundary.last) == Ordering::Equal {
+        if boundary.run {
             // the pages did not move: a run of ties, in which the page probably ends too
             return (false, self.end(boundary.last.clone()));
         }
@@ -871,10 +874,7 @@ impl<S: Store> Engine<'_, '_, S> {
             dead: 0,
             known_end: Known::Stale,
             mark: None,
-            in_run: state
-                .boundary
-                .as_ref()
-                .is_some_and(|b| estimate::compare(&b.first, &b.last) == Ordering::Equal),
+            in_run: state.boundary.as_ref().is_some_and(|b| b.run),
         };
         for (position, &index) in indexes.iter().enumerate() {
             for (shard, &rank) in rank_of.iter().enumerate() {

@@ -233,12 +233,7 @@ pub(crate) fn span_start(
         (start.is_finite() && start.abs() < 1e15 && l.abs() < 1e15)
             .then(|| AttributeValue::N(format!("{start:.0}")))
     });
-    // other types: where the page began (the previous page's last value), so that a page that
-    // did not move shows a span of nothing (a run of ties); the first page: its first value
-    averaged.unwrap_or_else(|| match previous {
-        Some((_, p_last)) if !matches!(last, AttributeValue::N(_)) => p_last.clone(),
-        _ => first.clone(),
-    })
+    averaged.unwrap_or_else(|| first.clone())
 }
 
 /// For numbers: `from` moved on by `factor` spans `first..last` (in the span's direction),

@@ -1274,6 +1274,7 @@ impl<S: Store> Run<'_, '_, S> {
             last: tuple_value(&self.plan.multi, item),
             unique: join_tie(&place.tie),
             lane: (!ties).then_some(lane),
+            run: false,
         }
     }
 

@@ -16,7 +16,9 @@
 //! | query fingerprint [2] | table binding [2]
 //! | from varint | to varint                       (the time window, ms since the epoch)
 //! | per stream (1 in exact mode, 1 per index in union mode):
-//! |     flags u8 (bit 0: boundary present, bit 1: boundary lane present)
+//! |     flags u8 (bit 0: boundary present, bit 1: boundary lane present, bit 2: in a run of
+//! |         ties: the page ended at the range key the previous one ended at, or held
+//! |         only items of one range key)
 //! |     boundary: first value, last value, unique (varint length + UTF-8), lane varint
 //! |         (when flagged: the lane that held the last item, resumed right after it)
 //! |     exhausted bits, one per lane of the stream, ceil(lanes / 8) bytes, low bit first
@@ -63,6 +65,9 @@ pub(crate) struct Boundary {
     /// right after the item (`ExclusiveStartKey`). Always written; a token without it (which
     /// only a forger can make) counts every item at `last` as returned.
     pub(crate) lane: Option<usize>,
+    /// The pages are in a run of ties: this page ended at the range key the previous one ended
+    /// at, or held only items of one range key. The next page then probably ends at `last` too.
+    pub(crate) run: bool,
 }
 
 /// The state of one merged stream: the whole query in exact mode, one index in union mode.
@@ -125,6 +130,7 @@ const MAX_LIST: u64 = 4;
 const BOUNDARY_PRESENT: u8 = 1;
 const LANE_PRESENT: u8 = 2;
 const BOUNDARY_WITH_LANE: u8 = BOUNDARY_PRESENT | LANE_PRESENT;
+const IN_RUN: u8 = 4;
 
 fn tag(binding: Binding<'_>, body: &[u8], key: Option<&[u8]>) -> Vec<u8> {
     if let Some(key) = key {
@@ -251,11 +257,12 @@ pub(crate) fn encode(state: &TokenState, binding: Binding<'_>, key: Option<&[u8]
             None => body.push(0),
             Some(b) => {
                 let lane = b.lane.filter(|&l| l < stream.exhausted.len());
-                body.push(if lane.is_some() {
+                let flags = if lane.is_some() {
                     BOUNDARY_PRESENT | LANE_PRESENT
                 } else {
                     BOUNDARY_PRESENT
-                });
+                };
+                body.push(if b.run { flags | IN_RUN } else { flags });
                 put_first(&mut body, &b.first, &b.last);
                 put_value(&mut body, &b.last);
                 put_bytes(&mut body, b.unique.as_bytes());
@@ -474,7 +481,7 @@ impl Verified {
         for _ in 0..shape.streams {
             let boundary = match r.u8()? {
                 0 => None,
-                flags @ (BOUNDARY_PRESENT | BOUNDARY_WITH_LANE) => {
+                flags if matches!(flags & !IN_RUN, BOUNDARY_PRESENT | BOUNDARY_WITH_LANE) => {
                     let first_kind = r.u8()?;
                     let first_delta = (first_kind == VALUE_INT_DELTA)
                         .then(|| r.varint())
@@ -512,6 +519,7 @@ impl Verified {
                         last,
                         unique,
                         lane,
+                        run: flags & IN_RUN != 0,
                     })
                 }
                 _ => return Err(TokenError::Malformed("boundary")),
@@ -563,6 +571,7 @@ mod tests {
                     last: AttributeValue::N("1700000001234".into()),
                     unique: "0b9e4c1a-4c1f-4a55-9a57-2f2f8c7e61a9".into(),
                     lane: Some(63),
+                    run: false,
                 }),
                 exhausted: (0..64).map(|i| i % 3 == 0).collect(),
             }],
@@ -602,6 +611,7 @@ mod tests {
             last: AttributeValue::S(long.clone()),
             unique: long,
             lane: Some(63),
+            run: true,
         });
         let token = encode(&state, B, Some(b"key"));
         assert!(token.len() <= max_chars(SHAPE));
@@ -694,6 +704,7 @@ mod tests {
                         last: AttributeValue::B(vec![0, 255, 3]),
                         unique: String::new(),
                         lane: Some(2),
+                        run: true,
                     }),
                     exhausted: vec![true, false, true],
                 },
@@ -703,6 +714,7 @@ mod tests {
                         last: AttributeValue::N("1.50".into()),
                         unique: "ü".into(),
                         lane: None,
+                        run: false,
                     }),
                     exhausted: vec![false; 3],
                 },
@@ -712,6 +724,7 @@ mod tests {
                         last: AttributeValue::N(i64::MAX.to_string()),
                         unique: "u".into(),
                         lane: Some(0),
+                        run: false,
                     }),
                     exhausted: vec![true; 3],
                 },
