@@ -152,6 +152,25 @@ pub enum Error {
         reason: String,
     },
 
+    /// A generated key holds a delimiter inside a component value, so it cannot be read one
+    /// way. This crate never writes such a key (it refuses the value); a service that does not
+    /// refuse delimiters in values (TypeScript) can.
+    #[error(
+        "generated key {key:?} of entity `{entity}` cannot be read unambiguously: the value {value:?} of `{property}` holds the delimiter {delimiter:?}; rewrite the record without the delimiter in `{property}` (this crate refuses such values on write)"
+    )]
+    AmbiguousKey {
+        /// The entity token.
+        entity: String,
+        /// The whole generated key.
+        key: String,
+        /// The component whose value holds the delimiter.
+        property: String,
+        /// That value, as stored in the key.
+        value: String,
+        /// The delimiter found in it.
+        delimiter: String,
+    },
+
     /// A dehydrated index item has the wrong number of fields.
     #[error(
         "dehydrated item of index `{index}` (entity `{entity}`) has {found} fields, expected {expected}"
