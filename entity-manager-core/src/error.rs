@@ -156,13 +156,11 @@ pub enum Error {
     /// way. This crate never writes such a key (it refuses the value); a service that does not
     /// refuse delimiters in values (TypeScript) can.
     #[error(
-        "generated key {key:?} of entity `{entity}` cannot be read unambiguously: the value {value:?} of `{property}` holds the delimiter {delimiter:?}; rewrite the record without the delimiter in `{property}` (this crate refuses such values on write)"
+        "a generated key of entity `{entity}` cannot be read unambiguously: the value {value:?} of `{property}` holds the delimiter {delimiter:?}; rewrite the record without the delimiter in `{property}` (this crate refuses such values on write)"
     )]
     AmbiguousKey {
         /// The entity token.
         entity: String,
-        /// The whole generated key.
-        key: String,
         /// The component whose value holds the delimiter.
         property: String,
         /// That value, as stored in the key.

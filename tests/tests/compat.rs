@@ -104,9 +104,8 @@ fn run_file(path: &Path) -> (usize, usize, String) {
     let reloaded = match schema
         .to_ts_config()
         .map_err(|e| format!("export failed: {e}"))
-        .and_then(|exported| {
-            load(&exported, space).map_err(|e| format!("reload failed: {e}"))
-        }) {
+        .and_then(|exported| load(&exported, space).map_err(|e| format!("reload failed: {e}")))
+    {
         Ok(reloaded) => reloaded,
         Err(why) => return (0, cases.len().max(1), format!("  round trip: {why}\n")),
     };

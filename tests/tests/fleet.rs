@@ -109,8 +109,11 @@ fn players(prefix: &str) -> AnyResult<Vec<Player>> {
 }
 
 /// The `k`-th update: a new score and name (the unique and timestamp values stay).
-fn update(player: &mut Player, k: usize) -> AnyResult<()> {
-    let (score, name) = (NEW_SCORES[k % NEW_SCORES.len()], NEW_NAMES[k % NEW_NAMES.len()]);
+fn update(player: &mut Player, k: usize) {
+    let (score, name) = (
+        NEW_SCORES[k % NEW_SCORES.len()],
+        NEW_NAMES[k % NEW_NAMES.len()],
+    );
     player.json["score"] = json!(score);
     player.json["name"] = json!(name);
     player
@@ -119,7 +122,6 @@ fn update(player: &mut Player, k: usize) -> AnyResult<()> {
     player
         .item
         .insert("name".into(), AttributeValue::S(name.to_owned()));
-    Ok(())
 }
 
 fn text(item: &Item, attribute: &str) -> Option<String> {
@@ -471,7 +473,7 @@ fn cross_updates(
     // TypeScript updates Rust's records
     let mut by_ts = Vec::new();
     for (k, p) in ours.iter_mut().step_by(UPDATE_EVERY).enumerate() {
-        update(p, k)?;
+        update(p, k);
         by_ts.push(&*p);
     }
     let path = scratch.join("ts-updates.jsonl");
@@ -480,7 +482,11 @@ fn cross_updates(
         node_path,
         &[&"update", &endpoint, &table, &config_path, &"player", &path],
     )?;
-    assert_eq!(out["found"], json!(by_ts.len()), "TypeScript looked up Rust records: {out}");
+    assert_eq!(
+        out["found"],
+        json!(by_ts.len()),
+        "TypeScript looked up Rust records: {out}"
+    );
     assert_eq!(out["written"], json!(by_ts.len()), "{out}");
     // Rust updates TypeScript's records: found by id, changed, keys rebuilt, put
     let targets: Vec<usize> = (0..theirs.len()).step_by(UPDATE_EVERY).collect();
@@ -489,10 +495,14 @@ fn cross_updates(
         player,
         &targets.iter().map(|&i| &theirs[i]).collect::<Vec<_>>(),
     ))?;
-    assert_eq!(found.len(), targets.len(), "Rust looked up TypeScript records");
+    assert_eq!(
+        found.len(),
+        targets.len(),
+        "Rust looked up TypeScript records"
+    );
     for (k, &i) in targets.iter().enumerate() {
         let p = &mut theirs[i];
-        update(p, k)?;
+        update(p, k);
         let mut record = player.remove_keys(&found.remove(&p.id).ok_or("not found")?);
         record.insert("score".into(), p.item["score"].clone());
         record.insert("name".into(), p.item["name"].clone());
@@ -551,7 +561,14 @@ fn run(
 
     // (f) each side updates records the other wrote
     let (updated_by_ts, updated_by_rust) = cross_updates(
-        node_path, endpoint, store, player, &mut ours, &mut theirs, scratch, rt,
+        node_path,
+        endpoint,
+        store,
+        player,
+        &mut ours,
+        &mut theirs,
+        scratch,
+        rt,
     )?;
 
     // (a) Rust reads TypeScript's records: by unique id, and paging every index.
@@ -633,9 +650,9 @@ fn run(
     let tiny = read_with(&json!({ "pageSize": 3, "limit": 1_000 }), "three.json")?;
     eprintln!(
         "timings: rust paging {rust_paging:?}, ts 1000 {:?}, ts 10 {:?}, ts 3 {:?}",
-        ts_whole - rust_paging,
-        ts_small - ts_whole,
-        timer.elapsed() - ts_small
+        ts_whole.saturating_sub(rust_paging),
+        ts_small.saturating_sub(ts_whole),
+        timer.elapsed().saturating_sub(ts_small)
     );
 
     // (f) the keys TypeScript reads for every Rust record (updated or not) are the keys Rust
@@ -786,7 +803,11 @@ fn run(
                     .union(&expected(index, theirs))
                     .cloned()
                     .collect();
-                format!("{size}: {} ({} errors)", ratio(&r.ids, &want), r.errors.len())
+                format!(
+                    "{size}: {} ({} errors)",
+                    ratio(&r.ids, &want),
+                    r.errors.len()
+                )
             })
             .collect();
         writeln!(

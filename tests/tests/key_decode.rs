@@ -42,6 +42,9 @@ fn config(delimiters: (&str, &str, &str)) -> Value {
     })
 }
 
+/// A key to build: the leading hash key, if any, and the `(component, value)` pairs.
+type KeyCase<'a> = (Option<&'a str>, Vec<(&'a str, &'a str)>);
+
 const DEFAULT: (&str, &str, &str) = ("|", "#", "!");
 const CUSTOM: (&str, &str, &str) = ("~", ":", "$");
 
@@ -89,7 +92,11 @@ fn ann_e_is_an_ambiguous_key_not_a_hash_key() -> Result<(), Box<dyn std::error::
         }
         // the same name without the delimiter reads back
         let clean = user.decode_generated(&key.replace("ann!e", "anne"))?;
-        assert_eq!(clean.get("firstNameCanonical"), Some(&s("anne")), "{profile}");
+        assert_eq!(
+            clean.get("firstNameCanonical"),
+            Some(&s("anne")),
+            "{profile}"
+        );
         assert!(!clean.contains_key("hashKey"), "{profile}");
     }
     Ok(())
@@ -151,7 +158,7 @@ proptest! {
             [("firstNameCanonical", first.as_str()), ("lastNameCanonical", last.as_str())]
         };
         let hash_key = format!("user{}{suffix}", delimiters.2);
-        let cases: [(Option<&str>, Vec<(&str, &str)>); 3] = [
+        let cases: [KeyCase<'_>; 3] = [
             (None, vec![names[0], names[1], ("created", created)]),
             (Some(&hash_key), vec![("userId", user_id.as_str())]),
             (None, vec![("userId", user_id.as_str())]),

@@ -32,11 +32,10 @@ fn config() -> Value {
     })
 }
 
-fn block_on<F: std::future::Future>(f: F) -> F::Output {
-    tokio::runtime::Builder::new_current_thread()
-        .build()
-        .map(|rt| rt.block_on(f))
-        .unwrap_or_else(|e| panic!("no runtime: {e}"))
+fn block_on<F: std::future::Future>(f: F) -> Result<F::Output, std::io::Error> {
+    Ok(tokio::runtime::Builder::new_current_thread()
+        .build()?
+        .block_on(f))
 }
 
 fn schema(profile: Profile) -> Result<Schema, Box<dyn std::error::Error>> {
@@ -54,7 +53,8 @@ fn npm_in_power() -> Result<Schema, Box<dyn std::error::Error>> {
 
 /// A keyed player of `schema`.
 fn player(schema: &Schema, id: &str, score: i64) -> Result<Item, Box<dyn std::error::Error>> {
-    let item: Item = serde_dynamo::to_item(json!({ "playerId": id, "created": 1_000, "score": score }))?;
+    let item: Item =
+        serde_dynamo::to_item(json!({ "playerId": id, "created": 1_000, "score": score }))?;
     Ok(schema.entity("player")?.add_keys(&item)?)
 }
 
@@ -86,8 +86,12 @@ fn assert_refused(e: &StoreError, table_profile: &str, ours: &str) {
 fn a_schema_table_is_stamped_with_its_profile_and_fingerprint() -> TestResult {
     let npm = schema(Profile::Npm6_14)?;
     let native = schema(Profile::Native)?;
-    let npm_stamp = TableDefinition::from_schema(&npm)?.stamp.ok_or("no stamp")?;
-    let native_stamp = TableDefinition::from_schema(&native)?.stamp.ok_or("no stamp")?;
+    let npm_stamp = TableDefinition::from_schema(&npm)?
+        .stamp
+        .ok_or("no stamp")?;
+    let native_stamp = TableDefinition::from_schema(&native)?
+        .stamp
+        .ok_or("no stamp")?;
     assert_eq!(npm_stamp.profile(), Some(Profile::Npm6_14));
     assert_eq!(npm_stamp.key_mode, KeyMode::TypeScript);
     assert_eq!(native_stamp.profile(), Some(Profile::Native));
@@ -98,8 +102,7 @@ fn a_schema_table_is_stamped_with_its_profile_and_fingerprint() -> TestResult {
     assert!(npm_stamp.refuses(&npm_stamp).is_none());
     // a changed shard schedule changes the entity's fingerprint, not the profile
     let mut changed = config();
-    changed["entities"]["player"]["shardBumps"] =
-        json!([{ "timestamp": 0, "charBits": 2, "chars": 1 }, { "timestamp": 2_000_000_000_000u64, "charBits": 3, "chars": 2 }]);
+    changed["entities"]["player"]["shardBumps"] = json!([{ "timestamp": 0, "charBits": 2, "chars": 1 }, { "timestamp": 2_000_000_000_000u64, "charBits": 3, "chars": 2 }]);
     let later = TableStamp::of(
         Schema::from_ts_config(&changed, Profile::Npm6_14)?.table(),
         Schema::from_ts_config(&changed, Profile::Npm6_14)?.entities(),
@@ -133,7 +136,7 @@ fn a_memory_table_records_its_stamp_which_is_no_record() -> TestResult {
         assert_eq!(page.items.len(), 5);
         assert_eq!((store.len(), store.items().len()), (5, 5));
         Ok::<_, Box<dyn std::error::Error>>(())
-    })?;
+    })??;
     // stamping again with the same settings is allowed; another profile's store keeps its own
     assert_eq!(store.stamp_table(false)?, def.stamp.ok_or("no stamp")?);
     Ok(())
@@ -146,7 +149,7 @@ fn a_memory_table_without_a_stamp_keeps_working() -> TestResult {
     let store = MemoryStore::new(def);
     assert_eq!(store.table_stamp()?, None);
     let item = player(&npm, "p1", 7)?;
-    block_on(store.put_item(item.clone(), Expect::Any))?;
+    block_on(store.put_item(item.clone(), Expect::Any))??;
     assert_eq!(store.items(), [item]);
     Ok(())
 }
@@ -171,9 +174,18 @@ async fn dynamo_scenario(client: aws_sdk_dynamodb::Client, table: &str) -> TestR
     let upstream = schema(Profile::Upstream8)?;
     let power = npm_in_power()?;
     for (other, ours) in [
-        (&native, "profile `native` (key mode `transcoded`, shard space `product`"),
-        (&upstream, "profile `upstream-8` (key mode `typescript`, shard space `power`"),
-        (&power, "no named profile (key mode `typescript`, shard space `power`"),
+        (
+            &native,
+            "profile `native` (key mode `transcoded`, shard space `product`",
+        ),
+        (
+            &upstream,
+            "profile `upstream-8` (key mode `typescript`, shard space `power`",
+        ),
+        (
+            &power,
+            "no named profile (key mode `typescript`, shard space `power`",
+        ),
     ] {
         let wrong = store(other)?;
         let item = player(other, "wrong", -5)?;
@@ -205,7 +217,7 @@ async fn dynamo_scenario(client: aws_sdk_dynamodb::Client, table: &str) -> TestR
     let ok = player(&npm, "right", -5)?;
     npm_store.put_item(ok.clone(), Expect::Absent).await?;
     let page = npm_store.scan_page(&ScanPage::new()).await?;
-    assert_eq!(page.items, [ok.clone()]);
+    assert_eq!(page.items, std::slice::from_ref(&ok));
     // re-stamping with another profile is refused without `force`, then done with it
     let e = store(&native)?
         .stamp_table(false)
@@ -238,7 +250,10 @@ async fn dynamo_unstamped(client: aws_sdk_dynamodb::Client, table: &str) -> Test
     let item = player(&npm, "p1", 1)?;
     store.put_item(item.clone(), Expect::Any).await?; // works, with a warning
     assert_eq!(store.get_item(&key_of(&item), None).await?, Some(item));
-    assert_eq!(store.stamp_table(false).await?, def.stamp.clone().ok_or("no stamp")?);
+    assert_eq!(
+        store.stamp_table(false).await?,
+        def.stamp.clone().ok_or("no stamp")?
+    );
     assert_eq!(store.table_stamp().await?, def.stamp);
     creator.delete_table().await?;
     Ok(())

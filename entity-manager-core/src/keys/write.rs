@@ -609,7 +609,6 @@ impl<'a> EntitySchema<'a> {
             if let Some(delimiter) = d.find_in(value) {
                 return Err(Error::AmbiguousKey {
                     entity: self.entity(),
-                    key: encoded.to_owned(),
                     property: name.to_owned(),
                     value: value.to_owned(),
                     delimiter: delimiter.to_owned(),

@@ -161,8 +161,7 @@ impl MemoryStore {
             stamp_guard: super::stamp::StampGuard::default(),
         };
         // the table is created here: it records its stamp (string keys, so the put succeeds)
-        if let Ok((_, item)) = super::stamp::stamp_to_write(&store.definition, NAME, None, false)
-        {
+        if let Ok((_, item)) = super::stamp::stamp_to_write(&store.definition, NAME, None, false) {
             let _ = store.put_sync(item, &Expect::Any);
         }
         store

@@ -176,7 +176,12 @@ impl TableStamp {
             ("fingerprint".to_owned(), s(&self.fingerprint)),
             (
                 "entities".to_owned(),
-                AttributeValue::M(self.entities.iter().map(|(k, v)| (k.clone(), s(v))).collect()),
+                AttributeValue::M(
+                    self.entities
+                        .iter()
+                        .map(|(k, v)| (k.clone(), s(v)))
+                        .collect(),
+                ),
             ),
         ]);
         if let Some(p) = self.profile() {
@@ -190,7 +195,9 @@ impl TableStamp {
     /// The stamp an item holds, or why it holds none that this version can read.
     pub fn from_item(item: &Item) -> Result<Self, String> {
         let Some(AttributeValue::M(stamp)) = item.get(STAMP_ATTRIBUTE) else {
-            return Err(format!("the stamp item has no map attribute `{STAMP_ATTRIBUTE}`"));
+            return Err(format!(
+                "the stamp item has no map attribute `{STAMP_ATTRIBUTE}`"
+            ));
         };
         let text = |name: &str| match stamp.get(name) {
             Some(AttributeValue::S(s)) => Ok(s.as_str()),
@@ -329,17 +336,16 @@ impl StampGuard {
         let Some(ours) = &definition.stamp else {
             return Ok(());
         };
-        let verdict = match self.verdict.get() {
-            Some(v) => v,
-            None => {
-                let found = match read_stamp().await {
-                    Ok(found) => found,
-                    Err(e) if write => return Err(e),
-                    Err(_) => return Ok(()),
-                };
-                let verdict = self.judge(ours, table, found.as_ref());
-                self.verdict.get_or_init(|| verdict)
-            }
+        let verdict = if let Some(v) = self.verdict.get() {
+            v
+        } else {
+            let found = match read_stamp().await {
+                Ok(found) => found,
+                Err(e) if write => return Err(e),
+                Err(_) => return Ok(()),
+            };
+            let verdict = self.judge(ours, table, found.as_ref());
+            self.verdict.get_or_init(|| verdict)
         };
         match verdict {
             Verdict::Refused(message) if write => Err(StoreError::new(
@@ -437,4 +443,81 @@ pub(crate) fn stamp_to_write(
         return Err(StoreError::validation(OP, why).with_code(STAMP_MISMATCH_CODE));
     }
     Ok((stamp.clone(), stamp.to_item(definition)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{EntityModel, TableModel};
+
+    type TestResult = Result<(), Box<dyn std::error::Error>>;
+
+    fn definition(table: &TableModel) -> TableDefinition {
+        TableDefinition::new(("hashKey", KeyType::S), ("rangeKey", KeyType::S))
+            .with_stamp(Some(TableStamp::of(table, &[] as &[EntityModel])))
+    }
+
+    fn block_on<F: Future>(f: F) -> F::Output {
+        match tokio::runtime::Builder::new_current_thread().build() {
+            Ok(rt) => rt.block_on(f),
+            Err(e) => panic!("no runtime: {e}"),
+        }
+    }
+
+    /// The verdict on first use: a write under other settings is refused (and stays refused),
+    /// a read goes ahead; a table without a stamp, or with the store's settings, takes writes.
+    #[test]
+    fn the_guard_refuses_writes_under_other_settings_only() -> TestResult {
+        let npm = TableModel::DEFAULT.with_profile(Profile::Npm6_14);
+        let native = TableModel::DEFAULT.with_profile(Profile::Native);
+        let table_item = |t: &TableModel| {
+            let def = definition(t);
+            def.stamp.as_ref().map(|s| s.to_item(&def))
+        };
+        let guard = StampGuard::default();
+        let ours = definition(&native);
+        let found = table_item(&npm);
+        let write =
+            block_on(guard.check(&ours, "T", "PutItem", true, || async { Ok(found.clone()) }));
+        let e = write
+            .err()
+            .ok_or("a write under another profile went ahead")?;
+        assert_eq!(e.code(), Some(STAMP_MISMATCH_CODE));
+        assert!(
+            e.message().contains("profile `npm-6.14`") && e.message().contains("profile `native`")
+        );
+        // the verdict is kept: no second read, still refused; a read goes ahead
+        let again = block_on(guard.check(&ours, "T", "PutItem", true, || async {
+            Err(StoreError::new(
+                StoreErrorKind::Other,
+                "GetItem",
+                "read twice",
+            ))
+        }));
+        assert_eq!(
+            again.err().map(|e| e.code().map(str::to_owned)),
+            Some(Some(STAMP_MISMATCH_CODE.to_owned()))
+        );
+        block_on(guard.check(&ours, "T", "GetItem", false, || async { Ok(None) }))?;
+
+        for found in [None, table_item(&native)] {
+            let guard = StampGuard::default();
+            block_on(guard.check(&ours, "T", "PutItem", true, || async { Ok(found) }))?;
+        }
+        // a store whose definition has no stamp never reads one
+        block_on(StampGuard::default().check(
+            &definition(&native).with_stamp(None),
+            "T",
+            "PutItem",
+            true,
+            || async {
+                Err(StoreError::new(
+                    StoreErrorKind::Other,
+                    "GetItem",
+                    "no read expected",
+                ))
+            },
+        ))?;
+        Ok(())
+    }
 }

@@ -14,8 +14,8 @@ use serde_json::{Map, Value};
 use crate::error::{ConfigError, ConfigProblem};
 use crate::limits;
 use crate::model::{
-    Delimiters, EntityModel, GeneratedKind, GeneratedProperty, Index, Name, Projection, Property,
-    Profile, ShardBump, TableModel,
+    Delimiters, EntityModel, GeneratedKind, GeneratedProperty, Index, Name, Profile, Projection,
+    Property, ShardBump, TableModel,
 };
 use crate::schema::Schema;
 use crate::transcode::{self, BUILTIN_NAMES, Transcoder};

@@ -1102,105 +1102,67 @@ impl Store for DynamoStore {
         Some(&self.table_name)
     }
 
-    fn put_item(
-        &self,
-        item: Item,
-        expect: Expect,
-    ) -> impl Future<Output = Result<(), StoreError>> + Send {
-        async move {
-            self.check_stamp("PutItem", true).await?;
-            self.put(item, expect).await
-        }
+    async fn put_item(&self, item: Item, expect: Expect) -> Result<(), StoreError> {
+        self.check_stamp("PutItem", true).await?;
+        self.put(item, expect).await
     }
 
-    fn get_item(
+    async fn get_item(
         &self,
         key: &Item,
         projection: Option<&[String]>,
-    ) -> impl Future<Output = Result<Option<Item>, StoreError>> + Send {
-        async move {
-            self.check_stamp("GetItem", false).await?;
-            self.get(key, projection).await
-        }
+    ) -> Result<Option<Item>, StoreError> {
+        self.check_stamp("GetItem", false).await?;
+        self.get(key, projection).await
     }
 
-    fn delete_item(
-        &self,
-        key: &Item,
-        expect: Expect,
-    ) -> impl Future<Output = Result<(), StoreError>> + Send {
-        async move {
-            self.check_stamp("DeleteItem", true).await?;
-            self.delete(key, expect).await
-        }
+    async fn delete_item(&self, key: &Item, expect: Expect) -> Result<(), StoreError> {
+        self.check_stamp("DeleteItem", true).await?;
+        self.delete(key, expect).await
     }
 
-    fn batch_write(
-        &self,
-        writes: Vec<WriteRequest>,
-    ) -> impl Future<Output = Result<(), BatchWriteError>> + Send {
-        async move {
-            if let Err(e) = self.check_stamp("BatchWriteItem", true).await {
-                let total = writes.len();
-                return Err(BatchWriteError::new(writes, total, e));
-            }
-            write_batches(self, writes, &self.retry).await
+    async fn batch_write(&self, writes: Vec<WriteRequest>) -> Result<(), BatchWriteError> {
+        if let Err(e) = self.check_stamp("BatchWriteItem", true).await {
+            let total = writes.len();
+            return Err(BatchWriteError::new(writes, total, e));
         }
+        write_batches(self, writes, &self.retry).await
     }
 
-    fn batch_get(
+    async fn batch_get(
         &self,
         keys: Vec<Item>,
         projection: Option<&[String]>,
-    ) -> impl Future<Output = Result<Vec<Item>, BatchGetError>> + Send {
-        async move {
-            // a read: the check only warns, and never fails
-            let _ = self.check_stamp("BatchGetItem", false).await;
-            get_batches(self, keys, projection, &self.retry).await
-        }
+    ) -> Result<Vec<Item>, BatchGetError> {
+        // a read: the check only warns, and never fails
+        let _ = self.check_stamp("BatchGetItem", false).await;
+        get_batches(self, keys, projection, &self.retry).await
     }
 
-    fn transact_write(
-        &self,
-        writes: Vec<TransactWrite>,
-    ) -> impl Future<Output = Result<(), StoreError>> + Send {
-        async move {
-            self.check_stamp("TransactWriteItems", true).await?;
-            self.transact(writes).await
-        }
+    async fn transact_write(&self, writes: Vec<TransactWrite>) -> Result<(), StoreError> {
+        self.check_stamp("TransactWriteItems", true).await?;
+        self.transact(writes).await
     }
 
-    fn update_item(
+    async fn update_item(
         &self,
         key: &Item,
         update: &Update,
         expect: Expect,
         returns: ReturnValues,
-    ) -> impl Future<Output = Result<Option<Item>, StoreError>> + Send {
-        async move {
-            self.check_stamp("UpdateItem", true).await?;
-            self.update(key, update, expect, returns).await
-        }
+    ) -> Result<Option<Item>, StoreError> {
+        self.check_stamp("UpdateItem", true).await?;
+        self.update(key, update, expect, returns).await
     }
 
-    fn transact_get(
-        &self,
-        keys: Vec<Item>,
-    ) -> impl Future<Output = Result<Vec<Option<Item>>, StoreError>> + Send {
-        async move {
-            self.check_stamp("TransactGetItems", false).await?;
-            self.transact_read(keys).await
-        }
+    async fn transact_get(&self, keys: Vec<Item>) -> Result<Vec<Option<Item>>, StoreError> {
+        self.check_stamp("TransactGetItems", false).await?;
+        self.transact_read(keys).await
     }
 
-    fn query_page(
-        &self,
-        request: &QueryPage,
-    ) -> impl Future<Output = Result<Page, StoreError>> + Send {
-        async move {
-            self.check_stamp("Query", false).await?;
-            self.query(request).await
-        }
+    async fn query_page(&self, request: &QueryPage) -> Result<Page, StoreError> {
+        self.check_stamp("Query", false).await?;
+        self.query(request).await
     }
 
     fn scan_page(
