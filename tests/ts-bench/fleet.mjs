@@ -79,30 +79,28 @@ const records = readFileSync(recordsPath, 'utf8')
     return record;
   });
 const { uniqueProperty, timestampProperty } = config.entities[entityToken];
+// The primary key of every record, from its unique and timestamp values.
+const primaryKeys = () =>
+  records.map((record) =>
+    entityManager.getPrimaryKey(entityToken, {
+      [uniqueProperty]: record[uniqueProperty],
+      [timestampProperty]: record[timestampProperty],
+    }),
+  );
 
 if (command === 'write') {
   const items = records.map((record) => entityManager.addKeys(entityToken, record));
   await entityClient.putItems(items);
   console.log(JSON.stringify({ written: items.length }));
 } else if (command === 'update') {
-  const keys = records.map((record) =>
-    entityManager.getPrimaryKey(entityToken, {
-      [uniqueProperty]: record[uniqueProperty],
-      [timestampProperty]: record[timestampProperty],
-    }),
-  );
+  const keys = primaryKeys();
   const { items: found } = await entityClient.getItems(keys);
   const items = records.map((record) => entityManager.addKeys(entityToken, record, true));
   await entityClient.putItems(items);
   console.log(JSON.stringify({ found: found.length, written: items.length }));
 } else if (command === 'read') {
   // By key: what a TypeScript service does to read one record it knows.
-  const keys = records.map((record) =>
-    entityManager.getPrimaryKey(entityToken, {
-      [uniqueProperty]: record[uniqueProperty],
-      [timestampProperty]: record[timestampProperty],
-    }),
-  );
+  const keys = primaryKeys();
   const { items: got } = await entityClient.getItems(keys);
   const byKey = [...new Set(got.map((item) => String(item[uniqueProperty])))].sort();
   const byKeyItems = Object.fromEntries(got.map((item) => [String(item[uniqueProperty]), item]));
