@@ -361,8 +361,9 @@ fn table_create_stamps_and_table_stamp_restamps_on_dynamodb_local() -> TestResul
         assert_code(&out, 0);
         let text = stderr(&out);
         assert!(
-            text.contains(&format!("warning: table {table}: the table is stamped with profile `npm-6.14`"))
-                && text.contains("--profile npm-6.14"),
+            text.contains(&format!(
+                "warning: table {table}: the table is stamped with profile `npm-6.14`"
+            )) && text.contains("--profile npm-6.14"),
             "{text}"
         );
 

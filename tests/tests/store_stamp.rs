@@ -142,6 +142,31 @@ fn a_memory_table_records_its_stamp_which_is_no_record() -> TestResult {
     Ok(())
 }
 
+/// A whole-table purge deletes every record and counts only them: the stamp stays.
+#[test]
+fn a_purge_of_the_whole_table_leaves_the_stamp() -> TestResult {
+    let npm = schema(Profile::Npm6_14)?;
+    let def = TableDefinition::from_schema(&npm)?;
+    let store = MemoryStore::new(def.clone());
+    let report = block_on(async {
+        for n in 0..12 {
+            store
+                .put_item(player(&npm, &format!("p{n}"), n)?, Expect::Any)
+                .await?;
+        }
+        let report = entity_manager::scan::ParallelScan::new(&store)
+            .page_size(5)
+            .purge(|_| std::ops::ControlFlow::Continue(()))
+            .await?;
+        Ok::<_, Box<dyn std::error::Error>>(report)
+    })??;
+    assert!(report.complete);
+    assert_eq!(report.deleted, 12);
+    assert!(store.is_empty());
+    assert_eq!(store.table_stamp()?, def.stamp);
+    Ok(())
+}
+
 #[test]
 fn a_memory_table_without_a_stamp_keeps_working() -> TestResult {
     let npm = schema(Profile::Npm6_14)?;

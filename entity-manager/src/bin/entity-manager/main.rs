@@ -14,8 +14,8 @@ use std::time::Duration;
 use aws_sdk_dynamodb::config::timeout::TimeoutConfig;
 use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use entity_manager::store::{DynamoStore, Store, TableDefinition};
 use entity_manager::store::TableStamp;
+use entity_manager::store::{DynamoStore, Store, TableDefinition};
 use entity_manager::{ConfigError, Profile, Schema, ShardSpace};
 use serde_json::{Value, json};
 
