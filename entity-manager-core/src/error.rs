@@ -152,6 +152,23 @@ pub enum Error {
         reason: String,
     },
 
+    /// A generated key holds a delimiter inside a component value, so it cannot be read one
+    /// way. This crate never writes such a key (it refuses the value); a service that does not
+    /// refuse delimiters in values (TypeScript) can.
+    #[error(
+        "a generated key of entity `{entity}` cannot be read unambiguously: the value {value:?} of `{property}` holds the delimiter {delimiter:?}; rewrite the record without the delimiter in `{property}` (this crate refuses such values on write)"
+    )]
+    AmbiguousKey {
+        /// The entity token.
+        entity: String,
+        /// The component whose value holds the delimiter.
+        property: String,
+        /// That value, as stored in the key.
+        value: String,
+        /// The delimiter found in it.
+        delimiter: String,
+    },
+
     /// A dehydrated index item has the wrong number of fields.
     #[error(
         "dehydrated item of index `{index}` (entity `{entity}`) has {found} fields, expected {expected}"
@@ -396,7 +413,7 @@ pub enum Error {
     /// configured differently (for example a TypeScript service writes raw values while this
     /// table transcodes them). Nothing is read as a wrong value.
     #[error(
-        "property `{property}` of entity `{entity}` holds {value:?}, written in the `{written}` key mode, but this table uses the `{table}` key mode; configure every service sharing the table with the same key mode (see `Profile`)"
+        "property `{property}` of entity `{entity}` holds {value:?}, written in the `{written}` key mode, but this table uses the `{table}` key mode; configure every service sharing the table with one profile: load the configuration with `Profile::Npm6_14` when a service of the npm release 6.14.0 shares it, `Profile::Upstream8` for TypeScript v8, `Profile::Native` when no TypeScript service does (CLI: `--profile npm-6.14|upstream-8|native`); the table's stamp says which (`table describe`)"
     )]
     KeyModeMismatch {
         /// The entity token.

@@ -107,6 +107,16 @@ pub enum NumericHash {
     Constant,
 }
 
+impl NumericHash {
+    /// `"decimal"` or `"constant"`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Decimal => "decimal",
+            Self::Constant => "constant",
+        }
+    }
+}
+
 /// Every choice that depends on the TypeScript release a table is shared with, pinned at once.
 ///
 /// | profile | shard space | key mode | numeric unique values hash as |
@@ -134,6 +144,38 @@ pub enum Profile {
 }
 
 impl Profile {
+    /// Every profile.
+    pub const ALL: [Self; 3] = [Self::Native, Self::Npm6_14, Self::Upstream8];
+
+    /// The name used by the CLI's `--profile` and in table stamps: `native`, `npm-6.14` or
+    /// `upstream-8`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Native => "native",
+            Self::Npm6_14 => "npm-6.14",
+            Self::Upstream8 => "upstream-8",
+        }
+    }
+
+    /// The profile of this name ([`as_str`](Self::as_str)), or `None`.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|p| p.as_str() == name)
+    }
+
+    /// The profile with these settings, or `None` for a combination no profile pins (such as
+    /// transcoded keys in the `power` shard space).
+    pub fn matching(
+        key_mode: KeyMode,
+        shard_space: ShardSpace,
+        numeric_hash: NumericHash,
+    ) -> Option<Self> {
+        Self::ALL.into_iter().find(|p| {
+            p.key_mode() == key_mode
+                && p.shard_space() == shard_space
+                && p.numeric_hash() == numeric_hash
+        })
+    }
+
     /// The shard-space rule of the profile.
     pub const fn shard_space(self) -> ShardSpace {
         match self {
@@ -155,6 +197,32 @@ impl Profile {
         match self {
             Self::Native | Self::Npm6_14 => NumericHash::Decimal,
             Self::Upstream8 => NumericHash::Constant,
+        }
+    }
+}
+
+impl fmt::Display for Profile {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The profile of the TypeScript release that writes this shard space: `product` is
+/// [`Profile::Npm6_14`], `power` is [`Profile::Upstream8`]. A configuration loaded with only a
+/// shard space ([`Schema::from_ts_config`](crate::Schema::from_ts_config)) is read the way the
+/// TypeScript library it came from writes keys.
+///
+/// ```
+/// use entity_manager_core::{Profile, ShardSpace};
+///
+/// assert_eq!(Profile::from(ShardSpace::Product), Profile::Npm6_14);
+/// assert_eq!(Profile::from(ShardSpace::Power), Profile::Upstream8);
+/// ```
+impl From<ShardSpace> for Profile {
+    fn from(space: ShardSpace) -> Self {
+        match space {
+            ShardSpace::Product => Self::Npm6_14,
+            ShardSpace::Power => Self::Upstream8,
         }
     }
 }

@@ -4,7 +4,7 @@ use serde_dynamo::{AttributeValue, Item};
 
 use crate::error::{ConfigError, Error, Result};
 use crate::limits::{KeyRole, key_value_bytes};
-use crate::model::{EntityModel, Profile, TableModel};
+use crate::model::{EntityModel, TableModel};
 use crate::store::{TableDefinition, TableDefinitionError};
 use crate::transcode::KeyType;
 
@@ -43,47 +43,6 @@ impl Schema {
     /// The table settings.
     pub fn table(&self) -> &TableModel {
         &self.table
-    }
-
-    /// Loads a TypeScript Entity Manager JSON config ([`Schema::from_ts_config`]) under a
-    /// compatibility [`Profile`]: its shard space, key mode and numeric hashing, so that this
-    /// service reads and writes the same keys as the TypeScript services sharing the table.
-    ///
-    /// ```
-    /// use entity_manager_core::{Item, Profile, Schema};
-    /// use serde_json::json;
-    ///
-    /// let config = json!({
-    ///     "hashKey": "hashKey",
-    ///     "rangeKey": "rangeKey",
-    ///     "entities": { "player": { "uniqueProperty": "playerId", "timestampProperty": "created" } },
-    ///     "generatedProperties": { "unsharded": { "scoreRK": ["score", "created"] } },
-    ///     "propertyTranscodes": { "playerId": "string", "created": "timestamp", "score": "int" }
-    /// });
-    /// let item: Item = serde_dynamo::to_item(json!({ "playerId": "p1", "created": 5000, "score": -42 }))?;
-    ///
-    /// // TypeScript 6.14.0 writes raw values: `score#-42|created#5000`
-    /// let npm = Schema::from_ts_config_profile(&config, Profile::Npm6_14)?;
-    /// assert_eq!(npm.entity("player")?.encode_generated("scoreRK", &item)?.as_deref(), Some("score#-42|created#5000"));
-    ///
-    /// // our default transcodes them, so that keys sort by value
-    /// let native = Schema::from_ts_config_profile(&config, Profile::Native)?;
-    /// assert_eq!(
-    ///     native.entity("player")?.encode_generated("scoreRK", &item)?.as_deref(),
-    ///     Some("score#n9999999999999958|created#0000000005000")
-    /// );
-    ///
-    /// // and a key written in the other mode is a typed error, never a wrong value
-    /// let err = native.entity("player")?.decode_generated("score#-42|created#5000").err();
-    /// assert!(matches!(err, Some(entity_manager_core::Error::KeyModeMismatch { .. })));
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn from_ts_config_profile(
-        config: &serde_json::Value,
-        profile: Profile,
-    ) -> Result<Self, ConfigError> {
-        let schema = Self::from_ts_config(config, profile.shard_space())?;
-        Self::new(schema.table.with_profile(profile), schema.entities)
     }
 
     /// The entities, in configuration order.

@@ -308,3 +308,81 @@ fn create_describe_drift_and_delete_with_settings_on_dynamodb_local() -> TestRes
     assert_code(&out, 1);
     Ok(())
 }
+
+/// `table create` records the profile of `--profile` in the table's stamp and `describe` shows
+/// it; `table stamp` under another profile is refused without `--force` (its keys would not
+/// change), done with it; a data command under another profile warns on stderr before it
+/// starts.
+#[test]
+fn table_create_stamps_and_table_stamp_restamps_on_dynamodb_local() -> TestResult {
+    let Some(endpoint) = endpoint() else {
+        return Ok(());
+    };
+    let config = config("stamp")?;
+    let table = format!("cli-table-stamp-{}", std::process::id());
+    let with = |args: &[&str], profile: &str| -> Result<Output, std::io::Error> {
+        let mut all: Vec<&str> = args.to_vec();
+        all.extend([
+            "--config",
+            config.as_str(),
+            "--table",
+            &table,
+            "--endpoint",
+            &endpoint,
+            "--profile",
+            profile,
+        ]);
+        run(&all)
+    };
+    let stderr = |out: &Output| String::from_utf8_lossy(&out.stderr).into_owned();
+
+    let out = with(&["table", "create"], "npm-6.14")?;
+    assert_code(&out, 0);
+    let result = (|| -> TestResult {
+        let out = with(&["table", "describe", "--json"], "npm-6.14")?;
+        assert_code(&out, 0);
+        let stamp = stdout_json(&out)?["stamp"].clone();
+        assert_eq!(stamp["profile"], json!("npm-6.14"));
+        assert_eq!(stamp["keyMode"], json!("typescript"));
+        assert_eq!(stamp["shardSpace"], json!("product"));
+        assert!(stamp["entities"]["user"].is_string(), "{stamp}");
+
+        // a data command under another profile is told before it starts
+        let out = run(&[
+            "scan",
+            config.as_str(),
+            "--table",
+            &table,
+            "--endpoint",
+            &endpoint,
+            "--profile",
+            "native",
+        ])?;
+        assert_code(&out, 0);
+        let text = stderr(&out);
+        assert!(
+            text.contains(&format!(
+                "warning: table {table}: the table is stamped with profile `npm-6.14`"
+            )) && text.contains("--profile npm-6.14"),
+            "{text}"
+        );
+
+        // re-stamping with another profile: refused, then forced
+        let out = with(&["table", "stamp"], "native")?;
+        assert_code(&out, 1);
+        let text = stderr(&out);
+        assert!(
+            text.contains("already stamped with profile `npm-6.14`") && text.contains("--force"),
+            "{text}"
+        );
+        let out = with(&["table", "stamp", "--force", "--json"], "native")?;
+        assert_code(&out, 0);
+        assert_eq!(stdout_json(&out)?["stamp"]["profile"], json!("native"));
+        let out = with(&["table", "describe", "--json"], "native")?;
+        assert_eq!(stdout_json(&out)?["stamp"]["keyMode"], json!("transcoded"));
+        Ok(())
+    })();
+    let out = with(&["table", "delete"], "native")?;
+    assert_code(&out, 0);
+    result
+}

@@ -1689,7 +1689,8 @@ fn the_derived_user_service_exports_a_config_that_gives_the_same_keys() -> TestR
         ])
     );
     assert_eq!(exported["propertyTranscodes"]["created"], "timestamp");
-    let reloaded = Schema::from_ts_config(&exported, schema.table().shard_space)?;
+    // the derived table has the native profile; a TypeScript config names it
+    let reloaded = Schema::from_ts_config(&exported, entity_manager::Profile::Native)?;
     assert_eq!(reloaded.table(), schema.table());
     let records = [
         (

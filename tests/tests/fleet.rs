@@ -10,7 +10,14 @@
 //!   every index with its cross-shard query;
 //! - (c) TypeScript paging finds the same records whichever service wrote them;
 //! - (d) under the default (native) profile, a TypeScript-written key is the typed
-//!   `Error::KeyModeMismatch` when decoded, never a wrong value, and the records are not missed.
+//!   `Error::KeyModeMismatch` when decoded, never a wrong value, and the records are not missed;
+//! - (e) the table is stamped with the npm 6.14 profile when Rust creates it: a Rust service with
+//!   another profile or shard space fails before its first write, with the message asserted;
+//! - (f) each side updates records the other wrote (score and name changed, keys rebuilt), and
+//!   after the updates the keys each side reads equal the keys the other computes, on every
+//!   generated property;
+//! - (g) both sides page every index at page sizes 3, 10 and 1,000 (Rust: every record, once;
+//!   TypeScript: every record at 1,000, and never a partial result without an error).
 //!
 //! The counts are printed per index and direction (`.ci/run` runs this test with `--nocapture`).
 //!
@@ -24,7 +31,7 @@ use std::path::Path;
 use std::process::Command;
 
 use entity_manager::query::Query;
-use entity_manager::store::{DynamoStore, Store, WriteRequest};
+use entity_manager::store::{DynamoStore, Expect, STAMP_MISMATCH_CODE, Store, WriteRequest};
 use entity_manager::{AttributeValue, EntitySchema, Error, Item, KeyMode, Profile, Schema};
 use serde_json::{Value, json};
 
@@ -44,6 +51,13 @@ const TS: &str = "t";
 /// The page size TypeScript pages with when it must see every record (see the README: with a
 /// page smaller than a shard, TS 6.14.0 cannot page its own generated keys).
 const TS_WHOLE_SHARD_PAGE: u32 = 1_000;
+/// The page sizes both sides page every index with.
+const PAGE_SIZES: [usize; 3] = [3, 10, 1_000];
+/// Every `UPDATE_EVERY`-th record of each writer is updated by the other side.
+const UPDATE_EVERY: usize = 3;
+/// The new scores and names of updated records: zero, negative, ±(2^53−1); empty, non-ASCII.
+const NEW_SCORES: [i64; 4] = [0, -9_007_199_254_740_991, 9_007_199_254_740_991, -7];
+const NEW_NAMES: [&str; 4] = ["", "Ωmega", "zoë", "ann"];
 
 fn runtime() -> Result<tokio::runtime::Runtime, std::io::Error> {
     tokio::runtime::Builder::new_current_thread()
@@ -92,6 +106,22 @@ fn players(prefix: &str) -> AnyResult<Vec<Player>> {
         });
     }
     Ok(out)
+}
+
+/// The `k`-th update: a new score and name (the unique and timestamp values stay).
+fn update(player: &mut Player, k: usize) {
+    let (score, name) = (
+        NEW_SCORES[k % NEW_SCORES.len()],
+        NEW_NAMES[k % NEW_NAMES.len()],
+    );
+    player.json["score"] = json!(score);
+    player.json["name"] = json!(name);
+    player
+        .item
+        .insert("score".into(), AttributeValue::N(score.to_string()));
+    player
+        .item
+        .insert("name".into(), AttributeValue::S(name.to_owned()));
 }
 
 fn text(item: &Item, attribute: &str) -> Option<String> {
@@ -152,6 +182,8 @@ struct TsIndex {
 /// What TypeScript's `read` found: by key, and per index.
 struct TsRead {
     by_key: BTreeSet<String>,
+    /// The items found by key (keys included), by id.
+    by_key_items: BTreeMap<String, Value>,
     indexes: BTreeMap<String, TsIndex>,
 }
 
@@ -184,8 +216,13 @@ fn ts_read(value: &Value) -> AnyResult<TsRead> {
             },
         );
     }
+    let by_key_items = value["byKeyItems"]
+        .as_object()
+        .map(|o| o.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
+        .unwrap_or_default();
     Ok(TsRead {
         by_key: ids(&value["byKey"]),
+        by_key_items,
         indexes,
     })
 }
@@ -203,14 +240,15 @@ fn expected(index: &str, players: &[Player]) -> BTreeSet<String> {
 /// Rust's get by unique id: every candidate key (one per bump) of every id, in batches. The
 /// library's `EntityExt::get` needs a derived entity; a schema loaded from JSON has
 /// `primary_keys` and the store's `batch_get`.
-async fn rust_get_by_id(
+async fn rust_get_by_id<P: std::borrow::Borrow<Player>>(
     store: &DynamoStore,
     entity: EntitySchema<'_>,
-    players: &[Player],
+    players: &[P],
 ) -> AnyResult<BTreeMap<String, Item>> {
     let table = entity.table();
     let mut keys = Vec::new();
     for player in players {
+        let player = player.borrow();
         let mut probe = Item::default();
         probe.insert("playerId".into(), AttributeValue::S(player.id.clone()));
         for key in entity.primary_keys(&probe)? {
@@ -239,6 +277,7 @@ async fn rust_page(
     entity: EntitySchema<'_>,
     index: &str,
     teams: &BTreeSet<String>,
+    page_size: usize,
 ) -> AnyResult<(BTreeSet<String>, usize)> {
     let items: Vec<Item> = if index == "teamRating" {
         teams
@@ -255,7 +294,11 @@ async fn rust_page(
     let mut ids = BTreeSet::new();
     let mut duplicates = 0;
     for item in items {
-        let query = Query::new(store, entity).index(index).item(item).limit(25);
+        let query = Query::new(store, entity)
+            .index(index)
+            .item(item)
+            .limit(100)
+            .page_size(page_size);
         let mut token: Option<String> = None;
         loop {
             let page = query.page(token.as_deref()).await?;
@@ -312,16 +355,19 @@ fn a_rust_and_a_typescript_service_share_one_table_on_dynamodb_local() -> TestRe
     };
     let endpoint = std::env::var("DYNAMODB_ENDPOINT")?;
     let config = config()?;
-    let npm = Schema::from_ts_config_profile(&config, Profile::Npm6_14)?;
+    let npm = Schema::from_ts_config(&config, Profile::Npm6_14)?;
     let player = npm.entity("player")?;
     let table = store_support::unique_table("fleet");
     let store = DynamoStore::new(
-        client,
+        client.clone(),
         table.clone(),
         entity_manager::TableDefinition::from_schema(&npm)?,
     );
     let rt = runtime()?;
     rt.block_on(store.create_table())?;
+    // (e) the table is stamped: a Rust service with another profile or shard space fails
+    // before its first write
+    rt.block_on(refused_before_first_write(&client, &table, &config))?;
 
     let scratch = std::env::temp_dir().join(format!("em-fleet-{}", std::process::id()));
     std::fs::create_dir_all(&scratch)?;
@@ -332,6 +378,148 @@ fn a_rust_and_a_typescript_service_share_one_table_on_dynamodb_local() -> TestRe
     rt.block_on(store.delete_table())?;
     result
 }
+
+/// (e) Services with the wrong profile (native), the wrong shard space and numeric hashing
+/// (upstream v8) and the wrong shard space alone, against the table Rust created with the npm
+/// 6.14 profile: the first write fails, naming both settings and the fix, and nothing is
+/// written.
+async fn refused_before_first_write(
+    client: &aws_sdk_dynamodb::Client,
+    table: &str,
+    config: &Value,
+) -> TestResult {
+    let npm = Schema::from_ts_config(config, Profile::Npm6_14)?;
+    let npm_in_power = Schema::new(
+        npm.table()
+            .clone()
+            .with_shard_space(entity_manager::ShardSpace::Power),
+        npm.entities().to_vec(),
+    )?;
+    let cases = [
+        (
+            Schema::from_ts_config(config, Profile::Native)?,
+            "this service makes keys with profile `native` (key mode `transcoded`, shard space `product`",
+        ),
+        (
+            Schema::from_ts_config(config, Profile::Upstream8)?,
+            "this service makes keys with profile `upstream-8` (key mode `typescript`, shard space `power`",
+        ),
+        (
+            npm_in_power,
+            "this service makes keys with no named profile (key mode `typescript`, shard space `power`",
+        ),
+    ];
+    let stamped = "the table is stamped with profile `npm-6.14` (key mode `typescript`, shard space `product`";
+    let fix = "load the configuration with the table's profile (`Profile::Npm6_14`; CLI: `--profile npm-6.14`)";
+    for (schema, ours) in &cases {
+        let store = DynamoStore::new(
+            client.clone(),
+            table,
+            entity_manager::TableDefinition::from_schema(schema)?,
+        );
+        let entity = schema.entity("player")?;
+        let mut source = Players::new();
+        let (player, _) = source.player(1, "wrong-profile");
+        let item = entity.add_keys(&serde_dynamo::to_item(player)?)?;
+        let error = store
+            .batch_write(vec![WriteRequest::Put(item.clone())])
+            .await
+            .err()
+            .ok_or("a write under another profile succeeded")?;
+        assert_eq!(error.unwritten.len(), 1);
+        let message = error.cause.to_string();
+        assert_eq!(error.cause.code(), Some(STAMP_MISMATCH_CODE), "{message}");
+        for part in [stamped, ours, fix, "nothing was written"] {
+            assert!(message.contains(part), "`{part}` not in: {message}");
+        }
+        let error = store
+            .put_item(item, Expect::Any)
+            .await
+            .err()
+            .ok_or("a put under another profile succeeded")?;
+        assert_eq!(error.code(), Some(STAMP_MISMATCH_CODE), "{error}");
+    }
+    // nothing was written
+    let scanned = DynamoStore::new(
+        client.clone(),
+        table,
+        entity_manager::TableDefinition::from_schema(&npm)?,
+    )
+    .scan_page(&entity_manager::store::ScanPage::new())
+    .await?;
+    assert!(scanned.items.is_empty(), "{:?}", scanned.items);
+    eprintln!(
+        "stamp: writes under profile native, upstream-8 and npm-6.14 in the power shard space refused before the first write"
+    );
+    Ok(())
+}
+
+/// (f) TypeScript updates every `UPDATE_EVERY`-th Rust record, Rust every `UPDATE_EVERY`-th
+/// TypeScript record (found by id first), with a new score and name; `ours` and `theirs` get
+/// the new values. Returns how many each side updated.
+#[allow(clippy::too_many_arguments)] // the scenario's handles
+fn cross_updates(
+    node_path: &str,
+    endpoint: &str,
+    store: &DynamoStore,
+    player: EntitySchema<'_>,
+    ours: &mut [Player],
+    theirs: &mut [Player],
+    scratch: &Path,
+    rt: &tokio::runtime::Runtime,
+) -> AnyResult<(usize, usize)> {
+    let config_path = dir().join("fleet.json");
+    let table = store.table_name().to_owned();
+    // TypeScript updates Rust's records
+    let mut by_ts = Vec::new();
+    for (k, p) in ours.iter_mut().step_by(UPDATE_EVERY).enumerate() {
+        update(p, k);
+        by_ts.push(&*p);
+    }
+    let path = scratch.join("ts-updates.jsonl");
+    write_jsonl(&path, &by_ts)?;
+    let out = node(
+        node_path,
+        &[&"update", &endpoint, &table, &config_path, &"player", &path],
+    )?;
+    assert_eq!(
+        out["found"],
+        json!(by_ts.len()),
+        "TypeScript looked up Rust records: {out}"
+    );
+    assert_eq!(out["written"], json!(by_ts.len()), "{out}");
+    // Rust updates TypeScript's records: found by id, changed, keys rebuilt, put
+    let targets: Vec<usize> = (0..theirs.len()).step_by(UPDATE_EVERY).collect();
+    let mut found = rt.block_on(rust_get_by_id(
+        store,
+        player,
+        &targets.iter().map(|&i| &theirs[i]).collect::<Vec<_>>(),
+    ))?;
+    assert_eq!(
+        found.len(),
+        targets.len(),
+        "Rust looked up TypeScript records"
+    );
+    for (k, &i) in targets.iter().enumerate() {
+        let p = &mut theirs[i];
+        update(p, k);
+        let mut record = player.remove_keys(&found.remove(&p.id).ok_or("not found")?);
+        record.insert("score".into(), p.item["score"].clone());
+        record.insert("name".into(), p.item["name"].clone());
+        rt.block_on(store.put_item(player.add_keys(&record)?, Expect::Present))?;
+    }
+    Ok((by_ts.len(), targets.len()))
+}
+
+/// The key attributes of a `fleet.json` player.
+const KEY_ATTRIBUTES: [&str; 6] = [
+    "hashKey",
+    "rangeKey",
+    "teamHashKey",
+    "scoreRangeKey",
+    "ratingRangeKey",
+    "balanceRangeKey",
+];
 
 #[allow(clippy::too_many_lines)] // one scenario, told in order
 fn run(
@@ -345,8 +533,8 @@ fn run(
 ) -> TestResult {
     let config_path = dir().join("fleet.json");
     let table = store.table_name().to_owned();
-    let ours = players(RUST)?;
-    let theirs = players(TS)?;
+    let mut ours = players(RUST)?;
+    let mut theirs = players(TS)?;
 
     // Rust writes its players under the npm 6.14 profile.
     let writes = ours
@@ -371,6 +559,18 @@ fn run(
     )?;
     assert_eq!(written["written"], json!(PER_WRITER), "{written}");
 
+    // (f) each side updates records the other wrote
+    let (updated_by_ts, updated_by_rust) = cross_updates(
+        node_path,
+        endpoint,
+        store,
+        player,
+        &mut ours,
+        &mut theirs,
+        scratch,
+        rt,
+    )?;
+
     // (a) Rust reads TypeScript's records: by unique id, and paging every index.
     let by_id = rt.block_on(rust_get_by_id(store, player, &theirs))?;
     // the keys Rust would write for each TypeScript record are the ones TypeScript wrote
@@ -387,6 +587,16 @@ fn run(
             );
         }
         assert_eq!(again.len(), item.len(), "{id}: {again:?} vs {item:?}");
+        let want = theirs
+            .iter()
+            .find(|p| &p.id == id)
+            .ok_or_else(|| format!("{id}: not a TypeScript player"))?;
+        for name in ["score", "name", "created"] {
+            match (item.get(name), want.item.get(name)) {
+                (Some(a), Some(b)) => assert!(same_value(a, b), "{id}.{name}: {a:?}, want {b:?}"),
+                (a, b) => assert_eq!(a, b, "{id}.{name}"),
+            }
+        }
         rekeyed += 1;
     }
     let both: Vec<Player> = ours.into_iter().chain(theirs).collect();
@@ -398,12 +608,15 @@ fn run(
         .keys()
         .cloned()
         .collect();
+    let timer = std::time::Instant::now();
     let mut rust_paged = BTreeMap::new();
     for index in &indexes {
-        rust_paged.insert(
-            index.clone(),
-            rt.block_on(rust_page(store, player, index, &teams))?,
-        );
+        for size in PAGE_SIZES {
+            rust_paged.insert(
+                (index.clone(), size),
+                rt.block_on(rust_page(store, player, index, &teams, size))?,
+            );
+        }
     }
 
     // (b) TypeScript reads every record: by key, and paging every index, once with pages that
@@ -426,14 +639,51 @@ fn run(
             ],
         )?)
     };
+    let rust_paging = timer.elapsed();
     let whole = read_with(
         &json!({ "pageSize": TS_WHOLE_SHARD_PAGE, "limit": 50 }),
         "whole.json",
     )?;
+    let ts_whole = timer.elapsed();
     let small = read_with(&json!({}), "default.json")?;
+    let ts_small = timer.elapsed();
+    let tiny = read_with(&json!({ "pageSize": 3, "limit": 1_000 }), "three.json")?;
+    eprintln!(
+        "timings: rust paging {rust_paging:?}, ts 1000 {:?}, ts 10 {:?}, ts 3 {:?}",
+        ts_whole.saturating_sub(rust_paging),
+        ts_small.saturating_sub(ts_whole),
+        timer.elapsed().saturating_sub(ts_small)
+    );
+
+    // (f) the keys TypeScript reads for every Rust record (updated or not) are the keys Rust
+    // computes for it, on every generated property
+    let mut keys_checked = 0;
+    for p in ours {
+        let theirs_read = whole
+            .by_key_items
+            .get(&p.id)
+            .ok_or_else(|| format!("{}: not found by TypeScript", p.id))?;
+        let mine = player.add_keys(&p.item)?;
+        for key in KEY_ATTRIBUTES {
+            let want = text(&mine, key);
+            let got = theirs_read[key].as_str().map(str::to_owned);
+            assert_eq!(got, want, "{}.{key}: TypeScript read {got:?}", p.id);
+            keys_checked += usize::from(want.is_some());
+        }
+        for name in ["score", "name"] {
+            let got = &theirs_read[name];
+            let want = &p.json[name];
+            assert!(
+                got == want || got.as_f64() == want.as_f64() && want.is_number(),
+                "{}.{name}: TypeScript read {got}, want {want}",
+                p.id
+            );
+        }
+    }
 
     // (d) The default (native) profile on the same table.
-    let native = Schema::from_ts_config_profile(config, Profile::Native)?;
+    let native = Schema::from_ts_config(config, Profile::Native)?;
+    // (reads of a table stamped with another profile go ahead, with a warning)
     let native_player = native.entity("player")?;
     let native_by_id = rt.block_on(rust_get_by_id(store, native_player, theirs))?;
     let mut mismatches = 0;
@@ -494,7 +744,7 @@ fn run(
         ratio(&whole.by_key, &want_theirs),
     )?;
     for index in &indexes {
-        let (rust_ids, _) = &rust_paged[index];
+        let (rust_ids, _) = &rust_paged[&(index.clone(), 3)];
         let ts_whole = whole.indexes.get(index).ok_or("index missing")?;
         let ts_small = small.indexes.get(index).ok_or("index missing")?;
         let want_o = expected(index, ours);
@@ -529,23 +779,60 @@ fn run(
         "  keys Rust computes for TypeScript's records equal TypeScript's: {rekeyed}/{}",
         theirs.len()
     )?;
+    writeln!(
+        summary,
+        "  updates: TypeScript updated {updated_by_ts} Rust records, Rust {updated_by_rust} TypeScript records; {keys_checked} keys TypeScript read for Rust's records equal Rust's"
+    )?;
+    for index in &indexes {
+        let sizes: Vec<String> = PAGE_SIZES
+            .iter()
+            .map(|size| {
+                let (ids, _) = &rust_paged[&(index.clone(), *size)];
+                let want: BTreeSet<String> = expected(index, ours)
+                    .union(&expected(index, theirs))
+                    .cloned()
+                    .collect();
+                format!("{size}: {}", ratio(ids, &want))
+            })
+            .collect();
+        let ts: Vec<String> = [(3, &tiny), (10, &small), (1_000, &whole)]
+            .iter()
+            .map(|(size, read)| {
+                let r = &read.indexes[index];
+                let want: BTreeSet<String> = expected(index, ours)
+                    .union(&expected(index, theirs))
+                    .cloned()
+                    .collect();
+                format!(
+                    "{size}: {} ({} errors)",
+                    ratio(&r.ids, &want),
+                    r.errors.len()
+                )
+            })
+            .collect();
+        writeln!(
+            summary,
+            "  paging {index:<12} rust {}   ts {}",
+            sizes.join(", "),
+            ts.join(", ")
+        )?;
+    }
     eprint!("{summary}");
 
     // (a) Rust finds all of TypeScript's records, by id and through every index, once each.
     assert_eq!(found_by_id, want_theirs, "{summary}");
     assert_eq!(rekeyed, PER_WRITER, "{summary}");
-    for index in &indexes {
-        let (rust_ids, duplicates) = &rust_paged[index];
-        assert_eq!(*duplicates, 0, "{index}: duplicates\n{summary}");
+    for ((index, size), (rust_ids, duplicates)) in &rust_paged {
+        assert_eq!(*duplicates, 0, "{index} ({size}): duplicates\n{summary}");
         assert_eq!(
             with_prefix(rust_ids, TS),
             expected(index, theirs),
-            "{index}\n{summary}"
+            "{index} ({size})\n{summary}"
         );
         assert_eq!(
             with_prefix(rust_ids, RUST),
             expected(index, ours),
-            "{index}\n{summary}"
+            "{index} ({size})\n{summary}"
         );
     }
     // (b) TypeScript finds all of Rust's records, by key and through every index.
@@ -567,10 +854,13 @@ fn run(
             "{index}\n{summary}"
         );
     }
-    // With its default page size, TypeScript pages the `created` index (a plain attribute) to
-    // the end; on the generated-key indexes it fails loudly (a thrown error), never silently.
-    for index in &indexes {
-        let ts = &small.indexes[index];
+    // With its default page size (10) and with 3, TypeScript pages the `created` index (a plain
+    // attribute) to the end; on the generated-key indexes it may fail, but loudly (a thrown
+    // error), never silently.
+    for (index, ts) in indexes
+        .iter()
+        .flat_map(|i| [(i, &small.indexes[i]), (i, &tiny.indexes[i])])
+    {
         let complete = with_prefix(&ts.ids, RUST) == expected(index, ours)
             && with_prefix(&ts.ids, TS) == expected(index, theirs);
         if index == "created" {

@@ -51,7 +51,9 @@ struct Login {
 }
 
 fn definition() -> Result<TableDefinition, Box<dyn std::error::Error>> {
-    Ok(TableDefinition::from_schema(Accounts::schema()?)?)
+    // without the table stamp, so that pages count items exactly as a raw DynamoDB scan does
+    // (the stamp item, left out of every scan, would make one page short; see store_stamp.rs)
+    Ok(TableDefinition::from_schema(Accounts::schema()?)?.with_stamp(None))
 }
 
 fn accounts(n: u32) -> Vec<Account> {

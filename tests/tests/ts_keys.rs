@@ -91,7 +91,7 @@ fn npm_profile_writes_and_reads_the_keys_typescript_writes() -> TestResult {
     let players = players();
     let theirs = typescript_keyed(&node_path, &players)?;
     assert_eq!(theirs.len(), players.len());
-    let npm = Schema::from_ts_config_profile(&config()?, Profile::Npm6_14)?;
+    let npm = Schema::from_ts_config(&config()?, Profile::Npm6_14)?;
     let ours = npm.entity("player")?;
     let mut compared = 0;
     for (player, ts) in players.iter().zip(&theirs) {
@@ -149,7 +149,7 @@ fn the_default_mode_reports_typescript_keys_as_a_mode_mismatch() -> TestResult {
     };
     let players = players();
     let theirs = typescript_keyed(&node_path, &players)?;
-    let native = Schema::from_ts_config_profile(&config()?, Profile::Native)?;
+    let native = Schema::from_ts_config(&config()?, Profile::Native)?;
     let ours = native.entity("player")?;
     let mut mismatches = 0;
     for (player, ts) in players.iter().zip(&theirs) {
@@ -197,7 +197,7 @@ fn profiles_pin_the_numeric_hash() -> TestResult {
     });
     let item: Item = serde_dynamo::to_item(json!({ "orderId": 12345, "created": 7 }))?;
     // `power`: 4^2 = 16 shards; 5381 % 16 = 5, two base-4 digits: `11`
-    let upstream = Schema::from_ts_config_profile(&config, Profile::Upstream8)?;
+    let upstream = Schema::from_ts_config(&config, Profile::Upstream8)?;
     let keyed = upstream.entity("order")?.add_keys(&item)?;
     assert_eq!(keyed["hashKey"], AttributeValue::S("order!11".into()));
     assert_eq!(keyed["rangeKey"], AttributeValue::S("orderId#12345".into()));
@@ -207,14 +207,14 @@ fn profiles_pin_the_numeric_hash() -> TestResult {
         h = h.wrapping_mul(33) ^ u32::from(*unit);
     }
     let shard = h % 8;
-    let npm = Schema::from_ts_config_profile(&config, Profile::Npm6_14)?;
+    let npm = Schema::from_ts_config(&config, Profile::Npm6_14)?;
     let keyed = npm.entity("order")?.add_keys(&item)?;
     assert_eq!(
         keyed["hashKey"],
         AttributeValue::S(format!("order!{}{}", shard / 4, shard % 4))
     );
     // and our default keeps transcoding the range key
-    let native = Schema::from_ts_config_profile(&config, Profile::Native)?;
+    let native = Schema::from_ts_config(&config, Profile::Native)?;
     let keyed = native.entity("order")?.add_keys(&item)?;
     assert_eq!(
         keyed["rangeKey"],

@@ -2,10 +2,16 @@
 //
 //   node fleet.mjs write <endpoint> <table> <config.json> <entity> <records.jsonl>
 //   node fleet.mjs read  <endpoint> <table> <config.json> <entity> <records.jsonl> [options.json]
+//   node fleet.mjs update <endpoint> <table> <config.json> <entity> <records.jsonl>
 //
 // `write` adds keys to every record with the TS EntityManager (@karmaniverous/entity-manager
 // 6.14.0) and puts them with the TS EntityClient (@karmaniverous/entity-client-dynamodb 0.2.10):
 // `entityManager.addKeys` + `entityClient.putItems`.
+//
+// `update` is a TypeScript service changing records another service wrote: it looks each one up
+// by its primary key (`getPrimaryKey` + `getItems`), then writes the record given (the same unique
+// and timestamp values, other properties changed) with its keys rebuilt (`addKeys` with
+// `overwrite`) and `putItems`. Prints how many it found and wrote.
 //
 // `read` looks every record up by its primary key (`entityManager.getPrimaryKey` of its unique
 // and timestamp properties + `entityClient.getItems`), then pages every index of the config to
@@ -14,7 +20,7 @@
 // is queried once per distinct value of its components among the records. Options:
 // `{"pageSize": n, "limit": n, "maxPages": n}` (defaults: the config's, and 2000 pages).
 //
-// Prints one JSON line: the unique ids found by key, and per index the unique ids found, the
+// Prints one JSON line: the unique ids found by key and those items (keys included), and per index the unique ids found, the
 // pages and items returned (duplicates included) and the errors thrown.
 //
 // Records are JSON lines; a property whose transcode is `bigint`/`bigint20` is given as a string
@@ -73,21 +79,31 @@ const records = readFileSync(recordsPath, 'utf8')
     return record;
   });
 const { uniqueProperty, timestampProperty } = config.entities[entityToken];
-
-if (command === 'write') {
-  const items = records.map((record) => entityManager.addKeys(entityToken, record));
-  await entityClient.putItems(items);
-  console.log(JSON.stringify({ written: items.length }));
-} else if (command === 'read') {
-  // By key: what a TypeScript service does to read one record it knows.
-  const keys = records.map((record) =>
+// The primary key of every record, from its unique and timestamp values.
+const primaryKeys = () =>
+  records.map((record) =>
     entityManager.getPrimaryKey(entityToken, {
       [uniqueProperty]: record[uniqueProperty],
       [timestampProperty]: record[timestampProperty],
     }),
   );
+
+if (command === 'write') {
+  const items = records.map((record) => entityManager.addKeys(entityToken, record));
+  await entityClient.putItems(items);
+  console.log(JSON.stringify({ written: items.length }));
+} else if (command === 'update') {
+  const keys = primaryKeys();
+  const { items: found } = await entityClient.getItems(keys);
+  const items = records.map((record) => entityManager.addKeys(entityToken, record, true));
+  await entityClient.putItems(items);
+  console.log(JSON.stringify({ found: found.length, written: items.length }));
+} else if (command === 'read') {
+  // By key: what a TypeScript service does to read one record it knows.
+  const keys = primaryKeys();
   const { items: got } = await entityClient.getItems(keys);
   const byKey = [...new Set(got.map((item) => String(item[uniqueProperty])))].sort();
+  const byKeyItems = Object.fromEntries(got.map((item) => [String(item[uniqueProperty]), item]));
 
   // By paging: every index to its end.
   const indexes = {};
@@ -157,7 +173,9 @@ if (command === 'write') {
       unterminated,
     };
   }
-  console.log(JSON.stringify({ byKey, indexes }));
+  // bigint values as their decimal strings
+  const json = (v) => JSON.stringify(v, (_, x) => (typeof x === 'bigint' ? x.toString() : x));
+  console.log(json({ byKey, byKeyItems, indexes }));
 } else {
-  throw new Error(`unknown command ${command}: write or read`);
+  throw new Error(`unknown command ${command}: write, update or read`);
 }

@@ -12,7 +12,7 @@ use serde_dynamo::{AttributeValue, Item};
 
 use crate::error::{Error, Result};
 use crate::limits::key_value_bytes;
-use crate::model::{GeneratedProperty, Index, KeyMode, NumericHash, ShardBump};
+use crate::model::{GeneratedKind, GeneratedProperty, Index, KeyMode, NumericHash, ShardBump};
 use crate::schema::EntitySchema;
 use crate::shard;
 use crate::transcode::DisplayAttr;
@@ -573,8 +573,16 @@ impl<'a> EntitySchema<'a> {
     }
 
     /// Reads a generated property (or range key) back into its components: the hash key (a
-    /// leading segment holding the shard key delimiter) and one decoded value per
+    /// leading `<entity token><shard key delimiter><suffix>` segment) and one decoded value per
     /// `<name><gvd><value>` segment. Empty values are left out.
+    ///
+    /// A key is read only when it can be read one way: the hash key must be this entity's, the
+    /// component names must be, in order, those of one of the entity's generated properties
+    /// (or its unique property alone, for a range key), and no value may hold a delimiter.
+    /// Keys written by this crate always are; a key written by a service that does not refuse
+    /// delimiters inside values (TypeScript: `firstNameCanonical#ann!e|…`) is
+    /// [`Error::AmbiguousKey`] when a value holds a delimiter, [`Error::MalformedKey`] when the
+    /// layout is broken, never a wrong value.
     pub fn decode_generated(&self, encoded: &str) -> Result<Item> {
         let mut item = Item::default();
         if encoded.is_empty() {
@@ -582,34 +590,95 @@ impl<'a> EntitySchema<'a> {
         }
         let d = &self.table.delimiters;
         let mut segments = encoded.split(&*d.generated_key).peekable();
-        if let Some(first) = segments.next_if(|s| s.contains(&*d.shard_key)) {
+        if let Some(first) = segments.next_if(|s| self.is_hash_key_segment(s)) {
             item.insert(
                 self.table.hash_key.to_string(),
                 AttributeValue::S(first.to_owned()),
             );
         }
+        let sharded = !item.is_empty();
+        let mut names: Vec<&str> = Vec::new();
         for segment in segments {
             let mut parts = segment.split(&*d.generated_value);
             let (Some(name), Some(value), None) = (parts.next(), parts.next(), parts.next()) else {
-                return Err(Error::MalformedKey {
-                    entity: self.entity(),
-                    segment: segment.to_owned(),
-                    reason: format!("expected `<property>{}<value>`", d.generated_value),
-                });
+                return Err(self.malformed(
+                    segment,
+                    format!("expected `<property>{}<value>`", d.generated_value),
+                ));
             };
+            if let Some(delimiter) = d.find_in(value) {
+                return Err(Error::AmbiguousKey {
+                    entity: self.entity(),
+                    property: name.to_owned(),
+                    value: value.to_owned(),
+                    delimiter: delimiter.to_owned(),
+                });
+            }
             if self.model.property(name).is_none() {
                 return Err(Error::UnknownTranscodedProperty {
                     entity: self.entity(),
                     property: name.to_owned(),
                 });
             }
+            if names.contains(&name) {
+                return Err(self.malformed(segment, format!("property `{name}` appears twice")));
+            }
+            names.push(name);
             if value.is_empty() {
                 item.remove(name);
             } else {
                 item.insert(name.to_owned(), self.decode_component(name, value)?);
             }
         }
+        if !self.is_key_layout(sharded, &names) {
+            return Err(self.malformed(
+                encoded,
+                format!(
+                    "the components [{}] are not those of a {} generated property of the entity, nor its range key",
+                    names.join(", "),
+                    if sharded { "sharded" } else { "unsharded" },
+                ),
+            ));
+        }
         Ok(item)
+    }
+
+    /// Whether a leading key segment is a hash key of this entity:
+    /// `<token><shard key delimiter><suffix>`, the suffix free of delimiters.
+    fn is_hash_key_segment(&self, segment: &str) -> bool {
+        let d = &self.table.delimiters;
+        segment
+            .strip_prefix(&*self.model.token)
+            .and_then(|rest| rest.strip_prefix(&*d.shard_key))
+            .is_some_and(|suffix| d.find_in(suffix).is_none())
+    }
+
+    /// Whether the component names of a decoded key are, in order, those of one of the
+    /// entity's generated properties of that side (or the unique property, for a range key).
+    /// A hash key alone is the empty sharded layout.
+    fn is_key_layout(&self, sharded: bool, names: &[&str]) -> bool {
+        if sharded && names.is_empty() {
+            return true;
+        }
+        let kind = if sharded {
+            GeneratedKind::Sharded
+        } else {
+            GeneratedKind::Unsharded
+        };
+        let generated = self.model.generated.iter().any(|g| {
+            g.kind == kind
+                && g.components.len() == names.len()
+                && g.components.iter().zip(names).all(|(c, n)| c == n)
+        });
+        generated || (!sharded && names == [&*self.model.unique_property])
+    }
+
+    fn malformed(&self, segment: &str, reason: String) -> Error {
+        Error::MalformedKey {
+            entity: self.entity(),
+            segment: segment.to_owned(),
+            reason,
+        }
     }
 
     /// Adds the hash key, the range key and every generated property the entity declares.

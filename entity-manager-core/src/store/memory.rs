@@ -79,6 +79,8 @@ pub struct MemoryStore {
     globals: usize,
     projections: Vec<Option<Vec<String>>>,
     state: RwLock<State>,
+    /// The first-use check of the table stamp.
+    stamp_guard: super::stamp::StampGuard,
 }
 
 #[derive(Debug, Default)]
@@ -118,6 +120,9 @@ impl View<'_> {
     }
 }
 
+/// The table name in messages about the stamp of a memory store.
+const NAME: &str = "(in memory)";
+
 fn validation(operation: &'static str, message: impl Into<String>) -> StoreError {
     StoreError::validation(operation, message).with_code("ValidationException")
 }
@@ -144,7 +149,7 @@ impl MemoryStore {
             .map(|i| definition.projected_attributes(i))
             .collect();
         let gsis = vec![IndexMap::new(); indexes.len()];
-        Self {
+        let store = Self {
             definition,
             indexes,
             globals,
@@ -153,7 +158,42 @@ impl MemoryStore {
                 gsis,
                 ..State::default()
             }),
+            stamp_guard: super::stamp::StampGuard::default(),
+        };
+        // the table is created here: it records its stamp (string keys, so the put succeeds)
+        if let Ok((_, item)) = super::stamp::stamp_to_write(&store.definition, NAME, None, false) {
+            let _ = store.put_sync(item, &Expect::Any);
         }
+        store
+    }
+
+    /// The stamp the table holds ([`TableStamp`](super::TableStamp)), or `None`: as
+    /// `DynamoStore::table_stamp`.
+    pub fn table_stamp(&self) -> Result<Option<super::TableStamp>, StoreError> {
+        super::stamp::stamp_of(self.read_stamp_item()?)
+    }
+
+    /// Writes the stamp of this store's definition (over a stamp with other settings only with
+    /// `force`) and returns it: as `DynamoStore::stamp_table`.
+    pub fn stamp_table(&self, force: bool) -> Result<super::TableStamp, StoreError> {
+        let found = self.read_stamp_item()?;
+        let (stamp, item) =
+            super::stamp::stamp_to_write(&self.definition, NAME, found.as_ref(), force)?;
+        self.put_sync(item, &Expect::Any)?;
+        Ok(stamp)
+    }
+
+    fn read_stamp_item(&self) -> Result<Option<Item>, StoreError> {
+        self.get_sync(&super::stamp::stamp_key(&self.definition), None)
+    }
+
+    /// The first-use check of the table stamp before `operation` (see `DynamoStore`).
+    async fn check_stamp(&self, operation: &'static str, write: bool) -> Result<(), StoreError> {
+        self.stamp_guard
+            .check(&self.definition, NAME, operation, write, || {
+                std::future::ready(self.read_stamp_item())
+            })
+            .await
     }
 
     /// The table as this store holds it: the definition it was built with, with every setting
@@ -163,9 +203,13 @@ impl MemoryStore {
         super::LiveTable::new(self.definition.clone())
     }
 
-    /// How many items the table holds.
+    /// How many items the table holds (its stamp is no item).
     pub fn len(&self) -> usize {
-        self.read().items.len()
+        let state = self.read();
+        let stamped = self
+            .primary_key(&super::stamp::stamp_key(&self.definition), "Len", true)
+            .is_ok_and(|key| state.items.contains_key(&key));
+        state.items.len() - usize::from(stamped)
     }
 
     /// Whether the table is empty.
@@ -173,9 +217,14 @@ impl MemoryStore {
         self.len() == 0
     }
 
-    /// Every item, in primary key order.
+    /// Every item, in primary key order (the table stamp left out).
     pub fn items(&self) -> Vec<Item> {
-        self.read().items.values().cloned().collect()
+        let state = self.read();
+        let items = state.items.values();
+        items
+            .filter(|i| !super::stamp::is_stamp(i, &self.definition))
+            .cloned()
+            .collect()
     }
 
     fn read(&self) -> std::sync::RwLockReadGuard<'_, State> {
@@ -1279,7 +1328,7 @@ fn segment_of(hash: &Scalar, total_segments: u32) -> u32 {
 }
 
 /// FNV-1a, 64 bits.
-fn fnv1a(bytes: &[u8]) -> u64 {
+pub(crate) fn fnv1a(bytes: &[u8]) -> u64 {
     const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
     const PRIME: u64 = 0x0000_0100_0000_01b3;
     bytes
@@ -1318,6 +1367,7 @@ impl Store for MemoryStore {
     }
 
     async fn put_item(&self, item: Item, expect: Expect) -> Result<(), StoreError> {
+        self.check_stamp("PutItem", true).await?;
         self.put_sync(item, &expect)
     }
 
@@ -1326,10 +1376,12 @@ impl Store for MemoryStore {
         key: &Item,
         projection: Option<&[String]>,
     ) -> Result<Option<Item>, StoreError> {
+        self.check_stamp("GetItem", false).await?;
         self.get_sync(key, projection)
     }
 
     async fn delete_item(&self, key: &Item, expect: Expect) -> Result<(), StoreError> {
+        self.check_stamp("DeleteItem", true).await?;
         self.delete_sync(key, &expect)
     }
 
@@ -1340,14 +1392,20 @@ impl Store for MemoryStore {
         expect: Expect,
         returns: ReturnValues,
     ) -> Result<Option<Item>, StoreError> {
+        self.check_stamp("UpdateItem", true).await?;
         self.update_sync(key, update, &expect, returns)
     }
 
     async fn transact_get(&self, keys: Vec<Item>) -> Result<Vec<Option<Item>>, StoreError> {
+        self.check_stamp("TransactGetItems", false).await?;
         self.transact_get_sync(&keys)
     }
 
     async fn batch_write(&self, writes: Vec<WriteRequest>) -> Result<(), BatchWriteError> {
+        if let Err(e) = self.check_stamp("BatchWriteItem", true).await {
+            let total = writes.len();
+            return Err(BatchWriteError::new(writes, total, e));
+        }
         write_batches(self, writes, &RetryPolicy::default()).await
     }
 
@@ -1356,19 +1414,28 @@ impl Store for MemoryStore {
         keys: Vec<Item>,
         projection: Option<&[String]>,
     ) -> Result<Vec<Item>, BatchGetError> {
+        // a read: the check only warns, and never fails
+        let _ = self.check_stamp("BatchGetItem", false).await;
         get_batches(self, keys, projection, &RetryPolicy::default()).await
     }
 
     async fn transact_write(&self, writes: Vec<TransactWrite>) -> Result<(), StoreError> {
+        self.check_stamp("TransactWriteItems", true).await?;
         self.transact_sync(writes)
     }
 
     async fn query_page(&self, request: &QueryPage) -> Result<Page, StoreError> {
+        self.check_stamp("Query", false).await?;
         self.query_sync(request)
     }
 
     async fn scan_page(&self, request: &ScanPage) -> Result<Page, StoreError> {
-        self.scan_sync(request)
+        self.check_stamp("Scan", false).await?;
+        let mut page = self.scan_sync(request)?;
+        // the table stamp is no record
+        page.items
+            .retain(|item| !super::stamp::is_stamp(item, &self.definition));
+        Ok(page)
     }
 }
 

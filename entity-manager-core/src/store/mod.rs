@@ -62,6 +62,7 @@ mod error;
 pub(crate) mod expression;
 mod memory;
 mod multi;
+mod stamp;
 mod table;
 pub(crate) mod update;
 pub(crate) mod value;
@@ -81,6 +82,10 @@ pub use error::{
     StoreErrorKind,
 };
 pub use memory::MemoryStore;
+pub use stamp::{
+    STAMP_ATTRIBUTE, STAMP_HASH_KEY, STAMP_MISMATCH_CODE, STAMP_RANGE_KEY, TableStamp, is_stamp,
+    stamp_key,
+};
 pub use table::{
     Billing, Capacity, GlobalIndex, KeyAttribute, LocalIndex, StreamView, TableDefinition,
     TableDefinitionError,

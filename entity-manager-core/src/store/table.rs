@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use crate::limits::{MAX_LOCAL_INDEXES, MAX_PROJECTED_ATTRIBUTES, MAX_TAGS};
 use crate::model::{EntityModel, Projection, TableModel};
 
-use super::KeyType;
+use super::{KeyType, TableStamp};
 
 /// A key attribute: its name and `DynamoDB` type.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -502,6 +502,10 @@ pub struct TableDefinition {
     pub deletion_protection: bool,
     /// The table's tags.
     pub tags: BTreeMap<String, String>,
+    /// How the keys of the table are made, recorded with the table and checked by the stores on
+    /// first use ([`TableStamp`]); set by [`from_schema`](Self::from_schema), `None` otherwise
+    /// (no stamp written, no check).
+    pub stamp: Option<TableStamp>,
 }
 
 impl TableDefinition {
@@ -519,6 +523,7 @@ impl TableDefinition {
             point_in_time_recovery: false,
             deletion_protection: false,
             tags: BTreeMap::new(),
+            stamp: None,
         }
     }
 
@@ -571,6 +576,13 @@ impl TableDefinition {
         self
     }
 
+    /// Sets (or, with `None`, removes) the stamp the stores write and check ([`TableStamp`]).
+    #[must_use]
+    pub fn with_stamp(mut self, stamp: Option<TableStamp>) -> Self {
+        self.stamp = stamp;
+        self
+    }
+
     /// Adds (or replaces) a tag.
     #[must_use]
     pub fn with_tag(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
@@ -617,6 +629,7 @@ impl TableDefinition {
             }
         }
         def.attribute_definitions()?;
+        def.stamp = Some(TableStamp::of(table, entities));
         Ok(def)
     }
 

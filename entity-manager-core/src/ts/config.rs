@@ -14,8 +14,8 @@ use serde_json::{Map, Value};
 use crate::error::{ConfigError, ConfigProblem};
 use crate::limits;
 use crate::model::{
-    Delimiters, EntityModel, GeneratedKind, GeneratedProperty, Index, Name, Projection, Property,
-    ShardBump, ShardSpace, TableModel,
+    Delimiters, EntityModel, GeneratedKind, GeneratedProperty, Index, Name, Profile, Projection,
+    Property, ShardBump, TableModel,
 };
 use crate::schema::Schema;
 use crate::transcode::{self, BUILTIN_NAMES, Transcoder};
@@ -70,8 +70,57 @@ const MAX_SAFE_INTEGER_F64: f64 = 9_007_199_254_740_991.0;
 const PLACEHOLDER_TRANSCODE: &dyn Transcoder = transcode::INT;
 
 impl Schema {
-    /// Loads the JSON `config` object of a TypeScript Entity Manager service, for a table whose
-    /// shard suffixes follow `shard_space`.
+    /// Loads the JSON `config` object of a TypeScript Entity Manager service under a
+    /// compatibility [`Profile`]: its shard space, key mode and numeric hashing.
+    ///
+    /// The profile is named on every load, because a configuration of the TypeScript library
+    /// most often means a table shared with a TypeScript service, and a wrong profile writes
+    /// keys that service does not find:
+    ///
+    /// | the table is shared with | profile |
+    /// |---|---|
+    /// | `@karmaniverous/entity-manager` 6.14.0 (the published npm release) | [`Profile::Npm6_14`] |
+    /// | upstream TypeScript v8 (6.14.1 and later) | [`Profile::Upstream8`] |
+    /// | no TypeScript service (the JSON only describes the entities) | [`Profile::Native`] |
+    ///
+    /// A [`ShardSpace`](crate::ShardSpace) stands for the profile of the TypeScript release
+    /// that writes it: `ShardSpace::Product` is [`Profile::Npm6_14`] and `ShardSpace::Power` is
+    /// [`Profile::Upstream8`] (their keys hold the raw values TypeScript writes). A service that
+    /// shares its table with no TypeScript service names [`Profile::Native`].
+    ///
+    /// A table created by this crate (`DynamoStore::create_table`, `MemoryStore::new`, the
+    /// CLI's `table create`) records the profile in its [stamp](crate::store::TableStamp), and a
+    /// store of another profile refuses to write to it.
+    ///
+    /// ```
+    /// use entity_manager_core::{Item, Profile, Schema};
+    /// use serde_json::json;
+    ///
+    /// let config = json!({
+    ///     "hashKey": "hashKey",
+    ///     "rangeKey": "rangeKey",
+    ///     "entities": { "player": { "uniqueProperty": "playerId", "timestampProperty": "created" } },
+    ///     "generatedProperties": { "unsharded": { "scoreRK": ["score", "created"] } },
+    ///     "propertyTranscodes": { "playerId": "string", "created": "timestamp", "score": "int" }
+    /// });
+    /// let item: Item = serde_dynamo::to_item(json!({ "playerId": "p1", "created": 5000, "score": -42 }))?;
+    ///
+    /// // TypeScript 6.14.0 writes raw values: `score#-42|created#5000`
+    /// let npm = Schema::from_ts_config(&config, Profile::Npm6_14)?;
+    /// assert_eq!(npm.entity("player")?.encode_generated("scoreRK", &item)?.as_deref(), Some("score#-42|created#5000"));
+    ///
+    /// // the native profile transcodes them, so that keys sort by value
+    /// let native = Schema::from_ts_config(&config, Profile::Native)?;
+    /// assert_eq!(
+    ///     native.entity("player")?.encode_generated("scoreRK", &item)?.as_deref(),
+    ///     Some("score#n9999999999999958|created#0000000005000")
+    /// );
+    ///
+    /// // and a key written in the other mode is a typed error, never a wrong value
+    /// let err = native.entity("player")?.decode_generated("score#-42|created#5000").err();
+    /// assert!(matches!(err, Some(entity_manager_core::Error::KeyModeMismatch { .. })));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// The shape is that of v8 and the npm release 6.14: root `hashKey` and `rangeKey`
     /// (required), `entities`, `generatedProperties` (`sharded` and `unsharded`: name →
@@ -126,7 +175,7 @@ impl Schema {
     /// # Example
     ///
     /// ```
-    /// use entity_manager_core::{Projection, Schema, ShardBump, ShardSpace};
+    /// use entity_manager_core::{Profile, Projection, Schema, ShardBump};
     /// use serde_json::json;
     ///
     /// let config = json!({
@@ -145,7 +194,7 @@ impl Schema {
     ///         "name": { "hashKey": "hashKey", "rangeKey": "nameRangeKey", "projections": [] }
     ///     }
     /// });
-    /// let schema = Schema::from_ts_config(&config, ShardSpace::Power)?;
+    /// let schema = Schema::from_ts_config(&config, Profile::Upstream8)?;
     /// let user = schema.entity("user")?.model();
     /// // The implied unsharded bump is put in front.
     /// assert_eq!(
@@ -161,7 +210,7 @@ impl Schema {
     ///     "throttle": 0,
     ///     "entities": { "user": { "uniqueProperty": "userId" } }
     /// });
-    /// let error = Schema::from_ts_config(&bad, ShardSpace::Power).err();
+    /// let error = Schema::from_ts_config(&bad, Profile::Upstream8).err();
     /// let paths: Vec<&str> = error.iter().flat_map(|e| &e.problems).map(|p| &*p.path).collect();
     /// assert_eq!(
     ///     paths,
@@ -176,8 +225,9 @@ impl Schema {
     /// ```
     pub fn from_ts_config(
         config: &serde_json::Value,
-        shard_space: ShardSpace,
+        profile: impl Into<Profile>,
     ) -> Result<Self, ConfigError> {
+        let profile = profile.into();
         let Some(root) = config.as_object() else {
             return Err(ConfigError {
                 problems: vec![ConfigProblem {
@@ -191,9 +241,9 @@ impl Schema {
         loader.unknown_keys(root, "", ROOT_KEYS);
         let custom_transcodes = loader.transcodes(root);
         if Loader::per_entity_shape(root) {
-            return loader.load_per_entity(root, shard_space, &custom_transcodes);
+            return loader.load_per_entity(root, profile, &custom_transcodes);
         }
-        let table = loader.table(root, shard_space, true);
+        let table = loader.table(root, profile, true);
         let properties = loader.property_transcodes(root, &custom_transcodes);
         let generated = loader.generated_properties(root);
         let indexes = loader.indexes(root);
@@ -460,7 +510,7 @@ impl Loader {
     fn table(
         &mut self,
         root: &Map<String, Value>,
-        shard_space: ShardSpace,
+        profile: Profile,
         keys_required: bool,
     ) -> TableModel {
         let defaults = TableModel::DEFAULT;
@@ -511,10 +561,10 @@ impl Loader {
             hash_key,
             range_key,
             delimiters,
-            shard_space,
+            shard_space: profile.shard_space(),
             throttle: self.count(root, "", "throttle", defaults.throttle),
-            key_mode: defaults.key_mode,
-            numeric_hash: defaults.numeric_hash,
+            key_mode: profile.key_mode(),
+            numeric_hash: profile.numeric_hash(),
         }
     }
 
@@ -877,10 +927,10 @@ impl Loader {
     fn load_per_entity(
         mut self,
         root: &Map<String, Value>,
-        shard_space: ShardSpace,
+        profile: Profile,
         custom_transcodes: &[String],
     ) -> Result<Schema, ConfigError> {
-        let table = self.table(root, shard_space, false);
+        let table = self.table(root, profile, false);
         let mut entities = Vec::new();
         for (token, path, fields) in self.object_entries(root, "", "entities", ENTITY_KEYS) {
             let position = entities.len();

@@ -27,6 +27,7 @@ pub(crate) fn node_path() -> Option<String> {
     None
 }
 
+/// Ints: zero, negative, ±(2^53−1).
 const SCORES: [i64; 8] = [
     0,
     42,
@@ -47,14 +48,17 @@ const RATINGS: [f64; 8] = [
     9_999_999.999_999,
     0.000_001,
 ];
-const CREATEDS: [u64; 6] = [
+const CREATEDS: [u64; 7] = [
     5_000,
     999_999_999_999,
     0,
     1_700_000_000_000,
     1_726_880_933_123,
     1,
+    // 1 ms before the second bump of `fleet.json` (on it: 1_700_000_000_000; the first: 0)
+    1_699_999_999_999,
 ];
+/// Names: ASCII, empty, non-ASCII.
 const NAMES: [&str; 5] = ["ann", "", "bob", "zoë", "Émile"];
 
 /// A deterministic source of players (xorshift64).

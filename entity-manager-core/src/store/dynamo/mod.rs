@@ -27,6 +27,7 @@ use self::convert::{build_error, from_aws, from_aws_all, sdk_error, to_aws, valu
 use super::batch::{BatchSender, GetBatch, RetryPolicy, get_batches, write_batches};
 use super::expression::Request;
 use super::memory::check_transaction_shape;
+use super::stamp::{self, StampGuard};
 use super::table::KeyAttribute;
 use super::{
     BatchGetError, BatchWriteError, Billing, CancellationReason, Capacity, DriftReport, Expect,
@@ -71,6 +72,8 @@ pub struct DynamoStore {
     retry: RetryPolicy,
     consistent_read: bool,
     table_wait: Duration,
+    /// The first-use check of the table stamp, shared by clones.
+    stamp_guard: std::sync::Arc<StampGuard>,
 }
 
 /// The GSIs and LSIs of a `CreateTable` request.
@@ -189,6 +192,7 @@ impl DynamoStore {
             retry: RetryPolicy::default(),
             consistent_read: false,
             table_wait: Duration::from_mins(10),
+            stamp_guard: std::sync::Arc::default(),
         }
     }
 
@@ -245,6 +249,9 @@ impl DynamoStore {
     /// tags), then `UpdateTimeToLive` when the definition has a TTL attribute and
     /// `UpdateContinuousBackups` when it asks for point-in-time recovery, since `DynamoDB` sets
     /// those two by separate calls only.
+    ///
+    /// When the definition has a [`TableStamp`](super::TableStamp) (one from
+    /// [`TableDefinition::from_schema`]), the stamp item is written once the table is active.
     ///
     /// Fails with [`StoreError::is_resource_in_use`] if the table exists, with
     /// [`StoreError::is_validation`] if the definition is invalid
@@ -311,6 +318,11 @@ impl DynamoStore {
             .await
             .map_err(|e| sdk_error(OP, e))?;
         self.wait_until_active().await?;
+        if let Some(stamp) = def.stamp.as_ref().filter(|_| stamp::stampable(def)) {
+            self.put(stamp.to_item(def), Expect::Any)
+                .await
+                .map_err(|e| self.created_without("PutItem", "its stamp", &e))?;
+        }
         if let Some(attribute) = &def.ttl_attribute {
             self.enable_ttl(attribute).await?;
         }
@@ -386,6 +398,53 @@ impl DynamoStore {
             Some(code) => error.with_code(code),
             None => error,
         }
+    }
+
+    /// The stamp the table holds ([`TableStamp`](super::TableStamp)), read consistently, or
+    /// `None` for a table without one. A stamp this release cannot read is an error of kind
+    /// [`StoreErrorKind::Other`] saying why.
+    pub async fn table_stamp(&self) -> Result<Option<super::TableStamp>, StoreError> {
+        stamp::stamp_of(self.read_stamp_item().await?)
+    }
+
+    /// Writes the stamp of this store's definition to an existing table (one created by a
+    /// TypeScript service, or before stamps existed) and returns it. A table already stamped
+    /// with other settings is left alone with an error saying what to do, unless `force` (after
+    /// its records were migrated to this store's settings). Re-stamping with the same settings
+    /// records a changed configuration.
+    ///
+    /// Fails with [`StoreError::is_validation`] when the definition has no stamp (build it
+    /// with [`TableDefinition::from_schema`]).
+    pub async fn stamp_table(&self, force: bool) -> Result<super::TableStamp, StoreError> {
+        let found = self.read_stamp_item().await?;
+        let (stamp, item) =
+            stamp::stamp_to_write(&self.definition, &self.table_name, found.as_ref(), force)?;
+        self.put(item, Expect::Any).await?;
+        Ok(stamp)
+    }
+
+    /// The stamp item, read consistently.
+    async fn read_stamp_item(&self) -> Result<Option<Item>, StoreError> {
+        let out = self
+            .client
+            .get_item()
+            .table_name(&self.table_name)
+            .set_key(Some(to_aws(stamp::stamp_key(&self.definition))))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(|e| sdk_error("GetItem", e))?;
+        out.item.map(|i| from_aws(i, "GetItem")).transpose()
+    }
+
+    /// The first-use check of the table stamp before `operation`: a write is refused when the
+    /// table is stamped with other settings.
+    async fn check_stamp(&self, operation: &'static str, write: bool) -> Result<(), StoreError> {
+        self.stamp_guard
+            .check(&self.definition, &self.table_name, operation, write, || {
+                self.read_stamp_item()
+            })
+            .await
     }
 
     /// The live table: `DescribeTable`, `DescribeTimeToLive`, `DescribeContinuousBackups` and
@@ -894,9 +953,12 @@ impl DynamoStore {
             .send()
             .await
             .map_err(|e| sdk_error(OP, e))?;
+        let mut items = from_aws_all(out.items.unwrap_or_default(), OP)?;
+        // the table stamp is no record
+        items.retain(|item| !stamp::is_stamp(item, &self.definition));
         Ok(Page {
             consumed_capacity: None,
-            items: from_aws_all(out.items.unwrap_or_default(), OP)?,
+            items,
             last_evaluated_key: out
                 .last_evaluated_key
                 .map(|k| from_aws(k, OP))
@@ -1040,74 +1102,67 @@ impl Store for DynamoStore {
         Some(&self.table_name)
     }
 
-    fn put_item(
-        &self,
-        item: Item,
-        expect: Expect,
-    ) -> impl Future<Output = Result<(), StoreError>> + Send {
-        self.put(item, expect)
+    async fn put_item(&self, item: Item, expect: Expect) -> Result<(), StoreError> {
+        self.check_stamp("PutItem", true).await?;
+        self.put(item, expect).await
     }
 
-    fn get_item(
+    async fn get_item(
         &self,
         key: &Item,
         projection: Option<&[String]>,
-    ) -> impl Future<Output = Result<Option<Item>, StoreError>> + Send {
-        self.get(key, projection)
+    ) -> Result<Option<Item>, StoreError> {
+        self.check_stamp("GetItem", false).await?;
+        self.get(key, projection).await
     }
 
-    fn delete_item(
-        &self,
-        key: &Item,
-        expect: Expect,
-    ) -> impl Future<Output = Result<(), StoreError>> + Send {
-        self.delete(key, expect)
+    async fn delete_item(&self, key: &Item, expect: Expect) -> Result<(), StoreError> {
+        self.check_stamp("DeleteItem", true).await?;
+        self.delete(key, expect).await
     }
 
-    fn batch_write(
-        &self,
-        writes: Vec<WriteRequest>,
-    ) -> impl Future<Output = Result<(), BatchWriteError>> + Send {
-        write_batches(self, writes, &self.retry)
+    async fn batch_write(&self, writes: Vec<WriteRequest>) -> Result<(), BatchWriteError> {
+        if let Err(e) = self.check_stamp("BatchWriteItem", true).await {
+            let total = writes.len();
+            return Err(BatchWriteError::new(writes, total, e));
+        }
+        write_batches(self, writes, &self.retry).await
     }
 
-    fn batch_get(
+    async fn batch_get(
         &self,
         keys: Vec<Item>,
         projection: Option<&[String]>,
-    ) -> impl Future<Output = Result<Vec<Item>, BatchGetError>> + Send {
-        get_batches(self, keys, projection, &self.retry)
+    ) -> Result<Vec<Item>, BatchGetError> {
+        // a read: the check only warns, and never fails
+        let _ = self.check_stamp("BatchGetItem", false).await;
+        get_batches(self, keys, projection, &self.retry).await
     }
 
-    fn transact_write(
-        &self,
-        writes: Vec<TransactWrite>,
-    ) -> impl Future<Output = Result<(), StoreError>> + Send {
-        self.transact(writes)
+    async fn transact_write(&self, writes: Vec<TransactWrite>) -> Result<(), StoreError> {
+        self.check_stamp("TransactWriteItems", true).await?;
+        self.transact(writes).await
     }
 
-    fn update_item(
+    async fn update_item(
         &self,
         key: &Item,
         update: &Update,
         expect: Expect,
         returns: ReturnValues,
-    ) -> impl Future<Output = Result<Option<Item>, StoreError>> + Send {
-        self.update(key, update, expect, returns)
+    ) -> Result<Option<Item>, StoreError> {
+        self.check_stamp("UpdateItem", true).await?;
+        self.update(key, update, expect, returns).await
     }
 
-    fn transact_get(
-        &self,
-        keys: Vec<Item>,
-    ) -> impl Future<Output = Result<Vec<Option<Item>>, StoreError>> + Send {
-        self.transact_read(keys)
+    async fn transact_get(&self, keys: Vec<Item>) -> Result<Vec<Option<Item>>, StoreError> {
+        self.check_stamp("TransactGetItems", false).await?;
+        self.transact_read(keys).await
     }
 
-    fn query_page(
-        &self,
-        request: &QueryPage,
-    ) -> impl Future<Output = Result<Page, StoreError>> + Send {
-        self.query(request)
+    async fn query_page(&self, request: &QueryPage) -> Result<Page, StoreError> {
+        self.check_stamp("Query", false).await?;
+        self.query(request).await
     }
 
     fn scan_page(

@@ -110,7 +110,7 @@ fn u128_json(n: u128) -> Value {
 }
 
 pub(crate) fn run_audit(args: &AuditArgs, json: bool) -> Result<(), Failure> {
-    let schema = load(&args.config, args.space.shard_space)?;
+    let schema = load(&args.config, &args.space)?;
     if !args.bump.is_empty() {
         return bump(args, &schema, json);
     }

@@ -33,7 +33,7 @@ pub(crate) fn keys(action: KeysAction) -> Result<(), Failure> {
         KeysAction::Add(args) => (args, true),
         KeysAction::Remove(args) => (args, false),
     };
-    let schema = load(&args.config.config, args.config.space.shard_space)?;
+    let schema = load(&args.config.config, &args.config.space)?;
     let entity = schema
         .entity(&args.entity)
         .map_err(|e| Failure::Input(e.to_string()))?;

@@ -14,8 +14,9 @@ use std::time::Duration;
 use aws_sdk_dynamodb::config::timeout::TimeoutConfig;
 use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use entity_manager::store::{DynamoStore, TableDefinition};
-use entity_manager::{ConfigError, Schema, ShardSpace};
+use entity_manager::store::TableStamp;
+use entity_manager::store::{DynamoStore, Store, TableDefinition};
+use entity_manager::{ConfigError, Profile, Schema, ShardSpace};
 use serde_json::{Value, json};
 
 mod audit;
@@ -79,12 +80,50 @@ enum Command {
     Audit(AuditArgs),
 }
 
+/// How the table's keys are made: the profile of the services sharing it.
 #[derive(Debug, Args)]
 struct SpaceArg {
-    /// The shard-space rule of the table: `product` (npm 6.14.0, the seed docs) or `power`
-    /// (upstream v8).
-    #[arg(long, value_enum, default_value_t = Space::Product)]
-    shard_space: Space,
+    /// The profile of the table: `npm-6.14` (shared with the npm release 6.14.0 of the
+    /// TypeScript Entity Manager; the default), `upstream-8` (shared with TypeScript v8) or
+    /// `native` (no TypeScript service: ordered, transcoded keys). A stamped table refuses
+    /// writes under another profile (`table stamp`).
+    #[arg(long, value_enum)]
+    profile: Option<ProfileArg>,
+    /// The shard-space rule alone: `product` means `--profile npm-6.14`, `power` means
+    /// `--profile upstream-8`.
+    #[arg(long, value_enum, conflicts_with = "profile")]
+    shard_space: Option<Space>,
+}
+
+impl SpaceArg {
+    /// The profile named, or the one of the TypeScript release of the shard space named, or
+    /// `npm-6.14` (the published TypeScript release the JSON configuration comes from).
+    fn profile(&self) -> Profile {
+        match (self.profile, self.shard_space) {
+            (Some(p), _) => p.into(),
+            (None, Some(space)) => ShardSpace::from(space).into(),
+            (None, None) => Profile::Npm6_14,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum ProfileArg {
+    #[value(name = "npm-6.14")]
+    Npm6_14,
+    #[value(name = "upstream-8")]
+    Upstream8,
+    Native,
+}
+
+impl From<ProfileArg> for Profile {
+    fn from(p: ProfileArg) -> Self {
+        match p {
+            ProfileArg::Npm6_14 => Self::Npm6_14,
+            ProfileArg::Upstream8 => Self::Upstream8,
+            ProfileArg::Native => Self::Native,
+        }
+    }
 }
 
 #[derive(Debug, Args)]
@@ -222,7 +261,7 @@ fn report(failure: &Failure, json: bool) {
 fn run(cli: Cli) -> Result<(), Failure> {
     match cli.command {
         Command::Validate { config, space } => {
-            let schema = load(&config, space.shard_space)?;
+            let schema = load(&config, &space)?;
             if cli.json {
                 let entities: Vec<&str> = schema.entities().iter().map(|e| &*e.token).collect();
                 println!("{}", json!({ "ok": true, "entities": entities }));
@@ -244,12 +283,12 @@ fn run(cli: Cli) -> Result<(), Failure> {
     }
 }
 
-fn load(path: &Path, space: Space) -> Result<Schema, Failure> {
+fn load(path: &Path, space: &SpaceArg) -> Result<Schema, Failure> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| Failure::Input(format!("cannot read {}: {e}", path.display())))?;
     let value: Value = serde_json::from_str(&text)
         .map_err(|e| Failure::Input(format!("{} is not JSON: {e}", path.display())))?;
-    Schema::from_ts_config(&value, space.into()).map_err(Failure::Config)
+    Schema::from_ts_config(&value, space.profile()).map_err(Failure::Config)
 }
 
 /// The items on stdin: one JSON array, or one JSON object per line. Returns them and whether
@@ -279,15 +318,46 @@ fn read_items() -> Result<(Vec<Value>, bool), Failure> {
 }
 
 fn store(args: &TableArgs) -> Result<DynamoStore, Failure> {
-    let schema = load(&args.config.config, args.config.space.shard_space)?;
-    connect(&schema, &args.table, &args.connection)
+    let schema = load(&args.config.config, &args.config.space)?;
+    let definition =
+        TableDefinition::from_schema(&schema).map_err(|e| Failure::Operation(e.to_string()))?;
+    Ok(open(definition, &args.table, &args.connection))
 }
 
 /// The store of `table`, laid out as `schema`, at the connection's endpoint with its static
-/// credentials.
+/// credentials. The store refuses writes when the table is stamped with another profile; a
+/// table without a stamp, or stamped with another profile, is reported on stderr here.
 fn connect(schema: &Schema, table: &str, c: &Connection) -> Result<DynamoStore, Failure> {
     let definition =
         TableDefinition::from_schema(schema).map_err(|e| Failure::Operation(e.to_string()))?;
+    let store = open(definition, table, c);
+    if let (Some(ours), Ok(found)) = (
+        store.definition().stamp.as_ref(),
+        runtime()?.block_on(store.table_stamp()),
+    ) {
+        warn_stamp(table, ours, found.as_ref());
+    }
+    Ok(store)
+}
+
+/// The stamp warning of the data commands: a table without a stamp, or with another profile's.
+fn warn_stamp(table: &str, ours: &TableStamp, found: Option<&TableStamp>) {
+    match found {
+        None => eprintln!(
+            "warning: table {table} has no stamp recording how its keys are made; stamp it once with `entity-manager table stamp --table {table} --config <config.json> --profile {}`",
+            ours.profile().map_or("<profile>", Profile::as_str)
+        ),
+        Some(stamp) => {
+            if let Some(why) = stamp.refuses(ours) {
+                eprintln!("warning: table {table}: {why}");
+            }
+        }
+    }
+}
+
+/// The store of `table` with `definition`, at the connection's endpoint with its static
+/// credentials.
+fn open(definition: TableDefinition, table: &str, c: &Connection) -> DynamoStore {
     let timeout = Duration::from_secs(c.timeout.max(1));
     let config = aws_sdk_dynamodb::Config::builder()
         .behavior_version(BehaviorVersion::latest())
@@ -308,7 +378,7 @@ fn connect(schema: &Schema, table: &str, c: &Connection) -> Result<DynamoStore, 
         )
         .build();
     let client = aws_sdk_dynamodb::Client::from_conf(config);
-    Ok(DynamoStore::new(client, table.to_owned(), definition))
+    DynamoStore::new(client, table.to_owned(), definition)
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime, Failure> {

@@ -142,8 +142,8 @@ fn counts_text(counts: &MigrateCounts) -> String {
 #[allow(clippy::too_many_lines)] // one command, start to end (as purge)
 pub(crate) fn migrate(args: &MigrateArgs, json: bool) -> Result<(), Failure> {
     let (text_a, text_b) = (read(&args.from)?, read(&args.to)?);
-    let a = load(&args.from, args.space.shard_space)?;
-    let b = load(&args.to, args.space.shard_space)?;
+    let a = load(&args.from, &args.space)?;
+    let b = load(&args.to, &args.space)?;
     let migration = migration(&a, &b, args.entity.as_deref())?;
     let store = connect(&b, &args.table, &args.connection)?;
     let mut scan = parallel_scan(&store, &b, None, &args.parallel)?;
@@ -162,7 +162,7 @@ pub(crate) fn migrate(args: &MigrateArgs, json: bool) -> Result<(), Failure> {
         .entity
         .as_ref()
         .map_or_else(|| "all".to_owned(), |entity| format!("entity:{entity}"));
-    let space = format!("{:?}", args.space.shard_space);
+    let space = format!("{:?}", args.space.profile());
     let schemas = fingerprint(&[&text_a, &text_b, space.as_bytes()]);
     let mut state = MigrateState {
         table: args.table.clone(),

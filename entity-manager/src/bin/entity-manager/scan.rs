@@ -131,7 +131,7 @@ pub(crate) fn counts_text(counts: &BTreeMap<String, u64>) -> String {
 pub(crate) fn scan(args: &ScanArgs, json: bool) -> Result<(), Failure> {
     use futures::TryStreamExt;
 
-    let schema = load(&args.config, args.space.shard_space)?;
+    let schema = load(&args.config, &args.space)?;
     let store = connect(&schema, &args.table, &args.connection)?;
     let scan = parallel_scan(&store, &schema, args.entity.as_deref(), &args.parallel)?;
     let mut counts: BTreeMap<String, u64> = BTreeMap::new();
@@ -181,7 +181,7 @@ pub(crate) struct PurgeState {
 
 #[allow(clippy::too_many_lines)] // one command, start to end
 pub(crate) fn purge(args: &PurgeArgs, json: bool) -> Result<(), Failure> {
-    let schema = load(&args.config, args.space.shard_space)?;
+    let schema = load(&args.config, &args.space)?;
     let target = match &args.entity {
         Some(entity) => format!("entity:{entity}"),
         None => "all".to_owned(),

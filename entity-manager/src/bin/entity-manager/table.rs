@@ -1,4 +1,4 @@
-//! `table create|delete|describe|drift|cloudformation`.
+//! `table create|delete|describe|drift|stamp|cloudformation`.
 //!
 //! The operational settings of the table (billing and capacities, LSIs, TTL, stream,
 //! point-in-time recovery, deletion protection, tags) come from a small JSON settings file,
@@ -11,11 +11,11 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
-use entity_manager::Projection;
 use entity_manager::store::{
     Billing, Capacity, DriftReport, DynamoStore, KeyType, LiveTable, LocalIndex, StreamView,
-    TableDefinition,
+    TableDefinition, TableStamp,
 };
+use entity_manager::{Profile, Projection};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -34,6 +34,17 @@ pub(crate) enum TableAction {
     /// Compares the live table with the configuration and `--settings`: exit 0 when they
     /// match, 1 with the list of differences.
     Drift(SettingsArgs),
+    /// Records how the table's keys are made (the profile of `--profile` and a fingerprint of
+    /// the configuration) in the table, for a table created without it (by a TypeScript
+    /// service, or before stamps): from then on a service with another profile cannot write to
+    /// it. `table create` stamps the tables it creates.
+    Stamp {
+        #[command(flatten)]
+        table: TableArgs,
+        /// Replace a stamp with other settings (only after migrating every record to them).
+        #[arg(long)]
+        force: bool,
+    },
     /// Prints the `AWS::DynamoDB::Table` CloudFormation resource (no network).
     Cloudformation {
         #[command(flatten)]
@@ -128,7 +139,7 @@ enum ProjectionSettings {
 
 /// The table definition of a configuration with a settings file's settings applied.
 fn definition(config: &ConfigArgs, settings: Option<&Path>) -> Result<TableDefinition, Failure> {
-    let schema = load(&config.config, config.space.shard_space)?;
+    let schema = load(&config.config, &config.space)?;
     let definition =
         TableDefinition::from_schema(&schema).map_err(|e| Failure::Operation(e.to_string()))?;
     let Some(path) = settings else {
@@ -260,6 +271,26 @@ pub(crate) fn table(action: TableAction, json: bool) -> Result<(), Failure> {
             done(json, "created", &args.table.table);
             Ok(())
         }
+        TableAction::Stamp { table, force } => {
+            let store = store(&table)?;
+            let stamp = runtime()?
+                .block_on(store.stamp_table(force))
+                .map_err(|e| text(&e))?;
+            if json {
+                println!(
+                    "{}",
+                    json!({ "ok": true, "table": table.table, "action": "stamped", "stamp": stamp_json(&stamp) })
+                );
+            } else {
+                println!(
+                    "table {} stamped with {}, fingerprint {}",
+                    table.table,
+                    stamp.describe(),
+                    stamp.fingerprint
+                );
+            }
+            Ok(())
+        }
         TableAction::Delete(args) => {
             let store = store(&args)?;
             runtime()?
@@ -323,6 +354,17 @@ fn print_drift(report: &DriftReport, table: &str, json: bool) {
     for s in &report.unchecked {
         println!("  not checked: {s} (the endpoint cannot report it)");
     }
+}
+
+fn stamp_json(stamp: &TableStamp) -> Value {
+    json!({
+        "profile": stamp.profile().map(Profile::as_str),
+        "keyMode": stamp.key_mode.as_str(),
+        "shardSpace": stamp.shard_space.as_str(),
+        "numericHash": stamp.numeric_hash.as_str(),
+        "fingerprint": stamp.fingerprint,
+        "entities": stamp.entities,
+    })
 }
 
 pub(crate) fn done(json: bool, what: &str, table: &str) {
@@ -429,5 +471,7 @@ pub(crate) async fn describe(store: &DynamoStore) -> Result<Value, Failure> {
     if let (Value::Object(out), Value::Object(settings)) = (&mut described, settings_json(&live)) {
         out.extend(settings);
     }
+    let stamp = store.table_stamp().await.map_err(|e| text(&e))?;
+    described["stamp"] = stamp.as_ref().map_or(Value::Null, stamp_json);
     Ok(described)
 }

@@ -1,0 +1,325 @@
+//! The table stamp: a table records how its keys are made (profile and configuration
+//! fingerprint), a store of another profile or shard space refuses to write to it before
+//! anything is written, an unstamped table keeps working, and the stamp is never a record.
+//!
+//! The `MemoryStore` tests always run; the `DynamoStore` ones when `DYNAMODB_ENDPOINT` is set.
+
+use entity_manager::store::{
+    DynamoStore, Expect, MemoryStore, STAMP_MISMATCH_CODE, ScanPage, Store, StoreError,
+    TableDefinition, TableStamp, WriteRequest,
+};
+use entity_manager::{AttributeValue, Item, KeyMode, Profile, Schema, ShardSpace};
+use serde_json::{Value, json};
+
+mod store_support;
+
+use store_support::TestResult;
+
+fn config() -> Value {
+    json!({
+        "hashKey": "hashKey",
+        "rangeKey": "rangeKey",
+        "entities": {
+            "player": {
+                "uniqueProperty": "playerId",
+                "timestampProperty": "created",
+                "shardBumps": [{ "timestamp": 0, "charBits": 2, "chars": 1 }]
+            }
+        },
+        "generatedProperties": { "unsharded": { "scoreRangeKey": ["score", "created"] } },
+        "indexes": { "score": { "hashKey": "hashKey", "rangeKey": "scoreRangeKey" } },
+        "propertyTranscodes": { "playerId": "string", "created": "timestamp", "score": "int" }
+    })
+}
+
+fn block_on<F: std::future::Future>(f: F) -> Result<F::Output, std::io::Error> {
+    Ok(tokio::runtime::Builder::new_current_thread()
+        .build()?
+        .block_on(f))
+}
+
+fn schema(profile: Profile) -> Result<Schema, Box<dyn std::error::Error>> {
+    Ok(Schema::from_ts_config(&config(), profile)?)
+}
+
+/// The npm 6.14 settings in the `power` shard space: no profile pins them.
+fn npm_in_power() -> Result<Schema, Box<dyn std::error::Error>> {
+    let npm = schema(Profile::Npm6_14)?;
+    Ok(Schema::new(
+        npm.table().clone().with_shard_space(ShardSpace::Power),
+        npm.entities().to_vec(),
+    )?)
+}
+
+/// A keyed player of `schema`.
+fn player(schema: &Schema, id: &str, score: i64) -> Result<Item, Box<dyn std::error::Error>> {
+    let item: Item =
+        serde_dynamo::to_item(json!({ "playerId": id, "created": 1_000, "score": score }))?;
+    Ok(schema.entity("player")?.add_keys(&item)?)
+}
+
+fn key_of(item: &Item) -> Item {
+    item.iter()
+        .filter(|(k, _)| *k == "hashKey" || *k == "rangeKey")
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect::<std::collections::HashMap<_, _>>()
+        .into()
+}
+
+/// A write refused by the stamp: its code, and a message naming both settings and the fix.
+fn assert_refused(e: &StoreError, table_profile: &str, ours: &str) {
+    assert_eq!(e.code(), Some(STAMP_MISMATCH_CODE), "{e}");
+    assert!(e.is_validation(), "{e}");
+    let message = e.to_string();
+    for part in [
+        format!("stamped with profile `{table_profile}`"),
+        ours.to_owned(),
+        format!("--profile {table_profile}"),
+        "nothing was written".to_owned(),
+        "entity-manager table stamp --force".to_owned(),
+    ] {
+        assert!(message.contains(&part), "`{part}` not in: {message}");
+    }
+}
+
+#[test]
+fn a_schema_table_is_stamped_with_its_profile_and_fingerprint() -> TestResult {
+    let npm = schema(Profile::Npm6_14)?;
+    let native = schema(Profile::Native)?;
+    let npm_stamp = TableDefinition::from_schema(&npm)?
+        .stamp
+        .ok_or("no stamp")?;
+    let native_stamp = TableDefinition::from_schema(&native)?
+        .stamp
+        .ok_or("no stamp")?;
+    assert_eq!(npm_stamp.profile(), Some(Profile::Npm6_14));
+    assert_eq!(npm_stamp.key_mode, KeyMode::TypeScript);
+    assert_eq!(native_stamp.profile(), Some(Profile::Native));
+    // one configuration, two profiles: one fingerprint, refused both ways
+    assert_eq!(npm_stamp.fingerprint, native_stamp.fingerprint);
+    assert!(npm_stamp.refuses(&native_stamp).is_some());
+    assert!(native_stamp.refuses(&npm_stamp).is_some());
+    assert!(npm_stamp.refuses(&npm_stamp).is_none());
+    // a changed shard schedule changes the entity's fingerprint, not the profile
+    let mut changed = config();
+    changed["entities"]["player"]["shardBumps"] = json!([{ "timestamp": 0, "charBits": 2, "chars": 1 }, { "timestamp": 2_000_000_000_000u64, "charBits": 3, "chars": 2 }]);
+    let later = TableStamp::of(
+        Schema::from_ts_config(&changed, Profile::Npm6_14)?.table(),
+        Schema::from_ts_config(&changed, Profile::Npm6_14)?.entities(),
+    );
+    assert!(npm_stamp.refuses(&later).is_none());
+    assert_eq!(npm_stamp.changed_entities(&later), ["player"]);
+    // the stamp item reads back as the stamp
+    let def = TableDefinition::from_schema(&npm)?;
+    assert_eq!(TableStamp::from_item(&npm_stamp.to_item(&def))?, npm_stamp);
+    // a definition made by hand has none
+    assert!(store_support::definition().stamp.is_none());
+    Ok(())
+}
+
+#[test]
+fn a_memory_table_records_its_stamp_which_is_no_record() -> TestResult {
+    let npm = schema(Profile::Npm6_14)?;
+    let def = TableDefinition::from_schema(&npm)?;
+    let store = MemoryStore::new(def.clone());
+    assert_eq!(store.table_stamp()?, def.stamp.clone());
+    assert!(store.is_empty());
+    block_on(async {
+        let items = (0..5)
+            .map(|n| player(&npm, &format!("p{n}"), n))
+            .collect::<Result<Vec<_>, _>>()?;
+        store
+            .batch_write(items.into_iter().map(WriteRequest::Put).collect())
+            .await?;
+        // neither a scan, `len` nor `items` shows the stamp
+        let page = store.scan_page(&ScanPage::new()).await?;
+        assert_eq!(page.items.len(), 5);
+        assert_eq!((store.len(), store.items().len()), (5, 5));
+        Ok::<_, Box<dyn std::error::Error>>(())
+    })??;
+    // stamping again with the same settings is allowed; another profile's store keeps its own
+    assert_eq!(store.stamp_table(false)?, def.stamp.ok_or("no stamp")?);
+    Ok(())
+}
+
+/// A whole-table purge deletes every record and counts only them: the stamp stays.
+#[test]
+fn a_purge_of_the_whole_table_leaves_the_stamp() -> TestResult {
+    let npm = schema(Profile::Npm6_14)?;
+    let def = TableDefinition::from_schema(&npm)?;
+    let store = MemoryStore::new(def.clone());
+    let report = block_on(async {
+        for n in 0..12 {
+            store
+                .put_item(player(&npm, &format!("p{n}"), n)?, Expect::Any)
+                .await?;
+        }
+        let report = entity_manager::scan::ParallelScan::new(&store)
+            .page_size(5)
+            .purge(|_| std::ops::ControlFlow::Continue(()))
+            .await?;
+        Ok::<_, Box<dyn std::error::Error>>(report)
+    })??;
+    assert!(report.complete);
+    assert_eq!(report.deleted, 12);
+    assert!(store.is_empty());
+    assert_eq!(store.table_stamp()?, def.stamp);
+    Ok(())
+}
+
+#[test]
+fn a_memory_table_without_a_stamp_keeps_working() -> TestResult {
+    let npm = schema(Profile::Npm6_14)?;
+    let def = TableDefinition::from_schema(&npm)?.with_stamp(None);
+    let store = MemoryStore::new(def);
+    assert_eq!(store.table_stamp()?, None);
+    let item = player(&npm, "p1", 7)?;
+    block_on(store.put_item(item.clone(), Expect::Any))??;
+    assert_eq!(store.items(), [item]);
+    Ok(())
+}
+
+async fn dynamo_scenario(client: aws_sdk_dynamodb::Client, table: &str) -> TestResult {
+    let npm = schema(Profile::Npm6_14)?;
+    let store = |s: &Schema| -> Result<DynamoStore, Box<dyn std::error::Error>> {
+        Ok(DynamoStore::new(
+            client.clone(),
+            table,
+            TableDefinition::from_schema(s)?,
+        ))
+    };
+    let npm_store = store(&npm)?;
+    npm_store.create_table().await?;
+    let npm_def = TableDefinition::from_schema(&npm)?;
+    assert_eq!(npm_store.table_stamp().await?, npm_def.stamp);
+
+    // another key mode, another shard space (and numeric hashing), another shard space alone:
+    // each refused before anything is written, by put, batch write, update and transaction
+    let native = schema(Profile::Native)?;
+    let upstream = schema(Profile::Upstream8)?;
+    let power = npm_in_power()?;
+    for (other, ours) in [
+        (
+            &native,
+            "profile `native` (key mode `transcoded`, shard space `product`",
+        ),
+        (
+            &upstream,
+            "profile `upstream-8` (key mode `typescript`, shard space `power`",
+        ),
+        (
+            &power,
+            "no named profile (key mode `typescript`, shard space `power`",
+        ),
+    ] {
+        let wrong = store(other)?;
+        let item = player(other, "wrong", -5)?;
+        let e = wrong
+            .put_item(item.clone(), Expect::Any)
+            .await
+            .err()
+            .ok_or("a put under another profile succeeded")?;
+        assert_refused(&e, "npm-6.14", ours);
+        let batch = wrong
+            .batch_write(vec![WriteRequest::Put(item.clone())])
+            .await
+            .err()
+            .ok_or("a batch under another profile succeeded")?;
+        assert_eq!(batch.unwritten.len(), 1);
+        assert_refused(&batch.cause, "npm-6.14", ours);
+        let e = wrong
+            .delete_item(&key_of(&item), Expect::Any)
+            .await
+            .err()
+            .ok_or("a delete under another profile succeeded")?;
+        assert_refused(&e, "npm-6.14", ours);
+        // reads go ahead (with a warning), and nothing was written
+        assert_eq!(wrong.get_item(&key_of(&item), None).await?, None);
+        assert_eq!(npm_store.get_item(&key_of(&item), None).await?, None);
+    }
+
+    // the table's own profile writes, and its scan does not see the stamp
+    let ok = player(&npm, "right", -5)?;
+    npm_store.put_item(ok.clone(), Expect::Absent).await?;
+    let page = npm_store.scan_page(&ScanPage::new()).await?;
+    assert_eq!(page.items, std::slice::from_ref(&ok));
+    // re-stamping with another profile is refused without `force`, then done with it
+    let e = store(&native)?
+        .stamp_table(false)
+        .await
+        .err()
+        .ok_or("re-stamped without force")?;
+    assert_eq!(e.code(), Some(STAMP_MISMATCH_CODE));
+    assert!(e.to_string().contains("--force"), "{e}");
+    let restamped = store(&native)?.stamp_table(true).await?;
+    assert_eq!(restamped.profile(), Some(Profile::Native));
+    // a store that judged the table before keeps its verdict; a new npm store is now refused
+    let e = store(&npm)?
+        .put_item(ok, Expect::Any)
+        .await
+        .err()
+        .ok_or("npm write to a native table")?;
+    assert_refused(&e, "native", "profile `npm-6.14`");
+    npm_store.delete_table().await?;
+    Ok(())
+}
+
+async fn dynamo_unstamped(client: aws_sdk_dynamodb::Client, table: &str) -> TestResult {
+    let npm = schema(Profile::Npm6_14)?;
+    let def = TableDefinition::from_schema(&npm)?;
+    // a table created without a stamp (by a TypeScript service, or before stamps)
+    let creator = DynamoStore::new(client.clone(), table, def.clone().with_stamp(None));
+    creator.create_table().await?;
+    let store = DynamoStore::new(client.clone(), table, def.clone());
+    assert_eq!(store.table_stamp().await?, None);
+    let item = player(&npm, "p1", 1)?;
+    store.put_item(item.clone(), Expect::Any).await?; // works, with a warning
+    assert_eq!(store.get_item(&key_of(&item), None).await?, Some(item));
+    assert_eq!(
+        store.stamp_table(false).await?,
+        def.stamp.clone().ok_or("no stamp")?
+    );
+    assert_eq!(store.table_stamp().await?, def.stamp);
+    creator.delete_table().await?;
+    Ok(())
+}
+
+#[test]
+fn dynamodb_local_refuses_writes_under_another_profile() -> TestResult {
+    let Some(client) = store_support::dynamo_client() else {
+        return Ok(());
+    };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    rt.block_on(dynamo_scenario(
+        client.clone(),
+        &store_support::unique_table("stamp"),
+    ))?;
+    rt.block_on(dynamo_unstamped(
+        client,
+        &store_support::unique_table("unstamped"),
+    ))
+}
+
+#[test]
+fn the_stamp_item_is_in_no_index_and_no_entity_partition() -> TestResult {
+    let npm = schema(Profile::Npm6_14)?;
+    let def = TableDefinition::from_schema(&npm)?;
+    let item = def.stamp.as_ref().ok_or("no stamp")?.to_item(&def);
+    let Some(AttributeValue::S(hash_key)) = item.get("hashKey") else {
+        return Err("no hash key".into());
+    };
+    // every entity hash key holds the shard key delimiter; the stamp's holds no delimiter
+    assert!(!hash_key.contains(['|', '#', '!']), "{hash_key}");
+    for index in &def.indexes {
+        for key in index.key_attributes() {
+            assert!(
+                key.name == "hashKey" || !item.contains_key(&key.name),
+                "the stamp has index key {}",
+                key.name
+            );
+        }
+    }
+    Ok(())
+}
