@@ -1,0 +1,275 @@
+//! [`StreamRecord`]: what a `DynamoDB` stream record carries, in either shape (the Streams API
+//! and the Lambda event), as attribute maps.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use serde_dynamo::Item;
+
+#[cfg(any(feature = "streams", feature = "lambda"))]
+use super::error::ChangeError;
+use super::error::RecordKeys;
+use crate::store::StreamView;
+
+/// The kind of change a stream record reports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum ChangeKind {
+    /// An item was created (`INSERT`).
+    Insert,
+    /// An item was changed in place (`MODIFY`): its primary key is the same.
+    Modify,
+    /// An item was deleted (`REMOVE`), by a delete or by TTL.
+    Remove,
+}
+
+impl ChangeKind {
+    /// The `DynamoDB` event name: `INSERT`, `MODIFY` or `REMOVE`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Insert => "INSERT",
+            Self::Modify => "MODIFY",
+            Self::Remove => "REMOVE",
+        }
+    }
+
+    /// The kind of a `DynamoDB` event name, or `None`.
+    pub fn from_name(name: &str) -> Option<Self> {
+        [Self::Insert, Self::Modify, Self::Remove]
+            .into_iter()
+            .find(|k| k.as_str() == name)
+    }
+}
+
+impl fmt::Display for ChangeKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One `DynamoDB` stream record as attribute maps, whichever API delivered it: the input of
+/// [`Change::decode`](super::Change::decode).
+///
+/// Built from a Streams API record (`aws_sdk_dynamodbstreams::types::Record`, feature
+/// `streams`), from a Lambda event record (`aws_lambda_events::event::dynamodb::EventRecord`,
+/// feature `lambda`), both with `TryFrom`, or by hand. An empty image counts as no image (the
+/// Lambda shape writes an absent image as an empty map; a real image always holds the keys).
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct StreamRecord {
+    /// The kind of change.
+    pub kind: ChangeKind,
+    /// The primary key attributes of the changed item (`Keys`).
+    pub keys: Item,
+    /// The item before the change (`OldImage`), when the stream view carries it.
+    pub old_image: Option<Item>,
+    /// The item after the change (`NewImage`), when the stream view carries it.
+    pub new_image: Option<Item>,
+    /// The stream view the record was written under, when the record says.
+    pub view: Option<StreamView>,
+    /// The record's sequence number in its shard, when the record says.
+    pub sequence_number: Option<String>,
+    /// The event id, when the record says.
+    pub event_id: Option<String>,
+}
+
+impl StreamRecord {
+    /// A record of `kind` for the item with these `keys`, without images.
+    pub fn new(kind: ChangeKind, keys: Item) -> Self {
+        Self {
+            kind,
+            keys,
+            old_image: None,
+            new_image: None,
+            view: None,
+            sequence_number: None,
+            event_id: None,
+        }
+    }
+
+    /// With the image before the change.
+    #[must_use]
+    pub fn with_old_image(mut self, image: Item) -> Self {
+        self.old_image = Some(image);
+        self
+    }
+
+    /// With the image after the change.
+    #[must_use]
+    pub fn with_new_image(mut self, image: Item) -> Self {
+        self.new_image = Some(image);
+        self
+    }
+
+    /// With the stream view the record was written under.
+    #[must_use]
+    pub fn with_view(mut self, view: StreamView) -> Self {
+        self.view = Some(view);
+        self
+    }
+
+    /// With its sequence number.
+    #[must_use]
+    pub fn with_sequence_number(mut self, sequence_number: impl Into<String>) -> Self {
+        self.sequence_number = Some(sequence_number.into());
+        self
+    }
+
+    /// The record as the stream would carry it under `view`: the images the view does not
+    /// carry removed, and the view set. For tests and replays.
+    #[must_use]
+    pub fn seen_through(mut self, view: StreamView) -> Self {
+        let (old, new) = carried(view);
+        if !old {
+            self.old_image = None;
+        }
+        if !new {
+            self.new_image = None;
+        }
+        self.view = Some(view);
+        self
+    }
+
+    pub(crate) fn record_keys(&self) -> RecordKeys {
+        RecordKeys(self.keys.clone())
+    }
+}
+
+/// The images a view carries: (old, new).
+pub(crate) fn carried(view: StreamView) -> (bool, bool) {
+    match view {
+        StreamView::KeysOnly => (false, false),
+        StreamView::NewImage => (false, true),
+        StreamView::OldImage => (true, false),
+        StreamView::NewAndOldImages => (true, true),
+    }
+}
+
+/// `None` for an absent or empty image.
+#[cfg(any(feature = "streams", feature = "lambda"))]
+fn image(item: Option<Item>) -> Option<Item> {
+    item.filter(|i| !i.is_empty())
+}
+
+#[cfg(any(feature = "streams", feature = "lambda"))]
+fn malformed(keys: &Item, reason: impl Into<String>) -> ChangeError {
+    ChangeError::Malformed {
+        keys: RecordKeys(keys.clone()),
+        reason: reason.into(),
+    }
+}
+
+#[cfg(feature = "streams")]
+#[cfg_attr(docsrs, doc(cfg(feature = "streams")))]
+impl TryFrom<aws_sdk_dynamodbstreams::types::Record> for StreamRecord {
+    type Error = ChangeError;
+
+    /// A Streams API record (`GetRecords`), its attribute maps converted by `serde_dynamo`.
+    fn try_from(record: aws_sdk_dynamodbstreams::types::Record) -> Result<Self, ChangeError> {
+        let Some(change) = record.dynamodb else {
+            return Err(malformed(&Item::default(), "no `dynamodb` part"));
+        };
+        // `serde_dynamo`'s conversion panics on a type it does not know (from an SDK newer
+        // than this crate): refuse those first
+        for (name, map) in [
+            ("Keys", &change.keys),
+            ("OldImage", &change.old_image),
+            ("NewImage", &change.new_image),
+        ] {
+            if let Some((attribute, _)) =
+                map.iter().flatten().find(|(_, v)| !known_streams_value(v))
+            {
+                return Err(malformed(
+                    &Item::default(),
+                    format!(
+                        "attribute `{attribute}` of the {name} has a type this version of entity-manager does not know; upgrade it"
+                    ),
+                ));
+            }
+        }
+        let keys: Item = change.keys.map(Item::from).unwrap_or_default();
+        let name = record.event_name.as_ref().map(|n| n.as_str().to_owned());
+        let kind = name
+            .as_deref()
+            .and_then(ChangeKind::from_name)
+            .ok_or_else(|| {
+                malformed(
+                    &keys,
+                    format!(
+                        "event name {:?} is none of INSERT, MODIFY, REMOVE",
+                        name.as_deref().unwrap_or("(absent)")
+                    ),
+                )
+            })?;
+        let view =
+            match change.stream_view_type.as_ref().map(|v| v.as_str()) {
+                None => None,
+                Some(name) => Some(StreamView::from_name(name).ok_or_else(|| {
+                    malformed(&keys, format!("unknown stream view type {name:?}"))
+                })?),
+            };
+        Ok(Self {
+            kind,
+            old_image: image(change.old_image.map(Item::from)),
+            new_image: image(change.new_image.map(Item::from)),
+            keys,
+            view,
+            sequence_number: change.sequence_number,
+            event_id: record.event_id,
+        })
+    }
+}
+
+/// Whether every value is of a type `serde_dynamo` knows.
+#[cfg(feature = "streams")]
+fn known_streams_value(value: &aws_sdk_dynamodbstreams::types::AttributeValue) -> bool {
+    use aws_sdk_dynamodbstreams::types::AttributeValue as V;
+    match value {
+        V::M(m) => m.values().all(known_streams_value),
+        V::L(l) => l.iter().all(known_streams_value),
+        V::B(_) | V::Bool(_) | V::Bs(_) | V::N(_) | V::Ns(_) | V::Null(_) | V::S(_) | V::Ss(_) => {
+            true
+        }
+        _ => false,
+    }
+}
+
+#[cfg(feature = "lambda")]
+#[cfg_attr(docsrs, doc(cfg(feature = "lambda")))]
+impl TryFrom<aws_lambda_events::event::dynamodb::EventRecord> for StreamRecord {
+    type Error = ChangeError;
+
+    /// A record of a Lambda `DynamoDB` event, as `aws_lambda_events` deserializes it.
+    fn try_from(
+        record: aws_lambda_events::event::dynamodb::EventRecord,
+    ) -> Result<Self, ChangeError> {
+        let change = record.change;
+        let keys = change.keys;
+        let kind = ChangeKind::from_name(&record.event_name).ok_or_else(|| {
+            malformed(
+                &keys,
+                format!(
+                    "event name {:?} is none of INSERT, MODIFY, REMOVE",
+                    record.event_name
+                ),
+            )
+        })?;
+        // the event type's `Display` is the DynamoDB name
+        let view =
+            match change.stream_view_type.map(|v| v.to_string()) {
+                None => None,
+                Some(name) => Some(StreamView::from_name(&name).ok_or_else(|| {
+                    malformed(&keys, format!("unknown stream view type {name:?}"))
+                })?),
+            };
+        Ok(Self {
+            kind,
+            old_image: image(Some(change.old_image)),
+            new_image: image(Some(change.new_image)),
+            keys,
+            view,
+            sequence_number: change.sequence_number,
+            event_id: Some(record.event_id).filter(|id| !id.is_empty()),
+        })
+    }
+}
