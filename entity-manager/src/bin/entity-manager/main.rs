@@ -23,12 +23,14 @@ mod job;
 mod keys;
 mod migrate;
 mod scan;
+mod stream;
 mod table;
 
 use audit::{AuditArgs, run_audit};
 use keys::{KeysAction, keys};
 use migrate::{MigrateArgs, migrate};
 use scan::{PurgeArgs, ScanArgs, purge, scan};
+use stream::{StreamArgs, stream};
 use table::{TableAction, table};
 
 /// Keys, validation and table operations for DynamoDB single-table design.
@@ -77,6 +79,11 @@ enum Command {
     /// Lists the records whose hash key disagrees with the shard schedule (exit 1 when there
     /// are any); with `--bump`, the dry run of a new shard bump.
     Audit(AuditArgs),
+    /// Follows the table's DynamoDB stream and prints every change as one JSON line on stdout:
+    /// kind, entity, key and the images decoded without keys (a record that does not decode
+    /// is printed as an error line, and the exit code is then 1). Resumable with
+    /// `--checkpoint FILE`; `--no-follow` stops once caught up.
+    Stream(StreamArgs),
 }
 
 #[derive(Debug, Args)]
@@ -241,6 +248,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
         Command::Purge(args) => purge(&args, cli.json),
         Command::Migrate(args) => migrate(&args, cli.json),
         Command::Audit(args) => run_audit(&args, cli.json),
+        Command::Stream(args) => stream(&args, cli.json),
     }
 }
 
@@ -309,6 +317,34 @@ fn connect(schema: &Schema, table: &str, c: &Connection) -> Result<DynamoStore, 
         .build();
     let client = aws_sdk_dynamodb::Client::from_conf(config);
     Ok(DynamoStore::new(client, table.to_owned(), definition))
+}
+
+/// A DynamoDB Streams client for the connection: the same region, static credentials and
+/// timeouts as [`connect`]'s store, at `endpoint` (DynamoDB Local serves both APIs at one URL;
+/// on AWS the Streams endpoint is `https://streams.dynamodb.<region>.amazonaws.com`).
+fn streams_client(c: &Connection, endpoint: &str) -> aws_sdk_dynamodbstreams::Client {
+    use aws_sdk_dynamodbstreams::config::timeout::TimeoutConfig;
+    use aws_sdk_dynamodbstreams::config::{BehaviorVersion, Credentials, Region};
+    let timeout = Duration::from_secs(c.timeout.max(1));
+    let config = aws_sdk_dynamodbstreams::Config::builder()
+        .behavior_version(BehaviorVersion::latest())
+        .endpoint_url(endpoint)
+        .region(Region::new(c.region.clone()))
+        .credentials_provider(Credentials::new(
+            c.access_key_id.clone(),
+            c.secret_access_key.clone(),
+            None,
+            None,
+            "entity-manager-cli",
+        ))
+        .timeout_config(
+            TimeoutConfig::builder()
+                .connect_timeout(timeout)
+                .operation_timeout(timeout)
+                .build(),
+        )
+        .build();
+    aws_sdk_dynamodbstreams::Client::from_conf(config)
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
