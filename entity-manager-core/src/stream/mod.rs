@@ -58,11 +58,10 @@
 //! let before = User { user_id: "u1".into(), created: 1, email: "a@example.com".into() };
 //! let old = before.to_item()?;
 //! let new = User { email: "b@example.com".into(), ..before }.to_item()?;
-//! let keys = [("hashKey", &old), ("rangeKey", &old)]
-//!     .into_iter()
-//!     .map(|(k, item)| (k.to_owned(), item[k].clone()))
-//!     .collect();
-//! let record = StreamRecord::new(ChangeKind::Modify, keys)
+//! let keys: std::collections::HashMap<_, _> = ["hashKey", "rangeKey"]
+//!     .map(|k| (k.to_owned(), old[k].clone()))
+//!     .into();
+//! let record = StreamRecord::new(ChangeKind::Modify, keys.into())
 //!     .with_old_image(old)
 //!     .with_new_image(new)
 //!     .with_view(StreamView::NewAndOldImages);

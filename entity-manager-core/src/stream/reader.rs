@@ -170,6 +170,7 @@ const MAX_EMPTY_PAGES: usize = 1000;
 ///     let _saved = serde_json::to_string(reader.checkpoint())?;
 /// }
 /// # Ok(()) }
+/// # let _compiles = run;
 /// ```
 #[derive(Debug)]
 pub struct StreamReader {
