@@ -3,9 +3,9 @@
 //! that fail reported back to Lambda as batch item failures (`ReportBatchItemFailures`), so none
 //! is dropped.
 //!
-//! It builds without the Lambda runtime: `handle` is what `lambda_runtime::service_fn` would
-//! call (`service_fn(|e: LambdaEvent<Event>| handle(e.payload, …))`); `main` feeds it an event as
-//! Lambda delivers it. Run with `cargo run -p entity-manager-examples --example stream_lambda`.
+//! It builds without the Lambda runtime: `handle` is what the function's
+//! `lambda_runtime::service_fn` closure calls (`|e: LambdaEvent<Event>| async move {
+//! Ok::<_, Error>(handle(e.payload, …)) }`); `main` feeds it an event as Lambda delivers it. Run with `cargo run -p entity-manager-examples --example stream_lambda`.
 //!
 //! The table needs a stream with both images for `changed_fields` (the definition's
 //! `with_stream(StreamView::NewAndOldImages)`; in CloudFormation `StreamViewType:
@@ -33,6 +33,7 @@ struct Shop;
 #[shard_bumps(bump(timestamp = 0, char_bits = 2, chars = 1))]
 #[generated(name = name_range_key, components = [last_name, first_name])]
 #[index(name = "byName", range = name_range_key)]
+#[allow(clippy::struct_field_names)] // `user_id`: the attribute name
 struct User {
     #[transcode("string")]
     user_id: String,
@@ -48,6 +49,7 @@ struct User {
 #[derive(Entity, Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[serde(rename_all = "camelCase")]
 #[entity(table = Shop, unique = order_id, timestamp = created)]
+#[allow(clippy::struct_field_names)] // `order_id`: the attribute name
 struct Order {
     #[transcode("string")]
     order_id: String,
@@ -106,7 +108,7 @@ impl Projections {
 
 /// The handler: each record decoded and applied; the sequence numbers of those that fail go
 /// back to Lambda, which retries from the first of them.
-async fn handle(event: Event, projections: &mut Projections) -> DynamoDbEventResponse {
+fn handle(event: Event, projections: &mut Projections) -> DynamoDbEventResponse {
     let mut response = DynamoDbEventResponse::default();
     for record in event.records {
         let sequence_number = record.change.sequence_number.clone();
@@ -161,8 +163,7 @@ fn lambda_record(
     })
 }
 
-#[tokio::main(flavor = "current_thread")]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
+fn main() -> Result<(), Box<dyn std::error::Error>> {
     let ann = User {
         user_id: "u1".into(),
         created: 1_700_000_000_000,
@@ -194,7 +195,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     ]}))?;
 
     let mut projections = Projections::default();
-    let response = handle(event, &mut projections).await;
+    let response = handle(event, &mut projections);
     println!("names: {:?}", projections.names);
     println!("order totals (cents): {:?}", projections.totals);
     let failed: Vec<_> = response

@@ -126,7 +126,7 @@ fn account(id: &str, created: u64, score: i64) -> Account {
 fn order(no: i64, account_id: &str) -> Order {
     Order {
         order_no: no,
-        created: 1_000 + u64::try_from(no.unsigned_abs()).unwrap_or(0),
+        created: 1_000 + no.unsigned_abs(),
         account_id: account_id.to_owned(),
         total: 9.5,
         lines: vec![format!("line {no}")],

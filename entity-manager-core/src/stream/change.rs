@@ -317,6 +317,28 @@ fn check<'s>(
         .and_then(|rest| rest.strip_prefix(&*table.delimiters.shard_key))
         .unwrap_or_default()
         .to_owned();
+    let (old, new) = check_images(&schema, record)?;
+    Ok(Checked {
+        member,
+        schema,
+        key: PrimaryKey {
+            hash_key: hash_key.to_owned(),
+            range_key: range_key.to_owned(),
+        },
+        unique,
+        shard,
+        old,
+        new,
+    })
+}
+
+/// The images of `record`: present only where the event kind allows, present wherever the
+/// stream view promises, and each consistent with the table's settings.
+fn check_images<'s>(
+    schema: &EntitySchema<'_>,
+    record: &'s StreamRecord,
+) -> Result<(Option<&'s Item>, Option<&'s Item>), ChangeError> {
+    let model = schema.model();
     // the images the event kind allows and the view promises
     let kind_allows = match record.kind {
         ChangeKind::Insert => (false, true),
@@ -324,14 +346,14 @@ fn check<'s>(
         ChangeKind::Remove => (true, false),
     };
     let promised = record.view.map(carried);
-    let mut images = [
+    let images = [
         (Image::Old, record.old_image.as_ref()),
         (Image::New, record.new_image.as_ref()),
     ];
-    for (i, (which, item)) in images.iter_mut().enumerate() {
+    for (i, &(which, item)) in images.iter().enumerate() {
         let allowed = if i == 0 { kind_allows.0 } else { kind_allows.1 };
         let promised = promised.map(|(old, new)| if i == 0 { old } else { new });
-        match (*item, allowed, promised) {
+        match (item, allowed, promised) {
             (Some(_), false, _) => {
                 return Err(ChangeError::Malformed {
                     keys: record.record_keys(),
@@ -343,29 +365,18 @@ fn check<'s>(
             }
             (None, true, Some(true)) => {
                 return Err(ChangeError::MissingImage {
-                    entity: token(),
+                    entity: model.token.to_string(),
                     keys: record.record_keys(),
-                    image: *which,
+                    image: which,
                     view: record.view.map_or("", crate::store::StreamView::as_str),
                     kind: record.kind.as_str(),
                 });
             }
-            (Some(image), true, _) => check_image(&schema, record, *which, image)?,
+            (Some(image), true, _) => check_image(schema, record, which, image)?,
             _ => {}
         }
     }
-    Ok(Checked {
-        member,
-        schema,
-        key: PrimaryKey {
-            hash_key: hash_key.to_owned(),
-            range_key: range_key.to_owned(),
-        },
-        unique,
-        shard,
-        old: images[0].1,
-        new: images[1].1,
-    })
+    Ok((images[0].1, images[1].1))
 }
 
 /// An image holds the record's keys, and every key and generated property it stores is the one

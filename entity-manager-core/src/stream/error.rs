@@ -9,7 +9,19 @@ use crate::transcode::DisplayAttr;
 /// The key attributes of a stream record, for error messages: `hashKey="user!1"
 /// rangeKey="userId#u1"`, each value as found (absent, or of a wrong type, as it is).
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct RecordKeys(pub Item);
+pub struct RecordKeys(Box<Item>);
+
+impl RecordKeys {
+    /// The keys as found in the record.
+    pub fn new(keys: Item) -> Self {
+        Self(Box::new(keys))
+    }
+
+    /// The key attributes, as found.
+    pub fn item(&self) -> &Item {
+        &self.0
+    }
+}
 
 impl fmt::Display for RecordKeys {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -131,7 +131,7 @@ impl StreamRecord {
     }
 
     pub(crate) fn record_keys(&self) -> RecordKeys {
-        RecordKeys(self.keys.clone())
+        RecordKeys::new(self.keys.clone())
     }
 }
 
@@ -154,7 +154,7 @@ fn image(item: Option<Item>) -> Option<Item> {
 #[cfg(any(feature = "streams", feature = "lambda"))]
 fn malformed(keys: &Item, reason: impl Into<String>) -> ChangeError {
     ChangeError::Malformed {
-        keys: RecordKeys(keys.clone()),
+        keys: RecordKeys::new(keys.clone()),
         reason: reason.into(),
     }
 }
@@ -202,7 +202,11 @@ impl TryFrom<aws_sdk_dynamodbstreams::types::Record> for StreamRecord {
                 )
             })?;
         let view =
-            match change.stream_view_type.as_ref().map(|v| v.as_str()) {
+            match change
+                .stream_view_type
+                .as_ref()
+                .map(aws_sdk_dynamodbstreams::types::StreamViewType::as_str)
+            {
                 None => None,
                 Some(name) => Some(StreamView::from_name(name).ok_or_else(|| {
                     malformed(&keys, format!("unknown stream view type {name:?}"))

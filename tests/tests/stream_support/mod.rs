@@ -43,6 +43,7 @@ pub struct Address {
 #[generated(name = region_hash_key, components = [region], sharded)]
 #[generated(name = score_range_key, components = [score, name])]
 #[index(name = "byRegion", hash = region_hash_key, range = score_range_key)]
+#[allow(clippy::struct_field_names)] // `account_id`: the attribute name
 pub struct Account {
     #[transcode("string")]
     pub account_id: String,
@@ -80,6 +81,7 @@ pub struct Account {
 #[shard_bumps(bump(timestamp = 0, char_bits = 1, chars = 2))]
 #[generated(name = account_range_key, components = [account_id, created])]
 #[index(name = "byAccount", range = account_range_key)]
+#[allow(clippy::struct_field_names)] // `order_no`: the attribute name
 pub struct Order {
     #[transcode("int")]
     pub order_no: i64,
