@@ -550,3 +550,49 @@ fn a_single_entity_decoder_refuses_other_entities() -> Result<(), Box<dyn std::e
     assert_eq!(Change::<Order>::decode(&r)?.new, Some(order));
     Ok(())
 }
+
+/// A removal by Time to Live (user identity: the DynamoDB service) is told apart from a delete,
+/// in both shapes.
+#[test]
+fn removals_by_time_to_live_are_marked_expired() -> Result<(), Box<dyn std::error::Error>> {
+    let order = Order {
+        order_no: 5,
+        created: 9,
+        account_id: "a".into(),
+        total: 1.0,
+        lines: vec![],
+    };
+    let item = order.to_item()?;
+    let r = record(
+        ChangeKind::Remove,
+        Some(&item),
+        None,
+        StreamView::OldImage,
+        4,
+    );
+    for ttl in [false, true] {
+        let mut sdk = to_sdk(&r);
+        let mut event = stream_support::to_lambda_json(&r);
+        if ttl {
+            sdk.user_identity = Some(
+                aws_sdk_dynamodbstreams::types::Identity::builder()
+                    .r#type("Service")
+                    .principal_id("dynamodb.amazonaws.com")
+                    .build(),
+            );
+            event["userIdentity"] =
+                serde_json::json!({ "type": "Service", "principalId": "dynamodb.amazonaws.com" });
+        }
+        let lambda: entity_manager::stream::aws_lambda_events::event::dynamodb::EventRecord =
+            serde_json::from_value(event)?;
+        for record in [
+            StreamRecord::try_from(sdk)?,
+            StreamRecord::try_from(lambda)?,
+        ] {
+            let change = Change::<Order>::decode(&record)?;
+            assert_eq!(change.expired, ttl);
+            assert_eq!(change.old.as_ref(), Some(&order));
+        }
+    }
+    Ok(())
+}

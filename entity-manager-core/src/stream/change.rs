@@ -70,6 +70,8 @@ pub struct Change<T> {
     pub sequence_number: Option<String>,
     /// The event id, when the record says.
     pub event_id: Option<String>,
+    /// Whether `DynamoDB`'s Time to Live deleted the item, rather than a write.
+    pub expired: bool,
     unique: AttributeValue,
     shard: String,
     changed_fields: Vec<String>,
@@ -155,6 +157,7 @@ impl<T> Change<T> {
             new,
             sequence_number: record.sequence_number.clone(),
             event_id: record.event_id.clone(),
+            expired: record.expired,
             unique: checked.unique.clone(),
             shard: checked.shard.clone(),
             changed_fields,
@@ -208,6 +211,7 @@ impl<T> Change<T> {
             new: self.new.map(&mut f),
             sequence_number: self.sequence_number,
             event_id: self.event_id,
+            expired: self.expired,
             unique: self.unique,
             shard: self.shard,
             changed_fields: self.changed_fields,

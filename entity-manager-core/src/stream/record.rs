@@ -71,6 +71,9 @@ pub struct StreamRecord {
     pub sequence_number: Option<String>,
     /// The event id, when the record says.
     pub event_id: Option<String>,
+    /// Whether `DynamoDB`'s Time to Live deleted the item (a `REMOVE` whose user identity is
+    /// the `DynamoDB` service), rather than a write.
+    pub expired: bool,
 }
 
 impl StreamRecord {
@@ -84,6 +87,7 @@ impl StreamRecord {
             view: None,
             sequence_number: None,
             event_id: None,
+            expired: false,
         }
     }
 
@@ -133,6 +137,12 @@ impl StreamRecord {
     pub(crate) fn record_keys(&self) -> RecordKeys {
         RecordKeys::new(self.keys.clone())
     }
+}
+
+/// Whether a record's user identity is `DynamoDB`'s Time to Live.
+#[cfg(any(feature = "streams", feature = "lambda"))]
+fn by_ttl(kind: Option<&str>, principal: Option<&str>) -> bool {
+    kind == Some("Service") && principal == Some("dynamodb.amazonaws.com")
 }
 
 /// The images a view carries: (old, new).
@@ -219,6 +229,10 @@ impl TryFrom<aws_sdk_dynamodbstreams::types::Record> for StreamRecord {
             keys,
             view,
             sequence_number: change.sequence_number,
+            expired: record
+                .user_identity
+                .as_ref()
+                .is_some_and(|u| by_ttl(u.r#type(), u.principal_id())),
             event_id: record.event_id,
         })
     }
@@ -273,6 +287,10 @@ impl TryFrom<aws_lambda_events::event::dynamodb::EventRecord> for StreamRecord {
             keys,
             view,
             sequence_number: change.sequence_number,
+            expired: record
+                .user_identity
+                .as_ref()
+                .is_some_and(|u| by_ttl(Some(&u.type_), Some(&u.principal_id))),
             event_id: Some(record.event_id).filter(|id| !id.is_empty()),
         })
     }

@@ -61,7 +61,8 @@ struct StreamState {
 }
 
 /// One change as a JSON line: kind, entity, key, sequence number, the images (without keys),
-/// and for a modify with both images the fields and generated keys that changed.
+/// whether Time to Live removed it, and for a modify with both images the fields and generated
+/// keys that changed.
 fn change_json(schema: &Schema, change: &Change<Item>) -> Result<Value, Failure> {
     let image = |item: &Option<Item>| -> Result<Value, Failure> {
         item.as_ref().map_or(Ok(Value::Null), |i| {
@@ -84,6 +85,9 @@ fn change_json(schema: &Schema, change: &Change<Item>) -> Result<Value, Failure>
     }
     if change.new.is_some() {
         line["new"] = image(&change.new)?;
+    }
+    if change.expired {
+        line["expired"] = json!(true);
     }
     if change.old.is_some() && change.new.is_some() {
         line["changedFields"] = json!(change.changed_fields());
