@@ -92,13 +92,10 @@ fn stream_prints_resumes_filters_and_reports_bad_records_on_dynamodb_local() -> 
         Ok::<(), BoxError>(())
     })?;
 
+    let stream = |extra: &[&str]| run(&stream_args(config, &table, &endpoint, extra));
+
     // everything so far, as JSON lines, in order
-    let out = run(&stream_args(
-        config,
-        &table,
-        &endpoint,
-        &["--checkpoint", arg(&checkpoint)?],
-    ))?;
+    let out = stream(&["--checkpoint", arg(&checkpoint)?])?;
     assert_code(&out, 0);
     let printed = lines(&out)?;
     assert_eq!(printed.len(), 3, "{printed:?}");
@@ -140,12 +137,7 @@ fn stream_prints_resumes_filters_and_reports_bad_records_on_dynamodb_local() -> 
         store.put_item(foreign, Expect::Any).await?;
         Ok::<(), BoxError>(())
     })?;
-    let out = run(&stream_args(
-        config,
-        &table,
-        &endpoint,
-        &["--checkpoint", arg(&checkpoint)?, "--json"],
-    ))?;
+    let out = stream(&["--checkpoint", arg(&checkpoint)?, "--json"])?;
     assert_code(&out, 1);
     let printed = lines(&out)?;
     assert_eq!(printed.len(), 2, "{printed:?}");
@@ -161,22 +153,12 @@ fn stream_prints_resumes_filters_and_reports_bad_records_on_dynamodb_local() -> 
     let summary: Value = serde_json::from_slice(out.stderr.trim_ascii())?;
     assert_eq!(summary["errors"], json!(1));
     // and nothing more after that
-    let out = run(&stream_args(
-        config,
-        &table,
-        &endpoint,
-        &["--checkpoint", arg(&checkpoint)?],
-    ))?;
+    let out = stream(&["--checkpoint", arg(&checkpoint)?])?;
     assert_code(&out, 0);
     assert!(lines(&out)?.is_empty());
 
     // the whole stream again, only the emails
-    let out = run(&stream_args(
-        config,
-        &table,
-        &endpoint,
-        &["--entity", "email"],
-    ))?;
+    let out = stream(&["--entity", "email"])?;
     assert_code(&out, 1); // the foreign record is still in the stream
     let printed = lines(&out)?;
     let entities: Vec<&Value> = printed
@@ -187,22 +169,12 @@ fn stream_prints_resumes_filters_and_reports_bad_records_on_dynamodb_local() -> 
     assert_eq!(entities, [&json!("email"), &json!("email")]);
 
     // `latest`: nothing of the past
-    let out = run(&stream_args(
-        config,
-        &table,
-        &endpoint,
-        &["--from", "latest"],
-    ))?;
+    let out = stream(&["--from", "latest"])?;
     assert_code(&out, 0);
     assert!(lines(&out)?.is_empty());
 
     // an unknown entity for `--entity` is an input error
-    let out = run(&stream_args(
-        config,
-        &table,
-        &endpoint,
-        &["--entity", "nope"],
-    ))?;
+    let out = stream(&["--entity", "nope"])?;
     assert_code(&out, 2);
 
     rt.block_on(store.delete_table())?;

@@ -213,13 +213,7 @@ proptest! {
 
 #[test]
 fn keys_only_gives_the_key_unique_value_and_shard() -> Result<(), Box<dyn std::error::Error>> {
-    let order = Order {
-        order_no: -42,
-        created: 5,
-        account_id: "a1".into(),
-        total: 1.5,
-        lines: vec![],
-    };
+    let order = stream_support::order(-42, 5, "a");
     let item = order.to_item()?;
     let r = record(
         ChangeKind::Remove,
@@ -242,25 +236,9 @@ fn keys_only_gives_the_key_unique_value_and_shard() -> Result<(), Box<dyn std::e
 fn items_decode_against_a_runtime_schema() -> Result<(), Box<dyn std::error::Error>> {
     let schema = Shop::schema()?;
     let account = Account {
-        account_id: "a1".into(),
-        created: 2_000_000,
-        name: "Ann".into(),
         region: Some("eu".into()),
-        score: 3,
-        balance: 2.5,
-        active: true,
-        big: -7,
-        logins: 1,
-        ratio: 0.5,
-        history: vec!["x".into()],
-        counts: BTreeMap::from([("k".into(), 1)]),
-        tags: BTreeSet::from(["t".into()]),
-        tier: Tier::Pro,
-        address: Address {
-            city: "Oslo".into(),
-            zip: None,
-        },
-        note: None,
+        note: Some("n".into()),
+        ..stream_support::account("a1", 2_000_000, 3)
     };
     let item = account.to_item()?;
     let r = record(
@@ -525,13 +503,7 @@ fn a_thousand_mutated_records_each_give_a_typed_error() -> Result<(), Box<dyn st
 /// another entity's record.
 #[test]
 fn a_single_entity_decoder_refuses_other_entities() -> Result<(), Box<dyn std::error::Error>> {
-    let order = Order {
-        order_no: 1,
-        created: 1,
-        account_id: "a".into(),
-        total: 0.0,
-        lines: vec![],
-    };
+    let order = stream_support::order(1, 1, "a");
     let item = order.to_item()?;
     let r = record(
         ChangeKind::Insert,
@@ -555,13 +527,7 @@ fn a_single_entity_decoder_refuses_other_entities() -> Result<(), Box<dyn std::e
 /// in both shapes.
 #[test]
 fn removals_by_time_to_live_are_marked_expired() -> Result<(), Box<dyn std::error::Error>> {
-    let order = Order {
-        order_no: 5,
-        created: 9,
-        account_id: "a".into(),
-        total: 1.0,
-        lines: vec![],
-    };
+    let order = stream_support::order(5, 9, "a");
     let item = order.to_item()?;
     let r = record(
         ChangeKind::Remove,

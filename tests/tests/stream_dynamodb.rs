@@ -16,7 +16,7 @@ use entity_manager::{EntityExt, PrimaryKey, Table, Transaction};
 
 mod store_support;
 mod stream_support;
-use stream_support::{Account, Address, Order, Shop, ShopRecord, Tier};
+use stream_support::{Account, Order, Shop, ShopRecord, Tier, account};
 
 type TestResult = Result<(), Box<dyn Error>>;
 
@@ -99,38 +99,8 @@ impl Oracle {
     }
 }
 
-fn account(id: &str, created: u64, score: i64) -> Account {
-    Account {
-        account_id: id.to_owned(),
-        created,
-        name: format!("name {id}"),
-        region: None,
-        score,
-        balance: 10.25,
-        active: true,
-        big: 12_345_678_901,
-        logins: 0,
-        ratio: 0.5,
-        history: vec!["joined".into()],
-        counts: BTreeMap::from([("visits".into(), 1)]),
-        tags: BTreeSet::from(["new".into()]),
-        tier: Tier::Free,
-        address: Address {
-            city: "Oslo".into(),
-            zip: Some(150),
-        },
-        note: None,
-    }
-}
-
 fn order(no: i64, account_id: &str) -> Order {
-    Order {
-        order_no: no,
-        created: 1_000 + no.unsigned_abs(),
-        account_id: account_id.to_owned(),
-        total: 9.5,
-        lines: vec![format!("line {no}")],
-    }
+    stream_support::order(no, 1_000 + no.unsigned_abs(), account_id)
 }
 
 /// The workload, applied to the store and mirrored in the oracle.

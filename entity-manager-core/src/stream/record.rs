@@ -139,12 +139,6 @@ impl StreamRecord {
     }
 }
 
-/// Whether a record's user identity is `DynamoDB`'s Time to Live.
-#[cfg(any(feature = "streams", feature = "lambda"))]
-fn by_ttl(kind: Option<&str>, principal: Option<&str>) -> bool {
-    kind == Some("Service") && principal == Some("dynamodb.amazonaws.com")
-}
-
 /// The images a view carries: (old, new).
 pub(crate) fn carried(view: StreamView) -> (bool, bool) {
     match view {
@@ -155,17 +149,64 @@ pub(crate) fn carried(view: StreamView) -> (bool, bool) {
     }
 }
 
-/// `None` for an absent or empty image.
-#[cfg(any(feature = "streams", feature = "lambda"))]
-fn image(item: Option<Item>) -> Option<Item> {
-    item.filter(|i| !i.is_empty())
-}
-
 #[cfg(any(feature = "streams", feature = "lambda"))]
 fn malformed(keys: &Item, reason: impl Into<String>) -> ChangeError {
     ChangeError::Malformed {
         keys: RecordKeys::new(keys.clone()),
         reason: reason.into(),
+    }
+}
+
+/// What both shapes carry, as they name it: checked and assembled by [`Parts::record`].
+#[cfg(any(feature = "streams", feature = "lambda"))]
+struct Parts<'n> {
+    event_name: Option<&'n str>,
+    view_name: Option<String>,
+    keys: Item,
+    old_image: Option<Item>,
+    new_image: Option<Item>,
+    sequence_number: Option<String>,
+    event_id: Option<String>,
+    /// The user identity's type and principal.
+    identity: (Option<&'n str>, Option<&'n str>),
+}
+
+#[cfg(any(feature = "streams", feature = "lambda"))]
+impl Parts<'_> {
+    fn record(self) -> Result<StreamRecord, ChangeError> {
+        let keys = self.keys;
+        let kind = self
+            .event_name
+            .and_then(ChangeKind::from_name)
+            .ok_or_else(|| {
+                malformed(
+                    &keys,
+                    format!(
+                        "event name {:?} is none of INSERT, MODIFY, REMOVE",
+                        self.event_name.unwrap_or("(absent)")
+                    ),
+                )
+            })?;
+        let view =
+            match self.view_name {
+                None => None,
+                Some(name) => Some(StreamView::from_name(&name).ok_or_else(|| {
+                    malformed(&keys, format!("unknown stream view type {name:?}"))
+                })?),
+            };
+        // an absent image is an empty map in the Lambda shape; a real image holds the keys
+        let image = |item: Option<Item>| item.filter(|i| !i.is_empty());
+        Ok(StreamRecord {
+            kind,
+            keys,
+            old_image: image(self.old_image),
+            new_image: image(self.new_image),
+            view,
+            sequence_number: self.sequence_number,
+            event_id: self.event_id.filter(|id| !id.is_empty()),
+            // Time to Live deletes as the DynamoDB service
+            expired: self.identity == (Some("Service"), Some("dynamodb.amazonaws.com")),
+        })
     }
 }
 
@@ -197,44 +238,27 @@ impl TryFrom<aws_sdk_dynamodbstreams::types::Record> for StreamRecord {
                 ));
             }
         }
-        let keys: Item = change.keys.map(Item::from).unwrap_or_default();
-        let name = record.event_name.as_ref().map(|n| n.as_str().to_owned());
-        let kind = name
-            .as_deref()
-            .and_then(ChangeKind::from_name)
-            .ok_or_else(|| {
-                malformed(
-                    &keys,
-                    format!(
-                        "event name {:?} is none of INSERT, MODIFY, REMOVE",
-                        name.as_deref().unwrap_or("(absent)")
-                    ),
-                )
-            })?;
-        let view =
-            match change
+        let identity = record.user_identity.as_ref();
+        Parts {
+            event_name: record
+                .event_name
+                .as_ref()
+                .map(aws_sdk_dynamodbstreams::types::OperationType::as_str),
+            view_name: change
                 .stream_view_type
                 .as_ref()
-                .map(aws_sdk_dynamodbstreams::types::StreamViewType::as_str)
-            {
-                None => None,
-                Some(name) => Some(StreamView::from_name(name).ok_or_else(|| {
-                    malformed(&keys, format!("unknown stream view type {name:?}"))
-                })?),
-            };
-        Ok(Self {
-            kind,
-            old_image: image(change.old_image.map(Item::from)),
-            new_image: image(change.new_image.map(Item::from)),
-            keys,
-            view,
+                .map(|v| v.as_str().to_owned()),
+            keys: change.keys.map(Item::from).unwrap_or_default(),
+            old_image: change.old_image.map(Item::from),
+            new_image: change.new_image.map(Item::from),
             sequence_number: change.sequence_number,
-            expired: record
-                .user_identity
-                .as_ref()
-                .is_some_and(|u| by_ttl(u.r#type(), u.principal_id())),
-            event_id: record.event_id,
-        })
+            event_id: record.event_id.clone(),
+            identity: (
+                identity.and_then(|u| u.r#type()),
+                identity.and_then(|u| u.principal_id()),
+            ),
+        }
+        .record()
     }
 }
 
@@ -262,36 +286,21 @@ impl TryFrom<aws_lambda_events::event::dynamodb::EventRecord> for StreamRecord {
         record: aws_lambda_events::event::dynamodb::EventRecord,
     ) -> Result<Self, ChangeError> {
         let change = record.change;
-        let keys = change.keys;
-        let kind = ChangeKind::from_name(&record.event_name).ok_or_else(|| {
-            malformed(
-                &keys,
-                format!(
-                    "event name {:?} is none of INSERT, MODIFY, REMOVE",
-                    record.event_name
-                ),
-            )
-        })?;
-        // the event type's `Display` is the DynamoDB name
-        let view =
-            match change.stream_view_type.map(|v| v.to_string()) {
-                None => None,
-                Some(name) => Some(StreamView::from_name(&name).ok_or_else(|| {
-                    malformed(&keys, format!("unknown stream view type {name:?}"))
-                })?),
-            };
-        Ok(Self {
-            kind,
-            old_image: image(Some(change.old_image)),
-            new_image: image(Some(change.new_image)),
-            keys,
-            view,
+        let identity = record.user_identity.as_ref();
+        Parts {
+            event_name: Some(&record.event_name),
+            // the event type's `Display` is the DynamoDB name
+            view_name: change.stream_view_type.map(|v| v.to_string()),
+            keys: change.keys,
+            old_image: Some(change.old_image),
+            new_image: Some(change.new_image),
             sequence_number: change.sequence_number,
-            expired: record
-                .user_identity
-                .as_ref()
-                .is_some_and(|u| by_ttl(Some(&u.type_), Some(&u.principal_id))),
-            event_id: Some(record.event_id).filter(|id| !id.is_empty()),
-        })
+            event_id: Some(record.event_id.clone()),
+            identity: (
+                identity.map(|u| u.type_.as_str()),
+                identity.map(|u| u.principal_id.as_str()),
+            ),
+        }
+        .record()
     }
 }

@@ -100,6 +100,42 @@ pub enum ShopRecord {
     Order(Order),
 }
 
+/// An account with plain values.
+pub fn account(id: &str, created: u64, score: i64) -> Account {
+    Account {
+        account_id: id.to_owned(),
+        created,
+        name: format!("name {id}"),
+        region: None,
+        score,
+        balance: 10.25,
+        active: true,
+        big: 12_345_678_901,
+        logins: 0,
+        ratio: 0.5,
+        history: vec!["joined".into()],
+        counts: BTreeMap::from([("visits".into(), 1)]),
+        tags: BTreeSet::from(["new".into()]),
+        tier: Tier::Free,
+        address: Address {
+            city: "Oslo".into(),
+            zip: Some(150),
+        },
+        note: None,
+    }
+}
+
+/// An order with plain values.
+pub fn order(order_no: i64, created: u64, account_id: &str) -> Order {
+    Order {
+        order_no,
+        created,
+        account_id: account_id.to_owned(),
+        total: 9.5,
+        lines: vec![format!("line {order_no}")],
+    }
+}
+
 /// The attributes a record may lack (optional, and not a key component): removing one of them
 /// from an image still gives a valid record.
 pub const OPTIONAL_PLAIN: &[&str] = &["note"];

@@ -296,24 +296,12 @@ fn store(args: &TableArgs) -> Result<DynamoStore, Failure> {
 fn connect(schema: &Schema, table: &str, c: &Connection) -> Result<DynamoStore, Failure> {
     let definition =
         TableDefinition::from_schema(schema).map_err(|e| Failure::Operation(e.to_string()))?;
-    let timeout = Duration::from_secs(c.timeout.max(1));
     let config = aws_sdk_dynamodb::Config::builder()
         .behavior_version(BehaviorVersion::latest())
         .endpoint_url(&c.endpoint)
         .region(Region::new(c.region.clone()))
-        .credentials_provider(Credentials::new(
-            c.access_key_id.clone(),
-            c.secret_access_key.clone(),
-            None,
-            None,
-            "entity-manager-cli",
-        ))
-        .timeout_config(
-            TimeoutConfig::builder()
-                .connect_timeout(timeout)
-                .operation_timeout(timeout)
-                .build(),
-        )
+        .credentials_provider(c.credentials())
+        .timeout_config(c.timeouts())
         .build();
     let client = aws_sdk_dynamodb::Client::from_conf(config);
     Ok(DynamoStore::new(client, table.to_owned(), definition))
@@ -323,28 +311,37 @@ fn connect(schema: &Schema, table: &str, c: &Connection) -> Result<DynamoStore, 
 /// timeouts as [`connect`]'s store, at `endpoint` (DynamoDB Local serves both APIs at one URL;
 /// on AWS the Streams endpoint is `https://streams.dynamodb.<region>.amazonaws.com`).
 fn streams_client(c: &Connection, endpoint: &str) -> aws_sdk_dynamodbstreams::Client {
-    use aws_sdk_dynamodbstreams::config::timeout::TimeoutConfig;
-    use aws_sdk_dynamodbstreams::config::{BehaviorVersion, Credentials, Region};
-    let timeout = Duration::from_secs(c.timeout.max(1));
+    // the two SDKs share their credential, region and timeout types
     let config = aws_sdk_dynamodbstreams::Config::builder()
-        .behavior_version(BehaviorVersion::latest())
+        .behavior_version(aws_sdk_dynamodbstreams::config::BehaviorVersion::latest())
         .endpoint_url(endpoint)
         .region(Region::new(c.region.clone()))
-        .credentials_provider(Credentials::new(
-            c.access_key_id.clone(),
-            c.secret_access_key.clone(),
+        .credentials_provider(c.credentials())
+        .timeout_config(c.timeouts())
+        .build();
+    aws_sdk_dynamodbstreams::Client::from_conf(config)
+}
+
+impl Connection {
+    /// The static credentials of the flags (never the default chain).
+    fn credentials(&self) -> Credentials {
+        Credentials::new(
+            self.access_key_id.clone(),
+            self.secret_access_key.clone(),
             None,
             None,
             "entity-manager-cli",
-        ))
-        .timeout_config(
-            TimeoutConfig::builder()
-                .connect_timeout(timeout)
-                .operation_timeout(timeout)
-                .build(),
         )
-        .build();
-    aws_sdk_dynamodbstreams::Client::from_conf(config)
+    }
+
+    /// `--timeout` for connecting and for each whole call.
+    fn timeouts(&self) -> TimeoutConfig {
+        let timeout = Duration::from_secs(self.timeout.max(1));
+        TimeoutConfig::builder()
+            .connect_timeout(timeout)
+            .operation_timeout(timeout)
+            .build()
+    }
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
