@@ -310,14 +310,17 @@ async fn parents_before_children_expired_iterators_renewed_checkpoints_resume() 
         (ChangeKind::Remove, None),
     ];
     assert_eq!(scores(&all)?, want, "parent first, each record once");
-    let renewed = script
-        .lock()
-        .map_err(|e| e.to_string())?
-        .calls
-        .iter()
-        .filter(|c| c.ends_with("GetShardIterator"))
-        .count();
-    assert_eq!(renewed, 3, "one iterator per shard plus the renewed one");
+    let count = |op: &str| -> Result<usize, String> {
+        let script = script.lock().map_err(|e| e.to_string())?;
+        Ok(script.calls.iter().filter(|c| c.ends_with(op)).count())
+    };
+    assert_eq!(
+        count("GetShardIterator")?,
+        3,
+        "one iterator per shard plus the renewed one"
+    );
+    // the shards are listed at the start and once the parent ended, not per page
+    assert_eq!(count("DescribeStream")?, 2);
     assert_eq!(reader.checkpoint().finished_shards(), 1);
 
     // stopped after the parent's records: the checkpoint resumes with the child's

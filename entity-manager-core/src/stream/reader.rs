@@ -1,7 +1,7 @@
 //! [`StreamReader`]: a table's stream over the `DynamoDB` Streams API, shard lineage followed
 //! in order, resumable from a [`Checkpoint`] (feature `streams`).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::Duration;
 
 use aws_sdk_dynamodbstreams::Client;
@@ -183,6 +183,8 @@ pub struct StreamReader {
     checkpoint: Checkpoint,
     /// The next shard iterator of each shard being read.
     iterators: HashMap<String, String>,
+    /// The stream's shards, parents first, as last listed.
+    shards: Option<Vec<Shard>>,
 }
 
 /// `streams` with the store client's timeouts, retry configuration, sleep and HTTP client
@@ -222,6 +224,7 @@ impl StreamReader {
             limit: None,
             checkpoint: Checkpoint::default(),
             iterators: HashMap::new(),
+            shards: None,
         }
     }
 
@@ -238,6 +241,7 @@ impl StreamReader {
     pub fn resume_from(mut self, checkpoint: Checkpoint) -> Self {
         self.checkpoint = checkpoint;
         self.iterators.clear();
+        self.shards = None;
         self
     }
 
@@ -259,6 +263,56 @@ impl StreamReader {
     /// any, or an empty batch when every shard is caught up for now (poll again later to
     /// follow the stream). The checkpoint covers the batch returned.
     pub async fn poll(&mut self) -> Result<Vec<StreamRecord>, StreamError> {
+        loop {
+            let (arn, shards) = match (&self.checkpoint.stream_arn, &self.shards) {
+                (Some(arn), Some(shards)) => (arn.clone(), shards.clone()),
+                _ => self.refresh().await?,
+            };
+            let listed: HashSet<&str> = shards.iter().map(|s| s.id.as_str()).collect();
+            let mut ended = false;
+            for shard in &shards {
+                if self.is_done(&shard.id) {
+                    continue;
+                }
+                // a child waits until its parent (when the stream still lists it) is read
+                let parent_pending = shard
+                    .parent
+                    .as_deref()
+                    .is_some_and(|p| listed.contains(p) && !self.is_done(p));
+                if parent_pending {
+                    continue;
+                }
+                match self.read_shard(&arn, shard).await? {
+                    ShardRead::Records(records) => {
+                        if self.is_done(&shard.id) {
+                            // its last page: its children may be listed now
+                            self.shards = None;
+                        }
+                        return Ok(records);
+                    }
+                    ShardRead::Ended => {
+                        self.checkpoint
+                            .shards
+                            .insert(shard.id.clone(), Position::Done);
+                        self.iterators.remove(&shard.id);
+                        ended = true;
+                        break;
+                    }
+                    ShardRead::CaughtUp => {}
+                }
+            }
+            if !ended {
+                return Ok(Vec::new());
+            }
+            // a shard ended: list the shards again, for the children that follow it
+            self.shards = None;
+        }
+    }
+
+    /// Reads the table's stream ARN and lists its shards (the first time, and after a shard
+    /// ended: `DescribeStream` is limited to a few calls a second, so it is not called per
+    /// page).
+    async fn refresh(&mut self) -> Result<(String, Vec<Shard>), StreamError> {
         let arn = self.stream_arn().await?;
         let shards = self.describe(&arn).await?;
         if self.checkpoint.shards.is_empty() && self.start == StartAt::Latest {
@@ -273,37 +327,8 @@ impl StreamReader {
                 self.checkpoint.shards.insert(shard.id.clone(), position);
             }
         }
-        let listed: HashMap<&str, &Shard> = shards.iter().map(|s| (s.id.as_str(), s)).collect();
-        loop {
-            let mut progressed = false;
-            for shard in &shards {
-                if self.is_done(&shard.id) {
-                    continue;
-                }
-                // a child waits until its parent (when the stream still lists it) is read
-                let parent_pending = shard
-                    .parent
-                    .as_deref()
-                    .is_some_and(|p| listed.contains_key(p) && !self.is_done(p));
-                if parent_pending {
-                    continue;
-                }
-                match self.read_shard(&arn, shard).await? {
-                    ShardRead::Records(records) => return Ok(records),
-                    ShardRead::Ended => {
-                        self.checkpoint
-                            .shards
-                            .insert(shard.id.clone(), Position::Done);
-                        self.iterators.remove(&shard.id);
-                        progressed = true;
-                    }
-                    ShardRead::CaughtUp => {}
-                }
-            }
-            if !progressed {
-                return Ok(Vec::new());
-            }
-        }
+        self.shards = Some(shards.clone());
+        Ok((arn, shards))
     }
 
     /// Every record available now: [`poll`](Self::poll) until a poll returns nothing.
@@ -324,11 +349,6 @@ impl StreamReader {
 
     /// The table's current stream ARN, checked against the checkpoint's.
     async fn stream_arn(&mut self) -> Result<String, StreamError> {
-        if let Some(arn) = &self.checkpoint.stream_arn
-            && !self.iterators.is_empty()
-        {
-            return Ok(arn.clone());
-        }
         let table = self
             .retrying(|| async {
                 self.dynamo
@@ -562,8 +582,8 @@ impl StreamReader {
 fn lineage_order(mut shards: Vec<Shard>) -> Vec<Shard> {
     shards.sort_by(|a, b| a.id.cmp(&b.id));
     let mut ordered: Vec<Shard> = Vec::with_capacity(shards.len());
-    let mut placed: std::collections::HashSet<String> = std::collections::HashSet::new();
-    let ids: std::collections::HashSet<String> = shards.iter().map(|s| s.id.clone()).collect();
+    let mut placed: HashSet<String> = HashSet::new();
+    let ids: HashSet<String> = shards.iter().map(|s| s.id.clone()).collect();
     while !shards.is_empty() {
         let before = shards.len();
         shards.retain(|s| {
