@@ -66,7 +66,9 @@ pub mod guide {
 pub use entity_manager_derive::Table;
 
 /// Derives [`Collection`](query::Collection) for an enum with one variant per member entity of
-/// an item collection (entities that share a multi-attribute index).
+/// an item collection (entities that share a multi-attribute index), and
+/// [`stream::Routed`], so that the same kind of enum, listing every entity of a table, is what
+/// [`stream::Change::decode`] routes a table's stream records into ([`guide::streams`]).
 ///
 /// ```
 /// use entity_manager::{Collection, Entity, Table};
