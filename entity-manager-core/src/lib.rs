@@ -59,6 +59,7 @@ pub mod scan;
 mod schema;
 pub mod shard;
 pub mod store;
+pub mod stream;
 pub mod transcode;
 mod ts;
 mod validate;

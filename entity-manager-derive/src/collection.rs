@@ -1,6 +1,7 @@
 //! `#[derive(Collection)]`: an enum with one variant per member entity of an item collection.
 //! It emits data only: the member list and a match from a member's position to its variant;
-//! telling items apart and querying live in `entity_manager::query::Collection`.
+//! telling items apart and querying live in `entity_manager::query::Collection`, and routing
+//! stream records in `entity_manager::stream::Routed`.
 
 use proc_macro2::TokenStream;
 use quote::quote;
@@ -82,6 +83,17 @@ pub(crate) fn derive(input: &DeriveInput) -> TokenStream {
                             ),
                         }),
                     }
+                }
+            }
+            // the same enum routes the changes of a stream (`entity_manager::stream`)
+            #[automatically_derived]
+            impl _em::stream::Routed for #ident {
+                fn entities() -> _em::Result<::std::vec::Vec<_em::EntitySchema<'static>>> {
+                    <Self as _em::query::Collection>::members()
+                }
+
+                fn from_image(member: usize, image: &_em::Item) -> _em::Result<Self> {
+                    <Self as _em::query::Collection>::from_member(member, image)
                 }
             }
             #(#memberships)*

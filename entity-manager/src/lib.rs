@@ -17,6 +17,9 @@ pub mod guide {
 
     #[doc = include_str!("../docs/multi-attribute.md")]
     pub mod multi_attribute {}
+
+    #[doc = include_str!("../docs/streams.md")]
+    pub mod streams {}
 }
 
 /// Derives [`Table`](trait@Table) for a unit struct: the settings of one DynamoDB table and the
@@ -63,7 +66,9 @@ pub mod guide {
 pub use entity_manager_derive::Table;
 
 /// Derives [`Collection`](query::Collection) for an enum with one variant per member entity of
-/// an item collection (entities that share a multi-attribute index).
+/// an item collection (entities that share a multi-attribute index), and
+/// [`stream::Routed`], so that the same kind of enum, listing every entity of a table, is what
+/// [`stream::Change::decode`] routes a table's stream records into ([`guide::streams`]).
 ///
 /// ```
 /// use entity_manager::{Collection, Entity, Table};

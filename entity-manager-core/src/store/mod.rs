@@ -77,6 +77,9 @@ pub use batch::{BatchSender, GetBatch, get_batches, write_batches};
 pub use drift::{Drift, DriftReport, IndexKind, KeySchemaNames, LiveTable, Setting};
 #[cfg(feature = "dynamodb")]
 pub use dynamo::DynamoStore;
+// SDK errors as `StoreError`s, for the stream reader (`stream::StreamReader`)
+#[cfg(feature = "streams")]
+pub(crate) use dynamo::convert::sdk_error;
 pub use error::{
     BatchGetError, BatchWriteError, CancellationReason, ExpressionTooLarge, StoreError,
     StoreErrorKind,

@@ -98,7 +98,7 @@ fn kind_of(code: &str) -> Option<StoreErrorKind> {
 }
 
 /// An SDK error as a [`StoreError`].
-pub(super) fn sdk_error<E, R>(operation: &'static str, err: SdkError<E, R>) -> StoreError
+pub(crate) fn sdk_error<E, R>(operation: &'static str, err: SdkError<E, R>) -> StoreError
 where
     E: ProvideErrorMetadata + StdError + Send + Sync + 'static,
     R: Debug + Send + Sync + 'static,

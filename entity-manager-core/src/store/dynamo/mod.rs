@@ -1,6 +1,6 @@
 //! [`DynamoStore`]: the store over `aws-sdk-dynamodb` (feature `dynamodb`).
 
-mod convert;
+pub(crate) mod convert;
 mod describe;
 
 use std::collections::BTreeMap;

@@ -24,12 +24,14 @@ mod job;
 mod keys;
 mod migrate;
 mod scan;
+mod stream;
 mod table;
 
 use audit::{AuditArgs, run_audit};
 use keys::{KeysAction, keys};
 use migrate::{MigrateArgs, migrate};
 use scan::{PurgeArgs, ScanArgs, purge, scan};
+use stream::{StreamArgs, stream};
 use table::{TableAction, table};
 
 /// Keys, validation and table operations for DynamoDB single-table design.
@@ -78,6 +80,11 @@ enum Command {
     /// Lists the records whose hash key disagrees with the shard schedule (exit 1 when there
     /// are any); with `--bump`, the dry run of a new shard bump.
     Audit(AuditArgs),
+    /// Follows the table's DynamoDB stream and prints every change as one JSON line on stdout:
+    /// kind, entity, key and the images decoded without keys (a record that does not decode
+    /// is printed as an error line, and the exit code is then 1). Resumable with
+    /// `--checkpoint FILE`; `--no-follow` stops once caught up.
+    Stream(StreamArgs),
 }
 
 /// How the table's keys are made: the profile of the services sharing it.
@@ -280,6 +287,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
         Command::Purge(args) => purge(&args, cli.json),
         Command::Migrate(args) => migrate(&args, cli.json),
         Command::Audit(args) => run_audit(&args, cli.json),
+        Command::Stream(args) => stream(&args, cli.json),
     }
 }
 
@@ -358,27 +366,52 @@ fn warn_stamp(table: &str, ours: &TableStamp, found: Option<&TableStamp>) {
 /// The store of `table` with `definition`, at the connection's endpoint with its static
 /// credentials.
 fn open(definition: TableDefinition, table: &str, c: &Connection) -> DynamoStore {
-    let timeout = Duration::from_secs(c.timeout.max(1));
     let config = aws_sdk_dynamodb::Config::builder()
         .behavior_version(BehaviorVersion::latest())
         .endpoint_url(&c.endpoint)
         .region(Region::new(c.region.clone()))
-        .credentials_provider(Credentials::new(
-            c.access_key_id.clone(),
-            c.secret_access_key.clone(),
-            None,
-            None,
-            "entity-manager-cli",
-        ))
-        .timeout_config(
-            TimeoutConfig::builder()
-                .connect_timeout(timeout)
-                .operation_timeout(timeout)
-                .build(),
-        )
+        .credentials_provider(c.credentials())
+        .timeout_config(c.timeouts())
         .build();
     let client = aws_sdk_dynamodb::Client::from_conf(config);
     DynamoStore::new(client, table.to_owned(), definition)
+}
+
+/// A DynamoDB Streams client for the connection: the same region, static credentials and
+/// timeouts as [`connect`]'s store, at `endpoint` (DynamoDB Local serves both APIs at one URL;
+/// on AWS the Streams endpoint is `https://streams.dynamodb.<region>.amazonaws.com`).
+fn streams_client(c: &Connection, endpoint: &str) -> aws_sdk_dynamodbstreams::Client {
+    // the two SDKs share their credential, region and timeout types
+    let config = aws_sdk_dynamodbstreams::Config::builder()
+        .behavior_version(aws_sdk_dynamodbstreams::config::BehaviorVersion::latest())
+        .endpoint_url(endpoint)
+        .region(Region::new(c.region.clone()))
+        .credentials_provider(c.credentials())
+        .timeout_config(c.timeouts())
+        .build();
+    aws_sdk_dynamodbstreams::Client::from_conf(config)
+}
+
+impl Connection {
+    /// The static credentials of the flags (never the default chain).
+    fn credentials(&self) -> Credentials {
+        Credentials::new(
+            self.access_key_id.clone(),
+            self.secret_access_key.clone(),
+            None,
+            None,
+            "entity-manager-cli",
+        )
+    }
+
+    /// `--timeout` for connecting and for each whole call.
+    fn timeouts(&self) -> TimeoutConfig {
+        let timeout = Duration::from_secs(self.timeout.max(1));
+        TimeoutConfig::builder()
+            .connect_timeout(timeout)
+            .operation_timeout(timeout)
+            .build()
+    }
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime, Failure> {

@@ -1,0 +1,222 @@
+//! `stream`: follows the table's DynamoDB stream and prints every change, decoded against the
+//! configuration, as one JSON line; resumable from a checkpoint file.
+
+use std::collections::BTreeMap;
+use std::io::{self, Write};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, ValueEnum};
+use entity_manager::stream::{Change, Checkpoint, StartAt, StreamReader};
+use entity_manager::{Item, Schema};
+use serde_json::{Value, json};
+
+use crate::scan::{counts_json, counts_text};
+use crate::{Connection, Failure, SpaceArg, connect, job, load, runtime};
+
+#[derive(Debug, Args)]
+pub(crate) struct StreamArgs {
+    /// The JSON configuration file.
+    config: PathBuf,
+    #[command(flatten)]
+    space: SpaceArg,
+    /// The table name.
+    #[arg(long)]
+    table: String,
+    /// Where to begin without a checkpoint: the oldest record the stream keeps (24 hours), or
+    /// only changes made from now on.
+    #[arg(long, value_enum, default_value_t = From::TrimHorizon)]
+    from: From,
+    /// Save the position here after every batch printed, and resume from it when it exists.
+    #[arg(long)]
+    checkpoint: Option<PathBuf>,
+    /// Print only the changes of this entity.
+    #[arg(long)]
+    entity: Option<String>,
+    /// Stop once every shard is read up to its newest record, instead of waiting for changes.
+    #[arg(long)]
+    no_follow: bool,
+    /// How long to wait between polls once caught up, in milliseconds.
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(10..=60_000))]
+    poll_interval: u64,
+    /// The DynamoDB Streams endpoint URL, when it is not `--endpoint` (on AWS:
+    /// `https://streams.dynamodb.<region>.amazonaws.com`; DynamoDB Local serves both at one URL).
+    #[arg(long, env = "DYNAMODB_STREAMS_ENDPOINT")]
+    streams_endpoint: Option<String>,
+    #[command(flatten)]
+    connection: Connection,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum From {
+    TrimHorizon,
+    Latest,
+}
+
+/// What a stream checkpoint file holds: the table it belongs to and the reader's position.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct StreamState {
+    table: String,
+    position: Checkpoint,
+}
+
+/// One change as a JSON line: kind, entity, key, sequence number, the images (without keys),
+/// whether Time to Live removed it, and for a modify with both images the fields and generated
+/// keys that changed.
+fn change_json(schema: &Schema, change: &Change<Item>) -> Result<Value, Failure> {
+    let image = |item: &Option<Item>| -> Result<Value, Failure> {
+        item.as_ref().map_or(Ok(Value::Null), |i| {
+            serde_dynamo::from_item(i.clone())
+                .map_err(|e| Failure::Operation(format!("cannot print an image: {e}")))
+        })
+    };
+    let table = schema.table();
+    let mut line = json!({
+        "kind": change.kind.as_str(),
+        "entity": change.entity,
+        "key": {
+            &*table.hash_key: change.key.hash_key,
+            &*table.range_key: change.key.range_key,
+        },
+        "sequenceNumber": change.sequence_number,
+    });
+    if change.old.is_some() {
+        line["old"] = image(&change.old)?;
+    }
+    if change.new.is_some() {
+        line["new"] = image(&change.new)?;
+    }
+    if change.expired {
+        line["expired"] = json!(true);
+    }
+    if change.old.is_some() && change.new.is_some() {
+        line["changedFields"] = json!(change.changed_fields());
+        line["changedKeys"] = json!(change.changed_keys());
+    }
+    Ok(line)
+}
+
+fn write_line(out: &mut impl Write, line: &Value) -> io::Result<()> {
+    serde_json::to_writer(&mut *out, line)?;
+    writeln!(out)
+}
+
+#[allow(clippy::too_many_lines)] // one command, start to end
+pub(crate) fn stream(args: &StreamArgs, json: bool) -> Result<(), Failure> {
+    let schema = load(&args.config, &args.space)?;
+    if let Some(entity) = &args.entity {
+        schema
+            .entity(entity)
+            .map_err(|e| Failure::Input(e.to_string()))?;
+    }
+    let store = connect(&schema, &args.table, &args.connection)?;
+    let mut reader = StreamReader::new(
+        &store,
+        crate::streams_client(
+            &args.connection,
+            args.streams_endpoint
+                .as_deref()
+                .unwrap_or(&args.connection.endpoint),
+        ),
+    )
+    .start_at(match args.from {
+        From::TrimHorizon => StartAt::TrimHorizon,
+        From::Latest => StartAt::Latest,
+    });
+    if let Some(path) = &args.checkpoint
+        && let Some(saved) = job::load::<StreamState>(path, "stream")?
+    {
+        if saved.table != args.table {
+            return Err(Failure::Input(format!(
+                "the checkpoint {} belongs to the stream of table {}, not {}; use another file",
+                path.display(),
+                saved.table,
+                args.table
+            )));
+        }
+        reader = reader.resume_from(saved.position);
+    }
+    let mut counts: BTreeMap<String, u64> = BTreeMap::new();
+    let mut errors = 0u64;
+    let stdout = io::stdout();
+    let mut out = stdout.lock();
+    let interval = Duration::from_millis(args.poll_interval);
+    let outcome = runtime()?.block_on(async {
+        loop {
+            let records = reader
+                .poll()
+                .await
+                .map_err(|e| Failure::Operation(format!("stream of table {}: {e}", args.table)))?;
+            if records.is_empty() {
+                if args.no_follow {
+                    return Ok(());
+                }
+                tokio::time::sleep(interval).await;
+                continue;
+            }
+            for record in &records {
+                let line = match Change::decode_items(&schema, record) {
+                    Ok(change) => {
+                        if args.entity.as_ref().is_some_and(|e| *e != change.entity) {
+                            continue;
+                        }
+                        *counts.entry(change.entity.clone()).or_default() += 1;
+                        change_json(&schema, &change)?
+                    }
+                    Err(e) => {
+                        // never dropped: the record's error goes in the output, in order
+                        errors += 1;
+                        json!({
+                            "error": e.to_string(),
+                            "entity": e.entity(),
+                            "kind": record.kind.as_str(),
+                            "keys": serde_dynamo::from_item::<_, Value>(record.keys.clone()).unwrap_or(Value::Null),
+                            "sequenceNumber": record.sequence_number,
+                        })
+                    }
+                };
+                match write_line(&mut out, &line) {
+                    Ok(()) => {}
+                    // the reader of a pipe went away (`| head`): stop quietly, the position
+                    // stays where the last saved batch ended
+                    Err(e) if e.kind() == io::ErrorKind::BrokenPipe => return Ok(()),
+                    Err(e) => return Err(Failure::Operation(format!("cannot write stdout: {e}"))),
+                }
+            }
+            out.flush()
+                .map_err(|e| Failure::Operation(format!("cannot write stdout: {e}")))?;
+            if let Some(path) = &args.checkpoint {
+                let state = StreamState {
+                    table: args.table.clone(),
+                    position: reader.checkpoint().clone(),
+                };
+                job::save(path, "stream", &state)?;
+            }
+        }
+    });
+    outcome?;
+    let total: u64 = counts.values().sum();
+    if json {
+        eprintln!(
+            "{}",
+            json!({ "ok": errors == 0, "table": args.table, "changes": total, "counts": counts_json(&counts), "errors": errors })
+        );
+    } else {
+        eprintln!(
+            "{total} changes ({}){}",
+            counts_text(&counts),
+            if errors > 0 {
+                format!(", {errors} records that do not decode")
+            } else {
+                String::new()
+            }
+        );
+    }
+    if errors > 0 {
+        return Err(Failure::Findings(format!(
+            "{errors} stream records of table {} do not decode (their errors are in the output)",
+            args.table
+        )));
+    }
+    Ok(())
+}
