@@ -17,7 +17,7 @@ use super::{
     QueryPage, RangeCondition, ReturnValues, ScanPage, Store, StoreError, StoreErrorKind,
     TableDefinition, TransactWrite, Update, WriteRequest, update,
 };
-use crate::limits::{MAX_ITEM_BYTES, MAX_PARTITION_KEY_BYTES, MAX_SORT_KEY_BYTES};
+use crate::limits::{MAX_ITEM_BYTES, MAX_PAGE_BYTES, MAX_PARTITION_KEY_BYTES, MAX_SORT_KEY_BYTES};
 
 /// A position in an index partition: (index sort attribute values in key order, table hash
 /// key, table range key). A tuple of sort values orders lexicographically, each attribute by its
@@ -47,10 +47,17 @@ const MAX_TRANSACTION: usize = 100;
 ///
 /// - `DynamoDB`'s size limits: partition key values (table and GSI) up to 2,048 bytes, sort key
 ///   values up to 1,024 bytes, items up to 400 KB, counted as `DynamoDB` counts them.
+/// - `DynamoDB`'s 1 MB pages: a query or scan page stops after the item that brings the data
+///   read to 1 MB ([`MAX_PAGE_BYTES`](crate::limits::MAX_PAGE_BYTES)) or past it, counted
+///   before the filter (a secondary index counts the size of its entries, which hold what it
+///   projects), with a `last_evaluated_key` when more items follow. Code that reads until
+///   `last_evaluated_key` is absent, not until `limit` items came back, is correct on both
+///   stores.
 ///
-/// It differs from `DynamoDB` in what needs a network or a clock: pages are never cut at
-/// 1 MB, reads are always consistent, and nothing is throttled. It is safe to share between threads (a read-write lock over ordered maps) and
-/// deterministic: the same calls give the same results.
+/// It differs from `DynamoDB` in what needs a network or a clock: reads are always consistent
+/// and nothing is throttled. It is safe to share between
+/// threads (a read-write lock over ordered maps) and deterministic: the same calls give the
+/// same results.
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")]
@@ -732,7 +739,8 @@ impl MemoryStore {
         let mut page = Page::default();
         let mut evaluated = 0usize;
         let mut read_bytes = 0usize;
-        for (_, th, tr) in keys {
+        let mut keys = keys.peekable();
+        while let Some((_, th, tr)) = keys.next() {
             let Some(item) = state.items.get(&(th.clone(), tr.clone())) else {
                 continue;
             };
@@ -761,6 +769,12 @@ impl MemoryStore {
             }
             if limit == Some(evaluated) {
                 page.last_evaluated_key = Some(self.last_key(&view, item));
+                break;
+            }
+            if read_bytes >= MAX_PAGE_BYTES {
+                if keys.peek().is_some() {
+                    page.last_evaluated_key = Some(self.last_key(&view, item));
+                }
                 break;
             }
         }
@@ -804,11 +818,15 @@ impl MemoryStore {
         let state = self.read();
         let mut page = Page::default();
         let mut evaluated = 0usize;
-        for ((hash, _), item) in state.items.range((start, Bound::Unbounded)) {
-            if segment_of(hash, request.total_segments) != request.segment {
-                continue;
-            }
+        let mut read_bytes = 0usize;
+        let mut items = state
+            .items
+            .range((start, Bound::Unbounded))
+            .filter(|((hash, _), _)| segment_of(hash, request.total_segments) == request.segment)
+            .peekable();
+        while let Some((_, item)) = items.next() {
             evaluated += 1;
+            read_bytes += value::item_bytes(item);
             if request
                 .filter
                 .as_ref()
@@ -818,6 +836,12 @@ impl MemoryStore {
             }
             if limit == Some(evaluated) {
                 page.last_evaluated_key = Some(self.last_key(&self.table_view(), item));
+                break;
+            }
+            if read_bytes >= MAX_PAGE_BYTES {
+                if items.peek().is_some() {
+                    page.last_evaluated_key = Some(self.last_key(&self.table_view(), item));
+                }
                 break;
             }
         }
