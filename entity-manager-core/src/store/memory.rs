@@ -11,11 +11,13 @@ use serde_dynamo::{AttributeValue, Item};
 
 use super::batch::{BatchSender, GetBatch, RetryPolicy, get_batches, write_batches};
 use super::expression::Request;
+use super::faults::Faults;
 use super::value::{self, Scalar, check_filter, normalize};
 use super::{
-    BatchGetError, BatchWriteError, CancellationReason, Expect, GlobalIndex, KeyAttribute, Page,
-    QueryPage, RangeCondition, ReturnValues, ScanPage, Store, StoreError, StoreErrorKind,
-    TableDefinition, TransactWrite, Update, WriteRequest, update,
+    BatchGetError, BatchWriteError, CancellationReason, Expect, FaultCounts, FaultPlan,
+    GlobalIndex, KeyAttribute, Operation, Page, QueryPage, RangeCondition, ReturnValues, ScanPage,
+    Store, StoreError, StoreErrorKind, TableDefinition, TransactWrite, Update, WriteRequest,
+    update,
 };
 use crate::limits::{MAX_ITEM_BYTES, MAX_PAGE_BYTES, MAX_PARTITION_KEY_BYTES, MAX_SORT_KEY_BYTES};
 
@@ -86,13 +88,25 @@ pub struct MemoryStore {
     globals: usize,
     projections: Vec<Option<Vec<String>>>,
     state: RwLock<State>,
+    /// The fault plan in force, if any.
+    faults: Option<Faults>,
 }
 
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 struct State {
     items: BTreeMap<PrimaryKey, Item>,
     table: IndexMap,
     gsis: Vec<IndexMap>,
+    /// Under a fault plan with a lag: what eventually consistent reads see, and the writes not
+    /// yet applied to it (the call after which each becomes visible, the key, the new item or
+    /// `None` for a delete).
+    lagged: Option<Box<Lagged>>,
+}
+
+#[derive(Clone, Debug, Default)]
+struct Lagged {
+    view: State,
+    pending: std::collections::VecDeque<(u64, PrimaryKey, Option<Item>)>,
 }
 
 /// The partition and sort attribute values of an item in one index.
@@ -160,6 +174,91 @@ impl MemoryStore {
                 gsis,
                 ..State::default()
             }),
+            faults: None,
+        }
+    }
+
+    /// This store under a [`FaultPlan`]: throttling, transient errors, transaction conflicts,
+    /// unprocessed batch requests and eventually consistent reads, seeded. See [`FaultPlan`].
+    #[must_use]
+    pub fn with_faults(mut self, plan: FaultPlan) -> Self {
+        let mut state = self.write();
+        state.lagged = (plan.lag_calls() > 0).then(|| {
+            let mut view = state.clone();
+            view.lagged = None;
+            Box::new(Lagged {
+                view,
+                pending: std::collections::VecDeque::new(),
+            })
+        });
+        drop(state);
+        self.faults = Some(Faults::new(plan));
+        self
+    }
+
+    /// How many faults the [`FaultPlan`] injected so far (all zero without one).
+    pub fn fault_counts(&self) -> FaultCounts {
+        self.faults.as_ref().map(Faults::counts).unwrap_or_default()
+    }
+
+    /// Counts a call under the fault plan: applies the writes whose lag is over, and returns
+    /// the error injected into this call, if any.
+    fn inject(&self, operation: Operation) -> Result<u64, StoreError> {
+        let Some(faults) = &self.faults else {
+            return Ok(0);
+        };
+        let call = faults.tick();
+        if faults.plan.lag_calls() > 0 {
+            let mut state = self.write();
+            if let Some(mut lagged) = state.lagged.take() {
+                while lagged
+                    .pending
+                    .front()
+                    .is_some_and(|(due, _, _)| *due <= call)
+                {
+                    if let Some((_, pk, item)) = lagged.pending.pop_front() {
+                        match item {
+                            Some(item) => self.insert_in(&mut lagged.view, pk, item),
+                            None => self.unindex_in(&mut lagged.view, &pk),
+                        }
+                    }
+                }
+                state.lagged = Some(lagged);
+            }
+        }
+        match faults.error(call, operation) {
+            Some(e) => Err(e),
+            None => Ok(call),
+        }
+    }
+
+    /// Admits a single call under the fault plan: an injected throttling or transient error
+    /// (or, for a transaction, conflict) is retried up to the plan's attempts, as the SDK
+    /// retries `DynamoStore`'s calls; an attempt that failed this way did nothing.
+    fn admit(&self, operation: Operation) -> Result<(), StoreError> {
+        let Some(faults) = &self.faults else {
+            return Ok(());
+        };
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            match self.inject(operation) {
+                Ok(_) => return Ok(()),
+                Err(e) if e.is_retryable() && attempt < faults.plan.attempts_allowed() => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// What a read sees: the latest state, or under a fault plan with a lag the lagging view
+    /// (GSI queries always; other reads unless strongly consistent).
+    fn seen<'s>(&self, state: &'s State, gsi: bool, consistent: bool) -> &'s State {
+        let lagging = self.faults.as_ref().is_some_and(|f| {
+            f.plan.lag_calls() > 0 && (gsi || !(consistent || f.plan.reads_consistent()))
+        });
+        match (&state.lagged, lagging) {
+            (Some(lagged), true) => &lagged.view,
+            _ => state,
         }
     }
 
@@ -353,7 +452,30 @@ impl MemoryStore {
         self.primary_key(&key, operation, true)
     }
 
+    /// Removes an item (a write: eventually consistent reads see it after the plan's lag).
     fn unindex(&self, state: &mut State, pk: &PrimaryKey) {
+        self.unindex_in(state, pk);
+        self.lag_write(state, pk.clone(), None);
+    }
+
+    /// Stores an item (a write: eventually consistent reads see it after the plan's lag).
+    fn insert(&self, state: &mut State, pk: PrimaryKey, item: Item) {
+        if state.lagged.is_some() {
+            self.lag_write(state, pk.clone(), Some(item.clone()));
+        }
+        self.insert_in(state, pk, item);
+    }
+
+    /// Queues a write for the lagging view.
+    fn lag_write(&self, state: &mut State, pk: PrimaryKey, item: Option<Item>) {
+        let lag = self.faults.as_ref().map_or(0, |f| f.plan.lag_calls());
+        let now = self.fault_counts().calls;
+        if let Some(lagged) = state.lagged.as_mut() {
+            lagged.pending.push_back((now + lag + 1, pk, item));
+        }
+    }
+
+    fn unindex_in(&self, state: &mut State, pk: &PrimaryKey) {
         let Some(old) = state.items.remove(pk) else {
             return;
         };
@@ -377,8 +499,8 @@ impl MemoryStore {
         }
     }
 
-    fn insert(&self, state: &mut State, pk: PrimaryKey, item: Item) {
-        self.unindex(state, &pk);
+    fn insert_in(&self, state: &mut State, pk: PrimaryKey, item: Item) {
+        self.unindex_in(state, &pk);
         state.table.entry(vec![pk.0.clone()]).or_default().insert((
             vec![pk.1.clone()],
             pk.0.clone(),
@@ -424,7 +546,8 @@ impl MemoryStore {
         check_projection(projection, "GetItem")?;
         Request::read("GetItem", None, projection)?;
         let pk = self.prepare_key(key, "GetItem")?;
-        let state = self.read();
+        let guard = self.read();
+        let state = self.seen(&guard, false, false);
         Ok(state.items.get(&pk).map(|item| project(item, projection)))
     }
 
@@ -549,7 +672,8 @@ impl MemoryStore {
             ));
         }
         let pks = self.distinct_keys(keys, OP, "Provided list of item keys contains duplicates")?;
-        let state = self.read();
+        let guard = self.read();
+        let state = self.seen(&guard, false, false);
         Ok(pks
             .iter()
             .filter_map(|pk| state.items.get(pk).map(|item| project(item, projection)))
@@ -696,7 +820,8 @@ impl MemoryStore {
             }
         }
 
-        let state = self.read();
+        let guard = self.read();
+        let state = self.seen(&guard, view.gsi.is_some() && !view.local, false);
         let index = match view.gsi {
             None => &state.table,
             Some(i) => match state.gsis.get(i) {
@@ -815,7 +940,8 @@ impl MemoryStore {
         let limit = request
             .limit
             .map(|l| usize::try_from(l).unwrap_or(usize::MAX));
-        let state = self.read();
+        let guard = self.read();
+        let state = self.seen(&guard, false, request.consistent);
         let mut page = Page::default();
         let mut evaluated = 0usize;
         let mut read_bytes = 0usize;
@@ -1316,7 +1442,9 @@ impl BatchSender for MemoryStore {
         &self,
         batch: Vec<WriteRequest>,
     ) -> Result<Vec<WriteRequest>, StoreError> {
-        self.write_chunk(batch).map(|()| Vec::new())
+        let call = self.inject(Operation::BatchWriteItem)?;
+        let (batch, unprocessed) = self.split(call, batch);
+        self.write_chunk(batch).map(|()| unprocessed)
     }
 
     async fn send_get_batch(
@@ -1324,15 +1452,34 @@ impl BatchSender for MemoryStore {
         keys: Vec<Item>,
         projection: Option<&[String]>,
     ) -> Result<GetBatch, StoreError> {
-        self.get_chunk(&keys, projection).map(|items| GetBatch {
-            items,
-            unprocessed: Vec::new(),
-        })
+        let call = self.inject(Operation::BatchGetItem)?;
+        let (keys, unprocessed) = self.split(call, keys);
+        self.get_chunk(&keys, projection)
+            .map(|items| GetBatch { items, unprocessed })
     }
 
     fn pause(&self, _delay: Duration) -> impl Future<Output = ()> + Send {
-        // Never called: the memory store processes every request.
+        // The memory store does not wait: its retries are immediate (and deterministic).
         std::future::ready(())
+    }
+}
+
+impl MemoryStore {
+    /// The requests of a batch chunk the fault plan processes, and those it leaves.
+    fn split<T>(&self, call: u64, requests: Vec<T>) -> (Vec<T>, Vec<T>) {
+        let Some(faults) = &self.faults else {
+            return (requests, Vec::new());
+        };
+        let mut done = Vec::with_capacity(requests.len());
+        let mut left = Vec::new();
+        for (i, request) in requests.into_iter().enumerate() {
+            if faults.leaves(call, i) {
+                left.push(request);
+            } else {
+                done.push(request);
+            }
+        }
+        (done, left)
     }
 }
 
@@ -1342,6 +1489,7 @@ impl Store for MemoryStore {
     }
 
     async fn put_item(&self, item: Item, expect: Expect) -> Result<(), StoreError> {
+        self.admit(Operation::PutItem)?;
         self.put_sync(item, &expect)
     }
 
@@ -1350,10 +1498,12 @@ impl Store for MemoryStore {
         key: &Item,
         projection: Option<&[String]>,
     ) -> Result<Option<Item>, StoreError> {
+        self.admit(Operation::GetItem)?;
         self.get_sync(key, projection)
     }
 
     async fn delete_item(&self, key: &Item, expect: Expect) -> Result<(), StoreError> {
+        self.admit(Operation::DeleteItem)?;
         self.delete_sync(key, &expect)
     }
 
@@ -1364,10 +1514,12 @@ impl Store for MemoryStore {
         expect: Expect,
         returns: ReturnValues,
     ) -> Result<Option<Item>, StoreError> {
+        self.admit(Operation::UpdateItem)?;
         self.update_sync(key, update, &expect, returns)
     }
 
     async fn transact_get(&self, keys: Vec<Item>) -> Result<Vec<Option<Item>>, StoreError> {
+        self.admit(Operation::TransactGetItems)?;
         self.transact_get_sync(&keys)
     }
 
@@ -1384,14 +1536,17 @@ impl Store for MemoryStore {
     }
 
     async fn transact_write(&self, writes: Vec<TransactWrite>) -> Result<(), StoreError> {
+        self.admit(Operation::TransactWriteItems)?;
         self.transact_sync(writes)
     }
 
     async fn query_page(&self, request: &QueryPage) -> Result<Page, StoreError> {
+        self.admit(Operation::Query)?;
         self.query_sync(request)
     }
 
     async fn scan_page(&self, request: &ScanPage) -> Result<Page, StoreError> {
+        self.admit(Operation::Scan)?;
         self.scan_sync(request)
     }
 }

@@ -60,6 +60,7 @@ mod drift;
 mod dynamo;
 mod error;
 pub(crate) mod expression;
+mod faults;
 mod memory;
 mod multi;
 mod table;
@@ -80,6 +81,7 @@ pub use error::{
     BatchGetError, BatchWriteError, CancellationReason, ExpressionTooLarge, StoreError,
     StoreErrorKind,
 };
+pub use faults::{FaultCounts, FaultPlan, Operation};
 pub use memory::MemoryStore;
 pub use table::{
     Billing, Capacity, GlobalIndex, KeyAttribute, LocalIndex, StreamView, TableDefinition,

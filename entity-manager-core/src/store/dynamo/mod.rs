@@ -69,6 +69,9 @@ pub struct DynamoStore {
     table_name: String,
     definition: TableDefinition,
     retry: RetryPolicy,
+    /// The bound of one whole batch call (and of a transaction's conflict retries): the
+    /// operation timeout.
+    batch_limit: Duration,
     consistent_read: bool,
     table_wait: Duration,
 }
@@ -169,6 +172,13 @@ impl DynamoStore {
     /// out of time fails with [`StoreError::is_timeout`]. Set other limits with
     /// [`with_timeouts`](Self::with_timeouts).
     pub fn new(client: Client, table_name: impl Into<String>, definition: TableDefinition) -> Self {
+        let operation_limit = |client: &Client| {
+            client
+                .config()
+                .timeout_config()
+                .and_then(aws_sdk_dynamodb::config::timeout::TimeoutConfig::operation_timeout)
+                .unwrap_or(Self::DEFAULT_OPERATION_TIMEOUT)
+        };
         let bounded = client
             .config()
             .timeout_config()
@@ -182,8 +192,10 @@ impl DynamoStore {
                 Self::DEFAULT_ATTEMPT_TIMEOUT,
             )
         };
+        let batch_limit = operation_limit(&client);
         Self {
             client,
+            batch_limit,
             table_name: table_name.into(),
             definition,
             retry: RetryPolicy::default(),
@@ -194,10 +206,13 @@ impl DynamoStore {
 
     /// Sets the time limits of every call: `operation` for a whole call (its retries included)
     /// and `attempt` for each attempt. A call that runs out of time fails with
-    /// [`StoreError::is_timeout`]; batch calls stop retrying and report what was not done.
+    /// [`StoreError::is_timeout`]. `operation` also bounds a whole `batch_write` or
+    /// `batch_get` (every chunk, retry and pause): when it runs out the batch stops with a
+    /// timeout error listing every request not confirmed done.
     #[must_use]
     pub fn with_timeouts(mut self, operation: Duration, attempt: Duration) -> Self {
         self.client = with_timeouts(&self.client, operation, attempt);
+        self.batch_limit = operation;
         self
     }
 
@@ -1029,6 +1044,10 @@ impl BatchSender for DynamoStore {
     fn pause(&self, delay: Duration) -> impl Future<Output = ()> + Send {
         self.sleep(delay)
     }
+
+    fn time_limit(&self) -> Option<Duration> {
+        Some(self.batch_limit)
+    }
 }
 
 impl Store for DynamoStore {
@@ -1079,11 +1098,26 @@ impl Store for DynamoStore {
         get_batches(self, keys, projection, &self.retry)
     }
 
-    fn transact_write(
-        &self,
-        writes: Vec<TransactWrite>,
-    ) -> impl Future<Output = Result<(), StoreError>> + Send {
-        self.transact(writes)
+    async fn transact_write(&self, writes: Vec<TransactWrite>) -> Result<(), StoreError> {
+        // a transaction canceled by a conflict wrote nothing: sent again under the retry
+        // policy, within the batch time limit
+        let started = std::time::Instant::now();
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            match self.transact(writes.clone()).await {
+                Err(e) if e.is_transaction_conflict() => {
+                    let pause = self.retry.backoff(attempt, super::batch::entropy(attempt));
+                    if attempt >= self.retry.max_attempts.max(1)
+                        || started.elapsed() + pause >= self.batch_limit
+                    {
+                        return Err(e);
+                    }
+                    self.sleep(pause).await;
+                }
+                other => return other,
+            }
+        }
     }
 
     fn update_item(
