@@ -305,7 +305,7 @@ where
         E::VERSION,
         read_keys(store, schema, keys.clone()).await?,
     );
-    if found.is_some() || keys.len() < 2 {
+    if found.is_some() || keys.is_empty() {
         return Ok(found);
     }
     Ok(pick_versioned(
@@ -316,13 +316,14 @@ where
 }
 
 /// Reads `keys` again in transactions (`TransactGetItems`, 100 keys each), to prove that
-/// records a batch read did not find are absent.
+/// records a read did not find are absent.
 ///
 /// A batch read of several candidate keys is not isolated from a move (a transaction that
 /// deletes one candidate and puts another): it can read the new key before the put and the
-/// old one after the delete, and find neither. A transactional read sees the move whole or not
-/// at all, so a record found by neither read is absent. It costs one more round trip and twice
-/// the read units of the keys, and only when a record of several candidate keys is not found.
+/// old one after the delete, and find neither. And a read that is not strongly consistent can
+/// miss a record written a moment ago. A transactional read is strongly consistent and sees a
+/// move whole or not at all, so a record found by neither read is absent. It costs one more
+/// round trip and twice the read units of the keys, and only when a record is not found.
 async fn confirm_absent<S: Store>(
     store: &S,
     schema: EntitySchema<'_>,
@@ -357,16 +358,11 @@ where
     // Every candidate of one id has the same range key (it encodes the unique value).
     let mut slots: HashMap<String, Vec<usize>> = HashMap::new();
     let mut keys: Vec<PrimaryKey> = Vec::new();
-    // the range keys of ids with several candidate keys
-    let mut several: std::collections::HashSet<String> = std::collections::HashSet::new();
     for (slot, id) in ids.iter().enumerate() {
         let candidates = candidates::<E, I>(schema, id)?;
         let Some(first) = candidates.first() else {
             continue;
         };
-        if candidates.len() > 1 {
-            several.insert(first.range_key.clone());
-        }
         let entry = slots.entry(first.range_key.clone()).or_default();
         if entry.is_empty() {
             keys.extend(candidates);
@@ -380,13 +376,10 @@ where
             by_range.entry(range.to_owned()).or_default().push(item);
         }
     }
-    // ids of several candidate keys not found: proved absent by a transactional read
+    // ids not found: proved absent by a transactional read
     let unsure: Vec<Item> = keys
         .into_iter()
-        .filter(|key| {
-            key_text(key, range_key)
-                .is_some_and(|range| !by_range.contains_key(range) && several.contains(range))
-        })
+        .filter(|key| key_text(key, range_key).is_some_and(|range| !by_range.contains_key(range)))
         .collect();
     if !unsure.is_empty() {
         for item in confirm_absent(store, schema, unsure).await? {

@@ -17,6 +17,9 @@ pub mod guide {
 
     #[doc = include_str!("../docs/multi-attribute.md")]
     pub mod multi_attribute {}
+
+    #[doc = include_str!("../docs/production.md")]
+    pub mod production {}
 }
 
 /// Derives [`Table`](trait@Table) for a unit struct: the settings of one DynamoDB table and the
