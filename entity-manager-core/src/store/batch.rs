@@ -101,11 +101,12 @@ pub trait BatchSender: Send + Sync {
     /// Waits before a retry.
     fn pause(&self, delay: Duration) -> impl Future<Output = ()> + Send;
 
-    /// The longest one whole batch call may take, its chunks, retries and pauses included
-    /// (`None`: no bound but the attempts). When it runs out the call stops with a
+    /// The longest one chunk of a batch call may take, its retries and pauses included
+    /// (`None`: no bound but the attempts). When it runs out the whole call stops with a
     /// [`StoreError::is_timeout`] cause, listing every request not confirmed done; a request
     /// in flight then may or may not have been applied (batch puts and deletes are
-    /// idempotent: sending them again is safe).
+    /// idempotent: sending them again is safe). So a call against a server that stopped
+    /// answering ends within one limit, and any call within one limit per chunk.
     fn time_limit(&self) -> Option<Duration> {
         None
     }
@@ -131,7 +132,7 @@ where
             StoreErrorKind::Timeout,
             operation,
             format!(
-                "no answer within the time limit of the whole batch call ({limit:?}); the requests not confirmed are listed, and sending them again is safe"
+                "no answer within the time limit of a batch chunk ({limit:?}, its retries included); the requests not confirmed are listed, and sending them again is safe"
             ),
         )
     };
@@ -164,9 +165,9 @@ pub async fn write_batches<B: BatchSender + ?Sized>(
     policy: &RetryPolicy,
 ) -> Result<(), BatchWriteError> {
     let total = writes.len();
-    let started = Instant::now();
     let mut rest: VecDeque<WriteRequest> = writes.into();
     while !rest.is_empty() {
+        let started = Instant::now();
         let take = rest.len().min(MAX_BATCH_WRITE);
         let mut pending: Vec<WriteRequest> = rest.drain(..take).collect();
         let mut attempt = 0;
@@ -221,10 +222,10 @@ pub async fn get_batches<B: BatchSender + ?Sized>(
     policy: &RetryPolicy,
 ) -> Result<Vec<Item>, BatchGetError> {
     let total = keys.len();
-    let started = Instant::now();
     let mut items = Vec::new();
     let mut rest: VecDeque<Item> = keys.into();
     while !rest.is_empty() {
+        let started = Instant::now();
         let take = rest.len().min(MAX_BATCH_GET);
         let mut pending: Vec<Item> = rest.drain(..take).collect();
         let mut attempt = 0;

@@ -206,9 +206,10 @@ impl DynamoStore {
 
     /// Sets the time limits of every call: `operation` for a whole call (its retries included)
     /// and `attempt` for each attempt. A call that runs out of time fails with
-    /// [`StoreError::is_timeout`]. `operation` also bounds a whole `batch_write` or
-    /// `batch_get` (every chunk, retry and pause): when it runs out the batch stops with a
-    /// timeout error listing every request not confirmed done.
+    /// [`StoreError::is_timeout`]. `operation` also bounds each chunk of a `batch_write` or
+    /// `batch_get` with its retries and pauses, and a chunk that runs out of time ends the
+    /// whole call with a timeout error listing every request not confirmed done: against a
+    /// server that stopped answering a batch call ends within `operation`.
     #[must_use]
     pub fn with_timeouts(mut self, operation: Duration, attempt: Duration) -> Self {
         self.client = with_timeouts(&self.client, operation, attempt);
@@ -549,10 +550,11 @@ impl DynamoStore {
     }
 
     async fn sleep(&self, delay: Duration) {
-        // The SDK's own sleep (tokio's by default); without one the SDK cannot retry either,
-        // and retries here go on without pausing.
-        if let Some(sleep) = self.client.config().sleep_impl() {
-            sleep.sleep(delay).await;
+        // The client's sleep if it has one; else tokio's, the runtime the SDK runs on (a
+        // client built from `Config::builder()` lists none, though the SDK sleeps with tokio's)
+        match self.client.config().sleep_impl() {
+            Some(sleep) => sleep.sleep(delay).await,
+            None => tokio::time::sleep(delay).await,
         }
     }
 
