@@ -12,25 +12,14 @@ mod store_support;
 use std::sync::Arc;
 use std::time::Duration;
 
-use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
 use chaos_support::{ChaosPlan, ChaosProxy};
-use entity_manager::field::Changes;
 use entity_manager::store::{DynamoStore, Expect, Store, WriteRequest};
-use entity_manager::{EntityExt, Error, Item, Transaction};
+use entity_manager::{EntityExt, Error, Item};
 use entity_support::{Counter, TestResult, definition, member};
 use futures::TryStreamExt;
 
 fn seed() -> u64 {
-    let seed = std::env::var("CHAOS_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(13, |d| d.as_secs())
-        });
-    eprintln!("seed {seed} (replay with CHAOS_SEED={seed})");
-    seed
+    store_support::seed("CHAOS_SEED")
 }
 
 /// A fresh table (created directly), the store that reaches it through a chaos proxy with
@@ -46,14 +35,8 @@ async fn chaos_store(
     };
     let upstream = std::env::var("DYNAMODB_ENDPOINT")?;
     let proxy = ChaosProxy::start(&upstream, plan).await?;
-    let config = aws_sdk_dynamodb::Config::builder()
-        .behavior_version(BehaviorVersion::latest())
-        .endpoint_url(&proxy.endpoint)
-        .region(Region::new("us-east-1"))
-        .credentials_provider(Credentials::new("local", "local", None, None, "static"))
-        .build();
     let store = DynamoStore::new(
-        aws_sdk_dynamodb::Client::from_conf(config),
+        store_support::client_at(&proxy.endpoint),
         direct.table_name(),
         definition()?,
     )
@@ -90,44 +73,20 @@ async fn version_locked_increments_add_up_through_chaos() -> TestResult {
     .create(&direct)
     .await?;
     let store = Arc::new(store);
-    let f = Counter::FIELDS;
     let mut tasks = Vec::new();
     for t in 0..32 {
         let store = store.clone();
         tasks.push(tokio::spawn(async move {
             let mut done = 0;
             while done < 50 {
-                let result = if t % 2 == 0 {
-                    Counter::modify(&*store, "c", |c| c.value += 1)
-                        .await
-                        .map(|c| c.is_some())
-                } else {
-                    match Counter::get(&*store, "c").await {
-                        Ok(Some(now)) => match Transaction::new().update(
-                            &now,
-                            Changes::new()
-                                .set(f.value, now.value + 1)
-                                .if_version(now.version),
-                        ) {
-                            Ok(tx) => tx.commit(&*store).await.map(|()| true),
-                            Err(e) => Err(e),
-                        },
-                        Ok(None) => Ok(false),
-                        Err(e) => Err(e),
-                    }
-                };
-                match result {
-                    Ok(true) => done += 1,
-                    Ok(false) => return Err("the counter is gone".to_owned()),
-                    Err(Error::VersionConflict { .. } | Error::Conflict { .. }) => {}
-                    Err(Error::Store { source, .. }) if source.is_retryable() => {}
-                    Err(e) => return Err(e.to_string()),
+                if entity_support::increment_once(&*store, t).await? {
+                    done += 1;
                 }
             }
             Ok(())
         }));
     }
-    let mut outcome = Ok(());
+    let mut outcome: Result<(), String> = Ok(());
     for t in tasks {
         if let Err(e) = t.await? {
             outcome = Err(e);

@@ -13,28 +13,18 @@ use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::time::Duration;
 
-use entity_manager::field::Changes;
 use entity_manager::scan::ParallelScan;
 use entity_manager::store::{
     Expect, FaultPlan, KeyType, MemoryStore, QueryPage, Store, StoreError, TableDefinition,
     WriteRequest,
 };
-use entity_manager::{AttributeValue, EntityExt, Error, Item, Transaction};
+use entity_manager::{AttributeValue, EntityExt, Error, Item};
 use entity_support::{Counter, Member, TestResult, definition, member};
 use futures::TryStreamExt;
 use store_support::{item, s};
 
 fn seed() -> u64 {
-    let seed = std::env::var("FAULT_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(11, |d| d.as_secs())
-        });
-    eprintln!("seed {seed} (replay with FAULT_SEED={seed})");
-    seed
+    store_support::seed("FAULT_SEED")
 }
 
 fn table() -> TableDefinition {
@@ -205,41 +195,14 @@ async fn version_locked_increments_under_throttling_and_conflicts_add_up() -> Te
     }
     .create(&*store)
     .await?;
-    let f = Counter::FIELDS;
-    let mut tasks = Vec::new();
+    let mut tasks: Vec<tokio::task::JoinHandle<Result<(), String>>> = Vec::new();
     for t in 0..32 {
         let store = store.clone();
         tasks.push(tokio::spawn(async move {
             let mut done = 0;
             while done < 50 {
-                let result = if t % 2 == 0 {
-                    Counter::modify(&*store, "c", |c| c.value += 1)
-                        .await
-                        .map(|c| c.is_some())
-                } else {
-                    match Counter::get(&*store, "c").await {
-                        Ok(Some(now)) => Transaction::new()
-                            .update(
-                                &now,
-                                Changes::new()
-                                    .set(f.value, now.value + 1)
-                                    .if_version(now.version),
-                            )
-                            .map(|tx| tx.commit(&*store))
-                            .map(|commit| async { commit.await.map(|()| true) }),
-                        Ok(None) => return Err("the counter is gone".to_owned()),
-                        Err(e) => Err(e),
-                    }
-                    .map_err(|e| e.to_string())?
-                    .await
-                };
-                match result {
-                    Ok(true) => done += 1,
-                    Ok(false) => return Err("the counter is gone".to_owned()),
-                    // lost the race (or out of attempts): read again
-                    Err(Error::VersionConflict { .. } | Error::Conflict { .. }) => {}
-                    Err(Error::Store { source, .. }) if source.is_retryable() => {}
-                    Err(e) => return Err(e.to_string()),
+                if entity_support::increment_once(&*store, t).await? {
+                    done += 1;
                 }
                 tokio::task::yield_now().await;
             }
@@ -392,26 +355,12 @@ async fn scan_purge_and_migrate_finish_under_faults() -> TestResult {
 /// of retrying each chunk's timeouts.
 #[tokio::test]
 async fn a_stopped_server_ends_a_batch_within_its_bound() -> TestResult {
-    use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
     use entity_manager::store::DynamoStore;
 
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let endpoint = format!("http://{}", listener.local_addr()?);
-    let held = tokio::spawn(async move {
-        let mut open = Vec::new();
-        while let Ok((socket, _)) = listener.accept().await {
-            open.push(socket);
-        }
-    });
-    let config = aws_sdk_dynamodb::Config::builder()
-        .behavior_version(BehaviorVersion::latest())
-        .endpoint_url(&endpoint)
-        .region(Region::new("us-east-1"))
-        .credentials_provider(Credentials::new("local", "local", None, None, "static"))
-        .build();
+    let (endpoint, held) = store_support::silent_server().await?;
     let bound = Duration::from_secs(2);
     let store = DynamoStore::new(
-        aws_sdk_dynamodb::Client::from_conf(config),
+        store_support::client_at(&endpoint),
         "stopped",
         TableDefinition::new(("hashKey", KeyType::S), ("rangeKey", KeyType::S)),
     )

@@ -94,16 +94,7 @@ impl Rng {
 }
 
 fn seed() -> u64 {
-    let seed = std::env::var("LIVE_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(7, |d| d.as_secs())
-        });
-    eprintln!("seed {seed} (replay with LIVE_SEED={seed})");
-    seed
+    store_support::seed("LIVE_SEED")
 }
 
 fn id(i: usize) -> String {
@@ -194,6 +185,32 @@ async fn warm_up(acks: &Acks) {
     }
 }
 
+/// Fills the table with `records` members, runs the writers (incrementing through `E` with
+/// `bump`) while `work` runs, stops them, and returns what `work` came to, the writers'
+/// acknowledgements and the seed.
+async fn with_writers<S, E, T, Fut>(
+    store: &Arc<S>,
+    records: usize,
+    bump: fn(&mut E),
+    work: impl FnOnce() -> Fut,
+) -> Result<(T, Arc<Acks>, u64), Box<dyn std::error::Error>>
+where
+    S: Store + 'static,
+    E: Entity + EntityExt + Serialize + serde::de::DeserializeOwned + Send + Sync + 'static,
+    Fut: std::future::Future<Output = T>,
+{
+    let seed = seed();
+    fill(&**store, records).await?;
+    let acks = Acks::new(records);
+    let stop = Arc::new(AtomicBool::new(false));
+    let tasks = writers::<S, E>(store, records, &acks, &stop, seed, bump);
+    warm_up(&acks).await;
+    let out = work().await;
+    stop.store(true, Ordering::SeqCst);
+    join(tasks).await?;
+    Ok((out, acks, seed))
+}
+
 fn report(name: &str, report: &MigrateReport, acks: &Acks) {
     let total = report.counts.total();
     eprintln!(
@@ -208,13 +225,7 @@ fn report(name: &str, report: &MigrateReport, acks: &Acks) {
 /// The migration rewrites every record in place (its first name in capitals: the generated
 /// `nameRangeKey` changes) while the writers increment.
 async fn rewrite_in_place<S: Store + 'static>(store: S, records: usize) -> TestResult {
-    let seed = seed();
     let store = Arc::new(store);
-    fill(&*store, records).await?;
-    let acks = Acks::new(records);
-    let stop = Arc::new(AtomicBool::new(false));
-    let tasks = writers::<S, Member>(&store, records, &acks, &stop, seed, |m| m.logins += 1);
-    warm_up(&acks).await;
     let migration = Migration::new().records::<Member, Member, _>(|mut m: Member| {
         m.first_name = m.first_name.to_uppercase();
         m
@@ -223,9 +234,13 @@ async fn rewrite_in_place<S: Store + 'static>(store: S, records: usize) -> TestR
         .segments(4)
         .throttle(4)
         .page_size(25);
-    let result = migration.run(scan, |_| ControlFlow::Continue(())).await;
-    stop.store(true, Ordering::SeqCst);
-    join(tasks).await?;
+    let (result, acks, seed) = with_writers::<S, Member, _, _>(
+        &store,
+        records,
+        |m| m.logins += 1,
+        || migration.run(scan, |_| ControlFlow::Continue(())),
+    )
+    .await?;
     let done = result?;
     report("in place", &done, &acks);
     assert!(done.complete);
@@ -252,21 +267,19 @@ async fn rewrite_in_place<S: Store + 'static>(store: S, records: usize) -> TestR
 /// The migration moves the records of 1,500 and later to new shards while the writers
 /// increment them (through the new schema, which finds them on either side of the move).
 async fn move_shards<S: Store + 'static>(store: S, records: usize) -> TestResult {
-    let seed = seed();
     let store = Arc::new(store);
-    fill(&*store, records).await?;
-    let acks = Acks::new(records);
-    let stop = Arc::new(AtomicBool::new(false));
-    let tasks = writers::<S, Moved>(&store, records, &acks, &stop, seed, |m| m.logins += 1);
-    warm_up(&acks).await;
     let migration = Migration::new().records::<Member, Moved, _>(Moved::from)?;
     let scan = ParallelScan::new(&*store)
         .segments(4)
         .throttle(4)
         .page_size(25);
-    let result = migration.run(scan, |_| ControlFlow::Continue(())).await;
-    stop.store(true, Ordering::SeqCst);
-    join(tasks).await?;
+    let (result, acks, seed) = with_writers::<S, Moved, _, _>(
+        &store,
+        records,
+        |m| m.logins += 1,
+        || migration.run(scan, |_| ControlFlow::Continue(())),
+    )
+    .await?;
     let done = result?;
     report("moves", &done, &acks);
     assert!(done.complete && done.counts.total().moved > 0);
@@ -313,27 +326,24 @@ async fn store_items<S: Store>(
 /// A purge of the records whose `logins` is still 0 while the writers increment: a record
 /// incremented (and acknowledged) is never deleted, and every record never incremented goes.
 async fn purge_untouched<S: Store + 'static>(store: S, records: usize) -> TestResult {
-    let seed = seed();
     let store = Arc::new(store);
-    fill(&*store, records).await?;
-    let acks = Acks::new(records);
-    let stop = Arc::new(AtomicBool::new(false));
-    let tasks = writers::<S, Member>(&store, records, &acks, &stop, seed, |m| m.logins += 1);
-    warm_up(&acks).await;
     let schema = Member::schema()?;
     let filter = Filter::And(vec![
         entity_filter(&schema),
         Filter::eq("logins", AttributeValue::N("0".into())),
     ]);
-    let result = ParallelScan::new(&*store)
+    let scan = ParallelScan::new(&*store)
         .segments(4)
         .throttle(4)
         .page_size(25)
-        .filter(filter)
-        .purge(|_| ControlFlow::Continue(()))
-        .await;
-    stop.store(true, Ordering::SeqCst);
-    join(tasks).await?;
+        .filter(filter);
+    let (result, acks, seed) = with_writers::<S, Member, _, _>(
+        &store,
+        records,
+        |m| m.logins += 1,
+        || scan.purge(|_| ControlFlow::Continue(())),
+    )
+    .await?;
     let done = result?;
     eprintln!(
         "purge: {} acknowledged increments; deleted {}, {} conflicts",
@@ -520,57 +530,36 @@ mod memory {
 
 mod dynamodb {
     use super::*;
+    use store_support::on_dynamodb;
 
     /// Records on `DynamoDB` Local: fewer than in memory, for the time of a debug build.
     const RECORDS: usize = 400;
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
     async fn rewrite_in_place_keeps_every_acknowledged_write() -> TestResult {
-        let Some(store) = store_support::dynamo_store("live-rewrite", club()?).await? else {
-            return Ok(());
-        };
-        let result = rewrite_in_place(store.clone(), RECORDS).await;
-        store.delete_table().await?;
-        result
+        on_dynamodb("live-rewrite", club()?, |s| rewrite_in_place(s, RECORDS)).await
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
     async fn moves_keep_every_acknowledged_write() -> TestResult {
-        let Some(store) = store_support::dynamo_store("live-moves", club_b()?).await? else {
-            return Ok(());
-        };
-        let result = move_shards(store.clone(), RECORDS).await;
-        store.delete_table().await?;
-        result
+        on_dynamodb("live-moves", club_b()?, |s| move_shards(s, RECORDS)).await
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
     async fn purge_keeps_every_acknowledged_write() -> TestResult {
-        let Some(store) = store_support::dynamo_store("live-purge", club()?).await? else {
-            return Ok(());
-        };
-        let result = purge_untouched(store.clone(), RECORDS).await;
-        store.delete_table().await?;
-        result
+        on_dynamodb("live-purge", club()?, |s| purge_untouched(s, RECORDS)).await
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
     async fn moving_records_are_never_absent() -> TestResult {
-        let Some(store) = store_support::dynamo_store("live-absent", club()?).await? else {
-            return Ok(());
-        };
-        let result = moves_are_never_absent(store.clone()).await;
-        store.delete_table().await?;
-        result
+        on_dynamodb("live-absent", club()?, moves_are_never_absent).await
     }
 
     #[tokio::test]
     async fn update_of_a_long_index_key_is_key_too_long() -> TestResult {
-        let Some(store) = store_support::dynamo_store("live-long", club()?).await? else {
-            return Ok(());
-        };
-        let result = long_index_key_by_update(&store).await;
-        store.delete_table().await?;
-        result
+        on_dynamodb("live-long", club()?, |s| async move {
+            long_index_key_by_update(&s).await
+        })
+        .await
     }
 }
