@@ -82,6 +82,13 @@ pub trait EntityExt: Entity {
     /// Without its timestamp the record may sit under any shard bump, so every candidate key
     /// (one per bump) is read in one round trip: `GetItem` for one candidate, `BatchGetItem` for
     /// more.
+    ///
+    /// A record being moved between candidate keys (by [`move_record`](Self::move_record) or a
+    /// migration) is never reported absent: a batch read is not isolated from the move's
+    /// transaction and can miss both sides, so a record found under no candidate is read again
+    /// with `TransactGetItems`, which sees the move whole or not at all. That costs one more
+    /// round trip and twice the read units of the candidate keys, only when nothing was found.
+    /// With a version field, a read that sees both sides of a move returns the newer.
     fn get<'s, S: Store, I: Serialize + Sync + ?Sized>(
         store: &'s S,
         id: &'s I,
@@ -93,7 +100,8 @@ pub trait EntityExt: Entity {
     }
 
     /// Reads the records with these unique values, in one batch read of every candidate key;
-    /// the result is aligned with `ids` (`None` where there is no record).
+    /// the result is aligned with `ids` (`None` where there is no record; proved absent as
+    /// [`get`](Self::get) does).
     fn get_many<'s, S: Store, I: Serialize + Sync>(
         store: &'s S,
         ids: &'s [I],

@@ -47,6 +47,7 @@ mod entity;
 mod entity_ext;
 mod error;
 pub mod field;
+mod guarded;
 mod keys;
 pub mod limits;
 pub mod migrate;

@@ -23,6 +23,12 @@ pub const MAX_SORT_KEY_BYTES: usize = 1_024;
 /// The largest item, in bytes (400 KB), attribute names included.
 pub const MAX_ITEM_BYTES: usize = 400 * 1_024;
 
+/// The most data one `Query` or `Scan` page reads (1 MB), counted as item sizes are (the
+/// index entry's size for a secondary index), before any filter: the page ends after the item
+/// that brings the total to this size or past it, with a `LastEvaluatedKey` when more items
+/// follow.
+pub const MAX_PAGE_BYTES: usize = 1_024 * 1_024;
+
 // ---------------------------------------------------------------------------------------------
 // DynamoDB expressions
 //

@@ -5,10 +5,37 @@
 //! schema they must follow (B), and optionally a transform. Each item a [`ParallelScan`] finds
 //! goes through these steps: A's keys are removed, the transform runs, B's keys are added, and
 //! the result is written back:
-//! - when its primary key is unchanged, with a plain put (batch writes of up to 25);
+//! - when its primary key is unchanged, with a put;
 //! - when its primary key changes (a new shard, a new range key encoding), the old item is
 //!   deleted and the new one put **in one transaction** (`TransactWriteItems`), the put
 //!   conditioned on no record holding the new key. A migration never leaves both, or neither.
+//!
+//! **Live: no acknowledged write is lost.** Every write (the put, and the delete of a move) is
+//! conditioned on the record being unchanged since the scan read it: on its version when the
+//! entity types have a version field ([`Migration::records`]; the write then increments it),
+//! else on every attribute read (and every property of A or B that was absent still absent).
+//! A write that another client made between the scan and the migration's write fails the
+//! condition instead of being overwritten; the migration gets the record as it is now from the
+//! failed condition, migrates that, and counts the conflict
+//! ([`conflicts`](EntityCounts::conflicts)); a record deleted meanwhile is counted as
+//! [`vanished`](EntityCounts::vanished). Writes go 16 at a time per page (`BatchWriteItem`
+//! takes no condition): the same write units as a batch, in more requests.
+//!
+//! **Rolling out a live migration**, with services reading and writing the table throughout:
+//! 1. Deploy services that read and write with schema B's *candidate keys* covering A's: a
+//!    record's reads try every candidate key of its id (one per shard bump), so B must keep
+//!    A's bumps (add new ones, never remove or change one), and B's indexes must be a superset
+//!    of A's (new GSIs created and `ACTIVE` first, [`TableDefinition::drift`](crate::store::TableDefinition::drift)).
+//!    Writes of typed entities go to the key where the record is found, so records not yet
+//!    moved keep being updated in place.
+//! 2. [`dry_run`](Migration::dry_run) and check the counts per shard.
+//! 3. [`run`](Migration::run), saving the checkpoint from the progress callback; resume from it
+//!    after any stop. Give the entities a version field: conflicts are then detected by one
+//!    comparison however wide the records.
+//! 4. Run it again: it must report nothing written (every record
+//!    [`migrated_before`](EntityCounts::migrated_before) or unchanged).
+//! 5. Only then deploy services that rely on B alone (queries of new indexes, no more reads of
+//!    A's keys).
 //!
 //! **Idempotent.** An item already in B's shape (its keys are exactly those B computes from it,
 //! it carries none of A's own generated properties, and it is not in A's shape as well) is
@@ -94,11 +121,13 @@ use serde_dynamo::{AttributeValue, Item};
 
 use crate::entity::{Entity, schema_of};
 use crate::error::Error;
+use crate::guarded::{self, PARALLEL_WRITES};
 use crate::keys::PrimaryKey;
 use crate::scan::{ParallelScan, ScanCheckpoint, StepError, entity_filter};
 use crate::schema::{EntitySchema, Schema};
 use crate::store::{
-    BatchWriteError, Expect, Filter, Store, StoreError, TransactWrite, WriteRequest,
+    BatchWriteError, CancellationReason, Expect, Filter, Store, StoreError, TransactWrite,
+    WriteRequest,
 };
 
 /// The error a transform returns: anything that explains why a record cannot be migrated.
@@ -155,6 +184,10 @@ struct EntityMigration<'a> {
     from: EntitySchema<'a>,
     to: EntitySchema<'a>,
     transform: Option<TransformFn>,
+    /// The version attribute of A's records and of B's, when the entity types have one
+    /// ([`Migration::records`]): the read guard then compares the version alone, and every
+    /// write increments it.
+    versions: (Option<&'static str>, Option<&'static str>),
 }
 
 impl std::fmt::Debug for EntityMigration<'_> {
@@ -163,6 +196,7 @@ impl std::fmt::Debug for EntityMigration<'_> {
             .field("from", &self.from.model().token)
             .field("to", &self.to.model().token)
             .field("transform", &self.transform.is_some())
+            .field("versions", &self.versions)
             .finish()
     }
 }
@@ -191,6 +225,13 @@ pub struct EntityCounts {
     pub moved: u64,
     /// Records that cannot be migrated (dry run only: a run stops at the first one).
     pub failed: u64,
+    /// Writes that found the record changed since it was read (by another client): the
+    /// record was read again (from the failed condition), planned again and written under a
+    /// new condition. Each record is counted once, by its final outcome.
+    pub conflicts: u64,
+    /// Records deleted by another client between the scan and their write: nothing left to
+    /// migrate.
+    pub vanished: u64,
 }
 
 impl EntityCounts {
@@ -207,6 +248,8 @@ impl EntityCounts {
         self.rewritten += other.rewritten;
         self.moved += other.moved;
         self.failed += other.failed;
+        self.conflicts += other.conflicts;
+        self.vanished += other.vanished;
     }
 }
 
@@ -434,6 +477,67 @@ struct PageDone {
     counts: MigrateCounts,
 }
 
+/// What became of one record in a run.
+enum Outcome {
+    Unchanged,
+    MigratedBefore,
+    Rewritten,
+    Moved,
+    Vanished,
+}
+
+/// What became of one record, and after how many conflicts.
+struct Written {
+    outcome: Outcome,
+    conflicts: u64,
+}
+
+impl Written {
+    fn new(outcome: Outcome, conflicts: u64) -> Self {
+        Self { outcome, conflicts }
+    }
+}
+
+/// Why one record could not be migrated: its rewrite (the item to put) failed, or anything
+/// else.
+enum Failed {
+    Rewrite(Item, StoreError),
+    Other(Box<MigrateFailure>),
+}
+
+impl EntityMigration<'_> {
+    /// The condition that the record read as `item` is unchanged: its version, when the entity
+    /// type has one, else every attribute it had (and every property of A or B it lacked
+    /// still absent).
+    fn unchanged(&self, item: &Item) -> Expect {
+        let table = self.from.table();
+        let known: Vec<&str> = [self.from.model(), self.to.model()]
+            .into_iter()
+            .flat_map(|m| {
+                m.properties
+                    .iter()
+                    .map(|p| &*p.name)
+                    .chain(m.generated.iter().map(|g| &*g.name))
+            })
+            .collect();
+        Expect::Matches(guarded::unchanged(
+            item,
+            &table.hash_key,
+            &table.range_key,
+            self.versions.0,
+            &known,
+        ))
+    }
+
+    /// `target` with B's version attribute incremented, when B's entity type has one.
+    fn bump(&self, target: Item) -> Item {
+        match self.versions.1 {
+            Some(name) => guarded::bumped(target, name),
+            None => target,
+        }
+    }
+}
+
 /// The outcome of one page in a dry run.
 #[derive(Default)]
 struct PagePlan {
@@ -517,7 +621,11 @@ impl<'a> Migration<'a> {
             let record: A = serde_dynamo::from_item(item)?;
             Ok(crate::keys::record_item(&transform(record), keys)?)
         };
-        self.push(from, to, Some(Arc::new(transform)))
+        let mut migration = self.push(from, to, Some(Arc::new(transform)))?;
+        if let Some(e) = migration.entities.last_mut() {
+            e.versions = (A::VERSION, B::VERSION);
+        }
+        Ok(migration)
     }
 
     fn push(
@@ -549,6 +657,7 @@ impl<'a> Migration<'a> {
             from,
             to,
             transform,
+            versions: (None, None),
         });
         Ok(self)
     }
@@ -569,12 +678,17 @@ impl<'a> Migration<'a> {
 
     /// The migrated entity an item belongs to, by the token of its hash key.
     fn route(&self, item: &Item) -> Option<&EntityMigration<'a>> {
+        self.route_index(item).and_then(|at| self.entities.get(at))
+    }
+
+    /// The position in `entities` of the migrated entity an item belongs to.
+    fn route_index(&self, item: &Item) -> Option<usize> {
         let first = self.entities.first()?;
         let table = first.from.table();
         let Some(AttributeValue::S(hash_key)) = item.get(&*table.hash_key) else {
             return None;
         };
-        self.entities.iter().find(|e| {
+        self.entities.iter().position(|e| {
             let d = &*e.from.table().delimiters.shard_key;
             hash_key
                 .strip_prefix(&*e.from.model().token)
@@ -744,78 +858,166 @@ impl<'a> Migration<'a> {
         }
     }
 
-    /// Plans and writes one page: the rewrites in one batch write, then each move in its own
-    /// transaction.
+    /// Plans and writes one page: each rewrite a conditioned put, each move a transaction
+    /// (the delete conditioned on the record as read), [`PARALLEL_WRITES`] at once; a write
+    /// whose record changed meanwhile is planned again from the record as it is now.
     async fn migrate_page<S: Store>(
         &self,
         store: &S,
         items: Vec<Item>,
     ) -> Result<PageDone, Box<MigrateFailure>> {
         let mut counts = MigrateCounts::default();
-        let mut rewrites = Vec::new();
-        let mut moves = Vec::new();
-        for item in &items {
-            let Some(e) = self.route(item) else {
+        let mut work = Vec::new();
+        for item in items {
+            let Some(at) = self.route_index(&item) else {
                 counts.other += 1;
                 continue;
             };
-            let plan = Self::plan(e, item)?;
-            let c = counts
-                .entities
-                .entry(e.from.model().token.to_string())
-                .or_default();
-            c.scanned += 1;
-            match plan {
-                Plan::Unchanged => c.unchanged += 1,
-                Plan::MigratedBefore => c.migrated_before += 1,
-                Plan::Rewrite(target) => {
-                    c.rewritten += 1;
-                    rewrites.push(target);
+            let Some(e) = self.entities.get(at) else {
+                continue;
+            };
+            let plan = Self::plan(e, &item)?;
+            work.push((at, item, plan));
+        }
+        let rewrites = work
+            .iter()
+            .filter(|(_, _, plan)| matches!(plan, Plan::Rewrite(_)))
+            .count();
+        let done: Vec<Result<(usize, Written), Failed>> = futures::stream::iter(work)
+            .map(|(at, item, plan)| self.write(store, at, item, plan))
+            .buffer_unordered(PARALLEL_WRITES)
+            .collect()
+            .await;
+        let mut unwritten = Vec::new();
+        let mut first: Option<Failed> = None;
+        for result in done {
+            match result {
+                Ok((at, written)) => {
+                    let token = self
+                        .entities
+                        .get(at)
+                        .map(|e| e.from.model().token.to_string());
+                    let c = counts
+                        .entities
+                        .entry(token.unwrap_or_default())
+                        .or_default();
+                    c.scanned += 1;
+                    c.conflicts += written.conflicts;
+                    match written.outcome {
+                        Outcome::Unchanged => c.unchanged += 1,
+                        Outcome::MigratedBefore => c.migrated_before += 1,
+                        Outcome::Rewritten => c.rewritten += 1,
+                        Outcome::Moved => c.moved += 1,
+                        Outcome::Vanished => c.vanished += 1,
+                    }
                 }
-                Plan::Move { old, item: target } => {
-                    c.moved += 1;
-                    moves.push((e, old, target));
+                Err(Failed::Rewrite(target, source)) => {
+                    unwritten.push(WriteRequest::Put(target));
+                    if first.is_none() {
+                        first = Some(Failed::Rewrite(Item::default(), source));
+                    }
+                }
+                Err(other) => {
+                    if !matches!(first, Some(Failed::Other(_))) {
+                        first = Some(other);
+                    }
                 }
             }
         }
-        if !rewrites.is_empty() {
-            let writes = rewrites.into_iter().map(WriteRequest::Put).collect();
-            store.batch_write(writes).await.map_err(|source| {
-                let unwritten = source
-                    .unwritten
+        match first {
+            None => Ok(PageDone { counts }),
+            Some(Failed::Other(failure)) => Err(failure),
+            Some(Failed::Rewrite(_, source)) => {
+                let keys = unwritten
                     .iter()
                     .filter_map(|w| match w {
                         WriteRequest::Put(item) => self.route(item).map(|e| table_key(e, item)),
                         WriteRequest::Delete(key) => Some(key.clone()),
                     })
                     .collect();
-                Box::new(MigrateFailure::Rewrite {
-                    unwritten,
-                    source: Box::new(source),
-                })
-            })?;
+                Err(Box::new(MigrateFailure::Rewrite {
+                    unwritten: keys,
+                    source: Box::new(BatchWriteError::new(unwritten, rewrites, source)),
+                }))
+            }
         }
-        for (e, old, target) in moves {
-            let writes = vec![
-                TransactWrite::Delete {
-                    key: old.clone(),
-                    expect: Expect::Present,
-                },
-                TransactWrite::Put {
-                    item: target.clone(),
-                    expect: Expect::Absent,
-                },
-            ];
-            store.transact_write(writes).await.map_err(|source| {
-                Box::new(MigrateFailure::Move {
-                    entity: e.from.model().token.to_string(),
-                    from: key_text(e, &old),
-                    to: key_text(e, &target),
-                    source: Box::new(source),
-                })
-            })?;
+    }
+
+    /// Carries out the plan of one record read as `item`: a put or a move conditioned on the
+    /// record being unchanged; when it changed, the record as it is now is planned again, up to
+    /// [`MAX_REDO`](guarded::MAX_REDO) times.
+    async fn write<S: Store>(
+        &self,
+        store: &S,
+        at: usize,
+        mut item: Item,
+        mut plan: Plan,
+    ) -> Result<(usize, Written), Failed> {
+        let Some(e) = self.entities.get(at) else {
+            return Ok((at, Written::new(Outcome::Unchanged, 0)));
+        };
+        let mut conflicts = 0u64;
+        loop {
+            let now = match plan {
+                Plan::Unchanged => return Ok((at, Written::new(Outcome::Unchanged, conflicts))),
+                Plan::MigratedBefore => {
+                    return Ok((at, Written::new(Outcome::MigratedBefore, conflicts)));
+                }
+                Plan::Rewrite(target) => {
+                    let target = e.bump(target);
+                    match store.put_item(target.clone(), e.unchanged(&item)).await {
+                        Ok(()) => return Ok((at, Written::new(Outcome::Rewritten, conflicts))),
+                        Err(err)
+                            if err.is_conditional_check_failed()
+                                && conflicts < guarded::MAX_REDO =>
+                        {
+                            err.current_item().cloned()
+                        }
+                        Err(err) => return Err(Failed::Rewrite(target, guarded::too_wide(err))),
+                    }
+                }
+                Plan::Move { old, item: target } => {
+                    let target = e.bump(target);
+                    let writes = vec![
+                        TransactWrite::Delete {
+                            key: old.clone(),
+                            expect: e.unchanged(&item),
+                        },
+                        TransactWrite::Put {
+                            item: target.clone(),
+                            expect: Expect::Absent,
+                        },
+                    ];
+                    match store.transact_write(writes).await {
+                        Ok(()) => return Ok((at, Written::new(Outcome::Moved, conflicts))),
+                        Err(err)
+                            if conflicts < guarded::MAX_REDO
+                                && err.cancellation_reasons().first().is_some_and(
+                                    CancellationReason::is_conditional_check_failed,
+                                ) =>
+                        {
+                            err.cancellation_reasons()
+                                .first()
+                                .and_then(|r| r.item.clone())
+                        }
+                        Err(err) => {
+                            return Err(Failed::Other(Box::new(MigrateFailure::Move {
+                                entity: e.from.model().token.to_string(),
+                                from: key_text(e, &old),
+                                to: key_text(e, &target),
+                                source: Box::new(guarded::too_wide(err)),
+                            })));
+                        }
+                    }
+                }
+            };
+            conflicts += 1;
+            let Some(now) = now else {
+                return Ok((at, Written::new(Outcome::Vanished, conflicts)));
+            };
+            plan = Self::plan(e, &now).map_err(Failed::Other)?;
+            item = now;
         }
-        Ok(PageDone { counts })
     }
 
     /// Plans one page without writing.

@@ -62,7 +62,27 @@ fn key_text<'i>(item: &'i Item, attribute: &str) -> Option<&'i str> {
 }
 
 /// Of the items found under the candidate keys of one record, the one whose hash key agrees
-/// with its own timestamp (a copy left in another shard by an earlier move loses).
+/// with its own timestamp (a copy left in another shard by an earlier move loses). With a
+/// version field, the highest version wins first: a read that is not isolated from a move can
+/// see the record on both sides of it, and the side after the move is the newer one.
+fn pick_versioned(
+    schema: EntitySchema<'_>,
+    version: Option<&str>,
+    mut found: Vec<Item>,
+) -> Option<Item> {
+    if let (Some(name), true) = (version, found.len() > 1) {
+        let of = |item: &Item| match item.get(name) {
+            Some(AttributeValue::N(n)) => n.parse::<u64>().unwrap_or(0),
+            _ => 0,
+        };
+        if let Some(top) = found.iter().map(of).max() {
+            found.retain(|item| of(item) == top);
+        }
+    }
+    pick(schema, found)
+}
+
+/// [`pick_versioned`] without a version field.
 fn pick(schema: EntitySchema<'_>, mut found: Vec<Item>) -> Option<Item> {
     if found.len() > 1 {
         let hash_key = &*schema.table().hash_key;
@@ -276,12 +296,55 @@ where
     S: Store,
     I: Serialize + ?Sized,
 {
-    let keys = candidates::<E, I>(schema, id)?
+    let keys: Vec<Item> = candidates::<E, I>(schema, id)?
         .iter()
         .map(|key| key_item(schema, key))
         .collect();
-    Ok(pick(schema, read_keys(store, schema, keys).await?))
+    let found = pick_versioned(
+        schema,
+        E::VERSION,
+        read_keys(store, schema, keys.clone()).await?,
+    );
+    if found.is_some() || keys.is_empty() {
+        return Ok(found);
+    }
+    Ok(pick_versioned(
+        schema,
+        E::VERSION,
+        confirm_absent(store, schema, keys).await?,
+    ))
 }
+
+/// Reads `keys` again in transactions (`TransactGetItems`, 100 keys each), to prove that
+/// records a read did not find are absent.
+///
+/// A batch read of several candidate keys is not isolated from a move (a transaction that
+/// deletes one candidate and puts another): it can read the new key before the put and the
+/// old one after the delete, and find neither. And a read that is not strongly consistent can
+/// miss a record written a moment ago. A transactional read is strongly consistent and sees a
+/// move whole or not at all, so a record found by neither read is absent. It costs one more
+/// round trip and twice the read units of the keys, and only when a record is not found.
+async fn confirm_absent<S: Store>(
+    store: &S,
+    schema: EntitySchema<'_>,
+    keys: Vec<Item>,
+) -> Result<Vec<Item>> {
+    let mut found = Vec::new();
+    let mut keys = keys;
+    while !keys.is_empty() {
+        let rest = keys.split_off(keys.len().min(TRANSACT_GET_MAX));
+        let read = store
+            .transact_get(keys)
+            .await
+            .map_err(|e| store_error(schema.model().token.to_string(), "TransactGetItems", e))?;
+        found.extend(read.into_iter().flatten());
+        keys = rest;
+    }
+    Ok(found)
+}
+
+/// The most keys of one `TransactGetItems`.
+const TRANSACT_GET_MAX: usize = 100;
 
 /// Reads the records with these unique values; see [`EntityExt::get_many`](crate::EntityExt::get_many).
 pub(crate) async fn get_many<E, S, I>(store: &S, ids: &[I]) -> Result<Vec<Option<E>>>
@@ -306,16 +369,30 @@ where
         }
         entry.push(slot);
     }
-    let keys = keys.iter().map(|key| key_item(schema, key)).collect();
+    let keys: Vec<Item> = keys.iter().map(|key| key_item(schema, key)).collect();
     let mut by_range: HashMap<String, Vec<Item>> = HashMap::new();
-    for item in read_keys(store, schema, keys).await? {
+    for item in read_keys(store, schema, keys.clone()).await? {
         if let Some(range) = key_text(&item, range_key) {
             by_range.entry(range.to_owned()).or_default().push(item);
         }
     }
+    // ids not found: proved absent by a transactional read
+    let unsure: Vec<Item> = keys
+        .into_iter()
+        .filter(|key| key_text(key, range_key).is_some_and(|range| !by_range.contains_key(range)))
+        .collect();
+    if !unsure.is_empty() {
+        for item in confirm_absent(store, schema, unsure).await? {
+            if let Some(range) = key_text(&item, range_key) {
+                by_range.entry(range.to_owned()).or_default().push(item);
+            }
+        }
+    }
     let mut out: Vec<Option<E>> = std::iter::repeat_with(|| None).take(ids.len()).collect();
     for (range, found) in by_range {
-        let (Some(item), Some(positions)) = (pick(schema, found), slots.get(&range)) else {
+        let (Some(item), Some(positions)) =
+            (pick_versioned(schema, E::VERSION, found), slots.get(&range))
+        else {
             continue;
         };
         for &slot in positions {
@@ -729,8 +806,8 @@ where
             // too wide for one UpdateItem: the whole record, under the same guard
             match put_whole::<E, S>(store, schema, &old, new, Vec::new(), None).await? {
                 Whole::Done(record) => return Ok(Some(record)),
-                Whole::Missing => return Ok(None),
-                Whole::Changed => continue,
+                // moved or deleted since it was read: the next read says which
+                Whole::Missing | Whole::Changed => continue,
             }
         }
         match store
@@ -941,6 +1018,7 @@ where
             Some(old) => rewrite_keys::<E>(old, &actions, &affected, &unique, &mut update)?,
             None => Vec::new(),
         };
+        schema.check_update_key_sizes(update.actions())?;
         let (update, expect) = existing_record_write::<E>(
             update,
             &hash_key,
@@ -963,6 +1041,8 @@ where
                 existing_record_conditions::<E>(&hash_key, expected.as_ref(), condition.clone());
             match put_whole::<E, S>(store, schema, &old, new, extra, expected.as_ref()).await? {
                 Whole::Done(record) => return Ok(Some(record)),
+                // gone from the key read: moved (read it again) or deleted (the read says so)
+                Whole::Missing if candidates.len() > 1 => continue,
                 Whole::Missing => return Ok(None),
                 Whole::Changed => continue,
             }
@@ -975,6 +1055,11 @@ where
             Ok(None) => return Ok(None),
             Err(e) if e.is_conditional_check_failed() => {
                 let Some(current) = e.current_item() else {
+                    if candidates.len() > 1 {
+                        // moved to another candidate key since it was read, or deleted: the
+                        // next read finds it, or proves it absent
+                        continue;
+                    }
                     return Ok(None);
                 };
                 if guard.iter().all(|g| matches(g, current)) {
@@ -1016,11 +1101,12 @@ where
     // with a version field: the stored record must hold `to`'s version, which goes up by one
     let (item, expected) = write_item(to)?;
     let hash_key = schema.table().hash_key.to_string();
+    // the record must still be the one read (or, with a version field, hold `to`'s version)
     let present = match (E::VERSION, &expected) {
         (Some(name), Some(expected)) => {
             Expect::Matches(version_filter(name, &hash_key, expected, false))
         }
-        _ => Expect::Present,
+        _ => Expect::Matches(read_guard::<E>(schema, &old, &item)),
     };
     let old_key = key_of(schema, &old);
     let new_unique = unique_text(schema, &item);
@@ -1046,6 +1132,28 @@ where
         return Ok(());
     };
     let reasons = e.cancellation_reasons();
+    // the record changed or moved since it was read: that explains a failed check elsewhere too
+    match reasons.first() {
+        Some(own) if own.is_conditional_check_failed() && own.item.is_some() => {
+            return Err(condition_failure::<E>(
+                unique(),
+                expected.as_ref(),
+                false,
+                own.item.clone(),
+            ));
+        }
+        Some(own) if own.is_conditional_check_failed() => {
+            // gone from the key read: moved elsewhere (a conflict) or deleted
+            return Err(match read_by_id::<E, S, I>(store, schema, from).await? {
+                Some(now) => condition_failure::<E>(unique(), expected.as_ref(), false, Some(now)),
+                None => Error::NotFound {
+                    entity: entity(),
+                    unique: unique(),
+                },
+            });
+        }
+        _ => {}
+    }
     if reasons
         .iter()
         .skip(1)
@@ -1056,16 +1164,7 @@ where
             unique: new_unique,
         });
     }
-    match reasons.first() {
-        Some(own) if own.is_conditional_check_failed() && own.item.is_some() => Err(
-            condition_failure::<E>(unique(), expected.as_ref(), false, own.item.clone()),
-        ),
-        Some(own) if own.is_conditional_check_failed() => Err(Error::NotFound {
-            entity: entity(),
-            unique: unique(),
-        }),
-        _ => Err(store_error(entity(), "TransactWriteItems", e)),
-    }
+    Err(store_error(entity(), "TransactWriteItems", e))
 }
 
 /// Puts many records; see [`EntityExt::put_many`](crate::EntityExt::put_many).
@@ -1609,7 +1708,7 @@ impl ReadResults {
             .flatten()
             .cloned()
             .collect();
-        pick(schema, found)
+        pick_versioned(schema, E::VERSION, found)
             .map(|item| from_item::<E>(&item))
             .transpose()
     }

@@ -1,9 +1,14 @@
 //! Purge: delete every item a [`ParallelScan`] finds (every record of an entity, or the whole
 //! table) with batch deletes, resumably.
 //!
-//! Each page of each segment is deleted with [`Store::batch_write`] (chunks of 25 requests,
-//! unprocessed requests retried with backoff); the segment's position advances only once its
-//! page is deleted. So the checkpoint never gets ahead of the deletes: after an error, a
+//! Each item a page holds is deleted with its own `DeleteItem` (16 at once), **conditioned on
+//! the item being unchanged since the scan read it** (every attribute as read) and on the
+//! scan's filter still holding: a write another client made between the scan and the delete is
+//! never deleted unseen (an item with too many attributes to compare in one condition
+//! expression is deleted on the filter alone). When the condition fails, the item as it is now is checked against
+//! the filter again: if it still matches it is deleted under a new condition, if not it is kept;
+//! either way the conflict is counted ([`PurgeReport::conflicts`]). The segment's position
+//! advances only once its page is deleted. So the checkpoint never gets ahead of the deletes: after an error, a
 //! crash or a deliberate stop, running the purge again from the last checkpoint finishes the
 //! job, and running it twice deletes nothing more (deleting a missing item succeeds).
 //!
@@ -40,8 +45,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use futures::StreamExt;
 use serde_dynamo::Item;
 
+use crate::guarded::{self, PARALLEL_WRITES};
 use crate::scan::{ParallelScan, ScanCheckpoint, StepError};
-use crate::store::{BatchWriteError, Store, StoreError, WriteRequest};
+use crate::store::expression::Request;
+use crate::store::value::matches;
+use crate::store::{BatchWriteError, Expect, Filter, Store, StoreError, WriteRequest};
 
 /// What a purge reports after each deleted page, to the progress callback.
 #[derive(Debug)]
@@ -60,6 +68,9 @@ pub struct PurgeProgress<'a> {
 pub struct PurgeReport {
     /// How many items this run deleted.
     pub deleted: u64,
+    /// How many deletes found the item changed since the scan read it (and read it again: it
+    /// was deleted if it still matched the filter, kept if not).
+    pub conflicts: u64,
     /// Whether every segment is done; `false` when the progress callback stopped the purge.
     pub complete: bool,
     /// Where the purge stands (every segment done when `complete`).
@@ -119,28 +130,16 @@ impl<S: Store> ParallelScan<'_, S> {
     {
         let store = self.store();
         let definition = store.definition();
-        let (hash, range) = (
-            definition.hash_key.name.clone(),
-            definition.range_key.name.clone(),
-        );
+        let hash = definition.hash_key.name.clone();
+        let range = definition.range_key.name.clone();
+        let filter = self.filter.clone();
         let mut checkpoint = self.checkpoint().clone();
         let mut deleted = 0u64;
+        let mut conflicts = 0u64;
         let halt = Arc::new(AtomicBool::new(false));
         let mut steps = self.drive(Some(&halt), move |items: Vec<Item>| {
-            let keys: Vec<Item> = items
-                .iter()
-                .map(|item| {
-                    item.iter()
-                        .filter(|(name, _)| **name == hash || **name == range)
-                        .map(|(name, value)| (name.clone(), value.clone()))
-                        .collect::<std::collections::HashMap<_, _>>()
-                        .into()
-                })
-                .collect();
-            async move {
-                let writes = keys.iter().cloned().map(WriteRequest::Delete).collect();
-                store.batch_write(writes).await.map(|()| keys)
-            }
+            let (hash, range, filter) = (hash.clone(), range.clone(), filter.clone());
+            async move { delete_page(store, items, &hash, &range, filter.as_ref()).await }
         });
         // After a stop or the first failure no new page starts, but the pages in flight are
         // finished and recorded: the checkpoint and the count cover everything deleted.
@@ -148,10 +147,11 @@ impl<S: Store> ParallelScan<'_, S> {
         while let Some(step) = steps.next().await {
             match step {
                 Ok(step) => {
-                    deleted += step.output.len() as u64;
+                    deleted += step.output.keys.len() as u64;
+                    conflicts += step.output.conflicts;
                     checkpoint.set(step.segment, step.next);
                     let flow = progress(&PurgeProgress {
-                        keys: &step.output,
+                        keys: &step.output.keys,
                         deleted,
                         checkpoint: &checkpoint,
                     });
@@ -187,8 +187,109 @@ impl<S: Store> ParallelScan<'_, S> {
         }
         Ok(PurgeReport {
             deleted,
+            conflicts,
             complete: checkpoint.is_done(),
             checkpoint,
         })
+    }
+}
+
+/// What deleting one page came to.
+struct PageDeleted {
+    /// The keys deleted.
+    keys: Vec<Item>,
+    /// How many deletes found their item changed.
+    conflicts: u64,
+}
+
+/// What became of one item.
+enum Outcome {
+    /// Deleted (its key).
+    Deleted(Item),
+    /// Changed so that it no longer matches the filter, or deleted by someone else: left.
+    Left,
+}
+
+/// What became of one item (or the key that failed, and why), and after how many conflicts.
+type Deleted = (Result<Outcome, (Item, StoreError)>, u64);
+
+/// Deletes the items of one page, each conditioned on being unchanged since it was read.
+async fn delete_page<S: Store>(
+    store: &S,
+    items: Vec<Item>,
+    hash: &str,
+    range: &str,
+    filter: Option<&Filter>,
+) -> Result<PageDeleted, BatchWriteError> {
+    let total = items.len();
+    let results: Vec<Deleted> = futures::stream::iter(items)
+        .map(|item| delete_one(store, item, hash, range, filter))
+        .buffer_unordered(PARALLEL_WRITES)
+        .collect()
+        .await;
+    let mut page = PageDeleted {
+        keys: Vec::new(),
+        conflicts: 0,
+    };
+    let mut failed = Vec::new();
+    let mut cause = None;
+    for (result, conflicts) in results {
+        page.conflicts += conflicts;
+        match result {
+            Ok(Outcome::Deleted(key)) => page.keys.push(key),
+            Ok(Outcome::Left) => {}
+            Err((key, e)) => {
+                failed.push(WriteRequest::Delete(key));
+                cause.get_or_insert(e);
+            }
+        }
+    }
+    match cause {
+        None => Ok(page),
+        Some(cause) => Err(BatchWriteError::new(failed, total, cause)),
+    }
+}
+
+/// Deletes one item if it is unchanged since it was read (and still matches `filter`), reading
+/// it again (from the failed condition) and retrying while it changes; returns what became of
+/// it and how many conflicts that took.
+async fn delete_one<S: Store>(
+    store: &S,
+    mut item: Item,
+    hash: &str,
+    range: &str,
+    filter: Option<&Filter>,
+) -> Deleted {
+    let key: Item = item
+        .iter()
+        .filter(|(name, _)| *name == hash || *name == range)
+        .map(|(name, value)| (name.clone(), value.clone()))
+        .collect::<std::collections::HashMap<_, _>>()
+        .into();
+    let mut conflicts = 0;
+    loop {
+        let mut condition = vec![guarded::unchanged(&item, hash, range, None, &[])];
+        condition.extend(filter.cloned());
+        let mut expect = Expect::Matches(Filter::And(condition));
+        if Request::write("DeleteItem", hash, None, &expect)
+            .is_err_and(|e| e.expression_too_large().is_some())
+        {
+            // too many attributes to compare one by one: the filter alone must still hold
+            let mut condition = vec![Filter::Exists(hash.to_owned())];
+            condition.extend(filter.cloned());
+            expect = Expect::Matches(Filter::And(condition));
+        }
+        match store.delete_item(&key, expect).await {
+            Ok(()) => return (Ok(Outcome::Deleted(key)), conflicts),
+            Err(e) if e.is_conditional_check_failed() && conflicts < guarded::MAX_REDO => {
+                conflicts += 1;
+                match e.current_item() {
+                    Some(now) if filter.is_none_or(|f| matches(f, now)) => item = now.clone(),
+                    // changed out of the filter, or deleted meanwhile
+                    _ => return (Ok(Outcome::Left), conflicts),
+                }
+            }
+            Err(e) => return (Err((key, e)), conflicts),
+        }
     }
 }

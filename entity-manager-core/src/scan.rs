@@ -229,7 +229,7 @@ impl<'s, S: Store> ParallelScan<'s, S> {
 
     /// A scan of the whole table in [`DEFAULT_SEGMENTS`](Self::DEFAULT_SEGMENTS) segments,
     /// [`DEFAULT_THROTTLE`](Self::DEFAULT_THROTTLE) at a time, with the store's page size
-    /// (1 MB for `DynamoDB`, everything for the memory store).
+    /// (1 MB of data read, on both stores).
     pub fn new(store: &'s S) -> Self {
         Self {
             store,

@@ -238,6 +238,30 @@ impl EntitySchema<'_> {
     }
 }
 
+impl EntitySchema<'_> {
+    /// Checks the key values an update writes (`SET`, plain or `if_not_exists`, of a key
+    /// attribute: a plain field that an index keys on, or a rewritten generated property)
+    /// against DynamoDB's limits: the first value over its limit is a [`Error::KeyTooLong`],
+    /// before anything is sent.
+    pub(crate) fn check_update_key_sizes(
+        &self,
+        actions: &[crate::store::UpdateAction],
+    ) -> Result<()> {
+        use crate::store::UpdateAction;
+        for action in actions {
+            let (UpdateAction::Set(name, value) | UpdateAction::SetIfNotExists(name, value)) =
+                action
+            else {
+                continue;
+            };
+            if let Some(limit) = self.key_limits.iter().find(|l| l.attribute == *name) {
+                limit.check(self, crate::limits::key_value_bytes(value))?;
+            }
+        }
+        Ok(())
+    }
+}
+
 impl KeyLimit {
     /// [`Error::KeyTooLong`] when `bytes` exceeds the limit of this key.
     pub(crate) fn check(&self, schema: &EntitySchema<'_>, bytes: Option<usize>) -> Result<()> {

@@ -20,6 +20,8 @@ pub mod guide {
 
     #[doc = include_str!("../docs/streams.md")]
     pub mod streams {}
+    #[doc = include_str!("../docs/production.md")]
+    pub mod production {}
 }
 
 /// Derives [`Table`](trait@Table) for a unit struct: the settings of one DynamoDB table and the

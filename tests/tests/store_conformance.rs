@@ -1540,6 +1540,188 @@ conformance!(
     expression_limits,
 );
 
+/// `DynamoDB`'s 1 MB pages, on a table of items of about 100 KB: a query or scan page ends
+/// after the item that brings the data read to 1,048,576 bytes or past it, with a page key only
+/// when more items follow. The expected pages are computed here from the item sizes (attribute
+/// names plus string values), independently of the stores.
+mod one_megabyte_pages {
+    use super::*;
+    use entity_manager::Projection;
+    use entity_manager::store::{GlobalIndex, KeyType, ScanPage, TableDefinition};
+
+    const MB: usize = 1_048_576;
+    const ITEMS: usize = 60;
+
+    fn definition() -> TableDefinition {
+        TableDefinition::new(("hashKey", KeyType::S), ("rangeKey", KeyType::S))
+            .with_index(GlobalIndex::new(
+                "byGroup",
+                ("group", KeyType::S),
+                ("name", KeyType::S),
+            ))
+            .with_index(
+                GlobalIndex::new("keysOnly", ("group", KeyType::S), ("name", KeyType::S))
+                    .projection(Projection::KeysOnly),
+            )
+    }
+
+    /// The size of item `i` as `DynamoDB` counts it: about 100 KB, varying.
+    fn size(i: usize) -> usize {
+        100_000 + (i * 7_919) % 9_000
+    }
+
+    fn record(i: usize) -> Result<Item, Box<dyn std::error::Error>> {
+        // every attribute is a string: size = name lengths + value lengths
+        let fixed = "hashKey".len() + 3 + "rangeKey".len() + 3 + "group".len() + 5;
+        let fixed = fixed + "name".len() + 3 + "blob".len();
+        item(json!({
+            "hashKey": "big", "rangeKey": format!("r{i:02}"), "group": "big-g",
+            "name": format!("n{i:02}"), "blob": "x".repeat(size(i) - fixed),
+        }))
+    }
+
+    /// The pages a reader of items in `order` (item numbers) gets: each ends at the item that
+    /// brings its data to 1 MB or past it (or at `limit` items first).
+    fn expected(order: &[usize], limit: Option<usize>) -> Vec<Vec<String>> {
+        let mut pages = vec![Vec::new()];
+        let mut bytes = 0;
+        for (at, &i) in order.iter().enumerate() {
+            let page = pages.last_mut().map_or(0, |p: &mut Vec<String>| {
+                p.push(format!("r{i:02}"));
+                p.len()
+            });
+            bytes += size(i);
+            let full = bytes >= MB || limit == Some(page);
+            if full && (at + 1 < order.len() || limit == Some(page)) {
+                pages.push(Vec::new());
+                bytes = 0;
+            }
+        }
+        pages
+    }
+
+    fn shape(pages: &[entity_manager::store::Page]) -> Vec<Vec<String>> {
+        pages
+            .iter()
+            .map(|p| p.items.iter().map(|i| text(i, "rangeKey")).collect())
+            .collect()
+    }
+
+    /// Every page but the last has a page key.
+    fn keyed(pages: &[entity_manager::store::Page]) -> bool {
+        let last = pages.len().saturating_sub(1);
+        pages
+            .iter()
+            .enumerate()
+            .all(|(at, p)| p.last_evaluated_key.is_some() == (at < last))
+    }
+
+    async fn scan_pages<S: Store>(
+        store: &S,
+    ) -> Result<Vec<entity_manager::store::Page>, Box<dyn std::error::Error>> {
+        let mut pages = Vec::new();
+        let mut request = ScanPage::new();
+        loop {
+            let page = store.scan_page(&request).await?;
+            let next = page.last_evaluated_key.clone();
+            pages.push(page);
+            match next {
+                Some(k) => request = request.start_after(Some(k)),
+                None => return Ok(pages),
+            }
+        }
+    }
+
+    /// What both stores agree on.
+    async fn suite<S: Store>(store: &S) -> TestResult {
+        for i in 0..ITEMS {
+            store.put_item(record(i)?, Expect::Any).await?;
+        }
+        let ascending: Vec<usize> = (0..ITEMS).collect();
+        let descending: Vec<usize> = (0..ITEMS).rev().collect();
+        let want = expected(&ascending, None);
+        assert!(
+            want.len() > 3,
+            "the items must span several pages: {want:?}"
+        );
+
+        let pages = all_pages(store, &QueryPage::new(s("big"))).await?;
+        assert_eq!(shape(&pages), want, "table query");
+        assert!(keyed(&pages));
+        let pages = all_pages(store, &QueryPage::new(s("big")).descending(true)).await?;
+        assert_eq!(shape(&pages), expected(&descending, None), "descending");
+        assert!(keyed(&pages));
+        // an index that projects everything: its entries are the items' size
+        let pages = all_pages(store, &QueryPage::new(s("big-g")).index("byGroup")).await?;
+        assert_eq!(shape(&pages), want, "GSI query");
+        assert!(keyed(&pages));
+        let pages = scan_pages(store).await?;
+        assert_eq!(shape(&pages), want, "scan");
+        assert!(keyed(&pages));
+        // a cut on the last item of the range: no page key (nothing follows)
+        let first = want.first().ok_or("no page")?;
+        let (Some(low), Some(high)) = (first.first(), first.last()) else {
+            return Err("an empty first page".into());
+        };
+        let range = RangeCondition::Between(s(low), s(high));
+        let pages = all_pages(store, &QueryPage::new(s("big")).range(range)).await?;
+        assert_eq!(shape(&pages), vec![first.clone()], "a cut on the last item");
+        assert!(pages[0].last_evaluated_key.is_none());
+        // a limit below the cut ends the page first; above it, the cut does
+        for limit in [5, 20] {
+            let pages = all_pages(store, &QueryPage::new(s("big")).limit(limit)).await?;
+            let limit = usize::try_from(limit)?;
+            let want = expected(&ascending, Some(limit));
+            assert_eq!(shape(&pages), want, "limit {limit}");
+        }
+        Ok(())
+    }
+
+    #[tokio::test]
+    async fn memory() -> TestResult {
+        suite(&MemoryStore::new(definition())).await
+    }
+
+    /// Where `DynamoDB` Local departs from `DynamoDB` (it cuts a query after its filter, and
+    /// a `KEYS_ONLY` index by the size of the whole items), the memory store follows `DynamoDB`'s
+    /// documented rule: the cut counts the data read, before the filter, and an index's data is
+    /// its entries.
+    #[tokio::test]
+    async fn memory_cuts_before_the_filter_and_counts_index_entries() -> TestResult {
+        let store = MemoryStore::new(definition());
+        for i in 0..ITEMS {
+            store.put_item(record(i)?, Expect::Any).await?;
+        }
+        let ascending: Vec<usize> = (0..ITEMS).collect();
+        let filtered = QueryPage::new(s("big")).filter(Filter::eq("name", s("none")));
+        let pages = all_pages(&store, &filtered).await?;
+        let empty: Vec<Vec<String>> = expected(&ascending, None)
+            .iter()
+            .map(|_| Vec::new())
+            .collect();
+        assert_eq!(
+            shape(&pages),
+            empty,
+            "a filter that keeps nothing still pages at 1 MB"
+        );
+        assert!(keyed(&pages));
+        let pages = all_pages(&store, &QueryPage::new(s("big-g")).index("keysOnly")).await?;
+        assert_eq!(pages.len(), 1, "60 small index entries fit one page");
+        assert_eq!(pages[0].items.len(), ITEMS);
+        Ok(())
+    }
+
+    #[tokio::test]
+    async fn dynamodb() -> TestResult {
+        let Some(store) = store_support::dynamo_store("one_megabyte", definition()).await? else {
+            return Ok(());
+        };
+        let result = suite(&store).await;
+        store.delete_table().await?;
+        result
+    }
+}
+
 /// Local secondary indexes, on a table of their own: the table's hash key with another range
 /// key, sparse, ordered by that key; a `KEYS_ONLY` or `INCLUDE` LSI returns what it projects, and
 /// (unlike a GSI) reads attributes it does not project from the table for a projection, though

@@ -393,30 +393,12 @@ async fn keys_never_processed_end_in_an_error_naming_exactly_the_unread() -> Tes
 /// loops and queries included, ends in a typed timeout error instead of hanging.
 #[tokio::test]
 async fn a_silent_server_gives_a_typed_timeout_on_every_call() -> TestResult {
-    use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
     use entity_manager::store::DynamoStore;
 
     // accepts, holds the connections open, answers nothing
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let endpoint = format!("http://{}", listener.local_addr()?);
-    let held = tokio::spawn(async move {
-        let mut open = Vec::new();
-        while let Ok((socket, _)) = listener.accept().await {
-            open.push(socket);
-        }
-    });
-    let config = aws_sdk_dynamodb::Config::builder()
-        .behavior_version(BehaviorVersion::latest())
-        .endpoint_url(&endpoint)
-        .region(Region::new("us-east-1"))
-        .credentials_provider(Credentials::new("local", "local", None, None, "static"))
-        .build();
-    let store = DynamoStore::new(
-        aws_sdk_dynamodb::Client::from_conf(config),
-        "silent",
-        definition(),
-    )
-    .with_timeouts(Duration::from_millis(400), Duration::from_millis(200));
+    let (endpoint, held) = store_support::silent_server().await?;
+    let store = DynamoStore::new(store_support::client_at(&endpoint), "silent", definition())
+        .with_timeouts(Duration::from_millis(400), Duration::from_millis(200));
 
     let guard = Duration::from_secs(20);
     let check =

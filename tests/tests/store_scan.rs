@@ -160,7 +160,21 @@ impl<S> FailAfter<S> {
 }
 
 impl<S: Store> Store for FailAfter<S> {
-    entity_manager_tests::forward_store!(inner: definition, name, put_item, get_item, delete_item, batch_get, transact_write, update_item, transact_get, query_page);
+    entity_manager_tests::forward_store!(inner: definition, name, put_item, get_item, batch_get, transact_write, update_item, transact_get, query_page);
+
+    /// A purge deletes item by item: the first `ok` pages of 10 and half of the next go, then
+    /// every delete fails.
+    async fn delete_item(&self, key: &Item, expect: Expect) -> Result<(), StoreError> {
+        if self.calls.fetch_add(1, Ordering::SeqCst) < self.ok.saturating_mul(10).saturating_add(5)
+        {
+            return self.inner.delete_item(key, expect).await;
+        }
+        Err(StoreError::new(
+            StoreErrorKind::Other,
+            "DeleteItem",
+            "injected failure",
+        ))
+    }
 
     async fn batch_write(&self, mut writes: Vec<WriteRequest>) -> Result<(), BatchWriteError> {
         if self.calls.fetch_add(1, Ordering::SeqCst) < self.ok {

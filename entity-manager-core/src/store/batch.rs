@@ -6,7 +6,7 @@
 use std::collections::VecDeque;
 use std::future::Future;
 use std::hash::{BuildHasher, RandomState};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_dynamo::Item;
 
@@ -69,7 +69,7 @@ impl RetryPolicy {
     }
 }
 
-fn entropy(retry: u32) -> u64 {
+pub(super) fn entropy(retry: u32) -> u64 {
     RandomState::new().hash_one(retry)
 }
 
@@ -100,6 +100,58 @@ pub trait BatchSender: Send + Sync {
 
     /// Waits before a retry.
     fn pause(&self, delay: Duration) -> impl Future<Output = ()> + Send;
+
+    /// The longest one chunk of a batch call may take, its retries and pauses included
+    /// (`None`: no bound but the attempts). When it runs out the whole call stops with a
+    /// [`StoreError::is_timeout`] cause, listing every request not confirmed done; a request
+    /// in flight then may or may not have been applied (batch puts and deletes are
+    /// idempotent: sending them again is safe). So a call against a server that stopped
+    /// answering ends within one limit, and any call within one limit per chunk.
+    fn time_limit(&self) -> Option<Duration> {
+        None
+    }
+}
+
+/// Sends one chunk through `send`, within what is left of the sender's time limit.
+async fn within<B, T, F>(
+    sender: &B,
+    started: Instant,
+    operation: &'static str,
+    send: F,
+) -> Result<T, StoreError>
+where
+    B: BatchSender + ?Sized,
+    F: Future<Output = Result<T, StoreError>>,
+{
+    let Some(limit) = sender.time_limit() else {
+        return send.await;
+    };
+    let left = limit.saturating_sub(started.elapsed());
+    let out_of_time = || {
+        StoreError::new(
+            StoreErrorKind::Timeout,
+            operation,
+            format!(
+                "no answer within the time limit of a batch chunk ({limit:?}, its retries included); the requests not confirmed are listed, and sending them again is safe"
+            ),
+        )
+    };
+    if left.is_zero() {
+        return Err(out_of_time());
+    }
+    let send = std::pin::pin!(send);
+    let timer = std::pin::pin!(sender.pause(left));
+    match futures::future::select(send, timer).await {
+        futures::future::Either::Left((result, _)) => result,
+        futures::future::Either::Right(((), _)) => Err(out_of_time()),
+    }
+}
+
+/// Whether a retry after `pause` still fits the sender's time limit.
+fn fits<B: BatchSender + ?Sized>(sender: &B, started: Instant, pause: Duration) -> bool {
+    sender
+        .time_limit()
+        .is_none_or(|limit| started.elapsed() + pause < limit)
 }
 
 /// Writes every request in chunks of [`MAX_BATCH_WRITE`], one chunk after the other, retrying
@@ -115,12 +167,20 @@ pub async fn write_batches<B: BatchSender + ?Sized>(
     let total = writes.len();
     let mut rest: VecDeque<WriteRequest> = writes.into();
     while !rest.is_empty() {
+        let started = Instant::now();
         let take = rest.len().min(MAX_BATCH_WRITE);
         let mut pending: Vec<WriteRequest> = rest.drain(..take).collect();
         let mut attempt = 0;
         loop {
             attempt += 1;
-            let failure = match sender.send_write_batch(pending.clone()).await {
+            let sent = within(
+                sender,
+                started,
+                "BatchWriteItem",
+                sender.send_write_batch(pending.clone()),
+            )
+            .await;
+            let failure = match sent {
                 Ok(unprocessed) if unprocessed.is_empty() => break,
                 Ok(unprocessed) => {
                     pending = unprocessed;
@@ -135,13 +195,16 @@ pub async fn write_batches<B: BatchSender + ?Sized>(
                 }
                 Err(e) => e,
             };
-            if !failure.is_retryable() || attempt >= policy.attempts() {
+            let pause = policy.backoff(attempt, entropy(attempt));
+            if !failure.is_retryable()
+                || failure.is_timeout()
+                || attempt >= policy.attempts()
+                || !fits(sender, started, pause)
+            {
                 pending.extend(rest);
                 return Err(BatchWriteError::new(pending, total, failure));
             }
-            sender
-                .pause(policy.backoff(attempt, entropy(attempt)))
-                .await;
+            sender.pause(pause).await;
         }
     }
     Ok(())
@@ -162,12 +225,20 @@ pub async fn get_batches<B: BatchSender + ?Sized>(
     let mut items = Vec::new();
     let mut rest: VecDeque<Item> = keys.into();
     while !rest.is_empty() {
+        let started = Instant::now();
         let take = rest.len().min(MAX_BATCH_GET);
         let mut pending: Vec<Item> = rest.drain(..take).collect();
         let mut attempt = 0;
         loop {
             attempt += 1;
-            let failure = match sender.send_get_batch(pending.clone(), projection).await {
+            let sent = within(
+                sender,
+                started,
+                "BatchGetItem",
+                sender.send_get_batch(pending.clone(), projection),
+            )
+            .await;
+            let failure = match sent {
                 Ok(batch) => {
                     items.extend(batch.items);
                     if batch.unprocessed.is_empty() {
@@ -185,13 +256,16 @@ pub async fn get_batches<B: BatchSender + ?Sized>(
                 }
                 Err(e) => e,
             };
-            if !failure.is_retryable() || attempt >= policy.attempts() {
+            let pause = policy.backoff(attempt, entropy(attempt));
+            if !failure.is_retryable()
+                || failure.is_timeout()
+                || attempt >= policy.attempts()
+                || !fits(sender, started, pause)
+            {
                 pending.extend(rest);
                 return Err(BatchGetError::new(items, pending, total, failure));
             }
-            sender
-                .pause(policy.backoff(attempt, entropy(attempt)))
-                .await;
+            sender.pause(pause).await;
         }
     }
     Ok(items)

@@ -310,7 +310,8 @@ impl StoreError {
         self.0.kind == StoreErrorKind::Incomplete
     }
 
-    /// Retrying the same request later may succeed (throttled, transient, incomplete).
+    /// Retrying the same request later may succeed and cannot apply it twice (throttled,
+    /// transient, timed out, incomplete, or a transaction canceled by a conflict).
     pub fn is_retryable(&self) -> bool {
         matches!(
             self.0.kind,
@@ -318,7 +319,24 @@ impl StoreError {
                 | StoreErrorKind::Transient
                 | StoreErrorKind::Timeout
                 | StoreErrorKind::Incomplete
-        )
+        ) || self.is_transaction_conflict()
+    }
+
+    /// A transaction canceled only because another transaction or write touched one of its
+    /// items at the same time (reason `TransactionConflict`, no failed condition): it wrote
+    /// nothing, and sending it again is safe.
+    pub fn is_transaction_conflict(&self) -> bool {
+        self.0.kind == StoreErrorKind::TransactionCanceled
+            && self
+                .0
+                .reasons
+                .iter()
+                .any(|r| r.code.as_deref() == Some("TransactionConflict"))
+            && !self
+                .0
+                .reasons
+                .iter()
+                .any(CancellationReason::is_conditional_check_failed)
     }
 
     /// The store did not answer in time: the call was abandoned after its time limit.

@@ -11,13 +11,15 @@ use serde_dynamo::{AttributeValue, Item};
 
 use super::batch::{BatchSender, GetBatch, RetryPolicy, get_batches, write_batches};
 use super::expression::Request;
+use super::faults::Faults;
 use super::value::{self, Scalar, check_filter, normalize};
 use super::{
-    BatchGetError, BatchWriteError, CancellationReason, Expect, GlobalIndex, KeyAttribute, Page,
-    QueryPage, RangeCondition, ReturnValues, ScanPage, Store, StoreError, StoreErrorKind,
-    TableDefinition, TransactWrite, Update, WriteRequest, update,
+    BatchGetError, BatchWriteError, CancellationReason, Expect, FaultCounts, FaultPlan,
+    GlobalIndex, KeyAttribute, Operation, Page, QueryPage, RangeCondition, ReturnValues, ScanPage,
+    Store, StoreError, StoreErrorKind, TableDefinition, TransactWrite, Update, WriteRequest,
+    update,
 };
-use crate::limits::{MAX_ITEM_BYTES, MAX_PARTITION_KEY_BYTES, MAX_SORT_KEY_BYTES};
+use crate::limits::{MAX_ITEM_BYTES, MAX_PAGE_BYTES, MAX_PARTITION_KEY_BYTES, MAX_SORT_KEY_BYTES};
 
 /// A position in an index partition: (index sort attribute values in key order, table hash
 /// key, table range key). A tuple of sort values orders lexicographically, each attribute by its
@@ -47,10 +49,17 @@ const MAX_TRANSACTION: usize = 100;
 ///
 /// - `DynamoDB`'s size limits: partition key values (table and GSI) up to 2,048 bytes, sort key
 ///   values up to 1,024 bytes, items up to 400 KB, counted as `DynamoDB` counts them.
+/// - `DynamoDB`'s 1 MB pages: a query or scan page stops after the item that brings the data
+///   read to 1 MB ([`MAX_PAGE_BYTES`](crate::limits::MAX_PAGE_BYTES)) or past it, counted
+///   before the filter (a secondary index counts the size of its entries, which hold what it
+///   projects), with a `last_evaluated_key` when more items follow. Code that reads until
+///   `last_evaluated_key` is absent, not until `limit` items came back, is correct on both
+///   stores.
 ///
-/// It differs from `DynamoDB` in what needs a network or a clock: pages are never cut at
-/// 1 MB, reads are always consistent, and nothing is throttled. It is safe to share between threads (a read-write lock over ordered maps) and
-/// deterministic: the same calls give the same results.
+/// It differs from `DynamoDB` in what needs a network or a clock: reads are always consistent
+/// and nothing is throttled. It is safe to share between
+/// threads (a read-write lock over ordered maps) and deterministic: the same calls give the
+/// same results.
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")]
@@ -81,13 +90,25 @@ pub struct MemoryStore {
     state: RwLock<State>,
     /// The first-use check of the table stamp.
     stamp_guard: super::stamp::StampGuard,
+    /// The fault plan in force, if any.
+    faults: Option<Faults>,
 }
 
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 struct State {
     items: BTreeMap<PrimaryKey, Item>,
     table: IndexMap,
     gsis: Vec<IndexMap>,
+    /// Under a fault plan with a lag: what eventually consistent reads see, and the writes not
+    /// yet applied to it (the call after which each becomes visible, the key, the new item or
+    /// `None` for a delete).
+    lagged: Option<Box<Lagged>>,
+}
+
+#[derive(Clone, Debug, Default)]
+struct Lagged {
+    view: State,
+    pending: std::collections::VecDeque<(u64, PrimaryKey, Option<Item>)>,
 }
 
 /// The partition and sort attribute values of an item in one index.
@@ -159,12 +180,97 @@ impl MemoryStore {
                 ..State::default()
             }),
             stamp_guard: super::stamp::StampGuard::default(),
+            faults: None,
         };
         // the table is created here: it records its stamp (string keys, so the put succeeds)
         if let Ok((_, item)) = super::stamp::stamp_to_write(&store.definition, NAME, None, false) {
             let _ = store.put_sync(item, &Expect::Any);
         }
         store
+    }
+
+    /// This store under a [`FaultPlan`]: throttling, transient errors, transaction conflicts,
+    /// unprocessed batch requests and eventually consistent reads, seeded. See [`FaultPlan`].
+    #[must_use]
+    pub fn with_faults(mut self, plan: FaultPlan) -> Self {
+        let mut state = self.write();
+        state.lagged = (plan.lag_calls() > 0).then(|| {
+            let mut view = state.clone();
+            view.lagged = None;
+            Box::new(Lagged {
+                view,
+                pending: std::collections::VecDeque::new(),
+            })
+        });
+        drop(state);
+        self.faults = Some(Faults::new(plan));
+        self
+    }
+
+    /// How many faults the [`FaultPlan`] injected so far (all zero without one).
+    pub fn fault_counts(&self) -> FaultCounts {
+        self.faults.as_ref().map(Faults::counts).unwrap_or_default()
+    }
+
+    /// Counts a call under the fault plan: applies the writes whose lag is over, and returns
+    /// the error injected into this call, if any.
+    fn inject(&self, operation: Operation) -> Result<u64, StoreError> {
+        let Some(faults) = &self.faults else {
+            return Ok(0);
+        };
+        let call = faults.tick();
+        if faults.plan.lag_calls() > 0 {
+            let mut state = self.write();
+            if let Some(mut lagged) = state.lagged.take() {
+                while lagged
+                    .pending
+                    .front()
+                    .is_some_and(|(due, _, _)| *due <= call)
+                {
+                    if let Some((_, pk, item)) = lagged.pending.pop_front() {
+                        match item {
+                            Some(item) => self.insert_in(&mut lagged.view, pk, item),
+                            None => self.unindex_in(&mut lagged.view, &pk),
+                        }
+                    }
+                }
+                state.lagged = Some(lagged);
+            }
+        }
+        match faults.error(call, operation) {
+            Some(e) => Err(e),
+            None => Ok(call),
+        }
+    }
+
+    /// Admits a single call under the fault plan: an injected throttling or transient error
+    /// (or, for a transaction, conflict) is retried up to the plan's attempts, as the SDK
+    /// retries `DynamoStore`'s calls; an attempt that failed this way did nothing.
+    fn admit(&self, operation: Operation) -> Result<(), StoreError> {
+        let Some(faults) = &self.faults else {
+            return Ok(());
+        };
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            match self.inject(operation) {
+                Ok(_) => return Ok(()),
+                Err(e) if e.is_retryable() && attempt < faults.plan.attempts_allowed() => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// What a read sees: the latest state, or under a fault plan with a lag the lagging view
+    /// (GSI queries always; other reads unless strongly consistent).
+    fn seen<'s>(&self, state: &'s State, gsi: bool, consistent: bool) -> &'s State {
+        let lagging = self.faults.as_ref().is_some_and(|f| {
+            f.plan.lag_calls() > 0 && (gsi || !(consistent || f.plan.reads_consistent()))
+        });
+        match (&state.lagged, lagging) {
+            (Some(lagged), true) => &lagged.view,
+            _ => state,
+        }
     }
 
     /// The stamp the table holds ([`TableStamp`](super::TableStamp)), or `None`: as
@@ -395,7 +501,30 @@ impl MemoryStore {
         self.primary_key(&key, operation, true)
     }
 
+    /// Removes an item (a write: eventually consistent reads see it after the plan's lag).
     fn unindex(&self, state: &mut State, pk: &PrimaryKey) {
+        self.unindex_in(state, pk);
+        self.lag_write(state, pk.clone(), None);
+    }
+
+    /// Stores an item (a write: eventually consistent reads see it after the plan's lag).
+    fn insert(&self, state: &mut State, pk: PrimaryKey, item: Item) {
+        if state.lagged.is_some() {
+            self.lag_write(state, pk.clone(), Some(item.clone()));
+        }
+        self.insert_in(state, pk, item);
+    }
+
+    /// Queues a write for the lagging view.
+    fn lag_write(&self, state: &mut State, pk: PrimaryKey, item: Option<Item>) {
+        let lag = self.faults.as_ref().map_or(0, |f| f.plan.lag_calls());
+        let now = self.fault_counts().calls;
+        if let Some(lagged) = state.lagged.as_mut() {
+            lagged.pending.push_back((now + lag + 1, pk, item));
+        }
+    }
+
+    fn unindex_in(&self, state: &mut State, pk: &PrimaryKey) {
         let Some(old) = state.items.remove(pk) else {
             return;
         };
@@ -419,8 +548,8 @@ impl MemoryStore {
         }
     }
 
-    fn insert(&self, state: &mut State, pk: PrimaryKey, item: Item) {
-        self.unindex(state, &pk);
+    fn insert_in(&self, state: &mut State, pk: PrimaryKey, item: Item) {
+        self.unindex_in(state, &pk);
         state.table.entry(vec![pk.0.clone()]).or_default().insert((
             vec![pk.1.clone()],
             pk.0.clone(),
@@ -466,7 +595,8 @@ impl MemoryStore {
         check_projection(projection, "GetItem")?;
         Request::read("GetItem", None, projection)?;
         let pk = self.prepare_key(key, "GetItem")?;
-        let state = self.read();
+        let guard = self.read();
+        let state = self.seen(&guard, false, false);
         Ok(state.items.get(&pk).map(|item| project(item, projection)))
     }
 
@@ -591,7 +721,8 @@ impl MemoryStore {
             ));
         }
         let pks = self.distinct_keys(keys, OP, "Provided list of item keys contains duplicates")?;
-        let state = self.read();
+        let guard = self.read();
+        let state = self.seen(&guard, false, false);
         Ok(pks
             .iter()
             .filter_map(|pk| state.items.get(pk).map(|item| project(item, projection)))
@@ -738,7 +869,8 @@ impl MemoryStore {
             }
         }
 
-        let state = self.read();
+        let guard = self.read();
+        let state = self.seen(&guard, view.gsi.is_some() && !view.local, false);
         let index = match view.gsi {
             None => &state.table,
             Some(i) => match state.gsis.get(i) {
@@ -781,7 +913,8 @@ impl MemoryStore {
         let mut page = Page::default();
         let mut evaluated = 0usize;
         let mut read_bytes = 0usize;
-        for (_, th, tr) in keys {
+        let mut keys = keys.peekable();
+        while let Some((_, th, tr)) = keys.next() {
             let Some(item) = state.items.get(&(th.clone(), tr.clone())) else {
                 continue;
             };
@@ -810,6 +943,12 @@ impl MemoryStore {
             }
             if limit == Some(evaluated) {
                 page.last_evaluated_key = Some(self.last_key(&view, item));
+                break;
+            }
+            if read_bytes >= MAX_PAGE_BYTES {
+                if keys.peek().is_some() {
+                    page.last_evaluated_key = Some(self.last_key(&view, item));
+                }
                 break;
             }
         }
@@ -850,14 +989,19 @@ impl MemoryStore {
         let limit = request
             .limit
             .map(|l| usize::try_from(l).unwrap_or(usize::MAX));
-        let state = self.read();
+        let guard = self.read();
+        let state = self.seen(&guard, false, request.consistent);
         let mut page = Page::default();
         let mut evaluated = 0usize;
-        for ((hash, _), item) in state.items.range((start, Bound::Unbounded)) {
-            if segment_of(hash, request.total_segments) != request.segment {
-                continue;
-            }
+        let mut read_bytes = 0usize;
+        let mut items = state
+            .items
+            .range((start, Bound::Unbounded))
+            .filter(|((hash, _), _)| segment_of(hash, request.total_segments) == request.segment)
+            .peekable();
+        while let Some((_, item)) = items.next() {
             evaluated += 1;
+            read_bytes += value::item_bytes(item);
             if request
                 .filter
                 .as_ref()
@@ -867,6 +1011,12 @@ impl MemoryStore {
             }
             if limit == Some(evaluated) {
                 page.last_evaluated_key = Some(self.last_key(&self.table_view(), item));
+                break;
+            }
+            if read_bytes >= MAX_PAGE_BYTES {
+                if items.peek().is_some() {
+                    page.last_evaluated_key = Some(self.last_key(&self.table_view(), item));
+                }
                 break;
             }
         }
@@ -1341,7 +1491,9 @@ impl BatchSender for MemoryStore {
         &self,
         batch: Vec<WriteRequest>,
     ) -> Result<Vec<WriteRequest>, StoreError> {
-        self.write_chunk(batch).map(|()| Vec::new())
+        let call = self.inject(Operation::BatchWriteItem)?;
+        let (batch, unprocessed) = self.split(call, batch);
+        self.write_chunk(batch).map(|()| unprocessed)
     }
 
     async fn send_get_batch(
@@ -1349,15 +1501,34 @@ impl BatchSender for MemoryStore {
         keys: Vec<Item>,
         projection: Option<&[String]>,
     ) -> Result<GetBatch, StoreError> {
-        self.get_chunk(&keys, projection).map(|items| GetBatch {
-            items,
-            unprocessed: Vec::new(),
-        })
+        let call = self.inject(Operation::BatchGetItem)?;
+        let (keys, unprocessed) = self.split(call, keys);
+        self.get_chunk(&keys, projection)
+            .map(|items| GetBatch { items, unprocessed })
     }
 
     fn pause(&self, _delay: Duration) -> impl Future<Output = ()> + Send {
-        // Never called: the memory store processes every request.
+        // The memory store does not wait: its retries are immediate (and deterministic).
         std::future::ready(())
+    }
+}
+
+impl MemoryStore {
+    /// The requests of a batch chunk the fault plan processes, and those it leaves.
+    fn split<T>(&self, call: u64, requests: Vec<T>) -> (Vec<T>, Vec<T>) {
+        let Some(faults) = &self.faults else {
+            return (requests, Vec::new());
+        };
+        let mut done = Vec::with_capacity(requests.len());
+        let mut left = Vec::new();
+        for (i, request) in requests.into_iter().enumerate() {
+            if faults.leaves(call, i) {
+                left.push(request);
+            } else {
+                done.push(request);
+            }
+        }
+        (done, left)
     }
 }
 
@@ -1368,6 +1539,7 @@ impl Store for MemoryStore {
 
     async fn put_item(&self, item: Item, expect: Expect) -> Result<(), StoreError> {
         self.check_stamp("PutItem", true).await?;
+        self.admit(Operation::PutItem)?;
         self.put_sync(item, &expect)
     }
 
@@ -1377,11 +1549,13 @@ impl Store for MemoryStore {
         projection: Option<&[String]>,
     ) -> Result<Option<Item>, StoreError> {
         self.check_stamp("GetItem", false).await?;
+        self.admit(Operation::GetItem)?;
         self.get_sync(key, projection)
     }
 
     async fn delete_item(&self, key: &Item, expect: Expect) -> Result<(), StoreError> {
         self.check_stamp("DeleteItem", true).await?;
+        self.admit(Operation::DeleteItem)?;
         self.delete_sync(key, &expect)
     }
 
@@ -1393,11 +1567,13 @@ impl Store for MemoryStore {
         returns: ReturnValues,
     ) -> Result<Option<Item>, StoreError> {
         self.check_stamp("UpdateItem", true).await?;
+        self.admit(Operation::UpdateItem)?;
         self.update_sync(key, update, &expect, returns)
     }
 
     async fn transact_get(&self, keys: Vec<Item>) -> Result<Vec<Option<Item>>, StoreError> {
         self.check_stamp("TransactGetItems", false).await?;
+        self.admit(Operation::TransactGetItems)?;
         self.transact_get_sync(&keys)
     }
 
@@ -1421,16 +1597,19 @@ impl Store for MemoryStore {
 
     async fn transact_write(&self, writes: Vec<TransactWrite>) -> Result<(), StoreError> {
         self.check_stamp("TransactWriteItems", true).await?;
+        self.admit(Operation::TransactWriteItems)?;
         self.transact_sync(writes)
     }
 
     async fn query_page(&self, request: &QueryPage) -> Result<Page, StoreError> {
         self.check_stamp("Query", false).await?;
+        self.admit(Operation::Query)?;
         self.query_sync(request)
     }
 
     async fn scan_page(&self, request: &ScanPage) -> Result<Page, StoreError> {
         self.check_stamp("Scan", false).await?;
+        self.admit(Operation::Scan)?;
         let mut page = self.scan_sync(request)?;
         // the table stamp is no record
         page.items

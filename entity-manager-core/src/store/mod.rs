@@ -60,6 +60,7 @@ mod drift;
 mod dynamo;
 mod error;
 pub(crate) mod expression;
+mod faults;
 mod memory;
 mod multi;
 mod stamp;
@@ -84,6 +85,7 @@ pub use error::{
     BatchGetError, BatchWriteError, CancellationReason, ExpressionTooLarge, StoreError,
     StoreErrorKind,
 };
+pub use faults::{FaultCounts, FaultPlan, Operation};
 pub use memory::MemoryStore;
 pub use stamp::{
     STAMP_ATTRIBUTE, STAMP_HASH_KEY, STAMP_MISMATCH_CODE, STAMP_RANGE_KEY, TableStamp, is_stamp,

@@ -141,3 +141,37 @@ pub async fn assert_stored<S: Store, E: Entity + Serialize>(store: &S, record: &
     assert_eq!(stored, record.to_item()?, "stored item of {key:?}");
     Ok(())
 }
+
+/// One version-locked increment of the `Counter` `c`: by `modify` for an even `task`, by a
+/// transaction under the version read for an odd one. `Ok(true)` when the store acknowledged
+/// it; `Ok(false)` when it lost a race or met a retryable failure (try again); `Err` otherwise.
+pub async fn increment_once<S: Store>(store: &S, task: usize) -> Result<bool, String> {
+    use entity_manager::field::Changes;
+    use entity_manager::{Error, Transaction};
+    let result = if task.is_multiple_of(2) {
+        Counter::modify(store, "c", |c| c.value += 1)
+            .await
+            .map(|c| c.is_some())
+    } else {
+        match Counter::get(store, "c").await {
+            Ok(Some(now)) => match Transaction::new().update(
+                &now,
+                Changes::new()
+                    .set(Counter::FIELDS.value, now.value + 1)
+                    .if_version(now.version),
+            ) {
+                Ok(tx) => tx.commit(store).await.map(|()| true),
+                Err(e) => Err(e),
+            },
+            Ok(None) => Ok(false),
+            Err(e) => Err(e),
+        }
+    };
+    match result {
+        Ok(true) => Ok(true),
+        Ok(false) => Err("the counter is gone".to_owned()),
+        Err(Error::VersionConflict { .. } | Error::Conflict { .. }) => Ok(false),
+        Err(Error::Store { source, .. }) if source.is_retryable() => Ok(false),
+        Err(e) => Err(e.to_string()),
+    }
+}

@@ -112,6 +112,65 @@ pub fn dynamo_client() -> Option<aws_sdk_dynamodb::Client> {
     Some(aws_sdk_dynamodb::Client::from_conf(config))
 }
 
+/// The seed of a randomized test: `$var` if set (to replay a failure), else the clock;
+/// printed, so that a failing run can be replayed.
+pub fn seed(var: &str) -> u64 {
+    let seed = std::env::var(var)
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(17, |d| d.as_secs())
+        });
+    eprintln!("seed {seed} (replay with {var}={seed})");
+    seed
+}
+
+/// A client of the loopback endpoint `endpoint` (explicit region, dummy credentials).
+pub fn client_at(endpoint: &str) -> aws_sdk_dynamodb::Client {
+    let config = aws_sdk_dynamodb::Config::builder()
+        .behavior_version(BehaviorVersion::latest())
+        .endpoint_url(endpoint)
+        .region(Region::new("us-east-1"))
+        .credentials_provider(Credentials::new("local", "local", None, None, "static"))
+        .build();
+    aws_sdk_dynamodb::Client::from_conf(config)
+}
+
+/// A server on 127.0.0.1 that accepts connections, holds them open and never answers: its
+/// endpoint, and the task to abort when done.
+pub async fn silent_server() -> std::io::Result<(String, tokio::task::JoinHandle<()>)> {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let endpoint = format!("http://{}", listener.local_addr()?);
+    let held = tokio::spawn(async move {
+        let mut open = Vec::new();
+        while let Ok((socket, _)) = listener.accept().await {
+            open.push(socket);
+        }
+    });
+    Ok((endpoint, held))
+}
+
+/// Runs `test` on a fresh `DynamoDB` Local table (deleted afterwards, whatever the outcome), or
+/// does nothing when the `DynamoDB` tests are skipped.
+pub async fn on_dynamodb<F, Fut>(
+    name: &str,
+    definition: TableDefinition,
+    test: F,
+) -> Result<(), Box<dyn Error>>
+where
+    F: FnOnce(DynamoStore) -> Fut,
+    Fut: std::future::Future<Output = Result<(), Box<dyn Error>>>,
+{
+    let Some(store) = dynamo_store(name, definition).await? else {
+        return Ok(());
+    };
+    let result = test(store.clone()).await;
+    store.delete_table().await?;
+    result
+}
+
 /// A fresh table on `DynamoDB` Local, or `None` when the `DynamoDB` tests are skipped.
 pub async fn dynamo_store(
     test: &str,

@@ -3,7 +3,6 @@
 
 use std::collections::HashMap;
 use std::error::Error as StdError;
-use std::fmt::Debug;
 
 use aws_sdk_dynamodb::error::{BuildError, DisplayErrorContext, ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::types::AttributeValue as AwsValue;
@@ -98,16 +97,27 @@ fn kind_of(code: &str) -> Option<StoreErrorKind> {
 }
 
 /// An SDK error as a [`StoreError`].
-pub(crate) fn sdk_error<E, R>(operation: &'static str, err: SdkError<E, R>) -> StoreError
+///
+/// Also for the DynamoDB Streams client, which shares the SDK's HTTP response type.
+pub(crate) fn sdk_error<E>(
+    operation: &'static str,
+    err: SdkError<E, aws_sdk_dynamodb::config::http::HttpResponse>,
+) -> StoreError
 where
     E: ProvideErrorMetadata + StdError + Send + Sync + 'static,
-    R: Debug + Send + Sync + 'static,
 {
     let code = err.code().map(str::to_owned);
     let kind = code.as_deref().and_then(kind_of).unwrap_or(match &err {
         SdkError::TimeoutError(_) => StoreErrorKind::Timeout,
         SdkError::DispatchFailure(failure) if failure.is_timeout() => StoreErrorKind::Timeout,
         SdkError::DispatchFailure(_) | SdkError::ResponseError(_) => StoreErrorKind::Transient,
+        // a server error without a DynamoDB error code (a bare 500, 502, 503 or 504 from a
+        // load balancer or proxy): nothing was done, retrying is safe
+        SdkError::ServiceError(context)
+            if matches!(context.raw().status().as_u16(), 500 | 502 | 503 | 504) =>
+        {
+            StoreErrorKind::Transient
+        }
         _ => StoreErrorKind::Other,
     });
     let message = match (err.message(), &code) {

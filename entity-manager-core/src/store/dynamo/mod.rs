@@ -70,6 +70,9 @@ pub struct DynamoStore {
     table_name: String,
     definition: TableDefinition,
     retry: RetryPolicy,
+    /// The bound of one whole batch call (and of a transaction's conflict retries): the
+    /// operation timeout.
+    batch_limit: Duration,
     consistent_read: bool,
     table_wait: Duration,
     /// The first-use check of the table stamp, shared by clones.
@@ -172,6 +175,13 @@ impl DynamoStore {
     /// out of time fails with [`StoreError::is_timeout`]. Set other limits with
     /// [`with_timeouts`](Self::with_timeouts).
     pub fn new(client: Client, table_name: impl Into<String>, definition: TableDefinition) -> Self {
+        let operation_limit = |client: &Client| {
+            client
+                .config()
+                .timeout_config()
+                .and_then(aws_sdk_dynamodb::config::timeout::TimeoutConfig::operation_timeout)
+                .unwrap_or(Self::DEFAULT_OPERATION_TIMEOUT)
+        };
         let bounded = client
             .config()
             .timeout_config()
@@ -185,8 +195,10 @@ impl DynamoStore {
                 Self::DEFAULT_ATTEMPT_TIMEOUT,
             )
         };
+        let batch_limit = operation_limit(&client);
         Self {
             client,
+            batch_limit,
             table_name: table_name.into(),
             definition,
             retry: RetryPolicy::default(),
@@ -198,10 +210,14 @@ impl DynamoStore {
 
     /// Sets the time limits of every call: `operation` for a whole call (its retries included)
     /// and `attempt` for each attempt. A call that runs out of time fails with
-    /// [`StoreError::is_timeout`]; batch calls stop retrying and report what was not done.
+    /// [`StoreError::is_timeout`]. `operation` also bounds each chunk of a `batch_write` or
+    /// `batch_get` with its retries and pauses, and a chunk that runs out of time ends the
+    /// whole call with a timeout error listing every request not confirmed done: against a
+    /// server that stopped answering a batch call ends within `operation`.
     #[must_use]
     pub fn with_timeouts(mut self, operation: Duration, attempt: Duration) -> Self {
         self.client = with_timeouts(&self.client, operation, attempt);
+        self.batch_limit = operation;
         self
     }
 
@@ -593,10 +609,11 @@ impl DynamoStore {
     }
 
     async fn sleep(&self, delay: Duration) {
-        // The SDK's own sleep (tokio's by default); without one the SDK cannot retry either,
-        // and retries here go on without pausing.
-        if let Some(sleep) = self.client.config().sleep_impl() {
-            sleep.sleep(delay).await;
+        // The client's sleep if it has one; else tokio's, the runtime the SDK runs on (a
+        // client built from `Config::builder()` lists none, though the SDK sleeps with tokio's)
+        match self.client.config().sleep_impl() {
+            Some(sleep) => sleep.sleep(delay).await,
+            None => tokio::time::sleep(delay).await,
         }
     }
 
@@ -1091,6 +1108,10 @@ impl BatchSender for DynamoStore {
     fn pause(&self, delay: Duration) -> impl Future<Output = ()> + Send {
         self.sleep(delay)
     }
+
+    fn time_limit(&self) -> Option<Duration> {
+        Some(self.batch_limit)
+    }
 }
 
 impl Store for DynamoStore {
@@ -1141,7 +1162,25 @@ impl Store for DynamoStore {
 
     async fn transact_write(&self, writes: Vec<TransactWrite>) -> Result<(), StoreError> {
         self.check_stamp("TransactWriteItems", true).await?;
-        self.transact(writes).await
+        // a transaction canceled by a conflict wrote nothing: sent again under the retry
+        // policy, within the batch time limit
+        let started = std::time::Instant::now();
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            match self.transact(writes.clone()).await {
+                Err(e) if e.is_transaction_conflict() => {
+                    let pause = self.retry.backoff(attempt, super::batch::entropy(attempt));
+                    if attempt >= self.retry.max_attempts.max(1)
+                        || started.elapsed() + pause >= self.batch_limit
+                    {
+                        return Err(e);
+                    }
+                    self.sleep(pause).await;
+                }
+                other => return other,
+            }
+        }
     }
 
     async fn update_item(

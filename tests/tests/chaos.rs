@@ -1,0 +1,269 @@
+//! The guarantees of `DynamoStore` on `DynamoDB` Local behind the chaos proxy
+//! (`chaos_support`): throttling, server errors, `503`s, connection resets, transaction
+//! conflicts, unprocessed batches and delays past the timeout, seeded. Skipped without
+//! `DYNAMODB_ENDPOINT` (required under `CI=true`). Each test prints its seed;
+//! `CHAOS_SEED=<n>` replays one.
+#![allow(clippy::struct_field_names)]
+
+mod chaos_support;
+mod entity_support;
+mod store_support;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chaos_support::{ChaosPlan, ChaosProxy};
+use entity_manager::store::{DynamoStore, Expect, Store, WriteRequest};
+use entity_manager::{EntityExt, Error, Item};
+use entity_support::{Counter, TestResult, definition, member};
+use futures::TryStreamExt;
+
+fn seed() -> u64 {
+    store_support::seed("CHAOS_SEED")
+}
+
+/// A fresh table (created directly), the store that reaches it through a chaos proxy with
+/// `plan`, and the direct store (to check the outcome), or `None` when the `DynamoDB` tests
+/// are skipped.
+async fn chaos_store(
+    test: &str,
+    plan: ChaosPlan,
+    timeouts: (Duration, Duration),
+) -> Result<Option<(DynamoStore, DynamoStore, ChaosProxy)>, Box<dyn std::error::Error>> {
+    let Some(direct) = store_support::dynamo_store(test, definition()?).await? else {
+        return Ok(None);
+    };
+    let upstream = std::env::var("DYNAMODB_ENDPOINT")?;
+    let proxy = ChaosProxy::start(&upstream, plan).await?;
+    let store = DynamoStore::new(
+        store_support::client_at(&proxy.endpoint),
+        direct.table_name(),
+        definition()?,
+    )
+    .with_timeouts(timeouts.0, timeouts.1);
+    Ok(Some((store, direct, proxy)))
+}
+
+const TIMEOUTS: (Duration, Duration) = (Duration::from_secs(10), Duration::from_secs(2));
+
+/// 32 tasks × 50 version-locked increments (half `modify`, half transactions under the version
+/// read) through 10 % throttling, server errors, `503`s, resets and 20 % transaction
+/// conflicts: exactly 1,600.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn version_locked_increments_add_up_through_chaos() -> TestResult {
+    let plan = ChaosPlan {
+        seed: seed(),
+        throttle: 0.10,
+        server_error: 0.03,
+        unavailable: 0.02,
+        reset: 0.02,
+        transaction_conflict: 0.20,
+        ..ChaosPlan::default()
+    };
+    let Some((store, direct, proxy)) = chaos_store("chaos-increments", plan, TIMEOUTS).await?
+    else {
+        return Ok(());
+    };
+    Counter {
+        counter_id: "c".into(),
+        created: 1_000,
+        value: 0,
+        version: 0,
+    }
+    .create(&direct)
+    .await?;
+    let store = Arc::new(store);
+    let mut tasks = Vec::new();
+    for t in 0..32 {
+        let store = store.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut done = 0;
+            while done < 50 {
+                if entity_support::increment_once(&*store, t).await? {
+                    done += 1;
+                }
+            }
+            Ok(())
+        }));
+    }
+    let mut outcome: Result<(), String> = Ok(());
+    for t in tasks {
+        if let Err(e) = t.await? {
+            outcome = Err(e);
+        }
+    }
+    let value = Counter::get(&direct, "c").await?.map(|c| c.value);
+    let faults = proxy.counts.faults();
+    direct.delete_table().await?;
+    outcome?;
+    eprintln!("{faults} faults injected");
+    assert_eq!(value, Some(1_600));
+    assert!(faults > 0);
+    Ok(())
+}
+
+/// `create` of one id from 32 tasks with different timestamps through the chaos: exactly one
+/// wins.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn one_create_wins_through_chaos() -> TestResult {
+    let plan = ChaosPlan {
+        seed: seed(),
+        throttle: 0.10,
+        server_error: 0.05,
+        reset: 0.05,
+        transaction_conflict: 0.20,
+        ..ChaosPlan::default()
+    };
+    let Some((store, direct, _proxy)) = chaos_store("chaos-create", plan, TIMEOUTS).await? else {
+        return Ok(());
+    };
+    let store = Arc::new(store);
+    let mut tasks = Vec::new();
+    for t in 0..32u64 {
+        let store = store.clone();
+        tasks.push(tokio::spawn(async move {
+            loop {
+                match member("solo", 500 + t * 100).create(&*store).await {
+                    Ok(()) => return Ok(true),
+                    Err(Error::AlreadyExists { .. }) => return Ok(false),
+                    Err(Error::Store { source, .. }) if source.is_retryable() => {}
+                    Err(e) => return Err(e.to_string()),
+                }
+            }
+        }));
+    }
+    let mut wins = 0;
+    let mut outcome = Ok(());
+    for t in tasks {
+        match t.await? {
+            Ok(true) => wins += 1,
+            Ok(false) => {}
+            Err(e) => outcome = Err(e),
+        }
+    }
+    let items: Vec<Item> = entity_manager::scan::ParallelScan::new(&direct)
+        .consistent(true)
+        .items()
+        .try_collect()
+        .await?;
+    direct.delete_table().await?;
+    outcome?;
+    assert_eq!(wins, 1);
+    assert_eq!(items.len(), 1, "one item holds the id");
+    Ok(())
+}
+
+/// A batch write of 2,000 records with 20 % of `BatchWriteItem` calls answered "all
+/// unprocessed" and 5 % throttled: exactly the 2,000 records are stored.
+#[tokio::test]
+async fn a_batch_stores_each_record_once_through_chaos() -> TestResult {
+    let plan = ChaosPlan {
+        seed: seed(),
+        throttle: 0.05,
+        unprocessed: 0.20,
+        ..ChaosPlan::default()
+    };
+    let Some((store, direct, proxy)) = chaos_store("chaos-batch", plan, TIMEOUTS).await? else {
+        return Ok(());
+    };
+    let records: Vec<Item> = (0..2_000)
+        .map(|i| {
+            store_support::item(serde_json::json!({
+                "hashKey": format!("h{}", i % 41), "rangeKey": format!("r{i}"), "n": i
+            }))
+        })
+        .collect::<Result<_, _>>()?;
+    let written = store
+        .batch_write(records.iter().cloned().map(WriteRequest::Put).collect())
+        .await;
+    let mut stored: Vec<Item> = entity_manager::scan::ParallelScan::new(&direct)
+        .consistent(true)
+        .items()
+        .try_collect()
+        .await?;
+    direct.delete_table().await?;
+    written?;
+    let order = |i: &Item| store_support::text(i, "rangeKey");
+    stored.sort_by_key(order);
+    let mut want = records;
+    want.sort_by_key(order);
+    assert_eq!(stored, want);
+    assert!(
+        proxy
+            .counts
+            .unprocessed
+            .load(std::sync::atomic::Ordering::SeqCst)
+            > 0
+    );
+    Ok(())
+}
+
+/// Every answer delayed past the attempt timeout: every call ends with a typed timeout within
+/// its bound; nothing hangs.
+#[tokio::test]
+async fn delays_past_the_timeout_end_every_call_with_a_typed_timeout() -> TestResult {
+    let bound = Duration::from_secs(2);
+    let plan = ChaosPlan {
+        seed: seed(),
+        delay: 1.0,
+        delay_by: Duration::from_secs(30),
+        ..ChaosPlan::default()
+    };
+    let Some((store, direct, _proxy)) =
+        chaos_store("chaos-delay", plan, (bound, Duration::from_millis(500))).await?
+    else {
+        return Ok(());
+    };
+    let item = store_support::key("h", "r");
+    let guard = bound * 3;
+    let put = tokio::time::timeout(guard, store.put_item(item.clone(), Expect::Any)).await;
+    let get = tokio::time::timeout(guard, store.get_item(&item, None)).await;
+    let batch = tokio::time::timeout(
+        guard,
+        store.batch_write(vec![WriteRequest::Put(item.clone()); 1]),
+    )
+    .await;
+    let member_get = tokio::time::timeout(guard, entity_support::Member::get(&store, "x")).await;
+    direct.delete_table().await?;
+    assert!(put.map_err(|_| "put hung")?.is_err_and(|e| e.is_timeout()));
+    assert!(get.map_err(|_| "get hung")?.is_err_and(|e| e.is_timeout()));
+    assert!(
+        batch
+            .map_err(|_| "batch hung")?
+            .is_err_and(|e| e.cause.is_timeout())
+    );
+    match member_get.map_err(|_| "typed get hung")? {
+        Err(Error::BatchGet { source, .. }) => assert!(source.cause.is_timeout()),
+        Err(Error::Store { source, .. }) => assert!(source.is_timeout()),
+        other => return Err(format!("typed get: {other:?}").into()),
+    }
+    Ok(())
+}
+
+/// The proxy without faults passes a batch through unchanged.
+#[tokio::test]
+async fn a_clean_proxy_passes_a_batch_through() -> TestResult {
+    let plan = ChaosPlan {
+        seed: seed(),
+        ..ChaosPlan::default()
+    };
+    let Some((store, direct, _proxy)) = chaos_store("chaos-clean", plan, TIMEOUTS).await? else {
+        return Ok(());
+    };
+    let records: Vec<WriteRequest> = (0..100)
+        .map(|i| {
+            store_support::item(serde_json::json!({ "hashKey": "h", "rangeKey": format!("r{i}") }))
+                .map(WriteRequest::Put)
+        })
+        .collect::<Result<_, _>>()?;
+    let started = std::time::Instant::now();
+    let written = store.batch_write(records).await;
+    eprintln!(
+        "clean batch: {:?} in {:?}",
+        written.as_ref().err(),
+        started.elapsed()
+    );
+    direct.delete_table().await?;
+    written?;
+    Ok(())
+}

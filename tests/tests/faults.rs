@@ -1,0 +1,391 @@
+//! Production conditions: the `MemoryStore` fault plan (throttling, transient errors,
+//! transaction conflicts, unprocessed batch requests, eventually consistent reads), and every
+//! guarantee re-proven under it; `DynamoStore`'s one time bound for a whole batch call against a
+//! server that stopped answering.
+//!
+//! Each test prints its seed; `FAULT_SEED=<n>` replays one.
+#![allow(clippy::struct_field_names)] // fields are named after their attributes
+
+mod entity_support;
+mod store_support;
+
+use std::ops::ControlFlow;
+use std::sync::Arc;
+use std::time::Duration;
+
+use entity_manager::scan::ParallelScan;
+use entity_manager::store::{
+    Expect, FaultPlan, KeyType, MemoryStore, QueryPage, Store, StoreError, TableDefinition,
+    WriteRequest,
+};
+use entity_manager::{AttributeValue, EntityExt, Error, Item};
+use entity_support::{Counter, Member, TestResult, definition, member};
+use futures::TryStreamExt;
+use store_support::{item, s};
+
+fn seed() -> u64 {
+    store_support::seed("FAULT_SEED")
+}
+
+fn table() -> TableDefinition {
+    store_support::definition()
+}
+
+/// What a fixed sequence of calls came to: one letter per call.
+async fn run(store: &MemoryStore) -> Result<String, Box<dyn std::error::Error>> {
+    let mut outcomes = String::new();
+    for i in 0..200 {
+        let it = item(serde_json::json!({ "hashKey": "h", "rangeKey": format!("r{i}") }))?;
+        let outcome = match store.put_item(it, Expect::Any).await {
+            Ok(()) => 'o',
+            Err(e) if e.is_throttled() => 't',
+            Err(e) if e.is_retryable() => 'x',
+            Err(e) => return Err(e.into()),
+        };
+        outcomes.push(outcome);
+    }
+    Ok(outcomes)
+}
+
+/// The same seed gives the same run; another seed another one.
+#[tokio::test]
+async fn the_same_seed_gives_the_same_run() -> TestResult {
+    let seed = seed();
+    let plan = |seed| {
+        FaultPlan::new(seed)
+            .throttle(0.2)
+            .transient(0.1)
+            .attempts(1)
+    };
+    let a = MemoryStore::new(table()).with_faults(plan(seed));
+    let b = MemoryStore::new(table()).with_faults(plan(seed));
+    let c = MemoryStore::new(table()).with_faults(plan(seed ^ 0xDEAD_BEEF));
+    let (ra, rb, rc) = (run(&a).await?, run(&b).await?, run(&c).await?);
+    assert_eq!(ra, rb);
+    assert_eq!(a.fault_counts(), b.fault_counts());
+    assert_ne!(ra, rc, "two seeds, 200 calls, the same faults");
+    // the rates hold roughly, and a failed call wrote nothing
+    let throttled = ra.matches('t').count();
+    assert!(
+        (20..=60).contains(&throttled),
+        "{throttled} of 200 throttled at 20 %"
+    );
+    assert_eq!(a.len(), ra.matches('o').count());
+    Ok(())
+}
+
+/// With a lag, an eventually consistent read misses a new record, still sees a deleted one and
+/// sees the old version of an updated one, until `lag` more calls; a strongly consistent scan
+/// and conditions see the latest state at once.
+#[tokio::test]
+async fn eventually_consistent_reads_lag_by_calls() -> TestResult {
+    let store = MemoryStore::new(table()).with_faults(FaultPlan::new(seed()).lag(3));
+    let one = item(serde_json::json!({
+        "hashKey": "h", "rangeKey": "1", "group": "g", "score": 1, "name": "a", "v": 1
+    }))?;
+    let key = store_support::key("h", "1");
+    store.put_item(one.clone(), Expect::Any).await?;
+    // the next three calls (this get, the GSI query, the consistent scan) do not see it yet
+    assert_eq!(
+        store.get_item(&key, None).await?,
+        None,
+        "a new record is missed"
+    );
+    let gsi = QueryPage::new(s("g")).index("byScore");
+    assert!(store.query_page(&gsi).await?.items.is_empty());
+    let consistent = entity_manager::store::ScanPage::new().consistent(true);
+    assert_eq!(
+        store.scan_page(&consistent).await?.items.len(),
+        1,
+        "consistent: seen"
+    );
+    // from the fourth call on, everyone sees it
+    assert_eq!(store.get_item(&key, None).await?, Some(one.clone()));
+    assert_eq!(store.query_page(&gsi).await?.items.len(), 1);
+    // an update: the old version for three calls; a condition sees the new one at once
+    let mut two = one.clone();
+    two.insert("v".into(), AttributeValue::N("2".into()));
+    store.put_item(two.clone(), Expect::Any).await?;
+    assert_eq!(
+        store.get_item(&key, None).await?,
+        Some(one.clone()),
+        "an old version"
+    );
+    let stale = store
+        .put_item(
+            one.clone(),
+            Expect::Matches(entity_manager::store::Filter::eq(
+                "v",
+                AttributeValue::N("1".into()),
+            )),
+        )
+        .await
+        .err()
+        .ok_or("a condition saw the stale version")?;
+    assert!(stale.is_conditional_check_failed());
+    store.get_item(&key, None).await?;
+    assert_eq!(store.get_item(&key, None).await?, Some(two));
+    // a delete: still seen for three calls
+    store.delete_item(&key, Expect::Any).await?;
+    assert!(
+        store.get_item(&key, None).await?.is_some(),
+        "a deleted record is still seen"
+    );
+    store.get_item(&key, None).await?;
+    store.get_item(&key, None).await?;
+    assert_eq!(store.get_item(&key, None).await?, None);
+    Ok(())
+}
+
+/// A batch write of 20,000 records with 20 % of requests unprocessed and 5 % of calls
+/// throttled: exactly the 20,000 records are stored, each as written; a batch get reads them
+/// all back.
+#[tokio::test]
+async fn a_batch_of_20000_under_unprocessed_and_throttling_stores_each_once() -> TestResult {
+    let store = MemoryStore::new(table())
+        .with_faults(FaultPlan::new(seed()).unprocessed(0.2).throttle(0.05));
+    let records: Vec<Item> = (0..20_000)
+        .map(|i| item(serde_json::json!({ "hashKey": format!("h{}", i % 97), "rangeKey": format!("r{i}"), "n": i })))
+        .collect::<Result<_, _>>()?;
+    store
+        .batch_write(records.iter().cloned().map(WriteRequest::Put).collect())
+        .await?;
+    let counts = store.fault_counts();
+    assert!(
+        counts.unprocessed > 3_000 && counts.throttled > 0,
+        "{counts:?}"
+    );
+    let mut stored = store.items();
+    let mut want = records.clone();
+    let order = |i: &Item| store_support::text(i, "rangeKey");
+    stored.sort_by_key(order);
+    want.sort_by_key(order);
+    assert_eq!(stored, want, "exactly the records written, each once");
+    let keys: Vec<Item> = records
+        .iter()
+        .take(2_000)
+        .map(|r| {
+            store_support::key(
+                &store_support::text(r, "hashKey"),
+                &store_support::text(r, "rangeKey"),
+            )
+        })
+        .collect();
+    assert_eq!(store.batch_get(keys, None).await?.len(), 2_000);
+    Ok(())
+}
+
+/// 32 tasks × 50 version-locked increments, half by `modify` and half by transactions
+/// (`Transaction::update` under the version read), with 10 % of calls throttled and 20 % of
+/// transactions canceled by conflicts: exactly 1,600.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn version_locked_increments_under_throttling_and_conflicts_add_up() -> TestResult {
+    let store = Arc::new(
+        MemoryStore::new(definition()?).with_faults(
+            FaultPlan::new(seed())
+                .throttle(0.1)
+                .transaction_conflicts(0.2),
+        ),
+    );
+    Counter {
+        counter_id: "c".into(),
+        created: 1_000,
+        value: 0,
+        version: 0,
+    }
+    .create(&*store)
+    .await?;
+    let mut tasks: Vec<tokio::task::JoinHandle<Result<(), String>>> = Vec::new();
+    for t in 0..32 {
+        let store = store.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut done = 0;
+            while done < 50 {
+                if entity_support::increment_once(&*store, t).await? {
+                    done += 1;
+                }
+                tokio::task::yield_now().await;
+            }
+            Ok(())
+        }));
+    }
+    for t in tasks {
+        t.await??;
+    }
+    let c = Counter::get(&*store, "c")
+        .await?
+        .ok_or("the counter is gone")?;
+    assert_eq!(c.value, 1_600);
+    let counts = store.fault_counts();
+    assert!(
+        counts.throttled > 0 && counts.transaction_conflicts > 0,
+        "{counts:?}"
+    );
+    Ok(())
+}
+
+/// `create` of one id from 32 tasks with different timestamps (different shards) under
+/// throttling and transaction conflicts: exactly one wins, and one item holds the id.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn one_create_of_an_id_wins_under_faults() -> TestResult {
+    let store = Arc::new(
+        MemoryStore::new(definition()?).with_faults(
+            FaultPlan::new(seed())
+                .throttle(0.1)
+                .transaction_conflicts(0.2),
+        ),
+    );
+    let mut tasks = Vec::new();
+    for t in 0..32u64 {
+        let store = store.clone();
+        tasks.push(tokio::spawn(async move {
+            loop {
+                match member("solo", 500 + t * 100).create(&*store).await {
+                    Ok(()) => return Ok(true),
+                    Err(Error::AlreadyExists { .. }) => return Ok(false),
+                    Err(Error::Store { source, .. }) if source.is_retryable() => {}
+                    Err(e) => return Err(e.to_string()),
+                }
+            }
+        }));
+    }
+    let mut wins = 0;
+    for t in tasks {
+        if t.await?? {
+            wins += 1;
+        }
+    }
+    assert_eq!(wins, 1);
+    let holding = store
+        .items()
+        .iter()
+        .filter(|i| i.get("memberId") == Some(&s("solo")))
+        .count();
+    assert_eq!(holding, 1);
+    Ok(())
+}
+
+/// A scan, a purge and a migration run to their end under throttling, transient errors,
+/// unprocessed batches and lag: the scan finds every record once, the purge leaves exactly
+/// the others, the migration leaves exactly the migrated records.
+#[tokio::test]
+async fn scan_purge_and_migrate_finish_under_faults() -> TestResult {
+    let plan = FaultPlan::new(seed())
+        .throttle(0.1)
+        .transient(0.05)
+        .transaction_conflicts(0.2)
+        .unprocessed(0.2)
+        .lag(4);
+    let store = MemoryStore::new(definition()?).with_faults(plan);
+    let members: Vec<Member> = (0..600)
+        .map(|i| member(&format!("m{i:03}"), 500 + i * 5))
+        .collect();
+    Member::put_many(&store, &members).await?;
+    let oracle = store.items();
+    assert_eq!(oracle.len(), 600);
+    // scan: every record once (consistent: the lag does not apply)
+    let mut scanned: Vec<Item> = ParallelScan::new(&store)
+        .segments(4)
+        .page_size(50)
+        .consistent(true)
+        .items()
+        .try_collect()
+        .await?;
+    let order = |i: &Item| store_support::text(i, "memberId");
+    scanned.sort_by_key(order);
+    let mut want = oracle.clone();
+    want.sort_by_key(order);
+    assert_eq!(scanned, want);
+    // migrate: every first name in capitals, the generated key with it
+    let migration = entity_manager::migrate::Migration::new().records::<Member, Member, _>(
+        |mut m: Member| {
+            m.first_name = m.first_name.to_uppercase();
+            m
+        },
+    )?;
+    let report = migration
+        .run(
+            ParallelScan::new(&store).page_size(50).consistent(true),
+            |_| ControlFlow::Continue(()),
+        )
+        .await?;
+    assert!(report.complete);
+    let schema = Member::schema()?;
+    let mut migrated = store.items();
+    migrated.sort_by_key(order);
+    for (m, item) in members.iter().zip(&migrated) {
+        let stored = Member::from_item(item)?;
+        assert_eq!(stored.first_name, m.first_name.to_uppercase());
+        assert_eq!(&schema.refresh_keys(item)?, item);
+    }
+    // purge: the records of even number go
+    let even = entity_manager::store::Filter::In {
+        attribute: "memberId".into(),
+        values: (0..600)
+            .step_by(2)
+            .take(100)
+            .map(|i| s(&format!("m{i:03}")))
+            .collect(),
+    };
+    let purged = ParallelScan::new(&store)
+        .page_size(50)
+        .consistent(true)
+        .filter(even)
+        .purge(|_| ControlFlow::Continue(()))
+        .await?;
+    assert!(purged.complete);
+    let left: Vec<String> = store.items().iter().map(order).collect();
+    let gone: Vec<String> = (0..600)
+        .step_by(2)
+        .take(100)
+        .map(|i| format!("m{i:03}"))
+        .collect();
+    assert_eq!(left.len(), 500);
+    assert!(gone.iter().all(|g| !left.contains(g)));
+    let counts = store.fault_counts();
+    assert!(
+        counts.throttled > 0 && counts.transient > 0 && counts.unprocessed > 0,
+        "{counts:?}"
+    );
+    Ok(())
+}
+
+/// A server that accepts connections and never answers: a batch write of 100 records ends
+/// with a typed timeout naming all 100 within its one bound (the operation timeout), instead
+/// of retrying each chunk's timeouts.
+#[tokio::test]
+async fn a_stopped_server_ends_a_batch_within_its_bound() -> TestResult {
+    use entity_manager::store::DynamoStore;
+
+    let (endpoint, held) = store_support::silent_server().await?;
+    let bound = Duration::from_secs(2);
+    let store = DynamoStore::new(
+        store_support::client_at(&endpoint),
+        "stopped",
+        TableDefinition::new(("hashKey", KeyType::S), ("rangeKey", KeyType::S)),
+    )
+    .with_timeouts(bound, Duration::from_millis(500));
+    let records: Vec<WriteRequest> = (0..100)
+        .map(|i| {
+            item(serde_json::json!({ "hashKey": "h", "rangeKey": format!("r{i}") }))
+                .map(WriteRequest::Put)
+        })
+        .collect::<Result<_, _>>()?;
+    // the guard is three bounds: the old loop (10 attempts per chunk) took far longer
+    let outcome = tokio::time::timeout(bound * 3, store.batch_write(records)).await;
+    held.abort();
+    let error = match outcome {
+        Err(_) => return Err("batch_write ran past three times its bound".into()),
+        Ok(Ok(())) => return Err("batch_write succeeded against a stopped server".into()),
+        Ok(Err(e)) => e,
+    };
+    let cause: &StoreError = &error.cause;
+    assert!(cause.is_timeout(), "{error}");
+    assert_eq!(
+        error.unwritten.len(),
+        100,
+        "every request is reported not done"
+    );
+    assert!(error.is_retryable());
+    Ok(())
+}

@@ -1,0 +1,565 @@
+//! No acknowledged write is lost or hidden by bulk work or moves, on `MemoryStore` and on
+//! `DynamoDB` Local (when `DYNAMODB_ENDPOINT` is set).
+//!
+//! 8 writers increment records (version-locked read-modify-writes, `EntityExt::modify`) while a
+//! migration rewrites the same records in place, or moves them to new shards, or a purge
+//! deletes those still at zero; each writer counts the increments the store acknowledged, and
+//! the final table must hold exactly those. Movers shuttle records between shards while readers
+//! `get` them (never "no record") and updaters `update(add(..))` them (never `Ok(None)`).
+//! Every run prints its seed; `LIVE_SEED=<n>` replays one.
+#![allow(clippy::struct_field_names)] // fields are named after their attributes
+
+mod entity_support;
+mod store_support;
+
+use std::ops::ControlFlow;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use entity_manager::field::Changes;
+use entity_manager::migrate::{MigrateReport, Migration};
+use entity_manager::scan::{ParallelScan, entity_filter};
+use entity_manager::store::{Filter, MemoryStore, Store, TableDefinition};
+use entity_manager::{AttributeValue, Entity, EntityExt, Error, Table};
+use entity_support::{Club, Member, TestResult, member};
+use serde::{Deserialize, Serialize};
+
+/// How many writers run at once.
+const WRITERS: usize = 8;
+
+/// The same table as `Club` with one more bump at 1,500 (records of 1,500 to 2,000 move from
+/// one character of shard suffix to two, records from 2,000 on from two to three). Every key
+/// of `Member` is a candidate key of `Moved`, so a `Moved` reads records not migrated yet.
+#[derive(Table)]
+#[table(entities(Moved))]
+struct ClubB;
+
+#[derive(Entity, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+#[entity(table = ClubB, token = "member", unique = member_id, timestamp = created, version = version)]
+#[shard_bumps(bumps = [
+    bump(timestamp = 1_000, char_bits = 2, chars = 1),
+    bump(timestamp = 1_500, char_bits = 2, chars = 2),
+    bump(timestamp = 2_000, char_bits = 2, chars = 3),
+])]
+#[generated(name = name_range_key, components = [last_name, first_name])]
+#[index(name = "lastName", range = name_range_key)]
+#[index(name = "phone", range = phone)]
+struct Moved {
+    #[transcode("string")]
+    member_id: String,
+    #[transcode("timestamp")]
+    created: u64,
+    #[transcode("string")]
+    first_name: String,
+    #[transcode("string")]
+    last_name: String,
+    #[transcode("string")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    phone: Option<String>,
+    logins: u64,
+    tags: Vec<String>,
+    version: u64,
+}
+
+impl From<Member> for Moved {
+    fn from(m: Member) -> Self {
+        Self {
+            member_id: m.member_id,
+            created: m.created,
+            first_name: m.first_name,
+            last_name: m.last_name,
+            phone: m.phone,
+            logins: m.logins,
+            tags: m.tags,
+            version: m.version,
+        }
+    }
+}
+
+/// A small deterministic generator (xorshift64*), one per task.
+struct Rng(u64);
+
+impl Rng {
+    fn new(seed: u64) -> Self {
+        Self(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        let x = self.0.wrapping_mul(0x2545_F491_4F6C_DD1D);
+        usize::try_from(x % u64::try_from(n.max(1)).unwrap_or(1)).unwrap_or(0)
+    }
+}
+
+fn seed() -> u64 {
+    store_support::seed("LIVE_SEED")
+}
+
+fn id(i: usize) -> String {
+    format!("m{i:04}")
+}
+
+/// `records` members created from 1,000 to 2,999 (every shard bump), logins 0.
+async fn fill<S: Store>(store: &S, records: usize) -> TestResult {
+    let all: Vec<Member> = (0..records)
+        .map(|i| member(&id(i), 1_000 + (i as u64 * 7) % 2_000))
+        .map(|mut m| {
+            m.logins = 0;
+            m
+        })
+        .collect();
+    Member::put_many(store, &all).await?;
+    Ok(())
+}
+
+/// The acknowledged increments of each record, counted by the writers.
+struct Acks(Vec<AtomicU64>);
+
+impl Acks {
+    fn new(records: usize) -> Arc<Self> {
+        Arc::new(Self((0..records).map(|_| AtomicU64::new(0)).collect()))
+    }
+    fn get(&self, i: usize) -> u64 {
+        self.0.get(i).map_or(0, |a| a.load(Ordering::SeqCst))
+    }
+    fn total(&self) -> u64 {
+        (0..self.0.len()).map(|i| self.get(i)).sum()
+    }
+}
+
+/// Spawns the writers: each increments random records with `modify` of `E` (a read-modify-write
+/// guarded by the version) until `stop`, counting what the store acknowledged.
+fn writers<S, E>(
+    store: &Arc<S>,
+    records: usize,
+    acks: &Arc<Acks>,
+    stop: &Arc<AtomicBool>,
+    seed: u64,
+    bump: fn(&mut E),
+) -> Vec<tokio::task::JoinHandle<Result<(), String>>>
+where
+    S: Store + 'static,
+    E: Entity + EntityExt + Serialize + serde::de::DeserializeOwned + Send + Sync + 'static,
+{
+    (0..WRITERS)
+        .map(|w| {
+            let (store, acks, stop) = (store.clone(), acks.clone(), stop.clone());
+            tokio::spawn(async move {
+                let mut rng = Rng::new(seed ^ (w as u64 + 1));
+                while !stop.load(Ordering::SeqCst) {
+                    let i = rng.below(records);
+                    match E::modify(&*store, &id(i), bump).await {
+                        Ok(Some(_)) => {
+                            if let Some(a) = acks.0.get(i) {
+                                a.fetch_add(1, Ordering::SeqCst);
+                            }
+                        }
+                        // deleted (by a purge), or too many conflicts in a row: not acknowledged
+                        Ok(None) | Err(Error::Conflict { .. }) => {}
+                        Err(e) => return Err(format!("writer {w}: {e}")),
+                    }
+                    tokio::task::yield_now().await;
+                }
+                Ok(())
+            })
+        })
+        .collect()
+}
+
+async fn join(handles: Vec<tokio::task::JoinHandle<Result<(), String>>>) -> TestResult {
+    for h in handles {
+        h.await??;
+    }
+    Ok(())
+}
+
+/// Lets the writers get going before the bulk work starts.
+async fn warm_up(acks: &Acks) {
+    for _ in 0..1_000 {
+        if acks.total() >= 20 {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+}
+
+/// Fills the table with `records` members, runs the writers (incrementing through `E` with
+/// `bump`) while `work` runs, stops them, and returns what `work` came to, the writers'
+/// acknowledgements and the seed.
+async fn with_writers<S, E, T, Fut>(
+    store: &Arc<S>,
+    records: usize,
+    bump: fn(&mut E),
+    work: impl FnOnce() -> Fut,
+) -> Result<(T, Arc<Acks>, u64), Box<dyn std::error::Error>>
+where
+    S: Store + 'static,
+    E: Entity + EntityExt + Serialize + serde::de::DeserializeOwned + Send + Sync + 'static,
+    Fut: std::future::Future<Output = T>,
+{
+    let seed = seed();
+    fill(&**store, records).await?;
+    let acks = Acks::new(records);
+    let stop = Arc::new(AtomicBool::new(false));
+    let tasks = writers::<S, E>(store, records, &acks, &stop, seed, bump);
+    warm_up(&acks).await;
+    let out = work().await;
+    stop.store(true, Ordering::SeqCst);
+    join(tasks).await?;
+    Ok((out, acks, seed))
+}
+
+fn report(name: &str, report: &MigrateReport, acks: &Acks) {
+    let total = report.counts.total();
+    eprintln!(
+        "{name}: {} acknowledged increments; migration rewrote {}, moved {}, redid {} after a conflict",
+        acks.total(),
+        total.rewritten,
+        total.moved,
+        total.conflicts
+    );
+}
+
+/// The migration rewrites every record in place (its first name in capitals: the generated
+/// `nameRangeKey` changes) while the writers increment.
+async fn rewrite_in_place<S: Store + 'static>(store: S, records: usize) -> TestResult {
+    let store = Arc::new(store);
+    let migration = Migration::new().records::<Member, Member, _>(|mut m: Member| {
+        m.first_name = m.first_name.to_uppercase();
+        m
+    })?;
+    let scan = ParallelScan::new(&*store)
+        .segments(4)
+        .throttle(4)
+        .page_size(25);
+    let (result, acks, seed) = with_writers::<S, Member, _, _>(
+        &store,
+        records,
+        |m| m.logins += 1,
+        || migration.run(scan, |_| ControlFlow::Continue(())),
+    )
+    .await?;
+    let done = result?;
+    report("in place", &done, &acks);
+    assert!(done.complete);
+    for i in 0..records {
+        let m = Member::get(&*store, &id(i))
+            .await?
+            .ok_or("a record is gone")?;
+        assert_eq!(
+            m.logins,
+            acks.get(i),
+            "increments of {} (seed {seed})",
+            id(i)
+        );
+        assert_eq!(
+            m.first_name,
+            m.first_name.to_uppercase(),
+            "{} not migrated",
+            id(i)
+        );
+    }
+    Ok(())
+}
+
+/// The migration moves the records of 1,500 and later to new shards while the writers
+/// increment them (through the new schema, which finds them on either side of the move).
+async fn move_shards<S: Store + 'static>(store: S, records: usize) -> TestResult {
+    let store = Arc::new(store);
+    let migration = Migration::new().records::<Member, Moved, _>(Moved::from)?;
+    let scan = ParallelScan::new(&*store)
+        .segments(4)
+        .throttle(4)
+        .page_size(25);
+    let (result, acks, seed) = with_writers::<S, Moved, _, _>(
+        &store,
+        records,
+        |m| m.logins += 1,
+        || migration.run(scan, |_| ControlFlow::Continue(())),
+    )
+    .await?;
+    let done = result?;
+    report("moves", &done, &acks);
+    assert!(done.complete && done.counts.total().moved > 0);
+    let schema = Moved::schema()?;
+    let items: Vec<entity_manager::Item> = store_items(&*store).await?;
+    assert_eq!(
+        items.len(),
+        records,
+        "one item per record, none left behind"
+    );
+    for item in &items {
+        assert_eq!(
+            &schema.refresh_keys(item)?,
+            item,
+            "an item not in the new shape"
+        );
+    }
+    for i in 0..records {
+        let m = Moved::get(&*store, &id(i))
+            .await?
+            .ok_or("a record is gone")?;
+        assert_eq!(
+            m.logins,
+            acks.get(i),
+            "increments of {} (seed {seed})",
+            id(i)
+        );
+    }
+    Ok(())
+}
+
+/// Every item of the table.
+async fn store_items<S: Store>(
+    store: &S,
+) -> Result<Vec<entity_manager::Item>, Box<dyn std::error::Error>> {
+    use futures::TryStreamExt;
+    Ok(ParallelScan::new(store)
+        .consistent(true)
+        .items()
+        .try_collect()
+        .await?)
+}
+
+/// A purge of the records whose `logins` is still 0 while the writers increment: a record
+/// incremented (and acknowledged) is never deleted, and every record never incremented goes.
+async fn purge_untouched<S: Store + 'static>(store: S, records: usize) -> TestResult {
+    let store = Arc::new(store);
+    let schema = Member::schema()?;
+    let filter = Filter::And(vec![
+        entity_filter(&schema),
+        Filter::eq("logins", AttributeValue::N("0".into())),
+    ]);
+    let scan = ParallelScan::new(&*store)
+        .segments(4)
+        .throttle(4)
+        .page_size(25)
+        .filter(filter);
+    let (result, acks, seed) = with_writers::<S, Member, _, _>(
+        &store,
+        records,
+        |m| m.logins += 1,
+        || scan.purge(|_| ControlFlow::Continue(())),
+    )
+    .await?;
+    let done = result?;
+    eprintln!(
+        "purge: {} acknowledged increments; deleted {}, {} conflicts",
+        acks.total(),
+        done.deleted,
+        done.conflicts
+    );
+    assert!(done.complete);
+    for i in 0..records {
+        let found = Member::get(&*store, &id(i)).await?;
+        match acks.get(i) {
+            0 => assert_eq!(found, None, "{} was never incremented: purged", id(i)),
+            n => assert_eq!(
+                found.map(|m| m.logins),
+                Some(n),
+                "{} was incremented {n} times (seed {seed})",
+                id(i)
+            ),
+        }
+    }
+    Ok(())
+}
+
+/// Movers shuttle records between two shards (`move_record` to another creation time, under
+/// the version read) while readers `get` them and updaters add to them: no read finds "no
+/// record", no update returns `Ok(None)`, and every acknowledged addition is stored.
+async fn moves_are_never_absent<S: Store + 'static>(store: S) -> TestResult {
+    const RECORDS: usize = 8;
+    const ROUNDS: usize = 40;
+    let seed = seed();
+    let store = Arc::new(store);
+    let f = Member::FIELDS;
+    for i in 0..RECORDS {
+        member(&id(i), 1_200).create(&*store).await?;
+    }
+    let acks = Acks::new(RECORDS);
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut tasks = Vec::new();
+    for r in 0..4u64 {
+        let (store, stop) = (store.clone(), stop.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut rng = Rng::new(seed ^ (r + 100));
+            while !stop.load(Ordering::SeqCst) {
+                let who = id(rng.below(RECORDS));
+                match Member::get(&*store, &who).await {
+                    Ok(Some(_)) => {}
+                    Ok(None) => return Err(format!("get of {who} found no record while it moved")),
+                    Err(e) => return Err(format!("reader: {e}")),
+                }
+                tokio::task::yield_now().await;
+            }
+            Ok(())
+        }));
+    }
+    for u in 0..2u64 {
+        let (store, stop, acks) = (store.clone(), stop.clone(), acks.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut rng = Rng::new(seed ^ (u + 200));
+            while !stop.load(Ordering::SeqCst) {
+                let i = rng.below(RECORDS);
+                match Member::update(&*store, &id(i), Changes::new().add(f.logins, 1)).await {
+                    Ok(Some(_)) => {
+                        if let Some(a) = acks.0.get(i) {
+                            a.fetch_add(1, Ordering::SeqCst);
+                        }
+                    }
+                    Ok(None) => {
+                        return Err(format!(
+                            "update of {} found no record while it moved",
+                            id(i)
+                        ));
+                    }
+                    Err(Error::Conflict { .. }) => {}
+                    Err(e) => return Err(format!("updater: {e}")),
+                }
+                tokio::task::yield_now().await;
+            }
+            Ok(())
+        }));
+    }
+    // the movers: each record back and forth between created 1,200 (one character of shard
+    // suffix) and 2,200 (two), the version read guarding the move
+    let mut shuttles = Vec::new();
+    for m in 0..2usize {
+        let store = store.clone();
+        shuttles.push(tokio::spawn(async move {
+            let mut moves = 0;
+            for round in 0..ROUNDS {
+                let who = id((round + m) % RECORDS);
+                let Some(now) = Member::get(&*store, &who)
+                    .await
+                    .map_err(|e| e.to_string())?
+                else {
+                    return Err(format!("mover: {who} is gone"));
+                };
+                let mut to = now.clone();
+                to.created = if now.created == 1_200 { 2_200 } else { 1_200 };
+                match Member::move_record(&*store, &who, &to).await {
+                    Ok(()) => moves += 1,
+                    // changed (an update, another mover) since it was read: next round
+                    Err(Error::VersionConflict { .. }) => {}
+                    Err(e) => return Err(format!("mover: {e}")),
+                }
+                tokio::task::yield_now().await;
+            }
+            Ok::<_, String>(moves)
+        }));
+    }
+    let mut moves = 0;
+    for m in shuttles {
+        moves += m.await??;
+    }
+    stop.store(true, Ordering::SeqCst);
+    join(tasks).await?;
+    eprintln!("{moves} moves, {} acknowledged additions", acks.total());
+    assert!(moves > 0, "no move happened");
+    for i in 0..RECORDS {
+        let m = Member::get(&*store, &id(i))
+            .await?
+            .ok_or("a record is gone")?;
+        assert_eq!(
+            m.logins,
+            acks.get(i),
+            "additions to {} (seed {seed})",
+            id(i)
+        );
+    }
+    Ok(())
+}
+
+/// `update` setting a plain field that is an index's sort key past 1,024 bytes is a
+/// `KeyTooLong` naming it, on both stores, before anything is sent.
+async fn long_index_key_by_update<S: Store>(store: &S) -> TestResult {
+    let f = Member::FIELDS;
+    member("k", 1_500).create(store).await?;
+    let long = "9".repeat(1_100);
+    let e = Member::update(store, "k", Changes::new().set_option(f.phone, Some(long)))
+        .await
+        .err()
+        .ok_or("a 1,100-byte index sort key was accepted")?;
+    assert!(
+        matches!(&e, Error::KeyTooLong { attribute, index: Some(index), bytes: 1_100, .. } if attribute == "phone" && index == "phone"),
+        "{e:?}"
+    );
+    Ok(())
+}
+
+fn club() -> Result<TableDefinition, Box<dyn std::error::Error>> {
+    Ok(TableDefinition::from_schema(Club::schema()?)?)
+}
+
+fn club_b() -> Result<TableDefinition, Box<dyn std::error::Error>> {
+    Ok(TableDefinition::from_schema(ClubB::schema()?)?)
+}
+
+mod memory {
+    use super::*;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn rewrite_in_place_keeps_every_acknowledged_write() -> TestResult {
+        rewrite_in_place(MemoryStore::new(club()?), 2_000).await
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn moves_keep_every_acknowledged_write() -> TestResult {
+        move_shards(MemoryStore::new(club_b()?), 2_000).await
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn purge_keeps_every_acknowledged_write() -> TestResult {
+        purge_untouched(MemoryStore::new(club()?), 2_000).await
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn moving_records_are_never_absent() -> TestResult {
+        moves_are_never_absent(MemoryStore::new(club()?)).await
+    }
+
+    #[tokio::test]
+    async fn update_of_a_long_index_key_is_key_too_long() -> TestResult {
+        long_index_key_by_update(&MemoryStore::new(club()?)).await
+    }
+}
+
+mod dynamodb {
+    use super::*;
+    use store_support::on_dynamodb;
+
+    /// Records on `DynamoDB` Local: fewer than in memory, for the time of a debug build.
+    const RECORDS: usize = 400;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn rewrite_in_place_keeps_every_acknowledged_write() -> TestResult {
+        on_dynamodb("live-rewrite", club()?, |s| rewrite_in_place(s, RECORDS)).await
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn moves_keep_every_acknowledged_write() -> TestResult {
+        on_dynamodb("live-moves", club_b()?, |s| move_shards(s, RECORDS)).await
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn purge_keeps_every_acknowledged_write() -> TestResult {
+        on_dynamodb("live-purge", club()?, |s| purge_untouched(s, RECORDS)).await
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn moving_records_are_never_absent() -> TestResult {
+        on_dynamodb("live-absent", club()?, moves_are_never_absent).await
+    }
+
+    #[tokio::test]
+    async fn update_of_a_long_index_key_is_key_too_long() -> TestResult {
+        on_dynamodb("live-long", club()?, |s| async move {
+            long_index_key_by_update(&s).await
+        })
+        .await
+    }
+}
