@@ -13,7 +13,7 @@ use std::sync::Mutex;
 use entity_manager::query::Query;
 use entity_manager::store::{
     MemoryStore, Page, QueryPage, RangeCondition, Store, StoreError, StoreErrorKind,
-    TableDefinition, WriteRequest,
+    TableDefinition,
 };
 use entity_manager::{AttributeValue, Error, Item, Schema, ShardSpace};
 use entity_manager_tests::{block_on, forward_store};
@@ -22,7 +22,7 @@ use proptest::prelude::*;
 mod query_support;
 mod store_support;
 
-use query_support::{Record, holds, in_store_order, schema, text};
+use query_support::{Record, dataset, holds, in_store_order, schema, text, writes_of};
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
 
@@ -141,36 +141,6 @@ fn range_attr_of(ask: &Ask) -> &'static str {
         Some(_) => "nameRK",
         None => "rangeKey",
     }
-}
-
-fn dataset(count: usize, spread: u64, seed: u64) -> Vec<Record> {
-    let mut state = seed | 1;
-    let mut next = move |m: u64| {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state % m
-    };
-    (0..count)
-        .map(|i| Record {
-            id: format!("u{i}-{}", next(1_000)),
-            created: next(spread),
-            name: ["ann", "bob", "cy"][usize::try_from(next(3)).unwrap_or(0)].to_owned(),
-            group: "g1".to_owned(),
-            score: 0,
-        })
-        .collect()
-}
-
-fn writes_of(
-    schema: &Schema,
-    records: &[Record],
-) -> Result<Vec<WriteRequest>, Box<dyn std::error::Error>> {
-    let user = schema.entity("user")?;
-    records
-        .iter()
-        .map(|r| Ok(WriteRequest::Put(user.add_keys(&r.item()?)?)))
-        .collect()
 }
 
 /// Pages `ask` to the end over `rough`, retrying a failed page with its token, and checks the

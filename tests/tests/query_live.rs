@@ -16,7 +16,6 @@ use std::sync::Mutex;
 use entity_manager::query::Query;
 use entity_manager::store::{
     Expect, MemoryStore, Page, QueryPage, RangeCondition, Store, StoreError, TableDefinition,
-    WriteRequest,
 };
 use entity_manager::{AttributeValue, Item, Schema, ShardSpace};
 use entity_manager_tests::{block_on, forward_store};
@@ -25,7 +24,7 @@ use proptest::prelude::*;
 mod query_support;
 mod store_support;
 
-use query_support::{Record, holds, order, schema, text};
+use query_support::{Record, dataset, holds, order, schema, text, writes_of};
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
 
@@ -242,27 +241,6 @@ fn ask() -> impl Strategy<Value = Ask> {
         )
 }
 
-/// The records of one paging: `count` records, `created` drawn from `spread` values (few: long
-/// runs of ties), on one or two shard bumps.
-fn dataset(count: usize, spread: u64, seed: u64) -> Vec<Record> {
-    let mut state = seed | 1;
-    let mut next = move |m: u64| {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state % m
-    };
-    (0..count)
-        .map(|i| Record {
-            id: format!("u{i}-{}", next(1_000)),
-            created: next(spread),
-            name: ["ann", "bob", "cy"][usize::try_from(next(3)).unwrap_or(0)].to_owned(),
-            group: "g1".to_owned(),
-            score: 0,
-        })
-        .collect()
-}
-
 /// The position of an item in the query's order as far as the test can tell it: range key,
 /// then table hash key (the lane), then (on `MemoryStore`, which keeps equal range keys in a
 /// lane by table range key) the table range key.
@@ -418,17 +396,6 @@ fn churn<'s, S: Store>(
             ..Log::default()
         }),
     }
-}
-
-fn writes_of(
-    schema: &Schema,
-    records: &[Record],
-) -> Result<Vec<WriteRequest>, Box<dyn std::error::Error>> {
-    let user = schema.entity("user")?;
-    records
-        .iter()
-        .map(|r| Ok(WriteRequest::Put(user.add_keys(&r.item()?)?)))
-        .collect()
 }
 
 /// Shard schedules: one bump of 8 shards, or two bumps (4 then 16 shards).

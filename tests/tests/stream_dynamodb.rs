@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::error::Error;
 
 use entity_manager::field::Changes;
-use entity_manager::store::{DynamoStore, StreamView, TableDefinition};
+use entity_manager::store::{DynamoStore, Store as _, StreamView, TableDefinition};
 use entity_manager::stream::{Change, ChangeKind, Checkpoint, StartAt, StreamReader, StreamRecord};
 use entity_manager::{EntityExt, PrimaryKey, Table, Transaction};
 
@@ -250,7 +250,14 @@ async fn the_stream_read_to_its_end_equals_the_oracle_in_every_view() -> TestRes
 
         // the whole stream, in pages of 3 records (many shard iterators)
         let mut reader = StreamReader::new(&store, streams.clone()).limit(3);
-        let all = reader.read_available().await?;
+        // the table's stamp, written when the table was created, is no record
+        let records = |batch: Vec<StreamRecord>| -> Vec<StreamRecord> {
+            batch
+                .into_iter()
+                .filter(|r| !entity_manager::store::is_stamp(&r.keys, store.definition()))
+                .collect()
+        };
+        let all = records(reader.read_available().await?);
         let want = seen_through(view, oracle.per_item());
         assert_eq!(
             all.len(),
@@ -284,8 +291,8 @@ async fn the_stream_read_to_its_end_equals_the_oracle_in_every_view() -> TestRes
             !head.is_empty() && !tail.is_empty(),
             "{view:?}: the checkpoint is mid-way"
         );
-        let mut joined = head.clone();
-        joined.extend(tail);
+        let mut joined = records(head.clone());
+        joined.extend(records(tail));
         assert_eq!(
             sequence_numbers(&joined),
             seqs,

@@ -188,6 +188,39 @@ pub fn page_all<S: Store>(query: &Query<'_, S>) -> Result<Vec<QueryPageResult>, 
 // ---------------------------------------------------------------------------------------------
 // random datasets and queries
 
+/// The records of one paging: `count` records, `created` drawn from `spread` values (few: long
+/// runs of ties), on one or two shard bumps.
+pub fn dataset(count: usize, spread: u64, seed: u64) -> Vec<Record> {
+    let mut state = seed | 1;
+    let mut next = move |m: u64| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state % m
+    };
+    (0..count)
+        .map(|i| Record {
+            id: format!("u{i}-{}", next(1_000)),
+            created: next(spread),
+            name: ["ann", "bob", "cy"][usize::try_from(next(3)).unwrap_or(0)].to_owned(),
+            group: "g1".to_owned(),
+            score: 0,
+        })
+        .collect()
+}
+
+/// The puts that store `records` (with their keys) in a table of `schema`.
+pub fn writes_of(
+    schema: &Schema,
+    records: &[Record],
+) -> Result<Vec<WriteRequest>, Box<dyn std::error::Error>> {
+    let user = schema.entity("user")?;
+    records
+        .iter()
+        .map(|r| Ok(WriteRequest::Put(user.add_keys(&r.item()?)?)))
+        .collect()
+}
+
 prop_compose! {
     pub fn records(max: usize)(
         count in prop_oneof![4 => 0usize..120, 2 => 0usize..600, 1 => 0..=max],

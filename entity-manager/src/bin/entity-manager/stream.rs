@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, ValueEnum};
+use entity_manager::store::{TableDefinition, is_stamp};
 use entity_manager::stream::{Change, Checkpoint, StartAt, StreamReader};
 use entity_manager::{Item, Schema};
 use serde_json::{Value, json};
@@ -138,6 +139,8 @@ pub(crate) fn stream(args: &StreamArgs, json: bool) -> Result<(), Failure> {
     }
     let mut counts: BTreeMap<String, u64> = BTreeMap::new();
     let mut errors = 0u64;
+    let definition =
+        TableDefinition::from_schema(&schema).map_err(|e| Failure::Operation(e.to_string()))?;
     let stdout = io::stdout();
     let mut out = stdout.lock();
     let interval = Duration::from_millis(args.poll_interval);
@@ -155,6 +158,10 @@ pub(crate) fn stream(args: &StreamArgs, json: bool) -> Result<(), Failure> {
                 continue;
             }
             for record in &records {
+                // the table's stamp (written when the table was created) is no record
+                if is_stamp(&record.keys, &definition) {
+                    continue;
+                }
                 let line = match Change::decode_items(&schema, record) {
                     Ok(change) => {
                         if args.entity.as_ref().is_some_and(|e| *e != change.entity) {
