@@ -141,6 +141,7 @@ macro_rules! paging_setters {
 mod collection;
 mod engine;
 mod estimate;
+mod lanes;
 mod multi;
 mod multi_typed;
 mod plan;
