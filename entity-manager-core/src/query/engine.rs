@@ -1103,17 +1103,18 @@ impl<P: Lanes, S: Store> Engine<'_, P, S> {
             };
             let end = end.cloned();
             let request = merge.update(t, |lane| self.request(lane, limit, end.as_ref(), in_run));
-            if let Some((request, bounded)) = request {
+            if let Some((request, stop)) = request {
                 merge.lanes[t].busy = true;
-                reads.push((t, request, end.filter(|_| bounded), limit));
+                reads.push((t, request, stop, limit));
             }
         }
         reads
     }
 
     /// The next read of a lane, up to `end`; `None` when the lane is settled without one (it
-    /// was already read past the end, or nothing can match up to it). The flag tells whether
-    /// the read stops at the end.
+    /// was already read past the end, or nothing can match up to it). With it, where the read
+    /// stops (`None`: it runs to the lane's end), so that running out means "read through
+    /// there".
     ///
     /// A read starts where the lane was read through: right after its last item read when
     /// that item is at its frontier (`ExclusiveStartKey`), else at the frontier's range key
@@ -1124,7 +1125,7 @@ impl<P: Lanes, S: Store> Engine<'_, P, S> {
         limit: u32,
         end: Option<&End>,
         in_run: bool,
-    ) -> Option<(QueryPage, bool)> {
+    ) -> Option<(QueryPage, Option<End>)> {
         lane.fresh = false;
         let plan = self.plan;
         let user = plan.condition(lane.index);
@@ -1134,6 +1135,9 @@ impl<P: Lanes, S: Store> Engine<'_, P, S> {
         {
             // already read through the end
             return None;
+        }
+        if let Some(within) = self.within(lane, limit) {
+            return Some(within);
         }
         let narrowed = narrow(user, end.map(|e| &e.value), descending);
         let (condition, bounded) = match narrowed {
@@ -1164,7 +1168,8 @@ impl<P: Lanes, S: Store> Engine<'_, P, S> {
                     .map(|(_, key)| key.clone());
                 let Some(value) = &front.value else {
                     // equality fixes every sort attribute: no condition to narrow
-                    return Some((self.requested(lane, limit, condition, start), bounded));
+                    let stop = end.filter(|_| bounded).map(|end| self.covered(end));
+                    return Some((self.requested(lane, limit, condition, start), stop));
                 };
                 if strict && let Some(condition) = strictly_after(user, value, descending) {
                     // read through a range key, and no item there to start after: strictly
@@ -1190,7 +1195,56 @@ impl<P: Lanes, S: Store> Engine<'_, P, S> {
                 }
             }
         };
-        Some((self.requested(lane, limit, condition, start), bounded))
+        let stop = end.filter(|_| bounded).map(|end| self.covered(end));
+        Some((self.requested(lane, limit, condition, start), stop))
+    }
+
+    /// What a read bounded at `end` by a key condition covers when it runs out: every item up
+    /// to `end`'s value of the conditioned attribute (past `end` itself, when that is an item's
+    /// sort tuple inside the value).
+    fn covered(&self, end: &End) -> End {
+        End {
+            pos: self.through(&end.value).unwrap_or_else(|| end.pos.clone()),
+            value: end.value.clone(),
+            rank: None,
+        }
+    }
+
+    /// The read of a lane read through a sort tuple inside a value of the conditioned attribute
+    /// (or up to it), with no item there to start after: right after that tuple (or at it),
+    /// among the items of its value, so that the lane does not read again what it read (see
+    /// [`Lanes::request_within`]); it stops where that value ends.
+    fn within(&self, lane: &Lane, limit: u32) -> Option<(QueryPage, Option<End>)> {
+        let front = lane.frontier.as_ref()?;
+        if front.upto == Upto::Part
+            || lane
+                .cursor
+                .as_ref()
+                .is_some_and(|(pos, _)| pos.same_head(&front.pos) && *pos > front.pos)
+        {
+            // a read resumes after an item past the frontier
+            return None;
+        }
+        let value = front.value.clone()?;
+        let key = match &front.pos {
+            Pos::Up(key) | Pos::Down(Reverse(key)) => key,
+        };
+        let (request, through) =
+            self.plan
+                .request_within(lane.index, lane.shard, key, front.upto == Upto::Before)?;
+        // where the user's condition holds nothing after that value, running out means the
+        // lane has nothing left
+        let last = ends_at(
+            self.plan.condition(lane.index),
+            &value,
+            self.plan.descending(),
+        );
+        let stop = (!last).then(|| End {
+            pos: self.scan(through),
+            value,
+            rank: None,
+        });
+        Some((request.limit(limit), stop))
     }
 
     /// The query of a lane, with its limit, key condition and start.
@@ -1392,6 +1446,26 @@ fn strictly_after(
         (Some(R::Gt(v) | R::Ge(v)), false) if at_or_before(v) => Some(R::Gt(b.clone())),
         (Some(R::Lt(v) | R::Le(v)), true) if at_or_before(v) => Some(R::Lt(b.clone())),
         _ => None,
+    }
+}
+
+/// Whether the user's key condition holds no value after `v` in scan order.
+fn ends_at(user: Option<&RangeCondition>, v: &AttributeValue, descending: bool) -> bool {
+    use RangeCondition as R;
+    // `x` lies at or before `v` in scan order
+    let reached = |x: &AttributeValue| {
+        let o = estimate::compare(x, v);
+        if descending {
+            o != Ordering::Less
+        } else {
+            o != Ordering::Greater
+        }
+    };
+    match (user, descending) {
+        (Some(R::Eq(x)), _)
+        | (Some(R::Lt(x) | R::Le(x) | R::Between(_, x)), false)
+        | (Some(R::Gt(x) | R::Ge(x) | R::Between(x, _)), true) => reached(x),
+        _ => false,
     }
 }
 

@@ -66,6 +66,22 @@ pub(crate) trait Lanes {
     /// index, an equality prefix, the filter and projection, the direction.
     fn request(&self, source: usize, shard: usize) -> QueryPage;
 
+    /// The read of a lane that resumes right after `key` (at it, when `inclusive`) among the
+    /// items sharing its value of the conditioned attribute, and the key the lane is read
+    /// through once that read runs out; `None` when no key condition can say so (a key is one
+    /// value, or lies past every item of its value: the regular reads serve).
+    ///
+    /// A multi-attribute key narrows with an equality on its leading sort attributes and a
+    /// condition on the last one given: after `(v, w)`, the items `(v, > w)`, and the lane is
+    /// then read through `(v, MAX)`.
+    fn request_within(
+        &self,
+        source: usize,
+        shard: usize,
+        key: &Key,
+        inclusive: bool,
+    ) -> Option<(QueryPage, Key)>;
+
     /// Whether a key of `source` is unique in its partition (the table's own keys): a lane
     /// that read an item at a key holds no other there.
     fn unique_keys(&self, source: usize) -> bool;

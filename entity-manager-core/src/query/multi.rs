@@ -114,7 +114,31 @@ struct Plan<'a> {
     lanes: Vec<LaneDef>,
     window: (u64, u64),
     fingerprint: [u8; 32],
-    table: [u8; 32],
+}
+
+impl super::Resumable for Plan<'_> {
+    fn window(&self) -> (u64, u64) {
+        self.window
+    }
+
+    fn fingerprint(&self) -> &[u8; 32] {
+        &self.fingerprint
+    }
+
+    fn shape(&self) -> token::Shape {
+        token::Shape {
+            streams: 1,
+            lanes: self.lanes.len(),
+        }
+    }
+
+    /// A tuple of up to 4 values: room for 4 streams' boundaries.
+    fn max_shape(&self) -> token::Shape {
+        token::Shape {
+            streams: 4,
+            lanes: self.lanes.len(),
+        }
+    }
 }
 
 impl<'a, S: Store> MultiQuery<'a, S> {
@@ -274,7 +298,6 @@ impl<'a, S: Store> MultiQuery<'a, S> {
             lanes,
             window,
             fingerprint,
-            table: self.table_binding(),
         })
     }
 
@@ -304,45 +327,17 @@ impl<'a, S: Store> MultiQuery<'a, S> {
         h.finalize().into()
     }
 
-    fn table_binding(&self) -> [u8; 32] {
-        let mut h = Sha256::new();
-        h.update(b"entity-manager multi-attribute table binding v1");
-        h.update(format!("{:?}|{:?}", self.store.definition(), self.store.name()).as_bytes());
-        h.finalize().into()
-    }
-
     /// The page's plan and where it starts: from the beginning, or as `token` says (checked
     /// against the query and the table, its window pinned).
-    fn resume(&self, token: Option<&str>) -> Result<(Plan<'a>, StreamState)> {
-        let probe = self.plan(self.paging.window.unwrap_or((0, now_ms())))?;
-        let shape = |plan: &Plan<'_>| token::Shape {
-            streams: 1,
-            lanes: plan.lanes.len(),
+    fn resume(&self, token: Option<&str>, table: &[u8; 32]) -> Result<(Plan<'a>, StreamState)> {
+        let (plan, state) = super::resume(token, &self.paging, table, |window| self.plan(window))?;
+        let state = match state {
+            None => StreamState::fresh(plan.lanes.len()),
+            Some(mut parsed) => parsed
+                .streams
+                .pop()
+                .ok_or(crate::error::TokenError::Malformed("shape"))?,
         };
-        let Some(token) = token else {
-            return Ok((probe, StreamState::fresh(0)));
-        };
-        let binding = token::Binding {
-            query: &probe.fingerprint,
-            table: &probe.table,
-        };
-        // a tuple of up to 4 values: room for 4 streams' boundaries
-        let max = token::max_chars(token::Shape {
-            streams: 4,
-            lanes: probe.lanes.len(),
-        });
-        let verified = token::verify(token, binding, self.paging.signing_key.as_deref(), max)?;
-        self.paging.check_window(&verified)?;
-        let plan = if (verified.from, verified.to) == probe.window {
-            probe
-        } else {
-            self.plan((verified.from, verified.to))?
-        };
-        let mut parsed = verified.parse(shape(&plan))?;
-        let state = parsed
-            .streams
-            .pop()
-            .ok_or(crate::error::TokenError::Malformed("shape"))?;
         Ok((plan, state))
     }
 
@@ -368,7 +363,8 @@ impl<'a, S: Store> MultiQuery<'a, S> {
         if limit == 0 || page_size == 0 || throttle == 0 {
             return Err(self.invalid("the limit, page size and throttle must be at least 1"));
         }
-        let (plan, state) = self.resume(token)?;
+        let table = super::table_binding(self.store, None);
+        let (plan, state) = self.resume(token, &table)?;
         let source = Source {
             query: self,
             plan: &plan,
@@ -398,7 +394,7 @@ impl<'a, S: Store> MultiQuery<'a, S> {
                 },
                 token::Binding {
                     query: &plan.fingerprint,
-                    table: &plan.table,
+                    table: &table,
                 },
                 self.paging.signing_key.as_deref(),
             )
@@ -435,6 +431,31 @@ struct Source<'q, 'a, S> {
 impl<S> Source<'_, '_, S> {
     fn table(&self) -> Option<&crate::model::TableModel> {
         self.plan.entities.first().map(EntitySchema::table)
+    }
+
+    /// A read of lane `shard` with this equality prefix on the sort attributes.
+    fn request_with(&self, shard: usize, prefix: Vec<AttributeValue>) -> QueryPage {
+        let q = self.query;
+        let mut values = self
+            .plan
+            .lanes
+            .get(shard)
+            .and_then(|lane| lane.shard.clone())
+            .map(AttributeValue::S)
+            .into_iter()
+            .chain(q.hash.iter().cloned());
+        // the plan checked that the key has a partition attribute to give
+        let first = values
+            .next()
+            .unwrap_or_else(|| AttributeValue::S(String::new()));
+        let mut request = QueryPage::new(first)
+            .index(q.index.clone())
+            .range_prefix(prefix)
+            .descending(q.paging.descending);
+        for v in values {
+            request = request.and_hash_key(v);
+        }
+        request
     }
 
     /// The sort tuple of values as a key.
@@ -527,27 +548,48 @@ impl<S: Store> Lanes for Source<'_, '_, S> {
     }
 
     fn request(&self, _source: usize, shard: usize) -> QueryPage {
-        let q = self.query;
-        let mut values = self
-            .plan
-            .lanes
-            .get(shard)
-            .and_then(|lane| lane.shard.clone())
-            .map(AttributeValue::S)
-            .into_iter()
-            .chain(q.hash.iter().cloned());
-        // the plan checked that the key has a partition attribute to give
-        let first = values
-            .next()
-            .unwrap_or_else(|| AttributeValue::S(String::new()));
-        let mut request = QueryPage::new(first)
-            .index(q.index.clone())
-            .range_prefix(q.prefix.iter().cloned())
-            .descending(q.paging.descending);
-        for v in values {
-            request = request.and_hash_key(v);
+        self.request_with(shard, self.query.prefix.clone())
+    }
+
+    fn request_within(
+        &self,
+        _source: usize,
+        shard: usize,
+        key: &Key,
+        inclusive: bool,
+    ) -> Option<(QueryPage, Key)> {
+        let Key::Tuple { at, parts } = key else {
+            return None;
+        };
+        // the last sort attribute the key gives a value (the rest are filled: a key through)
+        let last = parts
+            .iter()
+            .rposition(|p| !matches!(p, Scalar::Min | Scalar::Max))?;
+        if last <= *at {
+            return None;
         }
-        request
+        let prefix = parts[..last]
+            .iter()
+            .map(Scalar::to_value)
+            .collect::<Option<Vec<_>>>()?;
+        let value = parts[last].to_value()?;
+        let descending = self.descending();
+        let condition = match (descending, inclusive) {
+            (false, false) => RangeCondition::Gt(value),
+            (false, true) => RangeCondition::Ge(value),
+            (true, false) => RangeCondition::Lt(value),
+            (true, true) => RangeCondition::Le(value),
+        };
+        let fill = if descending { Scalar::Min } else { Scalar::Max };
+        let mut through = parts[..last].to_vec();
+        through.resize(parts.len(), fill);
+        Some((
+            self.request_with(shard, prefix).range(condition),
+            Key::Tuple {
+                at: *at,
+                parts: through.into(),
+            },
+        ))
     }
 
     fn unique_keys(&self, _source: usize) -> bool {
@@ -664,10 +706,4 @@ fn tuple_value(multi: &MultiKey, item: &Item) -> AttributeValue {
             })
             .collect(),
     )
-}
-
-fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }

@@ -501,6 +501,17 @@ impl Lanes for Plan<'_> {
         request
     }
 
+    fn request_within(
+        &self,
+        _source: usize,
+        _shard: usize,
+        _key: &Key,
+        _inclusive: bool,
+    ) -> Option<(QueryPage, Key)> {
+        // one range-key value: every key is a whole value
+        None
+    }
+
     fn unique_keys(&self, source: usize) -> bool {
         let table = self.schema.table();
         self.indexes
