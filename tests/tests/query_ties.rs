@@ -11,7 +11,7 @@ use entity_manager::query::{MultiQuery, Query, QueryPageResult};
 use entity_manager::store::{
     MemoryStore, Page, QueryPage, Store, StoreError, TableDefinition, WriteRequest,
 };
-use entity_manager::{Entity as _, EntityExt as _, Schema, ShardSpace, Table as _};
+use entity_manager::{EntityExt as _, Schema, ShardSpace, Table as _};
 use entity_manager_tests::{block_on, forward_store};
 use serde_json::json;
 
@@ -65,13 +65,14 @@ fn loaded(
 /// page, the mean per page, the lanes, and the items returned.
 type Cost = (f64, usize, f64, usize, usize);
 
+/// One page of a query, from the token of the page before.
+type Pager<'s> = Box<dyn Fn(Option<&str>) -> entity_manager::Result<QueryPageResult> + 's>;
+
 /// The classic query of the `score` index.
 fn classic<'s>(
     store: &'s MemoryStore,
     schema: &'s Schema,
-) -> impl Fn(usize, bool) -> Box<dyn Fn(Option<&str>) -> entity_manager::Result<QueryPageResult> + 's>
-+ Copy
-+ 's {
+) -> impl Fn(usize, bool) -> Pager<'s> + Copy + 's {
     move |limit, descending| {
         Box::new(move |token: Option<&str>| {
             let user = schema.entity("user")?;
@@ -251,6 +252,7 @@ struct Club;
     bump(timestamp = 1_000, char_bits = 5, chars = 2)
 ])]
 #[index(name = "byGroup", hash = [group], range = [score, rank], sharded)]
+#[allow(clippy::struct_field_names)] // fields are named after their attributes
 struct Member {
     #[transcode("string")]
     member_id: String,
@@ -270,6 +272,7 @@ struct Member {
     bump(timestamp = 1_000, char_bits = 2, chars = 1)
 ])]
 #[index(name = "byGroup", hash = [group], range = [score, rank], sharded)]
+#[allow(clippy::struct_field_names)] // fields are named after their attributes
 struct Solo {
     #[transcode("string")]
     solo_id: String,
@@ -283,7 +286,7 @@ struct Solo {
 /// A club of `count` members and as many solos, created over `0..2,000`, with `values`
 /// distinct sort tuples.
 fn club(count: u64, values: u64) -> Result<MemoryStore, Box<dyn std::error::Error>> {
-    let store = MemoryStore::new(TableDefinition::from_schema(Club::schema()?)?);
+    let club = MemoryStore::new(TableDefinition::from_schema(Club::schema()?)?);
     let mut writes = Vec::new();
     for i in 0..count {
         let (created, score, rank) = ((i * 7_919) % 2_000, i64::try_from(i % values)?, 7);
@@ -304,17 +307,15 @@ fn club(count: u64, values: u64) -> Result<MemoryStore, Box<dyn std::error::Erro
         writes.push(WriteRequest::Put(member.to_item()?));
         writes.push(WriteRequest::Put(solo.to_item()?));
     }
-    block_on(store.batch_write(writes))?;
-    Ok(store)
+    block_on(club.batch_write(writes))?;
+    Ok(club)
 }
 
 /// The multi-attribute query of the club's `byGroup` index over `E`'s shards.
 fn multi<'s, E: entity_manager::EntityExt>(
     store: &'s MemoryStore,
     window: (u64, u64),
-) -> impl Fn(usize, bool) -> Box<dyn Fn(Option<&str>) -> entity_manager::Result<QueryPageResult> + 's>
-+ Copy
-+ 's {
+) -> impl Fn(usize, bool) -> Pager<'s> + Copy + 's {
     move |limit, descending| {
         Box::new(move |token: Option<&str>| {
             block_on(

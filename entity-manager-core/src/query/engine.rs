@@ -504,6 +504,8 @@ pub(crate) struct Engine<'p, P, S> {
     pub(crate) store: &'p S,
     pub(crate) page_size: usize,
     pub(crate) throttle: usize,
+    /// Several sources may return one record (and so it is deduplicated by its identity).
+    pub(crate) dedupe: bool,
 }
 
 impl<P: Lanes, S: Store> Engine<'_, P, S> {
@@ -617,7 +619,7 @@ impl<P: Lanes, S: Store> Engine<'_, P, S> {
                 rank: merge.lanes[h].rank,
                 lane: h,
             });
-            if !seen.insert(self.plan.identity(&item).unwrap_or_default()) {
+            if self.dedupe && !seen.insert(self.plan.identity(&item).unwrap_or_default()) {
                 // the same record from another index of the stream, at the same position
                 totals.duplicates_removed += 1;
                 // the page now ends one item further

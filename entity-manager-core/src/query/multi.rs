@@ -375,6 +375,8 @@ impl<'a, S: Store> MultiQuery<'a, S> {
             store: self.store,
             page_size,
             throttle,
+            // one source: every record comes once
+            dedupe: false,
         };
         let mut totals = QueryStats {
             shards: plan.lanes.len(),
@@ -461,14 +463,13 @@ impl<S> Source<'_, '_, S> {
     /// The sort tuple of values as a key.
     fn tuple<'v>(&self, values: impl Iterator<Item = Option<&'v AttributeValue>>) -> Option<Key> {
         let range = &self.plan.multi.range;
-        let parts = range
-            .iter()
-            .zip(values)
-            .map(|(p, v)| v.and_then(|v| Scalar::of(v, p.key_type)))
-            .collect::<Option<Vec<_>>>()?;
+        let mut parts = Vec::with_capacity(range.len());
+        for (p, v) in range.iter().zip(values) {
+            parts.push(Scalar::of(v?, p.key_type)?);
+        }
         (parts.len() == range.len()).then(|| Key::Tuple {
             at: self.at,
-            parts: parts.into(),
+            parts: parts.into_boxed_slice(),
         })
     }
 }
