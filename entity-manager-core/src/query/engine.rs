@@ -213,6 +213,8 @@ struct Merge {
     buffered: usize,
     /// Lanes exhausted with nothing buffered.
     dead: usize,
+    /// Lanes with something left to read and not read yet on this page.
+    fresh: usize,
     /// Where the page is known to end, while no read or duplicate has changed it.
     known_end: Known,
     /// The last item emitted.
@@ -261,10 +263,14 @@ impl Merge {
     fn update<R>(&mut self, t: usize, change: impl FnOnce(&mut Lane) -> R) -> R {
         let lane = &self.lanes[t];
         let (before, was_dead) = (lane.buffer.len(), lane.exhausted && lane.buffer.is_empty());
+        let was_fresh = lane.fresh && !lane.exhausted;
         self.detach(t);
         let result = change(&mut self.lanes[t]);
         self.attach(t);
         let lane = &self.lanes[t];
+        if was_fresh && !(lane.fresh && !lane.exhausted) {
+            self.fresh -= 1;
+        }
         let added = lane.buffer.len().saturating_sub(before);
         if added > 0 {
             self.buffered += added;
@@ -316,7 +322,7 @@ impl Merge {
 
     /// Whether a lane with something left is not read yet on this page.
     fn any_fresh(&self) -> bool {
-        self.lanes.iter().any(|lane| lane.fresh && !lane.exhausted)
+        self.fresh > 0
     }
 
     /// The next item in the global order, as the frontier every other lane must reach before
@@ -504,8 +510,6 @@ pub(crate) struct Engine<'p, P, S> {
     pub(crate) store: &'p S,
     pub(crate) page_size: usize,
     pub(crate) throttle: usize,
-    /// Several sources may return one record (and so it is deduplicated by its identity).
-    pub(crate) dedupe: bool,
 }
 
 impl<P: Lanes, S: Store> Engine<'_, P, S> {
@@ -619,8 +623,9 @@ impl<P: Lanes, S: Store> Engine<'_, P, S> {
                 rank: merge.lanes[h].rank,
                 lane: h,
             });
-            if self.dedupe && !seen.insert(self.plan.identity(&item).unwrap_or_default()) {
-                // the same record from another index of the stream, at the same position
+            if !seen.insert(self.plan.identity(&item).unwrap_or_default()) {
+                // the same record from another index of the stream, at the same position, or
+                // read twice during the page at two places (it moved meanwhile)
                 totals.duplicates_removed += 1;
                 // the page now ends one item further
                 merge.known_end = Known::Stale;
@@ -928,6 +933,7 @@ impl<P: Lanes, S: Store> Engine<'_, P, S> {
             read: BTreeSet::new(),
             buffered: 0,
             dead: 0,
+            fresh: 0,
             known_end: Known::Stale,
             mark: None,
             in_run: state.boundary.as_ref().is_some_and(|b| b.run),
@@ -940,6 +946,7 @@ impl<P: Lanes, S: Store> Engine<'_, P, S> {
                     .copied()
                     .unwrap_or(false);
                 merge.dead += usize::from(exhausted);
+                merge.fresh += usize::from(!exhausted);
                 merge.lanes.push(Lane {
                     index,
                     shard,

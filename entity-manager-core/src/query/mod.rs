@@ -581,7 +581,6 @@ impl<'a, S: Store> Query<'a, S, Indexed> {
             store: self.store,
             page_size,
             throttle,
-            dedupe: plan.indexes.len() > 1,
         };
         let mut totals = QueryStats {
             shards: plan.lanes(),

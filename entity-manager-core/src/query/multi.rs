@@ -375,8 +375,6 @@ impl<'a, S: Store> MultiQuery<'a, S> {
             store: self.store,
             page_size,
             throttle,
-            // one source: every record comes once
-            dedupe: false,
         };
         let mut totals = QueryStats {
             shards: plan.lanes.len(),
