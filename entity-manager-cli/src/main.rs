@@ -2,17 +2,30 @@
 //! TypeScript Entity Manager service uses (or one exported from Rust entities with
 //! `Schema::to_ts_config`).
 //!
-//! Exit codes: 0 success; 1 the operation failed (an invalid configuration, a store error, an
-//! interrupted purge or migration, whose message says how to resume; an audit that found
-//! misplaced records); 2 bad usage or unreadable input (clap's own code for usage errors).
+//! Exit codes (also in `--help`):
+//! - 0: success (also when stdout closed early, as in `| head -1`);
+//! - 1: the operation failed or could not check (an invalid configuration, a store or network
+//!   error, a purge or migration stopped, whose message says how to resume);
+//! - 2: bad usage or unreadable input (clap's own code for usage errors);
+//! - 3: the command ran and found something: drift (`table drift`), misplaced records
+//!   (`audit`), records that cannot be migrated (`migrate --dry-run`), stream records that do
+//!   not decode (`stream`), records refused (`import`, `put`, `delete`), ids not found (`get`);
+//! - 130: interrupted by Ctrl-C or SIGTERM (a purge, migrate or import saved its checkpoint and
+//!   says how to resume).
 
 use std::io::{self, BufRead, Read};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::Duration;
+use std::sync::OnceLock;
 
-use aws_sdk_dynamodb::config::timeout::TimeoutConfig;
-use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
+/// `println!` that ends the command quietly when stdout is closed (`| head -1`) instead of
+/// panicking: returns [`Failure::ClosedPipe`] from the enclosing function.
+macro_rules! outln {
+    ($($arg:tt)*) => {
+        $crate::out::line(format_args!($($arg)*))?
+    };
+}
+
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use entity_manager::store::TableStamp;
 use entity_manager::store::{DynamoStore, Store, TableDefinition};
@@ -20,39 +33,77 @@ use entity_manager::{ConfigError, Profile, Schema, ShardSpace};
 use serde_json::{Value, json};
 
 mod audit;
+mod connection;
 mod job;
 mod keys;
 mod migrate;
+mod out;
+mod progress;
+mod records;
 mod scan;
+mod signal;
 mod stream;
 mod table;
 
 use audit::{AuditArgs, run_audit};
+pub(crate) use connection::Connection;
 use keys::{KeysAction, keys};
 use migrate::{MigrateArgs, migrate};
+use records::{DeleteArgs, GetArgs, ImportArgs, PutArgs, QueryArgs};
 use scan::{PurgeArgs, ScanArgs, purge, scan};
 use stream::{StreamArgs, stream};
 use table::{TableAction, table};
 
-/// Keys, validation and table operations for DynamoDB single-table design.
+/// Keys, records, tables and bulk jobs of a DynamoDB single-table design, from the JSON
+/// configuration of a TypeScript Entity Manager service.
 #[derive(Debug, Parser)]
-#[command(name = "entity-manager", version, about)]
+#[command(
+    name = "entity-manager",
+    version,
+    about,
+    after_help = AFTER_HELP
+)]
 struct Cli {
     /// Print machine-readable JSON instead of text.
     #[arg(long, global = true)]
     json: bool,
+    /// On failure, also print the whole error chain (the AWS SDK's detail).
+    #[arg(short, long, global = true)]
+    verbose: bool,
+    /// No progress on stderr.
+    #[arg(short, long, global = true)]
+    quiet: bool,
     #[command(subcommand)]
     command: Command,
 }
+
+const AFTER_HELP: &str = "\
+Credentials, region and endpoint come as for every AWS tool: --profile, --region and
+--endpoint-url, else the environment (AWS_PROFILE, AWS_REGION, AWS_ACCESS_KEY_ID,
+AWS_ENDPOINT_URL_DYNAMODB, AWS_ENDPOINT_URL, ...), the config and credentials files, SSO, web
+identity, container and instance roles.
+
+Examples (DynamoDB Local at http://127.0.0.1:8000):
+  entity-manager table create --config users.json --table Users --endpoint-url http://127.0.0.1:8000
+  entity-manager import --config users.json --table Users --entity user --file users.jsonl --endpoint-url ...
+  entity-manager get --config users.json --table Users --entity user --id u1 --endpoint-url ...
+  entity-manager query --config users.json --table Users --entity user --index lastName --range 'begins_with lee' --all --endpoint-url ...
+  entity-manager purge --config users.json --table Users --entity user --checkpoint purge.json --yes --endpoint-url ...
+  entity-manager migrate --from v1.json --to v2.json --table Users --checkpoint migrate.json --yes --endpoint-url ...
+
+Exit codes: 0 success (also when stdout closes early, as in `| head -1`); 1 the operation
+failed or could not check; 2 bad usage or unreadable input; 3 the command ran and found
+something (drift, misplaced records, records that cannot be migrated or decoded, records
+refused, ids not found); 130 interrupted by Ctrl-C or SIGTERM (the checkpoint is saved and the
+message says how to resume). Progress goes to stderr: a live line on a terminal, else a plain
+line every ENTITY_MANAGER_PROGRESS_SECONDS (5) seconds; --quiet turns it off.";
 
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Checks a configuration and lists every problem (exit 1 when invalid).
     Validate {
-        /// The JSON configuration file.
-        config: PathBuf,
         #[command(flatten)]
-        space: SpaceArg,
+        config: ConfigArgs,
     },
     /// Adds or removes keys of items: JSON items on stdin (one per line, or one JSON array),
     /// the same shape on stdout.
@@ -66,6 +117,19 @@ enum Command {
         #[command(subcommand)]
         action: TableAction,
     },
+    /// Reads records by unique id (`--id`, repeatable), over every shard a record with that id
+    /// may be in; one JSON line per record found (exit 3 when an id is not found).
+    Get(GetArgs),
+    /// Queries one or more indexes of an entity across all their shards, in order: JSON lines
+    /// on stdout, the next page's token on stderr.
+    Query(QueryArgs),
+    /// Writes records from JSON lines (a file or stdin), keys added, with batch writes;
+    /// `--create-only` refuses ids that exist. Resumable by line number.
+    Import(ImportArgs),
+    /// Writes one record (JSON on stdin or `--item`), keys added.
+    Put(PutArgs),
+    /// Deletes one record by unique id.
+    Delete(DeleteArgs),
     /// Scans the table (or the records of one entity) in parallel segments and prints every
     /// item as one JSON line on stdout; the count per entity goes to stderr.
     Scan(ScanArgs),
@@ -77,12 +141,12 @@ enum Command {
     /// keys rebuilt, moves done in one transaction each. Idempotent and resumable with
     /// `--checkpoint FILE`; `--dry-run` reports counts per entity and shard and samples.
     Migrate(MigrateArgs),
-    /// Lists the records whose hash key disagrees with the shard schedule (exit 1 when there
+    /// Lists the records whose hash key disagrees with the shard schedule (exit 3 when there
     /// are any); with `--bump`, the dry run of a new shard bump.
     Audit(AuditArgs),
     /// Follows the table's DynamoDB stream and prints every change as one JSON line on stdout:
     /// kind, entity, key and the images decoded without keys (a record that does not decode
-    /// is printed as an error line, and the exit code is then 1). Resumable with
+    /// is printed as an error line, and the exit code is then 3). Resumable with
     /// `--checkpoint FILE`; `--no-follow` stops once caught up.
     Stream(StreamArgs),
 }
@@ -90,15 +154,15 @@ enum Command {
 /// How the table's keys are made: the profile of the services sharing it.
 #[derive(Debug, Args)]
 struct SpaceArg {
-    /// The profile of the table: `npm-6.14` (shared with the npm release 6.14.0 of the
+    /// How the table's keys are made: `npm-6.14` (shared with the npm release 6.14.0 of the
     /// TypeScript Entity Manager; the default), `upstream-8` (shared with TypeScript v8) or
     /// `native` (no TypeScript service: ordered, transcoded keys). A stamped table refuses
-    /// writes under another profile (`table stamp`).
+    /// writes under another key profile (`table stamp`). (`--profile` is the AWS profile.)
     #[arg(long, value_enum)]
-    profile: Option<ProfileArg>,
-    /// The shard-space rule alone: `product` means `--profile npm-6.14`, `power` means
-    /// `--profile upstream-8`.
-    #[arg(long, value_enum, conflicts_with = "profile")]
+    key_profile: Option<ProfileArg>,
+    /// The shard-space rule alone: `product` means `--key-profile npm-6.14`, `power` means
+    /// `--key-profile upstream-8`.
+    #[arg(long, value_enum, conflicts_with = "key_profile")]
     shard_space: Option<Space>,
 }
 
@@ -106,7 +170,7 @@ impl SpaceArg {
     /// The profile named, or the one of the TypeScript release of the shard space named, or
     /// `npm-6.14` (the published TypeScript release the JSON configuration comes from).
     fn profile(&self) -> Profile {
-        match (self.profile, self.shard_space) {
+        match (self.key_profile, self.shard_space) {
             (Some(p), _) => p.into(),
             (None, Some(space)) => ShardSpace::from(space).into(),
             (None, None) => Profile::Npm6_14,
@@ -133,17 +197,37 @@ impl From<ProfileArg> for Profile {
     }
 }
 
+/// The configuration: `--config FILE` in every command (the positional form of `validate`,
+/// `scan`, `purge` and `stream` is kept as a hidden alias).
 #[derive(Debug, Args)]
-struct ConfigArgs {
-    /// The JSON configuration file.
-    #[arg(long)]
-    config: PathBuf,
+pub(crate) struct ConfigArgs {
+    /// The JSON configuration file (a TypeScript Entity Manager configuration).
+    #[arg(long, value_name = "FILE", required_unless_present = "config_file")]
+    config: Option<PathBuf>,
+    /// The configuration file, positionally (the older form of `--config`).
+    #[arg(value_name = "CONFIG", hide = true, conflicts_with = "config")]
+    config_file: Option<PathBuf>,
     #[command(flatten)]
     space: SpaceArg,
 }
 
+impl ConfigArgs {
+    /// The configuration file named.
+    pub(crate) fn path(&self) -> &Path {
+        self.config
+            .as_deref()
+            .or(self.config_file.as_deref())
+            .unwrap_or_else(|| Path::new("config.json"))
+    }
+
+    /// The configuration, loaded and checked.
+    pub(crate) fn load(&self) -> Result<Schema, Failure> {
+        load(self.path(), &self.space)
+    }
+}
+
 #[derive(Debug, Args)]
-struct TableArgs {
+pub(crate) struct TableArgs {
     #[command(flatten)]
     config: ConfigArgs,
     /// The table name.
@@ -151,32 +235,6 @@ struct TableArgs {
     table: String,
     #[command(flatten)]
     connection: Connection,
-}
-
-/// Where DynamoDB is. Credentials are static, from flags or the environment: the default AWS
-/// credential chain (which probes instance metadata endpoints) is never used.
-#[derive(Debug, Args)]
-struct Connection {
-    /// The endpoint URL (e.g. `http://127.0.0.1:8000` for DynamoDB Local).
-    #[arg(long, env = "DYNAMODB_ENDPOINT")]
-    endpoint: String,
-    /// The region.
-    #[arg(long, env = "AWS_REGION", default_value = "us-east-1")]
-    region: String,
-    /// The access key id.
-    #[arg(long, env = "AWS_ACCESS_KEY_ID", default_value = "local")]
-    access_key_id: String,
-    /// The secret access key.
-    #[arg(
-        long,
-        env = "AWS_SECRET_ACCESS_KEY",
-        default_value = "local",
-        hide_env_values = true
-    )]
-    secret_access_key: String,
-    /// The longest a single DynamoDB call may take, in seconds.
-    #[arg(long, default_value_t = 30)]
-    timeout: u64,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -196,30 +254,57 @@ impl From<Space> for ShardSpace {
 
 /// What went wrong, with the exit code it maps to.
 #[derive(Debug)]
-enum Failure {
+pub(crate) enum Failure {
     /// Bad input: exit 2.
     Input(String),
     /// The operation failed: exit 1.
     Operation(String),
+    /// The operation failed: exit 1; `detail` (the error chain) is shown with `-v`.
+    Detailed { message: String, detail: String },
     /// The configuration is invalid: exit 1, with every problem.
     Config(ConfigError),
-    /// The command printed its report, which found problems: exit 1 (in text mode the
+    /// The command printed its report, which found something: exit 3 (in text mode the
     /// message goes to stderr; `--json` output is the report alone).
     Findings(String),
+    /// Ctrl-C or SIGTERM: exit 130, with how to resume.
+    Interrupted(String),
+    /// Stdout was closed by its reader (`| head -1`): exit 0, quietly.
+    ClosedPipe,
 }
 
 impl Failure {
     fn code(&self) -> u8 {
         match self {
+            Self::ClosedPipe => 0,
             Self::Input(_) => 2,
-            Self::Operation(_) | Self::Config(_) | Self::Findings(_) => 1,
+            Self::Operation(_) | Self::Detailed { .. } | Self::Config(_) => 1,
+            Self::Findings(_) => 3,
+            Self::Interrupted(_) => 130,
+        }
+    }
+
+    /// The one-line message.
+    pub(crate) fn message(&self) -> String {
+        match self {
+            Self::Input(m)
+            | Self::Operation(m)
+            | Self::Findings(m)
+            | Self::Interrupted(m)
+            | Self::Detailed { message: m, .. } => m.clone(),
+            Self::Config(e) => format!("the configuration has {} problem(s)", e.problems.len()),
+            Self::ClosedPipe => "stdout closed".to_owned(),
         }
     }
 }
 
+/// `-v`: show the error chain with a failure.
+static VERBOSE: OnceLock<bool> = OnceLock::new();
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let json = cli.json;
+    let _ = VERBOSE.set(cli.verbose);
+    progress::set_quiet(cli.quiet);
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(failure) => {
@@ -230,29 +315,44 @@ fn main() -> ExitCode {
 }
 
 fn report(failure: &Failure, json: bool) {
-    if let Failure::Findings(message) = failure {
-        if !json {
-            eprintln!("error: {message}");
+    match failure {
+        Failure::ClosedPipe => return,
+        Failure::Findings(message) => {
+            if !json {
+                eprintln!("error: {message}");
+            }
+            return;
         }
-        return;
+        _ => {}
     }
-    let (kind, message, problems) = match failure {
-        Failure::Input(m) => ("input", m.clone(), Vec::new()),
-        Failure::Operation(m) | Failure::Findings(m) => ("operation", m.clone(), Vec::new()),
-        Failure::Config(e) => (
-            "config",
-            format!("the configuration has {} problem(s)", e.problems.len()),
-            e.problems
-                .iter()
-                .map(|p| json!({ "path": p.path, "message": p.message }))
-                .collect(),
-        ),
+    let kind = match failure {
+        Failure::Input(_) => "input",
+        Failure::Config(_) => "config",
+        Failure::Interrupted(_) => "interrupted",
+        _ => "operation",
+    };
+    let problems: Vec<Value> = match failure {
+        Failure::Config(e) => e
+            .problems
+            .iter()
+            .map(|p| json!({ "path": p.path, "message": p.message }))
+            .collect(),
+        _ => Vec::new(),
+    };
+    let verbose = VERBOSE.get().copied().unwrap_or(false);
+    let detail = match failure {
+        Failure::Detailed { detail, .. } if verbose && !detail.is_empty() => Some(detail.as_str()),
+        _ => None,
     };
     if json {
-        let out = json!({ "ok": false, "error": kind, "message": message, "problems": problems });
-        println!("{out}");
+        let mut out = json!({ "ok": false, "error": kind, "message": failure.message(), "problems": problems });
+        if let Some(detail) = detail {
+            out["detail"] = json!(detail);
+        }
+        // a closed stdout: nothing more to say
+        let _ = out::line(format_args!("{out}"));
     } else {
-        eprintln!("error: {message}");
+        eprintln!("error: {}", failure.message());
         if let Failure::Config(e) = failure {
             for p in &e.problems {
                 eprintln!(
@@ -262,20 +362,27 @@ fn report(failure: &Failure, json: bool) {
                 );
             }
         }
+        match detail {
+            Some(detail) => eprintln!("detail: {detail}"),
+            None if matches!(failure, Failure::Detailed { .. }) => {
+                eprintln!("(run with -v for the AWS SDK's detail)");
+            }
+            None => {}
+        }
     }
 }
 
 fn run(cli: Cli) -> Result<(), Failure> {
     match cli.command {
-        Command::Validate { config, space } => {
-            let schema = load(&config, &space)?;
+        Command::Validate { config } => {
+            let schema = config.load()?;
             if cli.json {
                 let entities: Vec<&str> = schema.entities().iter().map(|e| &*e.token).collect();
-                println!("{}", json!({ "ok": true, "entities": entities }));
+                outln!("{}", json!({ "ok": true, "entities": entities }));
             } else {
-                println!(
+                outln!(
                     "{}: valid ({} entities)",
-                    config.display(),
+                    config.path().display(),
                     schema.entities().len()
                 );
             }
@@ -288,6 +395,11 @@ fn run(cli: Cli) -> Result<(), Failure> {
         Command::Migrate(args) => migrate(&args, cli.json),
         Command::Audit(args) => run_audit(&args, cli.json),
         Command::Stream(args) => stream(&args, cli.json),
+        Command::Get(args) => records::get(&args, cli.json),
+        Command::Query(args) => records::query(&args, cli.json),
+        Command::Import(args) => records::import(&args, cli.json),
+        Command::Put(args) => records::put(&args, cli.json),
+        Command::Delete(args) => records::delete(&args, cli.json),
     }
 }
 
@@ -325,20 +437,24 @@ fn read_items() -> Result<(Vec<Value>, bool), Failure> {
     Ok((items, false))
 }
 
-fn store(args: &TableArgs) -> Result<DynamoStore, Failure> {
-    let schema = load(&args.config.config, &args.config.space)?;
+pub(crate) fn store(args: &TableArgs) -> Result<DynamoStore, Failure> {
+    let schema = args.config.load()?;
     let definition =
         TableDefinition::from_schema(&schema).map_err(|e| Failure::Operation(e.to_string()))?;
-    Ok(open(definition, &args.table, &args.connection))
+    args.connection.store(definition, &args.table)
 }
 
-/// The store of `table`, laid out as `schema`, at the connection's endpoint with its static
-/// credentials. The store refuses writes when the table is stamped with another profile; a
-/// table without a stamp, or stamped with another profile, is reported on stderr here.
-fn connect(schema: &Schema, table: &str, c: &Connection) -> Result<DynamoStore, Failure> {
+/// The store of `table`, laid out as `schema`, where the connection says. The table must
+/// exist (checked here, before any job starts). The store refuses writes when the table is
+/// stamped with another profile; a table without a stamp, or stamped with another profile, is
+/// reported on stderr here.
+pub(crate) fn connect(schema: &Schema, table: &str, c: &Connection) -> Result<DynamoStore, Failure> {
     let definition =
         TableDefinition::from_schema(schema).map_err(|e| Failure::Operation(e.to_string()))?;
-    let store = open(definition, table, c);
+    let store = c.store(definition, table)?;
+    runtime()?
+        .block_on(store.client().describe_table().table_name(table).send())
+        .map_err(|e| connection::explain("reading the table", table, &e))?;
     if let (Some(ours), Ok(found)) = (
         store.definition().stamp.as_ref(),
         runtime()?.block_on(store.table_stamp()),
@@ -348,11 +464,29 @@ fn connect(schema: &Schema, table: &str, c: &Connection) -> Result<DynamoStore, 
     Ok(store)
 }
 
+/// DynamoDB's estimate of the table's item count (`DescribeTable`, refreshed about every six
+/// hours), for a progress total; `None` when it cannot say.
+pub(crate) fn item_count(store: &DynamoStore) -> Option<u64> {
+    let out = runtime()
+        .ok()?
+        .block_on(
+            store
+                .client()
+                .describe_table()
+                .table_name(store.table_name())
+                .send(),
+        )
+        .ok()?;
+    out.table()
+        .and_then(aws_sdk_dynamodb::types::TableDescription::item_count)
+        .and_then(|n| u64::try_from(n).ok())
+}
+
 /// The stamp warning of the data commands: a table without a stamp, or with another profile's.
 fn warn_stamp(table: &str, ours: &TableStamp, found: Option<&TableStamp>) {
     match found {
         None => eprintln!(
-            "warning: table {table} has no stamp recording how its keys are made; stamp it once with `entity-manager table stamp --table {table} --config <config.json> --profile {}`",
+            "warning: table {table} has no stamp recording how its keys are made; stamp it once with `entity-manager table stamp --table {table} --config <config.json> --key-profile {}`",
             ours.profile().map_or("<profile>", Profile::as_str)
         ),
         Some(stamp) => {
@@ -363,60 +497,17 @@ fn warn_stamp(table: &str, ours: &TableStamp, found: Option<&TableStamp>) {
     }
 }
 
-/// The store of `table` with `definition`, at the connection's endpoint with its static
-/// credentials.
-fn open(definition: TableDefinition, table: &str, c: &Connection) -> DynamoStore {
-    let config = aws_sdk_dynamodb::Config::builder()
-        .behavior_version(BehaviorVersion::latest())
-        .endpoint_url(&c.endpoint)
-        .region(Region::new(c.region.clone()))
-        .credentials_provider(c.credentials())
-        .timeout_config(c.timeouts())
-        .build();
-    let client = aws_sdk_dynamodb::Client::from_conf(config);
-    DynamoStore::new(client, table.to_owned(), definition)
-}
-
-/// A DynamoDB Streams client for the connection: the same region, static credentials and
-/// timeouts as [`connect`]'s store, at `endpoint` (DynamoDB Local serves both APIs at one URL;
-/// on AWS the Streams endpoint is `https://streams.dynamodb.<region>.amazonaws.com`).
-fn streams_client(c: &Connection, endpoint: &str) -> aws_sdk_dynamodbstreams::Client {
-    // the two SDKs share their credential, region and timeout types
-    let config = aws_sdk_dynamodbstreams::Config::builder()
-        .behavior_version(aws_sdk_dynamodbstreams::config::BehaviorVersion::latest())
-        .endpoint_url(endpoint)
-        .region(Region::new(c.region.clone()))
-        .credentials_provider(c.credentials())
-        .timeout_config(c.timeouts())
-        .build();
-    aws_sdk_dynamodbstreams::Client::from_conf(config)
-}
-
-impl Connection {
-    /// The static credentials of the flags (never the default chain).
-    fn credentials(&self) -> Credentials {
-        Credentials::new(
-            self.access_key_id.clone(),
-            self.secret_access_key.clone(),
-            None,
-            None,
-            "entity-manager-cli",
-        )
-    }
-
-    /// `--timeout` for connecting and for each whole call.
-    fn timeouts(&self) -> TimeoutConfig {
-        let timeout = Duration::from_secs(self.timeout.max(1));
-        TimeoutConfig::builder()
-            .connect_timeout(timeout)
-            .operation_timeout(timeout)
-            .build()
-    }
-}
-
-fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
+/// The process's one runtime (a current-thread tokio runtime): every command's calls, and the
+/// Ctrl-C listener, run on it.
+pub(crate) fn runtime() -> Result<&'static tokio::runtime::Runtime, Failure> {
+    static RUNTIME: OnceLock<Result<tokio::runtime::Runtime, String>> = OnceLock::new();
+    RUNTIME
+        .get_or_init(|| {
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(|e| e.to_string())
+        })
+        .as_ref()
         .map_err(|e| Failure::Operation(format!("cannot start the async runtime: {e}")))
 }
