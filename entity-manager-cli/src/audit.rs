@@ -146,13 +146,19 @@ fn print_audit(table: &str, report: &AuditReport, json: bool) -> Result<(), Fail
         for m in &report.misplaced {
             outln!(
                 "  {} {}: stored under {}, the schedule says {}",
-                m.entity, m.unique, m.stored, m.expected
+                m.entity,
+                m.unique,
+                m.stored,
+                m.expected
             );
         }
         for u in &report.unreadable {
             outln!(
                 "  {} ({}, {}): {}",
-                u.entity, u.hash_key, u.range_key, u.reason
+                u.entity,
+                u.hash_key,
+                u.range_key,
+                u.reason
             );
         }
     }
@@ -225,7 +231,11 @@ fn print_bump(plan: &BumpDryRun, json: bool) -> Result<(), Failure> {
     }
     outln!(
         "entity {}: a query over creation times {}..={} visits {} shards now, {} with the candidate schedule",
-        plan.entity, plan.window.0, plan.window.1, plan.current.fan_out, plan.candidate.fan_out
+        plan.entity,
+        plan.window.0,
+        plan.window.1,
+        plan.current.fan_out,
+        plan.candidate.fan_out
     );
     for (name, cost) in [("current", &plan.current), ("candidate", &plan.candidate)] {
         outln!("  {name} schedule:");
@@ -233,7 +243,10 @@ fn print_bump(plan: &BumpDryRun, json: bool) -> Result<(), Failure> {
             let to = w.to.map_or_else(|| "on".to_owned(), |t| format!("to {t}"));
             outln!(
                 "    from {} {to}: {} shards (char-bits {}, chars {})",
-                w.from, w.shards, w.bump.char_bits, w.bump.chars
+                w.from,
+                w.shards,
+                w.bump.char_bits,
+                w.bump.chars
             );
         }
     }

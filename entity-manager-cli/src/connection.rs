@@ -148,8 +148,8 @@ impl Resolved {
     /// Streams endpoint is `https://streams.dynamodb.<region>.amazonaws.com`; DynamoDB Local
     /// serves both APIs at one URL).
     pub(crate) fn streams_client(&self, endpoint: Option<&str>) -> aws_sdk_dynamodbstreams::Client {
-        let mut config = aws_sdk_dynamodbstreams::config::Builder::from(&self.sdk)
-            .region(self.region.clone());
+        let mut config =
+            aws_sdk_dynamodbstreams::config::Builder::from(&self.sdk).region(self.region.clone());
         if let Some(url) = endpoint {
             config = config.endpoint_url(url);
         }

@@ -448,7 +448,11 @@ pub(crate) fn store(args: &TableArgs) -> Result<DynamoStore, Failure> {
 /// exist (checked here, before any job starts). The store refuses writes when the table is
 /// stamped with another profile; a table without a stamp, or stamped with another profile, is
 /// reported on stderr here.
-pub(crate) fn connect(schema: &Schema, table: &str, c: &Connection) -> Result<DynamoStore, Failure> {
+pub(crate) fn connect(
+    schema: &Schema,
+    table: &str,
+    c: &Connection,
+) -> Result<DynamoStore, Failure> {
     let definition =
         TableDefinition::from_schema(schema).map_err(|e| Failure::Operation(e.to_string()))?;
     let store = c.store(definition, table)?;

@@ -149,7 +149,9 @@ fn attribute(value: &AttributeValue, format: Format) -> Value {
         (AttributeValue::N(n), Format::Json) => number(n),
         (AttributeValue::Bool(b), Format::Json) => Value::Bool(*b),
         (AttributeValue::Null(_), Format::Json) => Value::Null,
-        (AttributeValue::Ns(ns), Format::Json) => Value::Array(ns.iter().map(|n| number(n)).collect()),
+        (AttributeValue::Ns(ns), Format::Json) => {
+            Value::Array(ns.iter().map(|n| number(n)).collect())
+        }
         (AttributeValue::Ss(ss), Format::Json) => {
             Value::Array(ss.iter().cloned().map(Value::String).collect())
         }

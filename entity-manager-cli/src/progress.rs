@@ -53,7 +53,12 @@ pub(crate) struct Progress {
 
 impl Progress {
     /// The progress of `label`, counting `unit`, from `before` done by earlier runs.
-    pub(crate) fn new(label: String, unit: &'static str, total: Option<Total>, before: u64) -> Self {
+    pub(crate) fn new(
+        label: String,
+        unit: &'static str,
+        total: Option<Total>,
+        before: u64,
+    ) -> Self {
         let quiet = QUIET.load(Ordering::SeqCst);
         let bar = (!quiet && io::stderr().is_terminal()).then(|| {
             let bar = indicatif::ProgressBar::new_spinner();
@@ -114,7 +119,11 @@ impl Progress {
         };
         if self.unit.is_empty() {
             // a job that counts nothing: how long it has run
-            return format!("{} ({})", self.label, duration(self.started.elapsed().as_secs()));
+            return format!(
+                "{} ({})",
+                self.label,
+                duration(self.started.elapsed().as_secs())
+            );
         }
         let mut text = format!("{}: {} {}", self.label, self.done, self.unit);
         if let Some(total) = self.total {

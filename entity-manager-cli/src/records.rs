@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use clap::Args;
 use entity_manager::query::Query;
 use entity_manager::store::{
-    Comparison, DynamoStore, Expect, Filter, RangeCondition, Store, WriteRequest,
+    Comparison, DynamoStore, Expect, Filter, KeyType, RangeCondition, Store, WriteRequest,
 };
 use entity_manager::{AttributeValue, EntitySchema, Item, Schema};
 use futures::StreamExt;
@@ -210,29 +210,32 @@ impl Opened {
 }
 
 /// `text` as a value of `attribute`: typed by its transcode when it is a property of the
-/// entity (a string, else a number), else a JSON literal, else a string.
+/// entity (the key type it is stored as), else a JSON literal, else a string.
 fn typed_value(entity: &EntitySchema<'_>, attribute: &str, text: &str) -> AttributeValue {
-    let is_property = entity
+    let key_type = entity
         .model()
         .properties
         .iter()
-        .any(|p| *p.name == *attribute);
-    if is_property {
-        let s = AttributeValue::S(text.to_owned());
-        if entity.encode_component(attribute, &s).is_ok() {
-            return s;
-        }
-        let n = AttributeValue::N(text.to_owned());
-        if text.parse::<f64>().is_ok() && entity.encode_component(attribute, &n).is_ok() {
-            return n;
-        }
-        return s;
+        .find(|p| *p.name == *attribute)
+        .and_then(|p| p.transcode.key_type());
+    match key_type {
+        Some(KeyType::N) => return AttributeValue::N(text.to_owned()),
+        Some(_) => return AttributeValue::S(text.to_owned()),
+        None => {}
     }
     match serde_json::from_str::<Value>(text) {
         Ok(v @ (Value::Number(_) | Value::Bool(_) | Value::String(_))) => {
             serde_dynamo::to_attribute_value(v).unwrap_or_else(|_| AttributeValue::S(text.into()))
         }
         _ => AttributeValue::S(text.to_owned()),
+    }
+}
+
+/// A string or number attribute as text (empty when absent).
+fn text_of(item: &Item, name: &str) -> String {
+    match item.get(name) {
+        Some(AttributeValue::S(s) | AttributeValue::N(s)) => s.clone(),
+        _ => String::new(),
     }
 }
 
@@ -273,10 +276,14 @@ async fn find(
 ) -> Result<HashMap<String, Vec<Item>>, Failure> {
     let mut keys = Vec::new();
     let mut seen = HashSet::new();
+    let table = entity.table();
     for id in ids {
         for key in candidate_keys(entity, id)? {
-            let text = format!("{key:?}");
-            if seen.insert(text) {
+            let pair = (
+                text_of(&key, &table.hash_key),
+                text_of(&key, &table.range_key),
+            );
+            if seen.insert(pair) {
                 keys.push(key);
             }
         }
@@ -463,10 +470,13 @@ pub(crate) fn query(args: &QueryArgs, json: bool) -> Result<(), Failure> {
     }
     let mut fills: HashMap<String, AttributeValue> = HashMap::new();
     for pair in &args.wheres {
-        let (name, value) = pair.split_once('=').ok_or_else(|| {
-            Failure::Input(format!("--where `{pair}` is not NAME=VALUE"))
-        })?;
-        fills.insert(name.trim().to_owned(), typed_value(&entity, name.trim(), value));
+        let (name, value) = pair
+            .split_once('=')
+            .ok_or_else(|| Failure::Input(format!("--where `{pair}` is not NAME=VALUE")))?;
+        fills.insert(
+            name.trim().to_owned(),
+            typed_value(&entity, name.trim(), value),
+        );
     }
     let filters: Vec<Filter> = args
         .filter
@@ -499,11 +509,14 @@ pub(crate) fn query(args: &QueryArgs, json: bool) -> Result<(), Failure> {
         let (from, to) = window(w, "--created")?;
         unindexed = unindexed.created_between(from, to);
     }
-    let limit = args
-        .limit
-        .map_or(if args.all { 1000 } else { entity.model().default_limit }, |l| {
-            usize::try_from(l).unwrap_or(usize::MAX)
-        });
+    let limit = args.limit.map_or(
+        if args.all {
+            1000
+        } else {
+            entity.model().default_limit
+        },
+        |l| usize::try_from(l).unwrap_or(usize::MAX),
+    );
     unindexed = unindexed.limit(limit);
     if let Some(size) = args.page_size {
         unindexed = unindexed.page_size(usize::try_from(size).unwrap_or(usize::MAX));
@@ -622,12 +635,13 @@ async fn write_batch(
             fresh.push((line, id, item));
         }
     }
-    let results: Vec<_> = futures::stream::iter(fresh.into_iter().map(|(line, id, item)| async move {
-        (line, id, store.put_item(item, Expect::Absent).await)
-    }))
-    .buffer_unordered(16)
-    .collect()
-    .await;
+    let results: Vec<_> =
+        futures::stream::iter(fresh.into_iter().map(|(line, id, item)| async move {
+            (line, id, store.put_item(item, Expect::Absent).await)
+        }))
+        .buffer_unordered(16)
+        .collect()
+        .await;
     let mut written = 0;
     let mut failure = None;
     for (line, id, result) in results {
@@ -672,8 +686,7 @@ pub(crate) fn import(args: &ImportArgs, json: bool) -> Result<(), Failure> {
     if let Some(path) = &args.checkpoint
         && let Some(saved) = job::load::<ImportState>(path, "import")?
     {
-        if saved.table != table || saved.entity != args.target.entity || saved.file != file_name
-        {
+        if saved.table != table || saved.entity != args.target.entity || saved.file != file_name {
             return Err(Failure::Input(format!(
                 "the checkpoint {} belongs to an import of {} into table {} from {}; use another file",
                 path.display(),
@@ -686,9 +699,10 @@ pub(crate) fn import(args: &ImportArgs, json: bool) -> Result<(), Failure> {
         resumed = true;
     }
     let reader: Box<dyn BufRead> = match &args.file {
-        Some(path) => Box::new(io::BufReader::new(std::fs::File::open(path).map_err(
-            |e| Failure::Input(format!("cannot read {}: {e}", path.display())),
-        )?)),
+        Some(path) => Box::new(io::BufReader::new(
+            std::fs::File::open(path)
+                .map_err(|e| Failure::Input(format!("cannot read {}: {e}", path.display())))?,
+        )),
         None => Box::new(io::BufReader::new(io::stdin())),
     };
     signal::listen()?;
@@ -734,13 +748,14 @@ pub(crate) fn import(args: &ImportArgs, json: bool) -> Result<(), Failure> {
             }
         }
         if !batch.is_empty() {
-            let (written, mut refusals) = rt.block_on(write_batch(
-                &opened.store,
-                &entity,
-                std::mem::take(&mut batch),
-                args.create_only,
-            ))
-            .map_err(|f| interrupted_failure(f, args, &state, resumed || batches > 0))?;
+            let (written, mut refusals) = rt
+                .block_on(write_batch(
+                    &opened.store,
+                    &entity,
+                    std::mem::take(&mut batch),
+                    args.create_only,
+                ))
+                .map_err(|f| interrupted_failure(f, args, &state, resumed || batches > 0))?;
             state.written += written;
             refused.append(&mut refusals);
             batches += 1;
@@ -753,7 +768,10 @@ pub(crate) fn import(args: &ImportArgs, json: bool) -> Result<(), Failure> {
         {
             job::save(path, "import", &state)?;
         }
-        progress.update(line_no, &format!("{} written, {} refused", state.written, refused.len()));
+        progress.update(
+            line_no,
+            &format!("{} written, {} refused", state.written, refused.len()),
+        );
         if at_end {
             break;
         }
@@ -767,7 +785,9 @@ pub(crate) fn import(args: &ImportArgs, json: bool) -> Result<(), Failure> {
         eprintln!(
             "line {}: refused{}: {}",
             r.line,
-            r.id.as_ref().map(|id| format!(" ({id})")).unwrap_or_default(),
+            r.id.as_ref()
+                .map(|id| format!(" ({id})"))
+                .unwrap_or_default(),
             r.reason
         );
     }
@@ -778,7 +798,11 @@ pub(crate) fn import(args: &ImportArgs, json: bool) -> Result<(), Failure> {
         };
         let message = format!(
             "import {} at line {next_line}: {} records written so far; to resume, run the same command with {resume}",
-            if signal::interrupted() { "interrupted" } else { "stopped (--stop-after)" },
+            if signal::interrupted() {
+                "interrupted"
+            } else {
+                "stopped (--stop-after)"
+            },
             state.written
         );
         return Err(if signal::interrupted() {
@@ -889,7 +913,10 @@ pub(crate) fn put(args: &PutArgs, json: bool) -> Result<(), Failure> {
         (true, _) => {
             let unique = entity.model().unique_property.to_string();
             let ids: Vec<AttributeValue> = item.get(&unique).cloned().into_iter().collect();
-            if !rt.block_on(find(&opened.store, &entity, &ids, None))?.is_empty() {
+            if !rt
+                .block_on(find(&opened.store, &entity, &ids, None))?
+                .is_empty()
+            {
                 return Err(refusal(json, table, &id, "exists"));
             }
             Expect::Absent
@@ -923,7 +950,10 @@ pub(crate) fn put(args: &PutArgs, json: bool) -> Result<(), Failure> {
 /// A refused write: exit 3 with the reason.
 fn refusal(json: bool, table: &str, id: &str, why: &str) -> Failure {
     if json {
-        eprintln!("{}", json!({ "ok": false, "table": table, "id": id, "refused": why }));
+        eprintln!(
+            "{}",
+            json!({ "ok": false, "table": table, "id": id, "refused": why })
+        );
     }
     Failure::Findings(format!("{id}: refused ({why})"))
 }
@@ -955,7 +985,7 @@ pub(crate) fn delete(args: &DeleteArgs, json: bool) -> Result<(), Failure> {
         };
         match rt.block_on(opened.store.delete_item(&key, expect)) {
             Ok(()) => {
-                deleted.insert(format!("{key:?}"));
+                deleted.insert((text_of(&key, &hash), text_of(&key, &range)));
             }
             Err(e) if e.is_conditional_check_failed() => {
                 let why = if args.version.if_version.is_some() {
@@ -974,7 +1004,11 @@ pub(crate) fn delete(args: &DeleteArgs, json: bool) -> Result<(), Failure> {
             json!({ "ok": true, "table": table, "entity": args.target.entity, "id": args.id, "action": "deleted", "items": deleted.len() })
         );
     } else {
-        outln!("deleted {} {} from table {table}", args.target.entity, args.id);
+        outln!(
+            "deleted {} {} from table {table}",
+            args.target.entity,
+            args.id
+        );
     }
     Ok(())
 }

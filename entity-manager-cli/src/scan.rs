@@ -157,7 +157,11 @@ pub(crate) fn scan(args: &ScanArgs, json: bool) -> Result<(), Failure> {
             .map_err(|e| crate::connection::explain("scan", &args.table, &e))?
         {
             let entity = entity_of(&schema, &item);
-            let value = out::item(&item, orders.get(&entity).unwrap_or(&other), out::Format::Json);
+            let value = out::item(
+                &item,
+                orders.get(&entity).unwrap_or(&other),
+                out::Format::Json,
+            );
             *counts.entry(entity).or_default() += 1;
             total += 1;
             out::json_line(&mut lock, &value)?;
@@ -241,7 +245,13 @@ pub(crate) fn purge(args: &PurgeArgs, json: bool) -> Result<(), Failure> {
     } else {
         None
     };
-    run.progress(format!("purge of {what}"), "deleted", total, before, before > 0);
+    run.progress(
+        format!("purge of {what}"),
+        "deleted",
+        total,
+        before,
+        before > 0,
+    );
     let outcome = runtime()?.block_on(scan.purge(|progress| {
         for key in progress.keys {
             *state.counts.entry(entity_of(&schema, key)).or_default() += 1;

@@ -114,8 +114,7 @@ pub(crate) fn stream(args: &StreamArgs, json: bool) -> Result<(), Failure> {
         .connection
         .resolve()?
         .streams_client(args.streams_endpoint.as_deref());
-    let mut reader = StreamReader::new(&store, streams)
-    .start_at(match args.from {
+    let mut reader = StreamReader::new(&store, streams).start_at(match args.from {
         From::TrimHorizon => StartAt::TrimHorizon,
         From::Latest => StartAt::Latest,
     });

@@ -190,3 +190,46 @@ pub(crate) fn kill_when_checkpointed(args: &[&str], checkpoint: &std::path::Path
     assert!(!status.success(), "killed: {status:?}");
     Ok(())
 }
+
+/// Every line of the command's stdout as JSON.
+pub(crate) fn stdout_lines(output: &Output) -> Result<Vec<Value>, BoxError> {
+    String::from_utf8(output.stdout.clone())?
+        .lines()
+        .map(|l| Ok(serde_json::from_str(l)?))
+        .collect()
+}
+
+/// A table named after `test`, created by the CLI from the User service configuration: the
+/// configuration file and the table name.
+pub(crate) fn user_table(test: &str, endpoint: &str) -> Result<(PathBuf, String), BoxError> {
+    let config = temp_json(test, "config", &user_service_config()?)?;
+    let table = format!("cli-{test}-{}", std::process::id());
+    let out = run(&[
+        "table",
+        "create",
+        "--config",
+        arg(&config)?,
+        "--table",
+        &table,
+        "--endpoint-url",
+        endpoint,
+    ])?;
+    assert_code(&out, 0);
+    Ok((config, table))
+}
+
+/// Deletes a table made by [`user_table`].
+pub(crate) fn drop_table(config: &std::path::Path, table: &str, endpoint: &str) -> TestResult {
+    let out = run(&[
+        "table",
+        "delete",
+        "--config",
+        arg(config)?,
+        "--table",
+        table,
+        "--endpoint-url",
+        endpoint,
+    ])?;
+    assert_code(&out, 0);
+    Ok(())
+}
