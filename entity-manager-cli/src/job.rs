@@ -67,6 +67,15 @@ pub(crate) fn save<T: Serialize>(path: &Path, command: &str, state: &T) -> Resul
         })
 }
 
+/// ` at <endpoint> (~N items in the table, estimated by DynamoDB)`: what a confirmation names.
+pub(crate) fn at(estimate: Option<u64>) -> String {
+    let place = crate::connection::endpoint_described();
+    match estimate {
+        Some(n) => format!(" at {place} (~{n} items in the table, estimated by DynamoDB)"),
+        None => format!(" at {place}"),
+    }
+}
+
 /// Asks on the terminal whether to `action` (e.g. "delete every item of table Users"); without a
 /// terminal, `--yes` is required (`hint` names another way out, e.g. " (or --dry-run)").
 pub(crate) fn confirm(yes: bool, action: &str, hint: &str) -> Result<(), Failure> {

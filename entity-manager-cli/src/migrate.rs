@@ -196,7 +196,12 @@ pub(crate) fn migrate(args: &MigrateArgs, json: bool) -> Result<(), Failure> {
         ),
         None => format!("migrate every record of table {}", args.table),
     };
-    job::confirm(args.yes, &what, " (or --dry-run)")?;
+    let estimate = item_count(&store);
+    job::confirm(
+        args.yes,
+        &format!("{what}{}", job::at(estimate)),
+        " (or --dry-run)",
+    )?;
     let mut run = Run::new(
         "migrate",
         &args.table,
@@ -207,7 +212,7 @@ pub(crate) fn migrate(args: &MigrateArgs, json: bool) -> Result<(), Failure> {
     let scanned = |c: &MigrateCounts| c.total().scanned + c.other;
     let before = scanned(&state.counts);
     // the migration scans the whole table: DynamoDB's item count is the total
-    let total = item_count(&store).map(|n| Total::Estimate(n.max(before)));
+    let total = estimate.map(|n| Total::Estimate(n.max(before)));
     run.progress(
         format!("migrate of table {}", args.table),
         "scanned",

@@ -230,7 +230,8 @@ pub(crate) fn purge(args: &PurgeArgs, json: bool) -> Result<(), Failure> {
             .map_err(|e| Failure::Input(format!("{}: {e}", path.display())))?;
         state = saved;
     }
-    job::confirm(args.yes, &format!("delete {what}"), "")?;
+    let estimate = item_count(&store);
+    job::confirm(args.yes, &format!("delete {what}{}", job::at(estimate)), "")?;
     let mut run = Run::new(
         "purge",
         &args.table,
@@ -241,7 +242,7 @@ pub(crate) fn purge(args: &PurgeArgs, json: bool) -> Result<(), Failure> {
     let before: u64 = state.counts.values().sum();
     // every item of the table: DynamoDB's item count is the total; one entity's: unknown
     let total = if args.entity.is_none() {
-        item_count(&store).map(|n| Total::Estimate(n + before))
+        estimate.map(|n| Total::Estimate(n + before))
     } else {
         None
     };
