@@ -2,6 +2,7 @@
 //! Kubernetes or CI log) a plain line every few seconds. Done, total (exact, or an estimate,
 //! labelled so), rate and ETA. `--quiet` turns it off.
 
+use std::fmt::Write as _;
 use std::io::{self, IsTerminal};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -137,7 +138,8 @@ impl Progress {
             } else {
                 100.0
             };
-            text.push_str(&format!(
+            let _ = write!(
+                text,
                 " of {}{n} ({percent:.0}%{})",
                 if estimate { "~" } else { "" },
                 if estimate {
@@ -145,7 +147,7 @@ impl Progress {
                 } else {
                     ""
                 }
-            ));
+            );
             if rate > 0.0 && n > self.done {
                 #[allow(
                     clippy::cast_precision_loss,
@@ -153,12 +155,12 @@ impl Progress {
                     clippy::cast_sign_loss
                 )]
                 let eta = ((n - self.done) as f64 / rate).round() as u64;
-                text.push_str(&format!(", {rate:.0}/s, ETA {}", duration(eta)));
+                let _ = write!(text, ", {rate:.0}/s, ETA {}", duration(eta));
             } else if rate > 0.0 {
-                text.push_str(&format!(", {rate:.0}/s"));
+                let _ = write!(text, ", {rate:.0}/s");
             }
         } else if rate > 0.0 {
-            text.push_str(&format!(", {rate:.0}/s"));
+            let _ = write!(text, ", {rate:.0}/s");
         }
         if !detail.is_empty() {
             text.push_str("; ");

@@ -380,9 +380,7 @@ fn range_condition(
 ) -> Result<RangeCondition, Failure> {
     let bad = |why: &str| Failure::Input(format!("--range `{text}`: {why}"));
     let text = text.trim();
-    let (op, rest) = split_op(text).ok_or_else(|| {
-        bad("expected `= V`, `< V`, `<= V`, `> V`, `>= V`, `between A and B` or `begins_with P`")
-    })?;
+    let (op, rest) = split_op(text);
     let value = |t: &str| typed_value(entity, attribute, t.trim());
     Ok(match op {
         "=" => RangeCondition::Eq(value(rest)),
@@ -397,19 +395,23 @@ fn range_condition(
             RangeCondition::Between(value(low), value(high))
         }
         "begins_with" => RangeCondition::BeginsWith(AttributeValue::S(rest.trim().to_owned())),
-        other => return Err(bad(&format!("unknown operator `{other}`"))),
+        other => {
+            return Err(bad(&format!(
+                "unknown operator `{other}`; expected `= V`, `< V`, `<= V`, `> V`, `>= V`, `between A and B` or `begins_with P`"
+            )));
+        }
     })
 }
 
 /// The operator and the rest of `OP REST` (the operator may touch the value: `>=5`).
-fn split_op(text: &str) -> Option<(&str, &str)> {
+fn split_op(text: &str) -> (&str, &str) {
     for op in ["<=", ">=", "<>", "=", "<", ">"] {
         if let Some(rest) = text.strip_prefix(op) {
-            return Some((op, rest.trim()));
+            return (op, rest.trim());
         }
     }
     let (word, rest) = text.split_once(char::is_whitespace).unwrap_or((text, ""));
-    Some((word, rest.trim()))
+    (word, rest.trim())
 }
 
 /// `ATTR OP VALUE` of `--filter`.
@@ -421,7 +423,7 @@ fn filter(entity: &EntitySchema<'_>, text: &str) -> Result<Filter, Failure> {
         .ok_or_else(|| bad("expected `ATTR OP VALUE`"))?;
     let (attribute, rest) = trimmed.split_at(split);
     let attribute = attribute.to_owned();
-    let (op, value) = split_op(rest.trim()).ok_or_else(|| bad("no operator"))?;
+    let (op, value) = split_op(rest.trim());
     let typed = |t: &str| typed_value(entity, &attribute, t.trim());
     let compare = |op: Comparison| Filter::Compare {
         attribute: attribute.clone(),
@@ -495,7 +497,7 @@ pub(crate) fn query(args: &QueryArgs, json: bool) -> Result<(), Failure> {
             .transpose()?;
         conditions.push((name.clone(), range));
     }
-    let mut unindexed = Query::new(&opened.store, entity.clone())
+    let mut unindexed = Query::new(&opened.store, entity)
         .item(fills.into())
         .descending(args.descending);
     if let Some(p) = &args.projection {
@@ -870,14 +872,13 @@ fn interrupted_failure(
 
 /// The record of `put`: `--item`, or one JSON object on stdin.
 fn read_record(args: &PutArgs) -> Result<Item, Failure> {
-    let text = match &args.item {
-        Some(text) => text.clone(),
-        None => {
-            let mut text = String::new();
-            io::Read::read_to_string(&mut io::stdin().lock(), &mut text)
-                .map_err(|e| Failure::Input(format!("cannot read stdin: {e}")))?;
-            text
-        }
+    let text = if let Some(text) = &args.item {
+        text.clone()
+    } else {
+        let mut text = String::new();
+        io::Read::read_to_string(&mut io::stdin().lock(), &mut text)
+            .map_err(|e| Failure::Input(format!("cannot read stdin: {e}")))?;
+        text
     };
     let value: Value = serde_json::from_str(&text)
         .map_err(|e| Failure::Input(format!("the record is not JSON: {e}")))?;

@@ -1,5 +1,5 @@
 //! Credentials, region and endpoint as every AWS tool finds them, seen from the server's side:
-//! a loopback proxy in front of DynamoDB Local records the SigV4 `Authorization` headers that
+//! a loopback proxy in front of DynamoDB Local records the `SigV4` `Authorization` headers that
 //! reach it (`Credential=<access key>/<date>/<region>/dynamodb/aws4_request`).
 //!
 //! No test here or elsewhere may reach a real AWS endpoint: the tests' environment has dummy

@@ -115,13 +115,14 @@ fn a_closed_stdout_ends_every_printing_command_quietly() -> TestResult {
     let c = arg(&config)?;
     // commands without a table
     let items: String = (0..3000)
-        .map(|i| {
+        .map(|i: u64| {
             format!(
                 "{{\"userId\":\"u{i}\",\"created\":{}}}\n",
                 1_720_000_000_000u64 + i
             )
         })
-        .collect();
+        .collect::<Vec<_>>()
+        .concat();
     let local: Vec<Vec<&str>> = vec![
         vec!["validate", "--config", c],
         vec!["validate", "--config", c, "--json"],
@@ -508,7 +509,8 @@ fn keys_add_twice_gives_byte_identical_output_in_the_inputs_order() -> TestResul
                 1_720_000_000_000u64 + i * 86_400_000
             )
         })
-        .collect();
+        .collect::<Vec<_>>()
+        .concat();
     let args = ["keys", "add", "--config", arg(&config)?, "--entity", "user"];
     let first = run_with_stdin(&args, &input)?;
     assert_code(&first, 0);

@@ -36,7 +36,7 @@ fn user(i: u64) -> Value {
         "beneficiaryId": format!("b{}", i % 5),
         "someProperty": i,
     });
-    if i % 3 != 0 {
+    if !i.is_multiple_of(3) {
         // 7919 is prime to 10_000_019 (prime): distinct for every i below it
         user["phone"] = json!(format!("+1555{:08}", (i * 7919) % 10_000_019));
     }
@@ -46,8 +46,8 @@ fn user(i: u64) -> Value {
 /// `records` as a JSON lines file.
 fn jsonl(test: &str, records: &[Value]) -> Result<PathBuf, BoxError> {
     let path = std::env::temp_dir().join(format!("em-cli-{test}-{}.jsonl", std::process::id()));
-    let text: String = records.iter().map(|r| format!("{r}\n")).collect();
-    std::fs::write(&path, text)?;
+    let lines: Vec<String> = records.iter().map(|r| format!("{r}\n")).collect();
+    std::fs::write(&path, lines.concat())?;
     Ok(path)
 }
 
@@ -170,7 +170,7 @@ fn import_20000_then_every_index_to_its_end_equals_the_oracle() -> TestResult {
             let range = index["rangeKey"].as_str().ok_or("rangeKey")?;
             // a generated hash key (`userBeneficiaryHashKey`, `userHashKey`): the records of
             // one value of its component (the sample user's), in every shard
-            let fill = match sharded.get(hash) {
+            let filled = match sharded.get(hash) {
                 Some(components) => {
                     let component = components[0].as_str().ok_or("component")?;
                     let value = sample[component].as_str().ok_or("sample value")?;
@@ -178,8 +178,8 @@ fn import_20000_then_every_index_to_its_end_equals_the_oracle() -> TestResult {
                 }
                 None => None,
             };
-            let expected = oracle(&keyed, hash, range, fill.as_ref());
-            let least = if fill.is_some() { 1 } else { 2_000 };
+            let expected = oracle(&keyed, hash, range, filled.as_ref());
+            let least = if filled.is_some() { 1 } else { 2_000 };
             assert!(expected.len() >= least, "{name}: {}", expected.len());
             let mut args = on("query", &config, &table, &endpoint)?;
             args.extend([
@@ -191,7 +191,7 @@ fn import_20000_then_every_index_to_its_end_equals_the_oracle() -> TestResult {
                 "--page-size",
                 "1000",
             ]);
-            let where_arg = fill.as_ref().map(|(c, v)| format!("{c}={v}"));
+            let where_arg = filled.as_ref().map(|(c, v)| format!("{c}={v}"));
             if let Some(w) = &where_arg {
                 args.extend(["--where", w.as_str()]);
             }
