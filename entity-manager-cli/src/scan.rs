@@ -147,6 +147,16 @@ pub(crate) fn scan(args: &ScanArgs, json: bool) -> Result<(), Failure> {
         .collect();
     let other = Order::keys_last(out::key_names(&schema, None));
     let mut total = 0u64;
+    let label = match &args.entity {
+        Some(entity) => format!("scan of entity {entity} in table {}", args.table),
+        None => format!("scan of table {}", args.table),
+    };
+    let estimate = if args.entity.is_none() {
+        item_count(&store).map(Total::Estimate)
+    } else {
+        None
+    };
+    let mut progress = crate::progress::Progress::new(label, "items", estimate, 0);
     let stdout = io::stdout();
     let mut lock = stdout.lock();
     runtime()?.block_on(async {
@@ -165,10 +175,12 @@ pub(crate) fn scan(args: &ScanArgs, json: bool) -> Result<(), Failure> {
             *counts.entry(entity).or_default() += 1;
             total += 1;
             out::json_line(&mut lock, &value)?;
+            progress.update(total, "");
         }
         Ok::<(), Failure>(())
     })?;
     lock.flush().map_err(|e| out::write_failure(&e))?;
+    progress.finish();
     if json {
         eprintln!(
             "{}",
