@@ -183,3 +183,111 @@ pub(crate) fn parse_item(value: Value, format: Format) -> Result<Item, String> {
         Format::Dynamodb => serde_json::from_value(value).map_err(|e| e.to_string()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::{BTreeSet, HashMap};
+
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// Any attribute value (nested up to two levels).
+    fn value() -> impl Strategy<Value = AttributeValue> {
+        let leaf = prop_oneof![
+            "[a-z#|!]{0,8}".prop_map(AttributeValue::S),
+            any::<i64>().prop_map(|n| AttributeValue::N(n.to_string())),
+            any::<bool>().prop_map(AttributeValue::Bool),
+            Just(AttributeValue::Null(true)),
+            proptest::collection::vec(any::<u8>(), 0..6).prop_map(AttributeValue::B),
+        ];
+        leaf.prop_recursive(2, 12, 4, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..4).prop_map(AttributeValue::L),
+                proptest::collection::hash_map("[a-z]{1,4}", inner, 0..4)
+                    .prop_map(AttributeValue::M),
+            ]
+        })
+    }
+
+    fn item() -> impl Strategy<Value = Item> {
+        proptest::collection::hash_map("[a-zA-Z]{1,6}", value(), 0..8).prop_map(Item::from)
+    }
+
+    /// `value` rebuilt with new maps, filled in reverse (another iteration order).
+    fn rebuilt(value: &AttributeValue) -> AttributeValue {
+        match value {
+            AttributeValue::M(map) => {
+                let mut entries: Vec<_> = map.iter().collect();
+                entries.reverse();
+                let mut fresh = HashMap::new();
+                for (k, v) in entries {
+                    fresh.insert(k.clone(), rebuilt(v));
+                }
+                AttributeValue::M(fresh)
+            }
+            AttributeValue::L(list) => AttributeValue::L(list.iter().map(rebuilt).collect()),
+            other => other.clone(),
+        }
+    }
+
+    proptest! {
+        /// DynamoDB JSON keeps every attribute and reads back as the same item; the same item
+        /// gives the same text whatever its maps' iteration order.
+        #[test]
+        fn dynamodb_json_round_trips(
+            item in item(),
+            keys in proptest::collection::vec("[a-zA-Z]{1,6}", 0..4),
+        ) {
+            let order = Order::keys_last(keys);
+            let shown = super::item(&item, &order, Format::Dynamodb);
+            prop_assert_eq!(parse_item(shown.clone(), Format::Dynamodb), Ok(item.clone()));
+            let copy: Item = item
+                .iter()
+                .map(|(k, v)| (k.clone(), rebuilt(v)))
+                .collect::<HashMap<_, _>>()
+                .into();
+            prop_assert_eq!(
+                shown.to_string(),
+                super::item(&copy, &order, Format::Dynamodb).to_string()
+            );
+        }
+
+        /// Plain JSON: the input's names first, then the rest by name, then the keys; nothing
+        /// lost, nothing twice.
+        #[test]
+        fn plain_json_order(
+            item in item(),
+            first in proptest::collection::vec("[a-zA-Z]{1,6}", 0..3),
+            keys in proptest::collection::vec("[A-Z]{1,3}", 0..3),
+        ) {
+            let order = Order { first: first.clone(), last: keys.clone() };
+            let shown = super::item(&item, &order, Format::Json);
+            let names: Vec<&String> =
+                shown.as_object().map(|o| o.keys().collect()).unwrap_or_default();
+            prop_assert_eq!(names.len(), item.len());
+            let rest: BTreeSet<&String> = item
+                .keys()
+                .filter(|k| !first.contains(k) && !keys.contains(k))
+                .collect();
+            let mut expected: Vec<&String> = Vec::new();
+            for name in first.iter().chain(rest).chain(keys.iter()) {
+                if item.contains_key(name) && !expected.contains(&name) {
+                    expected.push(name);
+                }
+            }
+            prop_assert_eq!(names, expected);
+        }
+    }
+
+    #[test]
+    fn numbers_stay_exact() {
+        assert_eq!(number("42"), Value::from(42));
+        assert_eq!(number("-1.5"), serde_json::json!(-1.5));
+        // more digits than a JSON number holds exactly here: kept as text
+        assert_eq!(
+            number("123456789012345678901234567890"),
+            Value::from("123456789012345678901234567890")
+        );
+    }
+}
