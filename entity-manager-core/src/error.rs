@@ -413,7 +413,7 @@ pub enum Error {
     /// configured differently (for example a TypeScript service writes raw values while this
     /// table transcodes them). Nothing is read as a wrong value.
     #[error(
-        "property `{property}` of entity `{entity}` holds {value:?}, written in the `{written}` key mode, but this table uses the `{table}` key mode; configure every service sharing the table with one profile: load the configuration with `Profile::Npm6_14` when a service of the npm release 6.14.0 shares it, `Profile::Upstream8` for TypeScript v8, `Profile::Native` when no TypeScript service does (CLI: `--profile npm-6.14|upstream-8|native`); the table's stamp says which (`table describe`)"
+        "property `{property}` of entity `{entity}` holds {value:?}, written in the `{written}` key mode, but this table uses the `{table}` key mode; configure every service sharing the table with one profile: load the configuration with `Profile::Npm6_14` when a service of the npm release 6.14.0 shares it, `Profile::Upstream8` for TypeScript v8, `Profile::Native` when no TypeScript service does (CLI: `--key-profile npm-6.14|upstream-8|native`); the table's stamp says which (`table describe`)"
     )]
     KeyModeMismatch {
         /// The entity token.

@@ -147,7 +147,7 @@ impl Profile {
     /// Every profile.
     pub const ALL: [Self; 3] = [Self::Native, Self::Npm6_14, Self::Upstream8];
 
-    /// The name used by the CLI's `--profile` and in table stamps: `native`, `npm-6.14` or
+    /// The name used by the CLI's `--key-profile` and in table stamps: `native`, `npm-6.14` or
     /// `upstream-8`.
     pub const fn as_str(self) -> &'static str {
         match self {

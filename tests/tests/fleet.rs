@@ -410,7 +410,7 @@ async fn refused_before_first_write(
         ),
     ];
     let stamped = "the table is stamped with profile `npm-6.14` (key mode `typescript`, shard space `product`";
-    let fix = "load the configuration with the table's profile (`Profile::Npm6_14`; CLI: `--profile npm-6.14`)";
+    let fix = "load the configuration with the table's profile (`Profile::Npm6_14`; CLI: `--key-profile npm-6.14`)";
     for (schema, ours) in &cases {
         let store = DynamoStore::new(
             client.clone(),

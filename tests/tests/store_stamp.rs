@@ -74,7 +74,7 @@ fn assert_refused(e: &StoreError, table_profile: &str, ours: &str) {
     for part in [
         format!("stamped with profile `{table_profile}`"),
         ours.to_owned(),
-        format!("--profile {table_profile}"),
+        format!("--key-profile {table_profile}"),
         "nothing was written".to_owned(),
         "entity-manager table stamp --force".to_owned(),
     ] {

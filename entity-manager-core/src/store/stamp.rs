@@ -141,7 +141,7 @@ impl TableStamp {
         }
         let fix = match self.profile() {
             Some(p) => format!(
-                "load the configuration with the table's profile (`Profile::{p:?}`; CLI: `--profile {p}`)"
+                "load the configuration with the table's profile (`Profile::{p:?}`; CLI: `--key-profile {p}`)"
             ),
             None => format!(
                 "configure the table model with the table's settings (`TableModel::with_key_mode(KeyMode::{:?})`, `with_shard_space(ShardSpace::{:?})`, `with_numeric_hash(NumericHash::{:?})`)",
@@ -361,7 +361,7 @@ impl StampGuard {
     fn judge(&self, ours: &TableStamp, table: &str, found: Option<&Item>) -> Verdict {
         let Some(item) = found else {
             self.warn(&format!(
-                "table `{table}` has no stamp recording how its keys are made, so a service configured with another profile could write keys the others do not find; stamp it once with `entity-manager table stamp --table {table} --config <config.json> --profile {}` (or `DynamoStore::stamp_table`)",
+                "table `{table}` has no stamp recording how its keys are made, so a service configured with another profile could write keys the others do not find; stamp it once with `entity-manager table stamp --table {table} --config <config.json> --key-profile {}` (or `DynamoStore::stamp_table`)",
                 ours.profile().map_or("<profile>", Profile::as_str)
             ));
             return Verdict::Clear;

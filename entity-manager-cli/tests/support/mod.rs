@@ -14,14 +14,34 @@ use serde_json::Value;
 pub(crate) type BoxError = Box<dyn std::error::Error>;
 pub(crate) type TestResult = Result<(), BoxError>;
 
-/// The binary, with none of the caller's AWS settings.
+/// The binary, with none of the caller's AWS settings: static dummy credentials in the
+/// environment, no config or credentials file, no region, no endpoint (each test names its
+/// loopback endpoint), no instance metadata; progress lines off unless a test asks.
 pub(crate) fn bin() -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_entity-manager"));
+    for var in [
+        "AWS_PROFILE",
+        "AWS_DEFAULT_PROFILE",
+        "AWS_SESSION_TOKEN",
+        "AWS_REGION",
+        "AWS_DEFAULT_REGION",
+        "AWS_ENDPOINT_URL",
+        "AWS_ENDPOINT_URL_DYNAMODB",
+        "AWS_ROLE_ARN",
+        "AWS_WEB_IDENTITY_TOKEN_FILE",
+        "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+        "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+    ] {
+        command.env_remove(var);
+    }
+    let nowhere = std::env::temp_dir().join("em-cli-no-aws-files");
     command
-        .env_remove("AWS_PROFILE")
-        .env_remove("AWS_ACCESS_KEY_ID")
-        .env_remove("AWS_SECRET_ACCESS_KEY")
-        .env("AWS_EC2_METADATA_DISABLED", "true");
+        .env("AWS_ACCESS_KEY_ID", "local")
+        .env("AWS_SECRET_ACCESS_KEY", "local")
+        .env("AWS_CONFIG_FILE", nowhere.join("config"))
+        .env("AWS_SHARED_CREDENTIALS_FILE", nowhere.join("credentials"))
+        .env("AWS_EC2_METADATA_DISABLED", "true")
+        .env("ENTITY_MANAGER_PROGRESS_SECONDS", "100000");
     command
 }
 
@@ -110,9 +130,9 @@ pub(crate) fn endpoint() -> Option<String> {
     }
 }
 
-/// The `--endpoint`/`--region` arguments the commands take for DynamoDB Local.
+/// The `--endpoint-url`/`--region` arguments the commands take for DynamoDB Local.
 pub(crate) fn connection(endpoint: &str) -> [&str; 4] {
-    ["--endpoint", endpoint, "--region", "us-east-1"]
+    ["--endpoint-url", endpoint, "--region", "us-east-1"]
 }
 
 /// A client of DynamoDB Local: explicit region, static dummy credentials, the endpoint.
@@ -168,5 +188,48 @@ pub(crate) fn kill_when_checkpointed(args: &[&str], checkpoint: &std::path::Path
     child.kill()?;
     let status = child.wait()?;
     assert!(!status.success(), "killed: {status:?}");
+    Ok(())
+}
+
+/// Every line of the command's stdout as JSON.
+pub(crate) fn stdout_lines(output: &Output) -> Result<Vec<Value>, BoxError> {
+    String::from_utf8(output.stdout.clone())?
+        .lines()
+        .map(|l| Ok(serde_json::from_str(l)?))
+        .collect()
+}
+
+/// A table named after `test`, created by the CLI from the User service configuration: the
+/// configuration file and the table name.
+pub(crate) fn user_table(test: &str, endpoint: &str) -> Result<(PathBuf, String), BoxError> {
+    let config = temp_json(test, "config", &user_service_config()?)?;
+    let table = format!("cli-{test}-{}", std::process::id());
+    let out = run(&[
+        "table",
+        "create",
+        "--config",
+        arg(&config)?,
+        "--table",
+        &table,
+        "--endpoint-url",
+        endpoint,
+    ])?;
+    assert_code(&out, 0);
+    Ok((config, table))
+}
+
+/// Deletes a table made by [`user_table`].
+pub(crate) fn drop_table(config: &std::path::Path, table: &str, endpoint: &str) -> TestResult {
+    let out = run(&[
+        "table",
+        "delete",
+        "--config",
+        arg(config)?,
+        "--table",
+        table,
+        "--endpoint-url",
+        endpoint,
+    ])?;
+    assert_code(&out, 0);
     Ok(())
 }

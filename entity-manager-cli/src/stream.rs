@@ -13,14 +13,12 @@ use entity_manager::{Item, Schema};
 use serde_json::{Value, json};
 
 use crate::scan::{counts_json, counts_text};
-use crate::{Connection, Failure, SpaceArg, connect, job, load, runtime};
+use crate::{ConfigArgs, Connection, Failure, connect, job, out, runtime};
 
 #[derive(Debug, Args)]
 pub(crate) struct StreamArgs {
-    /// The JSON configuration file.
-    config: PathBuf,
     #[command(flatten)]
-    space: SpaceArg,
+    config: ConfigArgs,
     /// The table name.
     #[arg(long)]
     table: String,
@@ -40,7 +38,7 @@ pub(crate) struct StreamArgs {
     /// How long to wait between polls once caught up, in milliseconds.
     #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(10..=60_000))]
     poll_interval: u64,
-    /// The DynamoDB Streams endpoint URL, when it is not `--endpoint` (on AWS:
+    /// The DynamoDB Streams endpoint URL, when it is not `--endpoint-url` (on AWS:
     /// `https://streams.dynamodb.<region>.amazonaws.com`; DynamoDB Local serves both at one URL).
     #[arg(long, env = "DYNAMODB_STREAMS_ENDPOINT")]
     streams_endpoint: Option<String>,
@@ -65,11 +63,12 @@ struct StreamState {
 /// whether Time to Live removed it, and for a modify with both images the fields and generated
 /// keys that changed.
 fn change_json(schema: &Schema, change: &Change<Item>) -> Result<Value, Failure> {
+    // attributes by name, keys appended: the same order on every line
+    let order = out::Order::keys_last(out::key_names(schema, Some(&change.entity)));
     let image = |item: &Option<Item>| -> Result<Value, Failure> {
-        item.as_ref().map_or(Ok(Value::Null), |i| {
-            serde_dynamo::from_item(i.clone())
-                .map_err(|e| Failure::Operation(format!("cannot print an image: {e}")))
-        })
+        Ok(item
+            .as_ref()
+            .map_or(Value::Null, |i| out::item(i, &order, out::Format::Json)))
     };
     let table = schema.table();
     let mut line = json!({
@@ -104,23 +103,18 @@ fn write_line(out: &mut impl Write, line: &Value) -> io::Result<()> {
 
 #[allow(clippy::too_many_lines)] // one command, start to end
 pub(crate) fn stream(args: &StreamArgs, json: bool) -> Result<(), Failure> {
-    let schema = load(&args.config, &args.space)?;
+    let schema = args.config.load()?;
     if let Some(entity) = &args.entity {
         schema
             .entity(entity)
             .map_err(|e| Failure::Input(e.to_string()))?;
     }
     let store = connect(&schema, &args.table, &args.connection)?;
-    let mut reader = StreamReader::new(
-        &store,
-        crate::streams_client(
-            &args.connection,
-            args.streams_endpoint
-                .as_deref()
-                .unwrap_or(&args.connection.endpoint),
-        ),
-    )
-    .start_at(match args.from {
+    let streams = args
+        .connection
+        .resolve()?
+        .streams_client(args.streams_endpoint.as_deref());
+    let mut reader = StreamReader::new(&store, streams).start_at(match args.from {
         From::TrimHorizon => StartAt::TrimHorizon,
         From::Latest => StartAt::Latest,
     });
@@ -149,7 +143,7 @@ pub(crate) fn stream(args: &StreamArgs, json: bool) -> Result<(), Failure> {
             let records = reader
                 .poll()
                 .await
-                .map_err(|e| Failure::Operation(format!("stream of table {}: {e}", args.table)))?;
+                .map_err(|e| crate::connection::explain("stream", &args.table, &e))?;
             if records.is_empty() {
                 if args.no_follow {
                     return Ok(());
@@ -187,11 +181,14 @@ pub(crate) fn stream(args: &StreamArgs, json: bool) -> Result<(), Failure> {
                     // the reader of a pipe went away (`| head`): stop quietly, the position
                     // stays where the last saved batch ended
                     Err(e) if e.kind() == io::ErrorKind::BrokenPipe => return Ok(()),
-                    Err(e) => return Err(Failure::Operation(format!("cannot write stdout: {e}"))),
+                    Err(e) => return Err(out::write_failure(&e)),
                 }
             }
-            out.flush()
-                .map_err(|e| Failure::Operation(format!("cannot write stdout: {e}")))?;
+            match out.flush() {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::BrokenPipe => return Ok(()),
+                Err(e) => return Err(out::write_failure(&e)),
+            }
             if let Some(path) = &args.checkpoint {
                 let state = StreamState {
                     table: args.table.clone(),

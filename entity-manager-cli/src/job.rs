@@ -1,6 +1,6 @@
 //! What the resumable commands (`purge`, `migrate`) share: their checkpoint file, written
-//! atomically after every page, and the run around their pages (a spinner on a terminal,
-//! `--stop-after`, the message that says how to resume).
+//! atomically after every page, and the run around their pages (progress on stderr,
+//! `--stop-after`, Ctrl-C, the message that says how to resume).
 
 use std::io::{self, BufRead, IsTerminal};
 use std::ops::ControlFlow;
@@ -10,6 +10,8 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::Failure;
+use crate::progress::{Progress, Total};
+use crate::signal;
 
 /// A checkpoint file: `{"command": …, …the command's state}`.
 #[derive(Serialize)]
@@ -65,6 +67,15 @@ pub(crate) fn save<T: Serialize>(path: &Path, command: &str, state: &T) -> Resul
         })
 }
 
+/// ` at <endpoint> (~N items in the table, estimated by DynamoDB)`: what a confirmation names.
+pub(crate) fn at(estimate: Option<u64>) -> String {
+    let place = crate::connection::endpoint_described();
+    match estimate {
+        Some(n) => format!(" at {place} (~{n} items in the table, estimated by DynamoDB)"),
+        None => format!(" at {place}"),
+    }
+}
+
 /// Asks on the terminal whether to `action` (e.g. "delete every item of table Users"); without a
 /// terminal, `--yes` is required (`hint` names another way out, e.g. " (or --dry-run)").
 pub(crate) fn confirm(yes: bool, action: &str, hint: &str) -> Result<(), Failure> {
@@ -97,39 +108,53 @@ pub(crate) struct Run<'a> {
     /// Where the position goes if the run stops: the checkpoint, or a file named after the table.
     resume: PathBuf,
     stop_after: Option<u64>,
-    bar: Option<indicatif::ProgressBar>,
+    progress: Progress,
     /// Pages done in this run.
     pub(crate) pages: u64,
+    /// Whether the job had made progress before this run (a resumed checkpoint).
+    resumed: bool,
     save_error: Option<Failure>,
 }
 
 impl<'a> Run<'a> {
-    /// A run of `command` on `table`; the spinner (on a terminal only) starts with `message`.
+    /// A run of `command` on `table`, its progress labelled `message`; Ctrl-C and SIGTERM stop
+    /// it after the page in flight from now on.
     pub(crate) fn new(
         command: &'static str,
         table: &str,
         checkpoint: Option<&'a Path>,
         stop_after: Option<u64>,
         message: String,
-    ) -> Self {
+    ) -> Result<Self, Failure> {
         let resume = checkpoint.map_or_else(
             || PathBuf::from(format!("entity-manager-{command}-{table}.checkpoint.json")),
             Path::to_path_buf,
         );
-        let bar = io::stderr().is_terminal().then(|| {
-            let bar = indicatif::ProgressBar::new_spinner();
-            bar.set_message(message);
-            bar
-        });
-        Self {
+        signal::listen()?;
+        Ok(Self {
             command,
             checkpoint,
             resume,
             stop_after,
-            bar,
+            progress: Progress::new(message, "items", None, 0),
             pages: 0,
+            resumed: false,
             save_error: None,
-        }
+        })
+    }
+
+    /// Counts `unit` towards `total`, `before` of them done by earlier runs (a resumed
+    /// checkpoint, which also means the job has started).
+    pub(crate) fn progress(
+        &mut self,
+        label: String,
+        unit: &'static str,
+        total: Option<Total>,
+        before: u64,
+        resumed: bool,
+    ) {
+        self.progress = Progress::new(label, unit, total, before);
+        self.resumed = resumed;
     }
 
     /// Saves `state` to the checkpoint file, if there is one.
@@ -138,30 +163,30 @@ impl<'a> Run<'a> {
             .map_or(Ok(()), |path| save(path, self.command, state))
     }
 
-    /// After a page: saves `state`, shows `progress`, and says whether to go on (not after a
-    /// failed save, nor past `--stop-after`).
-    pub(crate) fn page<T: Serialize>(&mut self, state: &T, progress: String) -> ControlFlow<()> {
+    /// After a page: saves `state`, shows `done` (with `detail`), and says whether to go on
+    /// (not after a failed save, nor past `--stop-after`, nor after Ctrl-C).
+    pub(crate) fn page<T: Serialize>(
+        &mut self,
+        state: &T,
+        done: u64,
+        detail: &str,
+    ) -> ControlFlow<()> {
         self.pages += 1;
         if let Err(e) = self.save(state) {
             self.save_error = Some(e);
             return ControlFlow::Break(());
         }
-        if let Some(bar) = &self.bar {
-            bar.set_message(progress);
-            bar.tick();
-        }
-        if self.stop_after.is_some_and(|n| self.pages >= n) {
+        self.progress.update(done, detail);
+        if signal::interrupted() || self.stop_after.is_some_and(|n| self.pages >= n) {
             ControlFlow::Break(())
         } else {
             ControlFlow::Continue(())
         }
     }
 
-    /// Once the pages are done: clears the spinner; a failed save is the run's failure.
+    /// Once the pages are done: clears the progress line; a failed save is the run's failure.
     pub(crate) fn end(&mut self) -> Result<(), Failure> {
-        if let Some(bar) = self.bar.take() {
-            bar.finish_and_clear();
-        }
+        self.progress.finish();
         self.save_error.take().map_or(Ok(()), Err)
     }
 
@@ -179,8 +204,16 @@ impl<'a> Run<'a> {
         }
     }
 
-    /// The run stopped at `--stop-after` with `done` so far; see [`stopped`](Self::stopped).
+    /// The run stopped on Ctrl-C or SIGTERM (exit 130) or at `--stop-after` (exit 1) with
+    /// `done` so far; see [`stopped`](Self::stopped).
     pub(crate) fn stopped_early<T: Serialize>(&self, state: &T, done: &str) -> Failure {
+        if signal::interrupted() {
+            let why = format!("{} interrupted after {} pages", self.command, self.pages);
+            return match self.stopped(state, &why, done) {
+                Failure::Operation(message) => Failure::Interrupted(message),
+                other => other,
+            };
+        }
         let why = format!(
             "{} stopped after {} pages (--stop-after)",
             self.command, self.pages
@@ -189,16 +222,50 @@ impl<'a> Run<'a> {
     }
 
     /// The run stopped (`why`) with `done` so far: the failure, which says how to resume. The
-    /// position is saved first when no `--checkpoint` was given.
+    /// position is saved first when no `--checkpoint` was given. A job that never started
+    /// (no page done, nothing resumed) leaves no checkpoint and needs no resuming.
     pub(crate) fn stopped<T: Serialize>(&self, state: &T, why: &str, done: &str) -> Failure {
+        if self.pages == 0 && !self.resumed {
+            if let Some(path) = self.checkpoint {
+                let _ = std::fs::remove_file(path);
+            }
+            return Failure::Operation(format!("{why}; nothing was changed"));
+        }
         if self.checkpoint.is_none()
             && let Err(e) = save(&self.resume, self.command, state)
         {
-            return Failure::Operation(format!("{why}; the position could not be saved ({e:?})"));
+            return Failure::Operation(format!(
+                "{why}; the position could not be saved ({})",
+                e.message()
+            ));
         }
         Failure::Operation(format!(
             "{why}; {done} so far; to resume, run the same command with --checkpoint {}",
             self.resume.display()
         ))
+    }
+}
+
+impl Run<'_> {
+    /// The run failed with `err` (the job `what` on `table`) with `done` so far: the operator's
+    /// message of [`explain`](crate::connection::explain), then how to resume (see
+    /// [`stopped`](Self::stopped)).
+    pub(crate) fn failed<T: Serialize>(
+        &self,
+        state: &T,
+        what: &str,
+        table: &str,
+        err: &(dyn std::error::Error + 'static),
+        done: &str,
+    ) -> Failure {
+        let explained = crate::connection::explain(what, table, err);
+        let (message, detail) = match explained {
+            Failure::Detailed { message, detail } => (message, detail),
+            other => (other.message(), String::new()),
+        };
+        match self.stopped(state, &message, done) {
+            Failure::Operation(message) => Failure::Detailed { message, detail },
+            other => other,
+        }
     }
 }

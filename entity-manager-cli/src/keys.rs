@@ -6,7 +6,8 @@ use clap::{Args, Subcommand};
 use entity_manager::Item;
 use serde_json::Value;
 
-use crate::{ConfigArgs, Failure, load, read_items};
+use crate::out::{self, Format, Order};
+use crate::{ConfigArgs, Failure, read_items};
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum KeysAction {
@@ -26,6 +27,10 @@ pub(crate) struct KeysArgs {
     /// Recompute keys that are already present (after a change of the configuration).
     #[arg(long)]
     refresh: bool,
+    /// The format of the items written: plain JSON, or DynamoDB JSON (one item per line, the
+    /// shape `aws dynamodb put-item --item` and `batch-write-item` take).
+    #[arg(long, value_enum, default_value_t)]
+    format: Format,
 }
 
 pub(crate) fn keys(action: KeysAction) -> Result<(), Failure> {
@@ -33,13 +38,16 @@ pub(crate) fn keys(action: KeysAction) -> Result<(), Failure> {
         KeysAction::Add(args) => (args, true),
         KeysAction::Remove(args) => (args, false),
     };
-    let schema = load(&args.config.config, &args.config.space)?;
+    let schema = args.config.load()?;
     let entity = schema
         .entity(&args.entity)
         .map_err(|e| Failure::Input(e.to_string()))?;
     let (items, as_array) = read_items()?;
-    let mut out = Vec::with_capacity(items.len());
+    let key_names = out::key_names(&schema, Some(&args.entity));
+    let mut written = Vec::with_capacity(items.len());
     for (n, value) in items.into_iter().enumerate() {
+        // the input's attribute order, keys appended
+        let order = Order::input(&value, key_names.clone());
         let item: Item = serde_dynamo::to_item(value)
             .map_err(|e| Failure::Input(format!("item {}: {e}", n + 1)))?;
         let keyed = if !add {
@@ -53,21 +61,16 @@ pub(crate) fn keys(action: KeysAction) -> Result<(), Failure> {
                 .add_keys(&item)
                 .map_err(|e| Failure::Operation(format!("item {}: {e}", n + 1)))?
         };
-        let value: Value = serde_dynamo::from_item(keyed)
-            .map_err(|e| Failure::Operation(format!("item {}: {e}", n + 1)))?;
-        out.push(value);
+        written.push(out::item(&keyed, &order, args.format));
     }
     let stdout = io::stdout();
     let mut stdout = stdout.lock();
-    let written = if as_array {
-        serde_json::to_writer(&mut stdout, &out)
-            .map_err(io::Error::from)
-            .and_then(|()| writeln!(stdout))
+    if as_array {
+        out::json_line(&mut stdout, &Value::Array(written))?;
     } else {
-        out.iter().try_for_each(|value| {
-            serde_json::to_writer(&mut stdout, value).map_err(io::Error::from)?;
-            writeln!(stdout)
-        })
-    };
-    written.map_err(|e| Failure::Operation(format!("cannot write stdout: {e}")))
+        for value in &written {
+            out::json_line(&mut stdout, value)?;
+        }
+    }
+    stdout.flush().map_err(|e| out::write_failure(&e))
 }

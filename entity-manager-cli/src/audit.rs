@@ -1,7 +1,6 @@
 //! `audit`: the records whose hash key disagrees with the schedule; with `--bump`, the dry
 //! run of a new shard bump (no table needed).
 
-use std::io::{self, IsTerminal};
 use std::str::FromStr;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -10,16 +9,16 @@ use entity_manager::audit::{AuditReport, BumpDryRun, ScheduleCost, audit, bump_d
 use entity_manager::{Schema, ShardBump};
 use serde_json::{Value, json};
 
+use crate::progress::Progress;
 use crate::scan::{Parallel, parallel_scan};
-use crate::{Connection, Failure, SpaceArg, connect, load, runtime};
+use crate::{ConfigArgs, Connection, Failure, connect, item_count, runtime};
 
 #[derive(Debug, Args)]
+#[command(mut_arg("page_size", |a| a.help("The most items one scan request reads in a segment (DynamoDB's `Limit`; default: up to 1 MB): smaller pages spread the read capacity the audit uses")))]
 pub(crate) struct AuditArgs {
-    /// The JSON configuration (the current schedule).
-    #[arg(long)]
-    config: std::path::PathBuf,
+    /// The configuration (the current schedule).
     #[command(flatten)]
-    space: SpaceArg,
+    config: ConfigArgs,
     /// The table name (required for the audit; not for `--bump`).
     #[arg(long)]
     table: Option<String>,
@@ -40,27 +39,8 @@ pub(crate) struct AuditArgs {
     window_to: Option<u64>,
     #[command(flatten)]
     parallel: Parallel,
-    /// The endpoint URL (e.g. `http://127.0.0.1:8000` for DynamoDB Local); required for the
-    /// audit.
-    #[arg(long, env = "DYNAMODB_ENDPOINT")]
-    endpoint: Option<String>,
-    /// The region.
-    #[arg(long, env = "AWS_REGION", default_value = "us-east-1")]
-    region: String,
-    /// The access key id.
-    #[arg(long, env = "AWS_ACCESS_KEY_ID", default_value = "local")]
-    access_key_id: String,
-    /// The secret access key.
-    #[arg(
-        long,
-        env = "AWS_SECRET_ACCESS_KEY",
-        default_value = "local",
-        hide_env_values = true
-    )]
-    secret_access_key: String,
-    /// The longest a single DynamoDB call may take, in seconds.
-    #[arg(long, default_value_t = 30)]
-    timeout: u64,
+    #[command(flatten)]
+    connection: Connection,
 }
 
 /// A `--bump timestamp=…,char-bits=…,chars=…`.
@@ -110,23 +90,13 @@ fn u128_json(n: u128) -> Value {
 }
 
 pub(crate) fn run_audit(args: &AuditArgs, json: bool) -> Result<(), Failure> {
-    let schema = load(&args.config, &args.space)?;
+    let schema = args.config.load()?;
     if !args.bump.is_empty() {
         return bump(args, &schema, json);
     }
     let table = args.table.as_deref().ok_or_else(|| {
         Failure::Input("the audit needs --table (or --bump for the bump dry run)".to_owned())
     })?;
-    let endpoint = args.endpoint.clone().ok_or_else(|| {
-        Failure::Input("the audit needs --endpoint (or DYNAMODB_ENDPOINT)".to_owned())
-    })?;
-    let connection = Connection {
-        endpoint,
-        region: args.region.clone(),
-        access_key_id: args.access_key_id.clone(),
-        secret_access_key: args.secret_access_key.clone(),
-        timeout: args.timeout,
-    };
     let entities = match &args.entity {
         Some(entity) => vec![
             schema
@@ -140,26 +110,24 @@ pub(crate) fn run_audit(args: &AuditArgs, json: bool) -> Result<(), Failure> {
             .collect::<Result<_, _>>()
             .map_err(|e| Failure::Input(e.to_string()))?,
     };
-    let store = connect(&schema, table, &connection)?;
+    let store = connect(&schema, table, &args.connection)?;
     let scan = parallel_scan(&store, &schema, None, &args.parallel)?;
-    let bar = io::stderr().is_terminal().then(|| {
-        let bar = indicatif::ProgressBar::new_spinner();
-        bar.set_message(format!("auditing table {table}"));
-        bar.enable_steady_tick(std::time::Duration::from_millis(200));
-        bar
-    });
+    // the audit reports no progress of its own: the line shows the total and the time spent
+    let label = match item_count(&store) {
+        Some(n) => format!("auditing table {table} (~{n} items, estimated by DynamoDB)"),
+        None => format!("auditing table {table}"),
+    };
+    let mut progress = Progress::new(label, "", None, 0);
     let report = runtime()?.block_on(audit(scan, &entities));
-    if let Some(bar) = &bar {
-        bar.finish_and_clear();
-    }
-    let report = report.map_err(|e| Failure::Operation(format!("table {table}: {e}")))?;
+    progress.finish();
+    let report = report.map_err(|e| crate::connection::explain("audit", table, &e))?;
     print_audit(table, &report, json)
 }
 
 fn print_audit(table: &str, report: &AuditReport, json: bool) -> Result<(), Failure> {
     let scanned: u64 = report.scanned.values().sum();
     if json {
-        println!(
+        outln!(
             "{}",
             json!({
                 "ok": report.is_clean(),
@@ -170,21 +138,27 @@ fn print_audit(table: &str, report: &AuditReport, json: bool) -> Result<(), Fail
             })
         );
     } else {
-        println!(
+        outln!(
             "audited {scanned} records of table {table}: {} misplaced, {} unreadable",
             report.misplaced.len(),
             report.unreadable.len()
         );
         for m in &report.misplaced {
-            println!(
+            outln!(
                 "  {} {}: stored under {}, the schedule says {}",
-                m.entity, m.unique, m.stored, m.expected
+                m.entity,
+                m.unique,
+                m.stored,
+                m.expected
             );
         }
         for u in &report.unreadable {
-            println!(
+            outln!(
                 "  {} ({}, {}): {}",
-                u.entity, u.hash_key, u.range_key, u.reason
+                u.entity,
+                u.hash_key,
+                u.range_key,
+                u.reason
             );
         }
     }
@@ -219,8 +193,7 @@ fn bump(args: &AuditArgs, schema: &Schema, json: bool) -> Result<(), Failure> {
     let to = args.window_to.unwrap_or(now);
     let plan = bump_dry_run(&entity, &candidate, args.window_from, to)
         .map_err(|e| Failure::Input(e.to_string()))?;
-    print_bump(&plan, json);
-    Ok(())
+    print_bump(&plan, json)
 }
 
 fn cost_json(cost: &ScheduleCost) -> Value {
@@ -240,9 +213,9 @@ fn cost_json(cost: &ScheduleCost) -> Value {
     json!({ "windows": windows, "fanOut": u128_json(cost.fan_out) })
 }
 
-fn print_bump(plan: &BumpDryRun, json: bool) {
+fn print_bump(plan: &BumpDryRun, json: bool) -> Result<(), Failure> {
     if json {
-        println!(
+        outln!(
             "{}",
             json!({
                 "ok": true,
@@ -254,26 +227,34 @@ fn print_bump(plan: &BumpDryRun, json: bool) {
                 "reshardsFrom": plan.reshards_from,
             })
         );
-        return;
+        return Ok(());
     }
-    println!(
+    outln!(
         "entity {}: a query over creation times {}..={} visits {} shards now, {} with the candidate schedule",
-        plan.entity, plan.window.0, plan.window.1, plan.current.fan_out, plan.candidate.fan_out
+        plan.entity,
+        plan.window.0,
+        plan.window.1,
+        plan.current.fan_out,
+        plan.candidate.fan_out
     );
     for (name, cost) in [("current", &plan.current), ("candidate", &plan.candidate)] {
-        println!("  {name} schedule:");
+        outln!("  {name} schedule:");
         for w in &cost.windows {
             let to = w.to.map_or_else(|| "on".to_owned(), |t| format!("to {t}"));
-            println!(
+            outln!(
                 "    from {} {to}: {} shards (char-bits {}, chars {})",
-                w.from, w.shards, w.bump.char_bits, w.bump.chars
+                w.from,
+                w.shards,
+                w.bump.char_bits,
+                w.bump.chars
             );
         }
     }
     match plan.reshards_from {
-        Some(t) => println!(
+        Some(t) => outln!(
             "  records created from {t} on change shard: any already written must be migrated"
         ),
-        None => println!("  no record changes shard"),
+        None => outln!("  no record changes shard"),
     }
+    Ok(())
 }

@@ -11,10 +11,12 @@ use entity_manager::{Item, Schema};
 use serde_json::{Value, json};
 
 use crate::job::{self, Run};
+use crate::progress::Total;
 use crate::scan::{Parallel, parallel_scan};
-use crate::{Connection, Failure, SpaceArg, connect, load, runtime};
+use crate::{Connection, Failure, SpaceArg, connect, item_count, load, runtime};
 
 #[derive(Debug, Args)]
+#[command(mut_arg("page_size", |a| a.help("The most items one scan request reads in a segment, migrated before the next (default 100): the checkpoint is saved after every page, so this is how much work an interrupted migration repeats")))]
 pub(crate) struct MigrateArgs {
     /// Schema A: the JSON configuration the records were written under.
     #[arg(long)]
@@ -154,7 +156,7 @@ pub(crate) fn migrate(args: &MigrateArgs, json: bool) -> Result<(), Failure> {
     if args.dry_run {
         let report = runtime()?
             .block_on(migration.dry_run(scan, args.samples))
-            .map_err(|e| Failure::Operation(format!("table {}: {e}", args.table)))?;
+            .map_err(|e| crate::connection::explain("migrate --dry-run", &args.table, &e))?;
         return print_dry_run(args, &report, json);
     }
 
@@ -194,20 +196,34 @@ pub(crate) fn migrate(args: &MigrateArgs, json: bool) -> Result<(), Failure> {
         ),
         None => format!("migrate every record of table {}", args.table),
     };
-    job::confirm(args.yes, &what, " (or --dry-run)")?;
+    let estimate = item_count(&store);
+    job::confirm(
+        args.yes,
+        &format!("{what}{}", job::at(estimate)),
+        " (or --dry-run)",
+    )?;
     let mut run = Run::new(
         "migrate",
         &args.table,
         args.checkpoint.as_deref(),
         args.stop_after,
         format!("migrating table {}", args.table),
+    )?;
+    let scanned = |c: &MigrateCounts| c.total().scanned + c.other;
+    let before = scanned(&state.counts);
+    // the migration scans the whole table: DynamoDB's item count is the total
+    let total = estimate.map(|n| Total::Estimate(n.max(before)));
+    run.progress(
+        format!("migrate of table {}", args.table),
+        "scanned",
+        total,
+        before,
+        before > 0,
     );
-    run.save(&state)?;
     let outcome = runtime()?.block_on(migration.run(scan, |progress| {
         state.counts.add(progress.page);
         state.scan = progress.checkpoint.clone();
-        let shown = counts_text(&state.counts);
-        run.page(&state, shown)
+        run.page(&state, scanned(&state.counts), &counts_text(&state.counts))
     }));
     run.end()?;
     let written = state.counts.total().written();
@@ -216,7 +232,7 @@ pub(crate) fn migrate(args: &MigrateArgs, json: bool) -> Result<(), Failure> {
         Ok(report) if report.complete => {
             run.complete()?;
             if json {
-                println!(
+                outln!(
                     "{}",
                     json!({
                         "ok": true,
@@ -228,7 +244,7 @@ pub(crate) fn migrate(args: &MigrateArgs, json: bool) -> Result<(), Failure> {
                     })
                 );
             } else {
-                println!(
+                outln!(
                     "migrated table {}: {written} records written ({})",
                     args.table,
                     counts_text(&state.counts)
@@ -239,7 +255,7 @@ pub(crate) fn migrate(args: &MigrateArgs, json: bool) -> Result<(), Failure> {
         Ok(_) => Err(run.stopped_early(&state, &done)),
         Err(e) => {
             state.scan = e.checkpoint.clone();
-            Err(run.stopped(&state, &format!("{what} failed: {e}"), &done))
+            Err(run.failed(&state, &what, &args.table, &e, &done))
         }
     }
 }
@@ -291,7 +307,7 @@ fn print_dry_run(args: &MigrateArgs, report: &DryRunReport, json: bool) -> Resul
                 })
             })
             .collect();
-        println!(
+        outln!(
             "{}",
             json!({
                 "ok": failed == 0,
@@ -306,25 +322,25 @@ fn print_dry_run(args: &MigrateArgs, report: &DryRunReport, json: bool) -> Resul
             })
         );
     } else {
-        println!(
+        outln!(
             "dry run on table {}: {} records to write, nothing written ({})",
             args.table,
             report.counts.total().written(),
             counts_text(&report.counts)
         );
         for (entity, per) in &report.shards {
-            println!("  {entity} by shard (before -> after):");
+            outln!("  {entity} by shard (before -> after):");
             for (hash_key, c) in per {
-                println!("    {hash_key}: {} -> {}", c.before, c.after);
+                outln!("    {hash_key}: {} -> {}", c.before, c.after);
             }
         }
         for s in &report.samples {
-            println!("  sample ({}, {}):", s.entity, action(s.action));
-            println!("    before: {}", item_json(&s.before));
-            println!("    after:  {}", item_json(&s.after));
+            outln!("  sample ({}, {}):", s.entity, action(s.action));
+            outln!("    before: {}", item_json(&s.before));
+            outln!("    after:  {}", item_json(&s.after));
         }
         for f in &report.failures {
-            println!("  cannot migrate {}: {}", f.entity, f.reason);
+            outln!("  cannot migrate {}: {}", f.entity, f.reason);
         }
     }
     if failed > 0 {

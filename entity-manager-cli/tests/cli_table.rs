@@ -260,12 +260,12 @@ fn create_describe_drift_and_delete_with_settings_on_dynamodb_local() -> TestRes
     assert_code(&out, 0);
     assert!(String::from_utf8_lossy(&out.stdout).contains("matches its definition"));
 
-    // Checked against other settings (no stream): exit 1, that one difference.
+    // Checked against other settings (no stream): exit 3 (a finding), that one difference.
     let mut other = settings_object()?;
     other.remove("stream");
     let no_stream = temp_file("e2e", "no-stream", &Value::Object(other))?;
     let out = with(&["table", "drift", "--json"], Some(&no_stream))?;
-    assert_code(&out, 1);
+    assert_code(&out, 3);
     let kinds: Vec<Value> = stdout_json(&out)?["drift"]
         .as_array()
         .ok_or("drift")?
@@ -274,13 +274,13 @@ fn create_describe_drift_and_delete_with_settings_on_dynamodb_local() -> TestRes
         .collect();
     assert_eq!(kinds, [json!("stream")]);
 
-    // Altered behind its back: GSI `phone` deleted, TTL off; exactly those two, exit 1.
+    // Altered behind its back: GSI `phone` deleted, TTL off; exactly those two, exit 3.
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?
         .block_on(alter(&endpoint, &table))?;
     let out = with(&["table", "drift", "--json"], Some(&settings))?;
-    assert_code(&out, 1);
+    assert_code(&out, 3); // a finding, not a failure
     let report = stdout_json(&out)?;
     assert_eq!(report["ok"], json!(false));
     let drift = report["drift"].as_array().ok_or("drift")?;
@@ -293,7 +293,7 @@ fn create_describe_drift_and_delete_with_settings_on_dynamodb_local() -> TestRes
         "{drift:?}"
     );
     let out = with(&["table", "drift"], Some(&settings))?;
-    assert_code(&out, 1);
+    assert_code(&out, 3);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         text.contains("differs from its definition in 2 way(s)"),
@@ -309,7 +309,7 @@ fn create_describe_drift_and_delete_with_settings_on_dynamodb_local() -> TestRes
     Ok(())
 }
 
-/// `table create` records the profile of `--profile` in the table's stamp and `describe` shows
+/// `table create` records the profile of `--key-profile` in the table's stamp and `describe` shows
 /// it; `table stamp` under another profile is refused without `--force` (its keys would not
 /// change), done with it; a data command under another profile warns on stderr before it
 /// starts.
@@ -329,7 +329,7 @@ fn table_create_stamps_and_table_stamp_restamps_on_dynamodb_local() -> TestResul
             &table,
             "--endpoint",
             &endpoint,
-            "--profile",
+            "--key-profile",
             profile,
         ]);
         run(&all)
@@ -355,7 +355,7 @@ fn table_create_stamps_and_table_stamp_restamps_on_dynamodb_local() -> TestResul
             &table,
             "--endpoint",
             &endpoint,
-            "--profile",
+            "--key-profile",
             "native",
         ])?;
         assert_code(&out, 0);
@@ -363,7 +363,7 @@ fn table_create_stamps_and_table_stamp_restamps_on_dynamodb_local() -> TestResul
         assert!(
             text.contains(&format!(
                 "warning: table {table}: the table is stamped with profile `npm-6.14`"
-            )) && text.contains("--profile npm-6.14"),
+            )) && text.contains("--key-profile npm-6.14"),
             "{text}"
         );
 

@@ -181,7 +181,7 @@ fn table_items(store: &DynamoStore) -> Result<Vec<Item>, BoxError> {
     Ok(sorted(items))
 }
 
-/// On DynamoDB Local: the audit under B lists exactly the records B would move (exit 1); the
+/// On DynamoDB Local: the audit under B lists exactly the records B would move (exit 3); the
 /// dry run writes nothing and counts what the oracle counts; a migration without `--yes` is
 /// refused; one killed (SIGKILL) partway resumes from its checkpoint to exactly B's items;
 /// then the audit is clean and a second migration writes nothing.
@@ -216,7 +216,7 @@ fn migrate_and_audit_on_dynamodb_local() -> TestResult {
 
         // the audit under B: exactly the users whose hash key B computes differently
         let out = run(&[&["audit", "--config", b_arg, "--json"][..], &connection].concat())?;
-        assert_code(&out, 1);
+        assert_code(&out, 3); // misplaced records: a finding
         let body = stdout_json(&out)?;
         assert_eq!(body["ok"], json!(false));
         let mut found: Vec<String> = body["misplaced"]

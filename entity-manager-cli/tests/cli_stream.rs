@@ -1,7 +1,7 @@
 //! The `stream` command, driven as a process on DynamoDB Local: it prints every change of the
 //! table's stream as a JSON line (kind, entity, key, images without keys, what changed), resumes
 //! from its checkpoint file, filters by entity, starts at `latest`, and reports a record that
-//! does not decode as an error line with exit code 1. Skips without `DYNAMODB_ENDPOINT`
+//! does not decode as an error line with exit code 3. Skips without `DYNAMODB_ENDPOINT`
 //! (fails under `CI=true`).
 
 use std::path::Path;
@@ -138,7 +138,7 @@ fn stream_prints_resumes_filters_and_reports_bad_records_on_dynamodb_local() -> 
         Ok::<(), BoxError>(())
     })?;
     let out = stream(&["--checkpoint", arg(&checkpoint)?, "--json"])?;
-    assert_code(&out, 1);
+    assert_code(&out, 3);
     let printed = lines(&out)?;
     assert_eq!(printed.len(), 2, "{printed:?}");
     assert_eq!(printed[0]["kind"], json!("REMOVE"));
@@ -159,7 +159,7 @@ fn stream_prints_resumes_filters_and_reports_bad_records_on_dynamodb_local() -> 
 
     // the whole stream again, only the emails
     let out = stream(&["--entity", "email"])?;
-    assert_code(&out, 1); // the foreign record is still in the stream
+    assert_code(&out, 3); // the foreign record is still in the stream
     let printed = lines(&out)?;
     let entities: Vec<&Value> = printed
         .iter()

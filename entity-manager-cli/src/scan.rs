@@ -11,14 +11,15 @@ use entity_manager::{Item, Schema};
 use serde_json::{Value, json};
 
 use crate::job::{self, Run};
-use crate::{Connection, Failure, SpaceArg, connect, load, runtime};
+use crate::out::{self, Order};
+use crate::progress::Total;
+use crate::{ConfigArgs, Connection, Failure, connect, item_count, runtime};
 
 #[derive(Debug, Args)]
+#[command(mut_arg("page_size", |a| a.help("The most items one scan request reads in a segment (DynamoDB's `Limit`; default: up to 1 MB); smaller pages print sooner, larger ones need fewer requests")))]
 pub(crate) struct ScanArgs {
-    /// The JSON configuration file.
-    config: PathBuf,
     #[command(flatten)]
-    space: SpaceArg,
+    config: ConfigArgs,
     /// The table name.
     #[arg(long)]
     table: String,
@@ -40,18 +41,17 @@ pub(crate) struct Parallel {
     /// The most segments read at once.
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u64).range(1..=1000))]
     throttle: u64,
-    /// The most items evaluated per page (the checkpoint granularity of a purge).
+    /// The most items one scan request reads in a segment (DynamoDB's `Limit`).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub(crate) page_size: Option<u32>,
 }
 
 #[derive(Debug, Args)]
 #[command(group(clap::ArgGroup::new("target").required(true).args(["entity", "all"])))]
+#[command(mut_arg("page_size", |a| a.help("The most items one scan request reads in a segment, deleted before the next (default 100): the checkpoint is saved after every page, so this is how much work an interrupted purge repeats")))]
 pub(crate) struct PurgeArgs {
-    /// The JSON configuration file.
-    config: PathBuf,
     #[command(flatten)]
-    space: SpaceArg,
+    config: ConfigArgs,
     /// The table name.
     #[arg(long)]
     table: String,
@@ -131,33 +131,56 @@ pub(crate) fn counts_text(counts: &BTreeMap<String, u64>) -> String {
 pub(crate) fn scan(args: &ScanArgs, json: bool) -> Result<(), Failure> {
     use futures::TryStreamExt;
 
-    let schema = load(&args.config, &args.space)?;
+    let schema = args.config.load()?;
     let store = connect(&schema, &args.table, &args.connection)?;
     let scan = parallel_scan(&store, &schema, args.entity.as_deref(), &args.parallel)?;
     let mut counts: BTreeMap<String, u64> = BTreeMap::new();
+    let orders: BTreeMap<String, Order> = schema
+        .entities()
+        .iter()
+        .map(|e| {
+            (
+                e.token.to_string(),
+                Order::keys_last(out::key_names(&schema, Some(&e.token))),
+            )
+        })
+        .collect();
+    let other = Order::keys_last(out::key_names(&schema, None));
     let mut total = 0u64;
+    let label = match &args.entity {
+        Some(entity) => format!("scan of entity {entity} in table {}", args.table),
+        None => format!("scan of table {}", args.table),
+    };
+    let estimate = if args.entity.is_none() {
+        item_count(&store).map(Total::Estimate)
+    } else {
+        None
+    };
+    let mut progress = crate::progress::Progress::new(label, "items", estimate, 0);
     let stdout = io::stdout();
-    let mut out = stdout.lock();
+    let mut lock = stdout.lock();
     runtime()?.block_on(async {
         let mut items = std::pin::pin!(scan.items());
         while let Some(item) = items
             .try_next()
             .await
-            .map_err(|e| Failure::Operation(format!("table {}: {e}", args.table)))?
+            .map_err(|e| crate::connection::explain("scan", &args.table, &e))?
         {
-            *counts.entry(entity_of(&schema, &item)).or_default() += 1;
+            let entity = entity_of(&schema, &item);
+            let value = out::item(
+                &item,
+                orders.get(&entity).unwrap_or(&other),
+                out::Format::Json,
+            );
+            *counts.entry(entity).or_default() += 1;
             total += 1;
-            let value: Value = serde_dynamo::from_item(item)
-                .map_err(|e| Failure::Operation(format!("cannot print an item: {e}")))?;
-            serde_json::to_writer(&mut out, &value)
-                .map_err(io::Error::from)
-                .and_then(|()| writeln!(out))
-                .map_err(|e| Failure::Operation(format!("cannot write stdout: {e}")))?;
+            out::json_line(&mut lock, &value)?;
+            progress.update(total, "");
         }
         Ok::<(), Failure>(())
     })?;
-    out.flush()
-        .map_err(|e| Failure::Operation(format!("cannot write stdout: {e}")))?;
+    lock.flush().map_err(|e| out::write_failure(&e))?;
+    progress.finish();
     if json {
         eprintln!(
             "{}",
@@ -181,7 +204,7 @@ pub(crate) struct PurgeState {
 
 #[allow(clippy::too_many_lines)] // one command, start to end
 pub(crate) fn purge(args: &PurgeArgs, json: bool) -> Result<(), Failure> {
-    let schema = load(&args.config, &args.space)?;
+    let schema = args.config.load()?;
     let target = match &args.entity {
         Some(entity) => format!("entity:{entity}"),
         None => "all".to_owned(),
@@ -219,26 +242,36 @@ pub(crate) fn purge(args: &PurgeArgs, json: bool) -> Result<(), Failure> {
             .map_err(|e| Failure::Input(format!("{}: {e}", path.display())))?;
         state = saved;
     }
-    job::confirm(args.yes, &format!("delete {what}"), "")?;
+    let estimate = item_count(&store);
+    job::confirm(args.yes, &format!("delete {what}{}", job::at(estimate)), "")?;
     let mut run = Run::new(
         "purge",
         &args.table,
         args.checkpoint.as_deref(),
         args.stop_after,
         format!("purging {what}"),
+    )?;
+    let before: u64 = state.counts.values().sum();
+    // every item of the table: DynamoDB's item count is the total; one entity's: unknown
+    let total = if args.entity.is_none() {
+        estimate.map(|n| Total::Estimate(n + before))
+    } else {
+        None
+    };
+    run.progress(
+        format!("purge of {what}"),
+        "deleted",
+        total,
+        before,
+        before > 0,
     );
-    run.save(&state)?;
     let outcome = runtime()?.block_on(scan.purge(|progress| {
         for key in progress.keys {
             *state.counts.entry(entity_of(&schema, key)).or_default() += 1;
         }
         state.scan = progress.checkpoint.clone();
-        let shown = format!(
-            "deleted {} items ({})",
-            state.counts.values().sum::<u64>(),
-            counts_text(&state.counts)
-        );
-        run.page(&state, shown)
+        let deleted = state.counts.values().sum::<u64>();
+        run.page(&state, deleted, &counts_text(&state.counts))
     }));
     run.end()?;
     let deleted: u64 = state.counts.values().sum();
@@ -247,12 +280,12 @@ pub(crate) fn purge(args: &PurgeArgs, json: bool) -> Result<(), Failure> {
         Ok(report) if report.complete => {
             run.complete()?;
             if json {
-                println!(
+                outln!(
                     "{}",
                     json!({ "ok": true, "table": args.table, "target": target, "deleted": deleted, "counts": counts_json(&state.counts) })
                 );
             } else {
-                println!(
+                outln!(
                     "purged {what}: {deleted} items deleted ({})",
                     counts_text(&state.counts)
                 );
@@ -262,7 +295,7 @@ pub(crate) fn purge(args: &PurgeArgs, json: bool) -> Result<(), Failure> {
         Ok(_) => Err(run.stopped_early(&state, &done)),
         Err(e) => {
             state.scan = e.checkpoint.clone();
-            Err(run.stopped(&state, &format!("purge of {what} failed: {e}"), &done))
+            Err(run.failed(&state, &format!("purge of {what}"), &args.table, &e, &done))
         }
     }
 }

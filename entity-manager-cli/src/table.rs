@@ -7,7 +7,6 @@
 //! flags would have to be repeated identically on each.
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
@@ -19,7 +18,8 @@ use entity_manager::{Profile, Projection};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::{ConfigArgs, Failure, TableArgs, load, runtime, store};
+use crate::connection::explain;
+use crate::{ConfigArgs, Failure, TableArgs, runtime, store};
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum TableAction {
@@ -139,7 +139,7 @@ enum ProjectionSettings {
 
 /// The table definition of a configuration with a settings file's settings applied.
 fn definition(config: &ConfigArgs, settings: Option<&Path>) -> Result<TableDefinition, Failure> {
-    let schema = load(&config.config, &config.space)?;
+    let schema = config.load()?;
     let definition =
         TableDefinition::from_schema(&schema).map_err(|e| Failure::Operation(e.to_string()))?;
     let Some(path) = settings else {
@@ -260,29 +260,28 @@ pub(crate) fn table(action: TableAction, json: bool) -> Result<(), Failure> {
                 .cloudformation(table.as_deref())
                 .map_err(|e| text(&e))?;
             let text = serde_json::to_string_pretty(&resource).map_err(|e| text(&e))?;
-            println!("{text}");
+            outln!("{text}");
             Ok(())
         }
         TableAction::Create(args) => {
             let store = settings_store(&args)?;
             runtime()?
                 .block_on(store.create_table())
-                .map_err(|e| text(&e))?;
-            done(json, "created", &args.table.table);
-            Ok(())
+                .map_err(|e| explain("table create", &args.table.table, &e))?;
+            done(json, "created", &args.table.table)
         }
         TableAction::Stamp { table, force } => {
             let store = store(&table)?;
             let stamp = runtime()?
                 .block_on(store.stamp_table(force))
-                .map_err(|e| text(&e))?;
+                .map_err(|e| explain("table stamp", &table.table, &e))?;
             if json {
-                println!(
+                outln!(
                     "{}",
                     json!({ "ok": true, "table": table.table, "action": "stamped", "stamp": stamp_json(&stamp) })
                 );
             } else {
-                println!(
+                outln!(
                     "table {} stamped with {}, fingerprint {}",
                     table.table,
                     stamp.describe(),
@@ -295,38 +294,40 @@ pub(crate) fn table(action: TableAction, json: bool) -> Result<(), Failure> {
             let store = store(&args)?;
             runtime()?
                 .block_on(store.delete_table())
-                .map_err(|e| text(&e))?;
-            done(json, "deleted", &args.table);
-            Ok(())
+                .map_err(|e| explain("table delete", &args.table, &e))?;
+            done(json, "deleted", &args.table)
         }
         TableAction::Describe(args) => {
             let store = store(&args)?;
             let described = runtime()?.block_on(describe(&store))?;
             if json {
-                println!("{described}");
+                outln!("{described}");
             } else {
                 let text = serde_json::to_string_pretty(&described).map_err(|e| text(&e))?;
-                println!("{text}");
+                outln!("{text}");
             }
             Ok(())
         }
         TableAction::Drift(args) => {
             let store = settings_store(&args)?;
-            let report = runtime()?.block_on(store.drift()).map_err(|e| text(&e))?;
-            print_drift(&report, &args.table.table, json);
+            let report = runtime()?
+                .block_on(store.drift())
+                .map_err(|e| explain("table drift", &args.table.table, &e))?;
+            print_drift(&report, &args.table.table, json)?;
             if report.is_clean() {
                 Ok(())
             } else {
-                // Exit 1: the table differs; the differences are the output, not an error
-                // message on top of it.
-                let _ = std::io::stdout().flush();
-                std::process::exit(1);
+                // exit 3: a finding (the differences are the output), not a failure to check
+                Err(Failure::Findings(format!(
+                    "table {} differs from its definition",
+                    args.table.table
+                )))
             }
         }
     }
 }
 
-fn print_drift(report: &DriftReport, table: &str, json: bool) {
+fn print_drift(report: &DriftReport, table: &str, json: bool) -> Result<(), Failure> {
     let unchecked: Vec<&str> = report.unchecked.iter().map(|s| s.name()).collect();
     if json {
         let drifts: Vec<Value> = report
@@ -334,26 +335,27 @@ fn print_drift(report: &DriftReport, table: &str, json: bool) {
             .iter()
             .map(|d| json!({ "kind": d.kind(), "message": d.to_string() }))
             .collect();
-        println!(
+        outln!(
             "{}",
             json!({ "ok": report.is_clean(), "table": table, "drift": drifts, "unchecked": unchecked })
         );
-        return;
+        return Ok(());
     }
     if report.is_clean() {
-        println!("table {table} matches its definition");
+        outln!("table {table} matches its definition");
     } else {
-        println!(
+        outln!(
             "table {table} differs from its definition in {} way(s):",
             report.drifts.len()
         );
         for d in &report.drifts {
-            println!("  {}: {d}", d.kind());
+            outln!("  {}: {d}", d.kind());
         }
     }
     for s in &report.unchecked {
-        println!("  not checked: {s} (the endpoint cannot report it)");
+        outln!("  not checked: {s} (the endpoint cannot report it)");
     }
+    Ok(())
 }
 
 fn stamp_json(stamp: &TableStamp) -> Value {
@@ -367,12 +369,13 @@ fn stamp_json(stamp: &TableStamp) -> Value {
     })
 }
 
-pub(crate) fn done(json: bool, what: &str, table: &str) {
+pub(crate) fn done(json: bool, what: &str, table: &str) -> Result<(), Failure> {
     if json {
-        println!("{}", json!({ "ok": true, "table": table, "action": what }));
+        outln!("{}", json!({ "ok": true, "table": table, "action": what }));
     } else {
-        println!("table {table} {what}");
+        outln!("table {table} {what}");
     }
+    Ok(())
 }
 
 fn projection_json(p: &Projection) -> Value {
@@ -430,17 +433,14 @@ pub(crate) async fn describe(store: &DynamoStore) -> Result<Value, Failure> {
         .table_name(store.table_name())
         .send()
         .await
-        .map_err(|e| {
-            Failure::Operation(format!(
-                "DescribeTable {} failed: {}",
-                store.table_name(),
-                aws_sdk_dynamodb::error::DisplayErrorContext(&e)
-            ))
-        })?;
+        .map_err(|e| explain("table describe", store.table_name(), &e))?;
     let Some(table) = out.table() else {
         return Err(Failure::Operation("DescribeTable returned no table".into()));
     };
-    let live = store.describe_table().await.map_err(|e| text(&e))?;
+    let live = store
+        .describe_table()
+        .await
+        .map_err(|e| explain("table describe", store.table_name(), &e))?;
     let keys = |schema: &[aws_sdk_dynamodb::types::KeySchemaElement]| -> Vec<Value> {
         schema
             .iter()
@@ -471,7 +471,10 @@ pub(crate) async fn describe(store: &DynamoStore) -> Result<Value, Failure> {
     if let (Value::Object(out), Value::Object(settings)) = (&mut described, settings_json(&live)) {
         out.extend(settings);
     }
-    let stamp = store.table_stamp().await.map_err(|e| text(&e))?;
+    let stamp = store
+        .table_stamp()
+        .await
+        .map_err(|e| explain("table describe", store.table_name(), &e))?;
     described["stamp"] = stamp.as_ref().map_or(Value::Null, stamp_json);
     Ok(described)
 }

@@ -1,0 +1,285 @@
+//! Where DynamoDB is and who asks: credentials, region and endpoint found as every AWS tool
+//! finds them (aws-config's default chain), and the store of a table there; errors of the
+//! store turned into what an operator can act on.
+
+use std::error::Error as StdError;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use aws_config::BehaviorVersion;
+use aws_sdk_dynamodb::config::Region;
+use aws_sdk_dynamodb::config::timeout::TimeoutConfig;
+use clap::Args;
+use entity_manager::store::{DynamoStore, StoreError, StoreErrorKind, TableDefinition};
+
+use crate::{Failure, runtime};
+
+/// The region a request is signed for when only an endpoint URL is given (DynamoDB Local
+/// accepts any).
+const LOCAL_REGION: &str = "us-east-1";
+
+/// Where DynamoDB is: the AWS CLI's flags, and aws-config's default chain for the rest.
+#[derive(Clone, Debug, Default, Args)]
+pub(crate) struct Connection {
+    /// The named profile of the AWS config and credentials files, as the AWS CLI's
+    /// `--profile` (default: `AWS_PROFILE`, else `default`): its credentials (static keys, SSO,
+    /// `credential_process`, an assumed role), region and endpoint are used. Without it the
+    /// default chain applies: environment, profile, SSO, web identity, container and instance
+    /// roles.
+    #[arg(long = "profile", value_name = "NAME")]
+    pub(crate) aws_profile: Option<String>,
+    /// The AWS region (default: `AWS_REGION`, `AWS_DEFAULT_REGION`, then the profile's
+    /// `region`; `us-east-1` when only an endpoint URL is known, as for DynamoDB Local).
+    #[arg(long, value_name = "REGION")]
+    pub(crate) region: Option<String>,
+    /// The endpoint URL, e.g. `http://127.0.0.1:8000` for DynamoDB Local (default:
+    /// `AWS_ENDPOINT_URL_DYNAMODB`, `AWS_ENDPOINT_URL`, the profile's `endpoint_url`, else
+    /// the region's AWS endpoint).
+    #[arg(long = "endpoint-url", visible_alias = "endpoint", value_name = "URL")]
+    pub(crate) endpoint_url: Option<String>,
+    /// The longest a single DynamoDB call may take, in seconds.
+    #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=3600), value_name = "SECONDS")]
+    pub(crate) timeout: u64,
+}
+
+/// What the connection resolved to: the loaded configuration and a description of the
+/// endpoint for messages.
+#[derive(Debug)]
+pub(crate) struct Resolved {
+    sdk: aws_config::SdkConfig,
+    region: Region,
+}
+
+/// The endpoint of this run, for messages (set once the configuration is loaded).
+static WHERE: OnceLock<String> = OnceLock::new();
+/// `--timeout` of this run, for messages.
+static TIMEOUT: OnceLock<u64> = OnceLock::new();
+
+/// The endpoint this run talks to, as a message names it.
+pub(crate) fn endpoint_described() -> &'static str {
+    WHERE.get().map_or("DynamoDB", String::as_str)
+}
+
+impl Connection {
+    /// Loads the configuration: the flags first, then aws-config's default chain.
+    pub(crate) fn resolve(&self) -> Result<Resolved, Failure> {
+        let timeouts = self.timeouts();
+        let mut loader = aws_config::defaults(BehaviorVersion::latest()).timeout_config(timeouts);
+        if let Some(profile) = &self.aws_profile {
+            // as the AWS CLI: a profile named on the command line wins over credentials in the
+            // environment (the default chain would try the environment first)
+            loader = loader.profile_name(profile).credentials_provider(
+                aws_config::profile::ProfileFileCredentialsProvider::builder()
+                    .profile_name(profile)
+                    .build(),
+            );
+        }
+        if let Some(region) = &self.region {
+            loader = loader.region(Region::new(region.clone()));
+        }
+        if let Some(url) = &self.endpoint_url {
+            loader = loader.endpoint_url(url);
+        }
+        let sdk = runtime()?.block_on(loader.load());
+        // the service-specific variable wins over the shared one, as in the SDK
+        let endpoint = self
+            .endpoint_url
+            .clone()
+            .or_else(|| std::env::var("AWS_ENDPOINT_URL_DYNAMODB").ok())
+            .or_else(|| sdk.endpoint_url().map(str::to_owned));
+        let region = match (sdk.region(), &endpoint) {
+            (Some(region), _) => region.clone(),
+            (None, Some(_)) => Region::new(LOCAL_REGION),
+            (None, None) => {
+                return Err(Failure::Input(format!(
+                    "no AWS region: pass --region, set AWS_REGION, or give the profile{} a `region`",
+                    self.aws_profile
+                        .as_ref()
+                        .map(|p| format!(" `{p}`"))
+                        .unwrap_or_default()
+                )));
+            }
+        };
+        let described = endpoint.map_or_else(
+            || format!("DynamoDB in {region}"),
+            |url| format!("{url} ({region})"),
+        );
+        let _ = WHERE.set(described);
+        let _ = TIMEOUT.set(self.timeout);
+        Ok(Resolved { sdk, region })
+    }
+
+    /// `--timeout` for connecting and for each whole call.
+    fn timeouts(&self) -> TimeoutConfig {
+        let timeout = Duration::from_secs(self.timeout.max(1));
+        TimeoutConfig::builder()
+            .connect_timeout(timeout)
+            .operation_timeout(timeout)
+            .build()
+    }
+
+    /// The store of `table` with `definition`.
+    pub(crate) fn store(
+        &self,
+        definition: TableDefinition,
+        table: &str,
+    ) -> Result<DynamoStore, Failure> {
+        let resolved = self.resolve()?;
+        Ok(resolved.store(definition, table))
+    }
+}
+
+impl Resolved {
+    /// A DynamoDB client of this configuration.
+    pub(crate) fn client(&self) -> aws_sdk_dynamodb::Client {
+        let config = aws_sdk_dynamodb::config::Builder::from(&self.sdk)
+            .region(self.region.clone())
+            .build();
+        aws_sdk_dynamodb::Client::from_conf(config)
+    }
+
+    /// The store of `table` with `definition`. (`DynamoStore::new` over a client built from
+    /// the loaded `SdkConfig`.)
+    pub(crate) fn store(&self, definition: TableDefinition, table: &str) -> DynamoStore {
+        DynamoStore::new(self.client(), table.to_owned(), definition)
+    }
+
+    /// A DynamoDB Streams client of this configuration, at `endpoint` when given (on AWS the
+    /// Streams endpoint is `https://streams.dynamodb.<region>.amazonaws.com`; DynamoDB Local
+    /// serves both APIs at one URL).
+    pub(crate) fn streams_client(&self, endpoint: Option<&str>) -> aws_sdk_dynamodbstreams::Client {
+        let mut config =
+            aws_sdk_dynamodbstreams::config::Builder::from(&self.sdk).region(self.region.clone());
+        if let Some(url) = endpoint {
+            config = config.endpoint_url(url);
+        }
+        aws_sdk_dynamodbstreams::Client::from_conf(config.build())
+    }
+}
+
+/// Every error of `err`'s chain, outermost first, one per line (what `-v` shows).
+pub(crate) fn chain(err: &(dyn StdError + 'static)) -> String {
+    let mut lines = vec![err.to_string()];
+    let mut source = err.source();
+    while let Some(e) = source {
+        let text = e.to_string();
+        if lines.last() != Some(&text) {
+            lines.push(text);
+        }
+        source = e.source();
+    }
+    lines.join("\n  caused by: ")
+}
+
+/// The innermost error of the chain (the operating system's reason of a refused connection).
+fn root(err: &(dyn StdError + 'static)) -> String {
+    let mut last = err;
+    while let Some(e) = last.source() {
+        last = e;
+    }
+    last.to_string()
+}
+
+/// The store error in `err`'s chain, if any.
+fn store_error<'e>(err: &'e (dyn StdError + 'static)) -> Option<&'e StoreError> {
+    let mut next = Some(err);
+    while let Some(e) = next {
+        if let Some(store) = e.downcast_ref::<StoreError>() {
+            return Some(store);
+        }
+        next = e.source();
+    }
+    None
+}
+
+/// What kind of trouble an error is, for the operator.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Trouble {
+    NoTable,
+    Credentials,
+    Timeout,
+    Throttled,
+    Unreachable,
+    Other,
+}
+
+/// The trouble of `err`: from the store error in its chain, else from the chain's text (an
+/// SDK error of a direct call).
+fn trouble(err: &(dyn StdError + 'static), detail: &str) -> Trouble {
+    if let Some(store) = store_error(err) {
+        return match store.kind() {
+            StoreErrorKind::ResourceNotFound => Trouble::NoTable,
+            _ if is_credentials(store) => Trouble::Credentials,
+            StoreErrorKind::Timeout => Trouble::Timeout,
+            StoreErrorKind::Throttled => Trouble::Throttled,
+            StoreErrorKind::Transient if store.code().is_none() => Trouble::Unreachable,
+            _ => Trouble::Other,
+        };
+    }
+    if detail.contains("ResourceNotFoundException") {
+        Trouble::NoTable
+    } else if detail.contains("credential")
+        || detail.contains("UnrecognizedClientException")
+        || detail.contains("InvalidSignatureException")
+        || detail.contains("ExpiredToken")
+    {
+        Trouble::Credentials
+    } else if detail.contains("timeout") || detail.contains("timed out") {
+        Trouble::Timeout
+    } else if detail.contains("Throttl") || detail.contains("ProvisionedThroughputExceeded") {
+        Trouble::Throttled
+    } else if detail.contains("dispatch failure") || detail.contains("error trying to connect") {
+        Trouble::Unreachable
+    } else {
+        Trouble::Other
+    }
+}
+
+/// `err` of `what` (e.g. "purge of every record of entity `user`") on `table`, as an operator
+/// reads it: what failed, where, and what to do; the whole chain goes with it for `-v`.
+pub(crate) fn explain(what: &str, table: &str, err: &(dyn StdError + 'static)) -> Failure {
+    let at = endpoint_described();
+    let detail = chain(err);
+    let message = match trouble(err, &detail) {
+        Trouble::NoTable => format!(
+            "{what}: table {table} does not exist at {at}; check --table, --region and --endpoint-url, or create it with `entity-manager table create --config <config.json> --table {table}`"
+        ),
+        Trouble::Credentials => format!(
+            "{what}: no usable AWS credentials for {at} ({}); check --profile (or AWS_PROFILE), the AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY variables, or log in with `aws sso login`",
+            store_error(err).map_or_else(|| root(err), |s| s.message().to_owned())
+        ),
+        Trouble::Timeout => format!(
+            "{what}: {at} did not answer within {} s; check the endpoint and the network, or raise --timeout",
+            TIMEOUT.get().copied().unwrap_or(30)
+        ),
+        Trouble::Throttled => format!(
+            "{what}: DynamoDB throttled the requests on table {table} ({at}); retry later, or raise the table's capacity"
+        ),
+        Trouble::Unreachable => format!(
+            "{what}: cannot reach DynamoDB at {at}: {}; check --endpoint-url and --region, and that the endpoint is up",
+            root(err)
+        ),
+        Trouble::Other => match store_error(err) {
+            Some(store) => format!(
+                "{what} on table {table} ({at}): {} ({})",
+                store.message(),
+                store.operation()
+            ),
+            None => format!("{what} on table {table} ({at}): {err}"),
+        },
+    };
+    Failure::Detailed { message, detail }
+}
+
+/// A refusal of the credentials (unknown key, bad signature, expired token), or none found.
+fn is_credentials(store: &StoreError) -> bool {
+    let code = store.code().unwrap_or_default();
+    matches!(
+        code,
+        "UnrecognizedClientException"
+            | "InvalidSignatureException"
+            | "ExpiredTokenException"
+            | "AccessDeniedException"
+            | "MissingAuthenticationTokenException"
+    ) || store.message().contains("credential")
+}

@@ -1,0 +1,517 @@
+//! `entity-manager`: the command line of entity-manager, over the JSON configuration a
+//! TypeScript Entity Manager service uses (or one exported from Rust entities with
+//! `Schema::to_ts_config`).
+//!
+//! Exit codes (also in `--help`):
+//! - 0: success (also when stdout closed early, as in `| head -1`);
+//! - 1: the operation failed or could not check (an invalid configuration, a store or network
+//!   error, a purge or migration stopped, whose message says how to resume);
+//! - 2: bad usage or unreadable input (clap's own code for usage errors);
+//! - 3: the command ran and found something: drift (`table drift`), misplaced records
+//!   (`audit`), records that cannot be migrated (`migrate --dry-run`), stream records that do
+//!   not decode (`stream`), records refused (`import`, `put`, `delete`), ids not found (`get`);
+//! - 130: interrupted by Ctrl-C or SIGTERM (a purge, migrate or import saved its checkpoint and
+//!   says how to resume).
+
+use std::io::{self, BufRead, Read};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::OnceLock;
+
+/// `println!` that ends the command quietly when stdout is closed (`| head -1`) instead of
+/// panicking: returns [`Failure::ClosedPipe`] from the enclosing function.
+macro_rules! outln {
+    ($($arg:tt)*) => {
+        $crate::out::line(format_args!($($arg)*))?
+    };
+}
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use entity_manager::store::TableStamp;
+use entity_manager::store::{DynamoStore, Store, TableDefinition};
+use entity_manager::{ConfigError, Profile, Schema, ShardSpace};
+use serde_json::{Value, json};
+
+mod audit;
+mod connection;
+mod job;
+mod keys;
+mod migrate;
+mod out;
+mod progress;
+mod records;
+mod scan;
+mod signal;
+mod stream;
+mod table;
+
+use audit::{AuditArgs, run_audit};
+pub(crate) use connection::Connection;
+use keys::{KeysAction, keys};
+use migrate::{MigrateArgs, migrate};
+use records::{DeleteArgs, GetArgs, ImportArgs, PutArgs, QueryArgs};
+use scan::{PurgeArgs, ScanArgs, purge, scan};
+use stream::{StreamArgs, stream};
+use table::{TableAction, table};
+
+/// Keys, records, tables and bulk jobs of a DynamoDB single-table design, from the JSON
+/// configuration of a TypeScript Entity Manager service.
+#[derive(Debug, Parser)]
+#[command(
+    name = "entity-manager",
+    version,
+    about,
+    after_help = AFTER_HELP
+)]
+struct Cli {
+    /// Print machine-readable JSON instead of text.
+    #[arg(long, global = true)]
+    json: bool,
+    /// On failure, also print the whole error chain (the AWS SDK's detail).
+    #[arg(short, long, global = true)]
+    verbose: bool,
+    /// No progress on stderr.
+    #[arg(short, long, global = true)]
+    quiet: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+const AFTER_HELP: &str = "\
+Credentials, region and endpoint come as for every AWS tool: --profile, --region and
+--endpoint-url, else the environment (AWS_PROFILE, AWS_REGION, AWS_ACCESS_KEY_ID,
+AWS_ENDPOINT_URL_DYNAMODB, AWS_ENDPOINT_URL, ...), the config and credentials files, SSO, web
+identity, container and instance roles.
+
+Examples (DynamoDB Local at http://127.0.0.1:8000):
+  entity-manager table create --config users.json --table Users --endpoint-url http://127.0.0.1:8000
+  entity-manager import --config users.json --table Users --entity user --file users.jsonl --endpoint-url ...
+  entity-manager get --config users.json --table Users --entity user --id u1 --endpoint-url ...
+  entity-manager query --config users.json --table Users --entity user --index created --range 'between 1726000000000 and 1736000000000' --all --endpoint-url ...
+  entity-manager purge --config users.json --table Users --entity user --checkpoint purge.json --yes --endpoint-url ...
+  entity-manager migrate --from v1.json --to v2.json --table Users --checkpoint migrate.json --yes --endpoint-url ...
+
+Exit codes: 0 success (also when stdout closes early, as in `| head -1`); 1 the operation
+failed or could not check; 2 bad usage or unreadable input; 3 the command ran and found
+something (drift, misplaced records, records that cannot be migrated or decoded, records
+refused, ids not found); 130 interrupted by Ctrl-C or SIGTERM (the checkpoint is saved and the
+message says how to resume). Progress goes to stderr: a live line on a terminal, else a plain
+line every ENTITY_MANAGER_PROGRESS_SECONDS (5) seconds; --quiet turns it off.";
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Checks a configuration and lists every problem (exit 1 when invalid).
+    Validate {
+        #[command(flatten)]
+        config: ConfigArgs,
+    },
+    /// Adds or removes keys of items: JSON items on stdin (one per line, or one JSON array),
+    /// the same shape on stdout.
+    Keys {
+        #[command(subcommand)]
+        action: KeysAction,
+    },
+    /// Creates, deletes, describes or drift-checks the table of a configuration, or prints its
+    /// CloudFormation resource.
+    Table {
+        #[command(subcommand)]
+        action: TableAction,
+    },
+    /// Reads records by unique id (`--id`, repeatable), over every shard a record with that id
+    /// may be in; one JSON line per record found (exit 3 when an id is not found).
+    Get(GetArgs),
+    /// Queries one or more indexes of an entity across all their shards, in order: JSON lines
+    /// on stdout, the next page's token on stderr.
+    Query(QueryArgs),
+    /// Writes records from JSON lines (a file or stdin), keys added, with batch writes;
+    /// `--create-only` refuses ids that exist. Resumable by line number.
+    Import(ImportArgs),
+    /// Writes one record (JSON on stdin or `--item`), keys added.
+    Put(PutArgs),
+    /// Deletes one record by unique id.
+    Delete(DeleteArgs),
+    /// Scans the table (or the records of one entity) in parallel segments and prints every
+    /// item as one JSON line on stdout; the count per entity goes to stderr.
+    Scan(ScanArgs),
+    /// Deletes every record of an entity, or every item of the table, with batch deletes.
+    /// Resumable: with `--checkpoint FILE` the position is saved after every page, and a
+    /// rerun with the same file finishes the job.
+    Purge(PurgeArgs),
+    /// Migrates the records of a table from schema A (`--from`) to schema B (`--to`):
+    /// keys rebuilt, moves done in one transaction each. Idempotent and resumable with
+    /// `--checkpoint FILE`; `--dry-run` reports counts per entity and shard and samples.
+    Migrate(MigrateArgs),
+    /// Lists the records whose hash key disagrees with the shard schedule (exit 3 when there
+    /// are any); with `--bump`, the dry run of a new shard bump.
+    Audit(AuditArgs),
+    /// Follows the table's DynamoDB stream and prints every change as one JSON line on stdout:
+    /// kind, entity, key and the images decoded without keys (a record that does not decode
+    /// is printed as an error line, and the exit code is then 3). Resumable with
+    /// `--checkpoint FILE`; `--no-follow` stops once caught up.
+    Stream(StreamArgs),
+}
+
+/// How the table's keys are made: the profile of the services sharing it.
+#[derive(Debug, Args)]
+struct SpaceArg {
+    /// How the table's keys are made: `npm-6.14` (shared with the npm release 6.14.0 of the
+    /// TypeScript Entity Manager; the default), `upstream-8` (shared with TypeScript v8) or
+    /// `native` (no TypeScript service: ordered, transcoded keys). A stamped table refuses
+    /// writes under another key profile (`table stamp`). (`--profile` is the AWS profile.)
+    #[arg(long, value_enum)]
+    key_profile: Option<ProfileArg>,
+    /// The shard-space rule alone: `product` means `--key-profile npm-6.14`, `power` means
+    /// `--key-profile upstream-8`.
+    #[arg(long, value_enum, conflicts_with = "key_profile")]
+    shard_space: Option<Space>,
+}
+
+impl SpaceArg {
+    /// The profile named, or the one of the TypeScript release of the shard space named, or
+    /// `npm-6.14` (the published TypeScript release the JSON configuration comes from).
+    fn profile(&self) -> Profile {
+        match (self.key_profile, self.shard_space) {
+            (Some(p), _) => p.into(),
+            (None, Some(space)) => ShardSpace::from(space).into(),
+            (None, None) => Profile::Npm6_14,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum ProfileArg {
+    #[value(name = "npm-6.14")]
+    Npm6_14,
+    #[value(name = "upstream-8")]
+    Upstream8,
+    Native,
+}
+
+impl From<ProfileArg> for Profile {
+    fn from(p: ProfileArg) -> Self {
+        match p {
+            ProfileArg::Npm6_14 => Self::Npm6_14,
+            ProfileArg::Upstream8 => Self::Upstream8,
+            ProfileArg::Native => Self::Native,
+        }
+    }
+}
+
+/// The configuration: `--config FILE` in every command (the positional form of `validate`,
+/// `scan`, `purge` and `stream` is kept as a hidden alias).
+#[derive(Debug, Args)]
+pub(crate) struct ConfigArgs {
+    /// The JSON configuration file (a TypeScript Entity Manager configuration).
+    #[arg(long, value_name = "FILE", required_unless_present = "config_file")]
+    config: Option<PathBuf>,
+    /// The configuration file, positionally (the older form of `--config`).
+    #[arg(value_name = "CONFIG", hide = true, conflicts_with = "config")]
+    config_file: Option<PathBuf>,
+    #[command(flatten)]
+    space: SpaceArg,
+}
+
+impl ConfigArgs {
+    /// The configuration file named.
+    pub(crate) fn path(&self) -> &Path {
+        self.config
+            .as_deref()
+            .or(self.config_file.as_deref())
+            .unwrap_or_else(|| Path::new("config.json"))
+    }
+
+    /// The configuration, loaded and checked.
+    pub(crate) fn load(&self) -> Result<Schema, Failure> {
+        load(self.path(), &self.space)
+    }
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct TableArgs {
+    #[command(flatten)]
+    config: ConfigArgs,
+    /// The table name.
+    #[arg(long)]
+    table: String,
+    #[command(flatten)]
+    connection: Connection,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum Space {
+    Product,
+    Power,
+}
+
+impl From<Space> for ShardSpace {
+    fn from(space: Space) -> Self {
+        match space {
+            Space::Product => Self::Product,
+            Space::Power => Self::Power,
+        }
+    }
+}
+
+/// What went wrong, with the exit code it maps to.
+#[derive(Debug)]
+pub(crate) enum Failure {
+    /// Bad input: exit 2.
+    Input(String),
+    /// The operation failed: exit 1.
+    Operation(String),
+    /// The operation failed: exit 1; `detail` (the error chain) is shown with `-v`.
+    Detailed { message: String, detail: String },
+    /// The configuration is invalid: exit 1, with every problem.
+    Config(ConfigError),
+    /// The command printed its report, which found something: exit 3 (in text mode the
+    /// message goes to stderr; `--json` output is the report alone).
+    Findings(String),
+    /// Ctrl-C or SIGTERM: exit 130, with how to resume.
+    Interrupted(String),
+    /// Stdout was closed by its reader (`| head -1`): exit 0, quietly.
+    ClosedPipe,
+}
+
+impl Failure {
+    fn code(&self) -> u8 {
+        match self {
+            Self::ClosedPipe => 0,
+            Self::Input(_) => 2,
+            Self::Operation(_) | Self::Detailed { .. } | Self::Config(_) => 1,
+            Self::Findings(_) => 3,
+            Self::Interrupted(_) => 130,
+        }
+    }
+
+    /// The one-line message.
+    pub(crate) fn message(&self) -> String {
+        match self {
+            Self::Input(m)
+            | Self::Operation(m)
+            | Self::Findings(m)
+            | Self::Interrupted(m)
+            | Self::Detailed { message: m, .. } => m.clone(),
+            Self::Config(e) => format!("the configuration has {} problem(s)", e.problems.len()),
+            Self::ClosedPipe => "stdout closed".to_owned(),
+        }
+    }
+}
+
+/// `-v`: show the error chain with a failure.
+static VERBOSE: OnceLock<bool> = OnceLock::new();
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let json = cli.json;
+    let _ = VERBOSE.set(cli.verbose);
+    progress::set_quiet(cli.quiet);
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(failure) => {
+            report(&failure, json);
+            ExitCode::from(failure.code())
+        }
+    }
+}
+
+fn report(failure: &Failure, json: bool) {
+    match failure {
+        Failure::ClosedPipe => return,
+        Failure::Findings(message) => {
+            if !json {
+                eprintln!("error: {message}");
+            }
+            return;
+        }
+        _ => {}
+    }
+    let kind = match failure {
+        Failure::Input(_) => "input",
+        Failure::Config(_) => "config",
+        Failure::Interrupted(_) => "interrupted",
+        _ => "operation",
+    };
+    let problems: Vec<Value> = match failure {
+        Failure::Config(e) => e
+            .problems
+            .iter()
+            .map(|p| json!({ "path": p.path, "message": p.message }))
+            .collect(),
+        _ => Vec::new(),
+    };
+    let verbose = VERBOSE.get().copied().unwrap_or(false);
+    let detail = match failure {
+        Failure::Detailed { detail, .. } if verbose && !detail.is_empty() => Some(detail.as_str()),
+        _ => None,
+    };
+    if json {
+        let mut out = json!({ "ok": false, "error": kind, "message": failure.message(), "problems": problems });
+        if let Some(detail) = detail {
+            out["detail"] = json!(detail);
+        }
+        // a closed stdout: nothing more to say
+        let _ = out::line(format_args!("{out}"));
+    } else {
+        eprintln!("error: {}", failure.message());
+        if let Failure::Config(e) = failure {
+            for p in &e.problems {
+                eprintln!(
+                    "  {}: {}",
+                    if p.path.is_empty() { "(root)" } else { &p.path },
+                    p.message
+                );
+            }
+        }
+        match detail {
+            Some(detail) => eprintln!("detail: {detail}"),
+            None if matches!(failure, Failure::Detailed { .. }) => {
+                eprintln!("(run with -v for the AWS SDK's detail)");
+            }
+            None => {}
+        }
+    }
+}
+
+fn run(cli: Cli) -> Result<(), Failure> {
+    match cli.command {
+        Command::Validate { config } => {
+            let schema = config.load()?;
+            if cli.json {
+                let entities: Vec<&str> = schema.entities().iter().map(|e| &*e.token).collect();
+                outln!("{}", json!({ "ok": true, "entities": entities }));
+            } else {
+                outln!(
+                    "{}: valid ({} entities)",
+                    config.path().display(),
+                    schema.entities().len()
+                );
+            }
+            Ok(())
+        }
+        Command::Keys { action } => keys(action),
+        Command::Table { action } => table(action, cli.json),
+        Command::Scan(args) => scan(&args, cli.json),
+        Command::Purge(args) => purge(&args, cli.json),
+        Command::Migrate(args) => migrate(&args, cli.json),
+        Command::Audit(args) => run_audit(&args, cli.json),
+        Command::Stream(args) => stream(&args, cli.json),
+        Command::Get(args) => records::get(&args, cli.json),
+        Command::Query(args) => records::query(&args, cli.json),
+        Command::Import(args) => records::import(&args, cli.json),
+        Command::Put(args) => records::put(&args, cli.json),
+        Command::Delete(args) => records::delete(&args, cli.json),
+    }
+}
+
+fn load(path: &Path, space: &SpaceArg) -> Result<Schema, Failure> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| Failure::Input(format!("cannot read {}: {e}", path.display())))?;
+    let value: Value = serde_json::from_str(&text)
+        .map_err(|e| Failure::Input(format!("{} is not JSON: {e}", path.display())))?;
+    Schema::from_ts_config(&value, space.profile()).map_err(Failure::Config)
+}
+
+/// The items on stdin: one JSON array, or one JSON object per line. Returns them and whether
+/// they came as an array.
+fn read_items() -> Result<(Vec<Value>, bool), Failure> {
+    let mut text = String::new();
+    io::stdin()
+        .lock()
+        .read_to_string(&mut text)
+        .map_err(|e| Failure::Input(format!("cannot read stdin: {e}")))?;
+    if text.trim_start().starts_with('[') {
+        let items: Vec<Value> = serde_json::from_str(&text)
+            .map_err(|e| Failure::Input(format!("stdin is not a JSON array of items: {e}")))?;
+        return Ok((items, true));
+    }
+    let mut items = Vec::new();
+    for (n, line) in text.as_bytes().lines().enumerate() {
+        let line = line.map_err(|e| Failure::Input(format!("cannot read stdin: {e}")))?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let item = serde_json::from_str(&line)
+            .map_err(|e| Failure::Input(format!("line {}: not a JSON item: {e}", n + 1)))?;
+        items.push(item);
+    }
+    Ok((items, false))
+}
+
+pub(crate) fn store(args: &TableArgs) -> Result<DynamoStore, Failure> {
+    let schema = args.config.load()?;
+    let definition =
+        TableDefinition::from_schema(&schema).map_err(|e| Failure::Operation(e.to_string()))?;
+    args.connection.store(definition, &args.table)
+}
+
+/// The store of `table`, laid out as `schema`, where the connection says. The table must
+/// exist (checked here, before any job starts). The store refuses writes when the table is
+/// stamped with another profile; a table without a stamp, or stamped with another profile, is
+/// reported on stderr here.
+pub(crate) fn connect(
+    schema: &Schema,
+    table: &str,
+    c: &Connection,
+) -> Result<DynamoStore, Failure> {
+    let definition =
+        TableDefinition::from_schema(schema).map_err(|e| Failure::Operation(e.to_string()))?;
+    let store = c.store(definition, table)?;
+    runtime()?
+        .block_on(store.client().describe_table().table_name(table).send())
+        .map_err(|e| connection::explain("reading the table", table, &e))?;
+    if let (Some(ours), Ok(found)) = (
+        store.definition().stamp.as_ref(),
+        runtime()?.block_on(store.table_stamp()),
+    ) {
+        warn_stamp(table, ours, found.as_ref());
+    }
+    Ok(store)
+}
+
+/// DynamoDB's estimate of the table's item count (`DescribeTable`, refreshed about every six
+/// hours), for a progress total; `None` when it cannot say.
+pub(crate) fn item_count(store: &DynamoStore) -> Option<u64> {
+    let out = runtime()
+        .ok()?
+        .block_on(
+            store
+                .client()
+                .describe_table()
+                .table_name(store.table_name())
+                .send(),
+        )
+        .ok()?;
+    out.table()
+        .and_then(aws_sdk_dynamodb::types::TableDescription::item_count)
+        .and_then(|n| u64::try_from(n).ok())
+}
+
+/// The stamp warning of the data commands: a table without a stamp, or with another profile's.
+fn warn_stamp(table: &str, ours: &TableStamp, found: Option<&TableStamp>) {
+    match found {
+        None => eprintln!(
+            "warning: table {table} has no stamp recording how its keys are made; stamp it once with `entity-manager table stamp --table {table} --config <config.json> --key-profile {}`",
+            ours.profile().map_or("<profile>", Profile::as_str)
+        ),
+        Some(stamp) => {
+            if let Some(why) = stamp.refuses(ours) {
+                eprintln!("warning: table {table}: {why}");
+            }
+        }
+    }
+}
+
+/// The process's one runtime (a current-thread tokio runtime): every command's calls, and the
+/// Ctrl-C listener, run on it.
+pub(crate) fn runtime() -> Result<&'static tokio::runtime::Runtime, Failure> {
+    static RUNTIME: OnceLock<Result<tokio::runtime::Runtime, String>> = OnceLock::new();
+    RUNTIME
+        .get_or_init(|| {
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(|e| e.to_string())
+        })
+        .as_ref()
+        .map_err(|e| Failure::Operation(format!("cannot start the async runtime: {e}")))
+}

@@ -1,0 +1,418 @@
+//! The record commands (`import`, `get`, `query`, `put`, `delete`) driven as processes on
+//! DynamoDB Local, against an oracle computed from the records themselves: which records an
+//! index holds and in which order (its range key, then the shard), with the keys the library
+//! gives them.
+//!
+//! They run when `DYNAMODB_ENDPOINT` is set (`.ci/run` starts DynamoDB Local) and skip with a
+//! printed reason otherwise, except under `CI=true`.
+
+use std::cmp::Ordering;
+use std::path::{Path, PathBuf};
+
+use entity_manager::{AttributeValue, Item, Profile, Schema};
+use serde_json::{Value, json};
+
+mod support;
+
+use support::{
+    BoxError, TestResult, arg, assert_code, drop_table, endpoint, run, run_with_stdin, stdout_json,
+    stdout_lines, user_service_config, user_table,
+};
+
+const FIRST: [&str; 7] = ["ann", "bob", "cid", "dee", "eve", "fay", "gus"];
+const LAST: [&str; 5] = ["lee", "kim", "ray", "poe", "orr"];
+
+/// The i-th user: every property an index of the User service reads; `created` and `updated`
+/// distinct and spread over the unsharded era and both shard bumps (1 shard, 4, then 64);
+/// `phone` on two users in three (a sparse index), distinct; five beneficiaries.
+fn user(i: u64) -> Value {
+    let created = 1_720_000_000_000u64 + i * 1_000_003;
+    let mut user = json!({
+        "userId": format!("u{i:05}"),
+        "created": created,
+        "updated": created + 7,
+        "firstNameCanonical": FIRST[usize::try_from(i % 7).unwrap_or(0)],
+        "lastNameCanonical": LAST[usize::try_from(i % 5).unwrap_or(0)],
+        "beneficiaryId": format!("b{}", i % 5),
+        "someProperty": i,
+    });
+    if !i.is_multiple_of(3) {
+        // 7919 is prime to 10_000_019 (prime): distinct for every i below it
+        user["phone"] = json!(format!("+1555{:08}", (i * 7919) % 10_000_019));
+    }
+    user
+}
+
+/// `records` as a JSON lines file.
+fn jsonl(test: &str, records: &[Value]) -> Result<PathBuf, BoxError> {
+    let path = std::env::temp_dir().join(format!("em-cli-{test}-{}.jsonl", std::process::id()));
+    let lines: Vec<String> = records.iter().map(|r| format!("{r}\n")).collect();
+    std::fs::write(&path, lines.concat())?;
+    Ok(path)
+}
+
+/// The User service schema, as the CLI loads it by default (`--key-profile npm-6.14`).
+fn schema() -> Result<Schema, BoxError> {
+    Ok(Schema::from_ts_config(
+        &user_service_config()?,
+        Profile::Npm6_14,
+    )?)
+}
+
+/// The users with the keys the library gives them.
+fn keyed(users: &[Value]) -> Result<Vec<Item>, BoxError> {
+    let schema = schema()?;
+    let entity = schema.entity("user")?;
+    users
+        .iter()
+        .map(|u| Ok(entity.add_keys(&serde_dynamo::to_item(u.clone())?)?))
+        .collect()
+}
+
+/// DynamoDB's order of two key values: numbers by value, strings by their bytes.
+fn compare(a: &AttributeValue, b: &AttributeValue) -> Ordering {
+    match (a, b) {
+        (AttributeValue::N(x), AttributeValue::N(y)) => {
+            let (x, y) = (x.parse::<i128>(), y.parse::<i128>());
+            match (x, y) {
+                (Ok(x), Ok(y)) => x.cmp(&y),
+                _ => Ordering::Equal,
+            }
+        }
+        (AttributeValue::S(x), AttributeValue::S(y)) => x.as_bytes().cmp(y.as_bytes()),
+        _ => Ordering::Equal,
+    }
+}
+
+fn text(item: &Item, name: &str) -> String {
+    match item.get(name) {
+        Some(AttributeValue::S(s) | AttributeValue::N(s)) => s.clone(),
+        _ => String::new(),
+    }
+}
+
+/// The oracle of an index: the ids of the records holding both its keys (and, for a generated
+/// hash key, `fill`'s value of its component), by range key, then shard (table hash key), then
+/// table range key.
+fn oracle(keyed: &[Item], hash: &str, range: &str, fill: Option<&(&str, String)>) -> Vec<String> {
+    let mut held: Vec<&Item> = keyed
+        .iter()
+        .filter(|i| i.contains_key(hash) && i.contains_key(range))
+        .filter(|i| fill.is_none_or(|(component, value)| text(i, component) == *value))
+        .collect();
+    held.sort_by(|a, b| {
+        let (ra, rb) = (&a[range], &b[range]);
+        compare(ra, rb)
+            .then_with(|| text(a, "hashKey").cmp(&text(b, "hashKey")))
+            .then_with(|| text(a, "rangeKey").cmp(&text(b, "rangeKey")))
+    });
+    held.iter().map(|i| text(i, "userId")).collect()
+}
+
+/// The `userId`s of the records a command printed, in order.
+fn ids(out: &std::process::Output) -> Result<Vec<String>, BoxError> {
+    Ok(stdout_lines(out)?
+        .iter()
+        .map(|l| l["userId"].as_str().unwrap_or_default().to_owned())
+        .collect())
+}
+
+/// The arguments of a record command on `table`.
+fn on<'a>(
+    command: &'a str,
+    config: &'a Path,
+    table: &'a str,
+    endpoint: &'a str,
+) -> Result<Vec<&'a str>, BoxError> {
+    Ok(vec![
+        command,
+        "--config",
+        arg(config)?,
+        "--table",
+        table,
+        "--entity",
+        "user",
+        "--endpoint-url",
+        endpoint,
+    ])
+}
+
+/// 20,000 users imported from a file, then every index of the User service configuration
+/// queried to its end across its shards: each returns exactly the oracle's records, in the
+/// oracle's order.
+#[test]
+fn import_20000_then_every_index_to_its_end_equals_the_oracle() -> TestResult {
+    let Some(endpoint) = endpoint() else {
+        return Ok(());
+    };
+    let (config, table) = user_table("import20k", &endpoint)?;
+    let result = (|| -> TestResult {
+        let users: Vec<Value> = (0..20_000).map(user).collect();
+        let file = jsonl("import20k", &users)?;
+        let mut args = on("import", &config, &table, &endpoint)?;
+        args.extend(["--file", arg(&file)?, "--json", "--batch", "500"]);
+        let out = run(&args)?;
+        assert_code(&out, 0);
+        let report = stdout_json(&out)?;
+        assert_eq!(report["written"], json!(20_000), "{report}");
+        assert_eq!(report["refused"], json!([]));
+
+        let keyed = keyed(&users)?;
+        let config_json = user_service_config()?;
+        let indexes = config_json["indexes"].as_object().ok_or("indexes")?;
+        assert_eq!(indexes.len(), 11);
+        let sharded = config_json["generatedProperties"]["sharded"]
+            .as_object()
+            .ok_or("sharded")?;
+        let sample = user(4_242);
+        for (name, index) in indexes {
+            let hash = index["hashKey"].as_str().ok_or("hashKey")?;
+            let range = index["rangeKey"].as_str().ok_or("rangeKey")?;
+            // a generated hash key (`userBeneficiaryHashKey`, `userHashKey`): the records of
+            // one value of its component (the sample user's), in every shard
+            let filled = match sharded.get(hash) {
+                Some(components) => {
+                    let component = components[0].as_str().ok_or("component")?;
+                    let value = sample[component].as_str().ok_or("sample value")?;
+                    Some((component, value.to_owned()))
+                }
+                None => None,
+            };
+            let expected = oracle(&keyed, hash, range, filled.as_ref());
+            let least = if filled.is_some() { 1 } else { 2_000 };
+            assert!(expected.len() >= least, "{name}: {}", expected.len());
+            let mut args = on("query", &config, &table, &endpoint)?;
+            args.extend([
+                "--index",
+                name,
+                "--all",
+                "--limit",
+                "5000",
+                "--page-size",
+                "1000",
+            ]);
+            let where_arg = filled.as_ref().map(|(c, v)| format!("{c}={v}"));
+            if let Some(w) = &where_arg {
+                args.extend(["--where", w.as_str()]);
+            }
+            let out = run(&args)?;
+            assert_code(&out, 0);
+            let got = ids(&out)?;
+            let first_difference = got.iter().zip(&expected).position(|(g, e)| g != e);
+            assert!(
+                got.len() == expected.len() && first_difference.is_none(),
+                "index {name}: {} records, the oracle {}; first difference at {first_difference:?}",
+                got.len(),
+                expected.len()
+            );
+        }
+        Ok(())
+    })();
+    drop_table(&config, &table, &endpoint)?;
+    result
+}
+
+/// `get` of 100 ids in one call prints each record as imported (keys removed, attributes by
+/// name); an id not found is named, exit 3; `--format dynamodb` prints DynamoDB JSON of the
+/// same record.
+#[test]
+#[allow(clippy::too_many_lines)] // one story: import, get, create-only, put, delete, query pages
+fn records_get_put_delete_query_pages_and_create_only() -> TestResult {
+    let Some(endpoint) = endpoint() else {
+        return Ok(());
+    };
+    let (config, table) = user_table("records", &endpoint)?;
+    let result = (|| -> TestResult {
+        let users: Vec<Value> = (0..300).map(user).collect();
+        let file = jsonl("records", &users)?;
+
+        // an import stopped after 2 batches of 50, resumed from its checkpoint: every record once
+        let checkpoint =
+            std::env::temp_dir().join(format!("em-cli-records-import-{}.json", std::process::id()));
+        let _ = std::fs::remove_file(&checkpoint);
+        let mut import = on("import", &config, &table, &endpoint)?;
+        import.extend([
+            "--file",
+            arg(&file)?,
+            "--batch",
+            "50",
+            "--checkpoint",
+            arg(&checkpoint)?,
+            "--json",
+        ]);
+        let out = run(&[&import[..], &["--stop-after", "2"]].concat())?;
+        assert_code(&out, 1);
+        // with --json the failure is a JSON report on stdout
+        let message = stdout_json(&out)?["message"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        assert!(
+            message.contains("at line 101") && message.contains("--checkpoint"),
+            "{message}"
+        );
+        let saved: Value = serde_json::from_str(&std::fs::read_to_string(&checkpoint)?)?;
+        assert_eq!(
+            (saved["line"].clone(), saved["written"].clone()),
+            (json!(101), json!(100))
+        );
+        let out = run(&import)?;
+        assert_code(&out, 0);
+        assert!(!checkpoint.exists());
+
+        // get: 100 ids (every third user, over every era and bump), one batch
+        let wanted: Vec<&Value> = users.iter().step_by(3).take(100).collect();
+        let mut get = on("get", &config, &table, &endpoint)?;
+        let id_args: Vec<String> = wanted
+            .iter()
+            .map(|u| u["userId"].as_str().unwrap_or_default().to_owned())
+            .collect();
+        for id in &id_args {
+            get.extend(["--id", id.as_str()]);
+        }
+        let out = run(&get)?;
+        assert_code(&out, 0);
+        let printed = stdout_lines(&out)?;
+        assert_eq!(printed.len(), 100);
+        for (got, want) in printed.iter().zip(&wanted) {
+            assert_eq!(got, *want);
+        }
+        // attributes by name (the record's own; no keys)
+        let names: Vec<&String> = printed[0].as_object().ok_or("object")?.keys().collect();
+        let mut sorted = names.clone();
+        sorted.sort();
+        assert_eq!(names, sorted);
+
+        // a missing id: named on stderr, exit 3; the found one still printed
+        let mut get = on("get", &config, &table, &endpoint)?;
+        get.extend(["--id", "u00001", "--id", "nobody"]);
+        let out = run(&get)?;
+        assert_code(&out, 3);
+        assert_eq!(ids(&out)?, ["u00001"]);
+        assert!(String::from_utf8_lossy(&out.stderr).contains("nobody"));
+
+        // DynamoDB JSON: the same record, typed
+        let mut get = on("get", &config, &table, &endpoint)?;
+        get.extend(["--id", "u00002", "--format", "dynamodb"]);
+        let out = run(&get)?;
+        assert_code(&out, 0);
+        let typed: Item = serde_json::from_value(stdout_json(&out)?)?;
+        assert_eq!(typed, serde_dynamo::to_item(user(2))?);
+        assert!(String::from_utf8_lossy(&out.stdout).contains(r#""userId":{"S":"u00002"}"#));
+
+        // --create-only: an existing id (under another creation time, so another key) and a
+        // duplicate of a new one are refused and reported; the new ones are written
+        let mut changed = user(1);
+        changed["created"] = json!(1_730_000_000_000u64);
+        changed["firstNameCanonical"] = json!("zed");
+        let batch = [changed, user(90_000), user(90_001), user(90_001)];
+        let file = jsonl("records-create-only", &batch)?;
+        let mut import = on("import", &config, &table, &endpoint)?;
+        import.extend(["--file", arg(&file)?, "--create-only", "--json"]);
+        let out = run(&import)?;
+        assert_code(&out, 3);
+        let report = stdout_json(&out)?;
+        assert_eq!(report["written"], json!(2), "{report}");
+        let refused: Vec<(u64, &str)> = report["refused"]
+            .as_array()
+            .ok_or("refused")?
+            .iter()
+            .map(|r| {
+                (
+                    r["line"].as_u64().unwrap_or(0),
+                    r["id"].as_str().unwrap_or(""),
+                )
+            })
+            .collect();
+        assert_eq!(refused, [(1, "u00001"), (4, "u90001")]);
+        let mut get = on("get", &config, &table, &endpoint)?;
+        get.extend(["--id", "u00001", "--id", "u90000", "--id", "u90001"]);
+        let out = run(&get)?;
+        assert_code(&out, 0);
+        let printed = stdout_lines(&out)?;
+        assert_eq!(printed, [user(1), user(90_000), user(90_001)]);
+
+        // put: plain, refused by --create-only, versioned
+        let mut record = user(90_002);
+        record["version"] = json!(1);
+        let item = record.to_string();
+        let mut put = on("put", &config, &table, &endpoint)?;
+        put.extend(["--item", item.as_str()]);
+        assert_code(&run(&put)?, 0);
+        assert_code(&run(&[&put[..], &["--create-only"]].concat())?, 3);
+        record["phone"] = json!("+15550000000");
+        let item = record.to_string();
+        let mut versioned = on("put", &config, &table, &endpoint)?;
+        versioned.extend(["--if-version", "1"]);
+        let out = run_with_stdin(&versioned, &item)?;
+        assert_code(&out, 0);
+        let out = run_with_stdin(&versioned, &item)?;
+        assert_code(&out, 3); // the stored version is 2 now
+        let mut get = on("get", &config, &table, &endpoint)?;
+        get.extend(["--id", "u90002"]);
+        let stored = stdout_json(&run(&get)?)?;
+        assert_eq!(
+            (stored["version"].clone(), stored["phone"].clone()),
+            (json!(2), json!("+15550000000"))
+        );
+
+        // delete: the wrong version refused, the right one deletes, then not found
+        let mut delete = on("delete", &config, &table, &endpoint)?;
+        delete.extend(["--id", "u90002"]);
+        assert_code(&run(&[&delete[..], &["--if-version", "1"]].concat())?, 3);
+        assert_code(&run(&[&delete[..], &["--if-version", "2"]].concat())?, 0);
+        assert_code(&run(&get)?, 3);
+        assert_code(&run(&delete)?, 3);
+
+        // query pages: two pages of 7, then the token continues where they ended; the same
+        // records as one query to the end; a range condition and a filter
+        let mut all = on("query", &config, &table, &endpoint)?;
+        all.extend(["--index", "created", "--all"]);
+        let everything = ids(&run(&all)?)?;
+        let mut paged = on("query", &config, &table, &endpoint)?;
+        paged.extend(["--index", "created", "--limit", "7", "--pages", "2"]);
+        let out = run(&paged)?;
+        assert_code(&out, 0);
+        let first = ids(&out)?;
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        let token = stderr
+            .split("--page-token ")
+            .nth(1)
+            .map(str::trim)
+            .ok_or("no page token on stderr")?;
+        let out = run(&[&paged[..], &["--page-token", token]].concat())?;
+        let second = ids(&out)?;
+        assert_eq!([first, second].concat(), everything[..28]);
+        let created = |i: u64| user(i)["created"].as_u64().unwrap_or(0);
+        let (low, high) = (created(50), created(250));
+        let range = format!("between {low} and {high}");
+        let mut ranged = on("query", &config, &table, &endpoint)?;
+        ranged.extend([
+            "--index",
+            "created",
+            "--all",
+            "--range",
+            range.as_str(),
+            "--filter",
+            "someProperty < 200",
+        ]);
+        let out = run(&ranged)?;
+        assert_code(&out, 0);
+        let mut expected: Vec<&Value> = users
+            .iter()
+            .filter(|u| {
+                let c = u["created"].as_u64().unwrap_or(0);
+                (low..=high).contains(&c) && u["someProperty"].as_u64().unwrap_or(0) < 200
+            })
+            .collect();
+        expected.sort_by_key(|u| u["created"].as_u64());
+        assert!(!expected.is_empty());
+        assert_eq!(
+            stdout_lines(&out)?,
+            expected.into_iter().cloned().collect::<Vec<_>>()
+        );
+        Ok(())
+    })();
+    drop_table(&config, &table, &endpoint)?;
+    result
+}
