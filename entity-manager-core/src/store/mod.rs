@@ -73,6 +73,19 @@ pub use crate::transcode::KeyType;
 pub use batch::{MAX_BATCH_GET, MAX_BATCH_WRITE, RetryPolicy};
 // The batch loops `DynamoStore` runs, exposed for the fault-injection tests only.
 pub use crate::limits::{ExpressionKind, ExpressionLimit};
+/// The AWS SDK for `DynamoDB` this crate is built on, at the version [`DynamoStore`] takes: build
+/// the client of [`DynamoStore::new`] or make raw calls with it, with no second
+/// `aws-sdk-dynamodb` to keep in step. Its `types::AttributeValue` is the SDK's, not
+/// [`AttributeValue`](crate::AttributeValue) (`serde_dynamo`'s); `.into()` converts either way.
+#[cfg(feature = "dynamodb")]
+#[cfg_attr(docsrs, doc(cfg(feature = "dynamodb")))]
+pub use aws_sdk_dynamodb;
+/// The shared AWS configuration `aws_config::load_defaults` returns (credentials chain, profile,
+/// region, endpoint, retry and timeouts), for [`DynamoStore::from_sdk_config`]. It is
+/// `aws_types::SdkConfig`, the type `aws-config` 1.x re-exports.
+#[cfg(feature = "dynamodb")]
+#[cfg_attr(docsrs, doc(cfg(feature = "dynamodb")))]
+pub use aws_types::SdkConfig;
 #[doc(hidden)]
 pub use batch::{BatchSender, GetBatch, get_batches, write_batches};
 pub use drift::{Drift, DriftReport, IndexKind, KeySchemaNames, LiveTable, Setting};

@@ -208,6 +208,33 @@ impl DynamoStore {
         }
     }
 
+    /// The table `table_name`, laid out as `definition`, through a client built from the shared
+    /// AWS configuration: what `aws_config::load_defaults(BehaviorVersion::latest())` returns
+    /// (the default credential chain, `AWS_PROFILE`, SSO, web identity, container and instance
+    /// roles, `AWS_REGION`, `AWS_ENDPOINT_URL_DYNAMODB`), as every AWS tool reaches an account.
+    ///
+    /// The configuration's retry and timeout settings are kept; where it has no operation
+    /// timeout, [`new`](Self::new)'s defaults apply. It does not panic: the features this crate
+    /// enables give the client an HTTP client, a sleep and a behavior version when the
+    /// configuration has none.
+    ///
+    /// ```no_run
+    /// use entity_manager_core::store::{DynamoStore, KeyType, TableDefinition};
+    ///
+    /// # async fn run(sdk_config: entity_manager_core::store::SdkConfig) {
+    /// // let sdk_config = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+    /// let table = TableDefinition::new(("hashKey", KeyType::S), ("rangeKey", KeyType::S));
+    /// let store = DynamoStore::from_sdk_config(&sdk_config, "Users", table);
+    /// # let _ = store; }
+    /// ```
+    pub fn from_sdk_config(
+        config: &aws_types::SdkConfig,
+        table_name: impl Into<String>,
+        definition: TableDefinition,
+    ) -> Self {
+        Self::new(Client::new(config), table_name, definition)
+    }
+
     /// Sets the time limits of every call: `operation` for a whole call (its retries included)
     /// and `attempt` for each attempt. A call that runs out of time fails with
     /// [`StoreError::is_timeout`]. `operation` also bounds each chunk of a `batch_write` or
