@@ -61,6 +61,7 @@ mod schema;
 pub mod shard;
 pub mod store;
 pub mod stream;
+mod trace;
 pub mod transcode;
 mod ts;
 mod validate;

@@ -215,6 +215,7 @@ impl MemoryStore {
     /// Counts a call under the fault plan: applies the writes whose lag is over, and returns
     /// the error injected into this call, if any.
     fn inject(&self, operation: Operation) -> Result<u64, StoreError> {
+        crate::trace::attempt();
         let Some(faults) = &self.faults else {
             return Ok(0);
         };
@@ -238,7 +239,12 @@ impl MemoryStore {
             }
         }
         match faults.error(call, operation) {
-            Some(e) => Err(e),
+            Some(e) => {
+                if e.is_throttled() {
+                    crate::trace::throttle();
+                }
+                Err(e)
+            }
             None => Ok(call),
         }
     }
@@ -255,7 +261,9 @@ impl MemoryStore {
             attempt += 1;
             match self.inject(operation) {
                 Ok(_) => return Ok(()),
-                Err(e) if e.is_retryable() && attempt < faults.plan.attempts_allowed() => {}
+                Err(e) if e.is_retryable() && attempt < faults.plan.attempts_allowed() => {
+                    crate::trace::retry();
+                }
                 Err(e) => return Err(e),
             }
         }
@@ -1604,7 +1612,9 @@ impl Store for MemoryStore {
     async fn query_page(&self, request: &QueryPage) -> Result<Page, StoreError> {
         self.check_stamp("Query", false).await?;
         self.admit(Operation::Query)?;
-        self.query_sync(request)
+        let page = self.query_sync(request)?;
+        crate::trace::capacity(page.consumed_capacity.unwrap_or(0.0));
+        Ok(page)
     }
 
     async fn scan_page(&self, request: &ScanPage) -> Result<Page, StoreError> {

@@ -2,6 +2,7 @@
 
 pub(crate) mod convert;
 mod describe;
+mod trace;
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -24,6 +25,7 @@ use aws_sdk_dynamodb::types::{
 use serde_dynamo::Item;
 
 use self::convert::{build_error, from_aws, from_aws_all, sdk_error, to_aws, values_to_aws};
+use self::trace::{Counting, consumed};
 use super::batch::{BatchSender, GetBatch, RetryPolicy, get_batches, write_batches};
 use super::expression::Request;
 use super::memory::check_transaction_shape;
@@ -357,6 +359,8 @@ impl DynamoStore {
             .set_stream_specification(stream)
             .deletion_protection_enabled(def.deletion_protection)
             .set_tags((!tags.is_empty()).then_some(tags))
+            .customize()
+            .interceptor(Counting)
             .send()
             .await
             .map_err(|e| sdk_error(OP, e))?;
@@ -387,6 +391,8 @@ impl DynamoStore {
             .update_time_to_live()
             .table_name(&self.table_name)
             .time_to_live_specification(spec)
+            .customize()
+            .interceptor(Counting)
             .send()
             .await
             .map_err(|e| self.created_without(OP, "Time to Live", &sdk_error(OP, e)))?;
@@ -410,6 +416,8 @@ impl DynamoStore {
                 .update_continuous_backups()
                 .table_name(&self.table_name)
                 .point_in_time_recovery_specification(spec.clone())
+                .customize()
+                .interceptor(Counting)
                 .send()
                 .await;
             let Err(e) = result else {
@@ -474,6 +482,8 @@ impl DynamoStore {
             .table_name(&self.table_name)
             .set_key(Some(to_aws(stamp::stamp_key(&self.definition))))
             .consistent_read(true)
+            .customize()
+            .interceptor(Counting)
             .send()
             .await
             .map_err(|e| sdk_error("GetItem", e))?;
@@ -500,6 +510,8 @@ impl DynamoStore {
             .client
             .describe_table()
             .table_name(&self.table_name)
+            .customize()
+            .interceptor(Counting)
             .send()
             .await
             .map_err(|e| sdk_error("DescribeTable", e))?;
@@ -515,6 +527,8 @@ impl DynamoStore {
             .client
             .describe_time_to_live()
             .table_name(&self.table_name)
+            .customize()
+            .interceptor(Counting)
             .send()
             .await
         {
@@ -528,6 +542,8 @@ impl DynamoStore {
             .client
             .describe_continuous_backups()
             .table_name(&self.table_name)
+            .customize()
+            .interceptor(Counting)
             .send()
             .await
         {
@@ -562,6 +578,8 @@ impl DynamoStore {
                 .list_tags_of_resource()
                 .resource_arn(arn)
                 .set_next_token(next.take())
+                .customize()
+                .interceptor(Counting)
                 .send()
                 .await
             {
@@ -597,6 +615,8 @@ impl DynamoStore {
                 .client
                 .describe_table()
                 .table_name(&self.table_name)
+                .customize()
+                .interceptor(Counting)
                 .send()
                 .await
                 .map_err(|e| sdk_error(OP, e))?;
@@ -629,6 +649,8 @@ impl DynamoStore {
         self.client
             .delete_table()
             .table_name(&self.table_name)
+            .customize()
+            .interceptor(Counting)
             .send()
             .await
             .map_err(|e| sdk_error("DeleteTable", e))?;
@@ -656,7 +678,8 @@ impl DynamoStore {
 
     async fn put(&self, item: Item, expect: Expect) -> Result<(), StoreError> {
         let r = self.write_request("PutItem", None, &expect)?;
-        self.client
+        let out = self
+            .client
             .put_item()
             .table_name(&self.table_name)
             .set_item(Some(to_aws(item)))
@@ -664,6 +687,9 @@ impl DynamoStore {
             .set_expression_attribute_names(r.expr.names())
             .set_expression_attribute_values(values_to_aws(&r.expr))
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .return_consumed_capacity(aws::ReturnConsumedCapacity::Total)
+            .customize()
+            .interceptor(Counting)
             .send()
             .await
             .map_err(|e| {
@@ -673,6 +699,7 @@ impl DynamoStore {
                 };
                 with_current(sdk_error("PutItem", e), item)
             })?;
+        consumed(out.consumed_capacity.as_ref());
         Ok(())
     }
 
@@ -702,6 +729,9 @@ impl DynamoStore {
                 ReturnValues::UpdatedNew => ReturnValue::UpdatedNew,
             })
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .return_consumed_capacity(aws::ReturnConsumedCapacity::Total)
+            .customize()
+            .interceptor(Counting)
             .send()
             .await
             .map_err(|e| {
@@ -711,6 +741,7 @@ impl DynamoStore {
                 };
                 with_current(sdk_error(OP, e), item)
             })?;
+        consumed(out.consumed_capacity.as_ref());
         out.attributes
             .filter(|a| !a.is_empty())
             .map(|a| from_aws(a, OP))
@@ -734,9 +765,15 @@ impl DynamoStore {
             .client
             .transact_get_items()
             .set_transact_items(Some(gets))
+            .return_consumed_capacity(aws::ReturnConsumedCapacity::Total)
+            .customize()
+            .interceptor(Counting)
             .send()
             .await
             .map_err(|e| sdk_error(OP, e))?;
+        out.consumed_capacity()
+            .iter()
+            .for_each(|c| consumed(Some(c)));
         out.responses
             .unwrap_or_default()
             .into_iter()
@@ -758,15 +795,20 @@ impl DynamoStore {
             .consistent_read(self.consistent_read)
             .set_projection_expression(r.projection)
             .set_expression_attribute_names(r.expr.names())
+            .return_consumed_capacity(aws::ReturnConsumedCapacity::Total)
+            .customize()
+            .interceptor(Counting)
             .send()
             .await
             .map_err(|e| sdk_error("GetItem", e))?;
+        consumed(out.consumed_capacity.as_ref());
         out.item.map(|i| from_aws(i, "GetItem")).transpose()
     }
 
     async fn delete(&self, key: &Item, expect: Expect) -> Result<(), StoreError> {
         let r = self.write_request("DeleteItem", None, &expect)?;
-        self.client
+        let out = self
+            .client
             .delete_item()
             .table_name(&self.table_name)
             .set_key(Some(to_aws(key.clone())))
@@ -774,6 +816,9 @@ impl DynamoStore {
             .set_expression_attribute_names(r.expr.names())
             .set_expression_attribute_values(values_to_aws(&r.expr))
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .return_consumed_capacity(aws::ReturnConsumedCapacity::Total)
+            .customize()
+            .interceptor(Counting)
             .send()
             .await
             .map_err(|e| {
@@ -783,6 +828,7 @@ impl DynamoStore {
                 };
                 with_current(sdk_error("DeleteItem", e), item)
             })?;
+        consumed(out.consumed_capacity.as_ref());
         Ok(())
     }
 
@@ -861,10 +907,18 @@ impl DynamoStore {
             .client
             .transact_write_items()
             .set_transact_items(Some(items))
+            .return_consumed_capacity(aws::ReturnConsumedCapacity::Total)
+            .customize()
+            .interceptor(Counting)
             .send()
             .await;
         match result {
-            Ok(_) => Ok(()),
+            Ok(out) => {
+                out.consumed_capacity()
+                    .iter()
+                    .for_each(|c| consumed(Some(c)));
+                Ok(())
+            }
             Err(err) => {
                 if let Some(TransactWriteItemsError::TransactionCanceledException(e)) =
                     err.as_service_error()
@@ -926,9 +980,12 @@ impl DynamoStore {
             .scan_index_forward(!request.descending)
             .set_consistent_read((self.consistent_read && request.index.is_none()).then_some(true))
             .return_consumed_capacity(aws::ReturnConsumedCapacity::Total)
+            .customize()
+            .interceptor(Counting)
             .send()
             .await
             .map_err(|e| sdk_error(OP, e))?;
+        consumed(out.consumed_capacity.as_ref());
         Ok(Page {
             consumed_capacity: out
                 .consumed_capacity
@@ -994,9 +1051,13 @@ impl DynamoStore {
             .set_limit(limit)
             .set_exclusive_start_key(request.exclusive_start_key.clone().map(to_aws))
             .set_consistent_read((request.consistent || self.consistent_read).then_some(true))
+            .return_consumed_capacity(aws::ReturnConsumedCapacity::Total)
+            .customize()
+            .interceptor(Counting)
             .send()
             .await
             .map_err(|e| sdk_error(OP, e))?;
+        consumed(out.consumed_capacity.as_ref());
         let mut items = from_aws_all(out.items.unwrap_or_default(), OP)?;
         // the table stamp is no record
         items.retain(|item| !stamp::is_stamp(item, &self.definition));
@@ -1076,9 +1137,15 @@ impl BatchSender for DynamoStore {
                 .client
                 .batch_write_item()
                 .request_items(&self.table_name, requests)
+                .return_consumed_capacity(aws::ReturnConsumedCapacity::Total)
+                .customize()
+                .interceptor(Counting)
                 .send()
                 .await
                 .map_err(|e| sdk_error(OP, e))?;
+            out.consumed_capacity()
+                .iter()
+                .for_each(|c| consumed(Some(c)));
             let unprocessed = out
                 .unprocessed_items
                 .and_then(|mut m| m.remove(&self.table_name))
@@ -1113,9 +1180,15 @@ impl BatchSender for DynamoStore {
                 .client
                 .batch_get_item()
                 .request_items(&self.table_name, request)
+                .return_consumed_capacity(aws::ReturnConsumedCapacity::Total)
+                .customize()
+                .interceptor(Counting)
                 .send()
                 .await
                 .map_err(|e| sdk_error(OP, e))?;
+            out.consumed_capacity()
+                .iter()
+                .for_each(|c| consumed(Some(c)));
             let items = out
                 .responses
                 .and_then(|mut m| m.remove(&self.table_name))
@@ -1203,6 +1276,7 @@ impl Store for DynamoStore {
                     {
                         return Err(e);
                     }
+                    crate::trace::retry();
                     self.sleep(pause).await;
                 }
                 other => return other,
