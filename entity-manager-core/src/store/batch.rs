@@ -340,6 +340,100 @@ mod tests {
         assert_eq!(p.backoff(1, 0), Duration::from_millis(50));
     }
 
+    /// A sender that answers each chunk after `pace`, until `answers` chunks are answered;
+    /// after that it never answers (a server that stopped).
+    struct Paced {
+        pace: Duration,
+        answers: std::sync::atomic::AtomicUsize,
+        bound: Duration,
+    }
+
+    impl BatchSender for Paced {
+        async fn send_write_batch(
+            &self,
+            _batch: Vec<WriteRequest>,
+        ) -> Result<Vec<WriteRequest>, StoreError> {
+            let left = self.answers.load(std::sync::atomic::Ordering::SeqCst);
+            if left == 0 {
+                std::future::pending::<()>().await;
+            }
+            self.answers
+                .store(left - 1, std::sync::atomic::Ordering::SeqCst);
+            tokio::time::sleep(self.pace).await;
+            Ok(Vec::new())
+        }
+        async fn send_get_batch(
+            &self,
+            _keys: Vec<Item>,
+            _projection: Option<&[String]>,
+        ) -> Result<GetBatch, StoreError> {
+            Ok(GetBatch::default())
+        }
+        fn pause(&self, delay: Duration) -> impl Future<Output = ()> + Send {
+            tokio::time::sleep(delay)
+        }
+        fn time_limit(&self) -> Option<Duration> {
+            Some(self.bound)
+        }
+    }
+
+    fn puts(n: usize) -> Vec<WriteRequest> {
+        (0..n)
+            .map(|i| {
+                let item: Item = [(
+                    "k".to_owned(),
+                    serde_dynamo::AttributeValue::S(i.to_string()),
+                )]
+                .into_iter()
+                .collect::<std::collections::HashMap<_, _>>()
+                .into();
+                WriteRequest::Put(item)
+            })
+            .collect()
+    }
+
+    /// A healthy batch that takes many bounds in all (40 chunks at a fifth of the bound each:
+    /// 8 bounds) is never cut: the bound is on time without progress.
+    #[tokio::test]
+    async fn a_healthy_batch_longer_than_the_bound_is_not_cut() {
+        let sender = Paced {
+            pace: Duration::from_millis(20),
+            answers: usize::MAX.into(),
+            bound: Duration::from_millis(100),
+        };
+        let started = Instant::now();
+        let out = write_batches(&sender, puts(40 * MAX_BATCH_WRITE), &RetryPolicy::default()).await;
+        assert!(out.is_ok(), "{out:?}");
+        assert!(
+            started.elapsed() > sender.bound * 4,
+            "the test ran as meant"
+        );
+    }
+
+    /// A server that stops answering after 10 chunks: the call ends with a timeout (within
+    /// about one bound of the last answer; the guard is generous), listing exactly the
+    /// requests of the later chunks.
+    #[tokio::test]
+    async fn a_server_that_stops_ends_the_call_after_its_last_answer() {
+        let sender = Paced {
+            pace: Duration::from_millis(10),
+            answers: 10.into(),
+            bound: Duration::from_millis(300),
+        };
+        let writes = puts(30 * MAX_BATCH_WRITE);
+        let want: Vec<WriteRequest> = writes[10 * MAX_BATCH_WRITE..].to_vec();
+        let out = tokio::time::timeout(
+            Duration::from_secs(10),
+            write_batches(&sender, writes, &RetryPolicy::default()),
+        )
+        .await;
+        let Ok(Err(e)) = out else {
+            panic!("the call did not end with an error: {out:?}");
+        };
+        assert!(e.cause.is_timeout(), "{e}");
+        assert_eq!(e.unwritten, want);
+    }
+
     #[test]
     fn zero_delays_do_not_divide_by_zero() {
         let p = RetryPolicy {

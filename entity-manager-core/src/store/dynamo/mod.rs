@@ -72,8 +72,8 @@ pub struct DynamoStore {
     table_name: String,
     definition: TableDefinition,
     retry: RetryPolicy,
-    /// The bound of one whole batch call (and of a transaction's conflict retries): the
-    /// operation timeout.
+    /// The bound of a batch call without progress (and of a transaction's conflict retries):
+    /// the operation timeout.
     batch_limit: Duration,
     consistent_read: bool,
     table_wait: Duration,
@@ -239,10 +239,16 @@ impl DynamoStore {
 
     /// Sets the time limits of every call: `operation` for a whole call (its retries included)
     /// and `attempt` for each attempt. A call that runs out of time fails with
-    /// [`StoreError::is_timeout`]. `operation` also bounds each chunk of a `batch_write` or
-    /// `batch_get` with its retries and pauses, and a chunk that runs out of time ends the
-    /// whole call with a timeout error listing every request not confirmed done: against a
-    /// server that stopped answering a batch call ends within `operation`.
+    /// [`StoreError::is_timeout`].
+    ///
+    /// `operation` is also the one bound of a whole `batch_write` or `batch_get`, on time
+    /// **without progress**: the call ends with a timeout error listing every request not
+    /// confirmed done once `operation` passes with no request confirmed (the clock restarts
+    /// at each answer that confirms one). Against a server that stopped answering a batch call
+    /// so ends within `operation` of its last answer, whatever its size, while a healthy batch
+    /// of any size is never cut. A bound on the whole duration could not do both: it would
+    /// have to grow with the batch and the server's pace, and then leave a stopped server
+    /// unnoticed for as long.
     #[must_use]
     pub fn with_timeouts(mut self, operation: Duration, attempt: Duration) -> Self {
         self.client = with_timeouts(&self.client, operation, attempt);
