@@ -90,7 +90,7 @@ pub use aws_types::SdkConfig;
 pub use batch::{BatchSender, GetBatch, get_batches, write_batches};
 pub use drift::{Drift, DriftReport, IndexKind, KeySchemaNames, LiveTable, Setting};
 #[cfg(feature = "dynamodb")]
-pub use dynamo::DynamoStore;
+pub use dynamo::{DynamoStore, SdkRetryMode};
 // SDK errors as `StoreError`s, for the stream reader (`stream::StreamReader`)
 #[cfg(feature = "streams")]
 pub(crate) use dynamo::convert::sdk_error;

@@ -81,6 +81,22 @@ pub struct DynamoStore {
     stamp_guard: std::sync::Arc<StampGuard>,
 }
 
+/// How the AWS SDK retries each single call of a [`DynamoStore`] (`GetItem`, `PutItem`,
+/// `UpdateItem`, `DeleteItem`, `Query`, `Scan`, the transactions, each batch chunk): throttling
+/// and transient errors only, with exponential backoff and jitter. Set with
+/// [`DynamoStore::with_sdk_retries`]; by default the client's own retry configuration is kept,
+/// which for a client without one is the SDK's *standard* mode with 3 attempts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+#[cfg_attr(docsrs, doc(cfg(feature = "dynamodb")))]
+pub enum SdkRetryMode {
+    /// Exponential backoff with jitter and a retry quota (the SDK's default).
+    Standard,
+    /// Standard, plus client-side rate limiting that slows the client down under sustained
+    /// throttling: for a service that keeps hitting one hot partition.
+    Adaptive,
+}
+
 /// The GSIs and LSIs of a `CreateTable` request.
 fn index_requests(
     def: &TableDefinition,
@@ -253,6 +269,28 @@ impl DynamoStore {
     pub fn with_timeouts(mut self, operation: Duration, attempt: Duration) -> Self {
         self.client = with_timeouts(&self.client, operation, attempt);
         self.batch_limit = operation;
+        self
+    }
+
+    /// Sets how the AWS SDK retries each single call: `mode` and the most attempts of one
+    /// call (at least 1; 1 turns the SDK's retries off). Without it the client's configuration
+    /// is kept ([`SdkRetryMode`] says the default). Batch leftovers and transaction conflicts
+    /// are retried by the [`RetryPolicy`] on top ([`with_retry_policy`](Self::with_retry_policy)).
+    #[must_use]
+    pub fn with_sdk_retries(mut self, mode: SdkRetryMode, max_attempts: u32) -> Self {
+        use aws_sdk_dynamodb::config::retry::RetryConfig;
+        let retry = match mode {
+            SdkRetryMode::Standard => RetryConfig::standard(),
+            SdkRetryMode::Adaptive => RetryConfig::adaptive(),
+        }
+        .with_max_attempts(max_attempts.max(1));
+        let config = self
+            .client
+            .config()
+            .to_builder()
+            .retry_config(retry)
+            .build();
+        self.client = Client::from_conf(config);
         self
     }
 
