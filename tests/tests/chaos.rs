@@ -317,3 +317,60 @@ async fn the_sdk_retry_mode_and_attempts_are_what_the_store_sends() -> TestResul
     }
     Ok(())
 }
+
+/// Nothing that could apply twice is sent twice: with every `UpdateItem` answered
+/// `InternalServerError` (which on DynamoDB may come after the write), an update with an
+/// increment is sent once and gives up saying it may have been applied and is not safe to
+/// repeat, while a plain `SET` is sent as many times as the SDK allows and is safe to repeat;
+/// with every `UpdateItem` throttled (refused before anything is done), the increment too is
+/// sent again up to the SDK's attempts and is safe to repeat.
+#[tokio::test]
+async fn an_increment_is_never_sent_twice_after_a_failure_that_may_have_applied_it() -> TestResult {
+    use entity_manager::store::{ReturnValues, SdkRetryMode, Update};
+    let n = |v: &str| entity_manager::AttributeValue::N(v.into());
+    let increment = Update::new().add("n", n("1"));
+    let set = Update::new().set("n", n("7"));
+    let cases = [
+        // (fault, update, requests sent, repeatable verdict)
+        ("500", increment.clone(), 1, false),
+        ("500", set.clone(), 3, true),
+        ("throttle", increment.clone(), 3, true),
+    ];
+    for (fault, update, sent, safe) in cases {
+        let plan = ChaosPlan {
+            seed: seed(),
+            only: Some("UpdateItem"),
+            server_error: if fault == "500" { 1.0 } else { 0.0 },
+            throttle: if fault == "throttle" { 1.0 } else { 0.0 },
+            ..ChaosPlan::default()
+        };
+        let Some((store, direct, proxy)) = chaos_store("chaos-once", plan, TIMEOUTS).await? else {
+            return Ok(());
+        };
+        let store = store.with_sdk_retries(SdkRetryMode::Standard, 3);
+        let key = store_support::key("h", "r");
+        let outcome = store
+            .update_item(&key, &update, Expect::Any, ReturnValues::None)
+            .await;
+        let requests = proxy
+            .counts
+            .targeted
+            .load(std::sync::atomic::Ordering::SeqCst);
+        direct.delete_table().await?;
+        let e = outcome
+            .err()
+            .ok_or("an update succeeded through a proxy that fails them all")?;
+        let case = format!("{fault} {update:?}: {e}");
+        assert_eq!(requests, sent, "{case}");
+        assert_eq!(e.attempts(), Some(u32::try_from(sent)?), "{case}");
+        assert_eq!(e.may_have_applied(), fault == "500", "{case}");
+        assert_eq!(e.is_retryable(), safe, "{case}");
+        let says = if safe {
+            "sending it again is safe"
+        } else {
+            "not sent again"
+        };
+        assert!(e.to_string().contains(says), "{case}");
+    }
+    Ok(())
+}

@@ -253,6 +253,15 @@ impl MemoryStore {
     /// (or, for a transaction, conflict) is retried up to the plan's attempts, as the SDK
     /// retries `DynamoStore`'s calls; an attempt that failed this way did nothing.
     fn admit(&self, operation: Operation) -> Result<(), StoreError> {
+        self.admit_as(operation, true)
+    }
+
+    /// [`admit`](Self::admit) for a request that is `repeatable` or not (an update with an
+    /// increment or an append): one that is not is sent again only after throttling, as
+    /// `DynamoStore` does, since a transient error or a timeout on `DynamoDB` may have applied
+    /// it. The error that ends the call says how many attempts were made
+    /// ([`StoreError::gave_up`]).
+    fn admit_as(&self, operation: Operation, repeatable: bool) -> Result<(), StoreError> {
         let Some(faults) = &self.faults else {
             return Ok(());
         };
@@ -261,10 +270,14 @@ impl MemoryStore {
             attempt += 1;
             match self.inject(operation) {
                 Ok(_) => return Ok(()),
-                Err(e) if e.is_retryable() && attempt < faults.plan.attempts_allowed() => {
+                Err(e)
+                    if e.is_retryable()
+                        && (repeatable || e.is_throttled())
+                        && attempt < faults.plan.attempts_allowed() =>
+                {
                     crate::trace::retry();
                 }
-                Err(e) => return Err(e),
+                Err(e) => return Err(e.gave_up(attempt, repeatable)),
             }
         }
     }
@@ -1575,7 +1588,7 @@ impl Store for MemoryStore {
         returns: ReturnValues,
     ) -> Result<Option<Item>, StoreError> {
         self.check_stamp("UpdateItem", true).await?;
-        self.admit(Operation::UpdateItem)?;
+        self.admit_as(Operation::UpdateItem, update.is_repeatable())?;
         self.update_sync(key, update, &expect, returns)
     }
 

@@ -683,6 +683,21 @@ impl Update {
         Self::default()
     }
 
+    /// Whether applying this update twice leaves the item as applying it once: no increment,
+    /// decrement, append, prepend or numeric `ADD` (sets, `SET`, `REMOVE` and `DELETE` are
+    /// repeatable). A store never sends again an update that is not repeatable after a failure
+    /// that may have applied it.
+    pub fn is_repeatable(&self) -> bool {
+        self.actions.iter().all(|a| match a {
+            UpdateAction::Increment(..)
+            | UpdateAction::Decrement(..)
+            | UpdateAction::Append(..)
+            | UpdateAction::Prepend(..) => false,
+            UpdateAction::Add(_, v) => !matches!(v, AttributeValue::N(_)),
+            _ => true,
+        })
+    }
+
     /// Adds an action.
     pub fn action(mut self, action: UpdateAction) -> Self {
         self.actions.push(action);

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::config::AsyncSleep;
+use aws_sdk_dynamodb::config::retry::RetryConfig;
 use aws_sdk_dynamodb::operation::delete_item::DeleteItemError;
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
@@ -404,7 +405,7 @@ impl DynamoStore {
             .deletion_protection_enabled(def.deletion_protection)
             .set_tags((!tags.is_empty()).then_some(tags))
             .customize()
-            .interceptor(Counting)
+            .interceptor(Counting::default())
             .send()
             .await
             .map_err(|e| sdk_error(OP, e))?;
@@ -436,7 +437,7 @@ impl DynamoStore {
             .table_name(&self.table_name)
             .time_to_live_specification(spec)
             .customize()
-            .interceptor(Counting)
+            .interceptor(Counting::default())
             .send()
             .await
             .map_err(|e| self.created_without(OP, "Time to Live", &sdk_error(OP, e)))?;
@@ -461,7 +462,7 @@ impl DynamoStore {
                 .table_name(&self.table_name)
                 .point_in_time_recovery_specification(spec.clone())
                 .customize()
-                .interceptor(Counting)
+                .interceptor(Counting::default())
                 .send()
                 .await;
             let Err(e) = result else {
@@ -527,7 +528,7 @@ impl DynamoStore {
             .set_key(Some(to_aws(stamp::stamp_key(&self.definition))))
             .consistent_read(true)
             .customize()
-            .interceptor(Counting)
+            .interceptor(Counting::default())
             .send()
             .await
             .map_err(|e| sdk_error("GetItem", e))?;
@@ -555,7 +556,7 @@ impl DynamoStore {
             .describe_table()
             .table_name(&self.table_name)
             .customize()
-            .interceptor(Counting)
+            .interceptor(Counting::default())
             .send()
             .await
             .map_err(|e| sdk_error("DescribeTable", e))?;
@@ -572,7 +573,7 @@ impl DynamoStore {
             .describe_time_to_live()
             .table_name(&self.table_name)
             .customize()
-            .interceptor(Counting)
+            .interceptor(Counting::default())
             .send()
             .await
         {
@@ -587,7 +588,7 @@ impl DynamoStore {
             .describe_continuous_backups()
             .table_name(&self.table_name)
             .customize()
-            .interceptor(Counting)
+            .interceptor(Counting::default())
             .send()
             .await
         {
@@ -623,7 +624,7 @@ impl DynamoStore {
                 .resource_arn(arn)
                 .set_next_token(next.take())
                 .customize()
-                .interceptor(Counting)
+                .interceptor(Counting::default())
                 .send()
                 .await
             {
@@ -660,7 +661,7 @@ impl DynamoStore {
                 .describe_table()
                 .table_name(&self.table_name)
                 .customize()
-                .interceptor(Counting)
+                .interceptor(Counting::default())
                 .send()
                 .await
                 .map_err(|e| sdk_error(OP, e))?;
@@ -694,11 +695,19 @@ impl DynamoStore {
             .delete_table()
             .table_name(&self.table_name)
             .customize()
-            .interceptor(Counting)
+            .interceptor(Counting::default())
             .send()
             .await
             .map_err(|e| sdk_error("DeleteTable", e))?;
         Ok(())
+    }
+
+    /// The most attempts the SDK makes of one call (its retry configuration; 3 by default).
+    fn sdk_attempts(&self) -> u32 {
+        self.client.config().retry_config().map_or(
+            3,
+            aws_sdk_dynamodb::config::retry::RetryConfig::max_attempts,
+        )
     }
 
     async fn sleep(&self, delay: Duration) {
@@ -722,6 +731,7 @@ impl DynamoStore {
 
     async fn put(&self, item: Item, expect: Expect) -> Result<(), StoreError> {
         let r = self.write_request("PutItem", None, &expect)?;
+        let calls = Counting::default();
         let out = self
             .client
             .put_item()
@@ -733,7 +743,7 @@ impl DynamoStore {
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
             .return_consumed_capacity(aws::ReturnConsumedCapacity::Total)
             .customize()
-            .interceptor(Counting)
+            .interceptor(calls.clone())
             .send()
             .await
             .map_err(|e| {
@@ -742,7 +752,8 @@ impl DynamoStore {
                     _ => None,
                 };
                 with_current(sdk_error("PutItem", e), item)
-            })?;
+            })
+            .map_err(|e| e.gave_up(calls.attempts(), true))?;
         consumed(out.consumed_capacity.as_ref());
         Ok(())
     }
@@ -756,7 +767,7 @@ impl DynamoStore {
     ) -> Result<Option<Item>, StoreError> {
         const OP: &str = "UpdateItem";
         let r = self.write_request(OP, Some(update), &expect)?;
-        let out = self
+        let request = self
             .client
             .update_item()
             .table_name(&self.table_name)
@@ -773,18 +784,41 @@ impl DynamoStore {
                 ReturnValues::UpdatedNew => ReturnValue::UpdatedNew,
             })
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
-            .return_consumed_capacity(aws::ReturnConsumedCapacity::Total)
-            .customize()
-            .interceptor(Counting)
-            .send()
-            .await
-            .map_err(|e| {
-                let item = match e.as_service_error() {
-                    Some(UpdateItemError::ConditionalCheckFailedException(c)) => c.item.clone(),
-                    _ => None,
-                };
-                with_current(sdk_error(OP, e), item)
-            })?;
+            .return_consumed_capacity(aws::ReturnConsumedCapacity::Total);
+        // An update that would change the record again if applied twice (an increment, an
+        // append) is never sent again after a failure that may have applied it: the SDK's
+        // retries are off for it, and only throttled attempts (refused before anything was
+        // done) are sent again, by this loop, up to the SDK's attempts.
+        let repeatable = update.is_repeatable();
+        let mut attempts = 0;
+        let out = loop {
+            let calls = Counting::default();
+            let mut call = request.clone().customize().interceptor(calls.clone());
+            if !repeatable {
+                call = call.config_override(
+                    aws_sdk_dynamodb::config::Builder::new().retry_config(RetryConfig::disabled()),
+                );
+            }
+            let e = match call.send().await {
+                Ok(out) => break out,
+                Err(e) => e,
+            };
+            attempts += calls.attempts();
+            let item = match e.as_service_error() {
+                Some(UpdateItemError::ConditionalCheckFailedException(c)) => c.item.clone(),
+                _ => None,
+            };
+            let e = with_current(sdk_error(OP, e), item);
+            if !repeatable && e.is_throttled() && attempts < self.sdk_attempts() {
+                crate::trace::retry();
+                let pause = self
+                    .retry
+                    .backoff(attempts, super::batch::entropy(attempts));
+                self.sleep(pause).await;
+                continue;
+            }
+            return Err(e.gave_up(attempts, repeatable));
+        };
         consumed(out.consumed_capacity.as_ref());
         out.attributes
             .filter(|a| !a.is_empty())
@@ -805,16 +839,18 @@ impl DynamoStore {
                     .map_err(|e| build_error(OP, e))
             })
             .collect::<Result<Vec<_>, _>>()?;
+        let calls = Counting::default();
         let out = self
             .client
             .transact_get_items()
             .set_transact_items(Some(gets))
             .return_consumed_capacity(aws::ReturnConsumedCapacity::Total)
             .customize()
-            .interceptor(Counting)
+            .interceptor(calls.clone())
             .send()
             .await
-            .map_err(|e| sdk_error(OP, e))?;
+            .map_err(|e| sdk_error(OP, e))
+            .map_err(|e| e.gave_up(calls.attempts(), true))?;
         out.consumed_capacity()
             .iter()
             .for_each(|c| consumed(Some(c)));
@@ -831,6 +867,7 @@ impl DynamoStore {
         projection: Option<&[String]>,
     ) -> Result<Option<Item>, StoreError> {
         let r = Request::read("GetItem", None, projection)?;
+        let calls = Counting::default();
         let out = self
             .client
             .get_item()
@@ -841,16 +878,18 @@ impl DynamoStore {
             .set_expression_attribute_names(r.expr.names())
             .return_consumed_capacity(aws::ReturnConsumedCapacity::Total)
             .customize()
-            .interceptor(Counting)
+            .interceptor(calls.clone())
             .send()
             .await
-            .map_err(|e| sdk_error("GetItem", e))?;
+            .map_err(|e| sdk_error("GetItem", e))
+            .map_err(|e| e.gave_up(calls.attempts(), true))?;
         consumed(out.consumed_capacity.as_ref());
         out.item.map(|i| from_aws(i, "GetItem")).transpose()
     }
 
     async fn delete(&self, key: &Item, expect: Expect) -> Result<(), StoreError> {
         let r = self.write_request("DeleteItem", None, &expect)?;
+        let calls = Counting::default();
         let out = self
             .client
             .delete_item()
@@ -862,7 +901,7 @@ impl DynamoStore {
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
             .return_consumed_capacity(aws::ReturnConsumedCapacity::Total)
             .customize()
-            .interceptor(Counting)
+            .interceptor(calls.clone())
             .send()
             .await
             .map_err(|e| {
@@ -871,7 +910,8 @@ impl DynamoStore {
                     _ => None,
                 };
                 with_current(sdk_error("DeleteItem", e), item)
-            })?;
+            })
+            .map_err(|e| e.gave_up(calls.attempts(), true))?;
         consumed(out.consumed_capacity.as_ref());
         Ok(())
     }
@@ -947,13 +987,14 @@ impl DynamoStore {
             };
             items.push(item.build());
         }
+        let calls = Counting::default();
         let result = self
             .client
             .transact_write_items()
             .set_transact_items(Some(items))
             .return_consumed_capacity(aws::ReturnConsumedCapacity::Total)
             .customize()
-            .interceptor(Counting)
+            .interceptor(calls.clone())
             .send()
             .await;
         match result {
@@ -984,7 +1025,8 @@ impl DynamoStore {
                         .with_code("TransactionCanceledException")
                         .with_source(err));
                 }
-                Err(sdk_error(OP, err))
+                // sent again by the SDK under its idempotency token (ClientRequestToken)
+                Err(sdk_error(OP, err).gave_up(calls.attempts(), true))
             }
         }
     }
@@ -1009,6 +1051,7 @@ impl DynamoStore {
         let range: Vec<&str> = range.iter().map(|a| a.name.as_str()).collect();
         let r = Request::query(OP, request, &hash, &range)?;
         let limit = request.limit.map(|l| wire_limit(OP, l)).transpose()?;
+        let calls = Counting::default();
         let out = self
             .client
             .query()
@@ -1025,10 +1068,11 @@ impl DynamoStore {
             .set_consistent_read((self.consistent_read && request.index.is_none()).then_some(true))
             .return_consumed_capacity(aws::ReturnConsumedCapacity::Total)
             .customize()
-            .interceptor(Counting)
+            .interceptor(calls.clone())
             .send()
             .await
-            .map_err(|e| sdk_error(OP, e))?;
+            .map_err(|e| sdk_error(OP, e))
+            .map_err(|e| e.gave_up(calls.attempts(), true))?;
         consumed(out.consumed_capacity.as_ref());
         Ok(Page {
             consumed_capacity: out
@@ -1083,6 +1127,7 @@ impl DynamoStore {
         } else {
             (None, None)
         };
+        let calls = Counting::default();
         let out = self
             .client
             .scan()
@@ -1097,10 +1142,11 @@ impl DynamoStore {
             .set_consistent_read((request.consistent || self.consistent_read).then_some(true))
             .return_consumed_capacity(aws::ReturnConsumedCapacity::Total)
             .customize()
-            .interceptor(Counting)
+            .interceptor(calls.clone())
             .send()
             .await
-            .map_err(|e| sdk_error(OP, e))?;
+            .map_err(|e| sdk_error(OP, e))
+            .map_err(|e| e.gave_up(calls.attempts(), true))?;
         consumed(out.consumed_capacity.as_ref());
         let mut items = from_aws_all(out.items.unwrap_or_default(), OP)?;
         // the table stamp is no record
@@ -1183,7 +1229,7 @@ impl BatchSender for DynamoStore {
                 .request_items(&self.table_name, requests)
                 .return_consumed_capacity(aws::ReturnConsumedCapacity::Total)
                 .customize()
-                .interceptor(Counting)
+                .interceptor(Counting::default())
                 .send()
                 .await
                 .map_err(|e| sdk_error(OP, e))?;
@@ -1226,7 +1272,7 @@ impl BatchSender for DynamoStore {
                 .request_items(&self.table_name, request)
                 .return_consumed_capacity(aws::ReturnConsumedCapacity::Total)
                 .customize()
-                .interceptor(Counting)
+                .interceptor(Counting::default())
                 .send()
                 .await
                 .map_err(|e| sdk_error(OP, e))?;

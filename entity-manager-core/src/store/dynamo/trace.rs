@@ -9,11 +9,23 @@ use aws_sdk_dynamodb::config::{ConfigBag, Intercept, RuntimeComponents};
 use aws_sdk_dynamodb::error::BoxError;
 use aws_sdk_dynamodb::types::ConsumedCapacity;
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+
 use crate::trace;
 
-/// Counts the attempts, retries and throttles of a call into the current operation span.
-#[derive(Clone, Copy, Debug)]
-pub(super) struct Counting;
+/// Counts the attempts, retries and throttles of a call into the current operation span, and
+/// the attempts of this call (for [`StoreError::gave_up`](crate::store::StoreError::gave_up)).
+#[derive(Clone, Debug, Default)]
+pub(super) struct Counting(Arc<AtomicU32>);
+
+impl Counting {
+    /// The attempts this call sent (at least 1: a call that failed before sending counts as
+    /// one).
+    pub(super) fn attempts(&self) -> u32 {
+        self.0.load(Ordering::Relaxed).max(1)
+    }
+}
 
 /// The error codes `DynamoDB` throttles with.
 const THROTTLING: [&str; 3] = [
@@ -42,6 +54,7 @@ impl Intercept for Counting {
         _cfg: &mut ConfigBag,
     ) -> Result<(), BoxError> {
         trace::attempt();
+        self.0.fetch_add(1, Ordering::Relaxed);
         let attempt = context
             .request()
             .headers()
