@@ -17,15 +17,12 @@
 //! proptest prints the seed and the case.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 
 use entity_manager::query::Query;
-use entity_manager::store::{
-    Expect, FaultPlan, MemoryStore, Operation, Page, QueryPage, Store, StoreError, TableDefinition,
-};
+use entity_manager::store::{Expect, FaultPlan, MemoryStore, Operation, Store, TableDefinition};
 use entity_manager::{Error, Item, Schema, ShardSpace};
-use entity_manager_tests::{block_on, forward_store};
+use entity_manager_tests::{Observed, block_on};
 use proptest::prelude::*;
 
 mod query_support;
@@ -34,28 +31,6 @@ mod store_support;
 use query_support::{Record, dataset, in_store_order, schema, text, writes_of};
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
-
-/// A pass-through store that records what each shard query returned, with the number of the
-/// page it was made for.
-struct Observed<S> {
-    inner: S,
-    page: AtomicUsize,
-    seen: Mutex<Vec<(usize, Item)>>,
-}
-
-impl<S: Store> Store for Observed<S> {
-    forward_store!(inner: definition, name, put_item, get_item, delete_item, batch_write);
-    forward_store!(inner: batch_get, transact_write, update_item, transact_get, scan_page);
-
-    async fn query_page(&self, request: &QueryPage) -> Result<Page, StoreError> {
-        let page = self.inner.query_page(request).await?;
-        let k = self.page.load(Ordering::SeqCst);
-        if let Ok(mut seen) = self.seen.lock() {
-            seen.extend(page.items.iter().map(|i| (k, i.clone())));
-        }
-        Ok(page)
-    }
-}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Mode {
@@ -203,11 +178,7 @@ async fn check(
     let store = MemoryStore::new(TableDefinition::from_schema(schema)?).with_faults(plan);
     let (first, second) = records.split_at(records.len() / 2);
     store.batch_write(writes_of(schema, first)?).await?;
-    let observed = Observed {
-        inner: store,
-        page: AtomicUsize::new(0),
-        seen: Mutex::new(Vec::new()),
-    };
+    let observed = Observed::new(store);
     let mut later: Vec<Record> = second.iter().rev().cloned().collect();
     let q = query(&observed, schema, ask)?;
     let pages = page_to_the_end(&observed, &q, schema, &mut later).await?;
@@ -221,7 +192,7 @@ async fn check(
         .collect();
     let at = |item: &Item| pos.get(text(item, "userId")).copied();
 
-    let seen = observed.seen.lock().map_err(|_| "poisoned")?.clone();
+    let seen = observed.seen();
     if ask.mode == Mode::Union {
         check_union(&pages, &seen, &at, ask)?;
     } else {
