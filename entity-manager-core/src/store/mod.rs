@@ -76,7 +76,7 @@ pub use crate::limits::{ExpressionKind, ExpressionLimit};
 /// The AWS SDK for `DynamoDB` this crate is built on, at the version [`DynamoStore`] takes: build
 /// the client of [`DynamoStore::new`] or make raw calls with it, with no second
 /// `aws-sdk-dynamodb` to keep in step. Its `types::AttributeValue` is the SDK's, not
-/// [`AttributeValue`](crate::AttributeValue) (`serde_dynamo`'s); `.into()` converts either way.
+/// [`AttributeValue`] (`serde_dynamo`'s); `.into()` converts either way.
 #[cfg(feature = "dynamodb")]
 #[cfg_attr(docsrs, doc(cfg(feature = "dynamodb")))]
 pub use aws_sdk_dynamodb;
