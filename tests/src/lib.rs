@@ -78,6 +78,29 @@ impl<S: Store> Store for Observed<S> {
     }
 }
 
+/// A page of a query (`page`: the query's `page` with the same token each time), retried while
+/// it fails with a retryable shard query error (throttled, transient), as the paging guide
+/// says a caller may; up to 10,000 failures, then the error.
+pub async fn page_retrying<F, Fut>(
+    mut page: F,
+) -> Result<entity_manager::query::QueryPageResult, entity_manager::Error>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<entity_manager::query::QueryPageResult, entity_manager::Error>>,
+{
+    let mut failures = 0;
+    loop {
+        match page().await {
+            Err(entity_manager::Error::ShardQuery { source, .. })
+                if source.is_retryable() && failures < 10_000 =>
+            {
+                failures += 1;
+            }
+            other => return other,
+        }
+    }
+}
+
 /// Forwards the named [`Store`] methods to the store in field `$field`, inside an
 /// `impl Store for …` of a test double, so that the double writes out only the methods it
 /// changes. With `then $hook`, each forwarded call first runs `self.$hook()` (a counter, say).

@@ -831,22 +831,11 @@ mod query_oracle {
             let keys = |i: &Item| (text(i, "rangeKey"), text(i, "hashKey"));
             let mut pages: Vec<Vec<(String, String)>> = Vec::new();
             let mut token: Option<String> = None;
-            let mut failures = 0;
             loop {
                 store
                     .page
                     .store(pages.len(), std::sync::atomic::Ordering::SeqCst);
-                let page = match q.page(token.as_deref()).await {
-                    Ok(page) => page,
-                    Err(Error::ShardQuery { source, .. }) if source.is_retryable() => {
-                        failures += 1;
-                        if failures > 10_000 {
-                            return Err("too many failed pages".into());
-                        }
-                        continue;
-                    }
-                    Err(e) => return Err(e.into()),
-                };
+                let page = entity_manager_tests::page_retrying(|| q.page(token.as_deref())).await?;
                 pages.push(page.items.iter().map(keys).collect());
                 match page.next {
                     Some(next) => token = Some(next),
@@ -903,16 +892,11 @@ mod query_oracle {
             let mut again = Vec::new();
             let mut token: Option<String> = None;
             for _ in 0..10_000 {
-                match q.page(token.as_deref()).await {
-                    Ok(page) => {
-                        again.extend(page.items.iter().map(keys));
-                        match page.next {
-                            Some(next) => token = Some(next),
-                            None => break,
-                        }
-                    }
-                    Err(Error::ShardQuery { source, .. }) if source.is_retryable() => {}
-                    Err(e) => return Err(e.into()),
+                let page = entity_manager_tests::page_retrying(|| q.page(token.as_deref())).await?;
+                again.extend(page.items.iter().map(keys));
+                match page.next {
+                    Some(next) => token = Some(next),
+                    None => break,
                 }
             }
             if again != want {

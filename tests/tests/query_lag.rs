@@ -22,7 +22,7 @@ use std::sync::atomic::Ordering;
 use entity_manager::query::Query;
 use entity_manager::store::{Expect, FaultPlan, MemoryStore, Operation, Store, TableDefinition};
 use entity_manager::{Error, Item, Schema, ShardSpace};
-use entity_manager_tests::{Observed, block_on};
+use entity_manager_tests::{Observed, block_on, page_retrying};
 use proptest::prelude::*;
 
 mod query_support;
@@ -135,20 +135,9 @@ async fn page_to_the_end<S: Store>(
     let user = schema.entity("user")?;
     let mut pages = Vec::new();
     let mut token: Option<String> = None;
-    let mut failures = 0usize;
     loop {
         observed.page.store(pages.len(), Ordering::SeqCst);
-        let page = match query.page(token.as_deref()).await {
-            Ok(page) => page,
-            Err(Error::ShardQuery { source, .. }) if source.is_retryable() => {
-                failures += 1;
-                if failures > 10_000 {
-                    return Err("too many failed pages".into());
-                }
-                continue;
-            }
-            Err(other) => return Err(other.into()),
-        };
+        let page = page_retrying(|| query.page(token.as_deref())).await?;
         pages.push(page.items);
         if let Some(record) = later.pop() {
             observed
