@@ -294,3 +294,24 @@ pub fn block_on<F: Future>(future: F) -> F::Output {
         std::thread::park();
     }
 }
+
+/// A xorshift64 generator for the writers and datasets of the property tests: the same seed
+/// gives the same sequence (proptest's seed decides it, so a failing case replays).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct XorShift(u64);
+
+impl XorShift {
+    /// A generator from `seed` (any value: a zero state is avoided).
+    #[must_use]
+    pub fn new(seed: u64) -> Self {
+        Self(seed | 1)
+    }
+
+    /// The next number below `m` (`m` > 0).
+    pub fn below(&mut self, m: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % m.max(1)
+    }
+}

@@ -36,7 +36,7 @@ struct Log {
     /// Records written, moved or deleted since the paging began.
     touched: HashSet<String>,
     /// A xorshift state: the same seed gives the same writes at the same reads.
-    rng: u64,
+    rng: entity_manager_tests::XorShift,
     /// New records made so far (their ids).
     made: usize,
     /// Writes made.
@@ -45,10 +45,7 @@ struct Log {
 
 impl Log {
     fn next(&mut self, m: u64) -> u64 {
-        self.rng ^= self.rng << 13;
-        self.rng ^= self.rng >> 7;
-        self.rng ^= self.rng << 17;
-        self.rng % m
+        self.rng.below(m)
     }
 }
 
@@ -392,7 +389,7 @@ fn churn<'s, S: Store>(
         range_attr: range_attr_of(ask),
         log: Mutex::new(Log {
             live: records.iter().map(|r| (r.id.clone(), r.clone())).collect(),
-            rng: seed | 1,
+            rng: entity_manager_tests::XorShift::new(seed),
             ..Log::default()
         }),
     }

@@ -7,11 +7,11 @@
 
 use std::sync::Mutex;
 
-use entity_manager::query::Query;
+use entity_manager::query::{MultiQuery, Query, QueryPageResult};
 use entity_manager::store::{
     MemoryStore, Page, QueryPage, Store, StoreError, TableDefinition, WriteRequest,
 };
-use entity_manager::{Schema, ShardSpace};
+use entity_manager::{EntityExt as _, Schema, ShardSpace, Table as _};
 use entity_manager_tests::{block_on, forward_store};
 use serde_json::json;
 
@@ -65,25 +65,45 @@ fn loaded(
 /// page, the mean per page, the lanes, and the items returned.
 type Cost = (f64, usize, f64, usize, usize);
 
-/// Pages to the end, and what it cost.
-fn paged(
-    store: &MemoryStore,
-    schema: &Schema,
+/// One page of a query, from the token of the page before.
+type Pager<'s> = Box<dyn Fn(Option<&str>) -> entity_manager::Result<QueryPageResult> + 's>;
+
+/// The classic query of the `score` index.
+fn classic<'s>(
+    store: &'s MemoryStore,
+    schema: &'s Schema,
+) -> impl Fn(usize, bool) -> Pager<'s> + Copy + 's {
+    move |limit, descending| {
+        Box::new(move |token: Option<&str>| {
+            let user = schema.entity("user")?;
+            block_on(
+                Query::new(store, user)
+                    .index("score")
+                    .window(0, 10_000)
+                    .limit(limit)
+                    .descending(descending)
+                    .page(token),
+            )
+        })
+    }
+}
+
+/// Pages `query` (limit `limit`, direction `descending`) to the end, and what it cost.
+fn paged<F>(
+    query: impl Fn(usize, bool) -> F,
     limit: usize,
     descending: bool,
-) -> Result<Cost, Box<dyn std::error::Error>> {
-    let user = schema.entity("user")?;
-    let query = Query::new(store, user)
-        .index("score")
-        .window(0, 10_000)
-        .limit(limit)
-        .descending(descending);
+) -> Result<Cost, Box<dyn std::error::Error>>
+where
+    F: Fn(Option<&str>) -> entity_manager::Result<QueryPageResult>,
+{
+    let page_of = query(limit, descending);
     let (mut read, mut returned, mut pages, mut queries, mut most) =
         (0usize, 0usize, 0usize, 0usize, 0usize);
     let mut lanes;
     let mut token: Option<String> = None;
     loop {
-        let page = block_on(query.page(token.as_deref()))?;
+        let page = page_of(token.as_deref())?;
         read += page.stats.items_read;
         returned += page.items.len();
         queries += page.stats.shard_queries;
@@ -106,16 +126,18 @@ fn paged(
     ))
 }
 
-fn check(
+fn check<F>(
     name: &str,
-    schema: &Schema,
-    store: &MemoryStore,
+    query: impl Fn(usize, bool) -> F + Copy,
     count: usize,
     limits: &[usize],
-) -> TestResult {
+) -> TestResult
+where
+    F: Fn(Option<&str>) -> entity_manager::Result<QueryPageResult>,
+{
     for &limit in limits {
         for descending in [false, true] {
-            let (per_item, most, mean, lanes, returned) = paged(store, schema, limit, descending)?;
+            let (per_item, most, mean, lanes, returned) = paged(query, limit, descending)?;
             println!(
                 "{name}, limit {limit}{}: {per_item:.2} items read per item returned, {mean:.2} shard queries a page (most {most}) over {lanes} lanes",
                 if descending { ", descending" } else { "" }
@@ -141,8 +163,7 @@ fn one_value_over_68_lanes() -> TestResult {
     let store = loaded(&schema, 300, 2_000, 1)?;
     check(
         "300 records, 1 value, 68 lanes",
-        &schema,
-        &store,
+        classic(&store, &schema),
         300,
         &[1, 7, 100],
     )
@@ -155,8 +176,7 @@ fn three_values_over_64_lanes() -> TestResult {
     let store = loaded(&schema, 10_000, 2_000, 3)?;
     check(
         "10,000 records, 3 values, 64 lanes",
-        &schema,
-        &store,
+        classic(&store, &schema),
         10_000,
         &[1, 7, 100],
     )
@@ -213,6 +233,155 @@ fn a_window_of_one_lane_reads_each_page_in_one_request() -> TestResult {
         }
     }
     // the records created before the first sharded bump: (i * 7,919) % 2,000 < 1,000
+    let expected = (0..200u64).filter(|i| (i * 7_919) % 2_000 < 1_000).count();
+    assert_eq!(returned, expected);
+    Ok(())
+}
+
+/// The multi-attribute side: members of a club, indexed by group (sharded) on (score, rank).
+#[derive(entity_manager::Table)]
+#[table(entities(Member, Solo))]
+struct Club;
+
+/// 68 lanes: 4 shards, then 64.
+#[derive(entity_manager::Entity, serde::Serialize, serde::Deserialize, Clone, Debug)]
+#[serde(rename_all = "camelCase")]
+#[entity(table = Club, unique = member_id, timestamp = created)]
+#[shard_bumps(bumps = [
+    bump(timestamp = 0, char_bits = 2, chars = 1),
+    bump(timestamp = 1_000, char_bits = 5, chars = 2)
+])]
+#[index(name = "byGroup", hash = [group], range = [score, rank], sharded)]
+#[allow(clippy::struct_field_names)] // fields are named after their attributes
+struct Member {
+    #[transcode("string")]
+    member_id: String,
+    #[transcode("timestamp")]
+    created: u64,
+    group: String,
+    score: i64,
+    rank: i64,
+}
+
+/// One lane before time 1,000 (unsharded), 4 after.
+#[derive(entity_manager::Entity, serde::Serialize, serde::Deserialize, Clone, Debug)]
+#[serde(rename_all = "camelCase")]
+#[entity(table = Club, unique = solo_id, timestamp = created)]
+#[shard_bumps(bumps = [
+    bump(timestamp = 0, char_bits = 1, chars = 0),
+    bump(timestamp = 1_000, char_bits = 2, chars = 1)
+])]
+#[index(name = "byGroup", hash = [group], range = [score, rank], sharded)]
+#[allow(clippy::struct_field_names)] // fields are named after their attributes
+struct Solo {
+    #[transcode("string")]
+    solo_id: String,
+    #[transcode("timestamp")]
+    created: u64,
+    group: String,
+    score: i64,
+    rank: i64,
+}
+
+/// A club of `count` members and as many solos, created over `0..2,000`, with `values`
+/// distinct sort tuples.
+fn club(count: u64, values: u64) -> Result<MemoryStore, Box<dyn std::error::Error>> {
+    let club = MemoryStore::new(TableDefinition::from_schema(Club::schema()?)?);
+    let mut writes = Vec::new();
+    for i in 0..count {
+        let (created, score, rank) = ((i * 7_919) % 2_000, i64::try_from(i % values)?, 7);
+        let member = Member {
+            member_id: format!("m{i:05}"),
+            created,
+            group: "g".into(),
+            score,
+            rank,
+        };
+        let solo = Solo {
+            solo_id: format!("s{i:05}"),
+            created,
+            group: "g".into(),
+            score,
+            rank,
+        };
+        writes.push(WriteRequest::Put(member.to_item()?));
+        writes.push(WriteRequest::Put(solo.to_item()?));
+    }
+    block_on(club.batch_write(writes))?;
+    Ok(club)
+}
+
+/// The multi-attribute query of the club's `byGroup` index over `E`'s shards.
+fn multi<'s, E: entity_manager::EntityExt>(
+    store: &'s MemoryStore,
+    window: (u64, u64),
+) -> impl Fn(usize, bool) -> Pager<'s> + Copy + 's {
+    move |limit, descending| {
+        Box::new(move |token: Option<&str>| {
+            block_on(
+                MultiQuery::new(store, E::schema()?, "byGroup")
+                    .hash([entity_manager::AttributeValue::S("g".into())])
+                    .window(window.0, window.1)
+                    .limit(limit)
+                    .descending(descending)
+                    .page(token),
+            )
+        })
+    }
+}
+
+/// 300 members over 68 lanes sharing one sort tuple: `MultiQuery` runs on the same engine, at
+/// the same bounds.
+#[test]
+fn one_tuple_over_68_lanes() -> TestResult {
+    let store = club(300, 1)?;
+    check(
+        "MultiQuery: 300 records, 1 tuple, 68 lanes",
+        multi::<Member>(&store, (0, 10_000)),
+        300,
+        &[1, 7, 100],
+    )
+}
+
+/// 3,000 members over 68 lanes with 3 sort tuples.
+#[test]
+fn three_tuples_over_68_lanes() -> TestResult {
+    let store = club(3_000, 3)?;
+    check(
+        "MultiQuery: 3,000 records, 3 tuples, 68 lanes",
+        multi::<Member>(&store, (0, 10_000)),
+        3_000,
+        &[1, 7, 100],
+    )
+}
+
+/// A `MultiQuery` whose window holds one lane sends one request of the page's limit a page.
+#[test]
+fn a_multi_query_of_one_lane_reads_each_page_in_one_request() -> TestResult {
+    let counting = Counting {
+        inner: club(200, 50)?,
+        limits: Mutex::new(Vec::new()),
+    };
+    let mut token: Option<String> = None;
+    let mut returned = 0;
+    loop {
+        let page = block_on(
+            MultiQuery::new(&counting, Solo::schema()?, "byGroup")
+                .hash([entity_manager::AttributeValue::S("g".into())])
+                .window(0, 999)
+                .limit(25)
+                .page_size(10)
+                .page(token.as_deref()),
+        )?;
+        let limits = std::mem::take(&mut *counting.limits.lock().map_err(|_| "poisoned")?);
+        assert_eq!(limits, [Some(25)], "one request of the page's limit");
+        assert_eq!(page.stats.shards, 1);
+        returned += page.items.len();
+        token = page.next;
+        if token.is_none() {
+            break;
+        }
+    }
     let expected = (0..200u64).filter(|i| (i * 7_919) % 2_000 < 1_000).count();
     assert_eq!(returned, expected);
     Ok(())

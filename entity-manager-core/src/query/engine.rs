@@ -66,18 +66,33 @@ use serde_dynamo::{AttributeValue, Item};
 
 use super::QueryStats;
 use super::estimate::{self, MARGIN};
-use super::plan::Plan;
+use super::lanes::{Key, Lanes};
 use super::token::{Boundary, StreamState};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::store::value::Scalar;
 use crate::store::{Page, QueryPage, RangeCondition, Store};
 
-/// A range key in scan order: "earlier in the scan" is always `<` (keys as `DynamoDB` orders
-/// them when ascending, reversed when descending). One engine uses one variant only.
+/// A key in scan order: "earlier in the scan" is always `<` (keys as `DynamoDB` orders them
+/// when ascending, reversed when descending). One engine uses one variant only.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Pos {
-    Up(Scalar),
-    Down(Reverse<Scalar>),
+    Up(Key),
+    Down(Reverse<Key>),
+}
+
+impl Pos {
+    /// The value of the conditioned attribute (the range key itself, for a classic index).
+    fn head(&self) -> Option<&Scalar> {
+        match self {
+            Self::Up(key) | Self::Down(Reverse(key)) => key.head(),
+        }
+    }
+
+    /// Whether two keys share the value of the conditioned attribute: a read from the value of
+    /// one holds the other.
+    fn same_head(&self, other: &Self) -> bool {
+        self.head() == other.head()
+    }
 }
 
 /// How far a lane is read at one range key, in scan order: none of its items there (but every
@@ -90,11 +105,13 @@ enum Upto {
 }
 
 /// How far a lane is read: every item it holds before this point (in its own order) was read.
+/// `value` is the point's value of the conditioned attribute (none when equality fixes every
+/// sort attribute).
 #[derive(Clone, Debug)]
 struct Front {
     pos: Pos,
     upto: Upto,
-    value: AttributeValue,
+    value: Option<AttributeValue>,
 }
 
 /// A frontier in the page's global order (range key, lane rank, within the lane). A lane read
@@ -471,15 +488,27 @@ fn narrow(
     }
 }
 
-/// Runs one page of one stream over the given indexes of the plan.
-pub(crate) struct Engine<'p, 'a, S> {
-    pub(crate) plan: &'p Plan<'a>,
+/// The previous pages' span on the conditioned attribute: where they start (a running start,
+/// see [`estimate::span_start`]) and where the last one ended, and whether they are in a run
+/// of ties.
+#[derive(Debug)]
+struct Span {
+    first: AttributeValue,
+    last: AttributeValue,
+    run: bool,
+}
+
+/// Runs one page of one stream over the given sources of the plan.
+pub(crate) struct Engine<'p, P, S> {
+    pub(crate) plan: &'p P,
     pub(crate) store: &'p S,
     pub(crate) page_size: usize,
     pub(crate) throttle: usize,
+    /// Several sources may return one record (and so it is deduplicated by its identity).
+    pub(crate) dedupe: bool,
 }
 
-impl<S: Store> Engine<'_, '_, S> {
+impl<P: Lanes, S: Store> Engine<'_, P, S> {
     /// Emits up to `want` items from the lanes of `indexes` (positions into the plan), starting
     /// from `state` (the stream's boundary and one flag per lane, index-major), deduplicating by
     /// unique value against `seen`.
@@ -493,14 +522,22 @@ impl<S: Store> Engine<'_, '_, S> {
         totals: &mut QueryStats,
     ) -> Result<StreamPage> {
         let boundary = state.boundary.as_ref();
+        let span = boundary.and_then(|b| {
+            Some(Span {
+                first: b.first.clone(),
+                last: self.plan.boundary_value(b)?,
+                run: b.run,
+            })
+        });
+        let span = span.as_ref();
         let mut merge = self.merge(indexes, state);
         let throttle = self.throttle.max(1);
         // where the page probably ends (`predict`)
-        let margin = boundary.map_or(MARGIN, |b| {
+        let margin = span.map_or(MARGIN, |b| {
             let averaged = estimate::averaged(&b.first, &b.last);
             estimate::margin(want, merge.live(), throttle, averaged)
         });
-        let (staged, mut predicted) = self.predict(&merge, boundary, want, margin);
+        let (staged, mut predicted) = self.predict(&merge, span, want, margin);
         // the previous pages did not move: the page probably ends at the same range key, and
         // the lanes are read in the global order, a few at a time (`allowance` reads in flight,
         // doubled each time they are all back)
@@ -526,7 +563,7 @@ impl<S: Store> Engine<'_, '_, S> {
                         // predict once more, from what that range held; then read unbounded
                         // (only an unbounded read finds that a lane has nothing left)
                         let found = out.len() + merge.buffered;
-                        predicted = boundary.and_then(|b| {
+                        predicted = span.and_then(|b| {
                             self.repredict(b, end, (found, want, merge.live()), repredicted)
                         });
                         repredicted += 1;
@@ -534,7 +571,7 @@ impl<S: Store> Engine<'_, '_, S> {
                         && known.is_none()
                         && repredicted == 0
                         && let Some(end) =
-                            self.refined(&merge, boundary, (want, remaining), news, &inflight)
+                            self.refined(&merge, span, (want, remaining), news, &inflight)
                     {
                         // what the reads back found bounds the next ones
                         predicted = Some(end);
@@ -544,7 +581,7 @@ impl<S: Store> Engine<'_, '_, S> {
                         && predicted
                             .as_ref()
                             .zip(merge.mark.as_ref())
-                            .is_some_and(|(end, mark)| end.pos == mark.pos);
+                            .is_some_and(|(end, mark)| end.pos.same_head(&mark.pos));
                     let free = if tied {
                         allowance.saturating_sub(inflight.len())
                     } else {
@@ -582,7 +619,7 @@ impl<S: Store> Engine<'_, '_, S> {
                 rank: merge.lanes[h].rank,
                 lane: h,
             });
-            if !seen.insert(self.plan.unique_of(&item).unwrap_or_default()) {
+            if self.dedupe && !seen.insert(self.plan.identity(&item).unwrap_or_default()) {
                 // the same record from another index of the stream, at the same position
                 totals.duplicates_removed += 1;
                 // the page now ends one item further
@@ -601,7 +638,7 @@ impl<S: Store> Engine<'_, '_, S> {
         while let Some(done) = inflight.next().await {
             self.settle(&mut merge, done, totals)?;
         }
-        let boundary = self.next_boundary(&merge, &out, ends, predicted.as_ref(), boundary);
+        let boundary = self.next_boundary(&merge, &out, ends, predicted.as_ref(), (boundary, span));
         let exhausted = merge
             .lanes
             .iter()
@@ -617,27 +654,44 @@ impl<S: Store> Engine<'_, '_, S> {
     }
 
     /// The boundary after a page that returned `out` (`None` when it returned nothing and
-    /// the stream had not started), from the `previous` one.
+    /// the stream had not started), from the `previous` one (and its span).
     fn next_boundary(
         &self,
         merge: &Merge,
         out: &[Item],
         ends: Ends,
         predicted: Option<&End>,
-        previous: Option<&Boundary>,
+        (previous, span): (Option<&Boundary>, Option<&Span>),
     ) -> Option<Boundary> {
-        let range_key = |item: Option<&Item>, index: Option<usize>| {
-            item.zip(index)
-                .and_then(|(item, index)| item.get(&self.plan.indexes[index].range_attr))
+        let plan = self.plan;
+        let value = |item: Option<&Item>, source: Option<usize>| {
+            item.zip(source)
+                .and_then(|(item, source)| plan.value(source, item))
                 .cloned()
         };
-        let (Some(first), Some(last), Some(unique)) = (
-            range_key(out.first(), ends.first_from),
-            range_key(out.last(), ends.last_from),
-            out.last().and_then(|item| self.plan.unique_of(item)),
-        ) else {
+        let (Some(last_item), Some(last_from)) = (out.last(), ends.last_from) else {
             // nothing returned: the stream stands where it stood
             return previous.cloned();
+        };
+        let (Some(last), Some(unique)) = (
+            plan.boundary_last(last_from, last_item),
+            plan.identity(last_item),
+        ) else {
+            return previous.cloned();
+        };
+        // the span the pages cover, on the conditioned attribute (none when equality fixes
+        // every sort attribute: nothing to predict)
+        let (Some(first_value), Some(last_value)) = (
+            value(out.first(), ends.first_from),
+            value(Some(last_item), Some(last_from)),
+        ) else {
+            return Some(Boundary {
+                first: AttributeValue::N("0".into()),
+                last,
+                unique,
+                lane: ends.last_lane,
+                run: false,
+            });
         };
         // every lane read up to the prediction: the items found up to there measure how far
         // a page reaches
@@ -650,19 +704,21 @@ impl<S: Store> Engine<'_, '_, S> {
                 let ratio = out.len() as f64 / found as f64;
                 (found > 0).then_some((&end.value, ratio))
             });
-        // a page that ended at the range key the previous one ended at did not move, and a page
-        // of several items all at one range key lies inside one: it is in a run of ties, and so
+        // a page that ended at the value the previous one ended at did not move, and a page of
+        // several items all at one value lies inside one: it is in a run of ties, and so
         // (probably) is the next page (a page of one item says nothing)
-        let stayed = previous.is_some_and(|p| estimate::compare(&p.last, &last) == Ordering::Equal);
-        let run = stayed || (out.len() > 1 && estimate::compare(&first, &last) == Ordering::Equal);
+        let stayed =
+            span.is_some_and(|p| estimate::compare(&p.last, &last_value) == Ordering::Equal);
+        let run = stayed
+            || (out.len() > 1 && estimate::compare(&first_value, &last_value) == Ordering::Equal);
         Some(Boundary {
             first: if stayed {
-                last.clone()
+                last_value
             } else {
                 estimate::span_start(
-                    previous.map(|b| (&b.first, &b.last)),
-                    &first,
-                    &last,
+                    span.map(|b| (&b.first, &b.last)),
+                    &first_value,
+                    &last_value,
                     measured,
                 )
             },
@@ -674,31 +730,31 @@ impl<S: Store> Engine<'_, '_, S> {
         })
     }
 
-    /// The position of a range key value in this scan.
-    fn pos(&self, value: &AttributeValue) -> Option<Pos> {
-        let scalar = Scalar::any(value)?;
-        Some(if self.plan.descending {
-            Pos::Down(Reverse(scalar))
+    /// A key in this scan's order.
+    fn scan(&self, key: Key) -> Pos {
+        if self.plan.descending() {
+            Pos::Down(Reverse(key))
         } else {
-            Pos::Up(scalar)
-        })
+            Pos::Up(key)
+        }
+    }
+
+    /// The position of an item (or a page key) of `source`.
+    fn pos(&self, source: usize, item: &Item) -> Option<Pos> {
+        self.plan.key(source, item).map(|key| self.scan(key))
+    }
+
+    /// The position past every item whose conditioned attribute is `value`.
+    fn through(&self, value: &AttributeValue) -> Option<Pos> {
+        self.plan.key_through(value).map(|key| self.scan(key))
     }
 
     fn end(&self, value: AttributeValue) -> Option<End> {
-        self.pos(&value).map(|pos| End {
+        self.through(&value).map(|pos| End {
             pos,
             value,
             rank: None,
         })
-    }
-
-    /// Whether the index of a lane is keyed on the table's own keys: a range key is then
-    /// unique in its partition, and a lane that read an item at a range key holds no other
-    /// there.
-    fn unique_keys(&self, index: usize) -> bool {
-        let plan = self.plan;
-        plan.indexes[index].range_attr == *plan.schema.table().range_key
-            && plan.hash_attr == *plan.schema.table().hash_key
     }
 
     /// A new predicted end, when the range from the boundary (where the page began) to `end`
@@ -712,7 +768,7 @@ impl<S: Store> Engine<'_, '_, S> {
     /// bound (`None`), so that a density changed by orders of magnitude costs one more wave.
     fn repredict(
         &self,
-        boundary: &Boundary,
+        boundary: &Span,
         end: &End,
         (found, want, live): (usize, usize, usize),
         earlier: usize,
@@ -746,7 +802,7 @@ impl<S: Store> Engine<'_, '_, S> {
     fn predict(
         &self,
         merge: &Merge,
-        boundary: Option<&Boundary>,
+        boundary: Option<&Span>,
         want: usize,
         margin: f64,
     ) -> (bool, Option<End>) {
@@ -775,7 +831,7 @@ impl<S: Store> Engine<'_, '_, S> {
     fn refined<F>(
         &self,
         merge: &Merge,
-        boundary: Option<&Boundary>,
+        boundary: Option<&Span>,
         (want, remaining): (usize, usize),
         news: usize,
         inflight: &FuturesUnordered<F>,
@@ -793,7 +849,7 @@ impl<S: Store> Engine<'_, '_, S> {
     fn refine(
         &self,
         merge: &Merge,
-        boundary: &Boundary,
+        boundary: &Span,
         want: usize,
         remaining: usize,
         q: f64,
@@ -807,9 +863,9 @@ impl<S: Store> Engine<'_, '_, S> {
         if !(span.is_finite() && span > 0.0) {
             return None;
         }
-        let descending = self.plan.descending;
+        let descending = self.plan.descending();
         let distance = |pos: &Pos| -> Option<f64> {
-            let (Pos::Up(Scalar::N(n)) | Pos::Down(Reverse(Scalar::N(n)))) = pos else {
+            let Some(Scalar::N(n)) = pos.head() else {
                 return None;
             };
             let d = if descending {
@@ -849,17 +905,17 @@ impl<S: Store> Engine<'_, '_, S> {
     /// read up to `v`, none of their items at `v` returned yet.
     fn merge(&self, indexes: &[usize], state: &StreamState) -> Merge {
         let plan = self.plan;
-        let shards = plan.hash_keys.len();
+        let shards = plan.shards();
         // lanes rank by their table hash key (then shard), in scan order
         let mut order: Vec<usize> = (0..shards).collect();
         order.sort_by(|&a, &b| {
-            plan.table_hash_keys[a]
-                .cmp(&plan.table_hash_keys[b])
+            plan.table_hash_key(a)
+                .cmp(plan.table_hash_key(b))
                 .then(a.cmp(&b))
         });
         let mut rank_of = vec![0usize; shards];
         for (rank, &shard) in order.iter().enumerate() {
-            rank_of[shard] = if plan.descending {
+            rank_of[shard] = if plan.descending() {
                 shards - 1 - rank
             } else {
                 rank
@@ -898,10 +954,10 @@ impl<S: Store> Engine<'_, '_, S> {
             }
         }
         let after = state.boundary.as_ref().and_then(|b| {
-            let pos = self.pos(&b.last)?;
-            Some((b, pos))
+            let pos = self.scan(plan.boundary_key(b)?);
+            Some((b, pos, plan.boundary_value(b)))
         });
-        if let Some((b, pos)) = after {
+        if let Some((b, pos, value)) = after {
             let mark = match b.lane.and_then(|t| merge.lanes.get(t).map(|l| (t, l.rank))) {
                 Some((t, rank)) => Mark { pos, rank, lane: t },
                 // a boundary without its lane (no token written today has one): everything at
@@ -916,20 +972,20 @@ impl<S: Store> Engine<'_, '_, S> {
                 let (upto, cursor) = match lane.rank.cmp(&mark.rank) {
                     Ordering::Less => (Upto::All, None),
                     Ordering::Equal => {
-                        let key = plan.resume_key(lane.index, lane.shard, &b.unique, &b.last);
-                        let upto = if self.unique_keys(lane.index) {
+                        let key = plan.resume_key(lane.index, lane.shard, b);
+                        let upto = if plan.unique_keys(lane.index) {
                             Upto::All
                         } else {
                             Upto::Part
                         };
-                        (upto, Some((mark.pos.clone(), key)))
+                        (upto, key.map(|key| (mark.pos.clone(), key)))
                     }
                     Ordering::Greater => (Upto::Before, None),
                 };
                 lane.frontier = Some(Front {
                     pos: mark.pos.clone(),
                     upto,
-                    value: b.last.clone(),
+                    value: value.clone(),
                 });
                 lane.cursor = cursor;
             }
@@ -964,9 +1020,8 @@ impl<S: Store> Engine<'_, '_, S> {
         let end = if keys.len() >= remaining {
             let (_, &mut (pos, rank, t, i), _) = keys.select_nth_unstable(remaining - 1);
             let lane = &merge.lanes[t];
-            lane.buffer[i]
-                .1
-                .get(&self.plan.indexes[lane.index].range_attr)
+            self.plan
+                .value(lane.index, &lane.buffer[i].1)
                 .map(|value| End {
                     pos: pos.clone(),
                     value: value.clone(),
@@ -1050,17 +1105,18 @@ impl<S: Store> Engine<'_, '_, S> {
             };
             let end = end.cloned();
             let request = merge.update(t, |lane| self.request(lane, limit, end.as_ref(), in_run));
-            if let Some((request, bounded)) = request {
+            if let Some((request, stop)) = request {
                 merge.lanes[t].busy = true;
-                reads.push((t, request, end.filter(|_| bounded), limit));
+                reads.push((t, request, stop, limit));
             }
         }
         reads
     }
 
     /// The next read of a lane, up to `end`; `None` when the lane is settled without one (it
-    /// was already read past the end, or nothing can match up to it). The flag tells whether
-    /// the read stops at the end.
+    /// was already read past the end, or nothing can match up to it). With it, where the read
+    /// stops (`None`: it runs to the lane's end), so that running out means "read through
+    /// there".
     ///
     /// A read starts where the lane was read through: right after its last item read when
     /// that item is at its frontier (`ExclusiveStartKey`), else at the frontier's range key
@@ -1071,17 +1127,21 @@ impl<S: Store> Engine<'_, '_, S> {
         limit: u32,
         end: Option<&End>,
         in_run: bool,
-    ) -> Option<(QueryPage, bool)> {
+    ) -> Option<(QueryPage, Option<End>)> {
         lane.fresh = false;
         let plan = self.plan;
-        let index = &plan.indexes[lane.index];
+        let user = plan.condition(lane.index);
+        let descending = plan.descending();
         if let (Some(end), Some(front)) = (end, &lane.frontier)
             && global(front, lane.rank) >= end.threshold()
         {
             // already read through the end
             return None;
         }
-        let narrowed = narrow(index.range.as_ref(), end.map(|e| &e.value), plan.descending);
+        if let Some(within) = self.within(lane, limit) {
+            return Some(within);
+        }
+        let narrowed = narrow(user, end.map(|e| &e.value), descending);
         let (condition, bounded) = match narrowed {
             Narrowed::Empty => {
                 // nothing up to the end: the lane is read that far
@@ -1089,7 +1149,7 @@ impl<S: Store> Engine<'_, '_, S> {
                     lane.frontier = Some(Front {
                         pos: end.pos.clone(),
                         upto: Upto::All,
-                        value: end.value.clone(),
+                        value: Some(end.value.clone()),
                     });
                 }
                 return None;
@@ -1100,23 +1160,26 @@ impl<S: Store> Engine<'_, '_, S> {
         let (condition, start, bounded) = match &lane.frontier {
             None => (condition, None, bounded),
             Some(front) => {
+                // a read resumes after the lane's last item when that item lies at the value
+                // of the conditioned attribute the read starts from (a key condition must hold
+                // the page key it starts after)
                 let start = lane
                     .cursor
                     .as_ref()
-                    .filter(|(pos, _)| *pos == front.pos)
+                    .filter(|(pos, _)| pos.same_head(&front.pos))
                     .map(|(_, key)| key.clone());
-                if strict
-                    && let Some(condition) =
-                        strictly_after(index.range.as_ref(), &front.value, plan.descending)
-                {
+                let Some(value) = &front.value else {
+                    // equality fixes every sort attribute: no condition to narrow
+                    let stop = end.filter(|_| bounded).map(|end| self.covered(end));
+                    return Some((self.requested(lane, limit, condition, start), stop));
+                };
+                if strict && let Some(condition) = strictly_after(user, value, descending) {
                     // read through a range key, and no item there to start after: strictly
                     // after it, without the end (a key condition cannot stop at the end and
                     // start strictly after a value; starting at the value would read its run
                     // of ties again)
                     (Some(condition), None, false)
-                } else if let Some(condition) =
-                    from_boundary(condition, &front.value, plan.descending)
-                {
+                } else if let Some(condition) = from_boundary(condition, value, descending) {
                     (Some(condition), start, bounded)
                 } else {
                     match end {
@@ -1126,7 +1189,7 @@ impl<S: Store> Engine<'_, '_, S> {
                             lane.frontier = Some(Front {
                                 pos: end.pos.clone(),
                                 upto: Upto::All,
-                                value: end.value.clone(),
+                                value: Some(end.value.clone()),
                             });
                         }
                     }
@@ -1134,23 +1197,75 @@ impl<S: Store> Engine<'_, '_, S> {
                 }
             }
         };
-        let mut request = QueryPage::new(AttributeValue::S(plan.hash_keys[lane.shard].clone()))
+        let stop = end.filter(|_| bounded).map(|end| self.covered(end));
+        Some((self.requested(lane, limit, condition, start), stop))
+    }
+
+    /// What a read bounded at `end` by a key condition covers when it runs out: every item up
+    /// to `end`'s value of the conditioned attribute (past `end` itself, when that is an item's
+    /// sort tuple inside the value).
+    fn covered(&self, end: &End) -> End {
+        End {
+            pos: self.through(&end.value).unwrap_or_else(|| end.pos.clone()),
+            value: end.value.clone(),
+            rank: None,
+        }
+    }
+
+    /// The read of a lane read through a sort tuple inside a value of the conditioned attribute
+    /// (or up to it), with no item there to start after: right after that tuple (or at it),
+    /// among the items of its value, so that the lane does not read again what it read (see
+    /// [`Lanes::request_within`]); it stops where that value ends.
+    fn within(&self, lane: &Lane, limit: u32) -> Option<(QueryPage, Option<End>)> {
+        let front = lane.frontier.as_ref()?;
+        if front.upto == Upto::Part
+            || lane
+                .cursor
+                .as_ref()
+                .is_some_and(|(pos, _)| pos.same_head(&front.pos) && *pos > front.pos)
+        {
+            // a read resumes after an item past the frontier
+            return None;
+        }
+        let value = front.value.clone()?;
+        let key = match &front.pos {
+            Pos::Up(key) | Pos::Down(Reverse(key)) => key,
+        };
+        let (request, through) =
+            self.plan
+                .request_within(lane.index, lane.shard, key, front.upto == Upto::Before)?;
+        // where the user's condition holds nothing after that value, running out means the
+        // lane has nothing left
+        let last = ends_at(
+            self.plan.condition(lane.index),
+            &value,
+            self.plan.descending(),
+        );
+        let stop = (!last).then(|| End {
+            pos: self.scan(through),
+            value,
+            rank: None,
+        });
+        Some((request.limit(limit), stop))
+    }
+
+    /// The query of a lane, with its limit, key condition and start.
+    fn requested(
+        &self,
+        lane: &Lane,
+        limit: u32,
+        condition: Option<RangeCondition>,
+        start: Option<Item>,
+    ) -> QueryPage {
+        let request = self
+            .plan
+            .request(lane.index, lane.shard)
             .limit(limit)
-            .descending(plan.descending)
             .start_after(start);
-        if let Some(name) = &index.name {
-            request = request.index(name.clone());
+        match condition {
+            Some(condition) => request.range(condition),
+            None => request,
         }
-        if let Some(condition) = condition {
-            request = request.range(condition);
-        }
-        if let Some(filter) = &index.filter {
-            request = request.filter(filter.clone());
-        }
-        if let Some(projection) = &plan.projection {
-            request = request.projection(projection.iter().cloned());
-        }
-        Some((request, bounded))
     }
 
     /// Whether the next read of a lane starts strictly after its frontier, without an end: the
@@ -1166,13 +1281,17 @@ impl<S: Store> Engine<'_, '_, S> {
                     && lane
                         .cursor
                         .as_ref()
-                        .is_none_or(|(pos, _)| *pos != front.pos)
-                    && strictly_after(
-                        self.plan.indexes[lane.index].range.as_ref(),
-                        &front.value,
-                        self.plan.descending,
-                    )
-                    .is_some()
+                        .is_none_or(|(pos, _)| !pos.same_head(&front.pos))
+                    && front.value.as_ref().is_some_and(|value| {
+                        // read through every item at that value, not only up to one of them
+                        self.through(value).as_ref() == Some(&front.pos)
+                            && strictly_after(
+                                self.plan.condition(lane.index),
+                                value,
+                                self.plan.descending(),
+                            )
+                            .is_some()
+                    })
             })
     }
 
@@ -1204,7 +1323,8 @@ impl<S: Store> Engine<'_, '_, S> {
         totals: &mut QueryStats,
     ) -> Result<()> {
         merge.lanes[t].busy = false;
-        let page = result.map_err(|source| self.shard_error(&merge.lanes[t], source))?;
+        let lane = &merge.lanes[t];
+        let page = result.map_err(|error| self.plan.shard_error(lane.index, lane.shard, error))?;
         totals.items_read += page.items.len();
         totals.consumed_capacity += page.consumed_capacity.unwrap_or(0.0);
         let limit_reached = page.items.len() >= usize::try_from(asked).unwrap_or(usize::MAX);
@@ -1227,27 +1347,25 @@ impl<S: Store> Engine<'_, '_, S> {
         end: Option<End>,
         mark: Option<&Mark>,
     ) {
-        let index = &self.plan.indexes[lane.index];
-        let range_attr = &index.range_attr;
-        let unique_keys = self.unique_keys(lane.index);
+        let plan = self.plan;
+        let source = lane.index;
+        let condition = plan.condition(source);
+        let unique_keys = plan.unique_keys(source);
         // the last item read (whether kept or not), as a page key with its position
         let last_read = page.items.last().and_then(|item| {
-            let pos = self.pos(item.get(range_attr)?)?;
-            Some((pos, self.key_of(lane.index, lane.shard, item)))
+            let pos = self.pos(source, item)?;
+            Some((pos, plan.page_key(source, lane.shard, item)?))
         });
         for item in page.items {
-            let Some(value) = item.get(range_attr) else {
-                continue;
-            };
-            let Some(pos) = self.pos(value) else {
+            let Some(pos) = self.pos(source, &item) else {
                 continue;
             };
             // reads may cover more than the user's condition (a key condition can only be
             // narrowed so far): what it does not hold is skipped, and so is what lies at or
             // before what the merge emitted, and anything behind what the lane already took in
             // (a store gives a lane's items in order: only a read again gives them)
-            if index.range.as_ref().is_some_and(|c| !satisfies(c, value))
-                || !self.plan.in_created(&item)
+            if condition.is_some_and(|c| plan.value(source, &item).is_none_or(|v| !satisfies(c, v)))
+                || !plan.admits(lane.shard, &item)
                 || mark.is_some_and(|m| m.covers(&pos, lane.rank, t))
                 || lane
                     .buffer
@@ -1276,16 +1394,14 @@ impl<S: Store> Engine<'_, '_, S> {
             None => None,
         };
         if let Some(lek) = last_evaluated_key {
-            if let Some(value) = lek.get(range_attr)
-                && let Some(pos) = self.pos(value)
-            {
+            if let Some(pos) = self.pos(source, &lek) {
                 let upto = if unique_keys { Upto::All } else { Upto::Part };
                 advance(
                     lane,
                     Front {
                         pos: pos.clone(),
                         upto,
-                        value: value.clone(),
+                        value: plan.value(source, &lek).cloned(),
                     },
                 );
                 lane.cursor = Some((pos, lek));
@@ -1298,7 +1414,7 @@ impl<S: Store> Engine<'_, '_, S> {
                 Front {
                     pos: end.pos,
                     upto: Upto::All,
-                    value: end.value,
+                    value: Some(end.value),
                 },
             ),
             None => lane.exhausted = true,
@@ -1306,31 +1422,6 @@ impl<S: Store> Engine<'_, '_, S> {
         if let Some(last) = last_read {
             lane.cursor = Some(last);
         }
-    }
-
-    /// A failed read of a lane, as the query's error.
-    fn shard_error(&self, lane: &Lane, source: crate::store::StoreError) -> Error {
-        let plan = self.plan;
-        Error::ShardQuery {
-            entity: plan.schema.model().token.to_string(),
-            index: plan.indexes[lane.index]
-                .name
-                .clone()
-                .unwrap_or_else(|| "(the table)".to_owned()),
-            hash_key: plan.hash_keys[lane.shard].clone(),
-            source: Box::new(source),
-        }
-    }
-
-    /// The page key of an item in a lane: table keys plus index keys.
-    fn key_of(&self, index: usize, shard: usize, item: &Item) -> Item {
-        let plan = self.plan;
-        let unique = plan.unique_of(item).unwrap_or_default();
-        let range_key = item
-            .get(&plan.indexes[index].range_attr)
-            .cloned()
-            .unwrap_or(AttributeValue::Null(true));
-        plan.resume_key(index, shard, &unique, &range_key)
     }
 }
 
@@ -1357,6 +1448,26 @@ fn strictly_after(
         (Some(R::Gt(v) | R::Ge(v)), false) if at_or_before(v) => Some(R::Gt(b.clone())),
         (Some(R::Lt(v) | R::Le(v)), true) if at_or_before(v) => Some(R::Lt(b.clone())),
         _ => None,
+    }
+}
+
+/// Whether the user's key condition holds no value after `v` in scan order.
+fn ends_at(user: Option<&RangeCondition>, v: &AttributeValue, descending: bool) -> bool {
+    use RangeCondition as R;
+    // `x` lies at or before `v` in scan order
+    let reached = |x: &AttributeValue| {
+        let o = estimate::compare(x, v);
+        if descending {
+            o != Ordering::Less
+        } else {
+            o != Ordering::Greater
+        }
+    };
+    match (user, descending) {
+        (Some(R::Eq(x)), _)
+        | (Some(R::Lt(x) | R::Le(x) | R::Between(_, x)), false)
+        | (Some(R::Gt(x) | R::Ge(x) | R::Between(x, _)), true) => reached(x),
+        _ => false,
     }
 }
 

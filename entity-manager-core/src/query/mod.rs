@@ -141,6 +141,7 @@ macro_rules! paging_setters {
 mod collection;
 mod engine;
 mod estimate;
+mod lanes;
 mod multi;
 mod multi_typed;
 mod plan;
@@ -474,32 +475,6 @@ impl<'a, S: Store, St> Query<'a, S, St> {
         self
     }
 
-    /// What a token of this query is bound to besides the query itself: the table, by its
-    /// definition (keys and indexes), the name the store knows it by ([`Store::name`]) and the
-    /// name given to [`table_name`](Self::table_name).
-    fn table_binding(&self) -> [u8; 32] {
-        use sha2::{Digest as _, Sha256};
-        let mut h = Sha256::new();
-        let mut field = |bytes: &[u8]| {
-            h.update((bytes.len() as u64).to_le_bytes());
-            h.update(bytes);
-        };
-        field(b"entity-manager query table binding v2");
-        // Debug rendering of the definition is canonical within one build; tokens are
-        // versioned, not promised across releases
-        field(format!("{:?}", self.store.definition()).as_bytes());
-        for name in [self.store.name(), self.table_name.as_deref()] {
-            match name {
-                Some(name) => {
-                    field(b"named");
-                    field(name.as_bytes());
-                }
-                None => field(b"unnamed"),
-            }
-        }
-        h.finalize().into()
-    }
-
     /// Refuses a `created_between` over an index that does not project the timestamp
     /// property (its items could not be checked), before any read.
     /// And a projection asking an index for attributes it does not project.
@@ -568,9 +543,6 @@ impl<'a, S: Store> Query<'a, S, Indexed> {
         } else {
             self.sort.clone()
         };
-        let key = self.paging.signing_key.as_deref();
-        // the window: from the token when continuing, else as given, else 0..=now
-        let first_plan_window = self.paging.window.unwrap_or((0, now_ms()));
         let input = PlanInput {
             specs: &self.indexes,
             item: &self.item,
@@ -580,30 +552,12 @@ impl<'a, S: Store> Query<'a, S, Indexed> {
             created: self.created,
             hash_suffix: self.hash_suffix.as_ref(),
         };
-        let probe = Plan::new(self.schema, &input, first_plan_window)?;
-        self.check_projection(&probe)?;
-        let (plan, state) = match token {
-            None => (probe, None),
-            Some(token) => {
-                // the probe's window is the given one or 0..=now, the widest a token can carry,
-                // so its shards bound the token's length
-                let table = self.table_binding();
-                let binding = token::Binding {
-                    query: &probe.fingerprint,
-                    table: &table,
-                };
-                let verified =
-                    token::verify(token, binding, key, token::max_chars(stream_shape(&probe)))?;
-                self.paging.check_window(&verified)?;
-                let plan = if (verified.from, verified.to) == probe.window {
-                    probe
-                } else {
-                    Plan::new(self.schema, &input, (verified.from, verified.to))?
-                };
-                let state = verified.parse(stream_shape(&plan))?;
-                (plan, Some(state))
-            }
-        };
+        let table = table_binding(self.store, self.table_name.as_deref());
+        let (plan, state) = resume(token, &self.paging, &table, |window| {
+            let plan = Plan::new(self.schema, &input, window)?;
+            self.check_projection(&plan)?;
+            Ok(plan)
+        })?;
 
         traced_page(
             &model.token,
@@ -627,6 +581,7 @@ impl<'a, S: Store> Query<'a, S, Indexed> {
             store: self.store,
             page_size,
             throttle,
+            dedupe: plan.indexes.len() > 1,
         };
         let mut totals = QueryStats {
             shards: plan.lanes(),
@@ -686,7 +641,7 @@ impl<'a, S: Store> Query<'a, S, Indexed> {
         totals.items_returned = items.len();
         let done = next_states.iter().all(StreamState::done);
         let next = (!done).then(|| {
-            let table = self.table_binding();
+            let table = table_binding(self.store, self.table_name.as_deref());
             token::encode(
                 &TokenState {
                     from: plan.window.0,
@@ -735,6 +690,20 @@ impl<'a, S: Store> Query<'a, S, Indexed> {
 
 /// The streams of a query's token and the lanes of each: one stream over every lane in exact
 /// mode, one per index (over its shards) in union mode.
+impl Resumable for Plan<'_> {
+    fn window(&self) -> (u64, u64) {
+        self.window
+    }
+
+    fn fingerprint(&self) -> &[u8; 32] {
+        &self.fingerprint
+    }
+
+    fn shape(&self) -> token::Shape {
+        stream_shape(self)
+    }
+}
+
 fn stream_shape(plan: &Plan<'_>) -> token::Shape {
     if plan.exact {
         token::Shape {
@@ -767,6 +736,76 @@ fn sort_items(items: &mut [Item], sort: &[(String, bool)]) {
         }
         std::cmp::Ordering::Equal
     });
+}
+
+/// What a token is bound to besides its query: the table, by its definition (keys and
+/// indexes), the name the store knows it by ([`Store::name`]) and the name the query was given
+/// (`Query::table_name`).
+fn table_binding<S: Store>(store: &S, table_name: Option<&str>) -> [u8; 32] {
+    use sha2::{Digest as _, Sha256};
+    let mut h = Sha256::new();
+    let mut field = |bytes: &[u8]| {
+        h.update((bytes.len() as u64).to_le_bytes());
+        h.update(bytes);
+    };
+    field(b"entity-manager query table binding v2");
+    // Debug rendering of the definition is canonical within one build; tokens are versioned,
+    // not promised across releases
+    field(format!("{:?}", store.definition()).as_bytes());
+    for name in [store.name(), table_name] {
+        match name {
+            Some(name) => {
+                field(b"named");
+                field(name.as_bytes());
+            }
+            None => field(b"unnamed"),
+        }
+    }
+    h.finalize().into()
+}
+
+/// What a page's plan gives its token: the window it covers, the query's fingerprint, the
+/// token's shape, and the largest shape a token of the query can have.
+trait Resumable: Sized {
+    fn window(&self) -> (u64, u64);
+    fn fingerprint(&self) -> &[u8; 32];
+    fn shape(&self) -> token::Shape;
+    fn max_shape(&self) -> token::Shape {
+        self.shape()
+    }
+}
+
+/// The plan of a page and where it starts: from the beginning (no token), or as `token` says,
+/// verified against the query's fingerprint and the `table` binding (at most as long as a token
+/// of the plan of the widest window can be), its window checked against the one given and
+/// pinned. `plan` builds the plan of a window; it runs again only when the token's window is not
+/// the probe's.
+fn resume<P: Resumable>(
+    token: Option<&str>,
+    paging: &Paging,
+    table: &[u8; 32],
+    plan: impl Fn((u64, u64)) -> Result<P>,
+) -> Result<(P, Option<TokenState>)> {
+    // the window given, or 0..=now: the widest a token can carry, so its shards bound the
+    // token's length
+    let probe = plan(paging.window.unwrap_or((0, now_ms())))?;
+    let Some(token) = token else {
+        return Ok((probe, None));
+    };
+    let binding = token::Binding {
+        query: probe.fingerprint(),
+        table,
+    };
+    let max = token::max_chars(probe.max_shape());
+    let verified = token::verify(token, binding, paging.signing_key.as_deref(), max)?;
+    paging.check_window(&verified)?;
+    let plan = if (verified.from, verified.to) == probe.window() {
+        probe
+    } else {
+        plan((verified.from, verified.to))?
+    };
+    let state = verified.parse(plan.shape())?;
+    Ok((plan, Some(state)))
 }
 
 fn now_ms() -> u64 {

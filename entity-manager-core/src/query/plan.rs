@@ -4,9 +4,12 @@ use sha2::{Digest, Sha256};
 
 use serde_dynamo::{AttributeValue, Item};
 
+use super::lanes::{Key, Lanes};
+use super::token::Boundary;
 use crate::error::{Error, Result};
 use crate::schema::EntitySchema;
-use crate::store::{Filter, RangeCondition};
+use crate::store::value::Scalar;
+use crate::store::{Filter, QueryPage, RangeCondition, StoreError};
 
 /// One index of a query, as the caller set it up.
 #[derive(Clone, Debug, PartialEq)]
@@ -446,4 +449,122 @@ fn fingerprint(
         field(format!("{attr}={:?}", input.item.get(attr)).as_bytes());
     }
     h.finalize().into()
+}
+
+impl Lanes for Plan<'_> {
+    fn descending(&self) -> bool {
+        self.descending
+    }
+
+    fn shards(&self) -> usize {
+        self.hash_keys.len()
+    }
+
+    fn table_hash_key(&self, shard: usize) -> &str {
+        self.table_hash_keys.get(shard).map_or("", String::as_str)
+    }
+
+    fn key(&self, source: usize, item: &Item) -> Option<Key> {
+        Scalar::any(self.value(source, item)?).map(Key::One)
+    }
+
+    fn value<'i>(&self, source: usize, item: &'i Item) -> Option<&'i AttributeValue> {
+        item.get(&self.indexes.get(source)?.range_attr)
+    }
+
+    fn key_through(&self, value: &AttributeValue) -> Option<Key> {
+        Scalar::any(value).map(Key::One)
+    }
+
+    fn condition(&self, source: usize) -> Option<&RangeCondition> {
+        self.indexes.get(source)?.range.as_ref()
+    }
+
+    fn admits(&self, _shard: usize, item: &Item) -> bool {
+        self.in_created(item)
+    }
+
+    fn request(&self, source: usize, shard: usize) -> QueryPage {
+        let hash_key = self.hash_keys.get(shard).cloned().unwrap_or_default();
+        let mut request = QueryPage::new(AttributeValue::S(hash_key)).descending(self.descending);
+        if let Some(index) = self.indexes.get(source) {
+            if let Some(name) = &index.name {
+                request = request.index(name.clone());
+            }
+            if let Some(filter) = &index.filter {
+                request = request.filter(filter.clone());
+            }
+        }
+        if let Some(projection) = &self.projection {
+            request = request.projection(projection.iter().cloned());
+        }
+        request
+    }
+
+    fn request_within(
+        &self,
+        _source: usize,
+        _shard: usize,
+        _key: &Key,
+        _inclusive: bool,
+    ) -> Option<(QueryPage, Key)> {
+        // one range-key value: every key is a whole value
+        None
+    }
+
+    fn unique_keys(&self, source: usize) -> bool {
+        let table = self.schema.table();
+        self.indexes
+            .get(source)
+            .is_some_and(|index| index.range_attr == *table.range_key)
+            && self.hash_attr == *table.hash_key
+    }
+
+    fn page_key(&self, source: usize, shard: usize, item: &Item) -> Option<Item> {
+        let unique = self.unique_of(item).unwrap_or_default();
+        let range_key = self
+            .value(source, item)
+            .cloned()
+            .unwrap_or(AttributeValue::Null(true));
+        Some(self.resume_key(source, shard, &unique, &range_key))
+    }
+
+    fn resume_key(&self, source: usize, shard: usize, boundary: &Boundary) -> Option<Item> {
+        Some(Plan::resume_key(
+            self,
+            source,
+            shard,
+            &boundary.unique,
+            &boundary.last,
+        ))
+    }
+
+    fn identity(&self, item: &Item) -> Option<String> {
+        self.unique_of(item)
+    }
+
+    fn boundary_last(&self, source: usize, item: &Item) -> Option<AttributeValue> {
+        self.value(source, item).cloned()
+    }
+
+    fn boundary_key(&self, boundary: &Boundary) -> Option<Key> {
+        self.key_through(&boundary.last)
+    }
+
+    fn boundary_value(&self, boundary: &Boundary) -> Option<AttributeValue> {
+        Some(boundary.last.clone())
+    }
+
+    fn shard_error(&self, source: usize, shard: usize, error: StoreError) -> Error {
+        Error::ShardQuery {
+            entity: self.schema.model().token.to_string(),
+            index: self
+                .indexes
+                .get(source)
+                .and_then(|index| index.name.clone())
+                .unwrap_or_else(|| "(the table)".to_owned()),
+            hash_key: self.hash_keys.get(shard).cloned().unwrap_or_default(),
+            source: Box::new(error),
+        }
+    }
 }

@@ -333,6 +333,17 @@ impl Scalar {
         }
     }
 
+    /// The attribute value of a key scalar (`None` for `Min` and `Max`): `of` reads it back to
+    /// `self`.
+    pub(crate) fn to_value(&self) -> Option<AttributeValue> {
+        match self {
+            Self::S(s) => Some(AttributeValue::S(s.clone())),
+            Self::N(n) => Some(AttributeValue::N(n.canonical())),
+            Self::B(b) => Some(AttributeValue::B(b.clone())),
+            Self::Min | Self::Max => None,
+        }
+    }
+
     /// Whether this value begins with `prefix` (strings and binary).
     pub(crate) fn begins_with(&self, prefix: &Self) -> bool {
         match (self, prefix) {

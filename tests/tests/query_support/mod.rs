@@ -191,13 +191,8 @@ pub fn page_all<S: Store>(query: &Query<'_, S>) -> Result<Vec<QueryPageResult>, 
 /// The records of one paging: `count` records, `created` drawn from `spread` values (few: long
 /// runs of ties), on one or two shard bumps.
 pub fn dataset(count: usize, spread: u64, seed: u64) -> Vec<Record> {
-    let mut state = seed | 1;
-    let mut next = move |m: u64| {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state % m
-    };
+    let mut rng = entity_manager_tests::XorShift::new(seed);
+    let mut next = move |m: u64| rng.below(m);
     (0..count)
         .map(|i| Record {
             id: format!("u{i}-{}", next(1_000)),
@@ -299,13 +294,8 @@ pub fn score_filter(min: Option<i64>) -> Option<Filter> {
 }
 
 pub fn uniform(count: usize, seed: u64) -> Vec<Record> {
-    let mut state = seed | 1;
-    let mut next = move |m: u64| {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state % m
-    };
+    let mut rng = entity_manager_tests::XorShift::new(seed);
+    let mut next = move |m: u64| rng.below(m);
     (0..count)
         .map(|i| Record {
             id: format!("user-{i:05}-{}", next(1 << 30)),
