@@ -237,14 +237,14 @@ impl DynamoStore {
     /// enables give the client an HTTP client, a sleep and a behavior version when the
     /// configuration has none.
     ///
-    /// ```no_run
-    /// use entity_manager_core::store::{DynamoStore, KeyType, TableDefinition};
+    /// ```
+    /// use entity_manager_core::store::{DynamoStore, KeyType, SdkConfig, TableDefinition};
     ///
-    /// # async fn run(sdk_config: entity_manager_core::store::SdkConfig) {
-    /// // let sdk_config = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+    /// // in a service: let sdk_config = aws_config::load_defaults(BehaviorVersion::latest()).await;
+    /// let sdk_config = SdkConfig::builder().build();
     /// let table = TableDefinition::new(("hashKey", KeyType::S), ("rangeKey", KeyType::S));
     /// let store = DynamoStore::from_sdk_config(&sdk_config, "Users", table);
-    /// # let _ = store; }
+    /// assert_eq!(store.table_name(), "Users");
     /// ```
     pub fn from_sdk_config(
         config: &aws_types::SdkConfig,
