@@ -17,6 +17,7 @@ use crate::keys::PrimaryKey;
 use crate::query::{TypedMultiQuery, TypedQuery};
 use crate::schema::EntitySchema;
 use crate::store::Store;
+use crate::trace::{self, op_span};
 
 /// What every [`Entity`] can do: conversion to and from DynamoDB items with keys, keys, and
 /// queries.
@@ -96,7 +97,10 @@ pub trait EntityExt: Entity {
     where
         Self: DeserializeOwned,
     {
-        crate::ops::get::<Self, S, I>(store, id)
+        trace::operation(
+            op_span!("entity_manager.get", entity = %Self::model().token),
+            crate::ops::get::<Self, S, I>(store, id),
+        )
     }
 
     /// Reads the records with these unique values, in one batch read of every candidate key;
@@ -109,7 +113,10 @@ pub trait EntityExt: Entity {
     where
         Self: DeserializeOwned + Send,
     {
-        crate::ops::get_many::<Self, S, I>(store, ids)
+        trace::operation(
+            op_span!("entity_manager.get_many", entity = %Self::model().token),
+            crate::ops::get_many::<Self, S, I>(store, ids),
+        )
     }
 
     /// Creates the record, refusing it with [`Error::AlreadyExists`](crate::Error::AlreadyExists) (and writing nothing) if a
@@ -120,7 +127,10 @@ pub trait EntityExt: Entity {
     where
         Self: Serialize + Sync,
     {
-        crate::ops::create(store, self)
+        trace::operation(
+            op_span!("entity_manager.create", entity = %Self::model().token),
+            crate::ops::create(store, self),
+        )
     }
 
     /// Puts the record: creates it, or replaces the record with the same primary key.
@@ -138,7 +148,10 @@ pub trait EntityExt: Entity {
     where
         Self: Serialize + Sync,
     {
-        crate::ops::put(store, self, None)
+        trace::operation(
+            op_span!("entity_manager.put", entity = %Self::model().token),
+            crate::ops::put(store, self, None),
+        )
     }
 
     /// Puts the record if `condition` holds for the stored one (a missing record has no
@@ -152,7 +165,10 @@ pub trait EntityExt: Entity {
     where
         Self: Serialize + Sync,
     {
-        crate::ops::put(store, self, Some(condition))
+        trace::operation(
+            op_span!("entity_manager.put", entity = %Self::model().token),
+            crate::ops::put(store, self, Some(condition)),
+        )
     }
 
     /// Applies typed [`Changes`] to the record whose unique property is `id` and returns the
@@ -229,7 +245,10 @@ pub trait EntityExt: Entity {
     where
         Self: Serialize + DeserializeOwned + Send,
     {
-        crate::ops::update::<Self, S, I>(store, id, changes)
+        trace::operation(
+            op_span!("entity_manager.update", entity = %Self::model().token),
+            crate::ops::update::<Self, S, I>(store, id, changes),
+        )
     }
 
     /// Updates the record whose unique property is `id` by a closure over the typed record,
@@ -295,7 +314,10 @@ pub trait EntityExt: Entity {
     where
         Self: Serialize + DeserializeOwned + Send + Sync,
     {
-        crate::ops::modify::<Self, S, I, F>(store, id, change)
+        trace::operation(
+            op_span!("entity_manager.modify", entity = %Self::model().token),
+            crate::ops::modify::<Self, S, I, F>(store, id, change),
+        )
     }
 
     /// Moves the record whose unique property is `from` to the primary key of `to` (a new
@@ -312,7 +334,10 @@ pub trait EntityExt: Entity {
     where
         Self: Serialize + Sync,
     {
-        crate::ops::move_record::<Self, S, I>(store, from, to)
+        trace::operation(
+            op_span!("entity_manager.move_record", entity = %Self::model().token),
+            crate::ops::move_record::<Self, S, I>(store, from, to),
+        )
     }
 
     /// Deletes the record whose unique property is `id` and returns it (`None` if there was
@@ -325,7 +350,10 @@ pub trait EntityExt: Entity {
     where
         Self: DeserializeOwned + Send,
     {
-        crate::ops::delete::<Self, S, I>(store, id, None)
+        trace::operation(
+            op_span!("entity_manager.delete", entity = %Self::model().token),
+            crate::ops::delete::<Self, S, I>(store, id, None),
+        )
     }
 
     /// Deletes the record whose unique property is `id` if `condition` holds for it, and
@@ -339,7 +367,10 @@ pub trait EntityExt: Entity {
     where
         Self: DeserializeOwned + Send,
     {
-        crate::ops::delete::<Self, S, I>(store, id, Some(condition))
+        trace::operation(
+            op_span!("entity_manager.delete", entity = %Self::model().token),
+            crate::ops::delete::<Self, S, I>(store, id, Some(condition)),
+        )
     }
 
     /// Puts many records with batch writes (25 a request, unprocessed ones retried). Not atomic:
@@ -356,7 +387,10 @@ pub trait EntityExt: Entity {
     where
         Self: Serialize + Sync,
     {
-        crate::ops::put_many(store, records)
+        trace::operation(
+            op_span!("entity_manager.put_many", entity = %Self::model().token),
+            crate::ops::put_many(store, records),
+        )
     }
 
     /// Deletes the records with these unique values with batch deletes of every candidate key
@@ -365,7 +399,10 @@ pub trait EntityExt: Entity {
         store: &'s S,
         ids: &'s [I],
     ) -> impl Future<Output = Result<()>> + Send + 's {
-        crate::ops::delete_many::<Self, S, I>(store, ids)
+        trace::operation(
+            op_span!("entity_manager.delete_many", entity = %Self::model().token),
+            crate::ops::delete_many::<Self, S, I>(store, ids),
+        )
     }
 
     /// The record's primary key.

@@ -61,6 +61,7 @@ mod schema;
 pub mod shard;
 pub mod store;
 pub mod stream;
+mod trace;
 pub mod transcode;
 mod ts;
 mod validate;
@@ -77,6 +78,10 @@ pub use model::{
 pub use ops::{Handle, ReadResults, ReadTransaction, Transaction};
 pub use rules::ConfigRule;
 pub use schema::{EntitySchema, Schema};
+/// `serde_dynamo`'s attribute value and item (attribute map), the shapes every store and key
+/// function takes: **not** `aws_sdk_dynamodb::types::AttributeValue`. Code that mixes raw SDK
+/// calls converts with `.into()` either way (`serde_dynamo`'s `From` impls, feature
+/// `dynamodb`), and an [`Item`] to and from the SDK's `HashMap<String, AttributeValue>`.
 pub use serde_dynamo::{AttributeValue, Item};
 #[cfg(feature = "dynamodb")]
 #[cfg_attr(docsrs, doc(cfg(feature = "dynamodb")))]

@@ -718,7 +718,9 @@ impl<'a> Migration<'a> {
         let mut counts = MigrateCounts::default();
         let halt = Arc::new(AtomicBool::new(false));
         let mut steps = scan.drive(Some(&halt), move |items: Vec<Item>| async move {
-            self.migrate_page(store, items).await
+            let page_span =
+                crate::trace::op_span!("entity_manager.migrate_page", items = items.len());
+            crate::trace::operation(page_span, self.migrate_page(store, items)).await
         });
         let mut failure = None;
         while let Some(step) = steps.next().await {

@@ -1526,6 +1526,11 @@ impl Transaction {
     /// entity and unique value: [`Error::AlreadyExists`] (create), [`Error::StoredElsewhere`]
     /// (put), [`Error::VersionConflict`], [`Error::ConditionFailed`] (with the stored item).
     pub async fn commit<S: Store>(self, store: &S) -> Result<()> {
+        let span = crate::trace::op_span!("entity_manager.transaction", operations = self.len());
+        crate::trace::operation(span, self.commit_inner(store)).await
+    }
+
+    async fn commit_inner<S: Store>(self, store: &S) -> Result<()> {
         let Self { writes, origins } = self;
         if writes.is_empty() {
             return Ok(());
@@ -1666,6 +1671,12 @@ impl ReadTransaction {
 
     /// Reads every record asked for, as of one instant.
     pub async fn commit<S: Store>(self, store: &S) -> Result<ReadResults> {
+        let span =
+            crate::trace::op_span!("entity_manager.read_transaction", keys = self.keys.len());
+        crate::trace::operation(span, self.commit_inner(store)).await
+    }
+
+    async fn commit_inner<S: Store>(self, store: &S) -> Result<ReadResults> {
         let Self {
             keys,
             slots,

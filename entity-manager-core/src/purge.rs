@@ -139,7 +139,11 @@ impl<S: Store> ParallelScan<'_, S> {
         let halt = Arc::new(AtomicBool::new(false));
         let mut steps = self.drive(Some(&halt), move |items: Vec<Item>| {
             let (hash, range, filter) = (hash.clone(), range.clone(), filter.clone());
-            async move { delete_page(store, items, &hash, &range, filter.as_ref()).await }
+            let span = crate::trace::op_span!("entity_manager.purge_page", items = items.len());
+            async move {
+                let page = delete_page(store, items, &hash, &range, filter.as_ref());
+                crate::trace::operation(span, page).await
+            }
         });
         // After a stop or the first failure no new page starts, but the pages in flight are
         // finished and recorded: the checkpoint and the count cover everything deleted.

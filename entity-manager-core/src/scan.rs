@@ -409,7 +409,9 @@ where
                 SegmentPosition::NotStarted => None,
                 SegmentPosition::After { key } => Some(key),
             };
-            let page = match store.scan_page(&request.start_after(start)).await {
+            let span = crate::trace::op_span!("entity_manager.scan_page", segment);
+            let request = request.start_after(start);
+            let page = match crate::trace::operation(span, store.scan_page(&request)).await {
                 Ok(page) => page,
                 Err(source) => return Some((Err(StepError::Scan { segment, source }), None)),
             };

@@ -492,6 +492,110 @@ fn fanout_v2(records: &[Item]) -> BenchResult<()> {
     fanout_v2_multi(records, &timer, &runtime)
 }
 
+/// A store that counts the items its shard queries returned, failed pages' included.
+struct ItemsRead<S> {
+    inner: S,
+    read: std::sync::atomic::AtomicUsize,
+}
+
+impl<S: Store> Store for ItemsRead<S> {
+    entity_manager_tests::forward_store!(inner: definition, name, put_item, get_item, delete_item, batch_write);
+    entity_manager_tests::forward_store!(inner: batch_get, transact_write, update_item, transact_get, scan_page);
+
+    async fn query_page(
+        &self,
+        request: &entity_manager::store::QueryPage,
+    ) -> Result<entity_manager::store::Page, entity_manager::store::StoreError> {
+        let page = self.inner.query_page(request).await?;
+        self.read
+            .fetch_add(page.items.len(), std::sync::atomic::Ordering::Relaxed);
+        Ok(page)
+    }
+}
+
+/// Issue 28: `fanout_v2`'s `Query` configurations (5 ms per shard query, throttle 10, page
+/// size 100, 40 pages) without throttling and with 5 % of shard queries throttled by the
+/// store's fault plan, each throttled query failing its page (`attempts(1)`: as a call whose
+/// retries ran out) and the page retried with its token, as the paging guide says. Page time
+/// (failed attempts included) ÷ the floor of the page that succeeded, and items read (failed
+/// attempts included) per item returned.
+fn fanout_throttled(records: &[Item]) -> BenchResult<()> {
+    use entity_manager::store::{FaultPlan, Operation};
+    let timer = PreciseTimer::start();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()?;
+    println!(
+        "\nQuery fan-out under throttling: {} ms per shard query, throttle {THROTTLE}, page size {LIMIT}, up to {V2_PAGES} pages:\n",
+        V2_DELAY.as_millis()
+    );
+    println!(
+        "| shards | limit | throttled | pages | failed pages | shard queries / page | page ÷ floor (mean wait) | items read / returned |"
+    );
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|");
+    let twenty = json!([{ "timestamp": 0, "charBits": 2, "chars": 5 }]);
+    let configs = [
+        (json!([]), ShardSpace::Power, 100usize),
+        (twenty.clone(), ShardSpace::Product, 100),
+        (twenty.clone(), ShardSpace::Product, 10),
+        // not 64 shards: at 79 shard queries a page, 5 % throttling fails 98 % of the
+        // attempts of a page (1 - 0.95^79) when each throttled query fails its page
+        (twenty, ShardSpace::Product, 1),
+    ];
+    for (bumps, space, limit) in configs {
+        let schema = schema_with(&bumps, space)?;
+        let user = schema.entity("user")?;
+        for rate in [0.0, 0.05] {
+            let (inner, populated) = load(&schema, records)?;
+            let inner = inner.with_faults(
+                FaultPlan::new(28)
+                    .throttle(rate)
+                    .only(&[Operation::Query])
+                    .attempts(1),
+            );
+            let store = ItemsRead {
+                inner: v2_store(inner, &timer),
+                read: std::sync::atomic::AtomicUsize::new(0),
+            };
+            let query = Query::new(&store, user)
+                .index("created")
+                .window(WINDOW.0, WINDOW.1)
+                .limit(limit)
+                .page_size(LIMIT)
+                .throttle(THROTTLE);
+            let failed = std::sync::atomic::AtomicUsize::new(0);
+            let run = runtime.block_on(v2_pages(populated, |token| {
+                let (query, failed) = (&query, &failed);
+                async move {
+                    entity_manager_tests::page_retrying(|| {
+                        failed.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        query.page(token.as_deref())
+                    })
+                    .await
+                }
+            }))?;
+            let wait = store.inner.hook.mean_wait().as_secs_f64();
+            #[allow(clippy::cast_precision_loss)]
+            let (per_page, floor, read) = (
+                run.stats.shard_queries as f64 / run.pages.max(1) as f64,
+                run.wall.as_secs_f64() / (run.rounds.max(1) as f64 * wait),
+                store.read.load(std::sync::atomic::Ordering::Relaxed) as f64
+                    / run.stats.items_returned.max(1) as f64,
+            );
+            // attempts beyond one per page failed
+            let failed = failed
+                .load(std::sync::atomic::Ordering::Relaxed)
+                .saturating_sub(run.pages);
+            println!(
+                "| {populated} | {limit} | {:.0} % | {} | {failed} | {per_page:.2} | {floor:.2}× | {read:.2} |",
+                rate * 100.0,
+                run.pages,
+            );
+        }
+    }
+    Ok(())
+}
+
 /// `fanout_v2`'s rows of `MultiQuery` over a sharded multi-attribute index (`hashKey`, `team`)
 /// sorted by `score`: the same items, 20 shards at limits 100, 10 and 1, and 64 shards at
 /// limit 1.
@@ -721,6 +825,11 @@ fn main() -> BenchResult<()> {
         if std::env::args().any(|a| a == "v2") {
             // `cargo bench -p entity-manager-tests --bench query -- v2`: issue 13's table only
             return fanout_v2(&records);
+        }
+        if std::env::args().any(|a| a == "throttled") {
+            // `cargo bench -p entity-manager-tests --bench query -- throttled`: issue 28's
+            // table only
+            return fanout_throttled(&records);
         }
         token_sizes(&records)?;
         fanout(&records)?;

@@ -35,6 +35,72 @@ impl<S: Store, H: QueryHook> Store for Hooked<S, H> {
     }
 }
 
+/// A store that forwards every call to `inner` and records what each shard query returned,
+/// with the number `page` held when it ran (set it before each page): what the index showed
+/// the query, for contracts stated "with respect to what the index returned".
+#[derive(Debug)]
+pub struct Observed<S> {
+    /// The store that answers.
+    pub inner: S,
+    /// The number of the page being read.
+    pub page: std::sync::atomic::AtomicUsize,
+    /// Every item a shard query returned, with the page it was read for.
+    pub seen: std::sync::Mutex<Vec<(usize, entity_manager::Item)>>,
+}
+
+impl<S> Observed<S> {
+    /// `inner`, observed from page 0.
+    pub fn new(inner: S) -> Self {
+        Self {
+            inner,
+            page: std::sync::atomic::AtomicUsize::new(0),
+            seen: std::sync::Mutex::new(Vec::new()),
+        }
+    }
+
+    /// What the shard queries returned so far, with their pages.
+    pub fn seen(&self) -> Vec<(usize, entity_manager::Item)> {
+        self.seen.lock().map(|s| s.clone()).unwrap_or_default()
+    }
+}
+
+impl<S: Store> Store for Observed<S> {
+    crate::forward_store!(inner: definition, name, put_item, get_item, delete_item, batch_write);
+    crate::forward_store!(inner: batch_get, transact_write, update_item, transact_get, scan_page);
+
+    async fn query_page(&self, request: &QueryPage) -> Result<Page, StoreError> {
+        let page = self.inner.query_page(request).await?;
+        let k = self.page.load(std::sync::atomic::Ordering::SeqCst);
+        if let Ok(mut seen) = self.seen.lock() {
+            seen.extend(page.items.iter().map(|i| (k, i.clone())));
+        }
+        Ok(page)
+    }
+}
+
+/// A page of a query (`page`: the query's `page` with the same token each time), retried while
+/// it fails with a retryable shard query error (throttled, transient), as the paging guide
+/// says a caller may; up to 10,000 failures, then the error.
+pub async fn page_retrying<F, Fut>(
+    mut page: F,
+) -> Result<entity_manager::query::QueryPageResult, entity_manager::Error>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<entity_manager::query::QueryPageResult, entity_manager::Error>>,
+{
+    let mut failures = 0;
+    loop {
+        match page().await {
+            Err(entity_manager::Error::ShardQuery { source, .. })
+                if source.is_retryable() && failures < 10_000 =>
+            {
+                failures += 1;
+            }
+            other => return other,
+        }
+    }
+}
+
 /// Forwards the named [`Store`] methods to the store in field `$field`, inside an
 /// `impl Store for …` of a test double, so that the double writes out only the methods it
 /// changes. With `then $hook`, each forwarded call first runs `self.$hook()` (a counter, say).

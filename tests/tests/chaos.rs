@@ -153,10 +153,13 @@ async fn one_create_wins_through_chaos() -> TestResult {
     Ok(())
 }
 
-/// A batch write of 2,000 records with 20 % of `BatchWriteItem` calls answered "all
-/// unprocessed" and 5 % throttled: exactly the 2,000 records are stored.
+/// A batch write of 20,000 records with 20 % of `BatchWriteItem` calls answered "all
+/// unprocessed" and 5 % throttled: exactly the 20,000 records are stored, each once (the table
+/// is keyed by the record, so a record written twice would still be one item: the count of
+/// items and their equality with the records prove none is missing or altered).
 #[tokio::test]
 async fn a_batch_stores_each_record_once_through_chaos() -> TestResult {
+    const RECORDS: usize = 20_000;
     let plan = ChaosPlan {
         seed: seed(),
         throttle: 0.05,
@@ -166,16 +169,18 @@ async fn a_batch_stores_each_record_once_through_chaos() -> TestResult {
     let Some((store, direct, proxy)) = chaos_store("chaos-batch", plan, TIMEOUTS).await? else {
         return Ok(());
     };
-    let records: Vec<Item> = (0..2_000)
+    let records: Vec<Item> = (0..RECORDS)
         .map(|i| {
             store_support::item(serde_json::json!({
                 "hashKey": format!("h{}", i % 41), "rangeKey": format!("r{i}"), "n": i
             }))
         })
         .collect::<Result<_, _>>()?;
+    let started = std::time::Instant::now();
     let written = store
         .batch_write(records.iter().cloned().map(WriteRequest::Put).collect())
         .await;
+    eprintln!("{RECORDS} records written in {:?}", started.elapsed());
     let mut stored: Vec<Item> = entity_manager::scan::ParallelScan::new(&direct)
         .consistent(true)
         .items()
@@ -265,5 +270,107 @@ async fn a_clean_proxy_passes_a_batch_through() -> TestResult {
     );
     direct.delete_table().await?;
     written?;
+    Ok(())
+}
+
+/// `with_sdk_retries` reaches the wire: with every request throttled, a call in standard mode
+/// is sent exactly the configured number of times and fails as throttled; adaptive mode is set
+/// on the client and sends no more than that (its rate limiter may hold the last attempts past
+/// the operation timeout).
+#[tokio::test]
+async fn the_sdk_retry_mode_and_attempts_are_what_the_store_sends() -> TestResult {
+    use entity_manager::store::SdkRetryMode;
+    use entity_manager::store::aws_sdk_dynamodb::config::retry::RetryMode;
+    for (mode, attempts) in [(SdkRetryMode::Standard, 4), (SdkRetryMode::Adaptive, 3)] {
+        let plan = ChaosPlan {
+            seed: seed(),
+            throttle: 1.0,
+            ..ChaosPlan::default()
+        };
+        let Some((store, direct, proxy)) = chaos_store("chaos-sdk-retry", plan, TIMEOUTS).await?
+        else {
+            return Ok(());
+        };
+        let store = store.with_sdk_retries(mode, attempts);
+        let config = store.client().config().retry_config().cloned();
+        let put = store
+            .put_item(store_support::key("h", "r"), Expect::Any)
+            .await;
+        let sent = proxy
+            .counts
+            .requests
+            .load(std::sync::atomic::Ordering::SeqCst);
+        direct.delete_table().await?;
+        let config = config.ok_or("no retry configuration")?;
+        assert_eq!(config.max_attempts(), attempts, "{mode:?}");
+        // one call is sent (the first-use stamp check's read, which fails the put when it
+        // cannot be made)
+        if mode == SdkRetryMode::Standard {
+            assert_eq!(config.mode(), RetryMode::Standard);
+            assert!(put.is_err_and(|e| e.is_throttled()), "{mode:?}");
+            assert_eq!(sent, u64::from(attempts), "{mode:?}");
+        } else {
+            assert_eq!(config.mode(), RetryMode::Adaptive);
+            assert!(put.is_err(), "{mode:?}");
+            assert!(sent >= 1 && sent <= u64::from(attempts), "{mode:?}: {sent}");
+        }
+    }
+    Ok(())
+}
+
+/// Nothing that could apply twice is sent twice: with every `UpdateItem` answered
+/// `InternalServerError` (which on DynamoDB may come after the write), an update with an
+/// increment is sent once and gives up saying it may have been applied and is not safe to
+/// repeat, while a plain `SET` is sent as many times as the SDK allows and is safe to repeat;
+/// with every `UpdateItem` throttled (refused before anything is done), the increment too is
+/// sent again up to the SDK's attempts and is safe to repeat.
+#[tokio::test]
+async fn an_increment_is_never_sent_twice_after_a_failure_that_may_have_applied_it() -> TestResult {
+    use entity_manager::store::{ReturnValues, SdkRetryMode, Update};
+    let n = |v: &str| entity_manager::AttributeValue::N(v.into());
+    let increment = Update::new().add("n", n("1"));
+    let set = Update::new().set("n", n("7"));
+    let cases = [
+        // (fault, update, requests sent, repeatable verdict)
+        ("500", increment.clone(), 1, false),
+        ("500", set.clone(), 3, true),
+        ("throttle", increment.clone(), 3, true),
+    ];
+    for (fault, update, sent, safe) in cases {
+        let plan = ChaosPlan {
+            seed: seed(),
+            only: Some("UpdateItem"),
+            server_error: if fault == "500" { 1.0 } else { 0.0 },
+            throttle: if fault == "throttle" { 1.0 } else { 0.0 },
+            ..ChaosPlan::default()
+        };
+        let Some((store, direct, proxy)) = chaos_store("chaos-once", plan, TIMEOUTS).await? else {
+            return Ok(());
+        };
+        let store = store.with_sdk_retries(SdkRetryMode::Standard, 3);
+        let key = store_support::key("h", "r");
+        let outcome = store
+            .update_item(&key, &update, Expect::Any, ReturnValues::None)
+            .await;
+        let requests = proxy
+            .counts
+            .targeted
+            .load(std::sync::atomic::Ordering::SeqCst);
+        direct.delete_table().await?;
+        let e = outcome
+            .err()
+            .ok_or("an update succeeded through a proxy that fails them all")?;
+        let case = format!("{fault} {update:?}: {e}");
+        assert_eq!(requests, sent, "{case}");
+        assert_eq!(e.attempts(), Some(u32::try_from(sent)?), "{case}");
+        assert_eq!(e.may_have_applied(), fault == "500", "{case}");
+        assert_eq!(e.is_retryable(), safe, "{case}");
+        let says = if safe {
+            "sending it again is safe"
+        } else {
+            "not sent again"
+        };
+        assert!(e.to_string().contains(says), "{case}");
+    }
     Ok(())
 }

@@ -389,3 +389,48 @@ async fn a_stopped_server_ends_a_batch_within_its_bound() -> TestResult {
     assert!(error.is_retryable());
     Ok(())
 }
+
+/// The same verdicts on `MemoryStore` under a fault plan: an increment that failed with a
+/// transient error (which on DynamoDB may come after the write) is not sent again and is not
+/// safe to repeat; a plain `SET` is retried up to the plan's attempts and is; a throttled
+/// increment is retried, and is safe to repeat.
+#[tokio::test]
+async fn an_increment_is_never_retried_after_a_failure_that_may_have_applied_it() -> TestResult {
+    use entity_manager::store::{Expect, ReturnValues, Update};
+    let n = |v: &str| entity_manager::AttributeValue::N(v.into());
+    let increment = Update::new().add("n", n("1"));
+    let set = Update::new().set("n", n("7"));
+    for (transient, update, attempts, safe) in [
+        (true, increment.clone(), 1, false),
+        (true, set, 4, true),
+        (false, increment, 4, true),
+    ] {
+        let plan = FaultPlan::new(seed()).attempts(4);
+        let plan = if transient {
+            plan.transient(1.0)
+        } else {
+            plan.throttle(1.0)
+        };
+        let store = MemoryStore::new(table()).with_faults(plan);
+        let e = store
+            .update_item(
+                &store_support::key("h", "r"),
+                &update,
+                Expect::Any,
+                ReturnValues::None,
+            )
+            .await
+            .err()
+            .ok_or("an update succeeded under a plan that fails them all")?;
+        let case = format!("{update:?}: {e}");
+        assert_eq!(e.attempts(), Some(attempts), "{case}");
+        assert_eq!(e.may_have_applied(), transient, "{case}");
+        assert_eq!(e.is_retryable(), safe, "{case}");
+        assert_eq!(
+            store.fault_counts().throttled + store.fault_counts().transient,
+            u64::from(attempts),
+            "{case}"
+        );
+    }
+    Ok(())
+}

@@ -249,6 +249,34 @@ mod records {
     }
 }
 
+/// The DynamoDB block: a store from the shared AWS configuration.
+#[rustfmt::skip] // the README's lines as the README writes them
+mod on_dynamodb {
+    use super::{Table, Users};
+    use entity_manager::store::{DynamoStore, SdkConfig, TableDefinition};
+
+    pub(super) fn run(sdk_config: &SdkConfig) -> Result<DynamoStore, Box<dyn std::error::Error>> {
+        users_table(sdk_config)
+    }
+
+    fn users_table(sdk_config: &SdkConfig) -> Result<DynamoStore, Box<dyn std::error::Error>> {
+        let store = DynamoStore::from_sdk_config(sdk_config, "Users", TableDefinition::from_schema(Users::schema()?)?);
+        Ok(store)
+    }
+}
+
+#[test]
+fn the_dynamodb_block_builds_a_store_of_the_table() -> Result<(), Box<dyn std::error::Error>> {
+    use entity_manager::store::Store as _;
+    let store = on_dynamodb::run(&entity_manager::store::SdkConfig::builder().build())?;
+    assert_eq!(store.table_name(), "Users");
+    assert_eq!(
+        store.definition(),
+        &entity_manager::store::TableDefinition::from_schema(Users::schema()?)?
+    );
+    Ok(())
+}
+
 #[test]
 fn the_keys_and_query_blocks_run() -> Result<(), Box<dyn std::error::Error>> {
     keys_and_query::run()

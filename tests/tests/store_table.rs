@@ -441,6 +441,62 @@ async fn a_missing_table_is_a_typed_error() -> TestResult {
     Ok(())
 }
 
+/// `DynamoStore::from_sdk_config` takes what `aws_config::load_defaults` returns: the shared
+/// configuration's endpoint, region, credentials and retry settings reach the client (a put and
+/// a get on `DynamoDB` Local through it), the default timeouts fill what it leaves unset, and a
+/// configuration with nothing in it still builds a store (no panic).
+#[tokio::test]
+async fn a_store_from_the_shared_aws_configuration_reaches_the_table() -> TestResult {
+    use entity_manager::store::aws_sdk_dynamodb::config::{
+        BehaviorVersion, Credentials, Region, SharedCredentialsProvider, retry::RetryConfig,
+    };
+    use entity_manager::store::{DynamoStore, Expect, SdkConfig, Store};
+
+    let bare = DynamoStore::from_sdk_config(
+        &SdkConfig::builder().build(),
+        "Users",
+        store_support::definition(),
+    );
+    let timeouts = bare.client().config().timeout_config().cloned();
+    assert_eq!(
+        timeouts.and_then(|t| t.operation_timeout()),
+        Some(DynamoStore::DEFAULT_OPERATION_TIMEOUT)
+    );
+    let Ok(endpoint) = std::env::var("DYNAMODB_ENDPOINT") else {
+        return store_support::dynamo_client().map_or(Ok(()), |_| Err("unreachable".into()));
+    };
+    let shared = SdkConfig::builder()
+        .behavior_version(BehaviorVersion::latest())
+        .endpoint_url(endpoint)
+        .region(Region::new("eu-west-3"))
+        .credentials_provider(SharedCredentialsProvider::new(Credentials::new(
+            "shared", "shared", None, None, "static",
+        )))
+        .retry_config(RetryConfig::standard().with_max_attempts(7))
+        .build();
+    let store = DynamoStore::from_sdk_config(
+        &shared,
+        store_support::unique_table("sdk-config"),
+        store_support::definition(),
+    );
+    let config = store.client().config();
+    assert_eq!(config.region().map(Region::as_ref), Some("eu-west-3"));
+    assert_eq!(
+        config.retry_config().map(RetryConfig::max_attempts),
+        Some(7)
+    );
+    store.create_table().await?;
+    let key = store_support::key("a", "b");
+    let outcome = async {
+        store.put_item(key.clone(), Expect::Any).await?;
+        store.get_item(&key, None).await
+    }
+    .await;
+    store.delete_table().await?;
+    assert_eq!(outcome?, Some(key));
+    Ok(())
+}
+
 /// A definition with every operational setting: two GSIs (one with its own capacity), two
 /// LSIs, provisioned billing, TTL, a stream, point-in-time recovery, deletion protection and
 /// two tags.

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use serde_dynamo::Item;
 
 use super::{BatchGetError, BatchWriteError, StoreError, StoreErrorKind, WriteRequest};
+use crate::trace::{self, op_span};
 
 /// The most requests `DynamoDB` accepts in one `BatchWriteItem` call.
 pub const MAX_BATCH_WRITE: usize = 25;
@@ -101,21 +102,29 @@ pub trait BatchSender: Send + Sync {
     /// Waits before a retry.
     fn pause(&self, delay: Duration) -> impl Future<Output = ()> + Send;
 
-    /// The longest one chunk of a batch call may take, its retries and pauses included
-    /// (`None`: no bound but the attempts). When it runs out the whole call stops with a
-    /// [`StoreError::is_timeout`] cause, listing every request not confirmed done; a request
-    /// in flight then may or may not have been applied (batch puts and deletes are
-    /// idempotent: sending them again is safe). So a call against a server that stopped
-    /// answering ends within one limit, and any call within one limit per chunk.
+    /// The bound of a whole batch call: the longest it may go **without progress**, i.e.
+    /// without any request confirmed done (`None`: no bound but the attempts). The clock
+    /// starts with the call and restarts whenever an answer confirms at least one request (a
+    /// chunk done, or part of one processed); when it runs out the whole call stops with a
+    /// [`StoreError::is_timeout`] cause listing every request not confirmed done (a request in
+    /// flight then may or may not have been applied; batch puts and deletes are idempotent, so
+    /// sending them again is safe).
+    ///
+    /// So a call against a server that stopped answering ends within one bound of its last
+    /// answer, whatever its size, and a healthy batch of any size, which confirms requests all
+    /// along, is never cut. (A bound on the whole duration would have to grow with the number
+    /// of requests and the server's pace to spare a healthy large batch, and would then leave
+    /// a stopped server minutes to be noticed: progress is what tells the two apart.)
     fn time_limit(&self) -> Option<Duration> {
         None
     }
 }
 
-/// Sends one chunk through `send`, within what is left of the sender's time limit.
+/// Sends one chunk through `send`, within what is left of the sender's bound since the last
+/// progress.
 async fn within<B, T, F>(
     sender: &B,
-    started: Instant,
+    progress: Instant,
     operation: &'static str,
     send: F,
 ) -> Result<T, StoreError>
@@ -126,13 +135,13 @@ where
     let Some(limit) = sender.time_limit() else {
         return send.await;
     };
-    let left = limit.saturating_sub(started.elapsed());
+    let left = limit.saturating_sub(progress.elapsed());
     let out_of_time = || {
         StoreError::new(
             StoreErrorKind::Timeout,
             operation,
             format!(
-                "no answer within the time limit of a batch chunk ({limit:?}, its retries included); the requests not confirmed are listed, and sending them again is safe"
+                "no request confirmed done for {limit:?} (the bound of a batch call without progress, retries included); the requests not confirmed are listed, and sending them again is safe"
             ),
         )
     };
@@ -147,11 +156,11 @@ where
     }
 }
 
-/// Whether a retry after `pause` still fits the sender's time limit.
-fn fits<B: BatchSender + ?Sized>(sender: &B, started: Instant, pause: Duration) -> bool {
+/// Whether a retry after `pause` still fits the sender's bound since the last progress.
+fn fits<B: BatchSender + ?Sized>(sender: &B, progress: Instant, pause: Duration) -> bool {
     sender
         .time_limit()
-        .is_none_or(|limit| started.elapsed() + pause < limit)
+        .is_none_or(|limit| progress.elapsed() + pause < limit)
 }
 
 /// Writes every request in chunks of [`MAX_BATCH_WRITE`], one chunk after the other, retrying
@@ -164,10 +173,20 @@ pub async fn write_batches<B: BatchSender + ?Sized>(
     writes: Vec<WriteRequest>,
     policy: &RetryPolicy,
 ) -> Result<(), BatchWriteError> {
+    let span = op_span!("entity_manager.batch_write", requests = writes.len());
+    trace::operation(span, write_all(sender, writes, policy)).await
+}
+
+async fn write_all<B: BatchSender + ?Sized>(
+    sender: &B,
+    writes: Vec<WriteRequest>,
+    policy: &RetryPolicy,
+) -> Result<(), BatchWriteError> {
     let total = writes.len();
     let mut rest: VecDeque<WriteRequest> = writes.into();
+    // one clock for the whole call, restarted by each answer that confirms a request
+    let mut progress = Instant::now();
     while !rest.is_empty() {
-        let started = Instant::now();
         let take = rest.len().min(MAX_BATCH_WRITE);
         let mut pending: Vec<WriteRequest> = rest.drain(..take).collect();
         let mut attempt = 0;
@@ -175,14 +194,20 @@ pub async fn write_batches<B: BatchSender + ?Sized>(
             attempt += 1;
             let sent = within(
                 sender,
-                started,
+                progress,
                 "BatchWriteItem",
                 sender.send_write_batch(pending.clone()),
             )
             .await;
+            if let Ok(unprocessed) = &sent
+                && unprocessed.len() < pending.len()
+            {
+                progress = Instant::now();
+            }
             let failure = match sent {
                 Ok(unprocessed) if unprocessed.is_empty() => break,
                 Ok(unprocessed) => {
+                    trace::unprocessed(unprocessed.len());
                     pending = unprocessed;
                     StoreError::new(
                         StoreErrorKind::Incomplete,
@@ -199,11 +224,12 @@ pub async fn write_batches<B: BatchSender + ?Sized>(
             if !failure.is_retryable()
                 || failure.is_timeout()
                 || attempt >= policy.attempts()
-                || !fits(sender, started, pause)
+                || !fits(sender, progress, pause)
             {
                 pending.extend(rest);
                 return Err(BatchWriteError::new(pending, total, failure));
             }
+            trace::retry();
             sender.pause(pause).await;
         }
     }
@@ -221,11 +247,22 @@ pub async fn get_batches<B: BatchSender + ?Sized>(
     projection: Option<&[String]>,
     policy: &RetryPolicy,
 ) -> Result<Vec<Item>, BatchGetError> {
+    let span = op_span!("entity_manager.batch_get", keys = keys.len());
+    trace::operation(span, get_all(sender, keys, projection, policy)).await
+}
+
+async fn get_all<B: BatchSender + ?Sized>(
+    sender: &B,
+    keys: Vec<Item>,
+    projection: Option<&[String]>,
+    policy: &RetryPolicy,
+) -> Result<Vec<Item>, BatchGetError> {
     let total = keys.len();
     let mut items = Vec::new();
     let mut rest: VecDeque<Item> = keys.into();
+    // one clock for the whole call, restarted by each answer that confirms a key
+    let mut progress = Instant::now();
     while !rest.is_empty() {
-        let started = Instant::now();
         let take = rest.len().min(MAX_BATCH_GET);
         let mut pending: Vec<Item> = rest.drain(..take).collect();
         let mut attempt = 0;
@@ -233,17 +270,23 @@ pub async fn get_batches<B: BatchSender + ?Sized>(
             attempt += 1;
             let sent = within(
                 sender,
-                started,
+                progress,
                 "BatchGetItem",
                 sender.send_get_batch(pending.clone(), projection),
             )
             .await;
+            if let Ok(batch) = &sent
+                && batch.unprocessed.len() < pending.len()
+            {
+                progress = Instant::now();
+            }
             let failure = match sent {
                 Ok(batch) => {
                     items.extend(batch.items);
                     if batch.unprocessed.is_empty() {
                         break;
                     }
+                    trace::unprocessed(batch.unprocessed.len());
                     pending = batch.unprocessed;
                     StoreError::new(
                         StoreErrorKind::Incomplete,
@@ -260,11 +303,12 @@ pub async fn get_batches<B: BatchSender + ?Sized>(
             if !failure.is_retryable()
                 || failure.is_timeout()
                 || attempt >= policy.attempts()
-                || !fits(sender, started, pause)
+                || !fits(sender, progress, pause)
             {
                 pending.extend(rest);
                 return Err(BatchGetError::new(items, pending, total, failure));
             }
+            trace::retry();
             sender.pause(pause).await;
         }
     }
@@ -294,6 +338,100 @@ mod tests {
             }
         }
         assert_eq!(p.backoff(1, 0), Duration::from_millis(50));
+    }
+
+    /// A sender that answers each chunk after `pace`, until `answers` chunks are answered;
+    /// after that it never answers (a server that stopped).
+    struct Paced {
+        pace: Duration,
+        answers: std::sync::atomic::AtomicUsize,
+        bound: Duration,
+    }
+
+    impl BatchSender for Paced {
+        async fn send_write_batch(
+            &self,
+            _batch: Vec<WriteRequest>,
+        ) -> Result<Vec<WriteRequest>, StoreError> {
+            let left = self.answers.load(std::sync::atomic::Ordering::SeqCst);
+            if left == 0 {
+                std::future::pending::<()>().await;
+            }
+            self.answers
+                .store(left - 1, std::sync::atomic::Ordering::SeqCst);
+            tokio::time::sleep(self.pace).await;
+            Ok(Vec::new())
+        }
+        async fn send_get_batch(
+            &self,
+            _keys: Vec<Item>,
+            _projection: Option<&[String]>,
+        ) -> Result<GetBatch, StoreError> {
+            Ok(GetBatch::default())
+        }
+        fn pause(&self, delay: Duration) -> impl Future<Output = ()> + Send {
+            tokio::time::sleep(delay)
+        }
+        fn time_limit(&self) -> Option<Duration> {
+            Some(self.bound)
+        }
+    }
+
+    fn puts(n: usize) -> Vec<WriteRequest> {
+        (0..n)
+            .map(|i| {
+                let item: Item = [(
+                    "k".to_owned(),
+                    serde_dynamo::AttributeValue::S(i.to_string()),
+                )]
+                .into_iter()
+                .collect::<std::collections::HashMap<_, _>>()
+                .into();
+                WriteRequest::Put(item)
+            })
+            .collect()
+    }
+
+    /// A healthy batch that takes many bounds in all (40 chunks at a fifth of the bound each:
+    /// 8 bounds) is never cut: the bound is on time without progress.
+    #[tokio::test]
+    async fn a_healthy_batch_longer_than_the_bound_is_not_cut() {
+        let sender = Paced {
+            pace: Duration::from_millis(20),
+            answers: usize::MAX.into(),
+            bound: Duration::from_millis(100),
+        };
+        let started = Instant::now();
+        let out = write_batches(&sender, puts(40 * MAX_BATCH_WRITE), &RetryPolicy::default()).await;
+        assert!(out.is_ok(), "{out:?}");
+        assert!(
+            started.elapsed() > sender.bound * 4,
+            "the test ran as meant"
+        );
+    }
+
+    /// A server that stops answering after 10 chunks: the call ends with a timeout (within
+    /// about one bound of the last answer; the guard is generous), listing exactly the
+    /// requests of the later chunks.
+    #[tokio::test]
+    async fn a_server_that_stops_ends_the_call_after_its_last_answer() {
+        let sender = Paced {
+            pace: Duration::from_millis(10),
+            answers: 10.into(),
+            bound: Duration::from_millis(300),
+        };
+        let writes = puts(30 * MAX_BATCH_WRITE);
+        let want: Vec<WriteRequest> = writes[10 * MAX_BATCH_WRITE..].to_vec();
+        let out = tokio::time::timeout(
+            Duration::from_secs(10),
+            write_batches(&sender, writes, &RetryPolicy::default()),
+        )
+        .await;
+        let Ok(Err(e)) = out else {
+            panic!("the call did not end with an error: {out:?}");
+        };
+        assert!(e.cause.is_timeout(), "{e}");
+        assert_eq!(e.unwritten, want);
     }
 
     #[test]

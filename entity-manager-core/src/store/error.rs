@@ -96,7 +96,18 @@ struct Inner {
     reasons: Vec<CancellationReason>,
     item: Option<Item>,
     expression: Option<ExpressionTooLarge>,
+    gave_up: Option<GaveUp>,
     source: Option<Box<dyn StdError + Send + Sync + 'static>>,
+}
+
+/// What a single call had done when it gave up: its attempts, and whether sending it again
+/// is safe.
+#[derive(Clone, Copy, Debug)]
+struct GaveUp {
+    attempts: u32,
+    /// Carrying the request out twice changes nothing (reads, puts, deletes, updates without
+    /// increments or appends, transactions under their idempotency token).
+    repeatable: bool,
 }
 
 /// Which expression of a request exceeded which `DynamoDB` limit, and by how much: the detail
@@ -162,8 +173,57 @@ impl StoreError {
             reasons: Vec::new(),
             item: None,
             expression: None,
+            gave_up: None,
             source: None,
         }))
+    }
+
+    /// Records that a single call gave up after `attempts` attempts (its retries included)
+    /// with this error, and whether the request is `repeatable` (applying it twice changes
+    /// nothing); the message then says what was done, what was not and whether a retry is
+    /// safe. Only a throttled, transient or timed-out failure gives up: other errors are
+    /// returned unchanged.
+    #[must_use]
+    pub fn gave_up(mut self, attempts: u32, repeatable: bool) -> Self {
+        if !matches!(
+            self.0.kind,
+            StoreErrorKind::Throttled | StoreErrorKind::Transient | StoreErrorKind::Timeout
+        ) {
+            return self;
+        }
+        self.0.gave_up = Some(GaveUp {
+            attempts,
+            repeatable,
+        });
+        let plural = if attempts == 1 { "" } else { "s" };
+        let verdict = if !self.may_have_applied() {
+            "it was not carried out, and sending it again is safe"
+        } else if repeatable {
+            "it may have been carried out; sending it again is safe (carrying it out twice changes nothing)"
+        } else {
+            "it may have been carried out, so it was not sent again (an increment or an append would apply twice): read the record before deciding to send it again"
+        };
+        self.advise(&format!(
+            "gave up after {attempts} attempt{plural}: {verdict}"
+        ))
+    }
+
+    /// How many attempts a single call made before it gave up with this error (its retries
+    /// included; see [`gave_up`](Self::gave_up)), or `None` when the error did not end a
+    /// retried call (a failed condition, an invalid request, a batch, whose typed error lists
+    /// what was not done).
+    pub fn attempts(&self) -> Option<u32> {
+        self.0.gave_up.map(|g| g.attempts)
+    }
+
+    /// Whether the failed request may have been carried out anyway: after a timeout, a server
+    /// error or a broken answer the store may have applied it before failing. A throttled
+    /// request, a failed condition, a canceled transaction or an invalid request was not.
+    pub fn may_have_applied(&self) -> bool {
+        matches!(
+            self.0.kind,
+            StoreErrorKind::Transient | StoreErrorKind::Timeout
+        ) && !self.is_transaction_conflict()
     }
 
     /// A request refused because one of its expressions exceeds a `DynamoDB` limit: a
@@ -311,15 +371,19 @@ impl StoreError {
     }
 
     /// Retrying the same request later may succeed and cannot apply it twice (throttled,
-    /// transient, timed out, incomplete, or a transaction canceled by a conflict).
+    /// transient, timed out, incomplete, or a transaction canceled by a conflict), except a
+    /// request that may have been carried out and would change the record again if repeated
+    /// (an `UpdateItem` with an increment or an append that timed out): that one is not
+    /// retryable, and its message says so.
     pub fn is_retryable(&self) -> bool {
-        matches!(
+        let kind = matches!(
             self.0.kind,
             StoreErrorKind::Throttled
                 | StoreErrorKind::Transient
                 | StoreErrorKind::Timeout
                 | StoreErrorKind::Incomplete
-        ) || self.is_transaction_conflict()
+        ) || self.is_transaction_conflict();
+        kind && !(self.may_have_applied() && self.0.gave_up.is_some_and(|g| !g.repeatable))
     }
 
     /// A transaction canceled only because another transaction or write touched one of its
@@ -345,6 +409,10 @@ impl StoreError {
     }
 
     fn hint(&self) -> &'static str {
+        if self.may_have_applied() && !self.is_retryable() {
+            // the message says why it is not sent again
+            return "";
+        }
         match self.0.kind {
             StoreErrorKind::Throttled => " (throttled; retry later, or raise the table's capacity)",
             StoreErrorKind::Transient => " (transient; retrying may succeed)",
@@ -373,6 +441,10 @@ impl fmt::Debug for StoreError {
         }
         if !self.0.reasons.is_empty() {
             d.field("reasons", &self.0.reasons);
+        }
+        if let Some(gave_up) = &self.0.gave_up {
+            d.field("attempts", &gave_up.attempts)
+                .field("repeatable", &gave_up.repeatable);
         }
         if let Some(source) = &self.0.source {
             d.field("source", source);

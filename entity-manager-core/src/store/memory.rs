@@ -215,6 +215,7 @@ impl MemoryStore {
     /// Counts a call under the fault plan: applies the writes whose lag is over, and returns
     /// the error injected into this call, if any.
     fn inject(&self, operation: Operation) -> Result<u64, StoreError> {
+        crate::trace::attempt();
         let Some(faults) = &self.faults else {
             return Ok(0);
         };
@@ -238,7 +239,12 @@ impl MemoryStore {
             }
         }
         match faults.error(call, operation) {
-            Some(e) => Err(e),
+            Some(e) => {
+                if e.is_throttled() {
+                    crate::trace::throttle();
+                }
+                Err(e)
+            }
             None => Ok(call),
         }
     }
@@ -247,6 +253,15 @@ impl MemoryStore {
     /// (or, for a transaction, conflict) is retried up to the plan's attempts, as the SDK
     /// retries `DynamoStore`'s calls; an attempt that failed this way did nothing.
     fn admit(&self, operation: Operation) -> Result<(), StoreError> {
+        self.admit_as(operation, true)
+    }
+
+    /// [`admit`](Self::admit) for a request that is `repeatable` or not (an update with an
+    /// increment or an append): one that is not is sent again only after throttling, as
+    /// `DynamoStore` does, since a transient error or a timeout on `DynamoDB` may have applied
+    /// it. The error that ends the call says how many attempts were made
+    /// ([`StoreError::gave_up`]).
+    fn admit_as(&self, operation: Operation, repeatable: bool) -> Result<(), StoreError> {
         let Some(faults) = &self.faults else {
             return Ok(());
         };
@@ -255,8 +270,14 @@ impl MemoryStore {
             attempt += 1;
             match self.inject(operation) {
                 Ok(_) => return Ok(()),
-                Err(e) if e.is_retryable() && attempt < faults.plan.attempts_allowed() => {}
-                Err(e) => return Err(e),
+                Err(e)
+                    if e.is_retryable()
+                        && (repeatable || e.is_throttled())
+                        && attempt < faults.plan.attempts_allowed() =>
+                {
+                    crate::trace::retry();
+                }
+                Err(e) => return Err(e.gave_up(attempt, repeatable)),
             }
         }
     }
@@ -1567,7 +1588,7 @@ impl Store for MemoryStore {
         returns: ReturnValues,
     ) -> Result<Option<Item>, StoreError> {
         self.check_stamp("UpdateItem", true).await?;
-        self.admit(Operation::UpdateItem)?;
+        self.admit_as(Operation::UpdateItem, update.is_repeatable())?;
         self.update_sync(key, update, &expect, returns)
     }
 
@@ -1604,7 +1625,9 @@ impl Store for MemoryStore {
     async fn query_page(&self, request: &QueryPage) -> Result<Page, StoreError> {
         self.check_stamp("Query", false).await?;
         self.admit(Operation::Query)?;
-        self.query_sync(request)
+        let page = self.query_sync(request)?;
+        crate::trace::capacity(page.consumed_capacity.unwrap_or(0.0));
+        Ok(page)
     }
 
     async fn scan_page(&self, request: &ScanPage) -> Result<Page, StoreError> {

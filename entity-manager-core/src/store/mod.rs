@@ -73,11 +73,24 @@ pub use crate::transcode::KeyType;
 pub use batch::{MAX_BATCH_GET, MAX_BATCH_WRITE, RetryPolicy};
 // The batch loops `DynamoStore` runs, exposed for the fault-injection tests only.
 pub use crate::limits::{ExpressionKind, ExpressionLimit};
+/// The AWS SDK for `DynamoDB` this crate is built on, at the version [`DynamoStore`] takes: build
+/// the client of [`DynamoStore::new`] or make raw calls with it, with no second
+/// `aws-sdk-dynamodb` to keep in step. Its `types::AttributeValue` is the SDK's, not
+/// [`AttributeValue`] (`serde_dynamo`'s); `.into()` converts either way.
+#[cfg(feature = "dynamodb")]
+#[cfg_attr(docsrs, doc(cfg(feature = "dynamodb")))]
+pub use aws_sdk_dynamodb;
+/// The shared AWS configuration `aws_config::load_defaults` returns (credentials chain, profile,
+/// region, endpoint, retry and timeouts), for [`DynamoStore::from_sdk_config`]. It is
+/// `aws_types::SdkConfig`, the type `aws-config` 1.x re-exports.
+#[cfg(feature = "dynamodb")]
+#[cfg_attr(docsrs, doc(cfg(feature = "dynamodb")))]
+pub use aws_types::SdkConfig;
 #[doc(hidden)]
 pub use batch::{BatchSender, GetBatch, get_batches, write_batches};
 pub use drift::{Drift, DriftReport, IndexKind, KeySchemaNames, LiveTable, Setting};
 #[cfg(feature = "dynamodb")]
-pub use dynamo::DynamoStore;
+pub use dynamo::{DynamoStore, SdkRetryMode};
 // SDK errors as `StoreError`s, for the stream reader (`stream::StreamReader`)
 #[cfg(feature = "streams")]
 pub(crate) use dynamo::convert::sdk_error;
@@ -668,6 +681,21 @@ impl Update {
     /// An update with no action.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Whether applying this update twice leaves the item as applying it once: no increment,
+    /// decrement, append, prepend or numeric `ADD` (sets, `SET`, `REMOVE` and `DELETE` are
+    /// repeatable). A store never sends again an update that is not repeatable after a failure
+    /// that may have applied it.
+    pub fn is_repeatable(&self) -> bool {
+        self.actions.iter().all(|a| match a {
+            UpdateAction::Increment(..)
+            | UpdateAction::Decrement(..)
+            | UpdateAction::Append(..)
+            | UpdateAction::Prepend(..) => false,
+            UpdateAction::Add(_, v) => !matches!(v, AttributeValue::N(_)),
+            _ => true,
+        })
     }
 
     /// Adds an action.

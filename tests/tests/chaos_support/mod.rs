@@ -50,12 +50,17 @@ pub struct ChaosPlan {
     pub delay_by: Duration,
     /// The request is forwarded and applied, and its response cut short.
     pub cut: f64,
+    /// Faults only calls whose `X-Amz-Target` ends with this (e.g. `"UpdateItem"`); every
+    /// call when `None`.
+    pub only: Option<&'static str>,
 }
 
 /// How many of each fault the proxy injected.
 #[derive(Debug, Default)]
 pub struct ChaosCounts {
     pub requests: AtomicU64,
+    /// Requests of the call `ChaosPlan::only` names (all requests when it names none).
+    pub targeted: AtomicU64,
     pub throttled: AtomicU64,
     pub server_errors: AtomicU64,
     pub unavailable: AtomicU64,
@@ -122,8 +127,19 @@ enum Fault {
 }
 
 impl ChaosPlan {
+    /// The fault of request `n`, counting it among the targeted requests.
+    fn fault_counted(&self, n: u64, target: &str, counts: &ChaosCounts) -> Fault {
+        if self.only.is_none_or(|only| target.ends_with(only)) {
+            counts.targeted.fetch_add(1, Ordering::SeqCst);
+        }
+        self.fault(n, target)
+    }
+
     /// The fault of request number `n` of call `target` (the `X-Amz-Target` operation).
     fn fault(&self, n: u64, target: &str) -> Fault {
+        if self.only.is_some_and(|only| !target.ends_with(only)) {
+            return Fault::Pass;
+        }
         #[allow(clippy::cast_precision_loss)]
         let draw = (mix(self.seed ^ mix(n)) >> 11) as f64 / (1u64 << 53) as f64;
         let mut at = 0.0;
@@ -188,7 +204,7 @@ async fn handle(shared: Arc<Shared>, request: Request<Incoming>) -> Reply {
         .unwrap_or_default()
         .to_owned();
     let counts = &shared.counts;
-    let fault = shared.plan.fault(n, &target);
+    let fault = shared.plan.fault_counted(n, &target, &shared.counts);
     let bump = |c: &AtomicU64| {
         c.fetch_add(1, Ordering::SeqCst);
     };

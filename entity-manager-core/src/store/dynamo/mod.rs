@@ -2,6 +2,7 @@
 
 pub(crate) mod convert;
 mod describe;
+mod trace;
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -9,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::config::AsyncSleep;
+use aws_sdk_dynamodb::config::retry::RetryConfig;
 use aws_sdk_dynamodb::operation::delete_item::DeleteItemError;
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
@@ -24,6 +26,7 @@ use aws_sdk_dynamodb::types::{
 use serde_dynamo::Item;
 
 use self::convert::{build_error, from_aws, from_aws_all, sdk_error, to_aws, values_to_aws};
+use self::trace::{Counting, consumed};
 use super::batch::{BatchSender, GetBatch, RetryPolicy, get_batches, write_batches};
 use super::expression::Request;
 use super::memory::check_transaction_shape;
@@ -70,13 +73,29 @@ pub struct DynamoStore {
     table_name: String,
     definition: TableDefinition,
     retry: RetryPolicy,
-    /// The bound of one whole batch call (and of a transaction's conflict retries): the
-    /// operation timeout.
+    /// The bound of a batch call without progress (and of a transaction's conflict retries):
+    /// the operation timeout.
     batch_limit: Duration,
     consistent_read: bool,
     table_wait: Duration,
     /// The first-use check of the table stamp, shared by clones.
     stamp_guard: std::sync::Arc<StampGuard>,
+}
+
+/// How the AWS SDK retries each single call of a [`DynamoStore`] (`GetItem`, `PutItem`,
+/// `UpdateItem`, `DeleteItem`, `Query`, `Scan`, the transactions, each batch chunk): throttling
+/// and transient errors only, with exponential backoff and jitter. Set with
+/// [`DynamoStore::with_sdk_retries`]; by default the client's own retry configuration is kept,
+/// which for a client without one is the SDK's *standard* mode with 3 attempts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+#[cfg_attr(docsrs, doc(cfg(feature = "dynamodb")))]
+pub enum SdkRetryMode {
+    /// Exponential backoff with jitter and a retry quota (the SDK's default).
+    Standard,
+    /// Standard, plus client-side rate limiting that slows the client down under sustained
+    /// throttling: for a service that keeps hitting one hot partition.
+    Adaptive,
 }
 
 /// The GSIs and LSIs of a `CreateTable` request.
@@ -208,16 +227,71 @@ impl DynamoStore {
         }
     }
 
+    /// The table `table_name`, laid out as `definition`, through a client built from the shared
+    /// AWS configuration: what `aws_config::load_defaults(BehaviorVersion::latest())` returns
+    /// (the default credential chain, `AWS_PROFILE`, SSO, web identity, container and instance
+    /// roles, `AWS_REGION`, `AWS_ENDPOINT_URL_DYNAMODB`), as every AWS tool reaches an account.
+    ///
+    /// The configuration's retry and timeout settings are kept; where it has no operation
+    /// timeout, [`new`](Self::new)'s defaults apply. It does not panic: the features this crate
+    /// enables give the client an HTTP client, a sleep and a behavior version when the
+    /// configuration has none.
+    ///
+    /// ```
+    /// use entity_manager_core::store::{DynamoStore, KeyType, SdkConfig, TableDefinition};
+    ///
+    /// // in a service: let sdk_config = aws_config::load_defaults(BehaviorVersion::latest()).await;
+    /// let sdk_config = SdkConfig::builder().build();
+    /// let table = TableDefinition::new(("hashKey", KeyType::S), ("rangeKey", KeyType::S));
+    /// let store = DynamoStore::from_sdk_config(&sdk_config, "Users", table);
+    /// assert_eq!(store.table_name(), "Users");
+    /// ```
+    pub fn from_sdk_config(
+        config: &aws_types::SdkConfig,
+        table_name: impl Into<String>,
+        definition: TableDefinition,
+    ) -> Self {
+        Self::new(Client::new(config), table_name, definition)
+    }
+
     /// Sets the time limits of every call: `operation` for a whole call (its retries included)
     /// and `attempt` for each attempt. A call that runs out of time fails with
-    /// [`StoreError::is_timeout`]. `operation` also bounds each chunk of a `batch_write` or
-    /// `batch_get` with its retries and pauses, and a chunk that runs out of time ends the
-    /// whole call with a timeout error listing every request not confirmed done: against a
-    /// server that stopped answering a batch call ends within `operation`.
+    /// [`StoreError::is_timeout`].
+    ///
+    /// `operation` is also the one bound of a whole `batch_write` or `batch_get`, on time
+    /// **without progress**: the call ends with a timeout error listing every request not
+    /// confirmed done once `operation` passes with no request confirmed (the clock restarts
+    /// at each answer that confirms one). Against a server that stopped answering a batch call
+    /// so ends within `operation` of its last answer, whatever its size, while a healthy batch
+    /// of any size is never cut. A bound on the whole duration could not do both: it would
+    /// have to grow with the batch and the server's pace, and then leave a stopped server
+    /// unnoticed for as long.
     #[must_use]
     pub fn with_timeouts(mut self, operation: Duration, attempt: Duration) -> Self {
         self.client = with_timeouts(&self.client, operation, attempt);
         self.batch_limit = operation;
+        self
+    }
+
+    /// Sets how the AWS SDK retries each single call: `mode` and the most attempts of one
+    /// call (at least 1; 1 turns the SDK's retries off). Without it the client's configuration
+    /// is kept ([`SdkRetryMode`] says the default). Batch leftovers and transaction conflicts
+    /// are retried by the [`RetryPolicy`] on top ([`with_retry_policy`](Self::with_retry_policy)).
+    #[must_use]
+    pub fn with_sdk_retries(mut self, mode: SdkRetryMode, max_attempts: u32) -> Self {
+        use aws_sdk_dynamodb::config::retry::RetryConfig;
+        let retry = match mode {
+            SdkRetryMode::Standard => RetryConfig::standard(),
+            SdkRetryMode::Adaptive => RetryConfig::adaptive(),
+        }
+        .with_max_attempts(max_attempts.max(1));
+        let config = self
+            .client
+            .config()
+            .to_builder()
+            .retry_config(retry)
+            .build();
+        self.client = Client::from_conf(config);
         self
     }
 
@@ -330,6 +404,8 @@ impl DynamoStore {
             .set_stream_specification(stream)
             .deletion_protection_enabled(def.deletion_protection)
             .set_tags((!tags.is_empty()).then_some(tags))
+            .customize()
+            .interceptor(Counting::default())
             .send()
             .await
             .map_err(|e| sdk_error(OP, e))?;
@@ -360,6 +436,8 @@ impl DynamoStore {
             .update_time_to_live()
             .table_name(&self.table_name)
             .time_to_live_specification(spec)
+            .customize()
+            .interceptor(Counting::default())
             .send()
             .await
             .map_err(|e| self.created_without(OP, "Time to Live", &sdk_error(OP, e)))?;
@@ -383,6 +461,8 @@ impl DynamoStore {
                 .update_continuous_backups()
                 .table_name(&self.table_name)
                 .point_in_time_recovery_specification(spec.clone())
+                .customize()
+                .interceptor(Counting::default())
                 .send()
                 .await;
             let Err(e) = result else {
@@ -447,6 +527,8 @@ impl DynamoStore {
             .table_name(&self.table_name)
             .set_key(Some(to_aws(stamp::stamp_key(&self.definition))))
             .consistent_read(true)
+            .customize()
+            .interceptor(Counting::default())
             .send()
             .await
             .map_err(|e| sdk_error("GetItem", e))?;
@@ -473,6 +555,8 @@ impl DynamoStore {
             .client
             .describe_table()
             .table_name(&self.table_name)
+            .customize()
+            .interceptor(Counting::default())
             .send()
             .await
             .map_err(|e| sdk_error("DescribeTable", e))?;
@@ -488,6 +572,8 @@ impl DynamoStore {
             .client
             .describe_time_to_live()
             .table_name(&self.table_name)
+            .customize()
+            .interceptor(Counting::default())
             .send()
             .await
         {
@@ -501,6 +587,8 @@ impl DynamoStore {
             .client
             .describe_continuous_backups()
             .table_name(&self.table_name)
+            .customize()
+            .interceptor(Counting::default())
             .send()
             .await
         {
@@ -535,6 +623,8 @@ impl DynamoStore {
                 .list_tags_of_resource()
                 .resource_arn(arn)
                 .set_next_token(next.take())
+                .customize()
+                .interceptor(Counting::default())
                 .send()
                 .await
             {
@@ -570,6 +660,8 @@ impl DynamoStore {
                 .client
                 .describe_table()
                 .table_name(&self.table_name)
+                .customize()
+                .interceptor(Counting::default())
                 .send()
                 .await
                 .map_err(|e| sdk_error(OP, e))?;
@@ -602,10 +694,20 @@ impl DynamoStore {
         self.client
             .delete_table()
             .table_name(&self.table_name)
+            .customize()
+            .interceptor(Counting::default())
             .send()
             .await
             .map_err(|e| sdk_error("DeleteTable", e))?;
         Ok(())
+    }
+
+    /// The most attempts the SDK makes of one call (its retry configuration; 3 by default).
+    fn sdk_attempts(&self) -> u32 {
+        self.client.config().retry_config().map_or(
+            3,
+            aws_sdk_dynamodb::config::retry::RetryConfig::max_attempts,
+        )
     }
 
     async fn sleep(&self, delay: Duration) {
@@ -629,7 +731,9 @@ impl DynamoStore {
 
     async fn put(&self, item: Item, expect: Expect) -> Result<(), StoreError> {
         let r = self.write_request("PutItem", None, &expect)?;
-        self.client
+        let calls = Counting::default();
+        let out = self
+            .client
             .put_item()
             .table_name(&self.table_name)
             .set_item(Some(to_aws(item)))
@@ -637,6 +741,9 @@ impl DynamoStore {
             .set_expression_attribute_names(r.expr.names())
             .set_expression_attribute_values(values_to_aws(&r.expr))
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .return_consumed_capacity(aws::ReturnConsumedCapacity::Total)
+            .customize()
+            .interceptor(calls.clone())
             .send()
             .await
             .map_err(|e| {
@@ -645,7 +752,9 @@ impl DynamoStore {
                     _ => None,
                 };
                 with_current(sdk_error("PutItem", e), item)
-            })?;
+            })
+            .map_err(|e| e.gave_up(calls.attempts(), true))?;
+        consumed(out.consumed_capacity.as_ref());
         Ok(())
     }
 
@@ -658,7 +767,7 @@ impl DynamoStore {
     ) -> Result<Option<Item>, StoreError> {
         const OP: &str = "UpdateItem";
         let r = self.write_request(OP, Some(update), &expect)?;
-        let out = self
+        let request = self
             .client
             .update_item()
             .table_name(&self.table_name)
@@ -675,15 +784,42 @@ impl DynamoStore {
                 ReturnValues::UpdatedNew => ReturnValue::UpdatedNew,
             })
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
-            .send()
-            .await
-            .map_err(|e| {
-                let item = match e.as_service_error() {
-                    Some(UpdateItemError::ConditionalCheckFailedException(c)) => c.item.clone(),
-                    _ => None,
-                };
-                with_current(sdk_error(OP, e), item)
-            })?;
+            .return_consumed_capacity(aws::ReturnConsumedCapacity::Total);
+        // An update that would change the record again if applied twice (an increment, an
+        // append) is never sent again after a failure that may have applied it: the SDK's
+        // retries are off for it, and only throttled attempts (refused before anything was
+        // done) are sent again, by this loop, up to the SDK's attempts.
+        let repeatable = update.is_repeatable();
+        let mut attempts = 0;
+        let out = loop {
+            let calls = Counting::default();
+            let mut call = request.clone().customize().interceptor(calls.clone());
+            if !repeatable {
+                call = call.config_override(
+                    aws_sdk_dynamodb::config::Builder::new().retry_config(RetryConfig::disabled()),
+                );
+            }
+            let e = match call.send().await {
+                Ok(out) => break out,
+                Err(e) => e,
+            };
+            attempts += calls.attempts();
+            let item = match e.as_service_error() {
+                Some(UpdateItemError::ConditionalCheckFailedException(c)) => c.item.clone(),
+                _ => None,
+            };
+            let e = with_current(sdk_error(OP, e), item);
+            if !repeatable && e.is_throttled() && attempts < self.sdk_attempts() {
+                crate::trace::retry();
+                let pause = self
+                    .retry
+                    .backoff(attempts, super::batch::entropy(attempts));
+                self.sleep(pause).await;
+                continue;
+            }
+            return Err(e.gave_up(attempts, repeatable));
+        };
+        consumed(out.consumed_capacity.as_ref());
         out.attributes
             .filter(|a| !a.is_empty())
             .map(|a| from_aws(a, OP))
@@ -703,13 +839,21 @@ impl DynamoStore {
                     .map_err(|e| build_error(OP, e))
             })
             .collect::<Result<Vec<_>, _>>()?;
+        let calls = Counting::default();
         let out = self
             .client
             .transact_get_items()
             .set_transact_items(Some(gets))
+            .return_consumed_capacity(aws::ReturnConsumedCapacity::Total)
+            .customize()
+            .interceptor(calls.clone())
             .send()
             .await
-            .map_err(|e| sdk_error(OP, e))?;
+            .map_err(|e| sdk_error(OP, e))
+            .map_err(|e| e.gave_up(calls.attempts(), true))?;
+        out.consumed_capacity()
+            .iter()
+            .for_each(|c| consumed(Some(c)));
         out.responses
             .unwrap_or_default()
             .into_iter()
@@ -723,6 +867,7 @@ impl DynamoStore {
         projection: Option<&[String]>,
     ) -> Result<Option<Item>, StoreError> {
         let r = Request::read("GetItem", None, projection)?;
+        let calls = Counting::default();
         let out = self
             .client
             .get_item()
@@ -731,15 +876,22 @@ impl DynamoStore {
             .consistent_read(self.consistent_read)
             .set_projection_expression(r.projection)
             .set_expression_attribute_names(r.expr.names())
+            .return_consumed_capacity(aws::ReturnConsumedCapacity::Total)
+            .customize()
+            .interceptor(calls.clone())
             .send()
             .await
-            .map_err(|e| sdk_error("GetItem", e))?;
+            .map_err(|e| sdk_error("GetItem", e))
+            .map_err(|e| e.gave_up(calls.attempts(), true))?;
+        consumed(out.consumed_capacity.as_ref());
         out.item.map(|i| from_aws(i, "GetItem")).transpose()
     }
 
     async fn delete(&self, key: &Item, expect: Expect) -> Result<(), StoreError> {
         let r = self.write_request("DeleteItem", None, &expect)?;
-        self.client
+        let calls = Counting::default();
+        let out = self
+            .client
             .delete_item()
             .table_name(&self.table_name)
             .set_key(Some(to_aws(key.clone())))
@@ -747,6 +899,9 @@ impl DynamoStore {
             .set_expression_attribute_names(r.expr.names())
             .set_expression_attribute_values(values_to_aws(&r.expr))
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .return_consumed_capacity(aws::ReturnConsumedCapacity::Total)
+            .customize()
+            .interceptor(calls.clone())
             .send()
             .await
             .map_err(|e| {
@@ -755,7 +910,9 @@ impl DynamoStore {
                     _ => None,
                 };
                 with_current(sdk_error("DeleteItem", e), item)
-            })?;
+            })
+            .map_err(|e| e.gave_up(calls.attempts(), true))?;
+        consumed(out.consumed_capacity.as_ref());
         Ok(())
     }
 
@@ -830,14 +987,23 @@ impl DynamoStore {
             };
             items.push(item.build());
         }
+        let calls = Counting::default();
         let result = self
             .client
             .transact_write_items()
             .set_transact_items(Some(items))
+            .return_consumed_capacity(aws::ReturnConsumedCapacity::Total)
+            .customize()
+            .interceptor(calls.clone())
             .send()
             .await;
         match result {
-            Ok(_) => Ok(()),
+            Ok(out) => {
+                out.consumed_capacity()
+                    .iter()
+                    .for_each(|c| consumed(Some(c)));
+                Ok(())
+            }
             Err(err) => {
                 if let Some(TransactWriteItemsError::TransactionCanceledException(e)) =
                     err.as_service_error()
@@ -859,7 +1025,8 @@ impl DynamoStore {
                         .with_code("TransactionCanceledException")
                         .with_source(err));
                 }
-                Err(sdk_error(OP, err))
+                // sent again by the SDK under its idempotency token (ClientRequestToken)
+                Err(sdk_error(OP, err).gave_up(calls.attempts(), true))
             }
         }
     }
@@ -884,6 +1051,7 @@ impl DynamoStore {
         let range: Vec<&str> = range.iter().map(|a| a.name.as_str()).collect();
         let r = Request::query(OP, request, &hash, &range)?;
         let limit = request.limit.map(|l| wire_limit(OP, l)).transpose()?;
+        let calls = Counting::default();
         let out = self
             .client
             .query()
@@ -899,9 +1067,13 @@ impl DynamoStore {
             .scan_index_forward(!request.descending)
             .set_consistent_read((self.consistent_read && request.index.is_none()).then_some(true))
             .return_consumed_capacity(aws::ReturnConsumedCapacity::Total)
+            .customize()
+            .interceptor(calls.clone())
             .send()
             .await
-            .map_err(|e| sdk_error(OP, e))?;
+            .map_err(|e| sdk_error(OP, e))
+            .map_err(|e| e.gave_up(calls.attempts(), true))?;
+        consumed(out.consumed_capacity.as_ref());
         Ok(Page {
             consumed_capacity: out
                 .consumed_capacity
@@ -955,6 +1127,7 @@ impl DynamoStore {
         } else {
             (None, None)
         };
+        let calls = Counting::default();
         let out = self
             .client
             .scan()
@@ -967,9 +1140,14 @@ impl DynamoStore {
             .set_limit(limit)
             .set_exclusive_start_key(request.exclusive_start_key.clone().map(to_aws))
             .set_consistent_read((request.consistent || self.consistent_read).then_some(true))
+            .return_consumed_capacity(aws::ReturnConsumedCapacity::Total)
+            .customize()
+            .interceptor(calls.clone())
             .send()
             .await
-            .map_err(|e| sdk_error(OP, e))?;
+            .map_err(|e| sdk_error(OP, e))
+            .map_err(|e| e.gave_up(calls.attempts(), true))?;
+        consumed(out.consumed_capacity.as_ref());
         let mut items = from_aws_all(out.items.unwrap_or_default(), OP)?;
         // the table stamp is no record
         items.retain(|item| !stamp::is_stamp(item, &self.definition));
@@ -1049,9 +1227,15 @@ impl BatchSender for DynamoStore {
                 .client
                 .batch_write_item()
                 .request_items(&self.table_name, requests)
+                .return_consumed_capacity(aws::ReturnConsumedCapacity::Total)
+                .customize()
+                .interceptor(Counting::default())
                 .send()
                 .await
                 .map_err(|e| sdk_error(OP, e))?;
+            out.consumed_capacity()
+                .iter()
+                .for_each(|c| consumed(Some(c)));
             let unprocessed = out
                 .unprocessed_items
                 .and_then(|mut m| m.remove(&self.table_name))
@@ -1086,9 +1270,15 @@ impl BatchSender for DynamoStore {
                 .client
                 .batch_get_item()
                 .request_items(&self.table_name, request)
+                .return_consumed_capacity(aws::ReturnConsumedCapacity::Total)
+                .customize()
+                .interceptor(Counting::default())
                 .send()
                 .await
                 .map_err(|e| sdk_error(OP, e))?;
+            out.consumed_capacity()
+                .iter()
+                .for_each(|c| consumed(Some(c)));
             let items = out
                 .responses
                 .and_then(|mut m| m.remove(&self.table_name))
@@ -1176,6 +1366,7 @@ impl Store for DynamoStore {
                     {
                         return Err(e);
                     }
+                    crate::trace::retry();
                     self.sleep(pause).await;
                 }
                 other => return other,

@@ -1,0 +1,109 @@
+//! What `DynamoStore`'s calls tell the operation span ([`crate::trace`]): each attempt the SDK
+//! sends (a retry when the SDK's `amz-sdk-request` header says `attempt=2` or later), each
+//! attempt answered with throttling, and the capacity `DynamoDB` reports.
+
+use aws_sdk_dynamodb::config::interceptors::{
+    BeforeTransmitInterceptorContextRef, FinalizerInterceptorContextRef,
+};
+use aws_sdk_dynamodb::config::{ConfigBag, Intercept, RuntimeComponents};
+use aws_sdk_dynamodb::error::BoxError;
+use aws_sdk_dynamodb::types::ConsumedCapacity;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use crate::trace;
+
+/// Counts the attempts, retries and throttles of a call into the current operation span, and
+/// the attempts of this call (for [`StoreError::gave_up`](crate::store::StoreError::gave_up)).
+#[derive(Clone, Debug, Default)]
+pub(super) struct Counting(Arc<AtomicU32>);
+
+impl Counting {
+    /// The attempts this call sent (at least 1: a call that failed before sending counts as
+    /// one).
+    pub(super) fn attempts(&self) -> u32 {
+        self.0.load(Ordering::Relaxed).max(1)
+    }
+}
+
+/// The error codes `DynamoDB` throttles with.
+const THROTTLING: [&str; 3] = [
+    "ProvisionedThroughputExceededException",
+    "ThrottlingException",
+    "RequestLimitExceeded",
+];
+
+/// The attempt number of the SDK's `amz-sdk-request: attempt=N; max=M` header.
+fn attempt_number(header: &str) -> Option<u32> {
+    header
+        .split(';')
+        .find_map(|part| part.trim().strip_prefix("attempt="))
+        .and_then(|n| n.trim().parse().ok())
+}
+
+impl Intercept for Counting {
+    fn name(&self) -> &'static str {
+        "entity_manager::Counting"
+    }
+
+    fn read_before_transmit(
+        &self,
+        context: &BeforeTransmitInterceptorContextRef<'_>,
+        _runtime_components: &RuntimeComponents,
+        _cfg: &mut ConfigBag,
+    ) -> Result<(), BoxError> {
+        trace::attempt();
+        self.0.fetch_add(1, Ordering::Relaxed);
+        let attempt = context
+            .request()
+            .headers()
+            .get("amz-sdk-request")
+            .and_then(attempt_number);
+        if attempt.is_some_and(|n| n > 1) {
+            trace::retry();
+        }
+        Ok(())
+    }
+
+    fn read_after_attempt(
+        &self,
+        context: &FinalizerInterceptorContextRef<'_>,
+        _runtime_components: &RuntimeComponents,
+        _cfg: &mut ConfigBag,
+    ) -> Result<(), BoxError> {
+        if let Some(response) = context.response()
+            && response.status().as_u16() == 400
+            && let Some(body) = response.body().bytes()
+        {
+            let body = String::from_utf8_lossy(body);
+            if THROTTLING.iter().any(|code| body.contains(code)) {
+                trace::throttle();
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Adds the capacity a call consumed to the operation span.
+pub(super) fn consumed(capacity: Option<&ConsumedCapacity>) {
+    if let Some(units) = capacity.and_then(ConsumedCapacity::capacity_units) {
+        trace::capacity(units);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::attempt_number;
+
+    #[test]
+    fn the_attempt_number_is_read_from_the_sdk_header() {
+        assert_eq!(attempt_number("attempt=1; max=3"), Some(1));
+        assert_eq!(
+            attempt_number("ttl=20260101T000000Z; attempt=3; max=3"),
+            Some(3)
+        );
+        assert_eq!(attempt_number("max=3"), None);
+        assert_eq!(attempt_number("attempt=x"), None);
+    }
+}
