@@ -67,6 +67,26 @@ fn typescript_key(
         .join(gkd)
 }
 
+/// A user id holding the generated key and value delimiters splits its key into components
+/// of no layout of the entity (`userId`, then `created` with value `é`): a typed
+/// `MalformedKey`, found before any value is decoded (it was a timestamp decode error: the
+/// property test above drew this input once).
+#[test]
+fn a_key_of_no_layout_is_malformed_before_its_values_decode()
+-> Result<(), Box<dyn std::error::Error>> {
+    for profile in Profile::ALL {
+        let schema = Schema::from_ts_config(&config(DEFAULT), profile)?;
+        let user = schema.entity("user")?;
+        for key in ["user!0|userId#|created#é", "userId#|created#é"] {
+            match user.decode_generated(key) {
+                Err(Error::MalformedKey { .. }) => {}
+                other => panic!("{profile}, {key}: expected MalformedKey, got {other:?}"),
+            }
+        }
+    }
+    Ok(())
+}
+
 /// The regression of issue 29: a TypeScript record whose first name holds the shard key
 /// delimiter decoded to an item whose hash key was `firstNameCanonical#ann!e`.
 #[test]

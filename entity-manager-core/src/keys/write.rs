@@ -598,6 +598,7 @@ impl<'a> EntitySchema<'a> {
         }
         let sharded = !item.is_empty();
         let mut names: Vec<&str> = Vec::new();
+        let mut values: Vec<&str> = Vec::new();
         for segment in segments {
             let mut parts = segment.split(&*d.generated_value);
             let (Some(name), Some(value), None) = (parts.next(), parts.next(), parts.next()) else {
@@ -624,12 +625,11 @@ impl<'a> EntitySchema<'a> {
                 return Err(self.malformed(segment, format!("property `{name}` appears twice")));
             }
             names.push(name);
-            if value.is_empty() {
-                item.remove(name);
-            } else {
-                item.insert(name.to_owned(), self.decode_component(name, value)?);
-            }
+            values.push(value);
         }
+        // the layout first: a key of no layout of the entity is malformed, whatever its values
+        // decode to (a value that holds a delimiter can split into components that decode to
+        // nothing)
         if !self.is_key_layout(sharded, &names) {
             return Err(self.malformed(
                 encoded,
@@ -639,6 +639,11 @@ impl<'a> EntitySchema<'a> {
                     if sharded { "sharded" } else { "unsharded" },
                 ),
             ));
+        }
+        for (name, value) in names.into_iter().zip(values) {
+            if !value.is_empty() {
+                item.insert(name.to_owned(), self.decode_component(name, value)?);
+            }
         }
         Ok(item)
     }
