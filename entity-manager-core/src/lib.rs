@@ -48,6 +48,7 @@ mod entity_ext;
 mod error;
 pub mod field;
 mod guarded;
+pub mod job;
 mod keys;
 pub mod limits;
 pub mod migrate;

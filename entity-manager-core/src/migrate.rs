@@ -109,7 +109,7 @@
 //! # }
 //! ```
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -122,6 +122,7 @@ use serde_dynamo::{AttributeValue, Item};
 use crate::entity::{Entity, schema_of};
 use crate::error::Error;
 use crate::guarded::{self, PARALLEL_WRITES};
+use crate::job::{Entry, Found, Journal, JournalError, Planned, StoredKey, Tally};
 use crate::keys::PrimaryKey;
 use crate::scan::{ParallelScan, ScanCheckpoint, StepError, entity_filter};
 use crate::schema::{EntitySchema, Schema};
@@ -264,6 +265,15 @@ pub struct MigrateCounts {
 }
 
 impl MigrateCounts {
+    /// Whether nothing is counted.
+    pub fn is_empty(&self) -> bool {
+        self.other == 0
+            && self
+                .entities
+                .values()
+                .all(|c| *c == EntityCounts::default())
+    }
+
     /// Adds `other` to these counts (for example the counts of an earlier, interrupted run).
     pub fn add(&mut self, other: &Self) {
         for (entity, counts) in &other.entities {
@@ -358,6 +368,18 @@ pub enum MigrateFailure {
         from: KeyText,
         /// Its new key.
         to: KeyText,
+        /// What the store reported.
+        #[source]
+        source: Box<StoreError>,
+    },
+    /// The journal could not be written or read back ([`Migration::run_job`]).
+    #[error("{0}")]
+    Journal(#[source] Box<JournalError>),
+    /// A record of the page in flight when the worker stopped could not be read back.
+    #[error("reading back record {key} after a stop failed: {source}; run the job again")]
+    Settle {
+        /// The record's key.
+        key: String,
         /// What the store reported.
         #[source]
         source: Box<StoreError>,
@@ -475,6 +497,10 @@ enum Plan {
 /// The outcome of one page in a run.
 struct PageDone {
     counts: MigrateCounts,
+    /// The new keys of the records moved.
+    claimed: Vec<StoredKey>,
+    /// The records found already migrated that the job may have written itself.
+    found: Vec<Found>,
 }
 
 /// What became of one record in a run.
@@ -490,12 +516,29 @@ enum Outcome {
 struct Written {
     outcome: Outcome,
     conflicts: u64,
+    /// A move's new key.
+    to: Option<Item>,
+    /// For a record found migrated (or unchanged): its key, when the job may have written
+    /// it itself (a moved record, or one a stopped page rewrote).
+    found: Option<Item>,
 }
 
 impl Written {
     fn new(outcome: Outcome, conflicts: u64) -> Self {
-        Self { outcome, conflicts }
+        Self {
+            outcome,
+            conflicts,
+            to: None,
+            found: None,
+        }
     }
+}
+
+/// What a page of a job records in its journal, and the keys settled after a stop.
+#[derive(Clone, Copy)]
+struct JobContext<'j> {
+    journal: &'j Journal,
+    settled: &'j HashSet<StoredKey>,
 }
 
 /// Why one record could not be migrated: its rewrite (the item to put) failed, or anything
@@ -706,6 +749,129 @@ impl<'a> Migration<'a> {
     pub async fn run<S, P>(
         &self,
         scan: ParallelScan<'_, S>,
+        progress: P,
+    ) -> Result<MigrateReport, MigrateError>
+    where
+        S: Store,
+        P: FnMut(&MigrateProgress<'_>) -> ControlFlow<()>,
+    {
+        self.run_inner(scan, None, progress).await
+    }
+
+    /// [`run`](Self::run) as one worker of a job ([`job`](crate::job)): resumes from
+    /// `journal` (this scan's position and share are replaced by the journal's), settles the
+    /// page that was in flight when the worker last stopped (each record it was writing is
+    /// read back by key: a record gone from its old key and present at its new one was moved),
+    /// and records every page before and after its writes. The report is of this run;
+    /// [`Journal::report`] and [`merge`](crate::job::merge) give the job's exact totals, each
+    /// record counted once however often its worker was stopped, and a record found again
+    /// after this job moved it not counted again.
+    pub async fn run_job<S, P>(
+        &self,
+        scan: ParallelScan<'_, S>,
+        journal: &Journal,
+        progress: P,
+    ) -> Result<MigrateReport, MigrateError>
+    where
+        S: Store,
+        P: FnMut(&MigrateProgress<'_>) -> ControlFlow<()>,
+    {
+        let state = journal.state();
+        let mut scan = scan;
+        scan.checkpoint = state.checkpoint.clone();
+        let fail = |source| MigrateError {
+            counts: MigrateCounts::default(),
+            checkpoint: state.checkpoint.clone(),
+            source,
+        };
+        let mut settled = state.settled.clone();
+        for (segment, planned) in &state.in_flight {
+            let tally = self
+                .settle(scan.store, planned)
+                .await
+                .map_err(|e| fail(*e))?;
+            settled.extend(tally.claimed.iter().cloned());
+            journal
+                .append(Entry::Settled {
+                    segment: *segment,
+                    tally,
+                })
+                .map_err(|e| fail(MigrateFailure::Journal(Box::new(e))))?;
+        }
+        let context = JobContext {
+            journal,
+            settled: &settled,
+        };
+        self.run_inner(scan, Some(context), progress).await
+    }
+
+    /// What the writes of a page stopped in flight did: each record read back by key.
+    async fn settle<S: Store>(
+        &self,
+        store: &S,
+        planned: &[Planned],
+    ) -> Result<Tally, Box<MigrateFailure>> {
+        let definition = store.definition();
+        let mut tally = Tally::default();
+        let get = |key: &StoredKey| {
+            let key = key.to_item(definition);
+            async move {
+                match key {
+                    Some(key) => store.get_item(&key, None).await.map_err(|source| {
+                        Box::new(MigrateFailure::Settle {
+                            key: format!("{key:?}"),
+                            source: Box::new(source),
+                        })
+                    }),
+                    None => Ok(None),
+                }
+            }
+        };
+        for p in planned {
+            let Some(e) = self
+                .entities
+                .iter()
+                .find(|e| *e.from.model().token == *p.entity)
+            else {
+                continue;
+            };
+            let c = tally.migrate.entities.entry(p.entity.clone()).or_default();
+            match (get(&p.key).await?, &p.to) {
+                // a move not made (a move is one transaction), or a rewrite: the page read
+                // again finds the record
+                (Some(_), Some(_)) => {}
+                (Some(now), None) => {
+                    if matches!(
+                        Self::plan(e, &now),
+                        Ok(Plan::MigratedBefore | Plan::Unchanged)
+                    ) {
+                        c.scanned += 1;
+                        c.rewritten += 1;
+                        tally.claimed.push(p.key.clone());
+                    }
+                }
+                (None, Some(to)) => {
+                    c.scanned += 1;
+                    if get(to).await?.is_some() {
+                        c.moved += 1;
+                        tally.claimed.push(to.clone());
+                    } else {
+                        c.vanished += 1;
+                    }
+                }
+                (None, None) => {
+                    c.scanned += 1;
+                    c.vanished += 1;
+                }
+            }
+        }
+        Ok(tally)
+    }
+
+    async fn run_inner<S, P>(
+        &self,
+        scan: ParallelScan<'_, S>,
+        job: Option<JobContext<'_>>,
         mut progress: P,
     ) -> Result<MigrateReport, MigrateError>
     where
@@ -717,13 +883,31 @@ impl<'a> Migration<'a> {
         let mut checkpoint = scan.checkpoint().clone();
         let mut counts = MigrateCounts::default();
         let halt = Arc::new(AtomicBool::new(false));
-        let mut steps = scan.drive(Some(&halt), move |items: Vec<Item>| async move {
-            self.migrate_page(store, items).await
+        let mut steps = scan.drive(Some(&halt), move |segment, items: Vec<Item>| async move {
+            self.migrate_page(store, items, job.map(|c| (c, segment)))
+                .await
         });
         let mut failure = None;
         while let Some(step) = steps.next().await {
             match step {
                 Ok(step) => {
+                    if let Some(context) = job {
+                        let entry = Entry::Done {
+                            segment: step.segment,
+                            next: step.next.clone(),
+                            tally: Tally {
+                                migrate: step.output.counts.clone(),
+                                claimed: step.output.claimed,
+                                found: step.output.found,
+                                ..Tally::default()
+                            },
+                        };
+                        if let Err(e) = context.journal.append(entry) {
+                            halt.store(true, Ordering::SeqCst);
+                            failure.get_or_insert(MigrateFailure::Journal(Box::new(e)));
+                            continue;
+                        }
+                    }
                     counts.add(&step.output.counts);
                     checkpoint.set(step.segment, step.next);
                     let flow = progress(&MigrateProgress {
@@ -775,7 +959,7 @@ impl<'a> Migration<'a> {
             samples: Vec::new(),
             failures: Vec::new(),
         };
-        let mut steps = scan.drive(None, move |items: Vec<Item>| {
+        let mut steps = scan.drive(None, move |_, items: Vec<Item>| {
             std::future::ready(Ok::<_, std::convert::Infallible>(
                 self.plan_page(&items, samples),
             ))
@@ -858,6 +1042,37 @@ impl<'a> Migration<'a> {
         }
     }
 
+    /// Records in the journal the writes a page is about to make.
+    fn begin(
+        &self,
+        journal: &Journal,
+        segment: u32,
+        work: &[(usize, Item, Plan)],
+        definition: &crate::store::TableDefinition,
+    ) -> Result<(), Box<MigrateFailure>> {
+        let planned: Vec<Planned> = work
+            .iter()
+            .filter_map(|(at, item, plan)| {
+                let to = match plan {
+                    Plan::Rewrite(_) => None,
+                    Plan::Move { item: target, .. } => Some(StoredKey::of(target, definition)),
+                    Plan::Unchanged | Plan::MigratedBefore => return None,
+                };
+                Some(Planned {
+                    entity: self.entities.get(*at)?.from.model().token.to_string(),
+                    key: StoredKey::of(item, definition),
+                    to,
+                })
+            })
+            .collect();
+        if planned.is_empty() {
+            return Ok(());
+        }
+        journal
+            .append(Entry::Begin { segment, planned })
+            .map_err(|e| Box::new(MigrateFailure::Journal(Box::new(e))))
+    }
+
     /// Plans and writes one page: each rewrite a conditioned put, each move a transaction
     /// (the delete conditioned on the record as read), [`PARALLEL_WRITES`] at once; a write
     /// whose record changed meanwhile is planned again from the record as it is now.
@@ -865,7 +1080,9 @@ impl<'a> Migration<'a> {
         &self,
         store: &S,
         items: Vec<Item>,
+        job: Option<(JobContext<'_>, u32)>,
     ) -> Result<PageDone, Box<MigrateFailure>> {
+        let definition = store.definition();
         let mut counts = MigrateCounts::default();
         let mut work = Vec::new();
         for item in items {
@@ -883,12 +1100,17 @@ impl<'a> Migration<'a> {
             .iter()
             .filter(|(_, _, plan)| matches!(plan, Plan::Rewrite(_)))
             .count();
+        if let Some((context, segment)) = job {
+            self.begin(context.journal, segment, &work, definition)?;
+        }
+        let settled = job.map(|(context, _)| context.settled);
         let done: Vec<Result<(usize, Written), Failed>> = futures::stream::iter(work)
-            .map(|(at, item, plan)| self.write(store, at, item, plan))
+            .map(|(at, item, plan)| self.write(store, at, item, plan, settled))
             .buffer_unordered(PARALLEL_WRITES)
             .collect()
             .await;
         let mut unwritten = Vec::new();
+        let (mut claimed, mut found) = (Vec::new(), Vec::new());
         let mut first: Option<Failed> = None;
         for result in done {
             match result {
@@ -903,6 +1125,16 @@ impl<'a> Migration<'a> {
                         .or_default();
                     c.scanned += 1;
                     c.conflicts += written.conflicts;
+                    if let Some(to) = &written.to {
+                        claimed.push(StoredKey::of(to, definition));
+                    }
+                    if let (Some(key), Some(e)) = (&written.found, self.entities.get(at)) {
+                        found.push(Found {
+                            entity: e.from.model().token.to_string(),
+                            key: StoredKey::of(key, definition),
+                            unchanged: matches!(written.outcome, Outcome::Unchanged),
+                        });
+                    }
                     match written.outcome {
                         Outcome::Unchanged => c.unchanged += 1,
                         Outcome::MigratedBefore => c.migrated_before += 1,
@@ -925,7 +1157,11 @@ impl<'a> Migration<'a> {
             }
         }
         match first {
-            None => Ok(PageDone { counts }),
+            None => Ok(PageDone {
+                counts,
+                claimed,
+                found,
+            }),
             Some(Failed::Other(failure)) => Err(failure),
             Some(Failed::Rewrite(_, source)) => {
                 let keys = unwritten
@@ -952,6 +1188,7 @@ impl<'a> Migration<'a> {
         at: usize,
         mut item: Item,
         mut plan: Plan,
+        settled: Option<&HashSet<StoredKey>>,
     ) -> Result<(usize, Written), Failed> {
         let Some(e) = self.entities.get(at) else {
             return Ok((at, Written::new(Outcome::Unchanged, 0)));
@@ -959,9 +1196,24 @@ impl<'a> Migration<'a> {
         let mut conflicts = 0u64;
         loop {
             let now = match plan {
-                Plan::Unchanged => return Ok((at, Written::new(Outcome::Unchanged, conflicts))),
-                Plan::MigratedBefore => {
-                    return Ok((at, Written::new(Outcome::MigratedBefore, conflicts)));
+                Plan::Unchanged | Plan::MigratedBefore => {
+                    let outcome = if matches!(plan, Plan::Unchanged) {
+                        Outcome::Unchanged
+                    } else {
+                        Outcome::MigratedBefore
+                    };
+                    let mut written = Written::new(outcome, conflicts);
+                    if let Some(settled) = settled {
+                        let definition = store.definition();
+                        let moved_here = matches!(plan, Plan::MigratedBefore)
+                            && !e.from.refresh_keys(&item).is_ok_and(|a| {
+                                StoredKey::of(&a, definition) == StoredKey::of(&item, definition)
+                            });
+                        if moved_here || settled.contains(&StoredKey::of(&item, definition)) {
+                            written.found = Some(table_key(e, &item));
+                        }
+                    }
+                    return Ok((at, written));
                 }
                 Plan::Rewrite(target) => {
                     let target = e.bump(target);
@@ -989,7 +1241,11 @@ impl<'a> Migration<'a> {
                         },
                     ];
                     match store.transact_write(writes).await {
-                        Ok(()) => return Ok((at, Written::new(Outcome::Moved, conflicts))),
+                        Ok(()) => {
+                            let mut written = Written::new(Outcome::Moved, conflicts);
+                            written.to = Some(table_key(e, &target));
+                            return Ok((at, written));
+                        }
                         Err(err)
                             if conflicts < guarded::MAX_REDO
                                 && err.cancellation_reasons().first().is_some_and(

@@ -46,6 +46,7 @@ use futures::StreamExt;
 use serde_dynamo::Item;
 
 use crate::guarded::{self, PARALLEL_WRITES};
+use crate::job::{Entry, Journal, JournalError, Planned, StoredKey, Tally};
 use crate::scan::{ParallelScan, ScanCheckpoint, StepError};
 use crate::store::expression::Request;
 use crate::store::value::matches;
@@ -87,6 +88,9 @@ pub enum PurgeFailure {
     /// A batch delete did not delete every item of a page.
     #[error("batch delete failed: {0}")]
     Delete(#[source] Box<BatchWriteError>),
+    /// The journal could not be written ([`ParallelScan::purge_job`]).
+    #[error("{0}")]
+    Journal(#[source] Box<JournalError>),
 }
 
 /// A purge that stopped on an error. Nothing is lost: every item not yet deleted is either
@@ -137,7 +141,7 @@ impl<S: Store> ParallelScan<'_, S> {
         let mut deleted = 0u64;
         let mut conflicts = 0u64;
         let halt = Arc::new(AtomicBool::new(false));
-        let mut steps = self.drive(Some(&halt), move |items: Vec<Item>| {
+        let mut steps = self.drive(Some(&halt), move |_, items: Vec<Item>| {
             let (hash, range, filter) = (hash.clone(), range.clone(), filter.clone());
             async move { delete_page(store, items, &hash, &range, filter.as_ref()).await }
         });
@@ -192,6 +196,172 @@ impl<S: Store> ParallelScan<'_, S> {
             checkpoint,
         })
     }
+}
+
+impl<S: Store> ParallelScan<'_, S> {
+    /// [`purge`](Self::purge) as one worker of a job ([`job`](crate::job)): resumes from
+    /// `journal` (this scan's position and share are replaced by the journal's), settles the
+    /// page that was in flight when the worker last stopped (each key it was deleting is read
+    /// back: gone means deleted), records every page before and after its deletes, and counts
+    /// the deleted items per `classify(key)` (the entity, say) in the journal, each item once
+    /// however often the worker was stopped: [`Journal::report`] and
+    /// [`merge`](crate::job::merge) give the exact totals.
+    ///
+    /// `progress` is called after each page, as for [`purge`](Self::purge).
+    #[allow(clippy::too_many_lines)] // the loop of `purge`, with the journal's entries
+    pub async fn purge_job<C, P>(
+        self,
+        journal: &Journal,
+        classify: C,
+        mut progress: P,
+    ) -> Result<PurgeReport, PurgeError>
+    where
+        C: Fn(&Item) -> String + Send + Sync,
+        P: FnMut(&PurgeProgress<'_>) -> ControlFlow<()>,
+    {
+        let state = journal.state();
+        let store = self.store;
+        let definition = store.definition();
+        let fail = |checkpoint: &ScanCheckpoint, source| PurgeError {
+            deleted: 0,
+            checkpoint: checkpoint.clone(),
+            unprocessed: Vec::new(),
+            source,
+        };
+        let mut scan = self;
+        scan.checkpoint = state.checkpoint.clone();
+        settle(store, journal, &state.in_flight)
+            .await
+            .map_err(|source| fail(&state.checkpoint, source))?;
+        let hash = definition.hash_key.name.clone();
+        let range = definition.range_key.name.clone();
+        let filter = scan.filter.clone();
+        let mut checkpoint = scan.checkpoint().clone();
+        let mut deleted = 0u64;
+        let mut conflicts = 0u64;
+        let halt = Arc::new(AtomicBool::new(false));
+        let classify = &classify;
+        let mut steps = scan.drive(Some(&halt), move |segment, items: Vec<Item>| {
+            let (hash, range, filter) = (hash.clone(), range.clone(), filter.clone());
+            async move {
+                if !items.is_empty() {
+                    let planned = items
+                        .iter()
+                        .map(|item| Planned {
+                            entity: classify(item),
+                            key: StoredKey::of(item, definition),
+                            to: None,
+                        })
+                        .collect();
+                    journal
+                        .append(Entry::Begin { segment, planned })
+                        .map_err(|e| PurgeFailure::Journal(Box::new(e)))?;
+                }
+                delete_page(store, items, &hash, &range, filter.as_ref())
+                    .await
+                    .map_err(|e| PurgeFailure::Delete(Box::new(e)))
+            }
+        });
+        let mut failure: Option<(Vec<Item>, PurgeFailure)> = None;
+        while let Some(step) = steps.next().await {
+            match step {
+                Ok(step) => {
+                    let mut tally = Tally {
+                        conflicts: step.output.conflicts,
+                        ..Tally::default()
+                    };
+                    for key in &step.output.keys {
+                        *tally.deleted.entry(classify(key)).or_default() += 1;
+                    }
+                    let entry = Entry::Done {
+                        segment: step.segment,
+                        next: step.next.clone(),
+                        tally,
+                    };
+                    if let Err(e) = journal.append(entry) {
+                        halt.store(true, Ordering::SeqCst);
+                        failure.get_or_insert((Vec::new(), PurgeFailure::Journal(Box::new(e))));
+                        continue;
+                    }
+                    deleted += step.output.keys.len() as u64;
+                    conflicts += step.output.conflicts;
+                    checkpoint.set(step.segment, step.next);
+                    let flow = progress(&PurgeProgress {
+                        keys: &step.output.keys,
+                        deleted,
+                        checkpoint: &checkpoint,
+                    });
+                    if flow.is_break() {
+                        halt.store(true, Ordering::SeqCst);
+                    }
+                }
+                Err(StepError::Scan { source, .. }) => {
+                    halt.store(true, Ordering::SeqCst);
+                    failure.get_or_insert((Vec::new(), PurgeFailure::Scan(Box::new(source))));
+                }
+                Err(StepError::Action { source }) => {
+                    halt.store(true, Ordering::SeqCst);
+                    let unprocessed = match &source {
+                        PurgeFailure::Delete(e) => e
+                            .unwritten
+                            .iter()
+                            .filter_map(|w| match w {
+                                WriteRequest::Delete(key) => Some(key.clone()),
+                                WriteRequest::Put(_) => None,
+                            })
+                            .collect(),
+                        _ => Vec::new(),
+                    };
+                    failure.get_or_insert((unprocessed, source));
+                }
+            }
+        }
+        if let Some((unprocessed, source)) = failure {
+            return Err(PurgeError {
+                deleted,
+                checkpoint,
+                unprocessed,
+                source,
+            });
+        }
+        Ok(PurgeReport {
+            deleted,
+            conflicts,
+            complete: checkpoint.is_done(),
+            checkpoint,
+        })
+    }
+}
+
+/// Records what the deletes of the pages in flight when the worker stopped did: each key read
+/// back, gone means deleted.
+async fn settle<S: Store>(
+    store: &S,
+    journal: &Journal,
+    in_flight: &std::collections::BTreeMap<u32, Vec<Planned>>,
+) -> Result<(), PurgeFailure> {
+    for (segment, planned) in in_flight {
+        let mut tally = Tally::default();
+        for p in planned {
+            let Some(key) = p.key.to_item(store.definition()) else {
+                continue;
+            };
+            let now = store
+                .get_item(&key, None)
+                .await
+                .map_err(|e| PurgeFailure::Scan(Box::new(e)))?;
+            if now.is_none() {
+                *tally.deleted.entry(p.entity.clone()).or_default() += 1;
+            }
+        }
+        journal
+            .append(Entry::Settled {
+                segment: *segment,
+                tally,
+            })
+            .map_err(|e| PurgeFailure::Journal(Box::new(e)))?;
+    }
+    Ok(())
 }
 
 /// What deleting one page came to.
