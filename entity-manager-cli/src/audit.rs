@@ -1,16 +1,18 @@
 //! `audit`: the records whose hash key disagrees with the schedule; with `--bump`, the dry
 //! run of a new shard bump (no table needed).
 
-use std::io::{self, IsTerminal};
 use std::str::FromStr;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use clap::Args;
-use entity_manager::audit::{AuditReport, BumpDryRun, ScheduleCost, audit, bump_dry_run};
+use entity_manager::audit::{AuditReport, BumpDryRun, ScheduleCost, audit_job, bump_dry_run};
+use entity_manager::job::{JobHeader, JobKind};
 use entity_manager::{Schema, ShardBump};
 use serde_json::{Value, json};
 
+use crate::job::Run;
 use crate::scan::{Parallel, parallel_scan};
+use crate::workers::{JournalFile, worker_json};
 use crate::{Connection, Failure, SpaceArg, connect, load, runtime};
 
 #[derive(Debug, Args)]
@@ -40,6 +42,11 @@ pub(crate) struct AuditArgs {
     window_to: Option<u64>,
     #[command(flatten)]
     parallel: Parallel,
+    /// The worker's journal: the position and findings are saved here after every page, and
+    /// the audit resumes from it when it exists (kept when the worker owns part of the
+    /// segments, for `report merge`; else removed when the audit completes).
+    #[arg(long)]
+    checkpoint: Option<std::path::PathBuf>,
     /// The endpoint URL (e.g. `http://127.0.0.1:8000` for DynamoDB Local); required for the
     /// audit.
     #[arg(long, env = "DYNAMODB_ENDPOINT")]
@@ -142,17 +149,39 @@ pub(crate) fn run_audit(args: &AuditArgs, json: bool) -> Result<(), Failure> {
     };
     let store = connect(&schema, table, &connection)?;
     let scan = parallel_scan(&store, &schema, None, &args.parallel)?;
-    let bar = io::stderr().is_terminal().then(|| {
-        let bar = indicatif::ProgressBar::new_spinner();
-        bar.set_message(format!("auditing table {table}"));
-        bar.enable_steady_tick(std::time::Duration::from_millis(200));
-        bar
-    });
-    let report = runtime()?.block_on(audit(scan, &entities));
-    if let Some(bar) = &bar {
-        bar.finish_and_clear();
+    let range = args.parallel.range()?;
+    let tokens: Vec<&str> = entities.iter().map(|e| &*e.model().token).collect();
+    let header = JobHeader::new(
+        JobKind::Audit,
+        format!("audit {} of table {table}", tokens.join(",")),
+        range,
+    );
+    let file = JournalFile::open(header, "audit", table, args.checkpoint.as_deref())?;
+    let mut run = Run::new(None, format!("auditing table {table}"));
+    let mut pages = 0u64;
+    let outcome = runtime()?.block_on(audit_job(scan, &entities, &file.journal, |_| {
+        pages += 1;
+        run.tick(format!("auditing table {table}: {pages} pages"))
+    }));
+    run.end();
+    outcome.map_err(|e| {
+        file.stopped(
+            &format!("the audit of table {table} failed: {e}"),
+            "pages recorded",
+        )
+    })?;
+    let merged = file.journal.report();
+    file.complete("audit")?;
+    let mut report = AuditReport::default();
+    report.scanned = merged.tally.scanned.clone();
+    report.misplaced = merged.tally.misplaced.clone();
+    report.unreadable = merged.tally.unreadable.clone();
+    if range.len() != range.total && json {
+        eprintln!(
+            "{}",
+            json!({ "worker": worker_json(&merged, range), "journal": file.path })
+        );
     }
-    let report = report.map_err(|e| Failure::Operation(format!("table {table}: {e}")))?;
     print_audit(table, &report, json)
 }
 

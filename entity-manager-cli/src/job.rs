@@ -1,10 +1,12 @@
-//! What the resumable commands (`purge`, `migrate`) share: their checkpoint file, written
-//! atomically after every page, and the run around their pages (a spinner on a terminal,
-//! `--stop-after`, the message that says how to resume).
+//! What the resumable commands (`purge`, `migrate`, `audit`) share: the confirmation, and the
+//! run around their pages (a spinner on a terminal with the items per second, `--stop-after`).
+//! Their journals (checkpoints) are in [`workers`](crate::workers); the checkpoint file of
+//! `stream` is here.
 
 use std::io::{self, BufRead, IsTerminal};
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
+use std::time::Instant;
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -90,62 +92,41 @@ pub(crate) fn confirm(yes: bool, action: &str, hint: &str) -> Result<(), Failure
 }
 
 /// One run of a resumable command over pages.
-pub(crate) struct Run<'a> {
-    command: &'static str,
-    /// `--checkpoint`, saved after every page.
-    checkpoint: Option<&'a Path>,
-    /// Where the position goes if the run stops: the checkpoint, or a file named after the table.
-    resume: PathBuf,
+pub(crate) struct Run {
     stop_after: Option<u64>,
     bar: Option<indicatif::ProgressBar>,
+    started: Instant,
     /// Pages done in this run.
     pub(crate) pages: u64,
-    save_error: Option<Failure>,
 }
 
-impl<'a> Run<'a> {
-    /// A run of `command` on `table`; the spinner (on a terminal only) starts with `message`.
-    pub(crate) fn new(
-        command: &'static str,
-        table: &str,
-        checkpoint: Option<&'a Path>,
-        stop_after: Option<u64>,
-        message: String,
-    ) -> Self {
-        let resume = checkpoint.map_or_else(
-            || PathBuf::from(format!("entity-manager-{command}-{table}.checkpoint.json")),
-            Path::to_path_buf,
-        );
+impl Run {
+    /// A run whose spinner (on a terminal only) starts with `message`.
+    pub(crate) fn new(stop_after: Option<u64>, message: String) -> Self {
         let bar = io::stderr().is_terminal().then(|| {
             let bar = indicatif::ProgressBar::new_spinner();
             bar.set_message(message);
             bar
         });
         Self {
-            command,
-            checkpoint,
-            resume,
             stop_after,
             bar,
+            started: Instant::now(),
             pages: 0,
-            save_error: None,
         }
     }
 
-    /// Saves `state` to the checkpoint file, if there is one.
-    pub(crate) fn save<T: Serialize>(&self, state: &T) -> Result<(), Failure> {
-        self.checkpoint
-            .map_or(Ok(()), |path| save(path, self.command, state))
+    /// Items per second since the run started, for `items` items.
+    pub(crate) fn rate(&self, items: u64) -> f64 {
+        #[allow(clippy::cast_precision_loss)] // a rate to show
+        let items = items as f64;
+        items / self.started.elapsed().as_secs_f64().max(1e-3)
     }
 
-    /// After a page: saves `state`, shows `progress`, and says whether to go on (not after a
-    /// failed save, nor past `--stop-after`).
-    pub(crate) fn page<T: Serialize>(&mut self, state: &T, progress: String) -> ControlFlow<()> {
+    /// After a page (recorded in the journal by the job): shows `progress` and says whether to
+    /// go on (not past `--stop-after`).
+    pub(crate) fn tick(&mut self, progress: String) -> ControlFlow<()> {
         self.pages += 1;
-        if let Err(e) = self.save(state) {
-            self.save_error = Some(e);
-            return ControlFlow::Break(());
-        }
         if let Some(bar) = &self.bar {
             bar.set_message(progress);
             bar.tick();
@@ -157,48 +138,18 @@ impl<'a> Run<'a> {
         }
     }
 
-    /// Once the pages are done: clears the spinner; a failed save is the run's failure.
-    pub(crate) fn end(&mut self) -> Result<(), Failure> {
+    /// Once the pages are done: clears the spinner.
+    pub(crate) fn end(&mut self) {
         if let Some(bar) = self.bar.take() {
             bar.finish_and_clear();
         }
-        self.save_error.take().map_or(Ok(()), Err)
     }
 
-    /// The run finished: its checkpoint file is no longer needed.
-    pub(crate) fn complete(&self) -> Result<(), Failure> {
-        match self.checkpoint {
-            Some(path) => std::fs::remove_file(path).map_err(|e| {
-                Failure::Operation(format!(
-                    "{} complete, but the checkpoint {} could not be removed: {e}",
-                    self.command,
-                    path.display()
-                ))
-            }),
-            None => Ok(()),
-        }
-    }
-
-    /// The run stopped at `--stop-after` with `done` so far; see [`stopped`](Self::stopped).
-    pub(crate) fn stopped_early<T: Serialize>(&self, state: &T, done: &str) -> Failure {
-        let why = format!(
-            "{} stopped after {} pages (--stop-after)",
-            self.command, self.pages
-        );
-        self.stopped(state, &why, done)
-    }
-
-    /// The run stopped (`why`) with `done` so far: the failure, which says how to resume. The
-    /// position is saved first when no `--checkpoint` was given.
-    pub(crate) fn stopped<T: Serialize>(&self, state: &T, why: &str, done: &str) -> Failure {
-        if self.checkpoint.is_none()
-            && let Err(e) = save(&self.resume, self.command, state)
-        {
-            return Failure::Operation(format!("{why}; the position could not be saved ({e:?})"));
-        }
-        Failure::Operation(format!(
-            "{why}; {done} so far; to resume, run the same command with --checkpoint {}",
-            self.resume.display()
-        ))
+    /// Why the run stopped at `--stop-after`.
+    pub(crate) fn why_stopped(&self, command: &str) -> String {
+        format!(
+            "{command} stopped after {} pages (--stop-after)",
+            self.pages
+        )
     }
 }

@@ -26,6 +26,7 @@ mod migrate;
 mod scan;
 mod stream;
 mod table;
+mod workers;
 
 use audit::{AuditArgs, run_audit};
 use keys::{KeysAction, keys};
@@ -33,6 +34,7 @@ use migrate::{MigrateArgs, migrate};
 use scan::{PurgeArgs, ScanArgs, purge, scan};
 use stream::{StreamArgs, stream};
 use table::{TableAction, table};
+use workers::{ReportAction, report as job_report};
 
 /// Keys, validation and table operations for DynamoDB single-table design.
 #[derive(Debug, Parser)]
@@ -85,6 +87,13 @@ enum Command {
     /// is printed as an error line, and the exit code is then 1). Resumable with
     /// `--checkpoint FILE`; `--no-follow` stops once caught up.
     Stream(StreamArgs),
+    /// Reports on bulk jobs split across workers: `report merge JOURNAL…` adds the workers'
+    /// journals (their `--checkpoint` files) into the job's totals and lists the segments done,
+    /// in progress and never started.
+    Report {
+        #[command(subcommand)]
+        action: ReportAction,
+    },
 }
 
 /// How the table's keys are made: the profile of the services sharing it.
@@ -288,6 +297,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
         Command::Migrate(args) => migrate(&args, cli.json),
         Command::Audit(args) => run_audit(&args, cli.json),
         Command::Stream(args) => stream(&args, cli.json),
+        Command::Report { action } => job_report(&action, cli.json),
     }
 }
 

@@ -5,13 +5,14 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use clap::Args;
+use entity_manager::job::{JobHeader, JobKind};
 use entity_manager::migrate::{Action, DryRunReport, MigrateCounts, Migration};
-use entity_manager::scan::ScanCheckpoint;
 use entity_manager::{Item, Schema};
 use serde_json::{Value, json};
 
 use crate::job::{self, Run};
 use crate::scan::{Parallel, parallel_scan};
+use crate::workers::{JournalFile, worker_json};
 use crate::{Connection, Failure, SpaceArg, connect, load, runtime};
 
 #[derive(Debug, Args)]
@@ -66,16 +67,6 @@ fn fingerprint(parts: &[&[u8]]) -> String {
         h = h.wrapping_mul(0x0100_0000_01b3);
     }
     format!("{h:016x}")
-}
-
-/// What a migration checkpoint file holds.
-#[derive(serde::Serialize, serde::Deserialize)]
-struct MigrateState {
-    table: String,
-    target: String,
-    schemas: String,
-    scan: ScanCheckpoint,
-    counts: MigrateCounts,
 }
 
 fn read(path: &Path) -> Result<Vec<u8>, Failure> {
@@ -164,29 +155,16 @@ pub(crate) fn migrate(args: &MigrateArgs, json: bool) -> Result<(), Failure> {
         .map_or_else(|| "all".to_owned(), |entity| format!("entity:{entity}"));
     let space = format!("{:?}", args.space.profile());
     let schemas = fingerprint(&[&text_a, &text_b, space.as_bytes()]);
-    let mut state = MigrateState {
-        table: args.table.clone(),
-        target: target.clone(),
-        schemas: schemas.clone(),
-        scan: scan.checkpoint().clone(),
-        counts: MigrateCounts::default(),
-    };
-    if let Some(path) = &args.checkpoint
-        && let Some(saved) = job::load::<MigrateState>(path, "migrate")?
-    {
-        if saved.table != args.table || saved.target != target || saved.schemas != schemas {
-            return Err(Failure::Input(format!(
-                "the checkpoint {} belongs to another migration (of {} in table {}, or from other configurations); use another file",
-                path.display(),
-                saved.target,
-                saved.table,
-            )));
-        }
-        scan = scan
-            .resume(saved.scan.clone())
-            .map_err(|e| Failure::Input(format!("{}: {e}", path.display())))?;
-        state = saved;
-    }
+    let range = args.parallel.range()?;
+    let header = JobHeader::new(
+        JobKind::Migrate,
+        format!(
+            "migrate {target} of table {} with configurations {schemas}",
+            args.table
+        ),
+        range,
+    );
+    let file = JournalFile::open(header, "migrate", &args.table, args.checkpoint.as_deref())?;
     let what = match &args.entity {
         Some(entity) => format!(
             "migrate every record of entity `{entity}` in table {}",
@@ -195,27 +173,26 @@ pub(crate) fn migrate(args: &MigrateArgs, json: bool) -> Result<(), Failure> {
         None => format!("migrate every record of table {}", args.table),
     };
     job::confirm(args.yes, &what, " (or --dry-run)")?;
-    let mut run = Run::new(
-        "migrate",
-        &args.table,
-        args.checkpoint.as_deref(),
-        args.stop_after,
-        format!("migrating table {}", args.table),
-    );
-    run.save(&state)?;
-    let outcome = runtime()?.block_on(migration.run(scan, |progress| {
-        state.counts.add(progress.page);
-        state.scan = progress.checkpoint.clone();
-        let shown = counts_text(&state.counts);
-        run.page(&state, shown)
+    let mut run = Run::new(args.stop_after, format!("migrating table {}", args.table));
+    let outcome = runtime()?.block_on(migration.run_job(scan, &file.journal, |progress| {
+        let scanned = progress.counts.total().scanned + progress.counts.other;
+        let shown = format!(
+            "{} ({:.0} items/s)",
+            counts_text(progress.counts),
+            run.rate(scanned)
+        );
+        run.tick(shown)
     }));
-    run.end()?;
-    let written = state.counts.total().written();
+    run.end();
+    let report = file.journal.report();
+    let counts = &report.tally.migrate;
+    let written = counts.total().written();
     let done = format!("{written} records written");
     match outcome {
-        Ok(report) if report.complete => {
-            run.complete()?;
+        Ok(this) if this.complete => {
+            file.complete("migrate")?;
             if json {
+                let scanned = this.counts.total().scanned + this.counts.other;
                 println!(
                     "{}",
                     json!({
@@ -223,24 +200,24 @@ pub(crate) fn migrate(args: &MigrateArgs, json: bool) -> Result<(), Failure> {
                         "table": args.table,
                         "target": target,
                         "written": written,
-                        "counts": counts_json(&state.counts),
-                        "other": state.counts.other,
+                        "counts": counts_json(counts),
+                        "other": counts.other,
+                        "itemsPerSecond": run.rate(scanned).round(),
+                        "worker": worker_json(&report, range),
+                        "journal": file.path,
                     })
                 );
             } else {
                 println!(
                     "migrated table {}: {written} records written ({})",
                     args.table,
-                    counts_text(&state.counts)
+                    counts_text(counts)
                 );
             }
             Ok(())
         }
-        Ok(_) => Err(run.stopped_early(&state, &done)),
-        Err(e) => {
-            state.scan = e.checkpoint.clone();
-            Err(run.stopped(&state, &format!("{what} failed: {e}"), &done))
-        }
+        Ok(_) => Err(file.stopped(&run.why_stopped("migrate"), &done)),
+        Err(e) => Err(file.stopped(&format!("{what} failed: {e}"), &done)),
     }
 }
 

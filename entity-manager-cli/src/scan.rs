@@ -5,12 +5,14 @@ use std::io::{self, Write};
 use std::path::PathBuf;
 
 use clap::Args;
-use entity_manager::scan::{ParallelScan, ScanCheckpoint};
+use entity_manager::job::JobKind;
+use entity_manager::scan::{ParallelScan, SegmentRange};
 use entity_manager::store::DynamoStore;
 use entity_manager::{Item, Schema};
 use serde_json::{Value, json};
 
 use crate::job::{self, Run};
+use crate::workers::{JournalFile, ShareArgs, worker_json};
 use crate::{Connection, Failure, SpaceArg, connect, load, runtime};
 
 #[derive(Debug, Args)]
@@ -43,6 +45,15 @@ pub(crate) struct Parallel {
     /// The most items evaluated per page (the checkpoint granularity of a purge).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub(crate) page_size: Option<u32>,
+    #[command(flatten)]
+    pub(crate) share: ShareArgs,
+}
+
+impl Parallel {
+    /// The segments this worker owns.
+    pub(crate) fn range(&self) -> Result<SegmentRange, Failure> {
+        self.share.range(self.segments)
+    }
 }
 
 #[derive(Debug, Args)]
@@ -102,7 +113,7 @@ pub(crate) fn parallel_scan<'s>(
     parallel: &Parallel,
 ) -> Result<ParallelScan<'s, DynamoStore>, Failure> {
     let mut scan = ParallelScan::new(store)
-        .segments(parallel.segments)
+        .share(parallel.range()?)
         .throttle(usize::try_from(parallel.throttle).unwrap_or(1));
     if let Some(size) = parallel.page_size {
         scan = scan.page_size(size);
@@ -169,16 +180,6 @@ pub(crate) fn scan(args: &ScanArgs, json: bool) -> Result<(), Failure> {
     Ok(())
 }
 
-/// What a purge checkpoint file holds: the table and target it belongs to, the scan position
-/// and the counts deleted so far.
-#[derive(serde::Serialize, serde::Deserialize)]
-pub(crate) struct PurgeState {
-    table: String,
-    target: String,
-    scan: ScanCheckpoint,
-    counts: BTreeMap<String, u64>,
-}
-
 #[allow(clippy::too_many_lines)] // one command, start to end
 pub(crate) fn purge(args: &PurgeArgs, json: bool) -> Result<(), Failure> {
     let schema = load(&args.config, &args.space)?;
@@ -196,73 +197,59 @@ pub(crate) fn purge(args: &PurgeArgs, json: bool) -> Result<(), Failure> {
     if args.parallel.page_size.is_none() {
         scan = scan.page_size(100);
     }
-    let mut state = PurgeState {
-        table: args.table.clone(),
-        target: target.clone(),
-        scan: scan.checkpoint().clone(),
-        counts: BTreeMap::new(),
-    };
-    if let Some(path) = &args.checkpoint
-        && let Some(saved) = job::load::<PurgeState>(path, "purge")?
-    {
-        if saved.table != args.table || saved.target != target {
-            return Err(Failure::Input(format!(
-                "the checkpoint {} belongs to a purge of {} in table {}, not {target} in table {}; use another file",
-                path.display(),
-                saved.target,
-                saved.table,
-                args.table
-            )));
-        }
-        scan = scan
-            .resume(saved.scan.clone())
-            .map_err(|e| Failure::Input(format!("{}: {e}", path.display())))?;
-        state = saved;
-    }
-    job::confirm(args.yes, &format!("delete {what}"), "")?;
-    let mut run = Run::new(
-        "purge",
-        &args.table,
-        args.checkpoint.as_deref(),
-        args.stop_after,
-        format!("purging {what}"),
+    let range = args.parallel.range()?;
+    let header = entity_manager::job::JobHeader::new(
+        JobKind::Purge,
+        format!("purge {target} of table {}", args.table),
+        range,
     );
-    run.save(&state)?;
-    let outcome = runtime()?.block_on(scan.purge(|progress| {
-        for key in progress.keys {
-            *state.counts.entry(entity_of(&schema, key)).or_default() += 1;
-        }
-        state.scan = progress.checkpoint.clone();
-        let shown = format!(
-            "deleted {} items ({})",
-            state.counts.values().sum::<u64>(),
-            counts_text(&state.counts)
-        );
-        run.page(&state, shown)
-    }));
-    run.end()?;
-    let deleted: u64 = state.counts.values().sum();
+    let file = JournalFile::open(header, "purge", &args.table, args.checkpoint.as_deref())?;
+    job::confirm(args.yes, &format!("delete {what}"), "")?;
+    let mut run = Run::new(args.stop_after, format!("purging {what}"));
+    let outcome = runtime()?.block_on(scan.purge_job(
+        &file.journal,
+        |key| entity_of(&schema, key),
+        |progress| {
+            let shown = format!(
+                "deleted {} items in this run ({:.0} items/s)",
+                progress.deleted,
+                run.rate(progress.deleted)
+            );
+            run.tick(shown)
+        },
+    ));
+    run.end();
+    let report = file.journal.report();
+    let counts = &report.tally.deleted;
+    let deleted: u64 = counts.values().sum();
     let done = format!("{deleted} items deleted");
     match outcome {
-        Ok(report) if report.complete => {
-            run.complete()?;
+        Ok(this) if this.complete => {
+            file.complete("purge")?;
             if json {
                 println!(
                     "{}",
-                    json!({ "ok": true, "table": args.table, "target": target, "deleted": deleted, "counts": counts_json(&state.counts) })
+                    json!({
+                        "ok": true,
+                        "table": args.table,
+                        "target": target,
+                        "deleted": deleted,
+                        "counts": counts_json(counts),
+                        "conflicts": report.tally.conflicts,
+                        "itemsPerSecond": run.rate(this.deleted).round(),
+                        "worker": worker_json(&report, range),
+                        "journal": file.path,
+                    })
                 );
             } else {
                 println!(
                     "purged {what}: {deleted} items deleted ({})",
-                    counts_text(&state.counts)
+                    counts_text(counts)
                 );
             }
             Ok(())
         }
-        Ok(_) => Err(run.stopped_early(&state, &done)),
-        Err(e) => {
-            state.scan = e.checkpoint.clone();
-            Err(run.stopped(&state, &format!("purge of {what} failed: {e}"), &done))
-        }
+        Ok(_) => Err(file.stopped(&run.why_stopped("purge"), &done)),
+        Err(e) => Err(file.stopped(&format!("purge of {what} failed: {e}"), &done)),
     }
 }
