@@ -430,10 +430,10 @@ impl Journal {
             }
             None => {}
         }
+        // appends after the whole lines (a torn last line is cut off first)
         let file = std::fs::OpenOptions::new()
             .create(true)
-            .truncate(false)
-            .write(true)
+            .append(true)
             .open(path)
             .map_err(io)?;
         file.set_len(good_len).map_err(io)?;

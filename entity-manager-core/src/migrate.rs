@@ -805,7 +805,9 @@ impl<'a> Migration<'a> {
         self.run_inner(scan, Some(context), progress).await
     }
 
-    /// What the writes of a page stopped in flight did: each record read back by key.
+    /// Settles a page stopped in flight: each record it was writing is read back by key; one
+    /// written is counted as such, one not written (or whose write is still on its way) is
+    /// written now, under the usual condition, and counted by its outcome.
     async fn settle<S: Store>(
         &self,
         store: &S,
@@ -828,41 +830,62 @@ impl<'a> Migration<'a> {
             }
         };
         for p in planned {
-            let Some(e) = self
+            let Some(at) = self
                 .entities
                 .iter()
-                .find(|e| *e.from.model().token == *p.entity)
+                .position(|e| *e.from.model().token == *p.entity)
             else {
                 continue;
             };
-            let c = tally.migrate.entities.entry(p.entity.clone()).or_default();
-            match (get(&p.key).await?, &p.to) {
-                // a move not made (a move is one transaction), or a rewrite: the page read
-                // again finds the record
-                (Some(_), Some(_)) => {}
-                (Some(now), None) => {
-                    if matches!(
-                        Self::plan(e, &now),
-                        Ok(Plan::MigratedBefore | Plan::Unchanged)
-                    ) {
-                        c.scanned += 1;
-                        c.rewritten += 1;
-                        tally.claimed.push(p.key.clone());
+            let Some(e) = self.entities.get(at) else {
+                continue;
+            };
+            let counted = match (get(&p.key).await?, &p.to) {
+                // not written yet (or its write is still on its way): written now, under
+                // the usual condition, so that the page read again does not depend on it
+                (Some(now), _) => match Self::plan(e, &now)? {
+                    // already what the write makes: the rewrite was done
+                    Plan::MigratedBefore | Plan::Unchanged if p.to.is_none() => {
+                        Written::new(Outcome::Rewritten, 0)
                     }
-                }
+                    plan => match self.write(store, at, now, plan, None).await {
+                        Ok((_, written)) => written,
+                        Err(Failed::Other(failure)) => return Err(failure),
+                        Err(Failed::Rewrite(_, source)) => {
+                            return Err(Box::new(MigrateFailure::Settle {
+                                key: format!("{:?}", p.key),
+                                source: Box::new(source),
+                            }));
+                        }
+                    },
+                },
                 (None, Some(to)) => {
-                    c.scanned += 1;
+                    let mut written = Written::new(Outcome::Vanished, 0);
                     if get(to).await?.is_some() {
-                        c.moved += 1;
-                        tally.claimed.push(to.clone());
-                    } else {
-                        c.vanished += 1;
+                        written = Written::new(Outcome::Moved, 0);
+                        written.to = to.to_item(definition);
+                    }
+                    written
+                }
+                (None, None) => Written::new(Outcome::Vanished, 0),
+            };
+            let c = tally.migrate.entities.entry(p.entity.clone()).or_default();
+            c.scanned += 1;
+            c.conflicts += counted.conflicts;
+            match counted.outcome {
+                Outcome::Rewritten => {
+                    c.rewritten += 1;
+                    tally.claimed.push(p.key.clone());
+                }
+                Outcome::Moved => {
+                    c.moved += 1;
+                    if let Some(to) = &counted.to {
+                        tally.claimed.push(StoredKey::of(to, definition));
                     }
                 }
-                (None, None) => {
-                    c.scanned += 1;
-                    c.vanished += 1;
-                }
+                Outcome::Unchanged => c.unchanged += 1,
+                Outcome::MigratedBefore => c.migrated_before += 1,
+                Outcome::Vanished => c.vanished += 1,
             }
         }
         Ok(tally)
@@ -1194,6 +1217,8 @@ impl<'a> Migration<'a> {
             return Ok((at, Written::new(Outcome::Unchanged, 0)));
         };
         let mut conflicts = 0u64;
+        // the item a move is writing, while it is being written
+        let mut moving: Option<Item>;
         loop {
             let now = match plan {
                 Plan::Unchanged | Plan::MigratedBefore => {
@@ -1217,8 +1242,17 @@ impl<'a> Migration<'a> {
                 }
                 Plan::Rewrite(target) => {
                     let target = e.bump(target);
+                    moving = None;
                     match store.put_item(target.clone(), e.unchanged(&item)).await {
                         Ok(()) => return Ok((at, Written::new(Outcome::Rewritten, conflicts))),
+                        // the record is already what this write makes: a write sent before a
+                        // stop, finished after it
+                        Err(err)
+                            if err.is_conditional_check_failed()
+                                && err.current_item() == Some(&target) =>
+                        {
+                            return Ok((at, Written::new(Outcome::Rewritten, conflicts + 1)));
+                        }
                         Err(err)
                             if err.is_conditional_check_failed()
                                 && conflicts < guarded::MAX_REDO =>
@@ -1230,6 +1264,7 @@ impl<'a> Migration<'a> {
                 }
                 Plan::Move { old, item: target } => {
                     let target = e.bump(target);
+                    moving = Some(target.clone());
                     let writes = vec![
                         TransactWrite::Delete {
                             key: old.clone(),
@@ -1269,6 +1304,15 @@ impl<'a> Migration<'a> {
             };
             conflicts += 1;
             let Some(now) = now else {
+                if let Some(target) = moving.take()
+                    && let Ok(Some(there)) = store.get_item(&table_key(e, &target), None).await
+                    && there == target
+                {
+                    // moved already, by a move sent before a stop and finished after it
+                    let mut written = Written::new(Outcome::Moved, conflicts);
+                    written.to = Some(table_key(e, &target));
+                    return Ok((at, written));
+                }
                 return Ok((at, Written::new(Outcome::Vanished, conflicts)));
             };
             plan = Self::plan(e, &now).map_err(Failed::Other)?;

@@ -127,7 +127,7 @@ impl<S: Store> ParallelScan<'_, S> {
     /// The counts are of the items this run deleted and recorded. A run that is killed (not
     /// stopped) may have deleted items after its last checkpoint without recording them: the
     /// run that resumes finds them gone, so the final state is the same, but the two counts
-    /// add up to less.
+    /// add up to less. [`purge_job`](Self::purge_job) keeps a journal that makes them exact.
     pub async fn purge<P>(self, mut progress: P) -> Result<PurgeReport, PurgeError>
     where
         P: FnMut(&PurgeProgress<'_>) -> ControlFlow<()>,
@@ -230,7 +230,7 @@ impl<S: Store> ParallelScan<'_, S> {
         };
         let mut scan = self;
         scan.checkpoint = state.checkpoint.clone();
-        settle(store, journal, &state.in_flight)
+        settle(store, journal, &state.in_flight, scan.filter.as_ref())
             .await
             .map_err(|source| fail(&state.checkpoint, source))?;
         let hash = definition.hash_key.name.clone();
@@ -333,13 +333,16 @@ impl<S: Store> ParallelScan<'_, S> {
     }
 }
 
-/// Records what the deletes of the pages in flight when the worker stopped did: each key read
-/// back, gone means deleted.
+/// Settles the pages in flight when the worker stopped: each key read back; gone means
+/// deleted, still there is deleted now (under the usual condition).
 async fn settle<S: Store>(
     store: &S,
     journal: &Journal,
     in_flight: &std::collections::BTreeMap<u32, Vec<Planned>>,
+    filter: Option<&Filter>,
 ) -> Result<(), PurgeFailure> {
+    let hash = &store.definition().hash_key.name;
+    let range = &store.definition().range_key.name;
     for (segment, planned) in in_flight {
         let mut tally = Tally::default();
         for p in planned {
@@ -350,7 +353,22 @@ async fn settle<S: Store>(
                 .get_item(&key, None)
                 .await
                 .map_err(|e| PurgeFailure::Scan(Box::new(e)))?;
-            if now.is_none() {
+            // still there (its delete not sent, or on its way): deleted now, as the page would
+            let outcome = match now {
+                None => Outcome::Deleted(key),
+                Some(item) => {
+                    let (outcome, conflicts) = delete_one(store, item, hash, range, filter).await;
+                    tally.conflicts += conflicts;
+                    outcome.map_err(|(key, e)| {
+                        PurgeFailure::Delete(Box::new(BatchWriteError::new(
+                            vec![WriteRequest::Delete(key)],
+                            1,
+                            e,
+                        )))
+                    })?
+                }
+            };
+            if matches!(outcome, Outcome::Deleted(_)) {
                 *tally.deleted.entry(p.entity.clone()).or_default() += 1;
             }
         }
@@ -376,7 +394,7 @@ struct PageDeleted {
 enum Outcome {
     /// Deleted (its key).
     Deleted(Item),
-    /// Changed so that it no longer matches the filter, or deleted by someone else: left.
+    /// Changed so that it no longer matches the filter: left.
     Left,
 }
 
@@ -455,8 +473,11 @@ async fn delete_one<S: Store>(
                 conflicts += 1;
                 match e.current_item() {
                     Some(now) if filter.is_none_or(|f| matches(f, now)) => item = now.clone(),
-                    // changed out of the filter, or deleted meanwhile
-                    _ => return (Ok(Outcome::Left), conflicts),
+                    // changed out of the filter: left
+                    Some(_) => return (Ok(Outcome::Left), conflicts),
+                    // gone meanwhile (another client, or a delete this job sent before a
+                    // stop and DynamoDB finished after it): found and gone, counted once here
+                    None => return (Ok(Outcome::Deleted(key)), conflicts),
                 }
             }
             Err(e) => return (Err((key, e)), conflicts),
