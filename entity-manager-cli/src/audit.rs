@@ -11,7 +11,7 @@ use entity_manager::{Schema, ShardBump};
 use serde_json::{Value, json};
 
 use crate::job::Run;
-use crate::scan::{Parallel, parallel_scan};
+use crate::scan::{Parallel, parallel_scan, usage_json, usage_text};
 use crate::workers::{JournalFile, worker_json};
 use crate::{Connection, Failure, SpaceArg, connect, load, runtime};
 
@@ -147,7 +147,7 @@ pub(crate) fn run_audit(args: &AuditArgs, json: bool) -> Result<(), Failure> {
             .collect::<Result<_, _>>()
             .map_err(|e| Failure::Input(e.to_string()))?,
     };
-    let store = connect(&schema, table, &connection)?;
+    let store = args.parallel.limited(connect(&schema, table, &connection)?);
     let scan = parallel_scan(&store, &schema, None, &args.parallel)?;
     let range = args.parallel.range()?;
     let tokens: Vec<&str> = entities.iter().map(|e| &*e.model().token).collect();
@@ -161,7 +161,10 @@ pub(crate) fn run_audit(args: &AuditArgs, json: bool) -> Result<(), Failure> {
     let mut pages = 0u64;
     let outcome = runtime()?.block_on(audit_job(scan, &entities, &file.journal, |_| {
         pages += 1;
-        run.tick(format!("auditing table {table}: {pages} pages"))
+        run.tick(format!(
+            "auditing table {table}: {pages} pages ({})",
+            usage_text(&store.usage())
+        ))
     }));
     run.end();
     outcome.map_err(|e| {
@@ -179,7 +182,7 @@ pub(crate) fn run_audit(args: &AuditArgs, json: bool) -> Result<(), Failure> {
     if range.len() != range.total && json {
         eprintln!(
             "{}",
-            json!({ "worker": worker_json(&merged, range), "journal": file.path })
+            json!({ "worker": worker_json(&merged, range), "journal": file.path, "usage": usage_json(&store.usage()) })
         );
     }
     print_audit(table, &report, json)

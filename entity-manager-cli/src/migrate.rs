@@ -11,7 +11,7 @@ use entity_manager::{Item, Schema};
 use serde_json::{Value, json};
 
 use crate::job::{self, Run};
-use crate::scan::{Parallel, parallel_scan};
+use crate::scan::{Parallel, parallel_scan, usage_json, usage_text};
 use crate::workers::{JournalFile, worker_json};
 use crate::{Connection, Failure, SpaceArg, connect, load, runtime};
 
@@ -136,7 +136,9 @@ pub(crate) fn migrate(args: &MigrateArgs, json: bool) -> Result<(), Failure> {
     let a = load(&args.from, &args.space)?;
     let b = load(&args.to, &args.space)?;
     let migration = migration(&a, &b, args.entity.as_deref())?;
-    let store = connect(&b, &args.table, &args.connection)?;
+    let store = args
+        .parallel
+        .limited(connect(&b, &args.table, &args.connection)?);
     let mut scan = parallel_scan(&store, &b, None, &args.parallel)?;
     // pages of 100 by default, as purge: the checkpoint granularity
     if args.parallel.page_size.is_none() {
@@ -177,9 +179,10 @@ pub(crate) fn migrate(args: &MigrateArgs, json: bool) -> Result<(), Failure> {
     let outcome = runtime()?.block_on(migration.run_job(scan, &file.journal, |progress| {
         let scanned = progress.counts.total().scanned + progress.counts.other;
         let shown = format!(
-            "{} ({:.0} items/s)",
+            "{} ({:.0} records/s; {})",
             counts_text(progress.counts),
-            run.rate(scanned)
+            run.rate(scanned),
+            usage_text(&store.usage())
         );
         run.tick(shown)
     }));
@@ -203,6 +206,7 @@ pub(crate) fn migrate(args: &MigrateArgs, json: bool) -> Result<(), Failure> {
                         "counts": counts_json(counts),
                         "other": counts.other,
                         "itemsPerSecond": run.rate(scanned).round(),
+                        "usage": usage_json(&store.usage()),
                         "worker": worker_json(&report, range),
                         "journal": file.path,
                     })

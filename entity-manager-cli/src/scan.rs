@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use clap::Args;
 use entity_manager::job::JobKind;
 use entity_manager::scan::{ParallelScan, SegmentRange};
-use entity_manager::store::DynamoStore;
+use entity_manager::store::{RateLimit, RateLimited, RateUnit, Store, Usage};
 use entity_manager::{Item, Schema};
 use serde_json::{Value, json};
 
@@ -47,6 +47,31 @@ pub(crate) struct Parallel {
     pub(crate) page_size: Option<u32>,
     #[command(flatten)]
     pub(crate) share: ShareArgs,
+    /// The most reads per second of this worker (items read, or read capacity units with
+    /// `--rate-unit capacity`): keep a job under a table's provisioned capacity or a share of
+    /// on-demand. Throttled calls are retried after a growing pause in any case.
+    #[arg(long, value_parser = positive)]
+    max_reads: Option<f64>,
+    /// The most writes per second of this worker (items written, or write capacity units).
+    #[arg(long, value_parser = positive)]
+    max_writes: Option<f64>,
+    /// What `--max-reads` and `--max-writes` count: `items`, or `capacity` units by
+    /// DynamoDB's rules.
+    #[arg(long, value_enum, default_value = "items")]
+    rate_unit: RateUnitArg,
+}
+
+fn positive(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(n) if n.is_finite() && n > 0.0 => Ok(n),
+        _ => Err(format!("`{text}` is not a positive number")),
+    }
+}
+
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+enum RateUnitArg {
+    Items,
+    Capacity,
 }
 
 impl Parallel {
@@ -54,6 +79,45 @@ impl Parallel {
     pub(crate) fn range(&self) -> Result<SegmentRange, Failure> {
         self.share.range(self.segments)
     }
+
+    /// `store` under the flags' rate limit.
+    pub(crate) fn limited<S: Store>(&self, store: S) -> RateLimited<S> {
+        let mut limit = RateLimit::none().unit(match self.rate_unit {
+            RateUnitArg::Items => RateUnit::Items,
+            RateUnitArg::Capacity => RateUnit::CapacityUnits,
+        });
+        if let Some(r) = self.max_reads {
+            limit = limit.reads(r);
+        }
+        if let Some(w) = self.max_writes {
+            limit = limit.writes(w);
+        }
+        RateLimited::new(store, limit)
+    }
+}
+
+/// What a worker used, for its JSON report.
+pub(crate) fn usage_json(usage: &Usage) -> Value {
+    json!({
+        "itemsRead": usage.items_read,
+        "itemsWritten": usage.items_written,
+        "readUnits": usage.read_units,
+        "writeUnits": usage.write_units,
+        "throttled": usage.throttled,
+        "seconds": usage.elapsed.as_secs_f64(),
+        "itemsPerSecond": usage.items_per_second().round(),
+    })
+}
+
+/// The progress line's usage part.
+pub(crate) fn usage_text(usage: &Usage) -> String {
+    format!(
+        "{:.0} items/s, {:.1} RCU, {:.1} WCU, {} throttled",
+        usage.items_per_second(),
+        usage.read_units,
+        usage.write_units,
+        usage.throttled
+    )
 }
 
 #[derive(Debug, Args)]
@@ -106,12 +170,12 @@ pub(crate) fn entity_of(schema: &Schema, item: &Item) -> String {
 }
 
 /// A parallel scan of `store` with the flags' segments, throttle, page size and entity.
-pub(crate) fn parallel_scan<'s>(
-    store: &'s DynamoStore,
+pub(crate) fn parallel_scan<'s, S: Store>(
+    store: &'s S,
     schema: &Schema,
     entity: Option<&str>,
     parallel: &Parallel,
-) -> Result<ParallelScan<'s, DynamoStore>, Failure> {
+) -> Result<ParallelScan<'s, S>, Failure> {
     let mut scan = ParallelScan::new(store)
         .share(parallel.range()?)
         .throttle(usize::try_from(parallel.throttle).unwrap_or(1));
@@ -191,7 +255,9 @@ pub(crate) fn purge(args: &PurgeArgs, json: bool) -> Result<(), Failure> {
         Some(entity) => format!("every record of entity `{entity}` in table {}", args.table),
         None => format!("every item of table {}", args.table),
     };
-    let store = connect(&schema, &args.table, &args.connection)?;
+    let store = args
+        .parallel
+        .limited(connect(&schema, &args.table, &args.connection)?);
     let mut scan = parallel_scan(&store, &schema, args.entity.as_deref(), &args.parallel)?;
     // pages of 100 by default: a checkpoint every four batch deletes
     if args.parallel.page_size.is_none() {
@@ -211,9 +277,9 @@ pub(crate) fn purge(args: &PurgeArgs, json: bool) -> Result<(), Failure> {
         |key| entity_of(&schema, key),
         |progress| {
             let shown = format!(
-                "deleted {} items in this run ({:.0} items/s)",
+                "deleted {} items in this run ({})",
                 progress.deleted,
-                run.rate(progress.deleted)
+                usage_text(&store.usage())
             );
             run.tick(shown)
         },
@@ -237,6 +303,7 @@ pub(crate) fn purge(args: &PurgeArgs, json: bool) -> Result<(), Failure> {
                         "counts": counts_json(counts),
                         "conflicts": report.tally.conflicts,
                         "itemsPerSecond": run.rate(this.deleted).round(),
+                        "usage": usage_json(&store.usage()),
                         "worker": worker_json(&report, range),
                         "journal": file.path,
                     })

@@ -57,7 +57,19 @@ pub(crate) struct ShareArgs {
     /// of 16 even shares) or `FIRST..END` (segments, END excluded). Without it, the index comes
     /// from `JOB_COMPLETION_INDEX` (a Kubernetes Indexed Job) or `AWS_BATCH_JOB_ARRAY_INDEX`
     /// (an AWS Batch array job) when `--workers` is given; else this worker reads every segment.
-    #[arg(long, value_name = "INDEX/WORKERS|FIRST..END")]
+    ///
+    /// Each worker keeps its own journal (`--checkpoint`, on a volume its restarts see) and
+    /// resumes from it; `report merge` adds the journals into the job's totals. Kubernetes
+    /// Indexed Job (`completionMode: Indexed`, `completions: 16`, `restartPolicy: OnFailure`),
+    /// container args:
+    ///   entity-manager migrate --from a.json --to b.json --table Users --yes --json
+    ///     --segments 4096 --workers 16 --checkpoint /journals/w-$(JOB_COMPLETION_INDEX).jsonl
+    /// AWS Batch array job (`--array-properties size=16 --retry-strategy attempts=10`),
+    /// command:
+    ///   sh -c 'entity-manager migrate … --segments 4096 --workers 16
+    ///     --checkpoint /efs/w-$AWS_BATCH_JOB_ARRAY_INDEX.jsonl'
+    /// then: entity-manager report merge /efs/w-*.jsonl
+    #[arg(long, value_name = "INDEX/WORKERS|FIRST..END", verbatim_doc_comment)]
     worker: Option<String>,
     /// The number of workers of the job, whose index this worker takes from the environment
     /// (see `--worker`).
