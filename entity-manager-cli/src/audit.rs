@@ -175,16 +175,16 @@ pub(crate) fn run_audit(args: &AuditArgs, json: bool) -> Result<(), Failure> {
     })?;
     let merged = file.journal.report();
     file.complete("audit")?;
-    let mut report = AuditReport::default();
-    report.scanned = merged.tally.scanned.clone();
-    report.misplaced = merged.tally.misplaced.clone();
-    report.unreadable = merged.tally.unreadable.clone();
     if range.len() != range.total && json {
         eprintln!(
             "{}",
             json!({ "worker": worker_json(&merged, range), "journal": file.path, "usage": usage_json(&store.usage()) })
         );
     }
+    let mut report = AuditReport::default();
+    report.scanned = merged.tally.scanned;
+    report.misplaced = merged.tally.misplaced;
+    report.unreadable = merged.tally.unreadable;
     print_audit(table, &report, json)
 }
 

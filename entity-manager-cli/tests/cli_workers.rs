@@ -1,6 +1,6 @@
 //! Bulk jobs split across worker processes on DynamoDB Local (issue 32): records under
 //! configuration A (the User service), 4 workers over 64 segments started at once, two of
-//! them SIGKILLed at random points and restarted; afterwards the table equals the oracle and
+//! them killed (SIGKILL) at random points and restarted; afterwards the table equals the oracle and
 //! `report merge` counts each record exactly once. For migrate, purge and audit.
 //!
 //! The size is `EM_WORKERS_RECORDS` (default 2,000 records, 90 % users, for the time of a
@@ -178,7 +178,7 @@ fn progress(path: &Path) -> usize {
 }
 
 /// Starts the 4 workers of a job at once (`args(w, journal)` is the command of worker `w`);
-/// workers 0 and 2 are SIGKILLed once their journal records a random number of pages (1 to
+/// workers 0 and 2 are killed (SIGKILL) once their journal records a random number of pages (1 to
 /// 12), then started again. Every worker must then exit with one of `codes`. Returns the journals and how many
 /// workers were killed.
 fn run_job(

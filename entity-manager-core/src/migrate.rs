@@ -54,6 +54,11 @@
 //! deliberate stop, the migration resumes from the last checkpoint; items of an interrupted
 //! page that were already written are recognized as migrated.
 //!
+//! **Split across workers.** [`run_job`](Migration::run_job) runs one worker's share of the
+//! segments with its [`Journal`]: counts exact across kills and workers,
+//! merged with [`merge`](crate::job::merge). The guide `guide::bulk` of the `entity-manager`
+//! crate covers workers, rate limits and the capacity and hours of a migration of 10⁹ records.
+//!
 //! **Dry run.** [`Migration::dry_run`] plans every item without writing anything and reports
 //! counts per entity and per shard (hash key) before and after, and a few sample records
 //! before and after ([`DryRunReport`]).
@@ -1228,16 +1233,8 @@ impl<'a> Migration<'a> {
                         Outcome::MigratedBefore
                     };
                     let mut written = Written::new(outcome, conflicts);
-                    if let Some(settled) = settled {
-                        let definition = store.definition();
-                        let moved_here = matches!(plan, Plan::MigratedBefore)
-                            && !e.from.refresh_keys(&item).is_ok_and(|a| {
-                                StoredKey::of(&a, definition) == StoredKey::of(&item, definition)
-                            });
-                        if moved_here || settled.contains(&StoredKey::of(&item, definition)) {
-                            written.found = Some(table_key(e, &item));
-                        }
-                    }
+                    written.found =
+                        settled.and_then(|s| found(e, &item, &plan, s, store.definition()));
                     return Ok((at, written));
                 }
                 Plan::Rewrite(target) => {
@@ -1381,6 +1378,25 @@ impl<'a> Migration<'a> {
         }
         page
     }
+}
+
+/// The key of a record a job found migrated (or unchanged), when the job may have written it
+/// itself: a record away from the key A gives it (moved), or one a stopped page rewrote
+/// (`settled`).
+fn found(
+    e: &EntityMigration<'_>,
+    item: &Item,
+    plan: &Plan,
+    settled: &HashSet<StoredKey>,
+    definition: &crate::store::TableDefinition,
+) -> Option<Item> {
+    let here = StoredKey::of(item, definition);
+    let moved_here = matches!(plan, Plan::MigratedBefore)
+        && !e
+            .from
+            .refresh_keys(item)
+            .is_ok_and(|a| StoredKey::of(&a, definition) == here);
+    (moved_here || settled.contains(&here)).then(|| table_key(e, item))
 }
 
 /// Whether `item` is in the shape of `this` schema: its keys are exactly those `this` computes

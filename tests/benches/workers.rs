@@ -17,7 +17,7 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use aws_sdk_dynamodb::types::{DeleteRequest, PutRequest, WriteRequest as AwsWrite};
 use entity_manager::job::{JobHeader, JobKind, Journal};
@@ -375,11 +375,16 @@ async fn main() -> BenchResult<()> {
         }
     }
 
+    rate_limit(&setup).await
+}
+
+/// The rate limit: a purge by one worker at most `limit` writes a second, achieved rate printed.
+async fn rate_limit(setup: &Setup) -> BenchResult<()> {
     // the rate limit: a purge by one worker at most `limit` writes a second
     for limit in [100.0, 400.0] {
         let name = format!("bench-workers-{}-rate-{limit}", std::process::id());
         let store = RateLimited::new(
-            fresh_table(&setup, &name).await?,
+            fresh_table(setup, &name).await?,
             RateLimit::none().writes(limit),
         );
         let journal = Journal::in_memory(JobHeader::new(
@@ -408,7 +413,6 @@ async fn main() -> BenchResult<()> {
             (achieved / limit - 1.0) * 100.0
         );
         store.inner().delete_table().await?;
-        let _ = Duration::ZERO;
     }
     Ok(())
 }

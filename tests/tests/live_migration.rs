@@ -539,7 +539,7 @@ async fn logged_writer<S: Store>(
     Ok(log)
 }
 
-/// 4 workers (run_job over 64 segments, each with its own journal) move records while a writer
+/// 4 workers (`run_job` over 64 segments, each with its own journal) move records while a writer
 /// creates, updates and deletes them through B; worker 0 is killed (its future dropped, pages
 /// in flight and all) after a few pages and restarted from its journal, and worker 3 also runs
 /// worker 2's segments by mistake. Afterwards every record is the writer's last write: none

@@ -51,8 +51,8 @@ impl Bucket {
     /// Takes `n` tokens at time `now` (any monotonic clock, from the same origin at every
     /// call): how long the taker must wait before going on so that the rate holds.
     pub fn take(&mut self, now: std::time::Duration, n: f64) -> std::time::Duration {
-        if now > self.at {
-            let earned = (now - self.at).as_secs_f64() * self.rate;
+        if let Some(gap) = now.checked_sub(self.at) {
+            let earned = gap.as_secs_f64() * self.rate;
             self.tokens = (self.tokens + earned).min(self.burst);
             self.at = now;
         }
@@ -376,11 +376,8 @@ mod limited {
             returns: ReturnValues,
         ) -> Result<Option<Item>, StoreError> {
             self.write(1, 1.0).await;
-            self.retry(|| {
-                self.inner
-                    .update_item(key, update, expect.clone(), returns.clone())
-            })
-            .await
+            self.retry(|| self.inner.update_item(key, update, expect.clone(), returns))
+                .await
         }
 
         async fn transact_get(&self, keys: Vec<Item>) -> Result<Vec<Option<Item>>, StoreError> {
@@ -435,7 +432,7 @@ mod tests {
                 now += bucket.take(now, *cost);
                 taken += cost;
                 for (at, before) in &starts {
-                    let allowed = rate + rate * (now - *at).as_secs_f64();
+                    let allowed = rate + rate * now.saturating_sub(*at).as_secs_f64();
                     let got = taken - before;
                     prop_assert!(got <= allowed * (1.0 + 1e-9) + 1e-6, "{got} taken from {at:?} to {now:?}, {allowed} allowed");
                 }
