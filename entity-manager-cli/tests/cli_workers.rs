@@ -272,8 +272,28 @@ fn with_table(
     result
 }
 
-fn strings(parts: &[&str]) -> Vec<String> {
-    parts.iter().map(|s| (*s).to_owned()).collect()
+/// The command of worker `w`: `command`, then the split, the page size, the worker's share,
+/// the endpoint and its journal.
+fn worker_args(command: &[&str], w: u32, journal: &Path, endpoint: &str) -> Vec<String> {
+    let mut args: Vec<String> = command.iter().map(|s| (*s).to_owned()).collect();
+    args.extend(
+        [
+            "--segments",
+            SEGMENTS,
+            "--page-size",
+            "25",
+            "--endpoint",
+            endpoint,
+        ]
+        .map(str::to_owned),
+    );
+    args.extend([
+        "--worker".to_owned(),
+        format!("{w}/{WORKERS}"),
+        "--checkpoint".to_owned(),
+        journal.display().to_string(),
+    ]);
+    args
 }
 
 #[test]
@@ -303,25 +323,11 @@ fn migrate_split_across_killed_worker_processes() -> TestResult {
     with_table(&endpoint, "migrate", &b_arg, &before, |table, store| {
         let started = Instant::now();
         let (journals, killed) = run_job("migrate", &mut rng, &[0], |w, journal| {
-            let mut args = strings(&[
+            let mut command = vec![
                 "migrate", "--from", &a_arg, "--to", &b_arg, "--table", table,
-            ]);
-            args.extend(strings(&[
-                "--segments",
-                SEGMENTS,
-                "--page-size",
-                "25",
-                "--yes",
-                "--json",
-            ]));
-            args.extend(strings(&[
-                "--worker",
-                &format!("{w}/{WORKERS}"),
-                "--endpoint",
-                &endpoint,
-            ]));
-            args.extend(strings(&["--checkpoint", &journal.display().to_string()]));
-            args
+            ];
+            command.extend(["--yes", "--json"]);
+            worker_args(&command, w, journal, &endpoint)
         })?;
         eprintln!(
             "migrate: {} records, 4 workers, {killed} killed, {:.1} s",
@@ -373,23 +379,9 @@ fn purge_split_across_killed_worker_processes() -> TestResult {
     with_table(&endpoint, "purge", &b_arg, &items, |table, store| {
         let started = Instant::now();
         let (journals, killed) = run_job("purge", &mut rng, &[0], |w, journal| {
-            let mut args = strings(&["purge", &a_arg, "--all", "--table", table]);
-            args.extend(strings(&[
-                "--segments",
-                SEGMENTS,
-                "--page-size",
-                "25",
-                "--yes",
-                "--json",
-            ]));
-            args.extend(strings(&[
-                "--worker",
-                &format!("{w}/{WORKERS}"),
-                "--endpoint",
-                &endpoint,
-            ]));
-            args.extend(strings(&["--checkpoint", &journal.display().to_string()]));
-            args
+            let mut command = vec!["purge", &a_arg, "--all", "--table", table];
+            command.extend(["--yes", "--json"]);
+            worker_args(&command, w, journal, &endpoint)
         })?;
         eprintln!(
             "purge: {} records, 4 workers, {killed} killed, {:.1} s",
@@ -434,22 +426,9 @@ fn audit_split_across_killed_worker_processes() -> TestResult {
     with_table(&endpoint, "audit", &b_arg, &before, |table, _| {
         // a worker that finds misplaced records exits 1: its verdict
         let (journals, _) = run_job("audit", &mut rng, &[0, 1], |w, journal| {
-            let mut args = strings(&["audit", "--config", &b_arg, "--table", table]);
-            args.extend(strings(&[
-                "--segments",
-                SEGMENTS,
-                "--page-size",
-                "25",
-                "--json",
-            ]));
-            args.extend(strings(&[
-                "--worker",
-                &format!("{w}/{WORKERS}"),
-                "--endpoint",
-                &endpoint,
-            ]));
-            args.extend(strings(&["--checkpoint", &journal.display().to_string()]));
-            args
+            let mut command = vec!["audit", "--config", &b_arg, "--table", table];
+            command.extend(["--json"]);
+            worker_args(&command, w, journal, &endpoint)
         })?;
         let out = merge(&journals)?;
         assert_code(&out, 1);

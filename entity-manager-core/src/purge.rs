@@ -47,7 +47,7 @@ use serde_dynamo::Item;
 
 use crate::guarded::{self, PARALLEL_WRITES};
 use crate::job::{Entry, Journal, JournalError, Planned, StoredKey, Tally};
-use crate::scan::{ParallelScan, ScanCheckpoint, StepError};
+use crate::scan::{ParallelScan, ScanCheckpoint, Step, StepError};
 use crate::store::expression::Request;
 use crate::store::value::matches;
 use crate::store::{BatchWriteError, Expect, Filter, Store, StoreError, WriteRequest};
@@ -128,73 +128,12 @@ impl<S: Store> ParallelScan<'_, S> {
     /// stopped) may have deleted items after its last checkpoint without recording them: the
     /// run that resumes finds them gone, so the final state is the same, but the two counts
     /// add up to less. [`purge_job`](Self::purge_job) keeps a journal that makes them exact.
-    pub async fn purge<P>(self, mut progress: P) -> Result<PurgeReport, PurgeError>
+    pub async fn purge<P>(self, progress: P) -> Result<PurgeReport, PurgeError>
     where
         P: FnMut(&PurgeProgress<'_>) -> ControlFlow<()>,
     {
-        let store = self.store();
-        let definition = store.definition();
-        let hash = definition.hash_key.name.clone();
-        let range = definition.range_key.name.clone();
-        let filter = self.filter.clone();
-        let mut checkpoint = self.checkpoint().clone();
-        let mut deleted = 0u64;
-        let mut conflicts = 0u64;
-        let halt = Arc::new(AtomicBool::new(false));
-        let mut steps = self.drive(Some(&halt), move |_, items: Vec<Item>| {
-            let (hash, range, filter) = (hash.clone(), range.clone(), filter.clone());
-            async move { delete_page(store, items, &hash, &range, filter.as_ref()).await }
-        });
-        // After a stop or the first failure no new page starts, but the pages in flight are
-        // finished and recorded: the checkpoint and the count cover everything deleted.
-        let mut failure: Option<(Vec<Item>, PurgeFailure)> = None;
-        while let Some(step) = steps.next().await {
-            match step {
-                Ok(step) => {
-                    deleted += step.output.keys.len() as u64;
-                    conflicts += step.output.conflicts;
-                    checkpoint.set(step.segment, step.next);
-                    let flow = progress(&PurgeProgress {
-                        keys: &step.output.keys,
-                        deleted,
-                        checkpoint: &checkpoint,
-                    });
-                    if flow.is_break() {
-                        halt.store(true, Ordering::SeqCst);
-                    }
-                }
-                Err(StepError::Scan { source, .. }) => {
-                    halt.store(true, Ordering::SeqCst);
-                    failure.get_or_insert((Vec::new(), PurgeFailure::Scan(Box::new(source))));
-                }
-                Err(StepError::Action { source }) => {
-                    halt.store(true, Ordering::SeqCst);
-                    let unprocessed = source
-                        .unwritten
-                        .iter()
-                        .filter_map(|w| match w {
-                            WriteRequest::Delete(key) => Some(key.clone()),
-                            WriteRequest::Put(_) => None,
-                        })
-                        .collect();
-                    failure.get_or_insert((unprocessed, PurgeFailure::Delete(Box::new(source))));
-                }
-            }
-        }
-        if let Some((unprocessed, source)) = failure {
-            return Err(PurgeError {
-                deleted,
-                checkpoint,
-                unprocessed,
-                source,
-            });
-        }
-        Ok(PurgeReport {
-            deleted,
-            conflicts,
-            complete: checkpoint.is_done(),
-            checkpoint,
-        })
+        self.run_purge(None::<(&Journal, &fn(&Item) -> String)>, progress)
+            .await
     }
 }
 
@@ -202,18 +141,17 @@ impl<S: Store> ParallelScan<'_, S> {
     /// [`purge`](Self::purge) as one worker of a job ([`job`](crate::job)): resumes from
     /// `journal` (this scan's position and share are replaced by the journal's), settles the
     /// page that was in flight when the worker last stopped (each key it was deleting is read
-    /// back: gone means deleted), records every page before and after its deletes, and counts
+    /// back: gone means deleted, still there is deleted now), records every page before and after its deletes, and counts
     /// the deleted items per `classify(key)` (the entity, say) in the journal, each item once
     /// however often the worker was stopped: [`Journal::report`] and
     /// [`merge`](crate::job::merge) give the exact totals.
     ///
     /// `progress` is called after each page, as for [`purge`](Self::purge).
-    #[allow(clippy::too_many_lines)] // the loop of `purge`, with the journal's entries
     pub async fn purge_job<C, P>(
         self,
         journal: &Journal,
         classify: C,
-        mut progress: P,
+        progress: P,
     ) -> Result<PurgeReport, PurgeError>
     where
         C: Fn(&Item) -> String + Send + Sync,
@@ -221,7 +159,6 @@ impl<S: Store> ParallelScan<'_, S> {
     {
         let state = journal.state();
         let store = self.store;
-        let definition = store.definition();
         let fail = |checkpoint: &ScanCheckpoint, source| PurgeError {
             deleted: 0,
             checkpoint: checkpoint.clone(),
@@ -233,6 +170,23 @@ impl<S: Store> ParallelScan<'_, S> {
         settle(store, journal, &state.in_flight, scan.filter.as_ref())
             .await
             .map_err(|source| fail(&state.checkpoint, source))?;
+        scan.run_purge(Some((journal, &classify)), progress).await
+    }
+
+    /// The loop of [`purge`](Self::purge) and [`purge_job`](Self::purge_job): with a journal,
+    /// each page's keys are recorded before its deletes, and its position and counts after.
+    async fn run_purge<C, P>(
+        self,
+        job: Option<(&Journal, &C)>,
+        mut progress: P,
+    ) -> Result<PurgeReport, PurgeError>
+    where
+        C: Fn(&Item) -> String + Send + Sync,
+        P: FnMut(&PurgeProgress<'_>) -> ControlFlow<()>,
+    {
+        let scan = self;
+        let store = scan.store;
+        let definition = store.definition();
         let hash = definition.hash_key.name.clone();
         let range = definition.range_key.name.clone();
         let filter = scan.filter.clone();
@@ -240,11 +194,12 @@ impl<S: Store> ParallelScan<'_, S> {
         let mut deleted = 0u64;
         let mut conflicts = 0u64;
         let halt = Arc::new(AtomicBool::new(false));
-        let classify = &classify;
         let mut steps = scan.drive(Some(&halt), move |segment, items: Vec<Item>| {
             let (hash, range, filter) = (hash.clone(), range.clone(), filter.clone());
             async move {
-                if !items.is_empty() {
+                if let Some((journal, classify)) = job
+                    && !items.is_empty()
+                {
                     let planned = items
                         .iter()
                         .map(|item| Planned {
@@ -266,19 +221,9 @@ impl<S: Store> ParallelScan<'_, S> {
         while let Some(step) = steps.next().await {
             match step {
                 Ok(step) => {
-                    let mut tally = Tally {
-                        conflicts: step.output.conflicts,
-                        ..Tally::default()
-                    };
-                    for key in &step.output.keys {
-                        *tally.deleted.entry(classify(key)).or_default() += 1;
-                    }
-                    let entry = Entry::Done {
-                        segment: step.segment,
-                        next: step.next.clone(),
-                        tally,
-                    };
-                    if let Err(e) = journal.append(entry) {
+                    if let Some((journal, classify)) = job
+                        && let Err(e) = journal.append(done(&step, classify))
+                    {
                         halt.store(true, Ordering::SeqCst);
                         failure.get_or_insert((Vec::new(), PurgeFailure::Journal(Box::new(e))));
                         continue;
@@ -330,6 +275,22 @@ impl<S: Store> ParallelScan<'_, S> {
             complete: checkpoint.is_done(),
             checkpoint,
         })
+    }
+}
+
+/// The journal entry of a page deleted: its position and its deletes per `classify(key)`.
+fn done(step: &Step<PageDeleted>, classify: &impl Fn(&Item) -> String) -> Entry {
+    let mut tally = Tally {
+        conflicts: step.output.conflicts,
+        ..Tally::default()
+    };
+    for key in &step.output.keys {
+        *tally.deleted.entry(classify(key)).or_default() += 1;
+    }
+    Entry::Done {
+        segment: step.segment,
+        next: step.next.clone(),
+        tally,
     }
 }
 
