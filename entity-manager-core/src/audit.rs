@@ -62,6 +62,7 @@ use futures::StreamExt;
 use serde::{Deserialize, Serialize};
 use serde_dynamo::{AttributeValue, Item};
 
+pub use crate::counts::{Misplaced, Unreadable};
 use crate::error::{ConfigError, Error};
 use crate::job::{Entry, Journal, JournalError, Tally};
 use crate::model::{ShardBump, ShardSpace};
@@ -69,39 +70,6 @@ use crate::scan::{ParallelScan, ScanCheckpoint, ScanError, entity_filter};
 use crate::schema::{EntitySchema, Schema};
 use crate::shard;
 use crate::store::{Filter, Store};
-
-/// A record whose stored hash key disagrees with the current schedule.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-#[non_exhaustive]
-pub struct Misplaced {
-    /// The entity.
-    pub entity: String,
-    /// The unique value, as it is hashed (a number in its decimal form).
-    pub unique: String,
-    /// The stored range key.
-    pub range_key: String,
-    /// The stored hash key.
-    pub stored: String,
-    /// The hash key the schedule gives the record.
-    pub expected: String,
-}
-
-/// A record of an audited entity whose hash key cannot be computed (no unique value, no
-/// readable timestamp).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-#[non_exhaustive]
-pub struct Unreadable {
-    /// The entity.
-    pub entity: String,
-    /// The stored hash key.
-    pub hash_key: String,
-    /// The stored range key.
-    pub range_key: String,
-    /// Why the hash key cannot be computed.
-    pub reason: String,
-}
 
 /// What an audit found.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]

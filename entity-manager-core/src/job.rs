@@ -63,8 +63,7 @@ use std::sync::Mutex;
 use serde::{Deserialize, Serialize};
 use serde_dynamo::{AttributeValue, Item};
 
-use crate::audit::{Misplaced, Unreadable};
-use crate::migrate::MigrateCounts;
+use crate::counts::{MigrateCounts, Misplaced, Unreadable};
 use crate::scan::{ScanCheckpoint, SegmentPosition, SegmentRange};
 use crate::store::TableDefinition;
 

@@ -43,6 +43,7 @@
 pub mod __private;
 pub mod audit;
 mod builder;
+mod counts;
 mod entity;
 mod entity_ext;
 mod error;

@@ -124,6 +124,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_dynamo::{AttributeValue, Item};
 
+pub use crate::counts::{EntityCounts, MigrateCounts};
 use crate::entity::{Entity, schema_of};
 use crate::error::Error;
 use crate::guarded::{self, PARALLEL_WRITES};
@@ -212,89 +213,6 @@ impl std::fmt::Debug for EntityMigration<'_> {
 #[derive(Clone, Debug, Default)]
 pub struct Migration<'a> {
     entities: Vec<EntityMigration<'a>>,
-}
-
-/// The counts of one entity, for a run or (what would happen) for a dry run.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-#[non_exhaustive]
-pub struct EntityCounts {
-    /// Records of the entity the scan found.
-    pub scanned: u64,
-    /// Records whose migrated form is the record itself: nothing to write.
-    pub unchanged: u64,
-    /// Records already in B's shape (migrated by an earlier run): left alone.
-    pub migrated_before: u64,
-    /// Records rewritten in place (same primary key).
-    pub rewritten: u64,
-    /// Records moved to a new primary key (old item deleted in the same transaction).
-    pub moved: u64,
-    /// Records that cannot be migrated (dry run only: a run stops at the first one).
-    pub failed: u64,
-    /// Writes that found the record changed since it was read (by another client): the
-    /// record was read again (from the failed condition), planned again and written under a
-    /// new condition. Each record is counted once, by its final outcome.
-    pub conflicts: u64,
-    /// Records deleted by another client between the scan and their write: nothing left to
-    /// migrate.
-    pub vanished: u64,
-}
-
-impl EntityCounts {
-    /// Records written (or, in a dry run, to write): rewritten plus moved.
-    pub fn written(&self) -> u64 {
-        self.rewritten + self.moved
-    }
-
-    /// Adds `other` to these counts.
-    pub fn add(&mut self, other: &Self) {
-        self.scanned += other.scanned;
-        self.unchanged += other.unchanged;
-        self.migrated_before += other.migrated_before;
-        self.rewritten += other.rewritten;
-        self.moved += other.moved;
-        self.failed += other.failed;
-        self.conflicts += other.conflicts;
-        self.vanished += other.vanished;
-    }
-}
-
-/// The counts of a migration: per entity (by A's token), and the items of no migrated entity.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[non_exhaustive]
-pub struct MigrateCounts {
-    /// Per entity, by A's token.
-    pub entities: BTreeMap<String, EntityCounts>,
-    /// Items the scan found that belong to no migrated entity (left alone).
-    pub other: u64,
-}
-
-impl MigrateCounts {
-    /// Whether nothing is counted.
-    pub fn is_empty(&self) -> bool {
-        self.other == 0
-            && self
-                .entities
-                .values()
-                .all(|c| *c == EntityCounts::default())
-    }
-
-    /// Adds `other` to these counts (for example the counts of an earlier, interrupted run).
-    pub fn add(&mut self, other: &Self) {
-        for (entity, counts) in &other.entities {
-            self.entities.entry(entity.clone()).or_default().add(counts);
-        }
-        self.other += other.other;
-    }
-
-    /// The sum over every entity.
-    pub fn total(&self) -> EntityCounts {
-        let mut total = EntityCounts::default();
-        for counts in self.entities.values() {
-            total.add(counts);
-        }
-        total
-    }
 }
 
 /// What a migration reports after each page, to the progress callback.
