@@ -268,7 +268,7 @@ impl Merge {
         let result = change(&mut self.lanes[t]);
         self.attach(t);
         let lane = &self.lanes[t];
-        if was_fresh && !(lane.fresh && !lane.exhausted) {
+        if was_fresh && (!lane.fresh || lane.exhausted) {
             self.fresh -= 1;
         }
         let added = lane.buffer.len().saturating_sub(before);

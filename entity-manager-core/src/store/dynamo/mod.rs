@@ -967,6 +967,7 @@ impl DynamoStore {
             .set_limit(limit)
             .set_exclusive_start_key(request.exclusive_start_key.clone().map(to_aws))
             .set_consistent_read((request.consistent || self.consistent_read).then_some(true))
+            .return_consumed_capacity(aws::ReturnConsumedCapacity::Total)
             .send()
             .await
             .map_err(|e| sdk_error(OP, e))?;
@@ -974,7 +975,10 @@ impl DynamoStore {
         // the table stamp is no record
         items.retain(|item| !stamp::is_stamp(item, &self.definition));
         Ok(Page {
-            consumed_capacity: None,
+            consumed_capacity: out
+                .consumed_capacity
+                .as_ref()
+                .and_then(|c| c.capacity_units),
             items,
             last_evaluated_key: out
                 .last_evaluated_key
