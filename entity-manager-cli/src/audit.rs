@@ -5,12 +5,15 @@ use std::str::FromStr;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use clap::Args;
-use entity_manager::audit::{AuditReport, BumpDryRun, ScheduleCost, audit, bump_dry_run};
+use entity_manager::audit::{AuditReport, BumpDryRun, ScheduleCost, audit_job, bump_dry_run};
+use entity_manager::job::{JobHeader, JobKind};
 use entity_manager::{Schema, ShardBump};
 use serde_json::{Value, json};
 
-use crate::progress::Progress;
-use crate::scan::{Parallel, parallel_scan};
+use crate::job::Run;
+use crate::progress::Total;
+use crate::scan::{Parallel, parallel_scan, usage_json, usage_text};
+use crate::workers::{JournalFile, worker_json};
 use crate::{ConfigArgs, Connection, Failure, connect, item_count, runtime};
 
 #[derive(Debug, Args)]
@@ -39,6 +42,11 @@ pub(crate) struct AuditArgs {
     window_to: Option<u64>,
     #[command(flatten)]
     parallel: Parallel,
+    /// The worker's journal: the position and findings are saved here after every page, and
+    /// the audit resumes from it when it exists (kept when the worker owns part of the
+    /// segments, for `report merge`; else removed when the audit completes).
+    #[arg(long)]
+    checkpoint: Option<std::path::PathBuf>,
     #[command(flatten)]
     connection: Connection,
 }
@@ -110,17 +118,58 @@ pub(crate) fn run_audit(args: &AuditArgs, json: bool) -> Result<(), Failure> {
             .collect::<Result<_, _>>()
             .map_err(|e| Failure::Input(e.to_string()))?,
     };
-    let store = connect(&schema, table, &args.connection)?;
+    let store = args
+        .parallel
+        .limited(connect(&schema, table, &args.connection)?);
     let scan = parallel_scan(&store, &schema, None, &args.parallel)?;
-    // the audit reports no progress of its own: the line shows the total and the time spent
-    let label = match item_count(&store) {
-        Some(n) => format!("auditing table {table} (~{n} items, estimated by DynamoDB)"),
-        None => format!("auditing table {table}"),
-    };
-    let mut progress = Progress::new(label, "", None, 0);
-    let report = runtime()?.block_on(audit(scan, &entities));
-    progress.finish();
-    let report = report.map_err(|e| crate::connection::explain("audit", table, &e))?;
+    let range = args.parallel.range()?;
+    let tokens: Vec<&str> = entities.iter().map(|e| &*e.model().token).collect();
+    let header = JobHeader::new(
+        JobKind::Audit,
+        format!("audit {} of table {table}", tokens.join(",")),
+        range,
+    );
+    let file = JournalFile::open(header, "audit", table, args.checkpoint.as_deref())?;
+    let mut run = Run::new("audit", None, format!("auditing table {table}"))?;
+    let audited =
+        |report: &entity_manager::job::JobReport| -> u64 { report.tally.scanned.values().sum() };
+    let before = audited(&file.journal.report());
+    // the audit reads the whole table (one worker of all the segments): DynamoDB's item count
+    // is the total
+    let total = (range.len() == range.total)
+        .then(|| item_count(store.inner()))
+        .flatten()
+        .map(|n| Total::Estimate(n.max(before)));
+    run.progress(format!("audit of table {table}"), "scanned", total, before);
+    let mut stopped = false;
+    let outcome = runtime()?.block_on(audit_job(scan, &entities, &file.journal, |_| {
+        // the items this run read (the journal's tally would be replayed at every page)
+        let usage = store.usage();
+        let flow = run.tick(before + usage.items_read, &usage_text(&usage));
+        stopped |= flow.is_break();
+        flow
+    }));
+    run.end();
+    let done = format!("{} items audited", audited(&file.journal.report()));
+    match outcome {
+        Err(e) => {
+            return Err(file.failed(&format!("audit of table {table}"), table, &e, &done));
+        }
+        Ok(_) if stopped => return Err(run.stopped_early(&file, &done)),
+        Ok(_) => {}
+    }
+    let merged = file.journal.report();
+    file.complete("audit")?;
+    if range.len() != range.total && json {
+        eprintln!(
+            "{}",
+            json!({ "worker": worker_json(&merged, range), "journal": file.path, "usage": usage_json(&store.usage()) })
+        );
+    }
+    let mut report = AuditReport::default();
+    report.scanned = merged.tally.scanned;
+    report.misplaced = merged.tally.misplaced;
+    report.unreadable = merged.tally.unreadable;
     print_audit(table, &report, json)
 }
 

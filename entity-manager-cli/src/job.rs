@@ -1,10 +1,12 @@
-//! What the resumable commands (`purge`, `migrate`) share: their checkpoint file, written
-//! atomically after every page, and the run around their pages (progress on stderr,
-//! `--stop-after`, Ctrl-C, the message that says how to resume).
+//! What the resumable commands (`purge`, `migrate`, `audit`) share: the confirmation, and the
+//! run around their pages (progress on stderr with the items per second, `--stop-after`,
+//! Ctrl-C, the message that says how to resume). Their journals (checkpoints) are in
+//! [`workers`](crate::workers); the checkpoint file of `stream` is here.
 
 use std::io::{self, BufRead, IsTerminal};
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
+use std::time::Instant;
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -12,6 +14,7 @@ use serde::de::DeserializeOwned;
 use crate::Failure;
 use crate::progress::{Progress, Total};
 use crate::signal;
+use crate::workers::JournalFile;
 
 /// A checkpoint file: `{"command": …, …the command's state}`.
 #[derive(Serialize)]
@@ -99,83 +102,58 @@ pub(crate) fn confirm(yes: bool, action: &str, hint: &str) -> Result<(), Failure
         Err(Failure::Input("not confirmed: nothing changed".to_owned()))
     }
 }
-
 /// One run of a resumable command over pages.
-pub(crate) struct Run<'a> {
+pub(crate) struct Run {
     command: &'static str,
-    /// `--checkpoint`, saved after every page.
-    checkpoint: Option<&'a Path>,
-    /// Where the position goes if the run stops: the checkpoint, or a file named after the table.
-    resume: PathBuf,
     stop_after: Option<u64>,
     progress: Progress,
+    started: Instant,
     /// Pages done in this run.
     pub(crate) pages: u64,
-    /// Whether the job had made progress before this run (a resumed checkpoint).
-    resumed: bool,
-    save_error: Option<Failure>,
 }
 
-impl<'a> Run<'a> {
-    /// A run of `command` on `table`, its progress labelled `message`; Ctrl-C and SIGTERM stop
-    /// it after the page in flight from now on.
+impl Run {
+    /// A run of `command`, its progress labelled `message`; Ctrl-C and SIGTERM stop it after
+    /// the page in flight from now on.
     pub(crate) fn new(
         command: &'static str,
-        table: &str,
-        checkpoint: Option<&'a Path>,
         stop_after: Option<u64>,
         message: String,
     ) -> Result<Self, Failure> {
-        let resume = checkpoint.map_or_else(
-            || PathBuf::from(format!("entity-manager-{command}-{table}.checkpoint.json")),
-            Path::to_path_buf,
-        );
         signal::listen()?;
         Ok(Self {
             command,
-            checkpoint,
-            resume,
             stop_after,
             progress: Progress::new(message, "items", None, 0),
+            started: Instant::now(),
             pages: 0,
-            resumed: false,
-            save_error: None,
         })
     }
 
     /// Counts `unit` towards `total`, `before` of them done by earlier runs (a resumed
-    /// checkpoint, which also means the job has started).
+    /// journal).
     pub(crate) fn progress(
         &mut self,
         label: String,
         unit: &'static str,
         total: Option<Total>,
         before: u64,
-        resumed: bool,
     ) {
         self.progress = Progress::new(label, unit, total, before);
-        self.resumed = resumed;
     }
 
-    /// Saves `state` to the checkpoint file, if there is one.
-    pub(crate) fn save<T: Serialize>(&self, state: &T) -> Result<(), Failure> {
-        self.checkpoint
-            .map_or(Ok(()), |path| save(path, self.command, state))
+    /// Items per second since the run started, for `items` items.
+    pub(crate) fn rate(&self, items: u64) -> f64 {
+        #[allow(clippy::cast_precision_loss)] // a rate to show
+        let items = items as f64;
+        items / self.started.elapsed().as_secs_f64().max(1e-3)
     }
 
-    /// After a page: saves `state`, shows `done` (with `detail`), and says whether to go on
-    /// (not after a failed save, nor past `--stop-after`, nor after Ctrl-C).
-    pub(crate) fn page<T: Serialize>(
-        &mut self,
-        state: &T,
-        done: u64,
-        detail: &str,
-    ) -> ControlFlow<()> {
+    /// After a page (recorded in the journal by the job): shows `done` (with `detail`: the
+    /// counts, items/s and capacity used) and says whether to go on (not past `--stop-after`,
+    /// nor after Ctrl-C).
+    pub(crate) fn tick(&mut self, done: u64, detail: &str) -> ControlFlow<()> {
         self.pages += 1;
-        if let Err(e) = self.save(state) {
-            self.save_error = Some(e);
-            return ControlFlow::Break(());
-        }
         self.progress.update(done, detail);
         if signal::interrupted() || self.stop_after.is_some_and(|n| self.pages >= n) {
             ControlFlow::Break(())
@@ -184,32 +162,17 @@ impl<'a> Run<'a> {
         }
     }
 
-    /// Once the pages are done: clears the progress line; a failed save is the run's failure.
-    pub(crate) fn end(&mut self) -> Result<(), Failure> {
+    /// Once the pages are done: clears the progress line.
+    pub(crate) fn end(&mut self) {
         self.progress.finish();
-        self.save_error.take().map_or(Ok(()), Err)
-    }
-
-    /// The run finished: its checkpoint file is no longer needed.
-    pub(crate) fn complete(&self) -> Result<(), Failure> {
-        match self.checkpoint {
-            Some(path) => std::fs::remove_file(path).map_err(|e| {
-                Failure::Operation(format!(
-                    "{} complete, but the checkpoint {} could not be removed: {e}",
-                    self.command,
-                    path.display()
-                ))
-            }),
-            None => Ok(()),
-        }
     }
 
     /// The run stopped on Ctrl-C or SIGTERM (exit 130) or at `--stop-after` (exit 1) with
-    /// `done` so far; see [`stopped`](Self::stopped).
-    pub(crate) fn stopped_early<T: Serialize>(&self, state: &T, done: &str) -> Failure {
+    /// `done` so far: the failure, which says how to resume from the worker's journal `file`.
+    pub(crate) fn stopped_early(&self, file: &JournalFile, done: &str) -> Failure {
         if signal::interrupted() {
             let why = format!("{} interrupted after {} pages", self.command, self.pages);
-            return match self.stopped(state, &why, done) {
+            return match file.stopped(&why, done) {
                 Failure::Operation(message) => Failure::Interrupted(message),
                 other => other,
             };
@@ -218,54 +181,6 @@ impl<'a> Run<'a> {
             "{} stopped after {} pages (--stop-after)",
             self.command, self.pages
         );
-        self.stopped(state, &why, done)
-    }
-
-    /// The run stopped (`why`) with `done` so far: the failure, which says how to resume. The
-    /// position is saved first when no `--checkpoint` was given. A job that never started
-    /// (no page done, nothing resumed) leaves no checkpoint and needs no resuming.
-    pub(crate) fn stopped<T: Serialize>(&self, state: &T, why: &str, done: &str) -> Failure {
-        if self.pages == 0 && !self.resumed {
-            if let Some(path) = self.checkpoint {
-                let _ = std::fs::remove_file(path);
-            }
-            return Failure::Operation(format!("{why}; nothing was changed"));
-        }
-        if self.checkpoint.is_none()
-            && let Err(e) = save(&self.resume, self.command, state)
-        {
-            return Failure::Operation(format!(
-                "{why}; the position could not be saved ({})",
-                e.message()
-            ));
-        }
-        Failure::Operation(format!(
-            "{why}; {done} so far; to resume, run the same command with --checkpoint {}",
-            self.resume.display()
-        ))
-    }
-}
-
-impl Run<'_> {
-    /// The run failed with `err` (the job `what` on `table`) with `done` so far: the operator's
-    /// message of [`explain`](crate::connection::explain), then how to resume (see
-    /// [`stopped`](Self::stopped)).
-    pub(crate) fn failed<T: Serialize>(
-        &self,
-        state: &T,
-        what: &str,
-        table: &str,
-        err: &(dyn std::error::Error + 'static),
-        done: &str,
-    ) -> Failure {
-        let explained = crate::connection::explain(what, table, err);
-        let (message, detail) = match explained {
-            Failure::Detailed { message, detail } => (message, detail),
-            other => (other.message(), String::new()),
-        };
-        match self.stopped(state, &message, done) {
-            Failure::Operation(message) => Failure::Detailed { message, detail },
-            other => other,
-        }
+        file.stopped(&why, done)
     }
 }

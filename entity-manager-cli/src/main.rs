@@ -44,6 +44,7 @@ mod scan;
 mod signal;
 mod stream;
 mod table;
+mod workers;
 
 use audit::{AuditArgs, run_audit};
 pub(crate) use connection::Connection;
@@ -53,6 +54,7 @@ use records::{DeleteArgs, GetArgs, ImportArgs, PutArgs, QueryArgs};
 use scan::{PurgeArgs, ScanArgs, purge, scan};
 use stream::{StreamArgs, stream};
 use table::{TableAction, table};
+use workers::{ReportAction, report as job_report};
 
 /// Keys, records, tables and bulk jobs of a DynamoDB single-table design, from the JSON
 /// configuration of a TypeScript Entity Manager service.
@@ -149,6 +151,13 @@ enum Command {
     /// is printed as an error line, and the exit code is then 3). Resumable with
     /// `--checkpoint FILE`; `--no-follow` stops once caught up.
     Stream(StreamArgs),
+    /// Reports on bulk jobs split across workers: `report merge JOURNAL…` adds the workers'
+    /// journals (their `--checkpoint` files) into the job's totals and lists the segments done,
+    /// in progress and never started.
+    Report {
+        #[command(subcommand)]
+        action: ReportAction,
+    },
 }
 
 /// How the table's keys are made: the profile of the services sharing it.
@@ -266,6 +275,10 @@ pub(crate) enum Failure {
     /// The command printed its report, which found something: exit 3 (in text mode the
     /// message goes to stderr; `--json` output is the report alone).
     Findings(String),
+    /// The command printed its report, which says the job is unfinished (`report merge`): exit
+    /// 1, a failure to finish rather than a finding (in text mode the message goes to stderr;
+    /// `--json` output is the report alone).
+    Unfinished(String),
     /// Ctrl-C or SIGTERM: exit 130, with how to resume.
     Interrupted(String),
     /// Stdout was closed by its reader (`| head -1`): exit 0, quietly.
@@ -277,7 +290,7 @@ impl Failure {
         match self {
             Self::ClosedPipe => 0,
             Self::Input(_) => 2,
-            Self::Operation(_) | Self::Detailed { .. } | Self::Config(_) => 1,
+            Self::Operation(_) | Self::Detailed { .. } | Self::Config(_) | Self::Unfinished(_) => 1,
             Self::Findings(_) => 3,
             Self::Interrupted(_) => 130,
         }
@@ -289,6 +302,7 @@ impl Failure {
             Self::Input(m)
             | Self::Operation(m)
             | Self::Findings(m)
+            | Self::Unfinished(m)
             | Self::Interrupted(m)
             | Self::Detailed { message: m, .. } => m.clone(),
             Self::Config(e) => format!("the configuration has {} problem(s)", e.problems.len()),
@@ -317,7 +331,7 @@ fn main() -> ExitCode {
 fn report(failure: &Failure, json: bool) {
     match failure {
         Failure::ClosedPipe => return,
-        Failure::Findings(message) => {
+        Failure::Findings(message) | Failure::Unfinished(message) => {
             if !json {
                 eprintln!("error: {message}");
             }
@@ -400,6 +414,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
         Command::Import(args) => records::import(&args, cli.json),
         Command::Put(args) => records::put(&args, cli.json),
         Command::Delete(args) => records::delete(&args, cli.json),
+        Command::Report { action } => job_report(&action, cli.json),
     }
 }
 

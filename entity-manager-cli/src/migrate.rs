@@ -5,14 +5,15 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use clap::Args;
+use entity_manager::job::{JobHeader, JobKind};
 use entity_manager::migrate::{Action, DryRunReport, MigrateCounts, Migration};
-use entity_manager::scan::ScanCheckpoint;
 use entity_manager::{Item, Schema};
 use serde_json::{Value, json};
 
 use crate::job::{self, Run};
 use crate::progress::Total;
-use crate::scan::{Parallel, parallel_scan};
+use crate::scan::{Parallel, parallel_scan, usage_json, usage_text};
+use crate::workers::{JournalFile, worker_json};
 use crate::{Connection, Failure, SpaceArg, connect, item_count, load, runtime};
 
 #[derive(Debug, Args)]
@@ -68,16 +69,6 @@ fn fingerprint(parts: &[&[u8]]) -> String {
         h = h.wrapping_mul(0x0100_0000_01b3);
     }
     format!("{h:016x}")
-}
-
-/// What a migration checkpoint file holds.
-#[derive(serde::Serialize, serde::Deserialize)]
-struct MigrateState {
-    table: String,
-    target: String,
-    schemas: String,
-    scan: ScanCheckpoint,
-    counts: MigrateCounts,
 }
 
 fn read(path: &Path) -> Result<Vec<u8>, Failure> {
@@ -147,7 +138,9 @@ pub(crate) fn migrate(args: &MigrateArgs, json: bool) -> Result<(), Failure> {
     let a = load(&args.from, &args.space)?;
     let b = load(&args.to, &args.space)?;
     let migration = migration(&a, &b, args.entity.as_deref())?;
-    let store = connect(&b, &args.table, &args.connection)?;
+    let store = args
+        .parallel
+        .limited(connect(&b, &args.table, &args.connection)?);
     let mut scan = parallel_scan(&store, &b, None, &args.parallel)?;
     // pages of 100 by default, as purge: the checkpoint granularity
     if args.parallel.page_size.is_none() {
@@ -166,29 +159,16 @@ pub(crate) fn migrate(args: &MigrateArgs, json: bool) -> Result<(), Failure> {
         .map_or_else(|| "all".to_owned(), |entity| format!("entity:{entity}"));
     let space = format!("{:?}", args.space.profile());
     let schemas = fingerprint(&[&text_a, &text_b, space.as_bytes()]);
-    let mut state = MigrateState {
-        table: args.table.clone(),
-        target: target.clone(),
-        schemas: schemas.clone(),
-        scan: scan.checkpoint().clone(),
-        counts: MigrateCounts::default(),
-    };
-    if let Some(path) = &args.checkpoint
-        && let Some(saved) = job::load::<MigrateState>(path, "migrate")?
-    {
-        if saved.table != args.table || saved.target != target || saved.schemas != schemas {
-            return Err(Failure::Input(format!(
-                "the checkpoint {} belongs to another migration (of {} in table {}, or from other configurations); use another file",
-                path.display(),
-                saved.target,
-                saved.table,
-            )));
-        }
-        scan = scan
-            .resume(saved.scan.clone())
-            .map_err(|e| Failure::Input(format!("{}: {e}", path.display())))?;
-        state = saved;
-    }
+    let range = args.parallel.range()?;
+    let header = JobHeader::new(
+        JobKind::Migrate,
+        format!(
+            "migrate {target} of table {} with configurations {schemas}",
+            args.table
+        ),
+        range,
+    );
+    let file = JournalFile::open(header, "migrate", &args.table, args.checkpoint.as_deref())?;
     let what = match &args.entity {
         Some(entity) => format!(
             "migrate every record of entity `{entity}` in table {}",
@@ -196,42 +176,51 @@ pub(crate) fn migrate(args: &MigrateArgs, json: bool) -> Result<(), Failure> {
         ),
         None => format!("migrate every record of table {}", args.table),
     };
-    let estimate = item_count(&store);
-    job::confirm(
+    let estimate = item_count(store.inner());
+    if let Err(e) = job::confirm(
         args.yes,
         &format!("{what}{}", job::at(estimate)),
         " (or --dry-run)",
-    )?;
+    ) {
+        file.abandon();
+        return Err(e);
+    }
     let mut run = Run::new(
         "migrate",
-        &args.table,
-        args.checkpoint.as_deref(),
         args.stop_after,
         format!("migrating table {}", args.table),
     )?;
     let scanned = |c: &MigrateCounts| c.total().scanned + c.other;
-    let before = scanned(&state.counts);
-    // the migration scans the whole table: DynamoDB's item count is the total
-    let total = estimate.map(|n| Total::Estimate(n.max(before)));
+    let before = scanned(&file.journal.report().tally.migrate);
+    // one worker of the whole table: DynamoDB's item count is the total
+    let total = (range.len() == range.total)
+        .then_some(estimate)
+        .flatten()
+        .map(|n| Total::Estimate(n.max(before)));
     run.progress(
         format!("migrate of table {}", args.table),
         "scanned",
         total,
         before,
-        before > 0,
     );
-    let outcome = runtime()?.block_on(migration.run(scan, |progress| {
-        state.counts.add(progress.page);
-        state.scan = progress.checkpoint.clone();
-        run.page(&state, scanned(&state.counts), &counts_text(&state.counts))
+    let outcome = runtime()?.block_on(migration.run_job(scan, &file.journal, |progress| {
+        let detail = format!(
+            "{}; {}",
+            counts_text(progress.counts),
+            usage_text(&store.usage())
+        );
+        run.tick(before + scanned(progress.counts), &detail)
     }));
-    run.end()?;
-    let written = state.counts.total().written();
+    run.end();
+    let report = file.journal.report();
+    let counts = &report.tally.migrate;
+    let written = counts.total().written();
     let done = format!("{written} records written");
     match outcome {
-        Ok(report) if report.complete => {
-            run.complete()?;
+        Ok(this) if this.complete => {
+            file.complete("migrate")?;
             if json {
+                let scanned = this.counts.total().scanned + this.counts.other;
                 outln!(
                     "{}",
                     json!({
@@ -239,24 +228,25 @@ pub(crate) fn migrate(args: &MigrateArgs, json: bool) -> Result<(), Failure> {
                         "table": args.table,
                         "target": target,
                         "written": written,
-                        "counts": counts_json(&state.counts),
-                        "other": state.counts.other,
+                        "counts": counts_json(counts),
+                        "other": counts.other,
+                        "itemsPerSecond": run.rate(scanned).round(),
+                        "usage": usage_json(&store.usage()),
+                        "worker": worker_json(&report, range),
+                        "journal": file.path,
                     })
                 );
             } else {
                 outln!(
                     "migrated table {}: {written} records written ({})",
                     args.table,
-                    counts_text(&state.counts)
+                    counts_text(counts)
                 );
             }
             Ok(())
         }
-        Ok(_) => Err(run.stopped_early(&state, &done)),
-        Err(e) => {
-            state.scan = e.checkpoint.clone();
-            Err(run.failed(&state, &what, &args.table, &e, &done))
-        }
+        Ok(_) => Err(run.stopped_early(&file, &done)),
+        Err(e) => Err(file.failed(&what, &args.table, &e, &done)),
     }
 }
 

@@ -5,14 +5,16 @@ use std::io::{self, Write};
 use std::path::PathBuf;
 
 use clap::Args;
-use entity_manager::scan::{ParallelScan, ScanCheckpoint};
-use entity_manager::store::DynamoStore;
+use entity_manager::job::JobKind;
+use entity_manager::scan::{ParallelScan, SegmentRange};
+use entity_manager::store::{RateLimit, RateLimited, RateUnit, Store, Usage};
 use entity_manager::{Item, Schema};
 use serde_json::{Value, json};
 
 use crate::job::{self, Run};
 use crate::out::{self, Order};
 use crate::progress::Total;
+use crate::workers::{JournalFile, ShareArgs, worker_json};
 use crate::{ConfigArgs, Connection, Failure, connect, item_count, runtime};
 
 #[derive(Debug, Args)]
@@ -44,6 +46,79 @@ pub(crate) struct Parallel {
     /// The most items one scan request reads in a segment (DynamoDB's `Limit`).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub(crate) page_size: Option<u32>,
+    #[command(flatten)]
+    pub(crate) share: ShareArgs,
+    /// The most reads per second of this worker (items read, or read capacity units with
+    /// `--rate-unit capacity`): keep a job under a table's provisioned capacity or a share of
+    /// on-demand. Throttled calls are retried after a growing pause in any case.
+    #[arg(long, value_parser = positive)]
+    max_reads: Option<f64>,
+    /// The most writes per second of this worker (items written, or write capacity units).
+    #[arg(long, value_parser = positive)]
+    max_writes: Option<f64>,
+    /// What `--max-reads` and `--max-writes` count: `items`, or `capacity` units by
+    /// DynamoDB's rules.
+    #[arg(long, value_enum, default_value = "items")]
+    rate_unit: RateUnitArg,
+}
+
+fn positive(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(n) if n.is_finite() && n > 0.0 => Ok(n),
+        _ => Err(format!("`{text}` is not a positive number")),
+    }
+}
+
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+enum RateUnitArg {
+    Items,
+    Capacity,
+}
+
+impl Parallel {
+    /// The segments this worker owns.
+    pub(crate) fn range(&self) -> Result<SegmentRange, Failure> {
+        self.share.range(self.segments)
+    }
+
+    /// `store` under the flags' rate limit.
+    pub(crate) fn limited<S: Store>(&self, store: S) -> RateLimited<S> {
+        let mut limit = RateLimit::none().unit(match self.rate_unit {
+            RateUnitArg::Items => RateUnit::Items,
+            RateUnitArg::Capacity => RateUnit::CapacityUnits,
+        });
+        if let Some(r) = self.max_reads {
+            limit = limit.reads(r);
+        }
+        if let Some(w) = self.max_writes {
+            limit = limit.writes(w);
+        }
+        RateLimited::new(store, limit)
+    }
+}
+
+/// What a worker used, for its JSON report.
+pub(crate) fn usage_json(usage: &Usage) -> Value {
+    json!({
+        "itemsRead": usage.items_read,
+        "itemsWritten": usage.items_written,
+        "readUnits": usage.read_units,
+        "writeUnits": usage.write_units,
+        "throttled": usage.throttled,
+        "seconds": usage.elapsed.as_secs_f64(),
+        "itemsPerSecond": usage.items_per_second().round(),
+    })
+}
+
+/// The progress line's usage part.
+pub(crate) fn usage_text(usage: &Usage) -> String {
+    format!(
+        "{:.0} items/s, {:.1} RCU, {:.1} WCU, {} throttled",
+        usage.items_per_second(),
+        usage.read_units,
+        usage.write_units,
+        usage.throttled
+    )
 }
 
 #[derive(Debug, Args)]
@@ -95,14 +170,14 @@ pub(crate) fn entity_of(schema: &Schema, item: &Item) -> String {
 }
 
 /// A parallel scan of `store` with the flags' segments, throttle, page size and entity.
-pub(crate) fn parallel_scan<'s>(
-    store: &'s DynamoStore,
+pub(crate) fn parallel_scan<'s, S: Store>(
+    store: &'s S,
     schema: &Schema,
     entity: Option<&str>,
     parallel: &Parallel,
-) -> Result<ParallelScan<'s, DynamoStore>, Failure> {
+) -> Result<ParallelScan<'s, S>, Failure> {
     let mut scan = ParallelScan::new(store)
-        .segments(parallel.segments)
+        .share(parallel.range()?)
         .throttle(usize::try_from(parallel.throttle).unwrap_or(1));
     if let Some(size) = parallel.page_size {
         scan = scan.page_size(size);
@@ -132,8 +207,11 @@ pub(crate) fn scan(args: &ScanArgs, json: bool) -> Result<(), Failure> {
     use futures::TryStreamExt;
 
     let schema = args.config.load()?;
-    let store = connect(&schema, &args.table, &args.connection)?;
+    let store = args
+        .parallel
+        .limited(connect(&schema, &args.table, &args.connection)?);
     let scan = parallel_scan(&store, &schema, args.entity.as_deref(), &args.parallel)?;
+    let range = args.parallel.range()?;
     let mut counts: BTreeMap<String, u64> = BTreeMap::new();
     let orders: BTreeMap<String, Order> = schema
         .entities()
@@ -151,8 +229,9 @@ pub(crate) fn scan(args: &ScanArgs, json: bool) -> Result<(), Failure> {
         Some(entity) => format!("scan of entity {entity} in table {}", args.table),
         None => format!("scan of table {}", args.table),
     };
-    let estimate = if args.entity.is_none() {
-        item_count(&store).map(Total::Estimate)
+    // the whole table's count: the total of a scan of every item by one worker
+    let estimate = if args.entity.is_none() && range.len() == range.total {
+        item_count(store.inner()).map(Total::Estimate)
     } else {
         None
     };
@@ -192,16 +271,6 @@ pub(crate) fn scan(args: &ScanArgs, json: bool) -> Result<(), Failure> {
     Ok(())
 }
 
-/// What a purge checkpoint file holds: the table and target it belongs to, the scan position
-/// and the counts deleted so far.
-#[derive(serde::Serialize, serde::Deserialize)]
-pub(crate) struct PurgeState {
-    table: String,
-    target: String,
-    scan: ScanCheckpoint,
-    counts: BTreeMap<String, u64>,
-}
-
 #[allow(clippy::too_many_lines)] // one command, start to end
 pub(crate) fn purge(args: &PurgeArgs, json: bool) -> Result<(), Failure> {
     let schema = args.config.load()?;
@@ -213,89 +282,77 @@ pub(crate) fn purge(args: &PurgeArgs, json: bool) -> Result<(), Failure> {
         Some(entity) => format!("every record of entity `{entity}` in table {}", args.table),
         None => format!("every item of table {}", args.table),
     };
-    let store = connect(&schema, &args.table, &args.connection)?;
+    let store = args
+        .parallel
+        .limited(connect(&schema, &args.table, &args.connection)?);
     let mut scan = parallel_scan(&store, &schema, args.entity.as_deref(), &args.parallel)?;
     // pages of 100 by default: a checkpoint every four batch deletes
     if args.parallel.page_size.is_none() {
         scan = scan.page_size(100);
     }
-    let mut state = PurgeState {
-        table: args.table.clone(),
-        target: target.clone(),
-        scan: scan.checkpoint().clone(),
-        counts: BTreeMap::new(),
-    };
-    if let Some(path) = &args.checkpoint
-        && let Some(saved) = job::load::<PurgeState>(path, "purge")?
-    {
-        if saved.table != args.table || saved.target != target {
-            return Err(Failure::Input(format!(
-                "the checkpoint {} belongs to a purge of {} in table {}, not {target} in table {}; use another file",
-                path.display(),
-                saved.target,
-                saved.table,
-                args.table
-            )));
-        }
-        scan = scan
-            .resume(saved.scan.clone())
-            .map_err(|e| Failure::Input(format!("{}: {e}", path.display())))?;
-        state = saved;
+    let range = args.parallel.range()?;
+    let header = entity_manager::job::JobHeader::new(
+        JobKind::Purge,
+        format!("purge {target} of table {}", args.table),
+        range,
+    );
+    let file = JournalFile::open(header, "purge", &args.table, args.checkpoint.as_deref())?;
+    let estimate = item_count(store.inner());
+    if let Err(e) = job::confirm(args.yes, &format!("delete {what}{}", job::at(estimate)), "") {
+        file.abandon();
+        return Err(e);
     }
-    let estimate = item_count(&store);
-    job::confirm(args.yes, &format!("delete {what}{}", job::at(estimate)), "")?;
-    let mut run = Run::new(
-        "purge",
-        &args.table,
-        args.checkpoint.as_deref(),
-        args.stop_after,
-        format!("purging {what}"),
-    )?;
-    let before: u64 = state.counts.values().sum();
-    // every item of the table: DynamoDB's item count is the total; one entity's: unknown
-    let total = if args.entity.is_none() {
+    let mut run = Run::new("purge", args.stop_after, format!("purging {what}"))?;
+    let before: u64 = file.journal.report().tally.deleted.values().sum();
+    // every item of the table (this worker's share of it): DynamoDB's item count is the total;
+    // one entity's: unknown
+    let total = if args.entity.is_none() && range.len() == range.total {
         estimate.map(|n| Total::Estimate(n + before))
     } else {
         None
     };
-    run.progress(
-        format!("purge of {what}"),
-        "deleted",
-        total,
-        before,
-        before > 0,
-    );
-    let outcome = runtime()?.block_on(scan.purge(|progress| {
-        for key in progress.keys {
-            *state.counts.entry(entity_of(&schema, key)).or_default() += 1;
-        }
-        state.scan = progress.checkpoint.clone();
-        let deleted = state.counts.values().sum::<u64>();
-        run.page(&state, deleted, &counts_text(&state.counts))
-    }));
-    run.end()?;
-    let deleted: u64 = state.counts.values().sum();
+    run.progress(format!("purge of {what}"), "deleted", total, before);
+    let outcome = runtime()?.block_on(scan.purge_job(
+        &file.journal,
+        |key| entity_of(&schema, key),
+        |progress| {
+            let detail = usage_text(&store.usage());
+            run.tick(before + progress.deleted, &detail)
+        },
+    ));
+    run.end();
+    let report = file.journal.report();
+    let counts = &report.tally.deleted;
+    let deleted: u64 = counts.values().sum();
     let done = format!("{deleted} items deleted");
     match outcome {
-        Ok(report) if report.complete => {
-            run.complete()?;
+        Ok(this) if this.complete => {
+            file.complete("purge")?;
             if json {
                 outln!(
                     "{}",
-                    json!({ "ok": true, "table": args.table, "target": target, "deleted": deleted, "counts": counts_json(&state.counts) })
+                    json!({
+                        "ok": true,
+                        "table": args.table,
+                        "target": target,
+                        "deleted": deleted,
+                        "counts": counts_json(counts),
+                        "conflicts": report.tally.conflicts,
+                        "itemsPerSecond": run.rate(this.deleted).round(),
+                        "usage": usage_json(&store.usage()),
+                        "worker": worker_json(&report, range),
+                        "journal": file.path,
+                    })
                 );
             } else {
                 outln!(
                     "purged {what}: {deleted} items deleted ({})",
-                    counts_text(&state.counts)
+                    counts_text(counts)
                 );
             }
             Ok(())
         }
-        Ok(_) => Err(run.stopped_early(&state, &done)),
-        Err(e) => {
-            state.scan = e.checkpoint.clone();
-            Err(run.failed(&state, &format!("purge of {what}"), &args.table, &e, &done))
-        }
+        Ok(_) => Err(run.stopped_early(&file, &done)),
+        Err(e) => Err(file.failed(&format!("purge of {what}"), &args.table, &e, &done)),
     }
 }

@@ -56,50 +56,20 @@
 //! ```
 
 use std::collections::BTreeMap;
+use std::ops::ControlFlow;
 
 use futures::StreamExt;
 use serde::{Deserialize, Serialize};
 use serde_dynamo::{AttributeValue, Item};
 
+pub use crate::counts::{Misplaced, Unreadable};
 use crate::error::{ConfigError, Error};
+use crate::job::{Entry, Journal, JournalError, Tally};
 use crate::model::{ShardBump, ShardSpace};
-use crate::scan::{ParallelScan, ScanError, entity_filter};
+use crate::scan::{ParallelScan, ScanCheckpoint, ScanError, entity_filter};
 use crate::schema::{EntitySchema, Schema};
 use crate::shard;
 use crate::store::{Filter, Store};
-
-/// A record whose stored hash key disagrees with the current schedule.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-#[non_exhaustive]
-pub struct Misplaced {
-    /// The entity.
-    pub entity: String,
-    /// The unique value, as it is hashed (a number in its decimal form).
-    pub unique: String,
-    /// The stored range key.
-    pub range_key: String,
-    /// The stored hash key.
-    pub stored: String,
-    /// The hash key the schedule gives the record.
-    pub expected: String,
-}
-
-/// A record of an audited entity whose hash key cannot be computed (no unique value, no
-/// readable timestamp).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-#[non_exhaustive]
-pub struct Unreadable {
-    /// The entity.
-    pub entity: String,
-    /// The stored hash key.
-    pub hash_key: String,
-    /// The stored range key.
-    pub range_key: String,
-    /// Why the hash key cannot be computed.
-    pub reason: String,
-}
 
 /// What an audit found.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -128,14 +98,8 @@ pub async fn audit<S: Store>(
     scan: ParallelScan<'_, S>,
     entities: &[EntitySchema<'_>],
 ) -> Result<AuditReport, ScanError> {
-    let mut filters: Vec<Filter> = entities.iter().map(entity_filter).collect();
-    let filter = if filters.len() == 1 {
-        filters.pop()
-    } else {
-        Some(Filter::Or(filters))
-    };
     let mut scan = scan;
-    scan.filter = filter;
+    scan.filter = filter_of(entities);
     let mut report = AuditReport::default();
     let mut pages = std::pin::pin!(scan.pages());
     while let Some(batch) = pages.next().await {
@@ -149,13 +113,90 @@ pub async fn audit<S: Store>(
             check(entity, &item, &mut report);
         }
     }
+    sort(&mut report);
+    Ok(report)
+}
+
+/// Why an audit job stopped.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AuditJobError {
+    /// A page could not be read: run the job again, it resumes from its journal.
+    #[error(transparent)]
+    Scan(#[from] ScanError),
+    /// The journal could not be written.
+    #[error(transparent)]
+    Journal(#[from] JournalError),
+}
+
+/// [`audit`] as one worker of a job ([`job`](crate::job)): resumes from `journal` (this
+/// scan's position and share are replaced by the journal's) and records every page's findings
+/// with its position, so a page read again after a stop is counted once. `progress` gets the
+/// checkpoint after each page; [`ControlFlow::Break`] stops the audit there. The report is of
+/// this run; [`Journal::report`] and [`merge`](crate::job::merge) give the job's totals.
+pub async fn audit_job<S: Store, P>(
+    scan: ParallelScan<'_, S>,
+    entities: &[EntitySchema<'_>],
+    journal: &Journal,
+    mut progress: P,
+) -> Result<AuditReport, AuditJobError>
+where
+    P: FnMut(&ScanCheckpoint) -> ControlFlow<()>,
+{
+    let mut scan = scan;
+    scan.checkpoint = journal.state().checkpoint;
+    scan.filter = filter_of(entities);
+    let mut checkpoint = scan.checkpoint.clone();
+    let mut report = AuditReport::default();
+    let mut pages = std::pin::pin!(scan.pages());
+    while let Some(batch) = pages.next().await {
+        let batch = batch?;
+        let mut page = AuditReport::default();
+        for item in &batch.items {
+            if let Some(entity) = entities.iter().find(|e| e.check_entity_token(item).is_ok()) {
+                check(entity, item, &mut page);
+            }
+        }
+        journal.append(Entry::Done {
+            segment: batch.segment,
+            next: batch.next.clone(),
+            tally: Tally {
+                scanned: page.scanned.clone(),
+                misplaced: page.misplaced.clone(),
+                unreadable: page.unreadable.clone(),
+                ..Tally::default()
+            },
+        })?;
+        for (entity, n) in page.scanned {
+            *report.scanned.entry(entity).or_default() += n;
+        }
+        report.misplaced.extend(page.misplaced);
+        report.unreadable.extend(page.unreadable);
+        checkpoint.set(batch.segment, batch.next);
+        if progress(&checkpoint).is_break() {
+            break;
+        }
+    }
+    sort(&mut report);
+    Ok(report)
+}
+
+fn filter_of(entities: &[EntitySchema<'_>]) -> Option<Filter> {
+    let mut filters: Vec<Filter> = entities.iter().map(entity_filter).collect();
+    if filters.len() == 1 {
+        filters.pop()
+    } else {
+        Some(Filter::Or(filters))
+    }
+}
+
+fn sort(report: &mut AuditReport) {
     report.misplaced.sort_by(|a, b| {
         (&a.entity, &a.stored, &a.range_key).cmp(&(&b.entity, &b.stored, &b.range_key))
     });
     report.unreadable.sort_by(|a, b| {
         (&a.entity, &a.hash_key, &a.range_key).cmp(&(&b.entity, &b.hash_key, &b.range_key))
     });
-    Ok(report)
 }
 
 /// Audits one record.

@@ -43,11 +43,13 @@
 pub mod __private;
 pub mod audit;
 mod builder;
+mod counts;
 mod entity;
 mod entity_ext;
 mod error;
 pub mod field;
 mod guarded;
+pub mod job;
 mod keys;
 pub mod limits;
 pub mod migrate;

@@ -54,6 +54,11 @@
 //! deliberate stop, the migration resumes from the last checkpoint; items of an interrupted
 //! page that were already written are recognized as migrated.
 //!
+//! **Split across workers.** [`run_job`](Migration::run_job) runs one worker's share of the
+//! segments with its [`Journal`]: counts exact across kills and workers,
+//! merged with [`merge`](crate::job::merge). The guide `guide::bulk` of the `entity-manager`
+//! crate covers workers, rate limits and the capacity and hours of a migration of 10⁹ records.
+//!
 //! **Dry run.** [`Migration::dry_run`] plans every item without writing anything and reports
 //! counts per entity and per shard (hash key) before and after, and a few sample records
 //! before and after ([`DryRunReport`]).
@@ -109,7 +114,7 @@
 //! # }
 //! ```
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -119,9 +124,11 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_dynamo::{AttributeValue, Item};
 
+pub use crate::counts::{EntityCounts, MigrateCounts};
 use crate::entity::{Entity, schema_of};
 use crate::error::Error;
 use crate::guarded::{self, PARALLEL_WRITES};
+use crate::job::{Entry, Found, Journal, JournalError, Planned, StoredKey, Tally};
 use crate::keys::PrimaryKey;
 use crate::scan::{ParallelScan, ScanCheckpoint, StepError, entity_filter};
 use crate::schema::{EntitySchema, Schema};
@@ -208,80 +215,6 @@ pub struct Migration<'a> {
     entities: Vec<EntityMigration<'a>>,
 }
 
-/// The counts of one entity, for a run or (what would happen) for a dry run.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-#[non_exhaustive]
-pub struct EntityCounts {
-    /// Records of the entity the scan found.
-    pub scanned: u64,
-    /// Records whose migrated form is the record itself: nothing to write.
-    pub unchanged: u64,
-    /// Records already in B's shape (migrated by an earlier run): left alone.
-    pub migrated_before: u64,
-    /// Records rewritten in place (same primary key).
-    pub rewritten: u64,
-    /// Records moved to a new primary key (old item deleted in the same transaction).
-    pub moved: u64,
-    /// Records that cannot be migrated (dry run only: a run stops at the first one).
-    pub failed: u64,
-    /// Writes that found the record changed since it was read (by another client): the
-    /// record was read again (from the failed condition), planned again and written under a
-    /// new condition. Each record is counted once, by its final outcome.
-    pub conflicts: u64,
-    /// Records deleted by another client between the scan and their write: nothing left to
-    /// migrate.
-    pub vanished: u64,
-}
-
-impl EntityCounts {
-    /// Records written (or, in a dry run, to write): rewritten plus moved.
-    pub fn written(&self) -> u64 {
-        self.rewritten + self.moved
-    }
-
-    /// Adds `other` to these counts.
-    pub fn add(&mut self, other: &Self) {
-        self.scanned += other.scanned;
-        self.unchanged += other.unchanged;
-        self.migrated_before += other.migrated_before;
-        self.rewritten += other.rewritten;
-        self.moved += other.moved;
-        self.failed += other.failed;
-        self.conflicts += other.conflicts;
-        self.vanished += other.vanished;
-    }
-}
-
-/// The counts of a migration: per entity (by A's token), and the items of no migrated entity.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[non_exhaustive]
-pub struct MigrateCounts {
-    /// Per entity, by A's token.
-    pub entities: BTreeMap<String, EntityCounts>,
-    /// Items the scan found that belong to no migrated entity (left alone).
-    pub other: u64,
-}
-
-impl MigrateCounts {
-    /// Adds `other` to these counts (for example the counts of an earlier, interrupted run).
-    pub fn add(&mut self, other: &Self) {
-        for (entity, counts) in &other.entities {
-            self.entities.entry(entity.clone()).or_default().add(counts);
-        }
-        self.other += other.other;
-    }
-
-    /// The sum over every entity.
-    pub fn total(&self) -> EntityCounts {
-        let mut total = EntityCounts::default();
-        for counts in self.entities.values() {
-            total.add(counts);
-        }
-        total
-    }
-}
-
 /// What a migration reports after each page, to the progress callback.
 #[derive(Debug)]
 #[non_exhaustive]
@@ -358,6 +291,18 @@ pub enum MigrateFailure {
         from: KeyText,
         /// Its new key.
         to: KeyText,
+        /// What the store reported.
+        #[source]
+        source: Box<StoreError>,
+    },
+    /// The journal could not be written or read back ([`Migration::run_job`]).
+    #[error("{0}")]
+    Journal(#[source] Box<JournalError>),
+    /// A record of the page in flight when the worker stopped could not be read back.
+    #[error("reading back record {key} after a stop failed: {source}; run the job again")]
+    Settle {
+        /// The record's key.
+        key: String,
         /// What the store reported.
         #[source]
         source: Box<StoreError>,
@@ -475,6 +420,10 @@ enum Plan {
 /// The outcome of one page in a run.
 struct PageDone {
     counts: MigrateCounts,
+    /// The new keys of the records moved.
+    claimed: Vec<StoredKey>,
+    /// The records found already migrated that the job may have written itself.
+    found: Vec<Found>,
 }
 
 /// What became of one record in a run.
@@ -490,12 +439,29 @@ enum Outcome {
 struct Written {
     outcome: Outcome,
     conflicts: u64,
+    /// A move's new key.
+    to: Option<Item>,
+    /// For a record found migrated (or unchanged): its key, when the job may have written
+    /// it itself (a moved record, or one a stopped page rewrote).
+    found: Option<Item>,
 }
 
 impl Written {
     fn new(outcome: Outcome, conflicts: u64) -> Self {
-        Self { outcome, conflicts }
+        Self {
+            outcome,
+            conflicts,
+            to: None,
+            found: None,
+        }
     }
+}
+
+/// What a page of a job records in its journal, and the keys settled after a stop.
+#[derive(Clone, Copy)]
+struct JobContext<'j> {
+    journal: &'j Journal,
+    settled: &'j HashSet<StoredKey>,
 }
 
 /// Why one record could not be migrated: its rewrite (the item to put) failed, or anything
@@ -706,6 +672,152 @@ impl<'a> Migration<'a> {
     pub async fn run<S, P>(
         &self,
         scan: ParallelScan<'_, S>,
+        progress: P,
+    ) -> Result<MigrateReport, MigrateError>
+    where
+        S: Store,
+        P: FnMut(&MigrateProgress<'_>) -> ControlFlow<()>,
+    {
+        self.run_inner(scan, None, progress).await
+    }
+
+    /// [`run`](Self::run) as one worker of a job ([`job`](crate::job)): resumes from
+    /// `journal` (this scan's position and share are replaced by the journal's), settles the
+    /// page that was in flight when the worker last stopped (each record it was writing is
+    /// read back by key: a record gone from its old key and present at its new one was moved),
+    /// and records every page before and after its writes. The report is of this run;
+    /// [`Journal::report`] and [`merge`](crate::job::merge) give the job's exact totals, each
+    /// record counted once however often its worker was stopped, and a record found again
+    /// after this job moved it not counted again.
+    pub async fn run_job<S, P>(
+        &self,
+        scan: ParallelScan<'_, S>,
+        journal: &Journal,
+        progress: P,
+    ) -> Result<MigrateReport, MigrateError>
+    where
+        S: Store,
+        P: FnMut(&MigrateProgress<'_>) -> ControlFlow<()>,
+    {
+        let state = journal.state();
+        let mut scan = scan;
+        scan.checkpoint = state.checkpoint.clone();
+        let fail = |source| MigrateError {
+            counts: MigrateCounts::default(),
+            checkpoint: state.checkpoint.clone(),
+            source,
+        };
+        let mut settled = state.settled.clone();
+        for (segment, planned) in &state.in_flight {
+            let tally = self
+                .settle(scan.store, planned)
+                .await
+                .map_err(|e| fail(*e))?;
+            settled.extend(tally.claimed.iter().cloned());
+            journal
+                .append(Entry::Settled {
+                    segment: *segment,
+                    tally,
+                })
+                .map_err(|e| fail(MigrateFailure::Journal(Box::new(e))))?;
+        }
+        let context = JobContext {
+            journal,
+            settled: &settled,
+        };
+        self.run_inner(scan, Some(context), progress).await
+    }
+
+    /// Settles a page stopped in flight: each record it was writing is read back by key; one
+    /// written is counted as such, one not written (or whose write is still on its way) is
+    /// written now, under the usual condition, and counted by its outcome.
+    async fn settle<S: Store>(
+        &self,
+        store: &S,
+        planned: &[Planned],
+    ) -> Result<Tally, Box<MigrateFailure>> {
+        let definition = store.definition();
+        let mut tally = Tally::default();
+        let get = |key: &StoredKey| {
+            let key = key.to_item(definition);
+            async move {
+                match key {
+                    Some(key) => store.get_item(&key, None).await.map_err(|source| {
+                        Box::new(MigrateFailure::Settle {
+                            key: format!("{key:?}"),
+                            source: Box::new(source),
+                        })
+                    }),
+                    None => Ok(None),
+                }
+            }
+        };
+        for p in planned {
+            let Some(at) = self
+                .entities
+                .iter()
+                .position(|e| *e.from.model().token == *p.entity)
+            else {
+                continue;
+            };
+            let Some(e) = self.entities.get(at) else {
+                continue;
+            };
+            let counted = match (get(&p.key).await?, &p.to) {
+                // not written yet (or its write is still on its way): written now, under
+                // the usual condition, so that the page read again does not depend on it
+                (Some(now), _) => match Self::plan(e, &now)? {
+                    // already what the write makes: the rewrite was done
+                    Plan::MigratedBefore | Plan::Unchanged if p.to.is_none() => {
+                        Written::new(Outcome::Rewritten, 0)
+                    }
+                    plan => match self.write(store, at, now, plan, None).await {
+                        Ok((_, written)) => written,
+                        Err(Failed::Other(failure)) => return Err(failure),
+                        Err(Failed::Rewrite(_, source)) => {
+                            return Err(Box::new(MigrateFailure::Settle {
+                                key: format!("{:?}", p.key),
+                                source: Box::new(source),
+                            }));
+                        }
+                    },
+                },
+                (None, Some(to)) => {
+                    let mut written = Written::new(Outcome::Vanished, 0);
+                    if get(to).await?.is_some() {
+                        written = Written::new(Outcome::Moved, 0);
+                        written.to = to.to_item(definition);
+                    }
+                    written
+                }
+                (None, None) => Written::new(Outcome::Vanished, 0),
+            };
+            let c = tally.migrate.entities.entry(p.entity.clone()).or_default();
+            c.scanned += 1;
+            c.conflicts += counted.conflicts;
+            match counted.outcome {
+                Outcome::Rewritten => {
+                    c.rewritten += 1;
+                    tally.claimed.push(p.key.clone());
+                }
+                Outcome::Moved => {
+                    c.moved += 1;
+                    if let Some(to) = &counted.to {
+                        tally.claimed.push(StoredKey::of(to, definition));
+                    }
+                }
+                Outcome::Unchanged => c.unchanged += 1,
+                Outcome::MigratedBefore => c.migrated_before += 1,
+                Outcome::Vanished => c.vanished += 1,
+            }
+        }
+        Ok(tally)
+    }
+
+    async fn run_inner<S, P>(
+        &self,
+        scan: ParallelScan<'_, S>,
+        job: Option<JobContext<'_>>,
         mut progress: P,
     ) -> Result<MigrateReport, MigrateError>
     where
@@ -717,15 +829,33 @@ impl<'a> Migration<'a> {
         let mut checkpoint = scan.checkpoint().clone();
         let mut counts = MigrateCounts::default();
         let halt = Arc::new(AtomicBool::new(false));
-        let mut steps = scan.drive(Some(&halt), move |items: Vec<Item>| async move {
+        let mut steps = scan.drive(Some(&halt), move |segment, items: Vec<Item>| async move {
             let page_span =
                 crate::trace::op_span!("entity_manager.migrate_page", items = items.len());
-            crate::trace::operation(page_span, self.migrate_page(store, items)).await
+            let page = self.migrate_page(store, items, job.map(|c| (c, segment)));
+            crate::trace::operation(page_span, page).await
         });
         let mut failure = None;
         while let Some(step) = steps.next().await {
             match step {
                 Ok(step) => {
+                    if let Some(context) = job {
+                        let entry = Entry::Done {
+                            segment: step.segment,
+                            next: step.next.clone(),
+                            tally: Tally {
+                                migrate: step.output.counts.clone(),
+                                claimed: step.output.claimed,
+                                found: step.output.found,
+                                ..Tally::default()
+                            },
+                        };
+                        if let Err(e) = context.journal.append(entry) {
+                            halt.store(true, Ordering::SeqCst);
+                            failure.get_or_insert(MigrateFailure::Journal(Box::new(e)));
+                            continue;
+                        }
+                    }
                     counts.add(&step.output.counts);
                     checkpoint.set(step.segment, step.next);
                     let flow = progress(&MigrateProgress {
@@ -777,7 +907,7 @@ impl<'a> Migration<'a> {
             samples: Vec::new(),
             failures: Vec::new(),
         };
-        let mut steps = scan.drive(None, move |items: Vec<Item>| {
+        let mut steps = scan.drive(None, move |_, items: Vec<Item>| {
             std::future::ready(Ok::<_, std::convert::Infallible>(
                 self.plan_page(&items, samples),
             ))
@@ -860,6 +990,37 @@ impl<'a> Migration<'a> {
         }
     }
 
+    /// Records in the journal the writes a page is about to make.
+    fn begin(
+        &self,
+        journal: &Journal,
+        segment: u32,
+        work: &[(usize, Item, Plan)],
+        definition: &crate::store::TableDefinition,
+    ) -> Result<(), Box<MigrateFailure>> {
+        let planned: Vec<Planned> = work
+            .iter()
+            .filter_map(|(at, item, plan)| {
+                let to = match plan {
+                    Plan::Rewrite(_) => None,
+                    Plan::Move { item: target, .. } => Some(StoredKey::of(target, definition)),
+                    Plan::Unchanged | Plan::MigratedBefore => return None,
+                };
+                Some(Planned {
+                    entity: self.entities.get(*at)?.from.model().token.to_string(),
+                    key: StoredKey::of(item, definition),
+                    to,
+                })
+            })
+            .collect();
+        if planned.is_empty() {
+            return Ok(());
+        }
+        journal
+            .append(Entry::Begin { segment, planned })
+            .map_err(|e| Box::new(MigrateFailure::Journal(Box::new(e))))
+    }
+
     /// Plans and writes one page: each rewrite a conditioned put, each move a transaction
     /// (the delete conditioned on the record as read), [`PARALLEL_WRITES`] at once; a write
     /// whose record changed meanwhile is planned again from the record as it is now.
@@ -867,7 +1028,9 @@ impl<'a> Migration<'a> {
         &self,
         store: &S,
         items: Vec<Item>,
+        job: Option<(JobContext<'_>, u32)>,
     ) -> Result<PageDone, Box<MigrateFailure>> {
+        let definition = store.definition();
         let mut counts = MigrateCounts::default();
         let mut work = Vec::new();
         for item in items {
@@ -885,12 +1048,17 @@ impl<'a> Migration<'a> {
             .iter()
             .filter(|(_, _, plan)| matches!(plan, Plan::Rewrite(_)))
             .count();
+        if let Some((context, segment)) = job {
+            self.begin(context.journal, segment, &work, definition)?;
+        }
+        let settled = job.map(|(context, _)| context.settled);
         let done: Vec<Result<(usize, Written), Failed>> = futures::stream::iter(work)
-            .map(|(at, item, plan)| self.write(store, at, item, plan))
+            .map(|(at, item, plan)| self.write(store, at, item, plan, settled))
             .buffer_unordered(PARALLEL_WRITES)
             .collect()
             .await;
         let mut unwritten = Vec::new();
+        let (mut claimed, mut found) = (Vec::new(), Vec::new());
         let mut first: Option<Failed> = None;
         for result in done {
             match result {
@@ -905,6 +1073,16 @@ impl<'a> Migration<'a> {
                         .or_default();
                     c.scanned += 1;
                     c.conflicts += written.conflicts;
+                    if let Some(to) = &written.to {
+                        claimed.push(StoredKey::of(to, definition));
+                    }
+                    if let (Some(key), Some(e)) = (&written.found, self.entities.get(at)) {
+                        found.push(Found {
+                            entity: e.from.model().token.to_string(),
+                            key: StoredKey::of(key, definition),
+                            unchanged: matches!(written.outcome, Outcome::Unchanged),
+                        });
+                    }
                     match written.outcome {
                         Outcome::Unchanged => c.unchanged += 1,
                         Outcome::MigratedBefore => c.migrated_before += 1,
@@ -927,7 +1105,11 @@ impl<'a> Migration<'a> {
             }
         }
         match first {
-            None => Ok(PageDone { counts }),
+            None => Ok(PageDone {
+                counts,
+                claimed,
+                found,
+            }),
             Some(Failed::Other(failure)) => Err(failure),
             Some(Failed::Rewrite(_, source)) => {
                 let keys = unwritten
@@ -954,21 +1136,40 @@ impl<'a> Migration<'a> {
         at: usize,
         mut item: Item,
         mut plan: Plan,
+        settled: Option<&HashSet<StoredKey>>,
     ) -> Result<(usize, Written), Failed> {
         let Some(e) = self.entities.get(at) else {
             return Ok((at, Written::new(Outcome::Unchanged, 0)));
         };
         let mut conflicts = 0u64;
+        // the item a move is writing, while it is being written
+        let mut moving: Option<Item>;
         loop {
             let now = match plan {
-                Plan::Unchanged => return Ok((at, Written::new(Outcome::Unchanged, conflicts))),
-                Plan::MigratedBefore => {
-                    return Ok((at, Written::new(Outcome::MigratedBefore, conflicts)));
+                Plan::Unchanged | Plan::MigratedBefore => {
+                    let outcome = if matches!(plan, Plan::Unchanged) {
+                        Outcome::Unchanged
+                    } else {
+                        Outcome::MigratedBefore
+                    };
+                    let mut written = Written::new(outcome, conflicts);
+                    written.found =
+                        settled.and_then(|s| found(e, &item, &plan, s, store.definition()));
+                    return Ok((at, written));
                 }
                 Plan::Rewrite(target) => {
                     let target = e.bump(target);
+                    moving = None;
                     match store.put_item(target.clone(), e.unchanged(&item)).await {
                         Ok(()) => return Ok((at, Written::new(Outcome::Rewritten, conflicts))),
+                        // the record is already what this write makes: a write sent before a
+                        // stop, finished after it
+                        Err(err)
+                            if err.is_conditional_check_failed()
+                                && err.current_item() == Some(&target) =>
+                        {
+                            return Ok((at, Written::new(Outcome::Rewritten, conflicts + 1)));
+                        }
                         Err(err)
                             if err.is_conditional_check_failed()
                                 && conflicts < guarded::MAX_REDO =>
@@ -980,6 +1181,7 @@ impl<'a> Migration<'a> {
                 }
                 Plan::Move { old, item: target } => {
                     let target = e.bump(target);
+                    moving = Some(target.clone());
                     let writes = vec![
                         TransactWrite::Delete {
                             key: old.clone(),
@@ -991,7 +1193,11 @@ impl<'a> Migration<'a> {
                         },
                     ];
                     match store.transact_write(writes).await {
-                        Ok(()) => return Ok((at, Written::new(Outcome::Moved, conflicts))),
+                        Ok(()) => {
+                            let mut written = Written::new(Outcome::Moved, conflicts);
+                            written.to = Some(table_key(e, &target));
+                            return Ok((at, written));
+                        }
                         Err(err)
                             if conflicts < guarded::MAX_REDO
                                 && err.cancellation_reasons().first().is_some_and(
@@ -1015,6 +1221,15 @@ impl<'a> Migration<'a> {
             };
             conflicts += 1;
             let Some(now) = now else {
+                if let Some(target) = moving.take()
+                    && let Ok(Some(there)) = store.get_item(&table_key(e, &target), None).await
+                    && there == target
+                {
+                    // moved already, by a move sent before a stop and finished after it
+                    let mut written = Written::new(Outcome::Moved, conflicts);
+                    written.to = Some(table_key(e, &target));
+                    return Ok((at, written));
+                }
                 return Ok((at, Written::new(Outcome::Vanished, conflicts)));
             };
             plan = Self::plan(e, &now).map_err(Failed::Other)?;
@@ -1083,6 +1298,25 @@ impl<'a> Migration<'a> {
         }
         page
     }
+}
+
+/// The key of a record a job found migrated (or unchanged), when the job may have written it
+/// itself: a record away from the key A gives it (moved), or one a stopped page rewrote
+/// (`settled`).
+fn found(
+    e: &EntityMigration<'_>,
+    item: &Item,
+    plan: &Plan,
+    settled: &HashSet<StoredKey>,
+    definition: &crate::store::TableDefinition,
+) -> Option<Item> {
+    let here = StoredKey::of(item, definition);
+    let moved_here = matches!(plan, Plan::MigratedBefore)
+        && !e
+            .from
+            .refresh_keys(item)
+            .is_ok_and(|a| StoredKey::of(&a, definition) == here);
+    (moved_here || settled.contains(&here)).then(|| table_key(e, item))
 }
 
 /// Whether `item` is in the shape of `this` schema: its keys are exactly those `this` computes

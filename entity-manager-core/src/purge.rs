@@ -46,7 +46,8 @@ use futures::StreamExt;
 use serde_dynamo::Item;
 
 use crate::guarded::{self, PARALLEL_WRITES};
-use crate::scan::{ParallelScan, ScanCheckpoint, StepError};
+use crate::job::{Entry, Journal, JournalError, Planned, StoredKey, Tally};
+use crate::scan::{ParallelScan, ScanCheckpoint, Step, StepError};
 use crate::store::expression::Request;
 use crate::store::value::matches;
 use crate::store::{BatchWriteError, Expect, Filter, Store, StoreError, WriteRequest};
@@ -87,6 +88,9 @@ pub enum PurgeFailure {
     /// A batch delete did not delete every item of a page.
     #[error("batch delete failed: {0}")]
     Delete(#[source] Box<BatchWriteError>),
+    /// The journal could not be written ([`ParallelScan::purge_job`]).
+    #[error("{0}")]
+    Journal(#[source] Box<JournalError>),
 }
 
 /// A purge that stopped on an error. Nothing is lost: every item not yet deleted is either
@@ -123,34 +127,110 @@ impl<S: Store> ParallelScan<'_, S> {
     /// The counts are of the items this run deleted and recorded. A run that is killed (not
     /// stopped) may have deleted items after its last checkpoint without recording them: the
     /// run that resumes finds them gone, so the final state is the same, but the two counts
-    /// add up to less.
-    pub async fn purge<P>(self, mut progress: P) -> Result<PurgeReport, PurgeError>
+    /// add up to less. [`purge_job`](Self::purge_job) keeps a journal that makes them exact.
+    pub async fn purge<P>(self, progress: P) -> Result<PurgeReport, PurgeError>
     where
         P: FnMut(&PurgeProgress<'_>) -> ControlFlow<()>,
     {
-        let store = self.store();
+        self.run_purge(None::<(&Journal, &fn(&Item) -> String)>, progress)
+            .await
+    }
+}
+
+impl<S: Store> ParallelScan<'_, S> {
+    /// [`purge`](Self::purge) as one worker of a job ([`job`](crate::job)): resumes from
+    /// `journal` (this scan's position and share are replaced by the journal's), settles the
+    /// page that was in flight when the worker last stopped (each key it was deleting is read
+    /// back: gone means deleted, still there is deleted now), records every page before and after its deletes, and counts
+    /// the deleted items per `classify(key)` (the entity, say) in the journal, each item once
+    /// however often the worker was stopped: [`Journal::report`] and
+    /// [`merge`](crate::job::merge) give the exact totals.
+    ///
+    /// `progress` is called after each page, as for [`purge`](Self::purge).
+    pub async fn purge_job<C, P>(
+        self,
+        journal: &Journal,
+        classify: C,
+        progress: P,
+    ) -> Result<PurgeReport, PurgeError>
+    where
+        C: Fn(&Item) -> String + Send + Sync,
+        P: FnMut(&PurgeProgress<'_>) -> ControlFlow<()>,
+    {
+        let state = journal.state();
+        let store = self.store;
+        let fail = |checkpoint: &ScanCheckpoint, source| PurgeError {
+            deleted: 0,
+            checkpoint: checkpoint.clone(),
+            unprocessed: Vec::new(),
+            source,
+        };
+        let mut scan = self;
+        scan.checkpoint = state.checkpoint.clone();
+        settle(store, journal, &state.in_flight, scan.filter.as_ref())
+            .await
+            .map_err(|source| fail(&state.checkpoint, source))?;
+        scan.run_purge(Some((journal, &classify)), progress).await
+    }
+
+    /// The loop of [`purge`](Self::purge) and [`purge_job`](Self::purge_job): with a journal,
+    /// each page's keys are recorded before its deletes, and its position and counts after.
+    async fn run_purge<C, P>(
+        self,
+        job: Option<(&Journal, &C)>,
+        mut progress: P,
+    ) -> Result<PurgeReport, PurgeError>
+    where
+        C: Fn(&Item) -> String + Send + Sync,
+        P: FnMut(&PurgeProgress<'_>) -> ControlFlow<()>,
+    {
+        let scan = self;
+        let store = scan.store;
         let definition = store.definition();
         let hash = definition.hash_key.name.clone();
         let range = definition.range_key.name.clone();
-        let filter = self.filter.clone();
-        let mut checkpoint = self.checkpoint().clone();
+        let filter = scan.filter.clone();
+        let mut checkpoint = scan.checkpoint().clone();
         let mut deleted = 0u64;
         let mut conflicts = 0u64;
         let halt = Arc::new(AtomicBool::new(false));
-        let mut steps = self.drive(Some(&halt), move |items: Vec<Item>| {
+        let mut steps = scan.drive(Some(&halt), move |segment, items: Vec<Item>| {
             let (hash, range, filter) = (hash.clone(), range.clone(), filter.clone());
-            let span = crate::trace::op_span!("entity_manager.purge_page", items = items.len());
-            async move {
-                let page = delete_page(store, items, &hash, &range, filter.as_ref());
-                crate::trace::operation(span, page).await
-            }
+            let page_span =
+                crate::trace::op_span!("entity_manager.purge_page", items = items.len());
+            let page = async move {
+                if let Some((journal, classify)) = job
+                    && !items.is_empty()
+                {
+                    let planned = items
+                        .iter()
+                        .map(|item| Planned {
+                            entity: classify(item),
+                            key: StoredKey::of(item, definition),
+                            to: None,
+                        })
+                        .collect();
+                    journal
+                        .append(Entry::Begin { segment, planned })
+                        .map_err(|e| PurgeFailure::Journal(Box::new(e)))?;
+                }
+                delete_page(store, items, &hash, &range, filter.as_ref())
+                    .await
+                    .map_err(|e| PurgeFailure::Delete(Box::new(e)))
+            };
+            async move { crate::trace::operation(page_span, page).await }
         });
-        // After a stop or the first failure no new page starts, but the pages in flight are
-        // finished and recorded: the checkpoint and the count cover everything deleted.
         let mut failure: Option<(Vec<Item>, PurgeFailure)> = None;
         while let Some(step) = steps.next().await {
             match step {
                 Ok(step) => {
+                    if let Some((journal, classify)) = job
+                        && let Err(e) = journal.append(done(&step, classify))
+                    {
+                        halt.store(true, Ordering::SeqCst);
+                        failure.get_or_insert((Vec::new(), PurgeFailure::Journal(Box::new(e))));
+                        continue;
+                    }
                     deleted += step.output.keys.len() as u64;
                     conflicts += step.output.conflicts;
                     checkpoint.set(step.segment, step.next);
@@ -169,15 +249,18 @@ impl<S: Store> ParallelScan<'_, S> {
                 }
                 Err(StepError::Action { source }) => {
                     halt.store(true, Ordering::SeqCst);
-                    let unprocessed = source
-                        .unwritten
-                        .iter()
-                        .filter_map(|w| match w {
-                            WriteRequest::Delete(key) => Some(key.clone()),
-                            WriteRequest::Put(_) => None,
-                        })
-                        .collect();
-                    failure.get_or_insert((unprocessed, PurgeFailure::Delete(Box::new(source))));
+                    let unprocessed = match &source {
+                        PurgeFailure::Delete(e) => e
+                            .unwritten
+                            .iter()
+                            .filter_map(|w| match w {
+                                WriteRequest::Delete(key) => Some(key.clone()),
+                                WriteRequest::Put(_) => None,
+                            })
+                            .collect(),
+                        _ => Vec::new(),
+                    };
+                    failure.get_or_insert((unprocessed, source));
                 }
             }
         }
@@ -198,6 +281,71 @@ impl<S: Store> ParallelScan<'_, S> {
     }
 }
 
+/// The journal entry of a page deleted: its position and its deletes per `classify(key)`.
+fn done(step: &Step<PageDeleted>, classify: &impl Fn(&Item) -> String) -> Entry {
+    let mut tally = Tally {
+        conflicts: step.output.conflicts,
+        ..Tally::default()
+    };
+    for key in &step.output.keys {
+        *tally.deleted.entry(classify(key)).or_default() += 1;
+    }
+    Entry::Done {
+        segment: step.segment,
+        next: step.next.clone(),
+        tally,
+    }
+}
+
+/// Settles the pages in flight when the worker stopped: each key read back; gone means
+/// deleted, still there is deleted now (under the usual condition).
+async fn settle<S: Store>(
+    store: &S,
+    journal: &Journal,
+    in_flight: &std::collections::BTreeMap<u32, Vec<Planned>>,
+    filter: Option<&Filter>,
+) -> Result<(), PurgeFailure> {
+    let hash = &store.definition().hash_key.name;
+    let range = &store.definition().range_key.name;
+    for (segment, planned) in in_flight {
+        let mut tally = Tally::default();
+        for p in planned {
+            let Some(key) = p.key.to_item(store.definition()) else {
+                continue;
+            };
+            let now = store
+                .get_item(&key, None)
+                .await
+                .map_err(|e| PurgeFailure::Scan(Box::new(e)))?;
+            // still there (its delete not sent, or on its way): deleted now, as the page would
+            let outcome = match now {
+                None => Outcome::Deleted(key),
+                Some(item) => {
+                    let (outcome, conflicts) = delete_one(store, item, hash, range, filter).await;
+                    tally.conflicts += conflicts;
+                    outcome.map_err(|(key, e)| {
+                        PurgeFailure::Delete(Box::new(BatchWriteError::new(
+                            vec![WriteRequest::Delete(key)],
+                            1,
+                            e,
+                        )))
+                    })?
+                }
+            };
+            if matches!(outcome, Outcome::Deleted(_)) {
+                *tally.deleted.entry(p.entity.clone()).or_default() += 1;
+            }
+        }
+        journal
+            .append(Entry::Settled {
+                segment: *segment,
+                tally,
+            })
+            .map_err(|e| PurgeFailure::Journal(Box::new(e)))?;
+    }
+    Ok(())
+}
+
 /// What deleting one page came to.
 struct PageDeleted {
     /// The keys deleted.
@@ -210,7 +358,7 @@ struct PageDeleted {
 enum Outcome {
     /// Deleted (its key).
     Deleted(Item),
-    /// Changed so that it no longer matches the filter, or deleted by someone else: left.
+    /// Changed so that it no longer matches the filter: left.
     Left,
 }
 
@@ -289,8 +437,11 @@ async fn delete_one<S: Store>(
                 conflicts += 1;
                 match e.current_item() {
                     Some(now) if filter.is_none_or(|f| matches(f, now)) => item = now.clone(),
-                    // changed out of the filter, or deleted meanwhile
-                    _ => return (Ok(Outcome::Left), conflicts),
+                    // changed out of the filter: left
+                    Some(_) => return (Ok(Outcome::Left), conflicts),
+                    // gone meanwhile (another client, or a delete this job sent before a
+                    // stop and DynamoDB finished after it): found and gone, counted once here
+                    None => return (Ok(Outcome::Deleted(key)), conflicts),
                 }
             }
             Err(e) => return (Err((key, e)), conflicts),

@@ -79,9 +79,24 @@ pub enum SegmentPosition {
 ///
 /// It is plain data (serde), meant to be saved (as JSON, for example) after each batch and
 /// given back to [`ParallelScan::resume`].
+///
+/// A checkpoint covers either every segment of the split, or the part one worker owns
+/// ([`SegmentRange`]): `segments()[i]` is then the position of segment `first + i`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ScanCheckpoint {
+    /// The number of segments of the whole split, when this checkpoint covers only a part.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    total: Option<u32>,
+    /// The first segment covered.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    first: u32,
     segments: Vec<SegmentPosition>,
+}
+
+#[allow(clippy::trivially_copy_pass_by_ref)] // serde's `skip_serializing_if` passes a reference
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 impl ScanCheckpoint {
@@ -89,18 +104,52 @@ impl ScanCheckpoint {
     pub fn new(total_segments: u32) -> Self {
         let n = usize::try_from(total_segments.clamp(1, MAX_SCAN_SEGMENTS)).unwrap_or(1);
         Self {
+            total: None,
+            first: 0,
             segments: vec![SegmentPosition::NotStarted; n],
         }
     }
 
-    /// The number of segments.
-    pub fn total_segments(&self) -> u32 {
-        u32::try_from(self.segments.len()).unwrap_or(u32::MAX)
+    /// A scan of the segments of `range` only (one worker's share), not started.
+    pub fn of_range(range: SegmentRange) -> Self {
+        let n = usize::try_from(range.len()).unwrap_or(0);
+        Self {
+            total: (range.first != 0 || range.end != range.total).then_some(range.total),
+            first: range.first,
+            segments: vec![SegmentPosition::NotStarted; n],
+        }
     }
 
-    /// The position of every segment, in segment order.
+    /// The number of segments of the whole split (including those of other workers).
+    pub fn total_segments(&self) -> u32 {
+        self.total
+            .unwrap_or_else(|| u32::try_from(self.segments.len()).unwrap_or(u32::MAX))
+    }
+
+    /// The segments this checkpoint covers.
+    pub fn range(&self) -> SegmentRange {
+        let end = self
+            .first
+            .saturating_add(u32::try_from(self.segments.len()).unwrap_or(u32::MAX));
+        SegmentRange {
+            total: self.total_segments(),
+            first: self.first,
+            end,
+        }
+    }
+
+    /// The position of every segment covered, in segment order (from
+    /// [`range`](Self::range)`().first` on).
     pub fn segments(&self) -> &[SegmentPosition] {
         &self.segments
+    }
+
+    /// The position of `segment`, if this checkpoint covers it.
+    pub fn position(&self, segment: u32) -> Option<&SegmentPosition> {
+        segment
+            .checked_sub(self.first)
+            .and_then(|i| usize::try_from(i).ok())
+            .and_then(|i| self.segments.get(i))
     }
 
     /// Whether every segment is done.
@@ -125,8 +174,9 @@ impl ScanCheckpoint {
 
     /// Moves `segment` to `position` (a segment outside the checkpoint is ignored).
     pub fn set(&mut self, segment: u32, position: SegmentPosition) {
-        if let Some(slot) = usize::try_from(segment)
-            .ok()
+        if let Some(slot) = segment
+            .checked_sub(self.first)
+            .and_then(|i| usize::try_from(i).ok())
             .and_then(|i| self.segments.get_mut(i))
         {
             *slot = position;
@@ -138,6 +188,15 @@ impl ScanCheckpoint {
         if n == 0 || n > usize::try_from(MAX_SCAN_SEGMENTS).unwrap_or(usize::MAX) {
             return Err(ScanError::InvalidCheckpoint {
                 reason: format!("it has {n} segments; a scan has 1 to {MAX_SCAN_SEGMENTS}"),
+            });
+        }
+        let range = self.range();
+        if range.end > range.total || range.total > MAX_SCAN_SEGMENTS {
+            return Err(ScanError::InvalidCheckpoint {
+                reason: format!(
+                    "it covers segments {}..{} of a split into {}",
+                    range.first, range.end, range.total
+                ),
             });
         }
         Ok(())
@@ -153,6 +212,178 @@ pub struct ScanBatch {
     pub items: Vec<Item>,
     /// Where the segment stands once this page is handled.
     pub next: SegmentPosition,
+}
+
+/// The segments one worker owns: `first..end` of a split of the table into `total` segments.
+///
+/// Workers of one job split the same `total` and take disjoint ranges; together they cover
+/// `0..total`. [`worker`](Self::worker) gives worker `index` of `workers` its even share;
+/// [`parse`](Self::parse) reads `--worker 3/16` or a range `100..200`; [`from_env`](Self::from_env)
+/// takes the worker index from the job engine's environment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SegmentRange {
+    /// The number of segments the table is split into (`TotalSegments`).
+    pub total: u32,
+    /// The first segment owned.
+    pub first: u32,
+    /// The segment after the last one owned.
+    pub end: u32,
+}
+
+/// The environment variables a worker index is read from, in this order: Kubernetes Indexed
+/// Jobs set `JOB_COMPLETION_INDEX`, AWS Batch array jobs set `AWS_BATCH_JOB_ARRAY_INDEX` (both
+/// count from 0).
+pub const WORKER_INDEX_VARIABLES: [&str; 2] = ["JOB_COMPLETION_INDEX", "AWS_BATCH_JOB_ARRAY_INDEX"];
+
+/// Why a share of segments cannot be made.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SegmentRangeError {
+    /// The total is 0 or above `DynamoDB`'s limit.
+    #[error("a table is split into 1 to {MAX_SCAN_SEGMENTS} segments, not {total}")]
+    Total {
+        /// The total asked for.
+        total: u32,
+    },
+    /// The worker index or count is impossible.
+    #[error(
+        "worker {index} of {workers} does not exist: workers count from 0 to (workers - 1), and there are at most as many workers ({workers}) as segments ({total})"
+    )]
+    Worker {
+        /// The index.
+        index: u32,
+        /// The number of workers.
+        workers: u32,
+        /// The number of segments.
+        total: u32,
+    },
+    /// The range is empty or outside the split.
+    #[error("segments {first}..{end} are not a non-empty part of 0..{total}")]
+    Range {
+        /// The first segment.
+        first: u32,
+        /// The segment after the last.
+        end: u32,
+        /// The number of segments.
+        total: u32,
+    },
+    /// The text is neither `INDEX/WORKERS` nor `FIRST..END`.
+    #[error(
+        "`{text}` is neither a worker `INDEX/WORKERS` (e.g. `3/16`) nor a segment range `FIRST..END` (e.g. `100..200`)"
+    )]
+    Syntax {
+        /// The text.
+        text: String,
+    },
+    /// An environment variable holds no worker index.
+    #[error("the environment variable {variable}={value} is not a worker index (a number from 0)")]
+    Environment {
+        /// The variable.
+        variable: &'static str,
+        /// Its value.
+        value: String,
+    },
+}
+
+impl SegmentRange {
+    /// Every segment of a split into `total`.
+    pub fn all(total: u32) -> Result<Self, SegmentRangeError> {
+        Self::new(total, 0, total)
+    }
+
+    /// Segments `first..end` of a split into `total`.
+    pub fn new(total: u32, first: u32, end: u32) -> Result<Self, SegmentRangeError> {
+        if total == 0 || total > MAX_SCAN_SEGMENTS {
+            return Err(SegmentRangeError::Total { total });
+        }
+        if first >= end || end > total {
+            return Err(SegmentRangeError::Range { first, end, total });
+        }
+        Ok(Self { total, first, end })
+    }
+
+    /// Worker `index` (from 0) of `workers`: the `index`-th of `workers` contiguous, even
+    /// shares of `0..total` (sizes differ by one at most).
+    pub fn worker(total: u32, index: u32, workers: u32) -> Result<Self, SegmentRangeError> {
+        if workers == 0 || index >= workers || workers > total {
+            return Err(SegmentRangeError::Worker {
+                index,
+                workers,
+                total,
+            });
+        }
+        let cut = |i: u32| u32::try_from(u64::from(i) * u64::from(total) / u64::from(workers));
+        match (cut(index), cut(index + 1)) {
+            (Ok(first), Ok(end)) => Self::new(total, first, end),
+            _ => Err(SegmentRangeError::Total { total }),
+        }
+    }
+
+    /// Reads `INDEX/WORKERS` (a worker's even share, [`worker`](Self::worker)) or
+    /// `FIRST..END` (segments, end excluded) for a split into `total`.
+    pub fn parse(total: u32, text: &str) -> Result<Self, SegmentRangeError> {
+        let syntax = || SegmentRangeError::Syntax {
+            text: text.to_owned(),
+        };
+        let number = |s: &str| s.trim().parse::<u32>().map_err(|_| syntax());
+        if let Some((index, workers)) = text.split_once('/') {
+            Self::worker(total, number(index)?, number(workers)?)
+        } else if let Some((first, end)) = text.split_once("..") {
+            Self::new(total, number(first)?, number(end)?)
+        } else {
+            Err(syntax())
+        }
+    }
+
+    /// The share of the worker whose index the job engine put in the environment
+    /// ([`WORKER_INDEX_VARIABLES`]), among `workers`; `None` when no such variable is set.
+    pub fn from_env(total: u32, workers: u32) -> Result<Option<Self>, SegmentRangeError> {
+        Self::from_lookup(total, workers, |name| std::env::var(name).ok())
+    }
+
+    /// [`from_env`](Self::from_env) over any lookup of variables (for tests).
+    pub fn from_lookup(
+        total: u32,
+        workers: u32,
+        lookup: impl Fn(&str) -> Option<String>,
+    ) -> Result<Option<Self>, SegmentRangeError> {
+        for variable in WORKER_INDEX_VARIABLES {
+            if let Some(value) = lookup(variable) {
+                let index =
+                    value
+                        .trim()
+                        .parse::<u32>()
+                        .map_err(|_| SegmentRangeError::Environment {
+                            variable,
+                            value: value.clone(),
+                        })?;
+                return Self::worker(total, index, workers).map(Some);
+            }
+        }
+        Ok(None)
+    }
+
+    /// How many segments are owned.
+    pub fn len(&self) -> u32 {
+        self.end.saturating_sub(self.first)
+    }
+
+    /// Whether no segment is owned (never, for a range made by this type's constructors).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Whether `segment` is owned.
+    pub fn contains(&self, segment: u32) -> bool {
+        (self.first..self.end).contains(&segment)
+    }
+}
+
+impl std::fmt::Display for SegmentRange {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "segments {}..{} of {}", self.first, self.end, self.total)
+    }
 }
 
 /// Why a scan stopped.
@@ -200,7 +431,7 @@ pub fn entity_filter(entity: &EntitySchema<'_>) -> Filter {
 #[derive(Debug)]
 #[must_use = "a scan does nothing until its stream is polled"]
 pub struct ParallelScan<'s, S> {
-    store: &'s S,
+    pub(crate) store: &'s S,
     pub(crate) throttle: usize,
     pub(crate) page_size: Option<u32>,
     pub(crate) filter: Option<Filter>,
@@ -245,6 +476,14 @@ impl<'s, S: Store> ParallelScan<'s, S> {
     /// beginning.
     pub fn segments(mut self, segments: u32) -> Self {
         self.checkpoint = ScanCheckpoint::new(segments);
+        self
+    }
+
+    /// Reads only the segments of `range` (this worker's share of a split of the table into
+    /// `range.total` segments), from the beginning. Other workers, anywhere, read the other
+    /// ranges; they need no coordination beyond the table.
+    pub fn share(mut self, range: SegmentRange) -> Self {
+        self.checkpoint = ScanCheckpoint::of_range(range);
         self
     }
 
@@ -302,7 +541,7 @@ impl<'s, S: Store> ParallelScan<'s, S> {
     pub fn pages(self) -> impl Stream<Item = Result<ScanBatch, ScanError>> + Send + 's {
         let total_segments = self.checkpoint.total_segments();
         let mut failed = false;
-        self.drive(None, |items| {
+        self.drive(None, |_, items| {
             std::future::ready(Ok::<_, std::convert::Infallible>(items))
         })
         .map(move |step| match step {
@@ -333,7 +572,7 @@ impl<'s, S: Store> ParallelScan<'s, S> {
         })
     }
 
-    /// Runs `action` on the items of every page, segment by segment (at most `throttle`
+    /// Runs `action` on the items of every page (with its segment), segment by segment (at most `throttle`
     /// segments at once), and yields a step once the action on a page has finished. A
     /// segment stops after its first failure. Once `stop` is set, no segment starts another
     /// page: the stream ends when the pages in flight are done.
@@ -345,7 +584,7 @@ impl<'s, S: Store> ParallelScan<'s, S> {
     where
         T: Send + 's,
         E: Send + 's,
-        F: Fn(Vec<Item>) -> Fut + Clone + Send + Sync + 's,
+        F: Fn(u32, Vec<Item>) -> Fut + Clone + Send + Sync + 's,
         Fut: Future<Output = Result<T, E>> + Send + 's,
     {
         let Self {
@@ -357,13 +596,14 @@ impl<'s, S: Store> ParallelScan<'s, S> {
             checkpoint,
         } = self;
         let total = checkpoint.total_segments();
+        let first = checkpoint.first;
         let mut template = ScanPage::new().consistent(consistent);
         template.limit = page_size;
         template.filter = filter;
         let segments: Vec<BoxStream<'s, Result<Step<T>, StepError<E>>>> = checkpoint
             .segments
             .into_iter()
-            .zip(0..total)
+            .zip(first..total)
             .map(|(position, segment)| {
                 segment_steps(
                     store,
@@ -390,7 +630,7 @@ where
     S: Store,
     T: Send + 's,
     E: Send + 's,
-    F: Fn(Vec<Item>) -> Fut + Clone + Send + Sync + 's,
+    F: Fn(u32, Vec<Item>) -> Fut + Clone + Send + Sync + 's,
     Fut: Future<Output = Result<T, E>> + Send + 's,
 {
     let segment = request.segment;
@@ -419,7 +659,7 @@ where
                 Some(key) => SegmentPosition::After { key },
                 None => SegmentPosition::Done,
             };
-            match action(page.items).await {
+            match action(segment, page.items).await {
                 Ok(output) => {
                     let then = (next != SegmentPosition::Done).then(|| next.clone());
                     Some((

@@ -22,6 +22,9 @@ pub mod guide {
     pub mod streams {}
     #[doc = include_str!("../docs/production.md")]
     pub mod production {}
+
+    #[doc = include_str!("../docs/bulk.md")]
+    pub mod bulk {}
 }
 
 /// Derives [`Table`](trait@Table) for a unit struct: the settings of one DynamoDB table and the

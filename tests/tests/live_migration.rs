@@ -500,6 +500,161 @@ async fn long_index_key_by_update<S: Store>(store: &S) -> TestResult {
     Ok(())
 }
 
+/// The last write of each record by the logged writer: `Some(logins)`, or `None` once deleted.
+type WriteLog = std::collections::BTreeMap<String, Option<u64>>;
+
+/// One writer creating, updating and deleting records through B's entity (`Moved`) until
+/// `stop`, logging each acknowledged write; returns the log.
+async fn logged_writer<S: Store>(
+    store: &S,
+    records: usize,
+    seed: u64,
+    stop: &AtomicBool,
+) -> Result<WriteLog, String> {
+    let mut rng = Rng::new(seed ^ 0xC0DE);
+    let mut log = WriteLog::new();
+    let mut created = 0;
+    let mut writes = 0;
+    while !stop.load(Ordering::SeqCst) || writes < 50 {
+        writes += 1;
+        let err = |e: Error| format!("writer: {e}");
+        match rng.below(10) {
+            0 => {
+                let i = rng.below(records);
+                Moved::delete(store, &id(i)).await.map_err(err)?;
+                log.insert(id(i), None);
+            }
+            1 => {
+                let i = records + created;
+                created += 1;
+                let mut m = member(&id(i), 1_000 + (i as u64 * 7) % 2_000);
+                m.logins = 0;
+                Moved::from(m).create(store).await.map_err(err)?;
+                log.insert(id(i), Some(0));
+            }
+            _ => {
+                let i = rng.below(records);
+                match Moved::modify(store, &id(i), |m| m.logins += 1).await {
+                    Ok(Some(m)) => {
+                        log.insert(id(i), Some(m.logins));
+                    }
+                    Ok(None) | Err(Error::Conflict { .. }) => {}
+                    Err(e) => return Err(err(e)),
+                }
+            }
+        }
+        tokio::task::yield_now().await;
+    }
+    Ok(log)
+}
+
+/// 4 workers (`run_job` over 64 segments, each with its own journal) move records while a writer
+/// creates, updates and deletes them through B; worker 0 is killed (its future dropped, pages
+/// in flight and all) after a few pages and restarted from its journal, and worker 3 also runs
+/// worker 2's segments by mistake. Afterwards every record is the writer's last write: none
+/// overwritten by the migration, none resurrected after its delete.
+async fn workers_with_a_writer<S: Store + 'static>(store: S, records: usize) -> TestResult {
+    use entity_manager::job::{JobHeader, JobKind, Journal, merge};
+    use entity_manager::scan::SegmentRange;
+    let store = Arc::new(store);
+    let seed = seed();
+    fill(&*store, records).await?;
+    // the records the writer never touches keep logins 0
+    let migration = Migration::new().records::<Member, Moved, _>(Moved::from)?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let writer = {
+        let (store, stop) = (Arc::clone(&store), Arc::clone(&stop));
+        tokio::spawn(async move { logged_writer(&*store, records, seed, &stop).await })
+    };
+    let header = |w: u32| -> Result<JobHeader, Box<dyn std::error::Error>> {
+        Ok(JobHeader::new(
+            JobKind::Migrate,
+            "live",
+            SegmentRange::worker(64, w, 4)?,
+        ))
+    };
+    let run = |journal: Arc<Journal>, kill_after: Option<u64>| {
+        let (store, migration) = (Arc::clone(&store), &migration);
+        async move {
+            let killed = tokio::sync::Notify::new();
+            let mut pages = 0;
+            let job = migration.run_job(ParallelScan::new(&*store).page_size(10), &journal, |_| {
+                pages += 1;
+                if kill_after.is_some_and(|k| pages >= k) {
+                    killed.notify_one();
+                }
+                ControlFlow::Continue(())
+            });
+            tokio::select! {
+                done = job => done.map(|_| ()).map_err(|e| e.to_string()),
+                () = killed.notified() => Ok(()),
+            }
+        }
+    };
+    let mut rng = Rng::new(seed);
+    let journals: Vec<Arc<Journal>> = (0..4)
+        .map(|w| header(w).map(|h| Arc::new(Journal::in_memory(h))))
+        .collect::<Result<_, _>>()?;
+    let kill_after = 1 + rng.below(6) as u64;
+    let first = journals
+        .iter()
+        .enumerate()
+        .map(|(w, j)| run(Arc::clone(j), (w == 0).then_some(kill_after)));
+    // worker 3 also runs worker 2's segments (another journal: an operator's mistake)
+    let mistaken = Arc::new(Journal::in_memory(header(2)?));
+    let results = futures::future::join_all(first.chain([run(Arc::clone(&mistaken), None)])).await;
+    for r in results {
+        r?;
+    }
+    // worker 0 restarts from its journal
+    let restarted = Arc::new(Journal::resume_in_memory(
+        header(0)?,
+        journals.first().map(|j| j.entries()).unwrap_or_default(),
+    ));
+    run(Arc::clone(&restarted), None).await?;
+    stop.store(true, Ordering::SeqCst);
+    let log = writer.await??;
+    let mut all: Vec<_> = journals.iter().skip(1).map(|j| j.entries()).collect();
+    all.push(restarted.entries());
+    let report = merge(&all)?;
+    assert!(report.complete(), "{:?}", report.segments);
+    eprintln!(
+        "workers: {} writes logged, {:?} (seed {seed})",
+        log.len(),
+        report.tally.migrate.total()
+    );
+    let schema = Moved::schema()?;
+    let items = store_items(&*store).await?;
+    for item in &items {
+        assert_eq!(
+            &schema.refresh_keys(item)?,
+            item,
+            "an item not in B's shape"
+        );
+    }
+    let expected = (0..records)
+        .filter(|i| !matches!(log.get(&id(*i)), Some(None)))
+        .count()
+        + log
+            .keys()
+            .filter(|k| k.as_str() >= id(records).as_str())
+            .filter(|k| log[*k].is_some())
+            .count();
+    assert_eq!(
+        items.len(),
+        expected,
+        "one item per live record (seed {seed})"
+    );
+    for (key, last) in &log {
+        let now = Moved::get(&*store, key).await?.map(|m| m.logins);
+        assert_eq!(
+            &now, last,
+            "record {key}: the writer's last write (seed {seed})"
+        );
+    }
+    Ok(())
+}
+
 fn club() -> Result<TableDefinition, Box<dyn std::error::Error>> {
     Ok(TableDefinition::from_schema(Club::schema()?)?)
 }
@@ -529,6 +684,11 @@ mod memory {
     #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
     async fn moving_records_are_never_absent() -> TestResult {
         moves_are_never_absent(MemoryStore::new(club()?)).await
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn workers_keep_the_writers_last_write() -> TestResult {
+        workers_with_a_writer(MemoryStore::new(club_b()?), 2_000).await
     }
 
     #[tokio::test]
@@ -562,6 +722,14 @@ mod dynamodb {
     #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
     async fn moving_records_are_never_absent() -> TestResult {
         on_dynamodb("live-absent", club()?, moves_are_never_absent).await
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn workers_keep_the_writers_last_write() -> TestResult {
+        on_dynamodb("live-workers", club_b()?, |s| {
+            workers_with_a_writer(s, RECORDS)
+        })
+        .await
     }
 
     #[tokio::test]

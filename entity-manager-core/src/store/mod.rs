@@ -63,6 +63,7 @@ pub(crate) mod expression;
 mod faults;
 mod memory;
 mod multi;
+mod rate;
 mod stamp;
 mod table;
 pub(crate) mod update;
@@ -100,6 +101,9 @@ pub use error::{
 };
 pub use faults::{FaultCounts, FaultPlan, Operation};
 pub use memory::MemoryStore;
+pub use rate::Bucket;
+#[cfg(feature = "dynamodb")]
+pub use rate::{RateLimit, RateLimited, RateUnit, Usage};
 pub use stamp::{
     STAMP_ATTRIBUTE, STAMP_HASH_KEY, STAMP_MISMATCH_CODE, STAMP_RANGE_KEY, TableStamp, is_stamp,
     stamp_key,

@@ -1152,7 +1152,10 @@ impl DynamoStore {
         // the table stamp is no record
         items.retain(|item| !stamp::is_stamp(item, &self.definition));
         Ok(Page {
-            consumed_capacity: None,
+            consumed_capacity: out
+                .consumed_capacity
+                .as_ref()
+                .and_then(|c| c.capacity_units),
             items,
             last_evaluated_key: out
                 .last_evaluated_key
