@@ -14,11 +14,13 @@ use std::time::{Duration, Instant};
 
 use entity_manager::scan::ParallelScan;
 use entity_manager::store::{DynamoStore, Store, WriteRequest};
-use entity_manager::{AttributeValue, Item, Schema, ShardSpace};
+use entity_manager::{Item, Schema, ShardSpace};
 use futures::TryStreamExt;
 use serde_json::{Value, json};
 
 mod support;
+
+use support::{keyed, sorted, text};
 
 use support::{
     BoxError, TestResult, assert_code, bin, endpoint, run, stdout_json, store, temp_json,
@@ -99,25 +101,6 @@ fn records(n: u64) -> Result<Vec<(&'static str, Item)>, BoxError> {
         out.push(("email", serde_dynamo::to_item(email)?));
     }
     Ok(out)
-}
-
-fn keyed(schema: &Schema, records: &[(&'static str, Item)]) -> Result<Vec<Item>, BoxError> {
-    records
-        .iter()
-        .map(|(entity, item)| Ok(schema.entity(entity)?.add_keys(item)?))
-        .collect()
-}
-
-fn text(item: &Item, name: &str) -> String {
-    match item.get(name) {
-        Some(AttributeValue::S(s) | AttributeValue::N(s)) => s.clone(),
-        _ => String::new(),
-    }
-}
-
-fn sorted(mut items: Vec<Item>) -> Vec<Item> {
-    items.sort_by_key(|i| (text(i, "hashKey"), text(i, "rangeKey")));
-    items
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime, BoxError> {

@@ -233,3 +233,30 @@ pub(crate) fn drop_table(config: &std::path::Path, table: &str, endpoint: &str) 
     assert_code(&out, 0);
     Ok(())
 }
+
+/// The records (entity name, item) with their keys added by `schema`.
+pub(crate) fn keyed(
+    schema: &entity_manager::Schema,
+    records: &[(&'static str, entity_manager::Item)],
+) -> Result<Vec<entity_manager::Item>, BoxError> {
+    records
+        .iter()
+        .map(|(entity, item)| Ok(schema.entity(entity)?.add_keys(item)?))
+        .collect()
+}
+
+/// A string or number attribute as text (empty when absent).
+pub(crate) fn text(item: &entity_manager::Item, name: &str) -> String {
+    match item.get(name) {
+        Some(entity_manager::AttributeValue::S(s) | entity_manager::AttributeValue::N(s)) => {
+            s.clone()
+        }
+        _ => String::new(),
+    }
+}
+
+/// Items sorted by table key.
+pub(crate) fn sorted(mut items: Vec<entity_manager::Item>) -> Vec<entity_manager::Item> {
+    items.sort_by_key(|i| (text(i, "hashKey"), text(i, "rangeKey")));
+    items
+}
