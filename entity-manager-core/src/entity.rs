@@ -152,7 +152,28 @@ pub(crate) fn from_item<E: Entity + DeserializeOwned>(item: &Item) -> Result<E> 
 pub(crate) fn from_item_as<E: Entity, P: DeserializeOwned>(item: &Item) -> Result<P> {
     let schema = schema_of::<E>()?;
     schema.check_entity_token(item)?;
-    serde_dynamo::from_item(schema.remove_keys(item)).map_err(|source| Error::Serde {
+    decode::<E, P>(schema.remove_keys(item))
+}
+
+/// [`from_item`] of an item the caller gives up: its keys are taken off in place.
+pub(crate) fn from_owned_item<E: Entity + DeserializeOwned>(item: Item) -> Result<E> {
+    from_owned_item_as::<E, E>(item)
+}
+
+/// [`from_item_as`] of an item the caller gives up: its keys are taken off in place.
+pub(crate) fn from_owned_item_as<E: Entity, P: DeserializeOwned>(mut item: Item) -> Result<P> {
+    let schema = schema_of::<E>()?;
+    schema.check_entity_token(&item)?;
+    schema.strip_keys(&mut item);
+    decode::<E, P>(item)
+}
+
+/// The record of an item whose keys are off.
+fn decode<E: Entity, P: DeserializeOwned>(mut item: Item) -> Result<P> {
+    // the map itself, moved: `serde_dynamo::from_item` would rebuild it (rehashing every
+    // attribute name) to read it
+    let map = std::mem::take(item.inner_mut());
+    serde_dynamo::from_attribute_value(AttributeValue::M(map)).map_err(|source| Error::Serde {
         entity: E::model().token.to_string(),
         source,
     })

@@ -342,6 +342,8 @@ fn fanout_rows(out: &mut String, shards: usize, clock: Clock, wait: Duration, ro
 /// product rule), 1 shard and 64 shards; limits 1, 10 and 100 (page size 100).
 const V2_DELAY: Duration = Duration::from_millis(5);
 const V2_PAGES: usize = 40;
+/// Pages of a run paged to the end (more than any run has).
+const TO_END: usize = usize::MAX;
 
 /// What one configuration of `fanout_v2` measured over its pages.
 #[derive(Default)]
@@ -353,23 +355,25 @@ struct V2Run {
     rounds: usize,
     /// The shard queries the pages need at least, summed (see [`v2_pages`]).
     needed: usize,
+    /// `ceil(needed / throttle)`, summed over the pages: the rounds of an ideal scheduler.
+    ideal: usize,
     token_len: usize,
     /// Items read and returned by the pages after the first (which has no span to predict
     /// its end from).
     later: (usize, usize),
 }
 
-/// Pages a query from its start, up to `V2_PAGES` pages, `page` fetching the page after a
+/// Pages a query from its start, up to `pages` pages, `page` fetching the page after a
 /// token. `populated`: the lanes of the query, every one live over these pages (they cover a
 /// part of the time range).
-async fn v2_pages<F, P>(populated: usize, mut page: F) -> Result<V2Run, Error>
+async fn v2_pages<F, P>(populated: usize, pages: usize, mut page: F) -> Result<V2Run, Error>
 where
     F: FnMut(Option<String>) -> P,
     P: Future<Output = Result<QueryPageResult, Error>>,
 {
     let mut run = V2Run::default();
     let mut token: Option<String> = None;
-    for _ in 0..V2_PAGES {
+    for _ in 0..pages {
         let started = Instant::now();
         let page = page(token.take()).await?;
         run.wall += started.elapsed();
@@ -384,7 +388,9 @@ where
                 _ => None,
             })
             .collect();
-        run.needed += holding.len().max(populated);
+        let needed = holding.len().max(populated);
+        run.needed += needed;
+        run.ideal += needed.div_ceil(THROTTLE);
         run.rounds += page.stats.shard_queries.div_ceil(THROTTLE);
         run.stats.shard_queries += page.stats.shard_queries;
         run.stats.items_read += page.stats.items_read;
@@ -407,17 +413,18 @@ where
 /// One row of `fanout_v2`: `bare` the run without latency (for CPU), `timed` with it.
 fn v2_row(label: &str, populated: usize, limit: usize, bare: &V2Run, timed: &V2Run, wait: f64) {
     #[allow(clippy::cast_precision_loss)]
-    let (per_page, per_needed, floor, read, cpu) = (
+    let (per_page, per_needed, floor, ideal, read, cpu) = (
         timed.stats.shard_queries as f64 / timed.pages.max(1) as f64,
         timed.stats.shard_queries as f64 / timed.needed.max(1) as f64,
         timed.wall.as_secs_f64() / (timed.rounds.max(1) as f64 * wait),
+        timed.wall.as_secs_f64() / (timed.ideal.max(1) as f64 * wait),
         timed.stats.items_read as f64 / timed.stats.items_returned.max(1) as f64,
         bare.wall.as_secs_f64() * 1e6 / bare.stats.items_returned.max(1) as f64,
     );
     #[allow(clippy::cast_precision_loss)]
     let later = timed.later.0 as f64 / timed.later.1.max(1) as f64;
     println!(
-        "| {label} | {populated} | {limit} | {} | {per_page:.2} | {per_needed:.2} | {floor:.2}× | {read:.2} | {later:.2} | {cpu:.1} | {} |",
+        "| {label} | {populated} | {limit} | {} | {per_page:.2} | {per_needed:.2} | {floor:.2}× | {ideal:.2}× | {read:.2} | {later:.2} | {cpu:.1} | {} |",
         timed.pages, timed.token_len
     );
 }
@@ -443,23 +450,26 @@ fn fanout_v2(records: &[Item]) -> BenchResult<()> {
         V2_DELAY.as_millis()
     );
     println!(
-        "| query | shards | limit | pages | shard queries / page | ÷ needed | page ÷ floor (mean wait) | items read / returned | after the first page | CPU µs / returned (no latency) | largest token |"
+        "| query | shards | limit | pages | shard queries / page | ÷ needed | page ÷ floor (mean wait) | page ÷ ideal floor | items read / returned | after the first page | CPU µs / returned (no latency) | largest token |"
     );
-    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     let twenty = json!([{ "timestamp": 0, "charBits": 2, "chars": 5 }]);
+    // (bumps, rule, limit, pages): 40 pages, or to the end (`TO_END`: 200 pages at limit 100)
     let configs = [
-        (json!([]), ShardSpace::Power, 100usize),
-        (json!([]), ShardSpace::Power, 10),
-        (twenty.clone(), ShardSpace::Product, 100),
-        (twenty.clone(), ShardSpace::Product, 10),
-        (twenty, ShardSpace::Product, 1),
+        (json!([]), ShardSpace::Power, 100usize, V2_PAGES),
+        (json!([]), ShardSpace::Power, 10, V2_PAGES),
+        (twenty.clone(), ShardSpace::Product, 100, V2_PAGES),
+        (twenty.clone(), ShardSpace::Product, 100, TO_END),
+        (twenty.clone(), ShardSpace::Product, 10, V2_PAGES),
+        (twenty, ShardSpace::Product, 1, V2_PAGES),
         (
             json!([{ "timestamp": 0, "charBits": 3, "chars": 2 }]),
             ShardSpace::Power,
             1,
+            V2_PAGES,
         ),
     ];
-    for (bumps, space, limit) in configs {
+    for (bumps, space, limit, pages) in configs {
         let schema = schema_with(&bumps, space)?;
         let (inner, populated) = load(&schema, records)?;
         let user = schema.entity("user")?;
@@ -476,13 +486,13 @@ fn fanout_v2(records: &[Item]) -> BenchResult<()> {
         }
         // CPU, zero latency: the same pages on the bare store
         let bare = query!(&inner);
-        let bare = runtime.block_on(v2_pages(populated, |token| {
+        let bare = runtime.block_on(v2_pages(populated, pages, |token| {
             let bare = &bare;
             async move { bare.page(token.as_deref()).await }
         }))?;
         let store = v2_store(inner, &timer);
         let latent = query!(&store);
-        let latent = runtime.block_on(v2_pages(populated, |token| {
+        let latent = runtime.block_on(v2_pages(populated, pages, |token| {
             let latent = &latent;
             async move { latent.page(token.as_deref()).await }
         }))?;
@@ -564,7 +574,7 @@ fn fanout_throttled(records: &[Item]) -> BenchResult<()> {
                 .page_size(LIMIT)
                 .throttle(THROTTLE);
             let failed = std::sync::atomic::AtomicUsize::new(0);
-            let run = runtime.block_on(v2_pages(populated, |token| {
+            let run = runtime.block_on(v2_pages(populated, V2_PAGES, |token| {
                 let (query, failed) = (&query, &failed);
                 async move {
                     entity_manager_tests::page_retrying(|| {
@@ -608,12 +618,13 @@ fn fanout_v2_multi(
     const TWENTY: &[ShardBump] = &[ShardBump::new(0, 2, 5)];
     const SIXTY_FOUR: &[ShardBump] = &[ShardBump::new(0, 4, 4)];
     let configs = [
-        (TWENTY, 100usize),
-        (TWENTY, 10),
-        (TWENTY, 1),
-        (SIXTY_FOUR, 1),
+        (TWENTY, 100usize, V2_PAGES),
+        (TWENTY, 100, TO_END),
+        (TWENTY, 10, V2_PAGES),
+        (TWENTY, 1, V2_PAGES),
+        (SIXTY_FOUR, 1, V2_PAGES),
     ];
-    for (bumps, limit) in configs {
+    for (bumps, limit, pages) in configs {
         let schema = multi_schema(bumps)?;
         let store = MemoryStore::new(TableDefinition::from_schema(&schema)?);
         let players = schema.entity("player")?;
@@ -640,12 +651,12 @@ fn fanout_v2_multi(
             };
         }
         let bare = query!(&store.inner);
-        let bare = runtime.block_on(v2_pages(populated, |token| {
+        let bare = runtime.block_on(v2_pages(populated, pages, |token| {
             let bare = &bare;
             async move { bare.page(token.as_deref()).await }
         }))?;
         let latent = query!(&store);
-        let latent = runtime.block_on(v2_pages(populated, |token| {
+        let latent = runtime.block_on(v2_pages(populated, pages, |token| {
             let latent = &latent;
             async move { latent.page(token.as_deref()).await }
         }))?;

@@ -822,12 +822,17 @@ impl<'a> EntitySchema<'a> {
     /// Removes the hash key, the range key and every generated property the entity declares.
     pub fn remove_keys(&self, item: &Item) -> Item {
         let mut stripped = item.clone();
-        stripped.remove(&*self.table.hash_key);
-        stripped.remove(&*self.table.range_key);
-        for generated in self.model.generated.iter() {
-            stripped.remove(&*generated.name);
-        }
+        self.strip_keys(&mut stripped);
         stripped
+    }
+
+    /// [`remove_keys`](Self::remove_keys) in place, without copying the item.
+    pub(crate) fn strip_keys(&self, item: &mut Item) {
+        item.remove(&*self.table.hash_key);
+        item.remove(&*self.table.range_key);
+        for generated in self.model.generated.iter() {
+            item.remove(&*generated.name);
+        }
     }
 
     /// The primary key(s) a record may have.

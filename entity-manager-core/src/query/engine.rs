@@ -548,7 +548,7 @@ impl<P: Lanes, S: Store> Engine<'_, P, S> {
         let mut allowance = 1usize;
         // reads taken in since the prediction was last refined
         let mut news = 0usize;
-        let mut out: Vec<Item> = Vec::new();
+        let mut out: Vec<Item> = Vec::with_capacity(want.min(self.page_size.max(1)));
         // where the first and last items on the page came from, for the next page's boundary
         let mut ends = Ends::default();
         let mut inflight = FuturesUnordered::new();
@@ -1356,13 +1356,14 @@ impl<P: Lanes, S: Store> Engine<'_, P, S> {
     ) {
         let plan = self.plan;
         let source = lane.index;
-        let condition = plan.condition(source);
+        let condition = plan.condition(source).map(Satisfies::new);
         let unique_keys = plan.unique_keys(source);
         // the last item read (whether kept or not), as a page key with its position
         let last_read = page.items.last().and_then(|item| {
             let pos = self.pos(source, item)?;
             Some((pos, plan.page_key(source, lane.shard, item)?))
         });
+        lane.buffer.reserve(page.items.len());
         for item in page.items {
             let Some(pos) = self.pos(source, &item) else {
                 continue;
@@ -1371,7 +1372,9 @@ impl<P: Lanes, S: Store> Engine<'_, P, S> {
             // narrowed so far): what it does not hold is skipped, and so is what lies at or
             // before what the merge emitted, and anything behind what the lane already took in
             // (a store gives a lane's items in order: only a read again gives them)
-            if condition.is_some_and(|c| plan.value(source, &item).is_none_or(|v| !satisfies(c, v)))
+            if condition
+                .as_ref()
+                .is_some_and(|c| pos.head().is_none_or(|v| !c.holds(v)))
                 || !plan.admits(lane.shard, &item)
                 || mark.is_some_and(|m| m.covers(&pos, lane.rank, t))
                 || lane
@@ -1478,18 +1481,43 @@ fn ends_at(user: Option<&RangeCondition>, v: &AttributeValue, descending: bool) 
     }
 }
 
-/// Whether a range key value meets a condition, as `DynamoDB` compares.
-fn satisfies(condition: &RangeCondition, value: &AttributeValue) -> bool {
-    use RangeCondition as R;
-    let cmp = |other: &AttributeValue| estimate::compare(value, other);
-    match condition {
-        R::Eq(v) => cmp(v) == Ordering::Equal,
-        R::Lt(v) => cmp(v) == Ordering::Less,
-        R::Le(v) => cmp(v) != Ordering::Greater,
-        R::Gt(v) => cmp(v) == Ordering::Greater,
-        R::Ge(v) => cmp(v) != Ordering::Less,
-        R::Between(a, b) => cmp(a) != Ordering::Less && cmp(b) != Ordering::Greater,
-        R::BeginsWith(p) => starts_with(value, p),
+/// A range condition with its bounds read once, to test many values against it.
+struct Satisfies<'c> {
+    condition: &'c RangeCondition,
+    /// The bounds, as key scalars (the second only for `BETWEEN`).
+    bounds: [Option<Scalar>; 2],
+}
+
+impl<'c> Satisfies<'c> {
+    fn new(condition: &'c RangeCondition) -> Self {
+        use RangeCondition as R;
+        let bounds = match condition {
+            R::Eq(v) | R::Lt(v) | R::Le(v) | R::Gt(v) | R::Ge(v) => [Scalar::any(v), None],
+            R::Between(a, b) => [Scalar::any(a), Scalar::any(b)],
+            R::BeginsWith(_) => [None, None],
+        };
+        Self { condition, bounds }
+    }
+
+    /// Whether a value of the conditioned attribute (an item's [`Pos::head`]: read once for
+    /// its position) meets the condition, as `DynamoDB` compares.
+    fn holds(&self, value: &Scalar) -> bool {
+        use RangeCondition as R;
+        let cmp = |bound: &Option<Scalar>| bound.as_ref().map_or(Ordering::Equal, |b| value.cmp(b));
+        let [a, b] = &self.bounds;
+        match self.condition {
+            R::Eq(_) => cmp(a) == Ordering::Equal,
+            R::Lt(_) => cmp(a) == Ordering::Less,
+            R::Le(_) => cmp(a) != Ordering::Greater,
+            R::Gt(_) => cmp(a) == Ordering::Greater,
+            R::Ge(_) => cmp(a) != Ordering::Less,
+            R::Between(..) => cmp(a) != Ordering::Less && cmp(b) != Ordering::Greater,
+            R::BeginsWith(prefix) => match (value, prefix) {
+                (Scalar::S(v), AttributeValue::S(p)) => v.starts_with(p.as_str()),
+                (Scalar::B(v), AttributeValue::B(p)) => v.starts_with(p),
+                _ => false,
+            },
+        }
     }
 }
 

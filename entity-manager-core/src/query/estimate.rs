@@ -411,6 +411,12 @@ pub(crate) fn next_read<'e, E>(
 /// Orders two range key values as DynamoDB does (strings and binary by bytes, numbers
 /// numerically); values of other types compare as equal.
 pub(crate) fn compare(a: &AttributeValue, b: &AttributeValue) -> Ordering {
+    // strings and binaries compare as their bytes, without a copy
+    match (a, b) {
+        (AttributeValue::S(x), AttributeValue::S(y)) => return x.as_bytes().cmp(y.as_bytes()),
+        (AttributeValue::B(x), AttributeValue::B(y)) => return x.cmp(y),
+        _ => {}
+    }
     match (Scalar::any(a), Scalar::any(b)) {
         (Some(x), Some(y)) => x.cmp(&y),
         _ => Ordering::Equal,

@@ -741,6 +741,34 @@ fn sort_items(items: &mut [Item], sort: &[(String, bool)]) {
 /// indexes), the name the store knows it by ([`Store::name`]) and the name the query was given
 /// (`Query::table_name`).
 fn table_binding<S: Store>(store: &S, table_name: Option<&str>) -> [u8; 32] {
+    use std::sync::{Mutex, PoisonError};
+    /// The bindings last computed (most recent last): a page of a query computes its table's
+    /// again, and rendering the definition costs more than comparing it.
+    type Memo = Vec<(crate::store::TableDefinition, [Option<String>; 2], [u8; 32])>;
+    static MEMO: Mutex<Memo> = Mutex::new(Vec::new());
+    const KEPT: usize = 8;
+    let names = [store.name(), table_name];
+    let same = |(definition, kept, _): &(_, [Option<String>; 2], _)| {
+        definition == store.definition() && kept.iter().zip(names).all(|(a, b)| a.as_deref() == b)
+    };
+    let mut memo = MEMO.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(found) = memo.iter().rev().find(|entry| same(entry)) {
+        return found.2;
+    }
+    let binding = compute_table_binding(store, table_name);
+    if memo.len() >= KEPT {
+        memo.remove(0);
+    }
+    memo.push((
+        store.definition().clone(),
+        names.map(|n| n.map(str::to_owned)),
+        binding,
+    ));
+    binding
+}
+
+/// [`table_binding`], computed.
+fn compute_table_binding<S: Store>(store: &S, table_name: Option<&str>) -> [u8; 32] {
     use sha2::{Digest as _, Sha256};
     let mut h = Sha256::new();
     let mut field = |bytes: &[u8]| {

@@ -16,7 +16,7 @@ use serde::de::DeserializeOwned;
 use serde_dynamo::AttributeValue;
 
 use super::{MultiQuery, Paging, QueryPageResult, TypedPage};
-use crate::entity::{Entity, IndexToken, from_item, schema_of};
+use crate::entity::{Entity, IndexToken, from_owned_item, schema_of};
 use crate::error::{Error, Result};
 use crate::field::Condition;
 use crate::model::MultiKey;
@@ -156,7 +156,10 @@ impl<'a, S: Store, E: Entity> TypedMultiQuery<'a, S, E> {
     where
         E: DeserializeOwned,
     {
-        typed(self.core.page(&self.paging, token).await?, from_item::<E>)
+        typed(
+            self.core.page(&self.paging, token).await?,
+            from_owned_item::<E>,
+        )
     }
 
     /// Every matching record, page after page (a [`Stream`]: bring
@@ -231,7 +234,9 @@ impl<'a, S: Store, C: super::Collection> CollectionQuery<'a, S, C> {
     /// One page of records: the first (`token: None`) or the one after the page that returned
     /// `token`.
     pub async fn page(&self, token: Option<&str>) -> Result<TypedPage<C>> {
-        typed(self.core.page(&self.paging, token).await?, C::from_item)
+        typed(self.core.page(&self.paging, token).await?, |item| {
+            C::from_item(&item)
+        })
     }
 
     /// Every matching record, page after page.
@@ -243,10 +248,14 @@ impl<'a, S: Store, C: super::Collection> CollectionQuery<'a, S, C> {
 /// A page's items read as `T`.
 fn typed<T>(
     page: QueryPageResult,
-    read: impl Fn(&serde_dynamo::Item) -> Result<T>,
+    read: impl Fn(serde_dynamo::Item) -> Result<T>,
 ) -> Result<TypedPage<T>> {
     Ok(TypedPage {
-        items: page.items.iter().map(read).collect::<Result<Vec<T>>>()?,
+        items: page
+            .items
+            .into_iter()
+            .map(read)
+            .collect::<Result<Vec<T>>>()?,
         next: page.next,
         stats: page.stats,
     })

@@ -9,7 +9,7 @@ use serde::de::DeserializeOwned;
 use serde_dynamo::{AttributeValue, Item};
 
 use super::{Indexed, Query, QueryStats, Unindexed};
-use crate::entity::{Entity, IndexToken, from_item, from_item_as, schema_of};
+use crate::entity::{Entity, IndexToken, from_owned_item, from_owned_item_as, schema_of};
 use crate::error::Result;
 use crate::field::{Condition, Field};
 use crate::store::{Comparison, Filter, RangeCondition, Store};
@@ -387,8 +387,8 @@ impl<S: Store, E: Entity> TypedQuery<'_, S, E, Indexed> {
         let page = self.inner.page(token).await?;
         let items = page
             .items
-            .iter()
-            .map(from_item::<E>)
+            .into_iter()
+            .map(from_owned_item::<E>)
             .collect::<Result<Vec<E>>>()?;
         Ok(TypedPage {
             items,
@@ -403,8 +403,8 @@ impl<S: Store, E: Entity> TypedQuery<'_, S, E, Indexed> {
         let page = self.inner.page(token).await?;
         let items = page
             .items
-            .iter()
-            .map(|item| from_item_as::<E, P>(item))
+            .into_iter()
+            .map(from_owned_item_as::<E, P>)
             .collect::<Result<Vec<P>>>()?;
         Ok(TypedPage {
             items,
@@ -421,14 +421,14 @@ impl<S: Store, E: Entity> TypedQuery<'_, S, E, Indexed> {
     {
         self.inner
             .stream()
-            .map(|item| item.and_then(|item| from_item::<E>(&item)))
+            .map(|item| item.and_then(from_owned_item::<E>))
     }
 
     /// Every matching item, page after page, each read as a `P`.
     pub fn stream_as<P: DeserializeOwned>(&self) -> impl Stream<Item = Result<P>> + '_ {
         self.inner
             .stream()
-            .map(|item| item.and_then(|item| from_item_as::<E, P>(&item)))
+            .map(|item| item.and_then(from_owned_item_as::<E, P>))
     }
 }
 

@@ -37,18 +37,21 @@ impl Number {
         if !int.bytes().chain(frac.bytes()).all(|b| b.is_ascii_digit()) {
             return None;
         }
-        let all: Vec<u8> = int.bytes().chain(frac.bytes()).map(|b| b - b'0').collect();
-        let Some(first) = all.iter().position(|&d| d != 0) else {
+        // the significant digits, without the leading and trailing zeros (one allocation)
+        let all = || int.bytes().chain(frac.bytes()).map(|b| b - b'0');
+        let Some(first) = all().position(|d| d != 0) else {
             return Some(Self::zero());
         };
-        let last = all.iter().rposition(|&d| d != 0).unwrap_or(first);
+        let count = int.len() + frac.len();
+        let trailing = all().rev().position(|d| d != 0).unwrap_or(0);
+        let significant = count - trailing - first;
+        if significant > 38 {
+            return None;
+        }
         let int_len = i64::try_from(int.len()).ok()?;
         let first_i = i64::try_from(first).ok()?;
         let exponent = exp.checked_add(int_len)?.checked_sub(first_i)?;
-        let digits = all[first..=last].to_vec();
-        if digits.len() > 38 {
-            return None;
-        }
+        let digits: Vec<u8> = all().skip(first).take(significant).collect();
         // DynamoDB's range: 1E-130 ..= 9.9999999999999999999999999999999999999E+125.
         if !(-129..=126).contains(&exponent) {
             return None;

@@ -26,7 +26,7 @@ use aws_sdk_dynamodb::types::{
 use serde_dynamo::Item;
 
 use self::convert::{build_error, from_aws, from_aws_all, sdk_error, to_aws, values_to_aws};
-use self::trace::{Counting, consumed};
+use self::trace::{Counted as _, Counting, consumed};
 use super::batch::{BatchSender, GetBatch, RetryPolicy, get_batches, write_batches};
 use super::expression::Request;
 use super::memory::check_transaction_shape;
@@ -163,6 +163,26 @@ fn unsupported(e: StoreError) -> Result<(), StoreError> {
 }
 
 /// `client` with these limits (and the default connect timeout unless it has one).
+/// `client` with the [`Tracing`](trace::Tracing) interceptor (once: a client that has it keeps
+/// its configuration).
+fn with_tracing(client: Client) -> Client {
+    use aws_sdk_dynamodb::config::Intercept as _;
+    if client
+        .config()
+        .interceptors()
+        .any(|i| i.name() == trace::TRACING)
+    {
+        return client;
+    }
+    Client::from_conf(
+        client
+            .config()
+            .to_builder()
+            .interceptor(trace::Tracing)
+            .build(),
+    )
+}
+
 fn with_timeouts(client: &Client, operation: Duration, attempt: Duration) -> Client {
     let config = client.config();
     let connect = config
@@ -205,6 +225,7 @@ impl DynamoStore {
             .config()
             .timeout_config()
             .is_some_and(|t| t.operation_timeout().is_some());
+        let client = with_tracing(client);
         let client = if bounded {
             client
         } else {
@@ -404,8 +425,6 @@ impl DynamoStore {
             .set_stream_specification(stream)
             .deletion_protection_enabled(def.deletion_protection)
             .set_tags((!tags.is_empty()).then_some(tags))
-            .customize()
-            .interceptor(Counting::default())
             .send()
             .await
             .map_err(|e| sdk_error(OP, e))?;
@@ -436,8 +455,6 @@ impl DynamoStore {
             .update_time_to_live()
             .table_name(&self.table_name)
             .time_to_live_specification(spec)
-            .customize()
-            .interceptor(Counting::default())
             .send()
             .await
             .map_err(|e| self.created_without(OP, "Time to Live", &sdk_error(OP, e)))?;
@@ -461,8 +478,6 @@ impl DynamoStore {
                 .update_continuous_backups()
                 .table_name(&self.table_name)
                 .point_in_time_recovery_specification(spec.clone())
-                .customize()
-                .interceptor(Counting::default())
                 .send()
                 .await;
             let Err(e) = result else {
@@ -527,8 +542,6 @@ impl DynamoStore {
             .table_name(&self.table_name)
             .set_key(Some(to_aws(stamp::stamp_key(&self.definition))))
             .consistent_read(true)
-            .customize()
-            .interceptor(Counting::default())
             .send()
             .await
             .map_err(|e| sdk_error("GetItem", e))?;
@@ -555,8 +568,6 @@ impl DynamoStore {
             .client
             .describe_table()
             .table_name(&self.table_name)
-            .customize()
-            .interceptor(Counting::default())
             .send()
             .await
             .map_err(|e| sdk_error("DescribeTable", e))?;
@@ -572,8 +583,6 @@ impl DynamoStore {
             .client
             .describe_time_to_live()
             .table_name(&self.table_name)
-            .customize()
-            .interceptor(Counting::default())
             .send()
             .await
         {
@@ -587,8 +596,6 @@ impl DynamoStore {
             .client
             .describe_continuous_backups()
             .table_name(&self.table_name)
-            .customize()
-            .interceptor(Counting::default())
             .send()
             .await
         {
@@ -623,8 +630,6 @@ impl DynamoStore {
                 .list_tags_of_resource()
                 .resource_arn(arn)
                 .set_next_token(next.take())
-                .customize()
-                .interceptor(Counting::default())
                 .send()
                 .await
             {
@@ -660,8 +665,6 @@ impl DynamoStore {
                 .client
                 .describe_table()
                 .table_name(&self.table_name)
-                .customize()
-                .interceptor(Counting::default())
                 .send()
                 .await
                 .map_err(|e| sdk_error(OP, e))?;
@@ -694,8 +697,6 @@ impl DynamoStore {
         self.client
             .delete_table()
             .table_name(&self.table_name)
-            .customize()
-            .interceptor(Counting::default())
             .send()
             .await
             .map_err(|e| sdk_error("DeleteTable", e))?;
@@ -742,9 +743,8 @@ impl DynamoStore {
             .set_expression_attribute_values(values_to_aws(&r.expr))
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
             .return_consumed_capacity(aws::ReturnConsumedCapacity::Total)
-            .customize()
-            .interceptor(calls.clone())
             .send()
+            .counted(&calls)
             .await
             .map_err(|e| {
                 let item = match e.as_service_error() {
@@ -793,13 +793,13 @@ impl DynamoStore {
         let mut attempts = 0;
         let out = loop {
             let calls = Counting::default();
-            let mut call = request.clone().customize().interceptor(calls.clone());
+            let mut call = request.clone().customize();
             if !repeatable {
                 call = call.config_override(
                     aws_sdk_dynamodb::config::Builder::new().retry_config(RetryConfig::disabled()),
                 );
             }
-            let e = match call.send().await {
+            let e = match call.send().counted(&calls).await {
                 Ok(out) => break out,
                 Err(e) => e,
             };
@@ -845,9 +845,8 @@ impl DynamoStore {
             .transact_get_items()
             .set_transact_items(Some(gets))
             .return_consumed_capacity(aws::ReturnConsumedCapacity::Total)
-            .customize()
-            .interceptor(calls.clone())
             .send()
+            .counted(&calls)
             .await
             .map_err(|e| sdk_error(OP, e))
             .map_err(|e| e.gave_up(calls.attempts(), true))?;
@@ -877,9 +876,8 @@ impl DynamoStore {
             .set_projection_expression(r.projection)
             .set_expression_attribute_names(r.expr.names())
             .return_consumed_capacity(aws::ReturnConsumedCapacity::Total)
-            .customize()
-            .interceptor(calls.clone())
             .send()
+            .counted(&calls)
             .await
             .map_err(|e| sdk_error("GetItem", e))
             .map_err(|e| e.gave_up(calls.attempts(), true))?;
@@ -900,9 +898,8 @@ impl DynamoStore {
             .set_expression_attribute_values(values_to_aws(&r.expr))
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
             .return_consumed_capacity(aws::ReturnConsumedCapacity::Total)
-            .customize()
-            .interceptor(calls.clone())
             .send()
+            .counted(&calls)
             .await
             .map_err(|e| {
                 let item = match e.as_service_error() {
@@ -993,9 +990,8 @@ impl DynamoStore {
             .transact_write_items()
             .set_transact_items(Some(items))
             .return_consumed_capacity(aws::ReturnConsumedCapacity::Total)
-            .customize()
-            .interceptor(calls.clone())
             .send()
+            .counted(&calls)
             .await;
         match result {
             Ok(out) => {
@@ -1067,9 +1063,8 @@ impl DynamoStore {
             .scan_index_forward(!request.descending)
             .set_consistent_read((self.consistent_read && request.index.is_none()).then_some(true))
             .return_consumed_capacity(aws::ReturnConsumedCapacity::Total)
-            .customize()
-            .interceptor(calls.clone())
             .send()
+            .counted(&calls)
             .await
             .map_err(|e| sdk_error(OP, e))
             .map_err(|e| e.gave_up(calls.attempts(), true))?;
@@ -1141,9 +1136,8 @@ impl DynamoStore {
             .set_exclusive_start_key(request.exclusive_start_key.clone().map(to_aws))
             .set_consistent_read((request.consistent || self.consistent_read).then_some(true))
             .return_consumed_capacity(aws::ReturnConsumedCapacity::Total)
-            .customize()
-            .interceptor(calls.clone())
             .send()
+            .counted(&calls)
             .await
             .map_err(|e| sdk_error(OP, e))
             .map_err(|e| e.gave_up(calls.attempts(), true))?;
@@ -1231,8 +1225,6 @@ impl BatchSender for DynamoStore {
                 .batch_write_item()
                 .request_items(&self.table_name, requests)
                 .return_consumed_capacity(aws::ReturnConsumedCapacity::Total)
-                .customize()
-                .interceptor(Counting::default())
                 .send()
                 .await
                 .map_err(|e| sdk_error(OP, e))?;
@@ -1274,8 +1266,6 @@ impl BatchSender for DynamoStore {
                 .batch_get_item()
                 .request_items(&self.table_name, request)
                 .return_consumed_capacity(aws::ReturnConsumedCapacity::Total)
-                .customize()
-                .interceptor(Counting::default())
                 .send()
                 .await
                 .map_err(|e| sdk_error(OP, e))?;

@@ -14,8 +14,9 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use crate::trace;
 
-/// Counts the attempts, retries and throttles of a call into the current operation span, and
-/// the attempts of this call (for [`StoreError::gave_up`](crate::store::StoreError::gave_up)).
+/// The attempts of one call (for [`StoreError::gave_up`](crate::store::StoreError::gave_up)):
+/// the client's [`Tracing`] interceptor counts into it while the call runs under
+/// [`Counted::counted`].
 #[derive(Clone, Debug, Default)]
 pub(super) struct Counting(Arc<AtomicU32>);
 
@@ -26,6 +27,31 @@ impl Counting {
         self.0.load(Ordering::Relaxed).max(1)
     }
 }
+
+tokio::task_local! {
+    /// The counter of the call being polled, if it runs under [`Counted::counted`].
+    static CALL: Counting;
+}
+
+/// A call (an SDK `send()` future) whose attempts count into a [`Counting`].
+pub(super) trait Counted: Future + Sized {
+    /// `self`, counting its attempts into `calls`. (A per-call interceptor would do the same
+    /// through `customize()`, which rebuilds the call's configuration: measured, it made a
+    /// query page 5 % more expensive in client CPU.)
+    fn counted(self, calls: &Counting) -> impl Future<Output = Self::Output> {
+        CALL.scope(calls.clone(), self)
+    }
+}
+
+impl<F: Future> Counted for F {}
+
+/// The name of [`Tracing`] among a client's interceptors.
+pub(super) const TRACING: &str = "entity_manager::Counting";
+
+/// Tells the current operation span of every attempt, retry and throttle of a call, and counts
+/// its attempts into the call's [`Counting`]. Installed once on the store's client.
+#[derive(Debug)]
+pub(super) struct Tracing;
 
 /// The error codes `DynamoDB` throttles with.
 const THROTTLING: [&str; 3] = [
@@ -42,9 +68,9 @@ fn attempt_number(header: &str) -> Option<u32> {
         .and_then(|n| n.trim().parse().ok())
 }
 
-impl Intercept for Counting {
+impl Intercept for Tracing {
     fn name(&self) -> &'static str {
-        "entity_manager::Counting"
+        TRACING
     }
 
     fn read_before_transmit(
@@ -54,7 +80,8 @@ impl Intercept for Counting {
         _cfg: &mut ConfigBag,
     ) -> Result<(), BoxError> {
         trace::attempt();
-        self.0.fetch_add(1, Ordering::Relaxed);
+        // outside `counted` (a call whose attempts nobody asks for) there is no counter
+        let _counted = CALL.try_with(|calls| calls.0.fetch_add(1, Ordering::Relaxed));
         let attempt = context
             .request()
             .headers()
