@@ -357,6 +357,8 @@ struct V2Run {
     needed: usize,
     /// `ceil(needed / throttle)`, summed over the pages: the rounds of an ideal scheduler.
     ideal: usize,
+    /// Time the store spent answering (a [`Timed`] store; zero otherwise).
+    store: Duration,
     token_len: usize,
     /// Items read and returned by the pages after the first (which has no span to predict
     /// its end from).
@@ -410,6 +412,39 @@ where
     Ok(run)
 }
 
+/// Passes without latency for the CPU columns: the least disturbed one counts.
+const CPU_PASSES: usize = 3;
+
+/// `CPU_PASSES` runs of `v2_pages` on `store` (no latency): the one whose time outside the
+/// store was least, with the store's time.
+fn least_of<S, F, P>(
+    runtime: &tokio::runtime::Runtime,
+    store: &Timed<S>,
+    populated: usize,
+    pages: usize,
+    mut page: F,
+) -> Result<V2Run, Error>
+where
+    F: FnMut(Option<String>) -> P,
+    P: Future<Output = Result<QueryPageResult, Error>>,
+{
+    let engine = |r: &V2Run| r.wall.saturating_sub(r.store);
+    let mut pass = || {
+        store.take();
+        let mut run = runtime.block_on(v2_pages(populated, pages, &mut page))?;
+        run.store = store.take();
+        Ok::<_, Error>(run)
+    };
+    let mut best = pass()?;
+    for _ in 1..CPU_PASSES {
+        let run = pass()?;
+        if engine(&run) < engine(&best) {
+            best = run;
+        }
+    }
+    Ok(best)
+}
+
 /// One row of `fanout_v2`: `bare` the run without latency (for CPU), `timed` with it.
 fn v2_row(label: &str, populated: usize, limit: usize, bare: &V2Run, timed: &V2Run, wait: f64) {
     #[allow(clippy::cast_precision_loss)]
@@ -423,14 +458,17 @@ fn v2_row(label: &str, populated: usize, limit: usize, bare: &V2Run, timed: &V2R
     );
     #[allow(clippy::cast_precision_loss)]
     let later = timed.later.0 as f64 / timed.later.1.max(1) as f64;
+    #[allow(clippy::cast_precision_loss)]
+    let engine = bare.wall.saturating_sub(bare.store).as_secs_f64() * 1e6
+        / bare.stats.items_returned.max(1) as f64;
     println!(
-        "| {label} | {populated} | {limit} | {} | {per_page:.2} | {per_needed:.2} | {floor:.2}× | {ideal:.2}× | {read:.2} | {later:.2} | {cpu:.1} | {} |",
+        "| {label} | {populated} | {limit} | {} | {per_page:.2} | {per_needed:.2} | {floor:.2}× | {ideal:.2}× | {read:.2} | {later:.2} | {cpu:.1} | {engine:.1} | {} |",
         timed.pages, timed.token_len
     );
 }
 
 /// The fan-out store of `fanout_v2`: `inner` behind a 5 ms precise wait.
-fn v2_store(inner: MemoryStore, timer: &PreciseTimer) -> Hooked<MemoryStore, Latency<'_>> {
+fn v2_store<S: Store>(inner: S, timer: &PreciseTimer) -> Hooked<S, Latency<'_>> {
     Hooked {
         inner,
         hook: Latency::new(V2_DELAY, Clock::Precise, timer),
@@ -450,9 +488,9 @@ fn fanout_v2(records: &[Item]) -> BenchResult<()> {
         V2_DELAY.as_millis()
     );
     println!(
-        "| query | shards | limit | pages | shard queries / page | ÷ needed | page ÷ floor (mean wait) | page ÷ ideal floor | items read / returned | after the first page | CPU µs / returned (no latency) | largest token |"
+        "| query | shards | limit | pages | shard queries / page | ÷ needed | page ÷ floor (mean wait) | page ÷ ideal floor | items read / returned | after the first page | CPU µs / returned (no latency) | the same, the store's time taken off | largest token |"
     );
-    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     let twenty = json!([{ "timestamp": 0, "charBits": 2, "chars": 5 }]);
     // (bumps, rule, limit, pages): 40 pages, or to the end (`TO_END`: 200 pages at limit 100)
     let configs = [
@@ -485,11 +523,12 @@ fn fanout_v2(records: &[Item]) -> BenchResult<()> {
             };
         }
         // CPU, zero latency: the same pages on the bare store
+        let inner = Timed::new(inner);
         let bare = query!(&inner);
-        let bare = runtime.block_on(v2_pages(populated, pages, |token| {
+        let bare = least_of(&runtime, &inner, populated, pages, |token| {
             let bare = &bare;
             async move { bare.page(token.as_deref()).await }
-        }))?;
+        })?;
         let store = v2_store(inner, &timer);
         let latent = query!(&store);
         let latent = runtime.block_on(v2_pages(populated, pages, |token| {
@@ -500,6 +539,45 @@ fn fanout_v2(records: &[Item]) -> BenchResult<()> {
         v2_row("Query", populated, limit, &bare, &latent, wait);
     }
     fanout_v2_multi(records, &timer, &runtime)
+}
+
+/// A store that sums the time its shard queries took: what the store itself spent, taken off
+/// a run's wall time to give the engine's CPU alone (the in-memory store answers at once, so
+/// this is its CPU; indexes of different kinds cost the store differently).
+struct Timed<S> {
+    inner: S,
+    spent: std::sync::atomic::AtomicU64,
+}
+
+impl<S> Timed<S> {
+    fn new(inner: S) -> Self {
+        Self {
+            inner,
+            spent: std::sync::atomic::AtomicU64::new(0),
+        }
+    }
+
+    /// The time spent so far, and reset.
+    fn take(&self) -> Duration {
+        Duration::from_nanos(self.spent.swap(0, std::sync::atomic::Ordering::Relaxed))
+    }
+}
+
+impl<S: Store> Store for Timed<S> {
+    entity_manager_tests::forward_store!(inner: definition, name, put_item, get_item, delete_item, batch_write);
+    entity_manager_tests::forward_store!(inner: batch_get, transact_write, update_item, transact_get, scan_page);
+
+    async fn query_page(
+        &self,
+        request: &entity_manager::store::QueryPage,
+    ) -> Result<entity_manager::store::Page, entity_manager::store::StoreError> {
+        let started = Instant::now();
+        let page = self.inner.query_page(request).await;
+        let spent = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        self.spent
+            .fetch_add(spent, std::sync::atomic::Ordering::Relaxed);
+        page
+    }
 }
 
 /// A store that counts the items its shard queries returned, failed pages' included.
@@ -639,7 +717,7 @@ fn fanout_v2_multi(
             })
             .collect::<BenchResult<_>>()?;
         let populated = stored(&store, keyed)?;
-        let store = v2_store(store, timer);
+        let store = v2_store(Timed::new(store), timer);
         macro_rules! query {
             ($store:expr) => {
                 MultiQuery::new($store, players, "byTeam")
@@ -651,10 +729,10 @@ fn fanout_v2_multi(
             };
         }
         let bare = query!(&store.inner);
-        let bare = runtime.block_on(v2_pages(populated, pages, |token| {
+        let bare = least_of(runtime, &store.inner, populated, pages, |token| {
             let bare = &bare;
             async move { bare.page(token.as_deref()).await }
-        }))?;
+        })?;
         let latent = query!(&store);
         let latent = runtime.block_on(v2_pages(populated, pages, |token| {
             let latent = &latent;
