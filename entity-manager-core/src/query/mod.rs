@@ -804,18 +804,31 @@ trait Resumable: Sized {
 
 /// The plan of a page and where it starts: from the beginning (no token), or as `token` says,
 /// verified against the query's fingerprint and the `table` binding (at most as long as a token
-/// of the plan of the widest window can be), its window checked against the one given and
-/// pinned. `plan` builds the plan of a window; it runs again only when the token's window is not
-/// the probe's.
+/// of the plan of its window can be), its window checked against the one given and pinned.
+/// `plan` builds the plan of a window, once a page: for the window given, or the one the token
+/// says (read before the check, used only if it ends by now), or `0..=now`; again only when
+/// the token's checked window is not that one.
 fn resume<P: Resumable>(
     token: Option<&str>,
     paging: &Paging,
     table: &[u8; 32],
     plan: impl Fn((u64, u64)) -> Result<P>,
 ) -> Result<(P, Option<TokenState>)> {
-    // the window given, or 0..=now: the widest a token can carry, so its shards bound the
-    // token's length
-    let probe = plan(paging.window.unwrap_or((0, now_ms())))?;
+    // the window given; or, paging on, the window the token says it was written for (read
+    // unchecked, then checked with the rest: the plan is built once a page); or 0..=now
+    // (a window beyond now is not planned before the check: a forged token cannot make the
+    // plan wider than the default window's)
+    let now = now_ms();
+    let peeked = match (paging.window, token) {
+        (None, Some(token)) => token::window_of(token)
+            .filter(|&(_, to)| to <= now)
+            .and_then(|window| plan(window).ok()),
+        _ => None,
+    };
+    let probe = match peeked {
+        Some(probe) => probe,
+        None => plan(paging.window.unwrap_or((0, now)))?,
+    };
     let Some(token) = token else {
         return Ok((probe, None));
     };
@@ -846,4 +859,87 @@ pub fn key_value<T: serde::Serialize + ?Sized>(
     value: &T,
 ) -> Result<AttributeValue, serde_dynamo::Error> {
     serde_dynamo::to_attribute_value(value)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::Cell;
+
+    use super::token::{self, Binding, Shape, StreamState, TokenState};
+    use super::{Paging, Resumable, resume};
+
+    /// A plan that is only a window and a fingerprint.
+    struct Window((u64, u64));
+
+    const FINGERPRINT: [u8; 32] = [7; 32];
+    const TABLE: [u8; 32] = [9; 32];
+
+    impl Resumable for Window {
+        fn window(&self) -> (u64, u64) {
+            self.0
+        }
+        fn fingerprint(&self) -> &[u8; 32] {
+            &FINGERPRINT
+        }
+        fn shape(&self) -> Shape {
+            Shape {
+                streams: 1,
+                lanes: 3,
+            }
+        }
+    }
+
+    fn token_for(window: (u64, u64)) -> String {
+        let state = TokenState {
+            from: window.0,
+            to: window.1,
+            streams: vec![StreamState::fresh(3)],
+        };
+        let binding = Binding {
+            query: &FINGERPRINT,
+            table: &TABLE,
+        };
+        token::encode(&state, binding, None)
+    }
+
+    #[test]
+    fn a_continuation_page_of_the_default_window_is_planned_once() -> super::Result<()> {
+        // the default window is 0..=now: the token's (0..=1000, written long ago) is not it
+        let token = token_for((0, 1_000));
+        let built = Cell::new(0);
+        let (plan, state) = resume(Some(&token), &Paging::default(), &TABLE, |window| {
+            built.set(built.get() + 1);
+            Ok(Window(window))
+        })?;
+        assert_eq!(plan.0, (0, 1_000), "the token's window is pinned");
+        assert!(state.is_some());
+        assert_eq!(built.get(), 1, "one plan for the page");
+        Ok(())
+    }
+
+    #[test]
+    fn a_token_window_beyond_now_is_not_planned_before_the_check() -> super::Result<()> {
+        let future = u64::MAX / 2;
+        let token = token_for((0, future));
+        let windows = std::cell::RefCell::new(Vec::new());
+        let (plan, _) = resume(Some(&token), &Paging::default(), &TABLE, |window| {
+            windows.borrow_mut().push(window);
+            Ok(Window(window))
+        })?;
+        assert_eq!(plan.0, (0, future));
+        let windows = windows.into_inner();
+        assert_eq!(windows.len(), 2, "0..=now first, then the checked window");
+        assert!(windows[0].1 < future);
+        Ok(())
+    }
+
+    #[test]
+    fn the_window_of_a_token_is_read_from_its_first_bytes() {
+        assert_eq!(
+            token::window_of(&token_for((5, 1_732_000_000_000))),
+            Some((5, 1_732_000_000_000))
+        );
+        assert_eq!(token::window_of("not a token"), None);
+        assert_eq!(token::window_of(""), None);
+    }
 }

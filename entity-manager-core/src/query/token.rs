@@ -393,6 +393,24 @@ pub(crate) fn max_chars(shape: Shape) -> usize {
     bytes.saturating_mul(4).div_ceil(3)
 }
 
+/// The window a token says it was written for, read from its first bytes only, unchecked: to
+/// plan the page once, for that window, before [`verify`] checks the token against the plan.
+/// `None` when those bytes do not read as a token's.
+pub(crate) fn window_of(token: &str) -> Option<(u64, u64)> {
+    // the header and two varints fit in 27 bytes: 36 base64 characters
+    let head = token.get(..token.len().min(36))?;
+    let raw = URL_SAFE_NO_PAD.decode(head.as_bytes()).ok()?;
+    if raw.first().map(|first| first & !FLAG_SIGNED) != Some(VERSION) {
+        return None;
+    }
+    let mut r = Reader {
+        bytes: raw.get(HEADER_LEN..)?,
+    };
+    let from = r.varint().ok()?;
+    let to = r.varint().ok()?;
+    (from <= to).then_some((from, to))
+}
+
 /// A token whose length, base64, version, binding and tag were checked: its window can be read
 /// to plan the query, then the rest with the plan's shape.
 #[derive(Debug)]
