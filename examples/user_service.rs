@@ -24,13 +24,9 @@ use std::io::{IsTerminal as _, Write as _};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
-use entity_manager::field::Changes;
-use entity_manager::query::Collection as _;
-use entity_manager::query::{EVERY_SHARD, KeyCondition, QueryStats, StreamExt as _, TypedQuery};
-use entity_manager::store::{DynamoStore, MemoryStore, Store, TableDefinition};
-use entity_manager::{
-    AttributeValue, Collection, Entity, EntityExt, ShardSpace, Table, Transaction, shard,
-};
+use entity_manager::prelude::*;
+use entity_manager::query::{QueryStats, TypedQuery};
+use entity_manager::{ShardSpace, shard};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 

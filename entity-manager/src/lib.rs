@@ -301,3 +301,55 @@ pub use entity_manager_derive::Collection;
 /// }
 /// ```
 pub use entity_manager_derive::Entity;
+
+/// What an application of entity-manager uses in nearly every file, in one import:
+/// `use entity_manager::prelude::*;`.
+///
+/// The derives and their traits (`Entity`, `Table`, `Collection`, [`EntityExt`]), the stores
+/// and what builds them, typed query inputs ([`KeyCondition`](crate::query::KeyCondition),
+/// [`FieldSet`](crate::query::FieldSet), [`EVERY_SHARD`](crate::query::EVERY_SHARD)), writes
+/// ([`Changes`](crate::field::Changes), [`Transaction`]), and, unnamed, the traits whose
+/// methods a query's pages and streams are read with (`StreamExt`, `TryStreamExt`) and that a
+/// collection's records are read through (`query::Collection`).
+///
+/// ```
+/// use entity_manager::prelude::*;
+/// use serde::{Deserialize, Serialize};
+///
+/// #[derive(Table)]
+/// #[table(entities(Note))]
+/// struct Notes;
+///
+/// #[derive(Entity, Serialize, Deserialize, Debug, PartialEq)]
+/// #[serde(rename_all = "camelCase")]
+/// #[entity(table = Notes, unique = note_id, timestamp = created)]
+/// #[index(name = "created", range = created)]
+/// struct Note {
+///     #[transcode("string")]
+///     note_id: String,
+///     #[transcode("timestamp")]
+///     created: u64,
+/// }
+///
+/// #[tokio::main]
+/// async fn main() -> Result<(), Box<dyn std::error::Error>> {
+///     let store = MemoryStore::new(TableDefinition::from_schema(Notes::schema()?)?);
+///     Note { note_id: "n1".into(), created: 1_700_000_000_000 }.create(&store).await?;
+///     let notes: Vec<Note> = Note::query(&store)?
+///         .index(NoteIndex::Created)
+///         .stream() // read with `TryStreamExt::try_collect`, in scope through the prelude
+///         .try_collect()
+///         .await?;
+///     assert_eq!(notes.len(), 1);
+///     Ok(())
+/// }
+/// ```
+pub mod prelude {
+    pub use crate::field::Changes;
+    pub use crate::query::Collection as _;
+    pub use crate::query::{EVERY_SHARD, FieldSet, KeyCondition, StreamExt as _, TryStreamExt as _};
+    #[cfg(feature = "dynamodb")]
+    pub use crate::store::DynamoStore;
+    pub use crate::store::{Expect, MemoryStore, Store, TableDefinition};
+    pub use crate::{AttributeValue, Collection, Entity, EntityExt, Table, Transaction};
+}

@@ -7,7 +7,7 @@
     clippy::let_and_return
 )] // the README's code, as a user would write it
 
-use entity_manager::{AttributeValue, Entity, EntityExt, Table};
+use entity_manager::prelude::*; // the derives, traits, stores and query inputs
 use serde::{Deserialize, Serialize};
 
 #[derive(Table)]
@@ -53,9 +53,8 @@ struct Email {
 /// The second and third blocks: keys, then store, query and page.
 #[rustfmt::skip] // the README's lines as the README writes them
 mod keys_and_query {
-    use super::{AttributeValue, Deserialize, EntityExt, Table, User, UserIndex, Users};
-    use entity_manager::query::{FieldSet, KeyCondition, TryStreamExt as _};
-    use entity_manager::store::{Expect, MemoryStore, Store, TableDefinition};
+    use super::{Deserialize, User, UserIndex, Users};
+    use entity_manager::prelude::*;
 
     pub(super) fn run() -> Result<(), Box<dyn std::error::Error>> {
         main()
@@ -169,9 +168,8 @@ mod keys_and_query {
 /// The fourth block: read, create, update, move and delete records.
 #[rustfmt::skip] // the README's lines as the README writes them
 mod records {
-    use super::{Email, EntityExt, Table, User, Users};
-    use entity_manager::store::{MemoryStore, TableDefinition};
-    use entity_manager::{Transaction, field::Changes};
+    use super::{Email, User, Users};
+    use entity_manager::prelude::*;
 
     pub(super) fn run() -> Result<(), Box<dyn std::error::Error>> {
         main()
