@@ -347,7 +347,9 @@ pub use entity_manager_derive::Entity;
 pub mod prelude {
     pub use crate::field::Changes;
     pub use crate::query::Collection as _;
-    pub use crate::query::{EVERY_SHARD, FieldSet, KeyCondition, StreamExt as _, TryStreamExt as _};
+    pub use crate::query::{
+        EVERY_SHARD, FieldSet, KeyCondition, StreamExt as _, TryStreamExt as _,
+    };
     #[cfg(feature = "dynamodb")]
     pub use crate::store::DynamoStore;
     pub use crate::store::{Expect, MemoryStore, Store, TableDefinition};
