@@ -692,35 +692,48 @@ fn fanout_v2_multi(
     timer: &PreciseTimer,
     runtime: &tokio::runtime::Runtime,
 ) -> BenchResult<()> {
-    // 20 shards: 5 chars of 2 bits; 64: 4 chars of 4 bits (the product rule)
+    // 20 shards: 5 chars of 2 bits; 64: 4 chars of 4 bits (the product rule); a collection of
+    // two entities of 10 shards each (5 chars of 1 bit), the records dealt between them: the
+    // same 20 lanes and the same items as one entity of 20 shards
     const TWENTY: &[ShardBump] = &[ShardBump::new(0, 2, 5)];
     const SIXTY_FOUR: &[ShardBump] = &[ShardBump::new(0, 4, 4)];
+    const TEN: &[ShardBump] = &[ShardBump::new(0, 1, 5)];
     let configs = [
-        (TWENTY, 100usize, V2_PAGES),
-        (TWENTY, 100, TO_END),
-        (TWENTY, 10, V2_PAGES),
-        (TWENTY, 1, V2_PAGES),
-        (SIXTY_FOUR, 1, V2_PAGES),
+        (TWENTY, 100usize, V2_PAGES, false),
+        (TWENTY, 100, TO_END, false),
+        (TWENTY, 10, V2_PAGES, false),
+        (TWENTY, 1, V2_PAGES, false),
+        (SIXTY_FOUR, 1, V2_PAGES, false),
+        (TEN, 100, V2_PAGES, true),
+        (TEN, 100, TO_END, true),
+        (TEN, 10, V2_PAGES, true),
+        (TEN, 1, V2_PAGES, true),
     ];
-    for (bumps, limit, pages) in configs {
+    for (bumps, limit, pages, collection) in configs {
         let schema = multi_schema(bumps)?;
         let store = MemoryStore::new(TableDefinition::from_schema(&schema)?);
-        let players = schema.entity("player")?;
+        let members = if collection {
+            vec![schema.entity("player")?, schema.entity("coach")?]
+        } else {
+            vec![schema.entity("player")?]
+        };
         let keyed: Vec<Item> = records
             .iter()
-            .map(|r| {
+            .enumerate()
+            .map(|(n, r)| {
                 let created = r.get("created").cloned().ok_or("no created")?;
                 let mut item = r.clone();
                 item.insert("team".into(), AttributeValue::S("red".into()));
                 item.insert("score".into(), created);
-                Ok(players.add_keys(&item)?)
+                let member = members.get(n % members.len()).ok_or("no member")?;
+                Ok(member.add_keys(&item)?)
             })
             .collect::<BenchResult<_>>()?;
         let populated = stored(&store, keyed)?;
         let store = v2_store(Timed::new(store), timer);
         macro_rules! query {
             ($store:expr) => {
-                MultiQuery::new($store, players, "byTeam")
+                MultiQuery::collection($store, members.clone(), "byTeam")
                     .hash([AttributeValue::S("red".into())])
                     .window(WINDOW.0, WINDOW.1)
                     .limit(limit)
@@ -739,13 +752,19 @@ fn fanout_v2_multi(
             async move { latent.page(token.as_deref()).await }
         }))?;
         let wait = store.hook.mean_wait().as_secs_f64();
-        v2_row("MultiQuery", populated, limit, &bare, &latent, wait);
+        let label = if collection {
+            "collection (2 entities)"
+        } else {
+            "MultiQuery"
+        };
+        v2_row(label, populated, limit, &bare, &latent, wait);
     }
     Ok(())
 }
 
-/// A `player` entity (`userId`, `created`, `team`, `score`) with a sharded multi-attribute index
-/// `byTeam` (partition `hashKey`, `team`; sort `score`), sharded by `bumps`.
+/// `player` and `coach` entities (`userId`, `created`, `team`, `score`) with the same sharded
+/// multi-attribute index `byTeam` (partition `hashKey`, `team`; sort `score`), sharded by
+/// `bumps`.
 fn multi_schema(bumps: &'static [ShardBump]) -> BenchResult<Schema> {
     const PROPERTIES: &[Property] = &[
         Property::new("userId", transcode::STRING),
@@ -761,7 +780,11 @@ fn multi_schema(bumps: &'static [ShardBump]) -> BenchResult<Schema> {
         .with_properties(PROPERTIES)
         .with_indexes(INDEXES)
         .with_shard_bumps(bumps);
-    Ok(Schema::new(TableModel::DEFAULT, vec![player])?)
+    let coach = EntityModel::new("coach", "userId", "created")
+        .with_properties(PROPERTIES)
+        .with_indexes(INDEXES)
+        .with_shard_bumps(bumps);
+    Ok(Schema::new(TableModel::DEFAULT, vec![player, coach])?)
 }
 
 // ---------------------------------------------------------------------------------------------
