@@ -10,6 +10,8 @@ mod expand;
 #[cfg(test)]
 mod fuzz;
 mod model;
+#[cfg(test)]
+mod snapshots;
 mod table;
 #[cfg(test)]
 mod tests;
