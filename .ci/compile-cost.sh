@@ -15,8 +15,8 @@ cd "$(dirname "$0")/.."
 root=$PWD
 N=${N:-30}
 ROUNDS=${ROUNDS:-5}
-work="$root/target/compile-cost"
-export CARGO_TARGET_DIR="$root/target"
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$root/target}"
+work="$CARGO_TARGET_DIR/compile-cost"
 export CARGO_INCREMENTAL=0
 
 entity() { # $1 = index, $2 = "derive" or "serde"

@@ -286,14 +286,28 @@ pub const fn borrowed(cow: &Cow<'static, str>) -> Cow<'static, str> {
 // (the rules that need the table's settings or the other entities) evaluate the `const fn`s
 // re-exported below, which `validate.rs` calls at run time too.
 
+/// The table model of an entity's table, for the derive's `const` assertions: one blanket impl
+/// here rather than one trait per entity in every expansion. Reached through `Entity::Table`, so
+/// that a table type that is not a `#[derive(Table)]` is reported once, by the impl's
+/// `type Table`.
+pub trait TableModelOf {
+    /// `<Self::Table as Table>::MODEL`.
+    const TABLE: &'static TableModel;
+}
+
+impl<E: Entity> TableModelOf for E {
+    const TABLE: &'static TableModel = &<E::Table as Table>::MODEL;
+}
+
 /// The configuration rules, for the derive (see `rules.rs`).
 pub mod rules {
     pub use crate::rules::*;
 }
 
 pub use crate::rules::{
-    Delimiter, IndexConflict, Message, contains_delimiter, distinct_indexes, index_conflict,
-    index_conflict_message, index_count_message, indexes_of, is_name, same_token,
+    Delimiter, IndexConflict, Message, contains_delimiter, distinct_indexes, first_index_conflict,
+    first_same_token, index_conflict, index_conflict_message, index_count_message, indexes_of,
+    is_name, name_problems, same_token,
 };
 
 #[cfg(test)]

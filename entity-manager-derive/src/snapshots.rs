@@ -1,6 +1,6 @@
 //! Expansion snapshots (issue 31): what each derive emits for representative inputs, pretty
 //! printed and pinned with insta under `src/snapshots/`, so that any change to emitted code shows
-//! as a diff in review (diesel_derives' model). To accept a deliberate change, run the tests with
+//! as a diff in review (the model of `diesel_derives`). To accept a deliberate change, run the tests with
 //! `INSTA_UPDATE=always` (or `cargo insta review`) and review the `.snap` diff.
 //!
 //! The inputs are the README's `User` (classic indexes, a generated property, shard bumps,
@@ -14,7 +14,7 @@ use crate::expand::{derive_entity, derive_table};
 
 /// The expansion as formatted Rust; the raw tokens when they do not parse as a file (a failing
 /// derive), so that the snapshot still shows them.
-fn pretty(tokens: TokenStream) -> String {
+fn pretty(tokens: &TokenStream) -> String {
     match syn::parse2::<syn::File>(tokens.clone()) {
         Ok(file) => prettyplease::unparse(&file),
         Err(_) => tokens.to_string(),
@@ -22,15 +22,15 @@ fn pretty(tokens: TokenStream) -> String {
 }
 
 fn entity(input: &DeriveInput) -> String {
-    pretty(derive_entity(input))
+    pretty(&derive_entity(input))
 }
 
 fn table(input: &DeriveInput) -> String {
-    pretty(derive_table(input))
+    pretty(&derive_table(input))
 }
 
 fn collection(input: &DeriveInput) -> String {
-    pretty(crate::collection::derive(input))
+    pretty(&crate::collection::derive(input))
 }
 
 fn readme_user() -> DeriveInput {
@@ -124,6 +124,60 @@ fn collection_roster() {
         pub(crate) enum Roster {
             Player(Player),
             Coach(Coach),
+        }
+    }));
+}
+
+#[test]
+fn collection_crate_path() {
+    let expansion = collection(&parse_quote! {
+        #[collection(crate = ::em)]
+        pub(crate) enum Roster {
+            Player(Player),
+            Coach(Coach),
+        }
+    });
+    // every runtime path goes through `crate = …`: none is hard-coded
+    assert!(!expansion.contains("entity_manager"), "{expansion}");
+    insta::assert_snapshot!(expansion);
+}
+
+#[test]
+fn entity_and_table_crate_paths_are_honoured() {
+    for expansion in [
+        entity(&parse_quote! {
+            #[entity(table = Users, unique = email, timestamp = created, crate = ::em)]
+            #[generated(name = email_key, components = [email])]
+            struct Email {
+                #[transcode("string")]
+                email: String,
+                #[transcode("timestamp")]
+                created: u64,
+            }
+        }),
+        table(&parse_quote! {
+            #[table(entities(User), crate = ::em)]
+            pub struct Users;
+        }),
+    ] {
+        assert!(!expansion.contains("entity_manager"), "{expansion}");
+    }
+}
+
+/// A derive that fails keeps its items: the errors, and beside them the placeholder impl, the
+/// index enum and the typed fields, so that uses of `User::FIELDS` add no error of their own.
+#[test]
+fn entity_with_an_error_keeps_its_items() {
+    insta::assert_snapshot!(entity(&parse_quote! {
+        #[entity(table = Users, unique = id, timestamp = created)]
+        #[shard_bumps(bumps = [bump(timestamp = 1_726_880_933, char_bits = 2, chars = 1)])]
+        #[index(name = "created", range = created)]
+        struct User {
+            #[transcode("string")]
+            id: String,
+            #[transcode("timestamp")]
+            created: u64,
+            name: String,
         }
     }));
 }
