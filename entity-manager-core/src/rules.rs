@@ -1447,11 +1447,14 @@ pub const fn is_name(key: &Cow<'_, str>, name: &str) -> bool {
 /// delimiter [`Delimiter::ALL`]`[d]` (rules [`ConfigRule::EntityToken`],
 /// [`ConfigRule::NamesFreeOfDelimiters`]).
 ///
-/// One call per entity, with no helper calls in its loops: the compiler's `const` interpreter
+/// `bytes` has bit `b` set for every byte `b < 128` of every name (the derive computes it), and
+/// bit 127 for any byte from 128: the delimiters are looked for only when one of them starts
+/// with such a byte. One call per entity, with that shortcut: the compiler's `const` interpreter
 /// runs it for every entity of every build, so its step count is the derive's compile cost.
 pub const fn name_problems(
     table: &crate::model::TableModel,
     names: &[(&str, bool, bool)],
+    bytes: u128,
 ) -> (usize, usize) {
     let hash = name(&table.hash_key).as_bytes();
     let range = name(&table.range_key).as_bytes();
@@ -1460,6 +1463,17 @@ pub const fn name_problems(
         Delimiter::ALL[1].of(&table.delimiters).as_bytes(),
         Delimiter::ALL[2].of(&table.delimiters).as_bytes(),
     ];
+    // the fast path: no delimiter starts with a byte any name holds, so no name contains one
+    let mut scan = false;
+    let mut d = 0;
+    while d < delimiters.len() {
+        if let Some(&first) = delimiters[d].first()
+            && (first >= 128 || bytes & (1u128 << first) != 0)
+        {
+            scan = true;
+        }
+        d += 1;
+    }
     let mut k = 0;
     while k < names.len() {
         let (text, keys, check_delimiters) = names[k];
@@ -1470,7 +1484,7 @@ pub const fn name_problems(
         if keys && bytes_eq(text, range) {
             return (k, 2);
         }
-        if check_delimiters {
+        if scan && check_delimiters {
             let mut d = 0;
             while d < delimiters.len() {
                 if bytes_contain(text, delimiters[d]) {
@@ -1497,18 +1511,43 @@ pub const fn first_same_token(entity: &EntityModel, earlier: &[&EntityModel]) ->
     None
 }
 
-/// The first entity of `earlier` whose indexes conflict with `entity`'s (rule
-/// [`ConfigRule::IndexDeclarationsAgree`]), by position, with the conflict.
+/// The first index of `entity` that conflicts with the first earlier declaration of its name
+/// in `earlier` (rule [`ConfigRule::IndexDeclarationsAgree`]), by that entity's position, with
+/// the conflict. Comparing with the first declaration only is enough: a later declaration
+/// that disagreed with it was reported at its own entity. Linear in the entities, where
+/// comparing every pair was quadratic in the `const` interpreter.
+#[allow(clippy::many_single_char_names)] // positions and the two indexes, as in `index_conflict`
 pub const fn first_index_conflict<'a>(
     entity: &'a EntityModel,
     earlier: &[&'a EntityModel],
 ) -> Option<(usize, IndexConflict<'a>)> {
-    let mut j = 0;
-    while j < earlier.len() {
-        if let Some(conflict) = index_conflict(entity, earlier[j]) {
-            return Some((j, conflict));
+    let mine = slice(&entity.indexes);
+    let mut i = 0;
+    while i < mine.len() {
+        let x = &mine[i];
+        let mut j = 0;
+        'declarations: while j < earlier.len() {
+            let theirs = slice(&earlier[j].indexes);
+            let mut k = 0;
+            while k < theirs.len() {
+                let y = &theirs[k];
+                if str_eq(name(&x.name), name(&y.name)) {
+                    if !(str_eq(name(&x.hash_key), name(&y.hash_key))
+                        && str_eq(name(&x.range_key), name(&y.range_key))
+                        && same_multi_key(x.multi.as_ref(), y.multi.as_ref()))
+                    {
+                        return Some((j, IndexConflict::Keys(x, y)));
+                    }
+                    if !same_projection(&x.projection, &y.projection) {
+                        return Some((j, IndexConflict::Projection(x, y)));
+                    }
+                    break 'declarations;
+                }
+                k += 1;
+            }
+            j += 1;
         }
-        j += 1;
+        i += 1;
     }
     None
 }
@@ -1952,5 +1991,65 @@ mod tests {
                 .contains("`i20` is the 21st distinct index of the table, which declares 21")
         }));
         assert!(index_count_message("Users", &lists[..1]).is_none());
+    }
+}
+
+/// `name_problems`, which the derive's `const` assertion runs with a byte mask to skip the
+/// delimiter scan, finds what the rules one by one find, in the same order.
+#[cfg(test)]
+mod name_problems_agree {
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::model::{Delimiters, TableModel};
+
+    const TEXTS: [&str; 9] = ["|", "#", "!", "ab", "é", "", "x", "hashKey", "rangeKey"];
+
+    fn reference(table: &TableModel, names: &[(&str, bool, bool)]) -> (usize, usize) {
+        for (k, &(text, keys, delimiters)) in names.iter().enumerate() {
+            if keys && is_name(&table.hash_key, text) {
+                return (k, 1);
+            }
+            if keys && is_name(&table.range_key, text) {
+                return (k, 2);
+            }
+            if delimiters {
+                for (d, which) in Delimiter::ALL.into_iter().enumerate() {
+                    if contains_delimiter(&table.delimiters, which, text) {
+                        return (k, 3 + d);
+                    }
+                }
+            }
+        }
+        (usize::MAX, 0)
+    }
+
+    /// The mask the derive computes (`expand/assertions.rs`).
+    fn mask(names: &[(&str, bool, bool)]) -> u128 {
+        let mut bytes = 0u128;
+        for &(text, _, delimiters) in names {
+            if delimiters {
+                for b in text.bytes() {
+                    bytes |= 1u128 << b.min(127);
+                }
+            }
+        }
+        bytes
+    }
+
+    proptest! {
+        #[test]
+        fn as_the_rules_one_by_one(
+            keys in (0..TEXTS.len(), 0..TEXTS.len()),
+            delimiters in (0..TEXTS.len(), 0..TEXTS.len(), 0..TEXTS.len()),
+            names in proptest::collection::vec(("[a-z|#!xé]{0,6}", any::<bool>(), any::<bool>()), 0..6),
+        ) {
+            let table = TableModel::DEFAULT
+                .with_keys(TEXTS[keys.0], TEXTS[keys.1])
+                .with_delimiters(Delimiters::new(TEXTS[delimiters.0], TEXTS[delimiters.1], TEXTS[delimiters.2]));
+            let names: Vec<(&str, bool, bool)> =
+                names.iter().map(|(t, k, d)| (t.as_str(), *k, *d)).collect();
+            prop_assert_eq!(name_problems(&table, &names, mask(&names)), reference(&table, &names));
+        }
     }
 }

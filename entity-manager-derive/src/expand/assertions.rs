@@ -56,6 +56,8 @@ pub(crate) fn table_assertions(c: &Container<'_>, table: &syn::Path) -> TokenStr
     // every name's checks run in one call (`name_problems`); the panic of the name at fault is
     // spanned at its token, so that the error points there
     let mut calls = Vec::new();
+    // the bytes of the names checked for delimiters, for `name_problems`' shortcut
+    let mut bytes = 0u128;
     // the locals carry the call site's hygiene wherever they are used: a name's token may come
     // from the user's `macro_rules!`, whose hygiene would not see them
     let (name_var, problem_var) = (
@@ -82,6 +84,11 @@ pub(crate) fn table_assertions(c: &Container<'_>, table: &syn::Path) -> TokenStr
             }
         }
         let (keys, delimiters) = (role.is_some(), named.is_some());
+        if delimiters {
+            for b in stored.bytes() {
+                bytes |= 1u128 << b.min(127);
+            }
+        }
         calls.push(quote!((#stored, #keys, #delimiters)));
         quote_spanned! {span=>
             if #name_var == #k {
@@ -125,7 +132,7 @@ pub(crate) fn table_assertions(c: &Container<'_>, table: &syn::Path) -> TokenStr
     // compile cost down
     tokens.extend(quote! {
         const _: () = {
-            let (#name_var, #problem_var) = _em::__private::name_problems(__TABLE, &[#(#calls),*]);
+            let (#name_var, #problem_var) = _em::__private::name_problems(__TABLE, &[#(#calls),*], #bytes);
             #checks
         };
     });
