@@ -206,6 +206,19 @@ pub use crate::field::{Field, KeyPart, Optional, Required};
 // ---------------------------------------------------------------------------------------------
 // entities and tables
 
+/// A type serde can write and read back, as every entity's records are: `#[derive(Entity)]`
+/// checks it at the struct's name, so that a struct without the serde derives is reported there
+/// with the fix, not at its first `to_item` with the runtime's source.
+#[diagnostic::on_unimplemented(
+    message = "the entity `{Self}` is not (de)serializable: it needs `serde::Serialize` and `serde::Deserialize`",
+    label = "add `#[derive(serde::Serialize, serde::Deserialize)]` to `{Self}`",
+    note = "records are written and read through serde: derive both beside `#[derive(Entity)]` (serde's attributes such as `rename_all` then name the stored attributes)"
+)]
+pub trait Stored {}
+
+#[diagnostic::do_not_recommend]
+impl<T: Serialize + DeserializeOwned> Stored for T {}
+
 /// Implemented by `#[derive(Table)]` for every entity its `entities(…)` lists; `#[derive(Entity)]`
 /// checks `<Self as MemberOf<Table>>::MEMBER`, so an entity its table does not list fails on the
 /// `table = …` path.

@@ -50,6 +50,9 @@ pub(crate) struct Container<'a> {
     /// The schedule they make: sorted, with the implied zero bump in front.
     pub(crate) bumps: Vec<Bump>,
     pub(crate) index_enum: Ident,
+    /// A `#[serde(…)]` attribute is on the struct or a field: the serde derives are there (the
+    /// attribute is theirs), so a missing `Serialize` is their failure, already reported.
+    pub(crate) serde_attributes: bool,
 }
 
 pub(crate) struct Field<'a> {
@@ -293,6 +296,7 @@ impl<'a> Container<'a> {
             .collect();
 
         let generated_names = generated_names(attrs);
+        let serde_attributes = serde_attributes(attrs);
         let (unique, timestamp) = options.as_ref().map_or((None, None), |o| {
             resolve_key_properties(o, &fields, &generated_names, errors)
         });
@@ -361,6 +365,7 @@ impl<'a> Container<'a> {
             bump_defs,
             bumps,
             index_enum,
+            serde_attributes,
         }
     }
 }
@@ -426,6 +431,17 @@ fn check_emitted_names(
         builders.push((builder, &g.ident));
     }
     index_enum.clone()
+}
+
+/// Whether a `#[serde(…)]` attribute is on the struct or one of its fields.
+fn serde_attributes(attrs: &EntityAttrs) -> bool {
+    let is_serde = |a: &syn::Attribute| a.path().is_ident("serde");
+    attrs.attrs.iter().any(is_serde)
+        || attrs
+            .data
+            .as_ref()
+            .take_struct()
+            .is_some_and(|s| s.fields.iter().any(|f| f.attrs.iter().any(is_serde)))
 }
 
 /// The generated properties' names as written, for the message of a unique or timestamp that

@@ -29,6 +29,23 @@ pub(crate) fn first_span(tokens: &TokenStream) -> Span {
         .map_or_else(Span::call_site, |t| t.span())
 }
 
+/// The struct derives serde's traits: checked at its name (the bound is on a local function so
+/// that the error's notes point at the user's code, not the runtime's). Not when a `#[serde(…)]`
+/// attribute shows that serde's derives are there: a failure of theirs is theirs to report.
+fn stored_assertion(c: &Container<'_>) -> TokenStream {
+    let ident = c.ident;
+    if c.serde_attributes {
+        return TokenStream::new();
+    }
+    quote_spanned! {ident.span()=>
+        #[allow(dead_code)]
+        fn __stored() {
+            fn __check<T: _em::__private::Stored>() {}
+            __check::<#ident>();
+        }
+    }
+}
+
 /// The checks of the entity against its table, each spanned at the name's token:
 /// the entity is listed by the table; the timestamp property is `u64` or `i64`; no stored name
 /// is a table key's name (rule `attribute-names-distinct`); no name written inside keys (the
@@ -36,6 +53,7 @@ pub(crate) fn first_span(tokens: &TokenStream) -> Span {
 /// `entity-token`, `names-free-of-delimiters`).
 pub(crate) fn table_assertions(c: &Container<'_>, table: &syn::Path) -> TokenStream {
     let mut tokens = member_assertion(c.ident, table);
+    tokens.extend(stored_assertion(c));
     let mut checks = TokenStream::new();
     // the timestamp property is `u64` or `i64` (with the `timestamp` transcode, the model checks
     // it, as one check)
