@@ -206,6 +206,19 @@ pub use crate::field::{Field, KeyPart, Optional, Required};
 // ---------------------------------------------------------------------------------------------
 // entities and tables
 
+/// A type serde can write and read back, as every entity's records are: `#[derive(Entity)]`
+/// checks it at the struct's name, so that a struct without the serde derives is reported there
+/// with the fix, not at its first `to_item` with the runtime's source.
+#[diagnostic::on_unimplemented(
+    message = "the entity `{Self}` is not (de)serializable: it needs `serde::Serialize` and `serde::Deserialize`",
+    label = "add `#[derive(serde::Serialize, serde::Deserialize)]` to `{Self}`",
+    note = "records are written and read through serde: derive both beside `#[derive(Entity)]` (serde's attributes such as `rename_all` then name the stored attributes)"
+)]
+pub trait Stored {}
+
+#[diagnostic::do_not_recommend]
+impl<T: Serialize + DeserializeOwned> Stored for T {}
+
 /// Implemented by `#[derive(Table)]` for every entity its `entities(…)` lists; `#[derive(Entity)]`
 /// checks `<Self as MemberOf<Table>>::MEMBER`, so an entity its table does not list fails on the
 /// `table = …` path.
@@ -286,14 +299,28 @@ pub const fn borrowed(cow: &Cow<'static, str>) -> Cow<'static, str> {
 // (the rules that need the table's settings or the other entities) evaluate the `const fn`s
 // re-exported below, which `validate.rs` calls at run time too.
 
+/// The table model of an entity's table, for the derive's `const` assertions: one blanket impl
+/// here rather than one trait per entity in every expansion. Reached through `Entity::Table`, so
+/// that a table type that is not a `#[derive(Table)]` is reported once, by the impl's
+/// `type Table`.
+pub trait TableModelOf {
+    /// `<Self::Table as Table>::MODEL`.
+    const TABLE: &'static TableModel;
+}
+
+impl<E: Entity> TableModelOf for E {
+    const TABLE: &'static TableModel = &<E::Table as Table>::MODEL;
+}
+
 /// The configuration rules, for the derive (see `rules.rs`).
 pub mod rules {
     pub use crate::rules::*;
 }
 
 pub use crate::rules::{
-    Delimiter, IndexConflict, Message, contains_delimiter, distinct_indexes, index_conflict,
-    index_conflict_message, index_count_message, indexes_of, is_name, same_token,
+    Delimiter, IndexConflict, Message, contains_delimiter, distinct_indexes, first_index_conflict,
+    first_same_token, index_conflict, index_conflict_message, index_count_message, indexes_of,
+    is_name, name_problems, same_token,
 };
 
 #[cfg(test)]

@@ -87,6 +87,15 @@ pub enum Required {}
 pub enum KeyPart {}
 
 /// Field kinds an update may set ([`Optional`] and [`Required`]).
+///
+/// The unique and the timestamp property ([`KeyPart`]) are written into the record's keys: an
+/// update that set them would leave the record under keys that no longer match it, so the
+/// compiler refuses it and says to move the record.
+#[diagnostic::on_unimplemented(
+    message = "an update cannot set a key part (the unique or the timestamp property)",
+    label = "this field is written into the record's keys",
+    note = "to change the unique or the timestamp, move the record: `User::move_record(&store, &old_id, &moved)` deletes it under its old keys and writes it under the new ones, in one transaction"
+)]
 pub trait Settable: sealed::Kind {}
 impl Settable for Optional {}
 impl Settable for Required {}

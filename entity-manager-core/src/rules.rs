@@ -637,6 +637,29 @@ pub fn bump_chars(syntax: Syntax, value: i128) -> Option<Problem> {
     })
 }
 
+/// The bump timestamps [`bump_timestamp_in_milliseconds`] refuses: from 2001-09-09 in
+/// seconds (10^9) up to the first millisecond of 2000 (UTC). Such a value is a recent date in
+/// seconds and a date of 1970–1999 in milliseconds, before any table; smaller ones are the
+/// synthetic schedules of tests and examples (`timestamp = 1_000`) and stay accepted.
+pub const BUMP_TIMESTAMPS_IN_SECONDS: std::ops::Range<u64> = 1_000_000_000..946_684_800_000;
+
+/// Rule (a half of bump ranges, in the derive): a bump's timestamp is milliseconds, not seconds.
+/// `1_726_880_933` is 2024-09-21 in seconds but 1970-01-20 in milliseconds: the bump would start
+/// in 1970, and every record since would be sharded by it. The message gives the value in
+/// milliseconds. See [`BUMP_TIMESTAMPS_IN_SECONDS`].
+pub fn bump_timestamp_in_milliseconds(value: u64) -> Option<Problem> {
+    BUMP_TIMESTAMPS_IN_SECONDS.contains(&value).then(|| {
+        let days = value / 86_400_000;
+        let as_ms = value.saturating_mul(1000);
+        Problem::new(
+            ConfigRule::BumpRanges,
+            format!(
+                "shard bump timestamp {value} is {days} days after 1970-01-01 in milliseconds: it looks like seconds; bump timestamps are milliseconds since the Unix epoch, so write `{as_ms}`"
+            ),
+        )
+    })
+}
+
 /// Rule: no two bumps start at the same timestamp: a record's creation time picks one bump.
 /// `timestamps` are the bumps' (declared position, timestamp); returns the position of each
 /// repeat, with its problem.
@@ -1346,7 +1369,10 @@ pub fn projections_unique(index: &str, projections: &[&str]) -> Vec<(usize, Prob
 // `validate.rs`
 
 const fn str_eq(a: &str, b: &str) -> bool {
-    let (a, b) = (a.as_bytes(), b.as_bytes());
+    bytes_eq(a.as_bytes(), b.as_bytes())
+}
+
+const fn bytes_eq(a: &[u8], b: &[u8]) -> bool {
     if a.len() != b.len() {
         return false;
     }
@@ -1361,18 +1387,24 @@ const fn str_eq(a: &str, b: &str) -> bool {
 }
 
 const fn contains(haystack: &str, needle: &str) -> bool {
-    let (h, n) = (haystack.as_bytes(), needle.as_bytes());
+    bytes_contain(haystack.as_bytes(), needle.as_bytes())
+}
+
+const fn bytes_contain(h: &[u8], n: &[u8]) -> bool {
     if n.is_empty() || n.len() > h.len() {
         return false;
     }
     let mut start = 0;
     while start + n.len() <= h.len() {
-        let mut i = 0;
-        while i < n.len() && h[start + i] == n[i] {
-            i += 1;
-        }
-        if i == n.len() {
-            return true;
+        // the first byte alone rules out most positions
+        if h[start] == n[0] {
+            let mut i = 1;
+            while i < n.len() && h[start + i] == n[i] {
+                i += 1;
+            }
+            if i == n.len() {
+                return true;
+            }
         }
         start += 1;
     }
@@ -1405,6 +1437,119 @@ pub const fn indexes_of(entity: &EntityModel) -> &[Index] {
 #[allow(clippy::ptr_arg)] // the model's names are `Cow`s
 pub const fn is_name(key: &Cow<'_, str>, name: &str) -> bool {
     str_eq(name, self::name(key))
+}
+
+/// The first failing check of the names an entity writes, against its table, for the derive's
+/// one `const` assertion per entity: `(k, code)` for `names[k] = (name, keys, delimiters)`, or
+/// `(usize::MAX, 0)` when every check passes. Per name, in order: with `keys`, code `1` when
+/// `name` is the table's hash key, `2` its range key (rule
+/// [`ConfigRule::AttributeNamesDistinct`]); with `delimiters`, `3 + d` when it contains the
+/// delimiter [`Delimiter::ALL`]`[d]` (rules [`ConfigRule::EntityToken`],
+/// [`ConfigRule::NamesFreeOfDelimiters`]).
+///
+/// `bytes` has bit `b` set for every byte `b < 128` of every name (the derive computes it), and
+/// bit 127 for any byte from 128: the delimiters are looked for only when one of them starts
+/// with such a byte. One call per entity, with that shortcut: the compiler's `const` interpreter
+/// runs it for every entity of every build, so its step count is the derive's compile cost.
+pub const fn name_problems(
+    table: &crate::model::TableModel,
+    names: &[(&str, bool, bool)],
+    bytes: u128,
+) -> (usize, usize) {
+    let hash = name(&table.hash_key).as_bytes();
+    let range = name(&table.range_key).as_bytes();
+    let delimiters = [
+        Delimiter::ALL[0].of(&table.delimiters).as_bytes(),
+        Delimiter::ALL[1].of(&table.delimiters).as_bytes(),
+        Delimiter::ALL[2].of(&table.delimiters).as_bytes(),
+    ];
+    // the fast path: no delimiter starts with a byte any name holds, so no name contains one
+    let mut scan = false;
+    let mut d = 0;
+    while d < delimiters.len() {
+        if let Some(&first) = delimiters[d].first()
+            && (first >= 128 || bytes & (1u128 << first) != 0)
+        {
+            scan = true;
+        }
+        d += 1;
+    }
+    let mut k = 0;
+    while k < names.len() {
+        let (text, keys, check_delimiters) = names[k];
+        let text = text.as_bytes();
+        if keys && bytes_eq(text, hash) {
+            return (k, 1);
+        }
+        if keys && bytes_eq(text, range) {
+            return (k, 2);
+        }
+        if scan && check_delimiters {
+            let mut d = 0;
+            while d < delimiters.len() {
+                if bytes_contain(text, delimiters[d]) {
+                    return (k, 3 + d);
+                }
+                d += 1;
+            }
+        }
+        k += 1;
+    }
+    (usize::MAX, 0)
+}
+
+/// The first entity of `earlier` that shares `entity`'s token (rule
+/// [`ConfigRule::EntityTokensUnique`]), by position.
+pub const fn first_same_token(entity: &EntityModel, earlier: &[&EntityModel]) -> Option<usize> {
+    let mut j = 0;
+    while j < earlier.len() {
+        if same_token(entity, earlier[j]) {
+            return Some(j);
+        }
+        j += 1;
+    }
+    None
+}
+
+/// The first index of `entity` that conflicts with the first earlier declaration of its name
+/// in `earlier` (rule [`ConfigRule::IndexDeclarationsAgree`]), by that entity's position, with
+/// the conflict. Comparing with the first declaration only is enough: a later declaration
+/// that disagreed with it was reported at its own entity. Linear in the entities, where
+/// comparing every pair was quadratic in the `const` interpreter.
+#[allow(clippy::many_single_char_names)] // positions and the two indexes, as in `index_conflict`
+pub const fn first_index_conflict<'a>(
+    entity: &'a EntityModel,
+    earlier: &[&'a EntityModel],
+) -> Option<(usize, IndexConflict<'a>)> {
+    let mine = slice(&entity.indexes);
+    let mut i = 0;
+    while i < mine.len() {
+        let x = &mine[i];
+        let mut j = 0;
+        'declarations: while j < earlier.len() {
+            let theirs = slice(&earlier[j].indexes);
+            let mut k = 0;
+            while k < theirs.len() {
+                let y = &theirs[k];
+                if str_eq(name(&x.name), name(&y.name)) {
+                    if !(str_eq(name(&x.hash_key), name(&y.hash_key))
+                        && str_eq(name(&x.range_key), name(&y.range_key))
+                        && same_multi_key(x.multi.as_ref(), y.multi.as_ref()))
+                    {
+                        return Some((j, IndexConflict::Keys(x, y)));
+                    }
+                    if !same_projection(&x.projection, &y.projection) {
+                        return Some((j, IndexConflict::Projection(x, y)));
+                    }
+                    break 'declarations;
+                }
+                k += 1;
+            }
+            j += 1;
+        }
+        i += 1;
+    }
+    None
 }
 
 /// Rule: entity tokens are unique in a table: the token prefixes every hash key, so two entities
@@ -1846,5 +1991,65 @@ mod tests {
                 .contains("`i20` is the 21st distinct index of the table, which declares 21")
         }));
         assert!(index_count_message("Users", &lists[..1]).is_none());
+    }
+}
+
+/// `name_problems`, which the derive's `const` assertion runs with a byte mask to skip the
+/// delimiter scan, finds what the rules one by one find, in the same order.
+#[cfg(test)]
+mod name_problems_agree {
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::model::{Delimiters, TableModel};
+
+    const TEXTS: [&str; 9] = ["|", "#", "!", "ab", "é", "", "x", "hashKey", "rangeKey"];
+
+    fn reference(table: &TableModel, names: &[(&str, bool, bool)]) -> (usize, usize) {
+        for (k, &(text, keys, delimiters)) in names.iter().enumerate() {
+            if keys && is_name(&table.hash_key, text) {
+                return (k, 1);
+            }
+            if keys && is_name(&table.range_key, text) {
+                return (k, 2);
+            }
+            if delimiters {
+                for (d, which) in Delimiter::ALL.into_iter().enumerate() {
+                    if contains_delimiter(&table.delimiters, which, text) {
+                        return (k, 3 + d);
+                    }
+                }
+            }
+        }
+        (usize::MAX, 0)
+    }
+
+    /// The mask the derive computes (`expand/assertions.rs`).
+    fn mask(names: &[(&str, bool, bool)]) -> u128 {
+        let mut bytes = 0u128;
+        for &(text, _, delimiters) in names {
+            if delimiters {
+                for b in text.bytes() {
+                    bytes |= 1u128 << b.min(127);
+                }
+            }
+        }
+        bytes
+    }
+
+    proptest! {
+        #[test]
+        fn as_the_rules_one_by_one(
+            keys in (0..TEXTS.len(), 0..TEXTS.len()),
+            delimiters in (0..TEXTS.len(), 0..TEXTS.len(), 0..TEXTS.len()),
+            names in proptest::collection::vec(("[a-z|#!xé]{0,6}", any::<bool>(), any::<bool>()), 0..6),
+        ) {
+            let table = TableModel::DEFAULT
+                .with_keys(TEXTS[keys.0], TEXTS[keys.1])
+                .with_delimiters(Delimiters::new(TEXTS[delimiters.0], TEXTS[delimiters.1], TEXTS[delimiters.2]));
+            let names: Vec<(&str, bool, bool)> =
+                names.iter().map(|(t, k, d)| (t.as_str(), *k, *d)).collect();
+            prop_assert_eq!(name_problems(&table, &names, mask(&names)), reference(&table, &names));
+        }
     }
 }

@@ -281,6 +281,20 @@ pub(crate) const TABLE: ListSpec = ListSpec {
     required: &[],
 };
 
+/// `#[collection(…)]` on a `#[derive(Collection)]` enum.
+#[derive(FromMeta)]
+pub(crate) struct CollectionOptions {
+    /// `crate = ::entity_manager`: where the runtime lives, for re-exporting crates.
+    #[darling(rename = "crate")]
+    pub(crate) krate: Option<PathValue>,
+}
+
+pub(crate) const COLLECTION: ListSpec = ListSpec {
+    what: "#[collection(…)]",
+    known: &["crate"],
+    required: &[],
+};
+
 // ---------------------------------------------------------------------------------------------
 // parsing one attribute list
 

@@ -117,6 +117,13 @@ fn check_bumps(c: &Container<'_>, errors: &mut Errors) {
             &def.chars.tokens,
             rules::bump_chars(SYNTAX, def.chars.value),
         );
+        if let Some(timestamp) = def.valid_timestamp {
+            report(
+                errors,
+                &def.timestamp.tokens,
+                rules::bump_timestamp_in_milliseconds(timestamp),
+            );
+        }
     }
     let timestamps = defs
         .iter()

@@ -1,72 +1,132 @@
-//! `#[derive(Collection)]`: an enum with one variant per member entity of an item collection.
-//! It emits data only: the member list and a match from a member's position to its variant;
-//! telling items apart and querying live in `entity_manager::query::Collection`, and routing
-//! stream records in `entity_manager::stream::Routed`.
+//! `#[derive(Collection)]`: an enum with one variant per member entity of an item collection,
+//! through the same pipeline as the other derives: parse (`#[collection(crate = …)]`, the
+//! variants) → model and check ([`CollectionDef`]) → expand. It emits data only: the member list
+//! and a match from a member's position to its variant; telling items apart and querying live in
+//! `entity_manager::query::Collection`, and routing stream records in
+//! `entity_manager::stream::Routed`.
 
 use proc_macro2::TokenStream;
-use quote::quote;
+use quote::{quote, quote_spanned};
 use syn::spanned::Spanned;
-use syn::{Data, DeriveInput, Fields};
+use syn::{Data, DeriveInput, Fields, Ident, Path, Type};
 
-/// The impl of `Collection`, or every error at once (each on its token).
-pub(crate) fn derive(input: &DeriveInput) -> TokenStream {
-    let mut errors: Vec<syn::Error> = Vec::new();
-    let ident = &input.ident;
-    if !input.generics.params.is_empty() {
-        errors.push(syn::Error::new(
-            input.generics.span(),
-            "a collection cannot be generic: name its member entities",
-        ));
-    }
-    let Data::Enum(data) = &input.data else {
-        return syn::Error::new(
-            ident.span(),
-            "`#[derive(Collection)]` applies to an enum with one variant per member entity, like `enum UserAndEmails { User(User), Email(Email) }`",
-        )
-        .to_compile_error();
-    };
-    if data.variants.is_empty() {
-        errors.push(syn::Error::new(
-            ident.span(),
-            "a collection needs at least one member: add a variant per entity, like `User(User)`",
-        ));
-    }
-    let mut members = Vec::new();
-    for variant in &data.variants {
-        match &variant.fields {
-            Fields::Unnamed(fields) if fields.unnamed.len() == 1 => {
-                members.push((&variant.ident, &fields.unnamed[0].ty));
-            }
-            _ => errors.push(syn::Error::new(
-                variant.span(),
-                format!(
-                    "variant `{}` must hold one entity, like `{}({})`",
-                    variant.ident, variant.ident, variant.ident
+use crate::attrs::{self, CollectionOptions};
+use crate::errors::Errors;
+
+/// The model of a collection: its runtime path and its members.
+pub(crate) struct CollectionDef<'a> {
+    ident: &'a Ident,
+    /// `#[collection(crate = …)]`, or `::entity_manager`.
+    krate: Path,
+    /// Each member's variant and entity type, in declaration order.
+    members: Vec<(&'a Ident, &'a Type)>,
+}
+
+impl<'a> CollectionDef<'a> {
+    /// Parses, models and checks `input`, pushing every problem (each on its token) to
+    /// `errors`; `None` when it is not an enum. The rules: a collection is not generic (its
+    /// members are named entities), has at least one member, and each variant holds one entity.
+    fn from_input(input: &'a DeriveInput, errors: &mut Errors) -> Option<Self> {
+        let ident = &input.ident;
+        let collection_attrs: Vec<_> = input
+            .attrs
+            .iter()
+            .filter(|a| a.path().is_ident("collection"))
+            .collect();
+        for extra in collection_attrs.iter().skip(1) {
+            errors.at(
+                &extra.meta,
+                "duplicate `#[collection(…)]`: give every option in one attribute",
+            );
+        }
+        let options: Option<CollectionOptions> = collection_attrs
+            .first()
+            .and_then(|a| attrs::parse_list(&a.meta, &attrs::COLLECTION, errors));
+        let krate = options
+            .and_then(|o| o.krate.map(|k| k.0))
+            .unwrap_or_else(|| syn::parse_quote!(::entity_manager));
+        if !input.generics.params.is_empty() {
+            errors.at_span(
+                input.generics.span(),
+                "a collection cannot be generic: name its member entities",
+            );
+        }
+        let Data::Enum(data) = &input.data else {
+            errors.at(
+                ident,
+                "`#[derive(Collection)]` applies to an enum with one variant per member entity, like `enum UserAndEmails { User(User), Email(Email) }`",
+            );
+            return None;
+        };
+        if data.variants.is_empty() {
+            errors.at(
+                ident,
+                "a collection needs at least one member: add a variant per entity, like `User(User)`",
+            );
+        }
+        let mut members = Vec::new();
+        for variant in &data.variants {
+            match &variant.fields {
+                Fields::Unnamed(fields) if fields.unnamed.len() == 1 => {
+                    members.push((&variant.ident, &fields.unnamed[0].ty));
+                }
+                _ => errors.at_span(
+                    variant.span(),
+                    format!(
+                        "variant `{}` must hold one entity, like `{}({})`",
+                        variant.ident, variant.ident, variant.ident
+                    ),
                 ),
-            )),
+            }
         }
+        Some(Self {
+            ident,
+            krate,
+            members,
+        })
     }
-    if let Some(mut first) = errors.first().cloned() {
-        for e in &errors[1..] {
-            first.combine(e.clone());
-        }
-        return first.to_compile_error();
+}
+
+/// `#[derive(Collection)]`: the impls, or every error at once (each on its token).
+pub(crate) fn derive(input: &DeriveInput) -> TokenStream {
+    let mut errors = Errors::default();
+    let def = CollectionDef::from_input(input, &mut errors);
+    match def {
+        Some(def) if errors.is_empty() => expand_collection(&def),
+        _ => errors.to_compile_errors(),
     }
-    let types = members.iter().map(|(_, ty)| ty);
-    let arms = members.iter().enumerate().map(|(i, (variant, ty))| {
+}
+
+/// Expands to:
+///
+/// ```text
+/// const _: () = {
+///     use ::entity_manager as _em;   // or `#[collection(crate = …)]`
+///     impl _em::query::Collection for Roster { fn members() …; fn from_member(…) … }
+///     impl _em::stream::Routed for Roster { … }    // the same enum routes stream records
+///     impl _em::query::CollectionMember<Roster> for Player {}   // per member, at its type
+/// };
+/// ```
+fn expand_collection(def: &CollectionDef<'_>) -> TokenStream {
+    let ident = def.ident;
+    let krate = &def.krate;
+    let types = def.members.iter().map(|(_, ty)| ty);
+    let arms = def.members.iter().enumerate().map(|(i, (variant, ty))| {
         quote!(#i => <#ty as _em::EntityExt>::from_item(item).map(Self::#variant))
     });
-    let count = members.len();
+    let count = def.members.len();
     // each member's type may give conditions to the collection's queries (spanned at the type)
-    let memberships = members.iter().map(|(_, ty)| {
-        quote::quote_spanned!(ty.span()=>
+    let memberships = def.members.iter().map(|(_, ty)| {
+        quote_spanned!(ty.span()=>
             #[automatically_derived]
             impl _em::query::CollectionMember<#ident> for #ty {}
         )
     });
     quote! {
+        #[doc(hidden)]
+        #[allow(unused_qualifications, clippy::all, clippy::pedantic)]
         const _: () = {
-            use ::entity_manager as _em;
+            use #krate as _em;
             #[automatically_derived]
             impl _em::query::Collection for #ident {
                 fn members() -> _em::Result<::std::vec::Vec<_em::EntitySchema<'static>>> {

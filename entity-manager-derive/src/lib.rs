@@ -10,6 +10,8 @@ mod expand;
 #[cfg(test)]
 mod fuzz;
 mod model;
+#[cfg(test)]
+mod snapshots;
 mod table;
 #[cfg(test)]
 mod tests;
@@ -32,7 +34,7 @@ pub fn derive_table(input: TokenStream) -> TokenStream {
 }
 
 /// Derives `Collection`; documented on the `entity-manager` re-export.
-#[proc_macro_derive(Collection)]
+#[proc_macro_derive(Collection, attributes(collection))]
 pub fn derive_collection(input: TokenStream) -> TokenStream {
     let input = parse_macro_input!(input as DeriveInput);
     collection::derive(&input).into()

@@ -50,6 +50,9 @@ pub(crate) struct Container<'a> {
     /// The schedule they make: sorted, with the implied zero bump in front.
     pub(crate) bumps: Vec<Bump>,
     pub(crate) index_enum: Ident,
+    /// A `#[serde(…)]` attribute is on the struct or a field: the serde derives are there (the
+    /// attribute is theirs), so a missing `Serialize` is their failure, already reported.
+    pub(crate) serde_attributes: bool,
 }
 
 pub(crate) struct Field<'a> {
@@ -292,9 +295,11 @@ impl<'a> Container<'a> {
             .filter_map(|f| Field::from_attrs(f, &stored_name, errors))
             .collect();
 
-        let (unique, timestamp) = options
-            .as_ref()
-            .map_or((None, None), |o| resolve_key_properties(o, &fields, errors));
+        let generated_names = generated_names(attrs);
+        let serde_attributes = serde_attributes(attrs);
+        let (unique, timestamp) = options.as_ref().map_or((None, None), |o| {
+            resolve_key_properties(o, &fields, &generated_names, errors)
+        });
         let version = options
             .as_ref()
             .and_then(|o| resolve_version(o, &fields, unique, timestamp, errors));
@@ -360,6 +365,7 @@ impl<'a> Container<'a> {
             bump_defs,
             bumps,
             index_enum,
+            serde_attributes,
         }
     }
 }
@@ -427,28 +433,64 @@ fn check_emitted_names(
     index_enum.clone()
 }
 
+/// Whether a `#[serde(…)]` attribute is on the struct or one of its fields.
+fn serde_attributes(attrs: &EntityAttrs) -> bool {
+    let is_serde = |a: &syn::Attribute| a.path().is_ident("serde");
+    attrs.attrs.iter().any(is_serde)
+        || attrs
+            .data
+            .as_ref()
+            .take_struct()
+            .is_some_and(|s| s.fields.iter().any(|f| f.attrs.iter().any(is_serde)))
+}
+
+/// The generated properties' names as written, for the message of a unique or timestamp that
+/// names one (read before the properties themselves, which need the key properties).
+fn generated_names(attrs: &EntityAttrs) -> Vec<String> {
+    attrs
+        .attrs
+        .iter()
+        .filter(|a| a.path().is_ident("generated"))
+        .filter_map(|a| match attrs::lenient_value(&a.meta, "name") {
+            Some(syn::Expr::Path(p)) => p.path.get_ident().map(ToString::to_string),
+            _ => None,
+        })
+        .collect()
+}
+
 /// The unique and timestamp fields named in `#[entity(…)]`: fields of the struct, transcoded.
 fn resolve_key_properties<'o>(
     options: &'o EntityOptions,
     fields: &[Field<'_>],
+    generated: &[String],
     errors: &mut Errors,
 ) -> (Option<usize>, Option<usize>) {
-    let mut lookup =
-        |value: Option<&'o attrs::IdentValue>, what: &str| -> Option<(usize, &'o Ident)> {
-            let ident = &value?.0;
-            let found = fields.iter().position(|f| f.ident == ident);
-            if found.is_none() {
-                let names: Vec<String> = fields.iter().map(|f| f.ident.to_string()).collect();
-                errors.at(
+    let mut lookup = |value: Option<&'o attrs::IdentValue>,
+                      what: &str|
+     -> Option<(usize, &'o Ident)> {
+        let ident = &value?.0;
+        let found = fields.iter().position(|f| f.ident == ident);
+        if found.is_none() && generated.iter().any(|g| ident == g) {
+            // rule: the unique and the timestamp are written into every key, and a generated
+            // property is built from fields: it cannot be one of them
+            errors.at(
                     ident,
                     format!(
-                        "`{what}`: no field `{ident}` in this struct{}",
-                        resolve::did_you_mean(&ident.to_string(), names.iter().map(String::as_str))
+                        "`{what}` names the generated property `{ident}`: the {what} property must be a transcoded field of the struct, like `#[transcode(\"string\")] {ident}: String`"
                     ),
                 );
-            }
-            found.map(|i| (i, ident))
-        };
+        } else if found.is_none() {
+            let names: Vec<String> = fields.iter().map(|f| f.ident.to_string()).collect();
+            errors.at(
+                ident,
+                format!(
+                    "`{what}`: no field `{ident}` in this struct{}",
+                    resolve::did_you_mean(&ident.to_string(), names.iter().map(String::as_str))
+                ),
+            );
+        }
+        found.map(|i| (i, ident))
+    };
     let unique = lookup(options.unique.as_ref(), "unique");
     let timestamp = lookup(options.timestamp.as_ref(), "timestamp");
     (unique.map(|u| u.0), timestamp.map(|t| t.0))

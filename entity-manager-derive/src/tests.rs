@@ -729,3 +729,49 @@ fn an_attribute_without_options_is_one_error() {
     };
     entity_errors(&input, &["expected a list of options: `#[entity(…)]`"]);
 }
+
+/// A unique that names a generated property is told that it must be a transcoded field, not
+/// that there is no such field (issue 31).
+#[test]
+fn unique_naming_a_generated_property() {
+    let input: DeriveInput = parse_quote! {
+        #[entity(table = Users, unique = name_key, timestamp = created)]
+        #[generated(name = name_key, components = [name])]
+        struct User {
+            #[transcode("string")]
+            name: String,
+            #[transcode("timestamp")]
+            created: u64,
+        }
+    };
+    entity_errors(
+        &input,
+        &[
+            "`unique` names the generated property `name_key`: the unique property must be a transcoded field",
+        ],
+    );
+}
+
+/// A shard-bump timestamp in seconds is refused, with the value in milliseconds (issue 31);
+/// the synthetic schedules of tests (`timestamp = 1_000`) and `0` stay accepted.
+#[test]
+fn bump_timestamp_in_seconds() {
+    let bump = |t: TokenStream| -> DeriveInput {
+        user(
+            &quote::quote!(#[shard_bumps(bumps = [bump(timestamp = #t, char_bits = 2, chars = 1)])]),
+        )
+    };
+    entity_errors(
+        &bump(quote::quote!(1_726_880_933)),
+        &[
+            "shard bump timestamp 1726880933 is 19 days after 1970-01-01 in milliseconds: it looks like seconds; bump timestamps are milliseconds since the Unix epoch, so write `1726880933000`",
+        ],
+    );
+    for fine in [
+        quote::quote!(0),
+        quote::quote!(1_000),
+        quote::quote!(1_726_880_933_000),
+    ] {
+        entity_errors(&bump(fine), &[]);
+    }
+}

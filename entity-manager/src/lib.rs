@@ -113,6 +113,9 @@ pub use entity_manager_derive::Table;
 ///     Email(Email),
 /// }
 /// ```
+///
+/// One option, `#[collection(crate = path)]`: where this crate is (default `::entity_manager`),
+/// for re-exporting crates, as `crate = …` of `#[entity(…)]` and `#[table(…)]`.
 pub use entity_manager_derive::Collection;
 
 /// Derives [`Entity`](trait@Entity): an entity's model, its index tokens and typed key builders.

@@ -481,3 +481,68 @@ mod accepted_syntax {
         assert_eq!(&*OldBumps::model().shard_bumps, &expected);
     }
 }
+
+/// `crate = …` on all three derives (issue 31): a crate that re-exports the runtime names it
+/// under its own path, and `#[derive(Collection)]` honours it as `Entity` and `Table` do.
+mod renamed_crate {
+    use serde::{Deserialize, Serialize};
+
+    /// The runtime under another path, as a re-exporting crate would give it.
+    pub(crate) mod rt {
+        pub(crate) use ::entity_manager as runtime;
+    }
+
+    #[derive(entity_manager::Table)]
+    #[table(entities(Note, Tag), crate = crate::renamed_crate::rt::runtime)]
+    struct Notes;
+
+    #[derive(entity_manager::Entity, Serialize, Deserialize, Debug, PartialEq)]
+    #[entity(table = Notes, unique = id, timestamp = created, crate = crate::renamed_crate::rt::runtime)]
+    struct Note {
+        #[transcode("string")]
+        id: String,
+        #[transcode("timestamp")]
+        created: u64,
+    }
+
+    #[derive(entity_manager::Entity, Serialize, Deserialize, Debug, PartialEq)]
+    #[entity(table = Notes, unique = id, timestamp = created, crate = crate::renamed_crate::rt::runtime)]
+    struct Tag {
+        #[transcode("string")]
+        id: String,
+        #[transcode("timestamp")]
+        created: u64,
+    }
+
+    #[derive(entity_manager::Collection, Debug, PartialEq)]
+    #[collection(crate = crate::renamed_crate::rt::runtime)]
+    enum NotesAndTags {
+        Note(Note),
+        Tag(Tag),
+    }
+
+    #[test]
+    fn a_collection_under_a_renamed_crate_path_knows_its_members()
+    -> Result<(), entity_manager::Error> {
+        use rt::runtime::EntityExt as _;
+        use rt::runtime::query::Collection as _;
+        let members = NotesAndTags::members()?;
+        let tokens: Vec<&str> = members.iter().map(|m| m.model().token.as_ref()).collect();
+        assert_eq!(
+            tokens,
+            [
+                Note::schema()?.model().token.as_ref(),
+                Tag::schema()?.model().token.as_ref()
+            ]
+        );
+        let tag = Tag {
+            id: "t1".into(),
+            created: 5,
+        };
+        assert_eq!(
+            NotesAndTags::from_member(1, &tag.to_item()?)?,
+            NotesAndTags::Tag(tag)
+        );
+        Ok(())
+    }
+}

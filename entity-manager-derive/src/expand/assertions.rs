@@ -1,11 +1,14 @@
 //! The rules one derive cannot check alone, emitted as `const` assertions: an entity's names
 //! against its table's settings (`#[derive(Entity)]`), and the entities of a table against each
 //! other (`#[derive(Table)]`). Each assertion evaluates a `const fn` of the core's `rules`
-//! module, which run-time validation calls too, and carries that module's message; each is its
-//! own `const` item, spanned at the user's token it is about, so that the error points there
-//! and its text does not depend on the runtime's source (STYLE.md §3.6).
+//! module, which run-time validation calls too, and carries that module's message; each panic is
+//! spanned at the user's token it is about, so that the error points there and its text does
+//! not depend on the runtime's source (STYLE.md §3.6). The checks of one derive share one
+//! `const` item and the names one `const fn` call: the compiler checks and evaluates every item
+//! of every expansion, so fewer items is a cheaper build (issue 31: from 46 `const` items per
+//! README entity to 2).
 
-use entity_manager_core::__private::rules::{self, Delimiter, Named, Problem, Role, Syntax};
+use entity_manager_core::__private::rules::{self, Delimiter, Named, Role, Syntax};
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
@@ -26,21 +29,32 @@ pub(crate) fn first_span(tokens: &TokenStream) -> Span {
         .map_or_else(Span::call_site, |t| t.span())
 }
 
-/// `const _: () = assert!(#condition, "{}", message)`, spanned at `span`.
-fn assertion(span: Span, condition: &TokenStream, problem: &Problem) -> TokenStream {
-    let message = &problem.message;
-    quote_spanned! {span=>
-        const _: () = ::core::assert!(#condition, "{}", #message);
+/// The struct derives serde's traits: checked at its name (the bound is on a local function so
+/// that the error's notes point at the user's code, not the runtime's). Not when a `#[serde(…)]`
+/// attribute shows that serde's derives are there: a failure of theirs is theirs to report.
+fn stored_assertion(c: &Container<'_>) -> TokenStream {
+    let ident = c.ident;
+    if c.serde_attributes {
+        return TokenStream::new();
+    }
+    quote_spanned! {ident.span()=>
+        #[allow(dead_code)]
+        fn __stored() {
+            fn __check<T: _em::__private::Stored>() {}
+            __check::<#ident>();
+        }
     }
 }
 
-/// The checks of the entity against its table, one `const` each, spanned at the name's token:
+/// The checks of the entity against its table, each spanned at the name's token:
 /// the entity is listed by the table; the timestamp property is `u64` or `i64`; no stored name
 /// is a table key's name (rule `attribute-names-distinct`); no name written inside keys (the
 /// token, transcoded and generated properties, indexes) contains a delimiter (rules
 /// `entity-token`, `names-free-of-delimiters`).
 pub(crate) fn table_assertions(c: &Container<'_>, table: &syn::Path) -> TokenStream {
     let mut tokens = member_assertion(c.ident, table);
+    tokens.extend(stored_assertion(c));
+    let mut checks = TokenStream::new();
     // the timestamp property is `u64` or `i64` (with the `timestamp` transcode, the model checks
     // it, as one check)
     if let Some(t) = c.timestamp
@@ -57,45 +71,62 @@ pub(crate) fn table_assertions(c: &Container<'_>, table: &syn::Path) -> TokenStr
             const _: &dyn _em::__private::Transcoder = <#ty as _em::__private::TimestampValue>::TRANSCODER;
         });
     }
-    let keys = |stored: &str, role: Role, at: &TokenStream| {
+    // every name's checks run in one call (`name_problems`); the panic of the name at fault is
+    // spanned at its token, so that the error points there
+    let mut calls = Vec::new();
+    // the bytes of the names checked for delimiters, for `name_problems`' shortcut
+    let mut bytes = 0u128;
+    // the locals carry the call site's hygiene wherever they are used: a name's token may come
+    // from the user's `macro_rules!`, whose hygiene would not see them
+    let (name_var, problem_var) = (
+        syn::Ident::new("__name", Span::call_site()),
+        syn::Ident::new("__problem", Span::call_site()),
+    );
+    let mut check = |stored: &str, role: Option<Role>, named: Option<Named>, at: &TokenStream| {
         let span = first_span(at);
-        [
-            (Role::TableHashKey, quote!(hash_key)),
-            (Role::TableRangeKey, quote!(range_key)),
-        ]
-        .map(|(key, field)| {
-            let condition =
-                quote_spanned!(span=> !_em::__private::is_name(&__TABLE.#field, #stored));
-            assertion(span, &condition, &rules::role_conflict(stored, key, role))
-        })
-        .into_iter()
-        .collect::<TokenStream>()
-    };
-    let delimiters = |named: Named, text: &str, at: &TokenStream| {
-        let span = first_span(at);
-        Delimiter::ALL
-            .map(|which| {
-                let variant = format_ident!("{which:?}", span = span);
-                let condition = quote_spanned! {span=>
-                    !_em::__private::contains_delimiter(&__TABLE.delimiters, _em::__private::Delimiter::#variant, #text)
-                };
-                let problem = rules::delimiter_in_name(SYNTAX, named, text, which, None);
-                assertion(span, &condition, &problem)
-            })
-            .into_iter()
-            .collect::<TokenStream>()
-    };
-    tokens.extend(delimiters(Named::EntityToken, &c.token, &c.token_tokens));
-    for f in c.fields.iter().filter(|f| f.written) {
-        let role = if f.transcode.is_some() {
-            Role::Transcoded
-        } else {
-            Role::Attribute
-        };
-        tokens.extend(keys(&f.stored, role, &f.name_tokens));
-        if f.transcode.is_some() {
-            tokens.extend(delimiters(Named::Transcoded, &f.stored, &f.name_tokens));
+        let k = calls.len();
+        // the messages by code - 1; a check not made has an empty message
+        let mut messages = vec![String::new(); 2 + Delimiter::ALL.len()];
+        if let Some(role) = role {
+            for (m, key) in [Role::TableHashKey, Role::TableRangeKey]
+                .into_iter()
+                .enumerate()
+            {
+                messages[m] = rules::role_conflict(stored, key, role).message;
+            }
         }
+        if let Some(named) = named {
+            for (d, which) in Delimiter::ALL.into_iter().enumerate() {
+                messages[2 + d] =
+                    rules::delimiter_in_name(SYNTAX, named, stored, which, None).message;
+            }
+        }
+        let (keys, delimiters) = (role.is_some(), named.is_some());
+        if delimiters {
+            for b in stored.bytes() {
+                bytes |= 1u128 << b.min(127);
+            }
+        }
+        calls.push(quote!((#stored, #keys, #delimiters)));
+        quote_spanned! {span=>
+            if #name_var == #k {
+                ::core::panic!("{}", [#(#messages),*][#problem_var - 1]);
+            }
+        }
+    };
+    checks.extend(check(
+        &c.token,
+        None,
+        Some(Named::EntityToken),
+        &c.token_tokens,
+    ));
+    for f in c.fields.iter().filter(|f| f.written) {
+        let (role, named) = if f.transcode.is_some() {
+            (Role::Transcoded, Some(Named::Transcoded))
+        } else {
+            (Role::Attribute, None)
+        };
+        checks.extend(check(&f.stored, Some(role), named, &f.name_tokens));
     }
     for g in &c.generated {
         let kind = if g.sharded {
@@ -103,13 +134,26 @@ pub(crate) fn table_assertions(c: &Container<'_>, table: &syn::Path) -> TokenStr
         } else {
             entity_manager_core::GeneratedKind::Unsharded
         };
-        tokens.extend(keys(&g.stored, Role::Generated(kind), &g.name_tokens));
-        tokens.extend(delimiters(Named::Generated, &g.stored, &g.name_tokens));
+        checks.extend(check(
+            &g.stored,
+            Some(Role::Generated(kind)),
+            Some(Named::Generated),
+            &g.name_tokens,
+        ));
     }
     for index in &c.indexes {
         let at = quote::ToTokens::to_token_stream(&index.name_lit);
-        tokens.extend(delimiters(Named::Index, &index.name, &at));
+        checks.extend(check(&index.name, None, Some(Named::Index), &at));
     }
+    // one `const` for every name: the panic that fires is spanned at its name's token, so the
+    // error points there, and one item to evaluate instead of one per name and rule keeps the
+    // compile cost down
+    tokens.extend(quote! {
+        const _: () = {
+            let (#name_var, #problem_var) = _em::__private::name_problems(__TABLE, &[#(#calls),*], #bytes);
+            #checks
+        };
+    });
     tokens
 }
 
@@ -124,46 +168,53 @@ pub(crate) fn table_checks(table: &TableDef<'_>) -> TokenStream {
     let models: Vec<syn::Ident> = (0..entities.len())
         .map(|i| format_ident!("__ENTITY{}", i))
         .collect();
-    let mut tokens = TokenStream::new();
+    // one `const` for every check of the table: each statement is spanned at the entity's
+    // path (or `entities`) it is about, so that the error points there; one item to evaluate
+    // rather than one per entity and pair keeps the compile cost down
+    let mut checks = TokenStream::new();
     for (e, model) in entities.iter().zip(&models) {
         let span = e.span();
-        tokens.extend(quote_spanned! {span=>
+        checks.extend(quote_spanned! {span=>
             const #model: &'static _em::__private::EntityModel = &<#e as _em::__private::Entity>::MODEL;
-            const _: () = <<#e as _em::__private::Entity>::Table as _em::__private::TableOf<#ident, #e>>::OK;
+            let () = <<#e as _em::__private::Entity>::Table as _em::__private::TableOf<#ident, #e>>::OK;
         });
     }
-    for (i, (e, model)) in entities.iter().zip(&models).enumerate() {
+    // each entity (from the second), spanned at its path: its token and its indexes against
+    // every earlier entity's, the first conflict reported with both names
+    for (i, (e, model)) in entities.iter().zip(&models).enumerate().skip(1) {
         let span = e.span();
         let this = path_text(e);
-        for (f, other_model) in entities[..i].iter().zip(&models) {
-            let other = path_text(f);
-            let condition =
-                quote_spanned!(span=> !_em::__private::same_token(#model, #other_model));
-            tokens.extend(assertion(
-                span,
-                &condition,
-                &rules::duplicate_token(SYNTAX, &this, &other),
-            ));
-            tokens.extend(quote_spanned! {span=>
-                const _: () = if let _em::__private::Option::Some(conflict) = _em::__private::index_conflict(#model, #other_model) {
-                    ::core::panic!(
-                        "{}",
-                        _em::__private::index_conflict_message(conflict, #this, #other).as_str()
-                    );
-                };
-            });
-        }
+        let earlier = &models[..i];
+        let others: Vec<String> = entities[..i].iter().map(path_text).collect();
+        let duplicates = others
+            .iter()
+            .map(|other| rules::duplicate_token(SYNTAX, &this, other).message);
+        checks.extend(quote_spanned! {span=>
+            if let _em::__private::Option::Some(j) = _em::__private::first_same_token(#model, &[#(#earlier),*]) {
+                ::core::panic!("{}", [#(#duplicates),*][j]);
+            }
+            if let _em::__private::Option::Some((j, conflict)) = _em::__private::first_index_conflict(#model, &[#(#earlier),*]) {
+                ::core::panic!(
+                    "{}",
+                    _em::__private::index_conflict_message(conflict, #this, [#(#others),*][j]).as_str()
+                );
+            }
+        });
     }
     if !entities.is_empty() {
         let span = first_span(&table.entities_key);
-        tokens.extend(quote_spanned! {span=>
-            const _: () = if let _em::__private::Option::Some(message) = _em::__private::index_count_message(
+        checks.extend(quote_spanned! {span=>
+            if let _em::__private::Option::Some(message) = _em::__private::index_count_message(
                 #table_name,
                 &[#(_em::__private::indexes_of(#models)),*],
             ) {
                 ::core::panic!("{}", message.as_str());
-            };
+            }
         });
     }
-    tokens
+    quote! {
+        const _: () = {
+            #checks
+        };
+    }
 }

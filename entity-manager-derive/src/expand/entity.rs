@@ -56,14 +56,29 @@ pub(crate) fn index_enum(c: &Container<'_>) -> TokenStream {
         .unzip();
     let docs: Vec<String> = names.iter().map(|n| format!("The `{n}` index.")).collect();
     let enum_doc = format!("The indexes of [`{ident}`], for typed queries.");
-    let name_body = if variants.is_empty() {
-        quote!(match self {})
-    } else {
-        quote!(match self { #(Self::#variants => #names,)* })
-    };
+    if variants.is_empty() {
+        return quote! {
+            #[doc = #enum_doc]
+            #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+            #[allow(dead_code)]
+            #vis enum #name {}
+
+            #[automatically_derived]
+            impl #krate::__private::IndexToken for #name {
+                const ALL: &'static [Self] = &[];
+
+                fn name(self) -> &'static str {
+                    match self {}
+                }
+            }
+        };
+    }
+    let labels: Vec<String> = variants.iter().map(|v| v.unraw().to_string()).collect();
+    // the std traits by the variant's position (what the derives compare and hash too), from
+    // tables rather than one match arm per variant and trait: cheaper to compile
     quote! {
         #[doc = #enum_doc]
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        #[derive(Clone, Copy)]
         // index names often share a prefix (`byName`, `byDate`): not the user's to rename
         #[allow(dead_code, clippy::enum_variant_names)]
         #vis enum #name {
@@ -75,7 +90,31 @@ pub(crate) fn index_enum(c: &Container<'_>) -> TokenStream {
             const ALL: &'static [Self] = &[#(Self::#variants),*];
 
             fn name(self) -> &'static str {
-                #name_body
+                [#(#names),*][self as usize]
+            }
+        }
+
+        #[automatically_derived]
+        impl ::core::fmt::Debug for #name {
+            fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str([#(#labels),*][*self as usize])
+            }
+        }
+
+        #[automatically_derived]
+        impl ::core::cmp::PartialEq for #name {
+            fn eq(&self, other: &Self) -> bool {
+                *self as usize == *other as usize
+            }
+        }
+
+        #[automatically_derived]
+        impl ::core::cmp::Eq for #name {}
+
+        #[automatically_derived]
+        impl ::core::hash::Hash for #name {
+            fn hash<__H: ::core::hash::Hasher>(&self, state: &mut __H) {
+                state.write_usize(*self as usize);
             }
         }
     }
@@ -119,14 +158,7 @@ fn expand_entity(c: &Container<'_>) -> Option<TokenStream> {
     // the table's model, reached through a blanket impl over every entity, so that a table type
     // that is not a `#[derive(Table)]` is reported once, by the impl's `type Table`, not here too
     let table_const = quote! {
-        trait __TableOf {
-            const __TABLE: &'static _em::__private::TableModel;
-        }
-        impl<__E: _em::__private::Entity> __TableOf for __E {
-            const __TABLE: &'static _em::__private::TableModel =
-                &<<__E as _em::__private::Entity>::Table as _em::__private::Table>::MODEL;
-        }
-        const __TABLE: &_em::__private::TableModel = <#ident as __TableOf>::__TABLE;
+        const __TABLE: &_em::__private::TableModel = <#ident as _em::__private::TableModelOf>::TABLE;
     };
 
     let version_const = c.version.map(|i| {
@@ -174,7 +206,7 @@ fn expand_entity(c: &Container<'_>) -> Option<TokenStream> {
 }
 
 /// The typed field tokens: `UserFields` with one `Field` per stored field, and `User::FIELDS`.
-fn field_tokens(c: &Container<'_>) -> TokenStream {
+pub(crate) fn field_tokens(c: &Container<'_>) -> TokenStream {
     let krate = &c.krate;
     let ident = c.ident;
     let vis = c.vis;

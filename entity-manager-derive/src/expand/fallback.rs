@@ -1,13 +1,13 @@
-//! What a failed derive emits beside its errors (STYLE.md §3.5): placeholder impls, so that code
-//! using the type (`User::model()`, `#[table(entities(User))]`, `table = Users`) does not drown
-//! in follow-on errors. Generic types get none: an impl without their parameters is one more
+//! What a failed derive emits beside its errors (STYLE.md §3.5): placeholder impls and the typed
+//! fields, so that code using the type (`User::model()`, `User::FIELDS.name`,
+//! `#[table(entities(User))]`, `table = Users`) does not drown in follow-on errors. Generic types get none: an impl without their parameters is one more
 //! error.
 
 use proc_macro2::TokenStream;
 use quote::quote;
 use syn::DeriveInput;
 
-use crate::expand::{index_enum, member_assertion, membership};
+use crate::expand::{field_tokens, index_enum, member_assertion, membership};
 use crate::model::Container;
 use crate::table::TableDef;
 
@@ -43,6 +43,8 @@ pub(crate) fn entity(c: &Container<'_>) -> TokenStream {
             #member
         };
     });
+    // the typed fields, so that `User::FIELDS.name` at the uses adds no error of its own
+    tokens.extend(field_tokens(c));
     tokens
 }
 

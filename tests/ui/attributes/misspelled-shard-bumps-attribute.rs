@@ -4,7 +4,7 @@ use entity_manager::{Entity, Table};
 #[table(entities(User))]
 struct Users;
 
-#[derive(Entity)]
+#[derive(Entity, serde::Serialize, serde::Deserialize)]
 #[entity(table = Users, unique = user_id, timestamp = created)]
 #[shard_bump(bump(timestamp = 1_700_000_000_000, char_bits = 2, chars = 1))]
 struct User {

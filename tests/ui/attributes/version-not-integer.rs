@@ -5,7 +5,7 @@ use entity_manager::{Entity, Table};
 struct Users;
 
 // the version field must be an integer: the error points at its type
-#[derive(Entity, serde::Serialize)]
+#[derive(Entity, serde::Serialize, serde::Deserialize)]
 #[entity(table = Users, unique = user_id, timestamp = created, version = revision)]
 struct User {
     #[transcode("string")]

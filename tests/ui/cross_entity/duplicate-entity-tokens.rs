@@ -4,7 +4,7 @@ use entity_manager::{Entity, Table};
 #[table(entities(User, Admin))]
 struct Users;
 
-#[derive(Entity)]
+#[derive(Entity, serde::Serialize, serde::Deserialize)]
 #[entity(table = Users, unique = user_id, timestamp = created)]
 struct User {
     #[transcode("string")]
@@ -13,7 +13,7 @@ struct User {
     created: u64,
 }
 
-#[derive(Entity)]
+#[derive(Entity, serde::Serialize, serde::Deserialize)]
 #[entity(table = Users, token = "user", unique = user_id, timestamp = created)]
 struct Admin {
     #[transcode("string")]

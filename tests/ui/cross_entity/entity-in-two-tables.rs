@@ -9,7 +9,7 @@ struct Users;
 #[table(entities(User))]
 struct Admins;
 
-#[derive(Entity)]
+#[derive(Entity, serde::Serialize, serde::Deserialize)]
 #[entity(table = Users, unique = user_id, timestamp = created)]
 struct User {
     #[transcode("string")]

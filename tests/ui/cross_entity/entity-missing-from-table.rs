@@ -4,7 +4,7 @@ use entity_manager::{Entity, Table};
 #[table(entities(User))]
 struct Users;
 
-#[derive(Entity)]
+#[derive(Entity, serde::Serialize, serde::Deserialize)]
 #[entity(table = Users, unique = user_id, timestamp = created)]
 struct User {
     #[transcode("string")]
@@ -14,7 +14,7 @@ struct User {
 }
 
 // names `Users` as its table, but `Users` does not list it
-#[derive(Entity)]
+#[derive(Entity, serde::Serialize, serde::Deserialize)]
 #[entity(table = Users, unique = email, timestamp = created)]
 struct Email {
     #[transcode("string")]

@@ -8,7 +8,7 @@ struct Users;
 #[table(entities(Email))]
 struct Emails;
 
-#[derive(Entity)]
+#[derive(Entity, serde::Serialize, serde::Deserialize)]
 #[entity(table = Users, unique = user_id, timestamp = created)]
 struct User {
     #[transcode("string")]
@@ -18,7 +18,7 @@ struct User {
 }
 
 // declared in `Emails`, but names `Users` as its table
-#[derive(Entity)]
+#[derive(Entity, serde::Serialize, serde::Deserialize)]
 #[entity(table = Users, unique = email, timestamp = created)]
 struct Email {
     #[transcode("string")]

@@ -4,7 +4,7 @@ use entity_manager::{Entity, Table};
 #[table(entities(User, Email))]
 struct Users;
 
-#[derive(Entity)]
+#[derive(Entity, serde::Serialize, serde::Deserialize)]
 #[entity(table = Users, unique = user_id, timestamp = created)]
 #[index(name = "recent", range = created, keys_only)]
 struct User {
@@ -14,7 +14,7 @@ struct User {
     created: u64,
 }
 
-#[derive(Entity)]
+#[derive(Entity, serde::Serialize, serde::Deserialize)]
 #[entity(table = Users, unique = email, timestamp = created)]
 #[index(name = "recent", range = created)]
 struct Email {

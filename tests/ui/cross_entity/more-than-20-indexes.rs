@@ -5,7 +5,7 @@ use entity_manager::{Entity, Table};
 struct Users;
 
 // 11 + 10 distinct index names: one more than the 20 GSIs DynamoDB allows per table
-#[derive(Entity)]
+#[derive(Entity, serde::Serialize, serde::Deserialize)]
 #[entity(table = Users, unique = user_id, timestamp = created)]
 #[index(name = "byU1", range = f1)]
 #[index(name = "byU2", range = f2)]
@@ -47,7 +47,7 @@ struct User {
     f11: String,
 }
 
-#[derive(Entity)]
+#[derive(Entity, serde::Serialize, serde::Deserialize)]
 #[entity(table = Users, unique = email, timestamp = created)]
 #[index(name = "byE1", range = f1)]
 #[index(name = "byE2", range = f2)]

@@ -5,7 +5,7 @@ use entity_manager::{Entity, Table};
 struct Users;
 
 // one error on the type, though both the model and the key builder encode `age`
-#[derive(Entity)]
+#[derive(Entity, serde::Serialize, serde::Deserialize)]
 #[entity(table = Users, unique = user_id, timestamp = created)]
 #[generated(name = age_key, components = [age])]
 struct User {

@@ -5,7 +5,7 @@ use entity_manager::{Entity, Table};
 struct Users;
 
 // the `timestamp` transcode takes `u32`, but a creation time in milliseconds does not fit it
-#[derive(Entity)]
+#[derive(Entity, serde::Serialize, serde::Deserialize)]
 #[entity(table = Users, unique = user_id, timestamp = created)]
 struct User {
     #[transcode("string")]

@@ -4,7 +4,7 @@ use entity_manager::{Entity, Table};
 #[table(hash_key = "", entities(User))]
 struct Users;
 
-#[derive(Entity)]
+#[derive(Entity, serde::Serialize, serde::Deserialize)]
 #[entity(table = Users, unique = user_id, timestamp = created)]
 struct User {
     #[transcode("string")]

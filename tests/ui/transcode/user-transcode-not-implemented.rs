@@ -7,7 +7,7 @@ struct Upper;
 #[table(entities(User))]
 struct Users;
 
-#[derive(Entity)]
+#[derive(Entity, serde::Serialize, serde::Deserialize)]
 #[entity(table = Users, unique = user_id, timestamp = created)]
 struct User {
     #[transcode("string")]
