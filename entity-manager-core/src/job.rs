@@ -59,6 +59,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::{Deserialize, Serialize};
 use serde_dynamo::{AttributeValue, Item};
@@ -360,6 +361,13 @@ pub struct Journal {
     header: JobHeader,
     entries: Mutex<Vec<Entry>>,
     sink: Mutex<Sink>,
+    /// Lines written to the file so far.
+    written: AtomicU64,
+    /// Lines known synced to disk; held while syncing, so that the appends waiting meanwhile
+    /// share the next sync (group commit) without blocking a thread.
+    synced: futures::lock::Mutex<u64>,
+    /// A second handle of the file, synced without holding `sink`.
+    syncer: Option<(std::fs::File, PathBuf)>,
 }
 
 impl std::fmt::Debug for Journal {
@@ -377,6 +385,9 @@ impl Journal {
             entries: Mutex::new(vec![Entry::Start(header.clone())]),
             header,
             sink: Mutex::new(Sink::Memory),
+            written: AtomicU64::new(0),
+            synced: futures::lock::Mutex::new(0),
+            syncer: None,
         }
     }
 
@@ -436,6 +447,7 @@ impl Journal {
             .open(path)
             .map_err(io)?;
         file.set_len(good_len).map_err(io)?;
+        let syncer = file.try_clone().map_err(io)?;
         let journal = Self {
             header: header.clone(),
             entries: Mutex::new(entries),
@@ -443,9 +455,13 @@ impl Journal {
                 file,
                 path: path.to_path_buf(),
             }),
+            written: AtomicU64::new(0),
+            synced: futures::lock::Mutex::new(0),
+            syncer: Some((syncer, path.to_path_buf())),
         };
         if good_len == 0 {
-            journal.append(Entry::Start(header))?;
+            journal.write(Entry::Start(header))?;
+            journal.sync()?;
         }
         Ok(journal)
     }
@@ -471,30 +487,58 @@ impl Journal {
         merge_checked(&[entries])
     }
 
-    /// Appends `entry` (in a file: written in one call and synced to disk before returning).
-    pub(crate) fn append(&self, entry: Entry) -> Result<(), JournalError> {
+    /// Appends `entry` (in a file: written in one call, and synced to disk before the
+    /// future ends). Appends made while a sync runs wait for the next one without blocking a
+    /// thread, and share it: one sync for every page that ended meanwhile.
+    pub(crate) async fn append(&self, entry: Entry) -> Result<(), JournalError> {
+        let Some(line) = self.write(entry)? else {
+            return Ok(());
+        };
+        let mut synced = self.synced.lock().await;
+        if *synced < line {
+            let target = self.written.load(Ordering::SeqCst);
+            self.sync()?;
+            *synced = target;
+        }
+        Ok(())
+    }
+
+    /// Writes `entry` to the file (not synced yet) and to the entries, in the same order;
+    /// returns its line number in the file (`None` for a journal in memory).
+    fn write(&self, entry: Entry) -> Result<Option<u64>, JournalError> {
         let mut sink = self
             .sink
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut line = None;
         if let Sink::File { file, path } = &mut *sink {
-            let mut line = serde_json::to_vec(&entry).map_err(|e| JournalError::Io {
+            let mut text = serde_json::to_vec(&entry).map_err(|e| JournalError::Io {
                 path: path.clone(),
                 source: std::io::Error::other(e),
             })?;
-            line.push(b'\n');
-            file.write_all(&line)
-                .and_then(|()| file.sync_data())
-                .map_err(|source| JournalError::Io {
-                    path: path.clone(),
-                    source,
-                })?;
+            text.push(b'\n');
+            file.write_all(&text).map_err(|source| JournalError::Io {
+                path: path.clone(),
+                source,
+            })?;
+            line = Some(self.written.fetch_add(1, Ordering::SeqCst) + 1);
         }
         self.entries
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .push(entry);
-        Ok(())
+        Ok(line)
+    }
+
+    /// Syncs the file's data to disk.
+    fn sync(&self) -> Result<(), JournalError> {
+        match &self.syncer {
+            Some((file, path)) => file.sync_data().map_err(|source| JournalError::Io {
+                path: path.clone(),
+                source,
+            }),
+            None => Ok(()),
+        }
     }
 }
 

@@ -652,10 +652,10 @@ async fn workers_with_a_writer<S: Store + 'static>(
     // the records the writer never touches keep logins 0
     let migration = Migration::new().records::<Member, Moved, _>(Moved::from)?;
     let stop = Arc::new(AtomicBool::new(false));
-    let writes = Arc::new(DeleteAfterMove::new(Arc::clone(&store)));
+    let through = Arc::new(DeleteAfterMove::new(Arc::clone(&store)));
     let writer = {
-        let (writes, stop) = (Arc::clone(&writes), Arc::clone(&stop));
-        tokio::spawn(async move { logged_writer(&*writes, records, seed, &stop).await })
+        let (through, stop) = (Arc::clone(&through), Arc::clone(&stop));
+        tokio::spawn(async move { logged_writer(&*through, records, seed, &stop).await })
     };
     let header = |w: u32| -> Result<JobHeader, Box<dyn std::error::Error>> {
         Ok(JobHeader::new(
@@ -712,7 +712,7 @@ async fn workers_with_a_writer<S: Store + 'static>(
     eprintln!(
         "workers: {} writes logged, {} deletes held until the record moved, {:?} (seed {seed})",
         log.len(),
-        writes.held.load(Ordering::SeqCst),
+        through.held.load(Ordering::SeqCst),
         report.tally.migrate.total()
     );
     let schema = Moved::schema()?;
