@@ -9,7 +9,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 
 use entity_manager::audit::audit_job;
-use entity_manager::job::{JobHeader, JobKind, JobReport, Journal, SegmentState, merge};
+use entity_manager::job::{
+    JobHeader, JobKind, JobReport, Journal, SegmentState, merge, merge_files,
+};
 use entity_manager::migrate::Migration;
 use entity_manager::scan::{BulkWrites, ParallelScan, SegmentRange};
 use entity_manager::store::{
@@ -257,7 +259,41 @@ where
         }
     });
     let journals = futures::future::try_join_all(runs).await?;
-    Ok(merge(&journals)?)
+    let report = merge(&journals)?;
+    assert_eq!(
+        merged_from_files(&journals, kind)?,
+        report,
+        "the merge of the files, spilled by key hash, is the merge in memory"
+    );
+    Ok(report)
+}
+
+/// `merge_files` of the journals written to files (as workers' `--checkpoint` files), the keys
+/// spilled to 7 partitions.
+fn merged_from_files(
+    journals: &[Vec<entity_manager::job::Entry>],
+    kind: JobKind,
+) -> Result<JobReport, BoxError> {
+    let dir = std::env::temp_dir().join(format!(
+        "em-workers-merge-{kind:?}-{}-{}",
+        std::process::id(),
+        seed()
+    ));
+    std::fs::create_dir_all(&dir)?;
+    let mut paths = Vec::new();
+    for (w, entries) in journals.iter().enumerate() {
+        let path = dir.join(format!("w-{w}.jsonl"));
+        let mut text = String::new();
+        for entry in entries {
+            text.push_str(&serde_json::to_string(entry)?);
+            text.push('\n');
+        }
+        std::fs::write(&path, text)?;
+        paths.push(path);
+    }
+    let report = merge_files(&paths, &dir.join("spill"), 7);
+    std::fs::remove_dir_all(&dir)?;
+    Ok(report?)
 }
 
 /// The write requests after which a worker may be killed, per mode: a page of 10 records is
