@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 use crate::job::{self, Run};
 use crate::progress::Total;
-use crate::scan::{Parallel, parallel_scan, usage_json, usage_text};
+use crate::scan::{Parallel, WritesArgs, parallel_scan, usage_json, usage_text};
 use crate::workers::{JournalFile, worker_json};
 use crate::{Connection, Failure, SpaceArg, connect, item_count, load, runtime};
 
@@ -49,6 +49,8 @@ pub(crate) struct MigrateArgs {
     yes: bool,
     #[command(flatten)]
     parallel: Parallel,
+    #[command(flatten)]
+    writes: WritesArgs,
     /// Testing: stop after this many pages, as an interrupted run would.
     #[arg(long, hide = true)]
     stop_after: Option<u64>,
@@ -141,7 +143,7 @@ pub(crate) fn migrate(args: &MigrateArgs, json: bool) -> Result<(), Failure> {
     let store = args
         .parallel
         .limited(connect(&b, &args.table, &args.connection)?);
-    let mut scan = parallel_scan(&store, &b, None, &args.parallel)?;
+    let mut scan = parallel_scan(&store, &b, None, &args.parallel)?.writes(args.writes.mode());
     // pages of 100 by default, as purge: the checkpoint granularity
     if args.parallel.page_size.is_none() {
         scan = scan.page_size(100);

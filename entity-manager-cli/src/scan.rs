@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 use entity_manager::job::JobKind;
-use entity_manager::scan::{ParallelScan, SegmentRange};
+use entity_manager::scan::{BulkWrites, ParallelScan, SegmentRange};
 use entity_manager::store::{RateLimit, RateLimited, RateUnit, Store, Usage};
 use entity_manager::{Item, Schema};
 use serde_json::{Value, json};
@@ -66,6 +66,29 @@ fn positive(text: &str) -> Result<f64, String> {
     match text.parse::<f64>() {
         Ok(n) if n.is_finite() && n > 0.0 => Ok(n),
         _ => Err(format!("`{text}` is not a positive number")),
+    }
+}
+
+/// How a purge or a migration sends its writes.
+#[derive(Debug, Args)]
+pub(crate) struct WritesArgs {
+    /// Write with `BatchWriteItem` of 25 and no condition, instead of one conditioned request
+    /// per record: 4 to 8 requests per 100 records instead of 100. ONLY for a table no one
+    /// else writes while the job runs (a write made meanwhile is overwritten, a record deleted
+    /// meanwhile comes back) and segments no two workers share. Counts stay exact across
+    /// kills.
+    #[arg(long)]
+    exclusive: bool,
+}
+
+impl WritesArgs {
+    /// The mode the flags ask for.
+    pub(crate) fn mode(&self) -> BulkWrites {
+        if self.exclusive {
+            BulkWrites::Exclusive
+        } else {
+            BulkWrites::Guarded
+        }
     }
 }
 
@@ -145,6 +168,8 @@ pub(crate) struct PurgeArgs {
     yes: bool,
     #[command(flatten)]
     parallel: Parallel,
+    #[command(flatten)]
+    writes: WritesArgs,
     /// Testing: stop after this many pages, as an interrupted run would.
     #[arg(long, hide = true)]
     stop_after: Option<u64>,
@@ -285,7 +310,8 @@ pub(crate) fn purge(args: &PurgeArgs, json: bool) -> Result<(), Failure> {
     let store = args
         .parallel
         .limited(connect(&schema, &args.table, &args.connection)?);
-    let mut scan = parallel_scan(&store, &schema, args.entity.as_deref(), &args.parallel)?;
+    let mut scan = parallel_scan(&store, &schema, args.entity.as_deref(), &args.parallel)?
+        .writes(args.writes.mode());
     // pages of 100 by default: a checkpoint every four batch deletes
     if args.parallel.page_size.is_none() {
         scan = scan.page_size(100);

@@ -42,9 +42,7 @@
 use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
-use entity_manager::job::{
-    JobHeader, JobKind, JobReport, Journal, SegmentState, merge, read_journal,
-};
+use entity_manager::job::{JobHeader, JobKind, JobReport, Journal, SegmentState, merge_files};
 use entity_manager::scan::{SegmentRange, WORKER_INDEX_VARIABLES};
 use serde_json::{Value, json};
 
@@ -251,16 +249,33 @@ pub(crate) enum ReportAction {
         /// The journals, one per worker (any order).
         #[arg(required = true)]
         journals: Vec<PathBuf>,
+        /// Where the merge spills the keys of the records the job wrote and found, in one
+        /// file per 64 MB of journals by key hash, so that it holds one file's keys in memory
+        /// at a time, not the job's (a migration of 10⁹ records: about 60 GB of keys); needs
+        /// free space about the journals' size. Default: the system's temporary directory.
+        #[arg(long)]
+        spill: Option<PathBuf>,
     },
 }
 
+/// Journal bytes per spill partition of `report merge`: a partition's keys, in memory at once.
+const SPILL_PARTITION_BYTES: u64 = 64 << 20;
+
 pub(crate) fn report(action: &ReportAction, json: bool) -> Result<(), Failure> {
-    let ReportAction::Merge { journals } = action;
-    let entries = journals
+    let ReportAction::Merge { journals, spill } = action;
+    let bytes: u64 = journals
         .iter()
-        .map(|path| read_journal(path).map_err(|e| Failure::Input(e.to_string())))
-        .collect::<Result<Vec<_>, _>>()?;
-    let report = merge(&entries).map_err(|e| Failure::Input(e.to_string()))?;
+        .map(|p| std::fs::metadata(p).map_or(0, |m| m.len()))
+        .sum();
+    let partitions = usize::try_from(bytes / SPILL_PARTITION_BYTES + 1)
+        .unwrap_or(1)
+        .min(512);
+    let spill = spill.clone().unwrap_or_else(|| {
+        std::env::temp_dir().join(format!("entity-manager-merge-{}", std::process::id()))
+    });
+    let report =
+        merge_files(journals, &spill, partitions).map_err(|e| Failure::Input(e.to_string()))?;
+    let _ = std::fs::remove_dir(&spill);
     let t = &report.tally;
     let counts = match report.kind {
         JobKind::Migrate => json!({

@@ -281,6 +281,17 @@ fn worker_args(command: &[&str], w: u32, journal: &Path, endpoint: &str) -> Vec<
 
 #[test]
 fn migrate_split_across_killed_worker_processes() -> TestResult {
+    migrate_across_killed_worker_processes(None)
+}
+
+/// `--exclusive`: a worker killed between a page's batch of puts and its batch of
+/// deletes leaves both copies of a record, which it settles when restarted.
+#[test]
+fn migrate_exclusive_across_killed_worker_processes() -> TestResult {
+    migrate_across_killed_worker_processes(Some("--exclusive"))
+}
+
+fn migrate_across_killed_worker_processes(exclusive: Option<&str>) -> TestResult {
     let Some(endpoint) = endpoint() else {
         return Ok(());
     };
@@ -303,17 +314,19 @@ fn migrate_split_across_killed_worker_processes() -> TestResult {
         .filter(|(x, y)| text(x, "hashKey") != text(y, "hashKey"))
         .count() as u64;
     assert!(moved > 0 && moved < users, "the oracle moves {moved} users");
-    with_table(&endpoint, "migrate", &b_arg, &before, |table, store| {
+    let job = format!("migrate{}", exclusive.unwrap_or_default());
+    with_table(&endpoint, &job, &b_arg, &before, |table, store| {
         let started = Instant::now();
-        let (journals, killed) = run_job("migrate", &mut rng, &[0], |w, journal| {
+        let (journals, killed) = run_job(&job, &mut rng, &[0], |w, journal| {
             let mut command = vec![
                 "migrate", "--from", &a_arg, "--to", &b_arg, "--table", table,
             ];
             command.extend(["--yes", "--json"]);
+            command.extend(exclusive);
             worker_args(&command, w, journal, &endpoint)
         })?;
         eprintln!(
-            "migrate: {} records, 4 workers, {killed} killed, {:.1} s",
+            "{job}: {} records, 4 workers, {killed} killed, {:.1} s",
             records.len(),
             started.elapsed().as_secs_f64()
         );
@@ -348,6 +361,15 @@ fn migrate_split_across_killed_worker_processes() -> TestResult {
 
 #[test]
 fn purge_split_across_killed_worker_processes() -> TestResult {
+    purge_across_killed_worker_processes(None)
+}
+
+#[test]
+fn purge_exclusive_across_killed_worker_processes() -> TestResult {
+    purge_across_killed_worker_processes(Some("--exclusive"))
+}
+
+fn purge_across_killed_worker_processes(exclusive: Option<&str>) -> TestResult {
     let Some(endpoint) = endpoint() else {
         return Ok(());
     };
@@ -359,15 +381,17 @@ fn purge_split_across_killed_worker_processes() -> TestResult {
     let records = records(size())?;
     let items = keyed(&a, &records)?;
     let users = records.iter().filter(|(e, _)| *e == "user").count() as u64;
-    with_table(&endpoint, "purge", &b_arg, &items, |table, store| {
+    let job = format!("purge{}", exclusive.unwrap_or_default());
+    with_table(&endpoint, &job, &b_arg, &items, |table, store| {
         let started = Instant::now();
-        let (journals, killed) = run_job("purge", &mut rng, &[0], |w, journal| {
+        let (journals, killed) = run_job(&job, &mut rng, &[0], |w, journal| {
             let mut command = vec!["purge", &a_arg, "--all", "--table", table];
             command.extend(["--yes", "--json"]);
+            command.extend(exclusive);
             worker_args(&command, w, journal, &endpoint)
         })?;
         eprintln!(
-            "purge: {} records, 4 workers, {killed} killed, {:.1} s",
+            "{job}: {} records, 4 workers, {killed} killed, {:.1} s",
             records.len(),
             started.elapsed().as_secs_f64()
         );

@@ -157,16 +157,18 @@ where
                 check(entity, item, &mut page);
             }
         }
-        journal.append(Entry::Done {
-            segment: batch.segment,
-            next: batch.next.clone(),
-            tally: Tally {
-                scanned: page.scanned.clone(),
-                misplaced: page.misplaced.clone(),
-                unreadable: page.unreadable.clone(),
-                ..Tally::default()
-            },
-        })?;
+        journal
+            .append(Entry::Done {
+                segment: batch.segment,
+                next: batch.next.clone(),
+                tally: Tally {
+                    scanned: page.scanned.clone(),
+                    misplaced: page.misplaced.clone(),
+                    unreadable: page.unreadable.clone(),
+                    ..Tally::default()
+                },
+            })
+            .await?;
         for (entity, n) in page.scanned {
             *report.scanned.entry(entity).or_default() += n;
         }

@@ -342,7 +342,11 @@ pub trait EntityExt: Entity {
 
     /// Deletes the record whose unique property is `id` and returns it (`None` if there was
     /// none): it is read from its candidate keys in one round trip, then deleted under the
-    /// condition that it still exists.
+    /// condition that it still exists. A record moved to another candidate key between the
+    /// read and the delete (by a migration or [`move_record`](Self::move_record)) is read
+    /// again where it went and deleted there, up to 8 times, then
+    /// [`Error::Conflict`](crate::Error::Conflict): a record that exists throughout is never
+    /// reported as none.
     fn delete<'s, S: Store, I: Serialize + Sync + ?Sized>(
         store: &'s S,
         id: &'s I,

@@ -4,7 +4,10 @@
 //!
 //! `BatchWriteItem` takes no condition, so bulk work writes item by item (`PutItem`,
 //! `DeleteItem`, or `TransactWriteItems` for a move), [`PARALLEL_WRITES`] at once: the same
-//! write units as a batch, in more requests. A write whose condition fails gets the item as it
+//! write units as a batch, in more requests. (`TransactWriteItems` of up to 100 conditioned
+//! writes were measured too: no faster on `DynamoDB` Local, and twice the write units.)
+//! [`BulkWrites::Exclusive`](crate::scan::BulkWrites::Exclusive) gives up the conditions for
+//! batches, on a table no one else writes. A write whose condition fails gets the item as it
 //! is now (`ReturnValuesOnConditionCheckFailure`), and the caller plans that item again and
 //! writes it under a new condition: a conflict costs one more write, no read.
 

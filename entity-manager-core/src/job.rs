@@ -59,6 +59,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::{Deserialize, Serialize};
 use serde_dynamo::{AttributeValue, Item};
@@ -360,6 +361,13 @@ pub struct Journal {
     header: JobHeader,
     entries: Mutex<Vec<Entry>>,
     sink: Mutex<Sink>,
+    /// Lines written to the file so far.
+    written: AtomicU64,
+    /// Lines known synced to disk; held while syncing, so that the appends waiting meanwhile
+    /// share the next sync (group commit) without blocking a thread.
+    synced: futures::lock::Mutex<u64>,
+    /// A second handle of the file, synced without holding `sink`.
+    syncer: Option<(std::fs::File, PathBuf)>,
 }
 
 impl std::fmt::Debug for Journal {
@@ -377,6 +385,9 @@ impl Journal {
             entries: Mutex::new(vec![Entry::Start(header.clone())]),
             header,
             sink: Mutex::new(Sink::Memory),
+            written: AtomicU64::new(0),
+            synced: futures::lock::Mutex::new(0),
+            syncer: None,
         }
     }
 
@@ -436,6 +447,7 @@ impl Journal {
             .open(path)
             .map_err(io)?;
         file.set_len(good_len).map_err(io)?;
+        let syncer = file.try_clone().map_err(io)?;
         let journal = Self {
             header: header.clone(),
             entries: Mutex::new(entries),
@@ -443,9 +455,13 @@ impl Journal {
                 file,
                 path: path.to_path_buf(),
             }),
+            written: AtomicU64::new(0),
+            synced: futures::lock::Mutex::new(0),
+            syncer: Some((syncer, path.to_path_buf())),
         };
         if good_len == 0 {
-            journal.append(Entry::Start(header))?;
+            journal.write(Entry::Start(header))?;
+            journal.sync()?;
         }
         Ok(journal)
     }
@@ -471,30 +487,58 @@ impl Journal {
         merge_checked(&[entries])
     }
 
-    /// Appends `entry` (in a file: written in one call and synced to disk before returning).
-    pub(crate) fn append(&self, entry: Entry) -> Result<(), JournalError> {
+    /// Appends `entry` (in a file: written in one call, and synced to disk before the
+    /// future ends). Appends made while a sync runs wait for the next one without blocking a
+    /// thread, and share it: one sync for every page that ended meanwhile.
+    pub(crate) async fn append(&self, entry: Entry) -> Result<(), JournalError> {
+        let Some(line) = self.write(entry)? else {
+            return Ok(());
+        };
+        let mut synced = self.synced.lock().await;
+        if *synced < line {
+            let target = self.written.load(Ordering::SeqCst);
+            self.sync()?;
+            *synced = target;
+        }
+        Ok(())
+    }
+
+    /// Writes `entry` to the file (not synced yet) and to the entries, in the same order;
+    /// returns its line number in the file (`None` for a journal in memory).
+    fn write(&self, entry: Entry) -> Result<Option<u64>, JournalError> {
         let mut sink = self
             .sink
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut line = None;
         if let Sink::File { file, path } = &mut *sink {
-            let mut line = serde_json::to_vec(&entry).map_err(|e| JournalError::Io {
+            let mut text = serde_json::to_vec(&entry).map_err(|e| JournalError::Io {
                 path: path.clone(),
                 source: std::io::Error::other(e),
             })?;
-            line.push(b'\n');
-            file.write_all(&line)
-                .and_then(|()| file.sync_data())
-                .map_err(|source| JournalError::Io {
-                    path: path.clone(),
-                    source,
-                })?;
+            text.push(b'\n');
+            file.write_all(&text).map_err(|source| JournalError::Io {
+                path: path.clone(),
+                source,
+            })?;
+            line = Some(self.written.fetch_add(1, Ordering::SeqCst) + 1);
         }
         self.entries
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .push(entry);
-        Ok(())
+        Ok(line)
+    }
+
+    /// Syncs the file's data to disk.
+    fn sync(&self) -> Result<(), JournalError> {
+        match &self.syncer {
+            Some((file, path)) => file.sync_data().map_err(|source| JournalError::Io {
+                path: path.clone(),
+                source,
+            }),
+            None => Ok(()),
+        }
     }
 }
 
@@ -515,35 +559,44 @@ pub struct JobState {
 }
 
 fn replay(range: SegmentRange, entries: &[Entry]) -> JobState {
-    let mut state = JobState {
+    let mut state = fresh_state(range);
+    for entry in entries {
+        apply(&mut state, entry.clone());
+    }
+    state
+}
+
+fn fresh_state(range: SegmentRange) -> JobState {
+    JobState {
         checkpoint: ScanCheckpoint::of_range(range),
         in_flight: BTreeMap::new(),
         settled: HashSet::new(),
         tally: Tally::default(),
-    };
-    for entry in entries {
-        match entry {
-            Entry::Start(_) => {}
-            Entry::Begin { segment, planned } => {
-                state.in_flight.insert(*segment, planned.clone());
-            }
-            Entry::Done {
-                segment,
-                next,
-                tally,
-            } => {
-                state.in_flight.remove(segment);
-                state.checkpoint.set(*segment, next.clone());
-                state.tally.add(tally.clone());
-            }
-            Entry::Settled { segment, tally } => {
-                state.in_flight.remove(segment);
-                state.settled.extend(tally.claimed.iter().cloned());
-                state.tally.add(tally.clone());
-            }
+    }
+}
+
+/// One entry replayed onto a worker's state.
+fn apply(state: &mut JobState, entry: Entry) {
+    match entry {
+        Entry::Start(_) => {}
+        Entry::Begin { segment, planned } => {
+            state.in_flight.insert(segment, planned);
+        }
+        Entry::Done {
+            segment,
+            next,
+            tally,
+        } => {
+            state.in_flight.remove(&segment);
+            state.checkpoint.set(segment, next);
+            state.tally.add(tally);
+        }
+        Entry::Settled { segment, tally } => {
+            state.in_flight.remove(&segment);
+            state.settled.extend(tally.claimed.iter().cloned());
+            state.tally.add(tally);
         }
     }
-    state
 }
 
 /// Where one segment of a job stands, in a [`JobReport`].
@@ -664,6 +717,12 @@ pub fn merge(journals: &[Vec<Entry>]) -> Result<JobReport, MergeError> {
             _ => Err(MergeError::NoHeader { index }),
         })
         .collect::<Result<_, _>>()?;
+    check_headers(&headers)?;
+    Ok(merge_checked(journals))
+}
+
+/// The headers of the journals of one job: same kind, job and split.
+fn check_headers(headers: &[&JobHeader]) -> Result<(), MergeError> {
     let first = headers.first().ok_or(MergeError::Empty)?;
     for (index, h) in headers.iter().enumerate() {
         if h.kind != first.kind || h.job != first.job || h.range.total != first.range.total {
@@ -678,26 +737,40 @@ pub fn merge(journals: &[Vec<Entry>]) -> Result<JobReport, MergeError> {
             });
         }
     }
-    Ok(merge_checked(journals))
+    Ok(())
 }
 
 /// [`merge`] of journals known to share one header kind, job and split.
 fn merge_checked(journals: &[Vec<Entry>]) -> JobReport {
+    let states: Vec<(JobHeader, JobState)> = journals
+        .iter()
+        .filter_map(|entries| match entries.first() {
+            Some(Entry::Start(header)) => Some((header.clone(), replay(header.range, entries))),
+            _ => None,
+        })
+        .collect();
+    let claimed: HashSet<StoredKey> = states
+        .iter()
+        .flat_map(|(_, state)| state.tally.claimed.iter().cloned())
+        .collect();
+    let mut report = assemble(states);
+    report.tally = report.tally.settle(&claimed);
+    report
+}
+
+/// The report of the workers' states: segments, overlaps and the summed tally (not settled:
+/// its `found` and `claimed` lists kept).
+fn assemble(states: Vec<(JobHeader, JobState)>) -> JobReport {
     let mut kind = JobKind::Migrate;
     let mut job = String::new();
     let mut total = 1;
-    let mut states: HashMap<u32, SegmentState> = HashMap::new();
+    let mut segment_states: HashMap<u32, SegmentState> = HashMap::new();
     let mut overlaps = BTreeSet::new();
     let mut tally = Tally::default();
-    let mut claimed = HashSet::new();
-    for entries in journals {
-        let Some(Entry::Start(header)) = entries.first() else {
-            continue;
-        };
+    for (header, state) in states {
         kind = header.kind;
         job.clone_from(&header.job);
         total = header.range.total;
-        let state = replay(header.range, entries);
         for (segment, position) in
             (header.range.first..header.range.end).zip(state.checkpoint.segments())
         {
@@ -709,16 +782,15 @@ fn merge_checked(journals: &[Vec<Entry>]) -> JobReport {
                 }
                 SegmentPosition::NotStarted => SegmentState::NotStarted,
             };
-            if states.insert(segment, now).is_some() {
+            if segment_states.insert(segment, now).is_some() {
                 overlaps.insert(segment);
             }
         }
-        claimed.extend(state.tally.claimed.iter().cloned());
         tally.add(state.tally);
     }
     let mut segments: Vec<SegmentSpan> = Vec::new();
     for segment in 0..total {
-        let state = states
+        let state = segment_states
             .get(&segment)
             .copied()
             .unwrap_or(SegmentState::NotStarted);
@@ -737,8 +809,156 @@ fn merge_checked(journals: &[Vec<Entry>]) -> JobReport {
         total_segments: total,
         segments,
         overlaps: overlaps.into_iter().collect(),
-        tally: tally.settle(&claimed),
+        tally,
     }
+}
+
+/// Why journal files cannot be merged ([`merge_files`]).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum MergeFilesError {
+    /// A journal cannot be read (or a spill file written).
+    #[error("{0}")]
+    Journal(#[from] JournalError),
+    /// The journals cannot be merged.
+    #[error("{0}")]
+    Merge(#[from] MergeError),
+}
+
+/// [`merge`] of journal files without holding the records' keys in memory: each file is read
+/// line by line, and the keys the job wrote (`claimed`) and the records it found migrated
+/// (`found`), the bulk of a migration's journals, go to `partitions` spill files in `spill`
+/// by a hash of the key; each partition is then settled on its own. Memory is about the
+/// journals' keys divided by `partitions` (a migration of 10⁹ records: 60 GB of keys, 256
+/// partitions of about 250 MB). The totals are [`merge`]'s. The spill files are removed.
+pub fn merge_files(
+    paths: &[PathBuf],
+    spill: &Path,
+    partitions: usize,
+) -> Result<JobReport, MergeFilesError> {
+    let partitions = partitions.max(1);
+    let spill_io = |source| JournalError::Io {
+        path: spill.to_path_buf(),
+        source,
+    };
+    std::fs::create_dir_all(spill).map_err(spill_io)?;
+    let names: Vec<PathBuf> = (0..partitions)
+        .map(|p| spill.join(format!("merge-{}-{p}.jsonl", std::process::id())))
+        .collect();
+    let result = merge_spilled(paths, &names);
+    for name in &names {
+        let _ = std::fs::remove_file(name);
+    }
+    result
+}
+
+/// A key or a found record of a journal, in a spill file.
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+enum Spilled {
+    Claimed(StoredKey),
+    Found(Found),
+}
+
+fn merge_spilled(paths: &[PathBuf], names: &[PathBuf]) -> Result<JobReport, MergeFilesError> {
+    let open_io = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| JournalError::Io { path, source }
+    };
+    let mut writers = names
+        .iter()
+        .map(|name| {
+            std::fs::File::create(name)
+                .map(std::io::BufWriter::new)
+                .map_err(open_io(name))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut spill = |entry: &mut Entry| -> Result<(), JournalError> {
+        let (Entry::Done { tally, .. } | Entry::Settled { tally, .. }) = entry else {
+            return Ok(());
+        };
+        let claimed = std::mem::take(&mut tally.claimed)
+            .into_iter()
+            .map(Spilled::Claimed);
+        let found = std::mem::take(&mut tally.found)
+            .into_iter()
+            .map(Spilled::Found);
+        for item in claimed.chain(found) {
+            let key = match &item {
+                Spilled::Claimed(key) | Spilled::Found(Found { key, .. }) => key,
+            };
+            let mut hasher = std::hash::DefaultHasher::new();
+            std::hash::Hash::hash(key, &mut hasher);
+            let at = usize::try_from(std::hash::Hasher::finish(&hasher) % names.len() as u64)
+                .unwrap_or(0);
+            let (Some(writer), Some(name)) = (writers.get_mut(at), names.get(at)) else {
+                continue;
+            };
+            let mut line = serde_json::to_vec(&item).map_err(|e| JournalError::Io {
+                path: name.clone(),
+                source: std::io::Error::other(e),
+            })?;
+            line.push(b'\n');
+            writer.write_all(&line).map_err(open_io(name))?;
+        }
+        Ok(())
+    };
+    let mut states = Vec::new();
+    for (index, path) in paths.iter().enumerate() {
+        let file = std::fs::File::open(path).map_err(open_io(path))?;
+        let mut state: Option<(JobHeader, JobState)> = None;
+        for_each_line(path, file, |mut entry| {
+            if state.is_none() {
+                let Entry::Start(header) = &entry else {
+                    return Err(MergeFilesError::Merge(MergeError::NoHeader { index }));
+                };
+                state = Some((header.clone(), fresh_state(header.range)));
+            }
+            spill(&mut entry)?;
+            if let Some((_, s)) = state.as_mut() {
+                apply(s, entry);
+            }
+            Ok(())
+        })?;
+        states.push(state.ok_or(MergeError::NoHeader { index })?);
+    }
+    for (writer, name) in writers.into_iter().zip(names) {
+        writer
+            .into_inner()
+            .map_err(|e| JournalError::Io {
+                path: name.clone(),
+                source: e.into_error(),
+            })?
+            .sync_data()
+            .map_err(open_io(name))?;
+    }
+    check_headers(&states.iter().map(|(h, _)| h).collect::<Vec<_>>())?;
+    let mut report = assemble(states);
+    for name in names {
+        let file = std::fs::File::open(name).map_err(open_io(name))?;
+        let mut claimed = HashSet::new();
+        let mut found = Vec::new();
+        for line in std::io::BufReader::new(file).lines() {
+            let line = line.map_err(open_io(name))?;
+            match serde_json::from_str::<Spilled>(&line) {
+                Ok(Spilled::Claimed(key)) => {
+                    claimed.insert(key);
+                }
+                Ok(Spilled::Found(f)) => found.push(f),
+                Err(e) => {
+                    return Err(JournalError::Corrupt {
+                        path: name.clone(),
+                        line: 0,
+                        reason: e.to_string(),
+                    }
+                    .into());
+                }
+            }
+        }
+        report.tally.found = found;
+        report.tally = std::mem::take(&mut report.tally).settle(&claimed);
+    }
+    Ok(report)
 }
 
 /// The entries of a journal file (a torn last line dropped), for [`merge`].
@@ -753,8 +973,22 @@ pub fn read_journal(path: &Path) -> Result<Vec<Entry>, JournalError> {
 /// The entries of a journal file, and the length of its whole lines: a last line without its
 /// newline is torn (the process died while writing it) and dropped.
 fn read_lines(path: &Path, file: std::fs::File) -> Result<(Vec<Entry>, u64), JournalError> {
-    let mut reader = std::io::BufReader::new(file);
     let mut entries = Vec::new();
+    let good_len = for_each_line(path, file, |entry| {
+        entries.push(entry);
+        Ok::<_, JournalError>(())
+    })?;
+    Ok((entries, good_len))
+}
+
+/// Calls `each` on every entry of a journal file, in order (a torn last line dropped); returns
+/// the length of its whole lines.
+fn for_each_line<E: From<JournalError>>(
+    path: &Path,
+    file: std::fs::File,
+    mut each: impl FnMut(Entry) -> Result<(), E>,
+) -> Result<u64, E> {
+    let mut reader = std::io::BufReader::new(file);
     let mut good_len = 0u64;
     let mut line = Vec::new();
     let mut number = 0;
@@ -775,8 +1009,8 @@ fn read_lines(path: &Path, file: std::fs::File) -> Result<(Vec<Entry>, u64), Jou
             line: number,
             reason: e.to_string(),
         })?;
-        entries.push(entry);
+        each(entry)?;
         good_len += n as u64;
     }
-    Ok((entries, good_len))
+    Ok(good_len)
 }

@@ -8,7 +8,9 @@
 //! - when its primary key is unchanged, with a put;
 //! - when its primary key changes (a new shard, a new range key encoding), the old item is
 //!   deleted and the new one put **in one transaction** (`TransactWriteItems`), the put
-//!   conditioned on no record holding the new key. A migration never leaves both, or neither.
+//!   conditioned on no record holding the new key. A migration never leaves both, or neither
+//!   (but in [`BulkWrites::Exclusive`], where a kill can separate them until the worker
+//!   resumes).
 //!
 //! **Live: no acknowledged write is lost.** Every write (the put, and the delete of a move) is
 //! conditioned on the record being unchanged since the scan read it: on its version when the
@@ -19,7 +21,9 @@
 //! failed condition, migrates that, and counts the conflict
 //! ([`conflicts`](EntityCounts::conflicts)); a record deleted meanwhile is counted as
 //! [`vanished`](EntityCounts::vanished). Writes go 16 at a time per page (`BatchWriteItem`
-//! takes no condition): the same write units as a batch, in more requests.
+//! takes no condition): the same write units as a batch, in more requests. For a table no one
+//! else writes while the migration runs, [`BulkWrites::Exclusive`] writes in unconditioned
+//! batches instead.
 //!
 //! **Rolling out a live migration**, with services reading and writing the table throughout:
 //! 1. Deploy services that read and write with schema B's *candidate keys* covering A's: a
@@ -130,7 +134,7 @@ use crate::error::Error;
 use crate::guarded::{self, PARALLEL_WRITES};
 use crate::job::{Entry, Found, Journal, JournalError, Planned, StoredKey, Tally};
 use crate::keys::PrimaryKey;
-use crate::scan::{ParallelScan, ScanCheckpoint, StepError, entity_filter};
+use crate::scan::{BulkWrites, ParallelScan, ScanCheckpoint, StepError, entity_filter};
 use crate::schema::{EntitySchema, Schema};
 use crate::store::{
     BatchWriteError, CancellationReason, Expect, Filter, Store, StoreError, TransactWrite,
@@ -719,6 +723,7 @@ impl<'a> Migration<'a> {
                     segment: *segment,
                     tally,
                 })
+                .await
                 .map_err(|e| fail(MigrateFailure::Journal(Box::new(e))))?;
         }
         let context = JobContext {
@@ -826,13 +831,14 @@ impl<'a> Migration<'a> {
     {
         let scan = self.prepare(scan);
         let store = scan.store();
+        let writes = scan.writes;
         let mut checkpoint = scan.checkpoint().clone();
         let mut counts = MigrateCounts::default();
         let halt = Arc::new(AtomicBool::new(false));
         let mut steps = scan.drive(Some(&halt), move |segment, items: Vec<Item>| async move {
             let page_span =
                 crate::trace::op_span!("entity_manager.migrate_page", items = items.len());
-            let page = self.migrate_page(store, items, job.map(|c| (c, segment)));
+            let page = self.migrate_page(store, items, job.map(|c| (c, segment)), writes);
             crate::trace::operation(page_span, page).await
         });
         let mut failure = None;
@@ -850,7 +856,7 @@ impl<'a> Migration<'a> {
                                 ..Tally::default()
                             },
                         };
-                        if let Err(e) = context.journal.append(entry) {
+                        if let Err(e) = context.journal.append(entry).await {
                             halt.store(true, Ordering::SeqCst);
                             failure.get_or_insert(MigrateFailure::Journal(Box::new(e)));
                             continue;
@@ -991,7 +997,7 @@ impl<'a> Migration<'a> {
     }
 
     /// Records in the journal the writes a page is about to make.
-    fn begin(
+    async fn begin(
         &self,
         journal: &Journal,
         segment: u32,
@@ -1018,17 +1024,20 @@ impl<'a> Migration<'a> {
         }
         journal
             .append(Entry::Begin { segment, planned })
+            .await
             .map_err(|e| Box::new(MigrateFailure::Journal(Box::new(e))))
     }
 
     /// Plans and writes one page: each rewrite a conditioned put, each move a transaction
     /// (the delete conditioned on the record as read), [`PARALLEL_WRITES`] at once; a write
     /// whose record changed meanwhile is planned again from the record as it is now.
+    #[allow(clippy::too_many_lines)] // plan, journal, write and count one page
     async fn migrate_page<S: Store>(
         &self,
         store: &S,
         items: Vec<Item>,
         job: Option<(JobContext<'_>, u32)>,
+        writes: BulkWrites,
     ) -> Result<PageDone, Box<MigrateFailure>> {
         let definition = store.definition();
         let mut counts = MigrateCounts::default();
@@ -1049,14 +1058,21 @@ impl<'a> Migration<'a> {
             .filter(|(_, _, plan)| matches!(plan, Plan::Rewrite(_)))
             .count();
         if let Some((context, segment)) = job {
-            self.begin(context.journal, segment, &work, definition)?;
+            self.begin(context.journal, segment, &work, definition)
+                .await?;
         }
         let settled = job.map(|(context, _)| context.settled);
-        let done: Vec<Result<(usize, Written), Failed>> = futures::stream::iter(work)
-            .map(|(at, item, plan)| self.write(store, at, item, plan, settled))
-            .buffer_unordered(PARALLEL_WRITES)
-            .collect()
-            .await;
+        let (mut done, work) = match writes {
+            BulkWrites::Exclusive => self.write_exclusive(store, work).await?,
+            _ => (Vec::new(), work),
+        };
+        done.extend(
+            futures::stream::iter(work)
+                .map(|(at, item, plan)| self.write(store, at, item, plan, settled))
+                .buffer_unordered(PARALLEL_WRITES)
+                .collect::<Vec<_>>()
+                .await,
+        );
         let mut unwritten = Vec::new();
         let (mut claimed, mut found) = (Vec::new(), Vec::new());
         let mut first: Option<Failed> = None;
@@ -1127,9 +1143,70 @@ impl<'a> Migration<'a> {
         }
     }
 
+    /// The writes of a page's records in unconditioned batches ([`BulkWrites::Exclusive`]):
+    /// every new item put, then every old key of a move deleted (a kill between the two
+    /// leaves both, which the worker that resumes settles). Returns the records written and
+    /// the work left (the records with nothing to write).
+    #[allow(clippy::type_complexity)] // the records written, and the work left
+    async fn write_exclusive<S: Store>(
+        &self,
+        store: &S,
+        work: Vec<(usize, Item, Plan)>,
+    ) -> Result<
+        (
+            Vec<Result<(usize, Written), Failed>>,
+            Vec<(usize, Item, Plan)>,
+        ),
+        Box<MigrateFailure>,
+    > {
+        let (mut puts, mut deletes, mut done, mut rest) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        for (at, item, plan) in work {
+            let Some(e) = self.entities.get(at) else {
+                continue;
+            };
+            match plan {
+                Plan::Rewrite(target) => {
+                    puts.push(WriteRequest::Put(e.bump(target)));
+                    done.push(Ok((at, Written::new(Outcome::Rewritten, 0))));
+                }
+                Plan::Move { old, item: target } => {
+                    let target = e.bump(target);
+                    let mut written = Written::new(Outcome::Moved, 0);
+                    written.to = Some(table_key(e, &target));
+                    puts.push(WriteRequest::Put(target));
+                    deletes.push(WriteRequest::Delete(old));
+                    done.push(Ok((at, written)));
+                }
+                plan => rest.push((at, item, plan)),
+            }
+        }
+        for batch in [puts, deletes] {
+            if batch.is_empty() {
+                continue;
+            }
+            store.batch_write(batch).await.map_err(|source| {
+                let keys = source
+                    .unwritten
+                    .iter()
+                    .filter_map(|w| match w {
+                        WriteRequest::Put(item) => self.route(item).map(|e| table_key(e, item)),
+                        WriteRequest::Delete(key) => Some(key.clone()),
+                    })
+                    .collect();
+                Box::new(MigrateFailure::Rewrite {
+                    unwritten: keys,
+                    source: Box::new(source),
+                })
+            })?;
+        }
+        Ok((done, rest))
+    }
+
     /// Carries out the plan of one record read as `item`: a put or a move conditioned on the
     /// record being unchanged; when it changed, the record as it is now is planned again, up to
     /// [`MAX_REDO`](guarded::MAX_REDO) times.
+    #[allow(clippy::too_many_lines)] // one record: each way its write can end, in one loop
     async fn write<S: Store>(
         &self,
         store: &S,
@@ -1207,6 +1284,25 @@ impl<'a> Migration<'a> {
                             err.cancellation_reasons()
                                 .first()
                                 .and_then(|r| r.item.clone())
+                        }
+                        // the new item is there already, the old one unchanged: a move of an
+                        // exclusive job stopped between its put and its delete
+                        Err(err)
+                            if conflicts < guarded::MAX_REDO
+                                && err.cancellation_reasons().get(1).is_some_and(|r| {
+                                    r.is_conditional_check_failed()
+                                        && r.item.as_ref() == Some(&target)
+                                }) =>
+                        {
+                            match finish_move(store, e, (&old, &item), &target).await {
+                                Ok(()) => {
+                                    let mut written = Written::new(Outcome::Moved, conflicts);
+                                    written.to = Some(table_key(e, &target));
+                                    return Ok((at, written));
+                                }
+                                Err(Ok(now)) => now,
+                                Err(Err(failure)) => return Err(Failed::Other(failure)),
+                            }
                         }
                         Err(err) => {
                             return Err(Failed::Other(Box::new(MigrateFailure::Move {
@@ -1297,6 +1393,27 @@ impl<'a> Migration<'a> {
             }
         }
         page
+    }
+}
+
+/// Deletes the old item of a move whose new item is already there (an exclusive move stopped
+/// between its put and its delete), conditioned on the old one being unchanged since read as
+/// `item`. `Err(Ok(now))`: the old item changed (or went); `now` is what it is now.
+async fn finish_move<S: Store>(
+    store: &S,
+    e: &EntityMigration<'_>,
+    (old, item): (&Item, &Item),
+    target: &Item,
+) -> Result<(), Result<Option<Item>, Box<MigrateFailure>>> {
+    match store.delete_item(old, e.unchanged(item)).await {
+        Ok(()) => Ok(()),
+        Err(err) if err.is_conditional_check_failed() => Err(Ok(err.current_item().cloned())),
+        Err(err) => Err(Err(Box::new(MigrateFailure::Move {
+            entity: e.from.model().token.to_string(),
+            from: key_text(e, old),
+            to: key_text(e, target),
+            source: Box::new(guarded::too_wide(err)),
+        }))),
     }
 }
 

@@ -586,29 +586,47 @@ where
         .map(Condition::into_filter)
         .transpose()
         .map_err(|invalid| invalid_operand(&entity(), invalid))?;
-    let Some(found) = read_by_id::<E, S, I>(store, schema, id).await? else {
-        return Ok(None);
-    };
-    let record = from_item::<E>(&found)?;
     let present = Filter::Exists(schema.table().hash_key.to_string());
     let expect = match condition {
         Some(condition) => Expect::Matches(Filter::And(vec![present, condition])),
         None => Expect::Present,
     };
-    match store.delete_item(&key_of(schema, &found), expect).await {
-        Ok(()) => Ok(Some(record)),
-        Err(e) if e.is_conditional_check_failed() => match e.current_item() {
-            // deleted by someone else since it was read
-            None => Ok(None),
-            Some(current) => Err(condition_failure::<E>(
-                unique_text(schema, current),
-                None,
-                false,
-                Some(current.clone()),
-            )),
-        },
-        Err(e) => Err(store_error(entity(), "DeleteItem", e)),
+    // a record with several candidate keys may move between them (a migration, `move_record`)
+    // between the read and the delete: the delete then finds nothing at the key read, and the
+    // record is read again where it went, never reported deleted while it lives on
+    let movable = candidates::<E, I>(schema, id)?.len() > 1;
+    for _ in 0..MODIFY_ATTEMPTS {
+        let Some(found) = read_by_id::<E, S, I>(store, schema, id).await? else {
+            return Ok(None);
+        };
+        let record = from_item::<E>(&found)?;
+        match store
+            .delete_item(&key_of(schema, &found), expect.clone())
+            .await
+        {
+            Ok(()) => return Ok(Some(record)),
+            Err(e) if e.is_conditional_check_failed() => match e.current_item() {
+                // gone from the key read: moved (the next read finds it) or deleted (the next
+                // read proves it absent)
+                None if movable => {}
+                None => return Ok(None),
+                Some(current) => {
+                    return Err(condition_failure::<E>(
+                        unique_text(schema, current),
+                        None,
+                        false,
+                        Some(current.clone()),
+                    ));
+                }
+            },
+            Err(e) => return Err(store_error(entity(), "DeleteItem", e)),
+        }
     }
+    Err(Error::Conflict {
+        entity: entity(),
+        unique: id_text(id),
+        attempts: MODIFY_ATTEMPTS,
+    })
 }
 
 /// How many times [`modify`] reads and writes again after a concurrent change.

@@ -3,7 +3,8 @@
 //!
 //! Each item a page holds is deleted with its own `DeleteItem` (16 at once), **conditioned on
 //! the item being unchanged since the scan read it** (every attribute as read) and on the
-//! scan's filter still holding: a write another client made between the scan and the delete is
+//! scan's filter still holding (or, for a table no one else writes, in unconditioned batches:
+//! [`BulkWrites::Exclusive`]): a write another client made between the scan and the delete is
 //! never deleted unseen (an item with too many attributes to compare in one condition
 //! expression is deleted on the filter alone). When the condition fails, the item as it is now is checked against
 //! the filter again: if it still matches it is deleted under a new condition, if not it is kept;
@@ -47,7 +48,7 @@ use serde_dynamo::Item;
 
 use crate::guarded::{self, PARALLEL_WRITES};
 use crate::job::{Entry, Journal, JournalError, Planned, StoredKey, Tally};
-use crate::scan::{ParallelScan, ScanCheckpoint, Step, StepError};
+use crate::scan::{BulkWrites, ParallelScan, ScanCheckpoint, Step, StepError};
 use crate::store::expression::Request;
 use crate::store::value::matches;
 use crate::store::{BatchWriteError, Expect, Filter, Store, StoreError, WriteRequest};
@@ -190,6 +191,7 @@ impl<S: Store> ParallelScan<'_, S> {
         let hash = definition.hash_key.name.clone();
         let range = definition.range_key.name.clone();
         let filter = scan.filter.clone();
+        let writes = scan.writes;
         let mut checkpoint = scan.checkpoint().clone();
         let mut deleted = 0u64;
         let mut conflicts = 0u64;
@@ -212,9 +214,10 @@ impl<S: Store> ParallelScan<'_, S> {
                         .collect();
                     journal
                         .append(Entry::Begin { segment, planned })
+                        .await
                         .map_err(|e| PurgeFailure::Journal(Box::new(e)))?;
                 }
-                delete_page(store, items, &hash, &range, filter.as_ref())
+                delete_page(store, items, (&hash, &range), filter.as_ref(), writes)
                     .await
                     .map_err(|e| PurgeFailure::Delete(Box::new(e)))
             };
@@ -225,7 +228,7 @@ impl<S: Store> ParallelScan<'_, S> {
             match step {
                 Ok(step) => {
                     if let Some((journal, classify)) = job
-                        && let Err(e) = journal.append(done(&step, classify))
+                        && let Err(e) = journal.append(done(&step, classify)).await
                     {
                         halt.store(true, Ordering::SeqCst);
                         failure.get_or_insert((Vec::new(), PurgeFailure::Journal(Box::new(e))));
@@ -341,6 +344,7 @@ async fn settle<S: Store>(
                 segment: *segment,
                 tally,
             })
+            .await
             .map_err(|e| PurgeFailure::Journal(Box::new(e)))?;
     }
     Ok(())
@@ -365,24 +369,33 @@ enum Outcome {
 /// What became of one item (or the key that failed, and why), and after how many conflicts.
 type Deleted = (Result<Outcome, (Item, StoreError)>, u64);
 
-/// Deletes the items of one page, each conditioned on being unchanged since it was read.
+/// Deletes the items of one page: each conditioned on being unchanged since it was read, or,
+/// [`BulkWrites::Exclusive`], in unconditioned batches.
 async fn delete_page<S: Store>(
     store: &S,
     items: Vec<Item>,
-    hash: &str,
-    range: &str,
+    (hash, range): (&str, &str),
     filter: Option<&Filter>,
+    writes: BulkWrites,
 ) -> Result<PageDeleted, BatchWriteError> {
     let total = items.len();
+    let mut page = PageDeleted {
+        keys: Vec::new(),
+        conflicts: 0,
+    };
+    if writes == BulkWrites::Exclusive {
+        let keys: Vec<Item> = items.iter().map(|i| key_of(i, hash, range)).collect();
+        store
+            .batch_write(keys.iter().cloned().map(WriteRequest::Delete).collect())
+            .await?;
+        page.keys = keys;
+        return Ok(page);
+    }
     let results: Vec<Deleted> = futures::stream::iter(items)
         .map(|item| delete_one(store, item, hash, range, filter))
         .buffer_unordered(PARALLEL_WRITES)
         .collect()
         .await;
-    let mut page = PageDeleted {
-        keys: Vec::new(),
-        conflicts: 0,
-    };
     let mut failed = Vec::new();
     let mut cause = None;
     for (result, conflicts) in results {
@@ -402,6 +415,32 @@ async fn delete_page<S: Store>(
     }
 }
 
+/// The table key of an item.
+fn key_of(item: &Item, hash: &str, range: &str) -> Item {
+    item.iter()
+        .filter(|(name, _)| *name == hash || *name == range)
+        .map(|(name, value)| (name.clone(), value.clone()))
+        .collect::<std::collections::HashMap<_, _>>()
+        .into()
+}
+
+/// The condition of the delete of `item`: unchanged since it was read, and `filter` still
+/// holding (the filter alone when the item has too many attributes to compare one by one).
+fn delete_expect(item: &Item, hash: &str, range: &str, filter: Option<&Filter>) -> Expect {
+    let mut condition = vec![guarded::unchanged(item, hash, range, None, &[])];
+    condition.extend(filter.cloned());
+    let expect = Expect::Matches(Filter::And(condition));
+    if Request::write("DeleteItem", hash, None, &expect)
+        .is_err_and(|e| e.expression_too_large().is_some())
+    {
+        // too many attributes to compare one by one: the filter alone must still hold
+        let mut condition = vec![Filter::Exists(hash.to_owned())];
+        condition.extend(filter.cloned());
+        return Expect::Matches(Filter::And(condition));
+    }
+    expect
+}
+
 /// Deletes one item if it is unchanged since it was read (and still matches `filter`), reading
 /// it again (from the failed condition) and retrying while it changes; returns what became of
 /// it and how many conflicts that took.
@@ -412,25 +451,10 @@ async fn delete_one<S: Store>(
     range: &str,
     filter: Option<&Filter>,
 ) -> Deleted {
-    let key: Item = item
-        .iter()
-        .filter(|(name, _)| *name == hash || *name == range)
-        .map(|(name, value)| (name.clone(), value.clone()))
-        .collect::<std::collections::HashMap<_, _>>()
-        .into();
+    let key = key_of(&item, hash, range);
     let mut conflicts = 0;
     loop {
-        let mut condition = vec![guarded::unchanged(&item, hash, range, None, &[])];
-        condition.extend(filter.cloned());
-        let mut expect = Expect::Matches(Filter::And(condition));
-        if Request::write("DeleteItem", hash, None, &expect)
-            .is_err_and(|e| e.expression_too_large().is_some())
-        {
-            // too many attributes to compare one by one: the filter alone must still hold
-            let mut condition = vec![Filter::Exists(hash.to_owned())];
-            condition.extend(filter.cloned());
-            expect = Expect::Matches(Filter::And(condition));
-        }
+        let expect = delete_expect(&item, hash, range, filter);
         match store.delete_item(&key, expect).await {
             Ok(()) => return (Ok(Outcome::Deleted(key)), conflicts),
             Err(e) if e.is_conditional_check_failed() && conflicts < guarded::MAX_REDO => {

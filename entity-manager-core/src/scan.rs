@@ -426,6 +426,53 @@ pub fn entity_filter(entity: &EntitySchema<'_>) -> Filter {
     }
 }
 
+/// How bulk work on a scan ([`purge`](ParallelScan::purge),
+/// [`Migration::run`](crate::migrate::Migration::run)) sends its writes. Whatever the mode, a
+/// job's journal counts each record once across kills and resumes.
+///
+/// ```
+/// use std::ops::ControlFlow;
+///
+/// use entity_manager_core::scan::{BulkWrites, ParallelScan};
+/// use entity_manager_core::store::{KeyType, MemoryStore, Store, TableDefinition, WriteRequest};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let store = MemoryStore::new(TableDefinition::new(("pk", KeyType::S), ("sk", KeyType::S)));
+/// let items = (0..60)
+///     .map(|i| serde_dynamo::to_item(serde_json::json!({ "pk": format!("p{i}"), "sk": "a" })))
+///     .map(|item| item.map(WriteRequest::Put))
+///     .collect::<Result<Vec<_>, _>>()?;
+/// store.batch_write(items).await?;
+/// // a maintenance window: no one else writes the table, so batches without conditions
+/// let report = ParallelScan::new(&store)
+///     .writes(BulkWrites::Exclusive)
+///     .purge(|_| ControlFlow::Continue(()))
+///     .await?;
+/// assert_eq!(report.deleted, 60);
+/// assert!(store.is_empty());
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum BulkWrites {
+    /// Every write conditioned on the record being unchanged since the scan read it, one
+    /// request per record (`PutItem`, `DeleteItem`, or one `TransactWriteItems` for a move),
+    /// 16 at once per page: a write another client made meanwhile is never overwritten, a
+    /// record it deleted never comes back. One write unit per record (a move: four, as a
+    /// transaction of two items).
+    #[default]
+    Guarded,
+    /// `BatchWriteItem` of 25, **no condition**: only for a table no one else writes while
+    /// the job runs (a maintenance window), and segments no two workers share. A write
+    /// another client makes between the scan and the batch is overwritten, a record it
+    /// deletes meanwhile comes back, and a move is a put then a delete that a kill can
+    /// separate (the worker that resumes finishes it). The fewest requests: 4 to 8 per 100
+    /// records instead of 100; one write unit per item written (a move: two).
+    Exclusive,
+}
+
 /// A parallel scan of a table: segments read `throttle` at a time, each page by page,
 /// resumable from a [`ScanCheckpoint`]. See the [module documentation](self).
 #[derive(Debug)]
@@ -437,6 +484,7 @@ pub struct ParallelScan<'s, S> {
     pub(crate) filter: Option<Filter>,
     pub(crate) consistent: bool,
     pub(crate) checkpoint: ScanCheckpoint,
+    pub(crate) writes: BulkWrites,
 }
 
 /// What one step of a segment produced: the action's output for one page.
@@ -469,6 +517,7 @@ impl<'s, S: Store> ParallelScan<'s, S> {
             filter: None,
             consistent: false,
             checkpoint: ScanCheckpoint::new(Self::DEFAULT_SEGMENTS),
+            writes: BulkWrites::default(),
         }
     }
 
@@ -497,6 +546,13 @@ impl<'s, S: Store> ParallelScan<'s, S> {
     /// checkpoint.
     pub fn page_size(mut self, page_size: u32) -> Self {
         self.page_size = Some(page_size.max(1));
+        self
+    }
+
+    /// How a purge or a migration on this scan writes (default
+    /// [`BulkWrites::Guarded`]).
+    pub fn writes(mut self, writes: BulkWrites) -> Self {
+        self.writes = writes;
         self
     }
 
@@ -594,6 +650,7 @@ impl<'s, S: Store> ParallelScan<'s, S> {
             filter,
             consistent,
             checkpoint,
+            writes: _,
         } = self;
         let total = checkpoint.total_segments();
         let first = checkpoint.first;

@@ -22,7 +22,7 @@ use std::time::Instant;
 use aws_sdk_dynamodb::types::{DeleteRequest, PutRequest, WriteRequest as AwsWrite};
 use entity_manager::job::{JobHeader, JobKind, Journal};
 use entity_manager::migrate::Migration;
-use entity_manager::scan::{ParallelScan, SegmentRange};
+use entity_manager::scan::{BulkWrites, ParallelScan, SegmentRange};
 use entity_manager::store::{
     DynamoStore, RateLimit, RateLimited, Store, TableDefinition, WriteRequest,
 };
@@ -107,8 +107,12 @@ enum Job {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 enum Way {
-    Library,
+    /// The library, writing as this mode says.
+    Library(BulkWrites),
     Baseline,
+    /// The baseline asking for the consumed capacity of each request, as the library does
+    /// (`ReturnConsumedCapacity=TOTAL`, for its spans and reports).
+    BaselineCapacity,
 }
 
 struct Setup {
@@ -136,7 +140,12 @@ async fn fresh_table(setup: &Setup, name: &str) -> BenchResult<DynamoStore> {
 }
 
 /// The library: `workers` tasks, each a share of the segments with its journal file.
-async fn library(setup: &Setup, store: &DynamoStore, job: Job, workers: u32) -> BenchResult<()> {
+async fn library(
+    setup: &Setup,
+    store: &DynamoStore,
+    (job, writes): (Job, BulkWrites),
+    workers: u32,
+) -> BenchResult<()> {
     let migration = Migration::between(&setup.a, &setup.b)?;
     let dir = std::env::temp_dir();
     let runs = (0..workers).map(|w| {
@@ -151,10 +160,17 @@ async fn library(setup: &Setup, store: &DynamoStore, job: Job, workers: u32) -> 
             };
             let path = dir.join(format!("em-bench-{}-{w}.jsonl", std::process::id()));
             let _ = std::fs::remove_file(&path);
-            let journal = Journal::open(&path, JobHeader::new(kind, "bench", range))?;
+            let header = JobHeader::new(kind, "bench", range);
+            // EM_BENCH_JOURNAL=memory: the journal in memory, to see what its file costs
+            let journal = if std::env::var("EM_BENCH_JOURNAL").is_ok_and(|j| j == "memory") {
+                Journal::in_memory(header)
+            } else {
+                Journal::open(&path, header)?
+            };
             let scan = ParallelScan::new(store)
                 .page_size(PAGE.unsigned_abs())
-                .throttle(THROTTLE);
+                .throttle(THROTTLE)
+                .writes(writes);
             match job {
                 Job::Migrate => {
                     migration
@@ -184,10 +200,12 @@ async fn baseline(
     setup: &Setup,
     client: &aws_sdk_dynamodb::Client,
     table: &str,
-    job: Job,
+    (job, capacity): (Job, bool),
     workers: u32,
 ) -> BenchResult<()> {
+    let capacity = capacity.then_some(aws_sdk_dynamodb::types::ReturnConsumedCapacity::Total);
     let in_flight = usize::try_from(workers)? * THROTTLE;
+    let capacity = &capacity;
     let segments = futures::stream::iter(0..SEGMENTS)
         .map(|segment| async move {
             let mut start = None;
@@ -199,6 +217,7 @@ async fn baseline(
                     .total_segments(i32::try_from(SEGMENTS)?)
                     .limit(PAGE)
                     .set_exclusive_start_key(start.take())
+                    .set_return_consumed_capacity(capacity.clone())
                     .send()
                     .await?;
                 let mut writes = Vec::new();
@@ -238,6 +257,7 @@ async fn baseline(
                         let out = client
                             .batch_write_item()
                             .request_items(table, pending)
+                            .set_return_consumed_capacity(capacity.clone())
                             .send()
                             .await?;
                         pending = out
@@ -262,16 +282,21 @@ async fn baseline(
 
 /// One timed run on a fresh table; checks the result. Returns the seconds.
 async fn run(setup: &Setup, job: Job, way: Way, workers: u32, round: usize) -> BenchResult<f64> {
+    let way_name = match way {
+        Way::Library(mode) => format!("{mode:?}"),
+        other => format!("{other:?}"),
+    };
     let name = format!(
-        "bench-workers-{}-{round}-{job:?}-{way:?}-{workers}",
+        "bench-workers-{}-{round}-{job:?}-{way_name}-{workers}",
         std::process::id()
     );
     let store = fresh_table(setup, &name).await?;
     let client = client(&setup.endpoint);
     let started = Instant::now();
     match way {
-        Way::Library => library(setup, &store, job, workers).await?,
-        Way::Baseline => baseline(setup, &client, &name, job, workers).await?,
+        Way::Library(writes) => library(setup, &store, (job, writes), workers).await?,
+        Way::Baseline => baseline(setup, &client, &name, (job, false), workers).await?,
+        Way::BaselineCapacity => baseline(setup, &client, &name, (job, true), workers).await?,
     }
     let seconds = started.elapsed().as_secs_f64();
     let mut left: Vec<Item> = Vec::new();
@@ -336,16 +361,18 @@ async fn main() -> BenchResult<()> {
         before,
         after,
     };
+    let modes = [BulkWrites::Guarded, BulkWrites::Exclusive];
+    let ways: Vec<Way> = modes
+        .iter()
+        .map(|m| Way::Library(*m))
+        .chain([Way::Baseline, Way::BaselineCapacity])
+        .collect();
     let variants: Vec<(Job, Way, u32)> = [Job::Migrate, Job::Purge]
         .into_iter()
         .flat_map(|job| {
-            [
-                (Way::Library, 1),
-                (Way::Baseline, 1),
-                (Way::Library, 4),
-                (Way::Baseline, 4),
-            ]
-            .map(|(way, w)| (job, way, w))
+            ways.iter()
+                .flat_map(move |way| [1, 4].map(|w| (job, *way, w)))
+                .collect::<Vec<_>>()
         })
         .collect();
     let mut times: HashMap<(Job, Way, u32), Vec<f64>> = HashMap::new();
@@ -358,20 +385,27 @@ async fn main() -> BenchResult<()> {
         }
     }
     println!("\n{n} records, {rounds} rounds, medians:\n");
-    println!("| job | workers | library items/s | baseline items/s | library / baseline |");
-    println!("|---|---|---|---|---|");
+    println!(
+        "| job | workers | writes | library items/s | baseline items/s | library / baseline | baseline with capacity items/s | library / it |"
+    );
+    println!("|---|---|---|---|---|---|---|---|");
+    #[allow(clippy::cast_precision_loss)]
+    let items = n as f64;
     for job in [Job::Migrate, Job::Purge] {
         for workers in [1, 4] {
-            let lib = median(times[&(job, Way::Library, workers)].clone());
             let base = median(times[&(job, Way::Baseline, workers)].clone());
-            #[allow(clippy::cast_precision_loss)]
-            let items = n as f64;
-            println!(
-                "| {job:?} | {workers} | {:.0} | {:.0} | {:.2} |",
-                items / lib,
-                items / base,
-                base / lib
-            );
+            let capacity = median(times[&(job, Way::BaselineCapacity, workers)].clone());
+            for mode in modes {
+                let lib = median(times[&(job, Way::Library(mode), workers)].clone());
+                println!(
+                    "| {job:?} | {workers} | {mode:?} | {:.0} | {:.0} | {:.2} | {:.0} | {:.2} |",
+                    items / lib,
+                    items / base,
+                    base / lib,
+                    items / capacity,
+                    capacity / lib
+                );
+            }
         }
     }
 

@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use entity_manager::migrate::{Action, MigrateFailure, Migration};
 use entity_manager::query::Query;
-use entity_manager::scan::ParallelScan;
+use entity_manager::scan::{BulkWrites, ParallelScan};
 use entity_manager::store::{
     BatchWriteError, MemoryStore, RangeCondition, Store, StoreError, StoreErrorKind,
     TableDefinition, TransactWrite, WriteRequest,
@@ -380,10 +380,24 @@ mod suite {
     /// what failed and carrying the checkpoint; nothing is lost (every record is there, under
     /// A's keys or B's); resumed from the checkpoint it ends exactly as an uninterrupted one.
     pub(crate) async fn fails_then_resumes<S: Store>(inner: S) -> TestResult {
+        fails_then_resumes_with(inner, BulkWrites::Guarded, 25).await
+    }
+
+    pub(crate) async fn fails_then_resumes_exclusive<S: Store>(inner: S) -> TestResult {
+        // a page of 10 is two batches (puts, then deletes): the 5th call, the puts of the 3rd
+        // page, fails
+        fails_then_resumes_with(inner, BulkWrites::Exclusive, 4).await
+    }
+
+    async fn fails_then_resumes_with<S: Store>(
+        inner: S,
+        writes: BulkWrites,
+        calls: usize,
+    ) -> TestResult {
         let (a, b) = schemas()?;
         let records = records(120, 20, 3)?;
         write(&inner, keyed(&a, &records)?).await?;
-        let store = FailAfter::new(inner, 25);
+        let store = FailAfter::new(inner, calls);
         let migration = Migration::between(&a, &b)?;
         let mut saved = None;
         let error = migration
@@ -391,7 +405,8 @@ mod suite {
                 ParallelScan::new(&store)
                     .segments(3)
                     .throttle(1)
-                    .page_size(10),
+                    .page_size(10)
+                    .writes(writes),
                 |p| {
                     saved = Some(p.checkpoint.clone());
                     ControlFlow::Continue(())
@@ -430,6 +445,7 @@ mod suite {
             .run(
                 ParallelScan::new(&store.inner)
                     .page_size(10)
+                    .writes(writes)
                     .resume(error.checkpoint)?,
                 |_| ControlFlow::Continue(()),
             )
@@ -472,7 +488,11 @@ macro_rules! both_stores {
     };
 }
 
-both_stores!(migrates_a_to_b, fails_then_resumes);
+both_stores!(
+    migrates_a_to_b,
+    fails_then_resumes,
+    fails_then_resumes_exclusive
+);
 
 /// The range key's encoding changes (a new generated value delimiter): every record moves, in
 /// one transaction each; the old keys are gone.

@@ -9,9 +9,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 
 use entity_manager::audit::audit_job;
-use entity_manager::job::{JobHeader, JobKind, JobReport, Journal, SegmentState, merge};
+use entity_manager::job::{
+    JobHeader, JobKind, JobReport, Journal, SegmentState, merge, merge_files,
+};
 use entity_manager::migrate::Migration;
-use entity_manager::scan::{ParallelScan, SegmentRange};
+use entity_manager::scan::{BulkWrites, ParallelScan, SegmentRange};
 use entity_manager::store::{
     BatchWriteError, Expect, MemoryStore, Store, StoreError, TableDefinition, TransactWrite,
     WriteRequest,
@@ -204,7 +206,7 @@ async fn until_dead<F: Future>(process: &Process, job: F) -> bool {
 async fn worker<J, Fut>(
     table: &Arc<MemoryStore>,
     header: JobHeader,
-    kills: u32,
+    (kills, budget): (u32, u64),
     seed: u64,
     job: J,
 ) -> Result<Vec<entity_manager::job::Entry>, BoxError>
@@ -215,7 +217,7 @@ where
     let mut rng = Rng(seed);
     let mut entries = Journal::in_memory(header.clone()).entries();
     for attempt in 0..=kills {
-        let budget = (attempt < kills).then(|| 1 + rng.next(400));
+        let budget = (attempt < kills).then(|| 1 + rng.next(budget));
         let process = Arc::new(Process::new(Arc::clone(table), budget));
         let journal = Arc::new(Journal::resume_in_memory(header.clone(), entries));
         let ended = until_dead(&process, job(Arc::clone(&process), Arc::clone(&journal))).await;
@@ -236,10 +238,11 @@ fn header(kind: JobKind, worker: u32) -> Result<JobHeader, BoxError> {
     ))
 }
 
-/// Workers 0 and 2 are killed twice each; all four run at once.
+/// Workers 0 and 2 are killed twice each, after up to `budget` write requests; all four run at
+/// once.
 async fn run_workers<J, Fut>(
     table: &Arc<MemoryStore>,
-    kind: JobKind,
+    (kind, budget): (JobKind, u64),
     seed: u64,
     job: J,
 ) -> Result<JobReport, BoxError>
@@ -250,14 +253,71 @@ where
     let runs = (0..WORKERS).map(|w| {
         let kills = if w % 2 == 0 { 2 } else { 0 };
         let job = job.clone();
-        async move { worker(table, header(kind, w)?, kills, seed ^ u64::from(w), job).await }
+        async move {
+            let header = header(kind, w)?;
+            worker(table, header, (kills, budget), seed ^ u64::from(w), job).await
+        }
     });
     let journals = futures::future::try_join_all(runs).await?;
-    Ok(merge(&journals)?)
+    let report = merge(&journals)?;
+    assert_eq!(
+        merged_from_files(&journals, kind)?,
+        report,
+        "the merge of the files, spilled by key hash, is the merge in memory"
+    );
+    Ok(report)
+}
+
+/// `merge_files` of the journals written to files (as workers' `--checkpoint` files), the keys
+/// spilled to 7 partitions.
+fn merged_from_files(
+    journals: &[Vec<entity_manager::job::Entry>],
+    kind: JobKind,
+) -> Result<JobReport, BoxError> {
+    let dir = std::env::temp_dir().join(format!(
+        "em-workers-merge-{kind:?}-{}-{}",
+        std::process::id(),
+        seed()
+    ));
+    std::fs::create_dir_all(&dir)?;
+    let mut paths = Vec::new();
+    for (w, entries) in journals.iter().enumerate() {
+        let path = dir.join(format!("w-{w}.jsonl"));
+        let mut text = String::new();
+        for entry in entries {
+            text.push_str(&serde_json::to_string(entry)?);
+            text.push('\n');
+        }
+        std::fs::write(&path, text)?;
+        paths.push(path);
+    }
+    let report = merge_files(&paths, &dir.join("spill"), 7);
+    std::fs::remove_dir_all(&dir)?;
+    Ok(report?)
+}
+
+/// The write requests after which a worker may be killed, per mode: a page of 10 records is
+/// 10 requests one by one, or 2 batches (puts, then deletes).
+fn budget(writes: BulkWrites) -> u64 {
+    match writes {
+        BulkWrites::Exclusive => 80,
+        _ => 400,
+    }
 }
 
 #[tokio::test(flavor = "current_thread")]
 async fn migrate_split_across_killed_workers_counts_every_record_once() -> TestResult {
+    migrate_across_killed_workers(BulkWrites::Guarded).await
+}
+
+/// Exclusive: a kill between a page's puts and its deletes leaves both copies of a record,
+/// which the restarted worker settles (and counts once).
+#[tokio::test(flavor = "current_thread")]
+async fn migrate_exclusive_across_killed_workers() -> TestResult {
+    migrate_across_killed_workers(BulkWrites::Exclusive).await
+}
+
+async fn migrate_across_killed_workers(writes: BulkWrites) -> TestResult {
     let seed = seed();
     let (a, b) = schemas()?;
     let records = records(1800, 200)?;
@@ -280,10 +340,10 @@ async fn migrate_split_across_killed_workers_counts_every_record_once() -> TestR
     let migration = &migration;
     let report = run_workers(
         &table,
-        JobKind::Migrate,
+        (JobKind::Migrate, budget(writes)),
         seed,
         |process, journal| async move {
-            let scan = ParallelScan::new(&*process).page_size(10);
+            let scan = ParallelScan::new(&*process).page_size(10).writes(writes);
             migration
                 .run_job(scan, &journal, |_| std::ops::ControlFlow::Continue(()))
                 .await?;
@@ -315,10 +375,10 @@ async fn migrate_split_across_killed_workers_counts_every_record_once() -> TestR
     // a second job finds every record migrated: counted once each, nothing written
     let again = run_workers(
         &table,
-        JobKind::Migrate,
+        (JobKind::Migrate, budget(writes)),
         seed,
         |process, journal| async move {
-            let scan = ParallelScan::new(&*process).page_size(10);
+            let scan = ParallelScan::new(&*process).page_size(10).writes(writes);
             migration
                 .run_job(scan, &journal, |_| std::ops::ControlFlow::Continue(()))
                 .await?;
@@ -334,6 +394,15 @@ async fn migrate_split_across_killed_workers_counts_every_record_once() -> TestR
 
 #[tokio::test(flavor = "current_thread")]
 async fn purge_split_across_killed_workers_counts_every_item_once() -> TestResult {
+    purge_across_killed_workers(BulkWrites::Guarded).await
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn purge_exclusive_across_killed_workers() -> TestResult {
+    purge_across_killed_workers(BulkWrites::Exclusive).await
+}
+
+async fn purge_across_killed_workers(writes: BulkWrites) -> TestResult {
     let seed = seed();
     let (a, _) = schemas()?;
     let records = records(1500, 300)?;
@@ -355,10 +424,10 @@ async fn purge_split_across_killed_workers_counts_every_item_once() -> TestResul
     };
     let report = run_workers(
         &table,
-        JobKind::Purge,
+        (JobKind::Purge, budget(writes) / 2),
         seed,
         |process, journal| async move {
-            let scan = ParallelScan::new(&*process).page_size(10);
+            let scan = ParallelScan::new(&*process).page_size(10).writes(writes);
             scan.purge_job(&journal, entity, |_| std::ops::ControlFlow::Continue(()))
                 .await?;
             Ok(())

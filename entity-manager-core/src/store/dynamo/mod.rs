@@ -742,7 +742,7 @@ impl DynamoStore {
             .set_expression_attribute_names(r.expr.names())
             .set_expression_attribute_values(values_to_aws(&r.expr))
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
-            .return_consumed_capacity(aws::ReturnConsumedCapacity::Total)
+            .return_consumed_capacity(written_capacity())
             .send()
             .counted(&calls)
             .await
@@ -784,7 +784,7 @@ impl DynamoStore {
                 ReturnValues::UpdatedNew => ReturnValue::UpdatedNew,
             })
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
-            .return_consumed_capacity(aws::ReturnConsumedCapacity::Total);
+            .return_consumed_capacity(written_capacity());
         // An update that would change the record again if applied twice (an increment, an
         // append) is never sent again after a failure that may have applied it: the SDK's
         // retries are off for it, and only throttled attempts (refused before anything was
@@ -897,7 +897,7 @@ impl DynamoStore {
             .set_expression_attribute_names(r.expr.names())
             .set_expression_attribute_values(values_to_aws(&r.expr))
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
-            .return_consumed_capacity(aws::ReturnConsumedCapacity::Total)
+            .return_consumed_capacity(written_capacity())
             .send()
             .counted(&calls)
             .await
@@ -989,7 +989,7 @@ impl DynamoStore {
             .client
             .transact_write_items()
             .set_transact_items(Some(items))
-            .return_consumed_capacity(aws::ReturnConsumedCapacity::Total)
+            .return_consumed_capacity(written_capacity())
             .send()
             .counted(&calls)
             .await;
@@ -1224,7 +1224,7 @@ impl BatchSender for DynamoStore {
                 .client
                 .batch_write_item()
                 .request_items(&self.table_name, requests)
-                .return_consumed_capacity(aws::ReturnConsumedCapacity::Total)
+                .return_consumed_capacity(written_capacity())
                 .send()
                 .await
                 .map_err(|e| sdk_error(OP, e))?;
@@ -1294,6 +1294,20 @@ impl BatchSender for DynamoStore {
 
     fn time_limit(&self) -> Option<Duration> {
         Some(self.batch_limit)
+    }
+}
+
+/// What a write asks `DynamoDB` to report of the capacity it consumed: `TOTAL` when an
+/// operation span records it (a `tracing` subscriber listens to target `entity_manager` at
+/// level `INFO`), else `NONE`. Nothing else reads a write's consumed capacity (the rate limit
+/// counts write units itself), and `DynamoDB` Local spends about a quarter of a bulk job's time
+/// computing it (BENCHMARKS.md, bulk jobs); reads always ask, for the rate limit and query
+/// statistics.
+fn written_capacity() -> aws::ReturnConsumedCapacity {
+    if tracing::enabled!(target: "entity_manager", tracing::Level::INFO) {
+        aws::ReturnConsumedCapacity::Total
+    } else {
+        aws::ReturnConsumedCapacity::None
     }
 }
 
