@@ -274,10 +274,13 @@ fn merged_from_files(
     journals: &[Vec<entity_manager::job::Entry>],
     kind: JobKind,
 ) -> Result<JobReport, BoxError> {
+    // one directory per call: tests of one kind run at once, in one process, and may draw
+    // the same seed (the clock's second)
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let dir = std::env::temp_dir().join(format!(
-        "em-workers-merge-{kind:?}-{}-{}",
+        "em-workers-merge-{kind:?}-{}-{call}",
         std::process::id(),
-        seed()
     ));
     std::fs::create_dir_all(&dir)?;
     let mut paths = Vec::new();
