@@ -296,9 +296,11 @@ fn migrate_across_killed_worker_processes(exclusive: Option<&str>) -> TestResult
         return Ok(());
     };
     let mut rng = Rng::from_env();
+    let job = format!("migrate{}", exclusive.unwrap_or_default());
+    // files of this job's own (the guarded and exclusive runs go at once)
     let (a_path, b_path) = (
-        temp_json("workers-migrate", "a", &config_a()?)?,
-        temp_json("workers-migrate", "b", &config_b()?)?,
+        temp_json(&format!("workers-{job}"), "a", &config_a()?)?,
+        temp_json(&format!("workers-{job}"), "b", &config_b()?)?,
     );
     let (a_arg, b_arg) = (a_path.display().to_string(), b_path.display().to_string());
     let a = Schema::from_ts_config(&config_a()?, ShardSpace::Product)?;
@@ -314,7 +316,6 @@ fn migrate_across_killed_worker_processes(exclusive: Option<&str>) -> TestResult
         .filter(|(x, y)| text(x, "hashKey") != text(y, "hashKey"))
         .count() as u64;
     assert!(moved > 0 && moved < users, "the oracle moves {moved} users");
-    let job = format!("migrate{}", exclusive.unwrap_or_default());
     with_table(&endpoint, &job, &b_arg, &before, |table, store| {
         let started = Instant::now();
         let (journals, killed) = run_job(&job, &mut rng, &[0], |w, journal| {
@@ -374,14 +375,15 @@ fn purge_across_killed_worker_processes(exclusive: Option<&str>) -> TestResult {
         return Ok(());
     };
     let mut rng = Rng::from_env();
-    let a_path = temp_json("workers-purge", "a", &config_a()?)?;
-    let b_path = temp_json("workers-purge", "b", &config_b()?)?;
+    let job = format!("purge{}", exclusive.unwrap_or_default());
+    // files of this job's own (the guarded and exclusive runs go at once)
+    let a_path = temp_json(&format!("workers-{job}"), "a", &config_a()?)?;
+    let b_path = temp_json(&format!("workers-{job}"), "b", &config_b()?)?;
     let (a_arg, b_arg) = (a_path.display().to_string(), b_path.display().to_string());
     let a = Schema::from_ts_config(&config_a()?, ShardSpace::Product)?;
     let records = records(size())?;
     let items = keyed(&a, &records)?;
     let users = records.iter().filter(|(e, _)| *e == "user").count() as u64;
-    let job = format!("purge{}", exclusive.unwrap_or_default());
     with_table(&endpoint, &job, &b_arg, &items, |table, store| {
         let started = Instant::now();
         let (journals, killed) = run_job(&job, &mut rng, &[0], |w, journal| {
