@@ -280,16 +280,17 @@ pub enum Error {
         property: String,
     },
 
-    /// A read-modify-write kept meeting concurrent changes of the record: nothing was written.
+    /// A read-modify-write (an update, or a delete of a record that kept moving) kept meeting
+    /// concurrent changes of the record: nothing was written.
     #[error(
-        "the record of entity `{entity}` with unique value {unique:?} changed under {attempts} attempts to update it; retry later"
+        "the record of entity `{entity}` with unique value {unique:?} changed under {attempts} attempts to write it; retry later"
     )]
     Conflict {
         /// The entity token.
         entity: String,
         /// The record's unique value.
         unique: String,
-        /// How many times the update was tried.
+        /// How many times the write was tried.
         attempts: usize,
     },
 
