@@ -313,25 +313,15 @@ impl<'a, S: Store> MultiQuery<'a, S> {
         // what makes an entity's items and lanes, as the classic fingerprint names it (not the
         // Debug text of whole models: rendering them cost a page more CPU than the rest of it)
         for entity in &self.entities {
-            let (model, table) = (entity.model(), entity.table());
-            for text in [
-                &*model.token,
-                &*model.unique_property,
-                &*table.hash_key,
-                &*table.range_key,
-                &*table.delimiters.generated_key,
-                &*table.delimiters.generated_value,
-                &*table.delimiters.shard_key,
-                table.shard_space.as_str(),
-            ] {
+            for text in super::plan::key_layout(entity) {
                 field(text.as_bytes());
             }
+            let table = entity.table();
             // Debug renderings of small enums are canonical within one build; tokens are
             // versioned, not promised across releases
             field(format!("{:?}|{:?}", table.key_mode, table.numeric_hash).as_bytes());
-            for bump in model.shard_bumps.iter() {
-                field(&bump.timestamp.to_le_bytes());
-                field(&[bump.char_bits, bump.chars]);
+            for bump in entity.model().shard_bumps.iter() {
+                field(super::plan::bump_text(bump).as_bytes());
             }
         }
         field(self.index.as_bytes());

@@ -385,6 +385,27 @@ impl<'a> Plan<'a> {
     }
 }
 
+/// What makes an entity's keys, as a query's fingerprint names it: the entity token, the table
+/// keys, the delimiters, the shard space and the unique property.
+pub(crate) fn key_layout<'s>(schema: &'s EntitySchema<'_>) -> [&'s str; 8] {
+    let (table, model) = (schema.table(), schema.model());
+    [
+        &model.token,
+        &table.hash_key,
+        &table.range_key,
+        &table.delimiters.generated_key,
+        &table.delimiters.generated_value,
+        &table.delimiters.shard_key,
+        table.shard_space.as_str(),
+        &model.unique_property,
+    ]
+}
+
+/// A shard bump, as a query's fingerprint names it.
+pub(crate) fn bump_text(bump: &crate::model::ShardBump) -> String {
+    format!("{}/{}/{}", bump.timestamp, bump.char_bits, bump.chars)
+}
+
 /// SHA-256 over a canonical description of the query (not its window, limit, page size or
 /// throttle, which may change between pages or are checked on their own).
 fn fingerprint(
@@ -402,23 +423,12 @@ fn fingerprint(
         h.update(bytes);
     };
     field(b"entity-manager query v2");
-    let table = schema.table();
     let model = schema.model();
-    for text in [
-        &*model.token,
-        &*table.hash_key,
-        &*table.range_key,
-        &*table.delimiters.generated_key,
-        &*table.delimiters.generated_value,
-        &*table.delimiters.shard_key,
-        table.shard_space.as_str(),
-        &*model.unique_property,
-        hash_attr,
-    ] {
+    for text in key_layout(schema).into_iter().chain([hash_attr]) {
         field(text.as_bytes());
     }
     for bump in model.shard_bumps.iter() {
-        field(format!("{}/{}/{}", bump.timestamp, bump.char_bits, bump.chars).as_bytes());
+        field(bump_text(bump).as_bytes());
     }
     field(&[u8::from(descending), u8::from(exact)]);
     for index in indexes {
