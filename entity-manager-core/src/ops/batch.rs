@@ -1,0 +1,57 @@
+//! Batches of puts and deletes (`BatchWriteItem`): no condition, no transaction.
+
+use serde::Serialize;
+
+use crate::entity::{Entity, schema_of, to_item};
+use crate::error::{Error, Result};
+use crate::keys::PrimaryKey;
+use crate::store::{Store, WriteRequest};
+
+use super::read::{candidates, key_item};
+/// Puts many records; see [`EntityExt::put_many`](crate::EntityExt::put_many).
+pub(crate) async fn put_many<E, S>(store: &S, records: &[E]) -> Result<()>
+where
+    E: Entity + Serialize,
+    S: Store,
+{
+    let writes = records
+        .iter()
+        .map(|record| to_item(record).map(WriteRequest::Put))
+        .collect::<Result<Vec<_>>>()?;
+    store
+        .batch_write(writes)
+        .await
+        .map_err(|source| Error::BatchWrite {
+            entity: E::model().token.to_string(),
+            source: Box::new(source),
+        })
+}
+
+/// Deletes the records with these unique values; see [`EntityExt::delete_many`](crate::EntityExt::delete_many).
+pub(crate) async fn delete_many<E, S, I>(store: &S, ids: &[I]) -> Result<()>
+where
+    E: Entity,
+    S: Store,
+    I: Serialize,
+{
+    let schema = schema_of::<E>()?;
+    let mut keys: Vec<PrimaryKey> = Vec::new();
+    for id in ids {
+        for key in candidates::<E, I>(schema, id)? {
+            if !keys.contains(&key) {
+                keys.push(key);
+            }
+        }
+    }
+    let writes = keys
+        .iter()
+        .map(|key| WriteRequest::Delete(key_item(schema, key)))
+        .collect();
+    store
+        .batch_write(writes)
+        .await
+        .map_err(|source| Error::BatchWrite {
+            entity: E::model().token.to_string(),
+            source: Box::new(source),
+        })
+}
