@@ -312,7 +312,7 @@ impl<E: Entity> TableModelOf for E {
     const TABLE: &'static TableModel = &<E::Table as Table>::MODEL;
 }
 
-/// The configuration rules, for the derive (see `rules.rs`).
+/// The configuration rules, for the derive (see `rules/mod.rs`).
 pub mod rules {
     pub use crate::rules::*;
 }
