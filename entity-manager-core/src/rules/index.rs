@@ -18,7 +18,7 @@ pub fn projection_not_empty(index: &str, i: usize, projection: &str) -> Option<P
 
 /// Rule: an index name is a valid DynamoDB GSI name (the index is created under it): 3 to 255
 /// characters, each an ASCII letter or digit, `_`, `-` or `.`. An empty name is left to
-/// [`name_not_empty`].
+/// [`name_not_empty`](super::name_not_empty).
 pub fn index_name_valid(name: &str) -> Option<Problem> {
     if name.is_empty() {
         return None;

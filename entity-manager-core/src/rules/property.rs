@@ -26,7 +26,8 @@ pub fn name_not_empty(named: Named, name: &str) -> Option<Problem> {
 /// Rule: property, generated property and index names contain no delimiter: names appear inside
 /// keys (`<name><generatedValueDelimiter><value>`) and page keys, which are split on delimiters.
 /// The derive, which does not know the table's delimiters, checks this with `const` assertions
-/// over [`contains_delimiter`] and the message of [`delimiter_in_name`].
+/// over [`contains_delimiter`](super::contains_delimiter) and the message of
+/// [`delimiter_in_name`](super::delimiter_in_name).
 pub fn name_free_of_delimiters(
     syntax: Syntax,
     named: Named,
