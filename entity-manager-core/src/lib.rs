@@ -63,6 +63,7 @@ mod schema;
 pub mod shard;
 pub mod store;
 pub mod stream;
+mod table;
 mod trace;
 pub mod transcode;
 mod ts;

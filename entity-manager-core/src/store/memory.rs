@@ -20,6 +20,7 @@ use super::{
     update,
 };
 use crate::limits::{MAX_ITEM_BYTES, MAX_PAGE_BYTES, MAX_PARTITION_KEY_BYTES, MAX_SORT_KEY_BYTES};
+use crate::table::fnv1a;
 
 /// A position in an index partition: (index sort attribute values in key order, table hash
 /// key, table range key). A tuple of sort values orders lexicographically, each attribute by its
@@ -149,7 +150,7 @@ fn validation(operation: &'static str, message: impl Into<String>) -> StoreError
 }
 
 fn type_name(t: super::KeyType) -> &'static str {
-    super::table::key_type_name(t)
+    crate::table::key_type_name(t)
 }
 
 impl MemoryStore {
@@ -311,7 +312,7 @@ impl MemoryStore {
     }
 
     fn read_stamp_item(&self) -> Result<Option<Item>, StoreError> {
-        self.get_sync(&super::stamp::stamp_key(&self.definition), None)
+        self.get_sync(&crate::table::stamp_key(&self.definition), None)
     }
 
     /// The first-use check of the table stamp before `operation` (see `DynamoStore`).
@@ -334,7 +335,7 @@ impl MemoryStore {
     pub fn len(&self) -> usize {
         let state = self.read();
         let stamped = self
-            .primary_key(&super::stamp::stamp_key(&self.definition), "Len", true)
+            .primary_key(&crate::table::stamp_key(&self.definition), "Len", true)
             .is_ok_and(|key| state.items.contains_key(&key));
         state.items.len() - usize::from(stamped)
     }
@@ -349,7 +350,7 @@ impl MemoryStore {
         let state = self.read();
         let items = state.items.values();
         items
-            .filter(|i| !super::stamp::is_stamp(i, &self.definition))
+            .filter(|i| !crate::table::is_stamp(i, &self.definition))
             .cloned()
             .collect()
     }
@@ -1498,15 +1499,6 @@ fn segment_of(hash: &Scalar, total_segments: u32) -> u32 {
     u32::try_from(fnv1a(bytes) % u64::from(total_segments.max(1))).unwrap_or(0)
 }
 
-/// FNV-1a, 64 bits.
-pub(crate) fn fnv1a(bytes: &[u8]) -> u64 {
-    const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
-    const PRIME: u64 = 0x0000_0100_0000_01b3;
-    bytes
-        .iter()
-        .fold(OFFSET, |h, b| (h ^ u64::from(*b)).wrapping_mul(PRIME))
-}
-
 impl BatchSender for MemoryStore {
     async fn send_write_batch(
         &self,
@@ -1636,7 +1628,7 @@ impl Store for MemoryStore {
         let mut page = self.scan_sync(request)?;
         // the table stamp is no record
         page.items
-            .retain(|item| !super::stamp::is_stamp(item, &self.definition));
+            .retain(|item| !crate::table::is_stamp(item, &self.definition));
         Ok(page)
     }
 }

@@ -55,7 +55,6 @@ use std::future::Future;
 use serde_dynamo::{AttributeValue, Item};
 
 mod batch;
-mod drift;
 #[cfg(feature = "dynamodb")]
 mod dynamo;
 mod error;
@@ -65,7 +64,6 @@ mod memory;
 mod multi;
 mod rate;
 mod stamp;
-mod table;
 pub(crate) mod update;
 pub(crate) mod value;
 
@@ -89,7 +87,6 @@ pub use aws_sdk_dynamodb;
 pub use aws_types::SdkConfig;
 #[doc(hidden)]
 pub use batch::{BatchSender, GetBatch, get_batches, write_batches};
-pub use drift::{Drift, DriftReport, IndexKind, KeySchemaNames, LiveTable, Setting};
 #[cfg(feature = "dynamodb")]
 pub use dynamo::{DynamoStore, SdkRetryMode};
 // SDK errors as `StoreError`s, for the stream reader (`stream::StreamReader`)
@@ -104,13 +101,11 @@ pub use memory::MemoryStore;
 pub use rate::Bucket;
 #[cfg(feature = "dynamodb")]
 pub use rate::{RateLimit, RateLimited, RateUnit, Usage};
-pub use stamp::{
-    STAMP_ATTRIBUTE, STAMP_HASH_KEY, STAMP_MISMATCH_CODE, STAMP_RANGE_KEY, TableStamp, is_stamp,
-    stamp_key,
-};
-pub use table::{
-    Billing, Capacity, GlobalIndex, KeyAttribute, LocalIndex, StreamView, TableDefinition,
-    TableDefinitionError,
+// the table's definition, drift check and stamp (`crate::table`), at the paths the stores take
+pub use crate::table::{
+    Billing, Capacity, Drift, DriftReport, GlobalIndex, IndexKind, KeyAttribute, KeySchemaNames,
+    LiveTable, LocalIndex, STAMP_ATTRIBUTE, STAMP_HASH_KEY, STAMP_MISMATCH_CODE, STAMP_RANGE_KEY,
+    Setting, StreamView, TableDefinition, TableDefinitionError, TableStamp, is_stamp, stamp_key,
 };
 
 /// A condition on the range key of a table or index query.

@@ -9,10 +9,12 @@ use aws_sdk_dynamodb::types::{
 };
 
 use crate::model::{Name, Projection};
-use crate::store::{
-    Billing, Capacity, GlobalIndex, KeyAttribute, KeyType, LiveTable, LocalIndex, Setting,
-    StoreError, StoreErrorKind, StreamView, TableDefinition,
+use crate::store::{StoreError, StoreErrorKind};
+use crate::table::{
+    Billing, Capacity, GlobalIndex, KeyAttribute, LiveTable, LocalIndex, Setting, StreamView,
+    TableDefinition,
 };
+use crate::transcode::KeyType;
 
 const OP: &str = "DescribeTable";
 

@@ -31,12 +31,13 @@ use super::batch::{BatchSender, GetBatch, RetryPolicy, get_batches, write_batche
 use super::expression::Request;
 use super::memory::check_transaction_shape;
 use super::stamp::{self, StampGuard};
-use super::table::KeyAttribute;
+
 use super::{
     BatchGetError, BatchWriteError, Billing, CancellationReason, Capacity, DriftReport, Expect,
     KeyType, LiveTable, Page, QueryPage, ReturnValues, ScanPage, Store, StoreError, StoreErrorKind,
     TableDefinition, TransactWrite, Update, WriteRequest,
 };
+use crate::table::KeyAttribute;
 
 /// A `DynamoDB` table, through a client you configure.
 ///
@@ -429,7 +430,7 @@ impl DynamoStore {
             .await
             .map_err(|e| sdk_error(OP, e))?;
         self.wait_until_active().await?;
-        if let Some(stamp) = def.stamp.as_ref().filter(|_| stamp::stampable(def)) {
+        if let Some(stamp) = def.stamp.as_ref().filter(|_| crate::table::stampable(def)) {
             self.put(stamp.to_item(def), Expect::Any)
                 .await
                 .map_err(|e| self.created_without("PutItem", "its stamp", &e))?;
@@ -540,7 +541,7 @@ impl DynamoStore {
             .client
             .get_item()
             .table_name(&self.table_name)
-            .set_key(Some(to_aws(stamp::stamp_key(&self.definition))))
+            .set_key(Some(to_aws(crate::table::stamp_key(&self.definition))))
             .consistent_read(true)
             .send()
             .await
@@ -1144,7 +1145,7 @@ impl DynamoStore {
         consumed(out.consumed_capacity.as_ref());
         let mut items = from_aws_all(out.items.unwrap_or_default(), OP)?;
         // the table stamp is no record
-        items.retain(|item| !stamp::is_stamp(item, &self.definition));
+        items.retain(|item| !crate::table::is_stamp(item, &self.definition));
         Ok(Page {
             consumed_capacity: out
                 .consumed_capacity

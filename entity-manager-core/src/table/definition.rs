@@ -6,12 +6,14 @@
 
 use std::collections::BTreeMap;
 
+use serde_dynamo::{AttributeValue, Item};
 use serde_json::{Value, json};
 
 use crate::limits::{MAX_LOCAL_INDEXES, MAX_PROJECTED_ATTRIBUTES, MAX_TAGS};
-use crate::model::{EntityModel, Projection, TableModel};
+use crate::model::{EntityModel, Index, MultiKey, Projection, TableModel};
 
-use super::{KeyType, TableStamp};
+use super::stamp::{STAMP_ATTRIBUTE, STAMP_HASH_KEY, STAMP_RANGE_KEY, TableStamp};
+use crate::transcode::KeyType;
 
 /// A key attribute: its name and `DynamoDB` type.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -605,7 +607,7 @@ impl TableDefinition {
         for entity in entities {
             for index in entity.indexes.iter() {
                 let gsi = if let Some(multi) = &index.multi {
-                    super::multi::global_index(table, index, multi)
+                    global_index(table, index, multi)
                 } else {
                     let hash_key =
                         key_attribute(table, entities, entity, &index.name, &index.hash_key)?;
@@ -1105,4 +1107,61 @@ fn key_attribute(
         }
     }
     Ok(KeyAttribute::new(attribute, key_type))
+}
+
+// ---------------------------------------------------------------------------------------------
+// the stamp item of a table with this definition
+
+impl TableStamp {
+    /// The stamp item of a table with this definition: the reserved key and the stamp.
+    pub fn to_item(&self, definition: &TableDefinition) -> Item {
+        let mut item = stamp_key(definition);
+        item.insert(STAMP_ATTRIBUTE.to_owned(), self.attribute());
+        item
+    }
+}
+
+/// The key of the stamp item of a table with this definition.
+pub fn stamp_key(definition: &TableDefinition) -> Item {
+    let mut key = Item::default();
+    key.insert(
+        definition.hash_key.name.clone(),
+        AttributeValue::S(STAMP_HASH_KEY.to_owned()),
+    );
+    key.insert(
+        definition.range_key.name.clone(),
+        AttributeValue::S(STAMP_RANGE_KEY.to_owned()),
+    );
+    key
+}
+
+/// Whether `item` is the stamp item of a table with this definition.
+pub fn is_stamp(item: &Item, definition: &TableDefinition) -> bool {
+    matches!(item.get(&definition.hash_key.name), Some(AttributeValue::S(h)) if h == STAMP_HASH_KEY)
+        && matches!(item.get(&definition.range_key.name), Some(AttributeValue::S(r)) if r == STAMP_RANGE_KEY)
+}
+
+/// Whether a table of this definition can hold the stamp (string table keys).
+pub(crate) fn stampable(definition: &TableDefinition) -> bool {
+    definition.hash_key.key_type == KeyType::S && definition.range_key.key_type == KeyType::S
+}
+
+/// The GSI of a multi-attribute index: its attributes with their natural types, in key order.
+/// An empty side (refused by validation) falls back to the table key of that side, so that a
+/// hand-built model never yields a GSI without keys.
+fn global_index(table: &TableModel, index: &Index, multi: &MultiKey) -> GlobalIndex {
+    let attribute = |p: &crate::model::IndexAttribute| KeyAttribute::new(&*p.name, p.key_type);
+    let mut hash = multi.hash.iter().map(attribute);
+    let mut range = multi.range.iter().map(attribute);
+    let first_hash = hash
+        .next()
+        .unwrap_or_else(|| KeyAttribute::new(&*table.hash_key, KeyType::S));
+    let first_range = range
+        .next()
+        .unwrap_or_else(|| KeyAttribute::new(&*table.range_key, KeyType::S));
+    let mut gsi = GlobalIndex::new(index.name.to_string(), first_hash, first_range)
+        .projection(index.projection.clone());
+    gsi.more_hash_keys = hash.collect();
+    gsi.more_range_keys = range.collect();
+    gsi
 }

@@ -16,8 +16,9 @@ use std::fmt;
 
 use crate::model::{Name, Projection};
 
-use super::table::key_type_name;
-use super::{Billing, Capacity, KeyAttribute, KeyType, StreamView, TableDefinition};
+use super::definition::key_type_name;
+use super::definition::{Billing, Capacity, KeyAttribute, StreamView, TableDefinition};
+use crate::transcode::KeyType;
 
 /// A table as a store found it.
 #[derive(Clone, Debug, PartialEq, Eq)]
