@@ -12,6 +12,7 @@ use serde_dynamo::{AttributeValue, Item};
 use super::batch::{BatchSender, GetBatch, RetryPolicy, get_batches, write_batches};
 use super::expression::Request;
 use super::faults::Faults;
+use super::shape::{MAX_TRANSACTION, check_transaction_shape};
 use super::value::{self, Scalar, check_filter, normalize};
 use super::{
     BatchGetError, BatchWriteError, CancellationReason, Expect, FaultCounts, FaultPlan,
@@ -30,9 +31,6 @@ type SortKey = (Vec<Scalar>, Scalar, Scalar);
 type PrimaryKey = (Scalar, Scalar);
 /// One index: partition attribute values (in key order) → the positions of its items.
 type IndexMap = BTreeMap<Vec<Scalar>, BTreeSet<SortKey>>;
-
-/// The most operations one transaction may hold.
-const MAX_TRANSACTION: usize = 100;
 
 /// An in-memory table with `DynamoDB` semantics: the embedded default store.
 ///
@@ -1313,7 +1311,7 @@ fn project(item: &Item, projection: Option<&[String]>) -> Item {
 /// of its attribute's type.
 fn partition_values(request: &QueryPage, view: &View<'_>) -> Result<Vec<Scalar>, StoreError> {
     const OP: &str = "Query";
-    super::multi::check_key_condition(request, &view.hash, &view.range)?;
+    super::shape::check_key_condition(request, &view.hash, &view.range)?;
     let values = std::iter::once(&request.hash_key).chain(&request.more_hash_keys);
     view.hash
         .iter()
@@ -1631,36 +1629,6 @@ impl Store for MemoryStore {
             .retain(|item| !crate::table::is_stamp(item, &self.definition));
         Ok(page)
     }
-}
-
-/// Rejects what no store accepts in a transaction: no operations, more than 100, a condition
-/// check without a condition.
-pub(crate) fn check_transaction_shape(writes: &[TransactWrite]) -> Result<(), StoreError> {
-    const OP: &str = "TransactWriteItems";
-    if writes.is_empty() || writes.len() > MAX_TRANSACTION {
-        return Err(validation(
-            OP,
-            format!(
-                "a transaction holds 1 to {MAX_TRANSACTION} operations, not {}",
-                writes.len()
-            ),
-        ));
-    }
-    if writes.iter().any(|w| {
-        matches!(
-            w,
-            TransactWrite::Check {
-                expect: Expect::Any,
-                ..
-            }
-        )
-    }) {
-        return Err(validation(
-            OP,
-            "a condition check needs a condition: use Expect::Absent or Expect::Present",
-        ));
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -29,7 +29,7 @@ use self::convert::{build_error, from_aws, from_aws_all, sdk_error, to_aws, valu
 use self::trace::{Counted as _, Counting, consumed};
 use super::batch::{BatchSender, GetBatch, RetryPolicy, get_batches, write_batches};
 use super::expression::Request;
-use super::memory::check_transaction_shape;
+use super::shape::check_transaction_shape;
 use super::stamp::{self, StampGuard};
 
 use super::{
@@ -1043,7 +1043,7 @@ impl DynamoStore {
                 None => table,
             },
         };
-        super::multi::check_key_condition(request, &hash, &range)?;
+        super::shape::check_key_condition(request, &hash, &range)?;
         let hash: Vec<&str> = hash.iter().map(|a| a.name.as_str()).collect();
         let range: Vec<&str> = range.iter().map(|a| a.name.as_str()).collect();
         let r = Request::query(OP, request, &hash, &range)?;
