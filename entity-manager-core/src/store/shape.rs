@@ -2,7 +2,7 @@
 //! key condition of a query against its (multi-attribute) key, and the operations of a
 //! transaction.
 
-use super::{Expect, QueryPage, StoreError, TransactWrite};
+use super::{Expect, MAX_SCAN_SEGMENTS, QueryPage, ScanPage, StoreError, TransactWrite};
 use crate::table::KeyAttribute;
 
 /// Checks the shape of a query's key condition against the key it queries, as every store does
@@ -79,6 +79,41 @@ pub(super) fn check_transaction_shape(writes: &[TransactWrite]) -> Result<(), St
 /// A validation error with `DynamoDB`'s code.
 fn validation(operation: &'static str, message: impl Into<String>) -> StoreError {
     StoreError::validation(operation, message).with_code("ValidationException")
+}
+
+impl ScanPage {
+    /// Checks what no store accepts: a segment count out of range, a segment outside it,
+    /// limit 0.
+    pub(crate) fn check(&self) -> Result<(), StoreError> {
+        const OP: &str = "Scan";
+        if self.total_segments == 0 || self.total_segments > MAX_SCAN_SEGMENTS {
+            return Err(StoreError::validation(
+                OP,
+                format!(
+                    "TotalSegments must be between 1 and {MAX_SCAN_SEGMENTS}, got {}",
+                    self.total_segments
+                ),
+            )
+            .with_code("ValidationException"));
+        }
+        if self.segment >= self.total_segments {
+            return Err(StoreError::validation(
+                OP,
+                format!(
+                    "Segment must be less than TotalSegments: segment {} of {}",
+                    self.segment, self.total_segments
+                ),
+            )
+            .with_code("ValidationException"));
+        }
+        if self.limit == Some(0) {
+            return Err(
+                StoreError::validation(OP, "Limit must be greater than or equal to 1")
+                    .with_code("ValidationException"),
+            );
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]
