@@ -51,13 +51,14 @@ pub(super) const MAX_TRANSACTION: usize = 100;
 pub(super) fn check_transaction_shape(writes: &[TransactWrite]) -> Result<(), StoreError> {
     const OP: &str = "TransactWriteItems";
     if writes.is_empty() || writes.len() > MAX_TRANSACTION {
-        return Err(validation(
+        return Err(StoreError::validation(
             OP,
             format!(
                 "a transaction holds 1 to {MAX_TRANSACTION} operations, not {}",
                 writes.len()
             ),
-        ));
+        )
+        .with_code("ValidationException"));
     }
     if writes.iter().any(|w| {
         matches!(
@@ -68,17 +69,13 @@ pub(super) fn check_transaction_shape(writes: &[TransactWrite]) -> Result<(), St
             }
         )
     }) {
-        return Err(validation(
+        return Err(StoreError::validation(
             OP,
             "a condition check needs a condition: use Expect::Absent or Expect::Present",
-        ));
+        )
+        .with_code("ValidationException"));
     }
     Ok(())
-}
-
-/// A validation error with `DynamoDB`'s code.
-fn validation(operation: &'static str, message: impl Into<String>) -> StoreError {
-    StoreError::validation(operation, message).with_code("ValidationException")
 }
 
 impl ScanPage {
@@ -136,7 +133,8 @@ mod tests {
     #[test]
     fn a_transaction_holds_1_to_100_operations_each_check_with_a_condition() {
         let refused = |writes: &[TransactWrite]| {
-            check_transaction_shape(writes).is_err_and(|e| e.is_validation())
+            check_transaction_shape(writes)
+                .is_err_and(|e| e.is_validation() && e.code() == Some("ValidationException"))
         };
         assert!(refused(&[]));
         assert!(check_transaction_shape(&checks(1, || Expect::Present)).is_ok());
