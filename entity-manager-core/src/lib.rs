@@ -69,7 +69,7 @@ mod ts;
 mod validate;
 
 pub use builder::KeyBuilder;
-pub use entity::{Entity, IndexToken, NoIndex, Table};
+pub use entity::{Entity, Table};
 pub use entity_ext::EntityExt;
 pub use error::{ConfigError, ConfigProblem, Error, Result};
 pub use keys::{MAX_HASH_KEY_SPACE, PrimaryKey};

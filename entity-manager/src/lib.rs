@@ -136,7 +136,7 @@ pub use entity_manager_derive::Collection;
 /// | `timestamp = field` | the creation time in ms, an integer field that picks the shard (required; transcoded) |
 /// | `token = "user"` | the entity token prefixing hash keys (default: the struct name in lowerCamelCase) |
 /// | `default_limit = n`, `default_page_size = n` | query defaults (10 and 10) |
-/// | `index_enum = Name` | the name of the emitted index-token enum (default `<Struct>Index`) |
+/// | `index_enum = Name` | the name of the emitted index type (default `<Struct>Index`) |
 /// | `version = field` | an integer field every write checks and increments (optimistic locking: a stale write is [`Error::VersionConflict`]) |
 /// | `crate = path` | where this crate is (default `::entity_manager`) |
 ///
@@ -214,7 +214,11 @@ pub use entity_manager_derive::Collection;
 /// # What it emits
 ///
 /// - `impl Entity for T` with a `const` model (data only: every behaviour lives in the core);
-/// - `enum <T>Index` with one variant per index, implementing [`IndexToken`];
+/// - `enum <T>Index {}` holding one constant per index, a typed token
+///   ([`TypedIndex`](query::TypedIndex)`<T, `[`Classic`](query::Classic)`>` or
+///   `<T, `[`MultiAttribute`](query::MultiAttribute)`>`): `T::query(&store)?.index(TIndex::Created)`
+///   gives the builder of that index's kind, so a range condition on a multi-attribute index (or
+///   a partition value on a classic one) does not compile;
 /// - per generated property, `T::<name>()` returning a typed builder `<T><Name><0>` whose methods
 ///   take the components in key order, giving a `begins_with` prefix at every stage
 ///   ([`as_str`](KeyBuilder::as_str)) and the full key at the last (`key()`);
@@ -231,7 +235,7 @@ pub use entity_manager_derive::Collection;
 /// model (minus the compile-time checks, the index enum and the typed builders):
 ///
 /// ```
-/// use entity_manager::{Entity, EntityExt, EntityModel, NoIndex, Property, Table, transcode};
+/// use entity_manager::{Entity, EntityExt, EntityModel, Property, Table, transcode};
 /// use serde::{Deserialize, Serialize};
 ///
 /// #[derive(Table)]
@@ -251,7 +255,6 @@ pub use entity_manager_derive::Collection;
 ///
 /// impl Entity for Email {
 ///     type Table = Emails;
-///     type Index = NoIndex;
 ///     const MODEL: EntityModel = EntityModel::new("email", "email", "created")
 ///         .with_shard_bumps(&[entity_manager::ShardBump::UNSHARDED])
 ///         .with_properties(PROPERTIES);

@@ -198,7 +198,7 @@ fn load(
 fn query<'a, S: Store>(store: &'a S, schema: &'a Schema, run: &Run) -> BenchResult<Query<'a, S>> {
     Ok(Query::new(store, schema.entity("user")?)
         .index(INDEX)
-        .window(WINDOW.0, WINDOW.1)
+        .shards_between(WINDOW.0, WINDOW.1)
         .limit(run.limit)
         .page_size(run.page_size)
         .throttle(THROTTLE))

@@ -186,7 +186,7 @@ async fn assert_b_queries<S: Store>(store: &S, b: &Schema, records: &[Record]) -
                 AttributeValue::N(from.to_string()),
                 AttributeValue::N(to.to_string()),
             ))
-            .window(from, to.min(4_000_000_000_000))
+            .shards_between(from, to.min(4_000_000_000_000))
             .unlimited();
         let expected = oracle_ids(records, |i| (from..=to).contains(&number(i, "created")));
         assert!(!expected.is_empty());

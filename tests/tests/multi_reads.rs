@@ -111,7 +111,7 @@ fn red<'a, S: Store>(
 ) -> Result<MultiQuery<'a, S>, Box<dyn std::error::Error>> {
     Ok(MultiQuery::new(store, schema.entity("player")?, "byTeam")
         .hash([AttributeValue::S("red".into())])
-        .window(0, 10_000_000)
+        .shards_between(0, 10_000_000)
         .limit(limit)
         .page_size(page_size)
         .throttle(throttle))

@@ -84,7 +84,7 @@ fn query<'s, S: Store>(store: &'s S, schema: &'s Schema, ask: &Ask) -> Result<Qu
             .sort_by("userId", true),
     };
     Ok(query
-        .window(0, 3_000)
+        .shards_between(0, 3_000)
         .limit(ask.limit)
         .page_size(ask.page_size)
         .throttle(ask.throttle)

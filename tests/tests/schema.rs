@@ -2,8 +2,8 @@
 //! the same validation and normalisation as `Schema::new`, so it cannot key records differently.
 
 use entity_manager::{
-    AttributeValue, Entity, EntityExt, EntityModel, Error, NoIndex, Property, Schema, ShardBump,
-    Table, TableModel, transcode,
+    AttributeValue, Entity, EntityExt, EntityModel, Error, Property, Schema, ShardBump, Table,
+    TableModel, transcode,
 };
 use proptest::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -40,7 +40,6 @@ struct Email {
 
 impl Entity for Email {
     type Table = Emails;
-    type Index = NoIndex;
     const MODEL: EntityModel = EntityModel::new("email", "email", "created")
         .with_shard_bumps(UNSORTED)
         .with_properties(EMAIL_PROPERTIES);
@@ -163,7 +162,6 @@ fn an_invalid_hand_written_impl_is_refused() {
     }
     impl Entity for Broken {
         type Table = Bad;
-        type Index = NoIndex;
         const MODEL: EntityModel = EntityModel::new("broken", "email", "created")
             .with_shard_bumps(&[ShardBump::new(0, 6, 1)]) // char_bits 1..=5
             .with_properties(EMAIL_PROPERTIES);

@@ -78,7 +78,7 @@ use crate::store::{QueryPage, RangeCondition, Store, StoreError};
 /// let query = MultiQuery::new(&store, players, "byTeam")
 ///     .hash([AttributeValue::S("red".into())])
 ///     .range(RangeCondition::Ge(AttributeValue::N("10".into())))
-///     .window(0, 100)
+///     .shards_between(0, 100)
 ///     .limit(8);
 /// let first = query.page(None).await?;
 /// assert_eq!(first.items.len(), 8); // merged over 4 shards, in score order
@@ -187,10 +187,11 @@ impl<'a, S: Store> MultiQuery<'a, S> {
         self
     }
 
-    /// Records created in `from..=to` (ms since the epoch): the shards to visit. Default:
-    /// `0..=now`, pinned into the page token.
+    /// The shards to visit: those of the shard bumps in force from `from` to `to` (ms since the
+    /// epoch). It selects shards, not records: the shards' other records are returned too.
+    /// Default: `0..=now`, pinned into the page token.
     #[must_use]
-    pub fn window(mut self, from: u64, to: u64) -> Self {
+    pub fn shards_between(mut self, from: u64, to: u64) -> Self {
         self.paging.window = Some((from, to));
         self
     }

@@ -544,7 +544,7 @@ pub fn v2_query<'s, S: Store>(store: &'s S, user: EntitySchema<'s>, case: &Case)
     query = if case.created {
         query.created_between(case.window.0, case.window.1)
     } else {
-        query.window(case.window.0, case.window.1)
+        query.shards_between(case.window.0, case.window.1)
     };
     query = query.limit(case.limit).descending(case.descending);
     if let Some(projection) = &case.projection {
