@@ -24,9 +24,10 @@ use std::io::{IsTerminal as _, Write as _};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
+use entity_manager::model::ShardSpace;
 use entity_manager::prelude::*;
 use entity_manager::query::{QueryStats, TypedQuery};
-use entity_manager::{ShardSpace, shard};
+use entity_manager::shard;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 

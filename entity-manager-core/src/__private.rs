@@ -26,8 +26,9 @@ pub use crate::model::{
     Projection, Property, ShardBump, ShardSpace, TableModel,
 };
 pub use crate::query::{Classic, MultiAttribute, TypedIndex};
+pub use crate::store::KeyType;
+pub use crate::transcode::Transcoder;
 use crate::transcode::{BUILTIN_NAMES, BigInt20, Boolean, Fix6, Int, Str, Timestamp};
-pub use crate::transcode::{KeyType, Transcoder};
 use crate::transcode::{Transcode, TranscodeError, Typed};
 
 // ---------------------------------------------------------------------------------------------

@@ -18,7 +18,8 @@ use crate::schema::{EntitySchema, Schema};
 /// Implemented by `#[derive(Table)]` on a unit struct, or by hand:
 ///
 /// ```
-/// use entity_manager_core::{EntityModel, Table, TableModel};
+/// use entity_manager_core::Table;
+/// use entity_manager_core::model::{EntityModel, TableModel};
 ///
 /// struct Users;
 ///

@@ -197,7 +197,8 @@ pub trait EntityExt: Entity {
     /// ```
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// # use entity_manager_core::{Entity, EntityExt, EntityModel, Property, Table, TableModel, transcode};
+    /// # use entity_manager_core::{Entity, EntityExt, Table, transcode};
+    /// # use entity_manager_core::model::{EntityModel, Property, TableModel};
     /// # use entity_manager_core::field::{Changes, Field, Optional, Required};
     /// # use entity_manager_core::store::{MemoryStore, TableDefinition};
     /// # struct Users;
@@ -274,7 +275,8 @@ pub trait EntityExt: Entity {
     /// ```
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// # use entity_manager_core::{Entity, EntityExt, EntityModel, Property, Table, TableModel, transcode};
+    /// # use entity_manager_core::{Entity, EntityExt, Table, transcode};
+    /// # use entity_manager_core::model::{EntityModel, Property, TableModel};
     /// # use entity_manager_core::store::{MemoryStore, TableDefinition};
     /// # struct Users;
     /// # impl Table for Users {

@@ -1264,7 +1264,8 @@ enum OriginKind {
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// use entity_manager_core::store::{MemoryStore, TableDefinition};
 /// use entity_manager_core::{EntityExt, Table, Transaction};
-/// # use entity_manager_core::{Entity, EntityModel, Property, TableModel, transcode};
+/// # use entity_manager_core::{Entity, transcode};
+/// # use entity_manager_core::model::{EntityModel, Property, TableModel};
 /// # struct Users;
 /// # impl Table for Users {
 /// #     const MODEL: TableModel = TableModel::DEFAULT;
@@ -1608,7 +1609,8 @@ impl Transaction {
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// use entity_manager_core::store::{MemoryStore, TableDefinition};
 /// use entity_manager_core::{EntityExt, ReadTransaction, Table};
-/// # use entity_manager_core::{Entity, EntityModel, Property, TableModel, transcode};
+/// # use entity_manager_core::{Entity, transcode};
+/// # use entity_manager_core::model::{EntityModel, Property, TableModel};
 /// # struct Users;
 /// # impl Table for Users {
 /// #     const MODEL: TableModel = TableModel::DEFAULT;

@@ -29,14 +29,14 @@ mod latency;
 mod users;
 
 use criterion::{Criterion, Throughput};
+use entity_manager::model::{
+    EntityModel, Index, IndexAttribute, Projection, Property, ShardBump, ShardSpace, TableModel,
+};
 use entity_manager::query::{MultiQuery, Query, QueryPageResult, QueryStats};
 use entity_manager::store::{
     KeyType, MemoryStore, QueryPage, Store, StoreError, TableDefinition, WriteRequest,
 };
-use entity_manager::{
-    AttributeValue, EntityModel, Error, Index, IndexAttribute, Item, Projection, Property, Schema,
-    ShardBump, ShardSpace, TableModel, transcode,
-};
+use entity_manager::{AttributeValue, Error, Item, Schema, transcode};
 use entity_manager_tests::{Hooked, block_on};
 use latency::{Clock, Latency, PreciseTimer};
 use serde_json::json;

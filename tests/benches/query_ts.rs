@@ -42,9 +42,10 @@ mod latency;
 #[path = "support/users.rs"]
 mod users;
 
+use entity_manager::model::ShardSpace;
 use entity_manager::query::Query;
 use entity_manager::store::{MemoryStore, Store, TableDefinition, WriteRequest};
-use entity_manager::{AttributeValue, Error, Item, Schema, ShardSpace};
+use entity_manager::{AttributeValue, Error, Item, Schema};
 use entity_manager_tests::Hooked;
 use latency::{Clock, Latency, PreciseTimer};
 use serde::Deserialize;

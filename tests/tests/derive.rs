@@ -3,10 +3,9 @@
 
 use std::path::{Path, PathBuf};
 
+use entity_manager::model::{Projection, ShardBump, ShardSpace};
 use entity_manager::query::{Classic, TypedIndex};
-use entity_manager::{
-    AttributeValue, Entity, EntityExt, Item, Projection, ShardBump, ShardSpace, Table,
-};
+use entity_manager::{AttributeValue, Entity, EntityExt, Item, Table};
 use proptest::prelude::*;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -423,7 +422,8 @@ mod raw_identifiers {
 
 /// The syntax the derive's docs show compiles and means what they say.
 mod accepted_syntax {
-    use entity_manager::{Entity, Projection, ShardBump, Table};
+    use entity_manager::model::{Projection, ShardBump};
+    use entity_manager::{Entity, Table};
     use serde::{Deserialize, Serialize};
 
     #[derive(Table)]

@@ -9,9 +9,10 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
 use std::task::{Context, Poll};
 
+use entity_manager::model::ShardSpace;
 use entity_manager::query::{Query, QueryPageResult, QueryStats, TokenError};
 use entity_manager::store::{Comparison, Filter, MemoryStore, RangeCondition, Store as _};
-use entity_manager::{Error, Item, Schema, ShardSpace};
+use entity_manager::{Error, Item, Schema};
 use entity_manager_tests::{Hooked, QueryHook, block_on};
 use proptest::prelude::*;
 use serde_json::json;

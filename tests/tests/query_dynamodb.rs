@@ -150,7 +150,7 @@ fn boundary_tokens_resume_ties_exactly_and_stay_on_their_table() -> TestResult {
         return Ok(());
     };
     runtime()?.block_on(async {
-        let schema = schema(&[(0, 2, 2)], entity_manager::ShardSpace::Power)?;
+        let schema = schema(&[(0, 2, 2)], entity_manager::model::ShardSpace::Power)?;
         let definition = TableDefinition::from_schema(&schema)?;
         let store = entity_manager::store::DynamoStore::new(
             client.clone(),

@@ -10,12 +10,13 @@
 
 use std::sync::Mutex;
 
+use entity_manager::model::ShardSpace;
 use entity_manager::query::Query;
 use entity_manager::store::{
     MemoryStore, Page, QueryPage, RangeCondition, Store, StoreError, StoreErrorKind,
     TableDefinition,
 };
-use entity_manager::{AttributeValue, Error, Item, Schema, ShardSpace};
+use entity_manager::{AttributeValue, Error, Item, Schema};
 use entity_manager_tests::{block_on, forward_store};
 use proptest::prelude::*;
 

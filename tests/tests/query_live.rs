@@ -13,11 +13,12 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Mutex;
 
+use entity_manager::model::ShardSpace;
 use entity_manager::query::Query;
 use entity_manager::store::{
     Expect, MemoryStore, Page, QueryPage, RangeCondition, Store, StoreError, TableDefinition,
 };
-use entity_manager::{AttributeValue, Item, Schema, ShardSpace};
+use entity_manager::{AttributeValue, Item, Schema};
 use entity_manager_tests::{block_on, forward_store};
 use proptest::prelude::*;
 

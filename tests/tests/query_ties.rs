@@ -7,11 +7,12 @@
 
 use std::sync::Mutex;
 
+use entity_manager::model::ShardSpace;
 use entity_manager::query::{MultiQuery, Query, QueryPageResult};
 use entity_manager::store::{
     MemoryStore, Page, QueryPage, Store, StoreError, TableDefinition, WriteRequest,
 };
-use entity_manager::{EntityExt as _, Schema, ShardSpace, Table as _};
+use entity_manager::{EntityExt as _, Schema, Table as _};
 use entity_manager_tests::{block_on, forward_store};
 use serde_json::json;
 

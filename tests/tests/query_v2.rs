@@ -3,9 +3,10 @@
 //! exact mode over two sources that share their range key, every record in both), and
 //! `created_between` (records, not only shards) beside `window` (shards).
 
+use entity_manager::model::ShardSpace;
 use entity_manager::query::Query;
 use entity_manager::store::{MemoryStore, RangeCondition};
-use entity_manager::{Error, Schema, ShardSpace};
+use entity_manager::{Error, Schema};
 use entity_manager_tests::block_on;
 use proptest::prelude::*;
 

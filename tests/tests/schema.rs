@@ -1,10 +1,8 @@
 //! One validated schema per table, used by every path: a hand-written `impl Entity` goes through
 //! the same validation and normalisation as `Schema::new`, so it cannot key records differently.
 
-use entity_manager::{
-    AttributeValue, Entity, EntityExt, EntityModel, Error, Property, Schema, ShardBump, Table,
-    TableModel, transcode,
-};
+use entity_manager::model::{EntityModel, Property, ShardBump, TableModel};
+use entity_manager::{AttributeValue, Entity, EntityExt, Error, Schema, Table, transcode};
 use proptest::prelude::*;
 use serde::{Deserialize, Serialize};
 

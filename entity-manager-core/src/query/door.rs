@@ -43,16 +43,16 @@ mod sealed {
 }
 
 /// [`Classic`] or [`MultiAttribute`]: what a [`TypedIndex`] knows of its key at compile time.
-pub trait IndexKind: sealed::Kind + Copy + fmt::Debug + Send + Sync + 'static {
+pub trait KeyKind: sealed::Kind + Copy + fmt::Debug + Send + Sync + 'static {
     /// `"classic"` or `"multi-attribute"`, for messages.
     const NAME: &'static str;
 }
 
-impl IndexKind for Classic {
+impl KeyKind for Classic {
     const NAME: &'static str = "classic";
 }
 
-impl IndexKind for MultiAttribute {
+impl KeyKind for MultiAttribute {
     const NAME: &'static str = "multi-attribute";
 }
 
@@ -108,7 +108,7 @@ impl<E, K> Hash for TypedIndex<E, K> {
     }
 }
 
-impl<E, K: IndexKind> fmt::Debug for TypedIndex<E, K> {
+impl<E, K: KeyKind> fmt::Debug for TypedIndex<E, K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
@@ -201,7 +201,8 @@ impl<O: QueryOutput, M: super::CollectionMember<O>> IndexFor<O> for TypedIndex<M
 /// use entity_manager_core::store::{KeyType, MemoryStore, TableDefinition};
 /// use entity_manager_core::{Entity, EntityExt, Table};
 /// # use entity_manager_core::field::Field;
-/// # use entity_manager_core::{EntityModel, TableModel, Index, IndexAttribute, Projection, Property, ShardBump, transcode};
+/// # use entity_manager_core::transcode;
+/// # use entity_manager_core::model::{EntityModel, TableModel, Index, IndexAttribute, Projection, Property, ShardBump};
 /// # use std::borrow::Cow;
 /// # #[derive(serde::Serialize, serde::Deserialize, Debug, PartialEq)]
 /// # #[serde(rename_all = "camelCase")]

@@ -162,7 +162,7 @@ use crate::store::{Filter, RangeCondition, Store};
 pub use self::collection::{Collection, CollectionMember};
 pub use self::door::{
     Classic, ClassicIndexOf, ClassicIndexesHaveNoPartitionValues, ConditionsFollowTheIndex,
-    IndexFor, IndexKind, MultiAttribute, QueryOutput, QueryStart, TypedIndex,
+    IndexFor, KeyKind, MultiAttribute, QueryOutput, QueryStart, TypedIndex,
 };
 use self::engine::Engine;
 pub use self::multi::MultiQuery;
@@ -252,7 +252,8 @@ pub struct QueryPageResult {
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// use entity_manager_core::query::Query;
 /// use entity_manager_core::store::{MemoryStore, Store, TableDefinition};
-/// use entity_manager_core::{Schema, ShardSpace};
+/// use entity_manager_core::Schema;
+/// use entity_manager_core::model::ShardSpace;
 /// use serde_json::json;
 ///
 /// let schema = Schema::from_ts_config(

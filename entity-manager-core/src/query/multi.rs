@@ -48,10 +48,8 @@ use crate::store::{QueryPage, RangeCondition, Store, StoreError};
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// use entity_manager_core::query::MultiQuery;
 /// use entity_manager_core::store::{KeyType, MemoryStore, RangeCondition, Store, TableDefinition};
-/// use entity_manager_core::{
-///     AttributeValue, EntityModel, Index, IndexAttribute, Projection, Property, Schema, ShardBump,
-///     TableModel, transcode,
-/// };
+/// use entity_manager_core::{AttributeValue, Schema, transcode};
+/// use entity_manager_core::model::{EntityModel, Index, IndexAttribute, Projection, Property, ShardBump, TableModel};
 ///
 /// const PROPERTIES: &[Property] = &[
 ///     Property::new("id", transcode::STRING),

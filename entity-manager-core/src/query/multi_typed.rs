@@ -40,7 +40,8 @@ use crate::transcode::KeyType;
 /// use entity_manager_core::field::Field;
 /// use entity_manager_core::store::{KeyType, MemoryStore, TableDefinition};
 /// use entity_manager_core::{Entity, EntityExt, Table};
-/// # use entity_manager_core::{EntityModel, TableModel, Index, IndexAttribute, Projection, Property, ShardBump, transcode};
+/// # use entity_manager_core::transcode;
+/// # use entity_manager_core::model::{EntityModel, TableModel, Index, IndexAttribute, Projection, Property, ShardBump};
 /// # use entity_manager_core::query::{MultiAttribute, TypedIndex};
 /// # #[derive(serde::Serialize, serde::Deserialize, Debug, PartialEq)]
 /// # #[serde(rename_all = "camelCase")]

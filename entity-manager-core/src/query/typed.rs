@@ -272,7 +272,8 @@ impl<E> FieldSet<E> {
 /// use entity_manager_core::store::{MemoryStore, Store, TableDefinition};
 /// use entity_manager_core::{Entity, EntityExt, Table};
 /// use entity_manager_core::field::Field;
-/// # use entity_manager_core::{EntityModel, TableModel, Index, Projection, Property, ShardBump, transcode};
+/// # use entity_manager_core::transcode;
+/// # use entity_manager_core::model::{EntityModel, TableModel, Index, Projection, Property, ShardBump};
 /// # use entity_manager_core::query::{Classic, TypedIndex};
 /// # use std::borrow::Cow;
 /// # #[derive(serde::Serialize, serde::Deserialize, Debug, PartialEq)]

@@ -5,7 +5,18 @@ use std::cmp::Ordering;
 
 use serde_dynamo::{AttributeValue, Item};
 
-use super::{Comparison, Filter, KeyType};
+use super::{Comparison, Filter};
+
+/// The `DynamoDB` scalar type of a key attribute (`AttributeDefinitions`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum KeyType {
+    /// `S`: string.
+    S,
+    /// `N`: number.
+    N,
+    /// `B`: binary.
+    B,
+}
 
 /// A `DynamoDB` number: an exact decimal of at most 38 significant digits.
 ///

@@ -29,7 +29,8 @@
 //! ```
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! # use entity_manager_core::{Entity, EntityExt, EntityModel, Property, Table, TableModel, transcode};
+//! # use entity_manager_core::{Entity, EntityExt, Table, transcode};
+//! # use entity_manager_core::model::{EntityModel, Property, TableModel};
 //! # use entity_manager_core::field::Field;
 //! # struct Users;
 //! # impl Table for Users {

@@ -6,12 +6,13 @@
 use std::cmp::Ordering;
 use std::collections::{BTreeSet, HashMap, HashSet};
 
+use entity_manager::model::ShardSpace;
 use entity_manager::query::{Query, QueryPageResult};
 use entity_manager::store::{
     Comparison, Filter, MemoryStore, QueryPage, RangeCondition, Store, TableDefinition,
     WriteRequest,
 };
-use entity_manager::{AttributeValue, EntitySchema, Error, Item, Schema, ShardSpace};
+use entity_manager::{AttributeValue, EntitySchema, Error, Item, Schema};
 use entity_manager_tests::block_on;
 use proptest::prelude::*;
 use serde_json::json;
