@@ -4,7 +4,8 @@
 //!
 //! Run with `cargo run --example keys`.
 
-use entity_manager::{Item, Schema, ShardSpace};
+use entity_manager::model::ShardSpace;
+use entity_manager::{Item, Schema};
 use serde_json::json;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {

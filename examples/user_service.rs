@@ -24,9 +24,10 @@ use std::io::{IsTerminal as _, Write as _};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
+use entity_manager::model::ShardSpace;
 use entity_manager::prelude::*;
 use entity_manager::query::{QueryStats, TypedQuery};
-use entity_manager::{ShardSpace, shard};
+use entity_manager::shard;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
@@ -427,7 +428,7 @@ async fn found_by_last_name<S: Store>(store: &S, name: &str) -> Result<bool> {
     let page = User::query(store)?
         .index(UserIndex::LastName)
         .range(KeyCondition::begins_with(&prefix))
-        .window(0, NOW)
+        .shards_between(0, NOW)
         .unlimited()
         .page(None)
         .await?;
@@ -439,7 +440,7 @@ async fn found_by_phone<S: Store>(store: &S, phone: &str) -> Result<usize> {
     let page = User::query(store)?
         .index(UserIndex::Phone)
         .range(User::FIELDS.phone.eq(phone))
-        .window(0, NOW)
+        .shards_between(0, NOW)
         .unlimited()
         .page(None)
         .await?;
@@ -505,7 +506,7 @@ async fn first_name_starts_with_j<S: Store>(store: &S) -> Result<Summary> {
     let query = User::query(store)?
         .index(UserIndex::FirstName)
         .range(KeyCondition::begins_with(&prefix))
-        .window(0, NOW)
+        .shards_between(0, NOW)
         .limit(LIMIT);
     let paged = page_through(&query, |users, offset| {
         print_users(users, offset, Names::FirstLast, None);
@@ -546,7 +547,7 @@ async fn first_name_starts_with_j_by_last_name<S: Store>(store: &S) -> Result<Su
     let query = User::query(store)?
         .index(UserIndex::LastName)
         .filter(User::FIELDS.first_name_canonical.begins_with("j"))
-        .window(0, NOW)
+        .shards_between(0, NOW)
         .limit(LIMIT);
     let paged = page_through(&query, |users, offset| {
         print_users(users, offset, Names::LastFirst, None);
@@ -581,7 +582,8 @@ async fn user_and_emails<S: Store>(store: &S, data: &Dataset) -> Result<Summary>
             "a multi-attribute key (userId, created): one partition holds the user and the emails",
         ],
     );
-    let query = UserAndEmails::query(store, UserIndex::UserCreated)?
+    let query = UserAndEmails::query(store)?
+        .index(UserIndex::UserCreated)
         .hash(User::FIELDS.user_id.eq(&user.user_id))
         .limit(2);
     let mut token: Option<String> = None;
@@ -645,7 +647,7 @@ async fn users_of_a_beneficiary<S: Store>(store: &S, data: &Dataset) -> Result<[
     let query = User::query(store)?
         .index(UserIndex::UserBeneficiaryCreated)
         .hash_key(&User::user_beneficiary_hash_key(EVERY_SHARD).beneficiary_id(beneficiary)?)
-        .window(0, NOW)
+        .shards_between(0, NOW)
         .limit(LIMIT);
     let created = page_through(&query, |users, offset| {
         print_users(users, offset, Names::FirstLast, None);
@@ -661,7 +663,7 @@ async fn users_of_a_beneficiary<S: Store>(store: &S, data: &Dataset) -> Result<[
     let query = User::query(store)?
         .index(UserIndex::UserBeneficiaryUpdated)
         .hash_key(&User::user_beneficiary_hash_key(EVERY_SHARD).beneficiary_id(beneficiary)?)
-        .window(0, NOW)
+        .shards_between(0, NOW)
         .descending(true)
         .limit(LIMIT);
     let updated = page_through(&query, |users, offset| {
@@ -698,7 +700,7 @@ async fn name_fragment_search<S: Store>(store: &S, fragment: &str) -> Result<Sum
         .range(KeyCondition::begins_with(&last))
         .sort_by(User::FIELDS.last_name_canonical, false)
         .sort_by(User::FIELDS.first_name_canonical, false)
-        .window(0, NOW)
+        .shards_between(0, NOW)
         .limit(LIMIT);
     let matched = |u: &User| {
         match (
@@ -737,7 +739,7 @@ async fn phone_prefix<S: Store>(store: &S, prefix: &str) -> Result<Summary> {
     let query = User::query(store)?
         .index(UserIndex::Phone)
         .range(User::FIELDS.phone.begins_with(prefix))
-        .window(0, NOW)
+        .shards_between(0, NOW)
         .limit(LIMIT);
     let paged = page_through(&query, |users, offset| {
         print_users(users, offset, Names::FirstLast, None);

@@ -5,9 +5,10 @@ use std::str::FromStr;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use clap::Args;
+use entity_manager::Schema;
 use entity_manager::audit::{AuditReport, BumpDryRun, ScheduleCost, audit_job, bump_dry_run};
 use entity_manager::job::{JobHeader, JobKind};
-use entity_manager::{Schema, ShardBump};
+use entity_manager::model::ShardBump;
 use serde_json::{Value, json};
 
 use crate::job::Run;

@@ -27,9 +27,10 @@ macro_rules! outln {
 }
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use entity_manager::model::{Profile, ShardSpace};
 use entity_manager::store::TableStamp;
 use entity_manager::store::{DynamoStore, Store, TableDefinition};
-use entity_manager::{ConfigError, Profile, Schema, ShardSpace};
+use entity_manager::{ConfigError, Schema};
 use serde_json::{Value, json};
 
 mod audit;

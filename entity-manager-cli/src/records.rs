@@ -505,7 +505,7 @@ pub(crate) fn query(args: &QueryArgs, json: bool) -> Result<(), Failure> {
     }
     if let Some(w) = &args.window {
         let (from, to) = window(w, "--window")?;
-        unindexed = unindexed.window(from, to);
+        unindexed = unindexed.shards_between(from, to);
     }
     if let Some(w) = &args.created {
         let (from, to) = window(w, "--created")?;

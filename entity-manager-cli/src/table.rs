@@ -10,11 +10,11 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
+use entity_manager::model::{Profile, Projection};
 use entity_manager::store::{
     Billing, Capacity, DriftReport, DynamoStore, KeyType, LiveTable, LocalIndex, StreamView,
     TableDefinition, TableStamp,
 };
-use entity_manager::{Profile, Projection};
 use serde::Deserialize;
 use serde_json::{Value, json};
 

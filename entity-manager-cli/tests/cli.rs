@@ -306,8 +306,9 @@ fn seed(
     users: u32,
     emails: u32,
 ) -> Result<Vec<(String, String)>, Box<dyn std::error::Error>> {
+    use entity_manager::model::ShardSpace;
     use entity_manager::store::{Store, WriteRequest};
-    use entity_manager::{Item, Schema, ShardSpace};
+    use entity_manager::{Item, Schema};
 
     let schema = Schema::from_ts_config(config, ShardSpace::Product)?;
     let store = support::store(endpoint, table, &schema)?;

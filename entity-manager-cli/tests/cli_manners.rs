@@ -11,8 +11,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use entity_manager::model::Profile;
 use entity_manager::store::{Store, WriteRequest};
-use entity_manager::{Item, Profile, Schema};
+use entity_manager::{Item, Schema};
 use serde_json::{Value, json};
 
 mod support;

@@ -6,9 +6,10 @@
 
 use std::path::PathBuf;
 
+use entity_manager::model::ShardSpace;
 use entity_manager::scan::ParallelScan;
 use entity_manager::store::{DynamoStore, Store, WriteRequest};
-use entity_manager::{Item, Schema, ShardSpace};
+use entity_manager::{Item, Schema};
 use futures::TryStreamExt;
 use serde_json::{Value, json};
 

@@ -9,7 +9,8 @@
 use std::cmp::Ordering;
 use std::path::{Path, PathBuf};
 
-use entity_manager::{AttributeValue, Item, Profile, Schema};
+use entity_manager::model::Profile;
+use entity_manager::{AttributeValue, Item, Schema};
 use serde_json::{Value, json};
 
 mod support;

@@ -6,8 +6,9 @@
 
 use std::path::Path;
 
+use entity_manager::model::ShardSpace;
 use entity_manager::store::{DynamoStore, Expect, Store, StreamView, TableDefinition};
-use entity_manager::{Item, Schema, ShardSpace};
+use entity_manager::{Item, Schema};
 use serde_json::{Value, json};
 
 mod support;

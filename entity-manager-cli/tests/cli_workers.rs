@@ -12,9 +12,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
+use entity_manager::model::ShardSpace;
 use entity_manager::scan::ParallelScan;
 use entity_manager::store::{DynamoStore, Store, WriteRequest};
-use entity_manager::{Item, Schema, ShardSpace};
+use entity_manager::{Item, Schema};
 use futures::TryStreamExt;
 use serde_json::{Value, json};
 

@@ -19,14 +19,16 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 pub use crate::builder::KeyBuilder;
-pub use crate::entity::{Entity, IndexToken, Table};
+pub use crate::entity::{Entity, Table};
 use crate::error::Result;
 pub use crate::model::{
     Delimiters, EntityModel, GeneratedProperty, Index, IndexAttribute, KeyMode, Name, NumericHash,
     Projection, Property, ShardBump, ShardSpace, TableModel,
 };
+pub use crate::query::{Classic, MultiAttribute, TypedIndex};
+pub use crate::store::KeyType;
+pub use crate::transcode::Transcoder;
 use crate::transcode::{BUILTIN_NAMES, BigInt20, Boolean, Fix6, Int, Str, Timestamp};
-pub use crate::transcode::{KeyType, Transcoder};
 use crate::transcode::{Transcode, TranscodeError, Typed};
 
 // ---------------------------------------------------------------------------------------------

@@ -16,7 +16,8 @@
 //! use entity_manager_core::audit::{audit, bump_dry_run};
 //! use entity_manager_core::scan::ParallelScan;
 //! use entity_manager_core::store::{Expect, MemoryStore, Store, TableDefinition};
-//! use entity_manager_core::{AttributeValue, Item, Schema, ShardBump, ShardSpace};
+//! use entity_manager_core::{AttributeValue, Item, Schema};
+//! use entity_manager_core::model::{ShardBump, ShardSpace};
 //! use serde_json::json;
 //!
 //! # #[tokio::main(flavor = "current_thread")]

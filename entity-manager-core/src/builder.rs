@@ -14,7 +14,8 @@ use crate::transcode::TranscodeError;
 /// A generated-property value under construction.
 ///
 /// ```
-/// use entity_manager_core::{KeyBuilder, Schema, ShardSpace};
+/// use entity_manager_core::{KeyBuilder, Schema};
+/// use entity_manager_core::model::ShardSpace;
 /// use serde_json::json;
 ///
 /// let schema = Schema::from_ts_config(

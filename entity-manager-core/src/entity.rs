@@ -4,8 +4,6 @@
 //! The derives emit data, not logic: a `const` model plus a thin impl. Everything else is a
 //! provided method of [`EntityExt`](crate::EntityExt), which reads the model through [`EntitySchema`].
 
-use std::fmt;
-
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_dynamo::{AttributeValue, Item};
@@ -20,7 +18,8 @@ use crate::schema::{EntitySchema, Schema};
 /// Implemented by `#[derive(Table)]` on a unit struct, or by hand:
 ///
 /// ```
-/// use entity_manager_core::{EntityModel, Table, TableModel};
+/// use entity_manager_core::Table;
+/// use entity_manager_core::model::{EntityModel, TableModel};
 ///
 /// struct Users;
 ///
@@ -71,28 +70,6 @@ pub trait Table: 'static {
     }
 }
 
-/// The index tokens of one entity: an enum `#[derive(Entity)]` emits, so that an unknown index
-/// is a compile error.
-pub trait IndexToken: Copy + Eq + fmt::Debug + Send + Sync + 'static {
-    /// Every index of the entity.
-    const ALL: &'static [Self];
-
-    /// The index name (the GSI name).
-    fn name(self) -> &'static str;
-}
-
-/// An entity without indexes has this index token type, which has no values.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum NoIndex {}
-
-impl IndexToken for NoIndex {
-    const ALL: &'static [Self] = &[];
-
-    fn name(self) -> &'static str {
-        match self {}
-    }
-}
-
 /// A record type stored in a [`Table`].
 ///
 /// Implemented by `#[derive(Entity)]`; see the derive's documentation for the attributes and
@@ -100,9 +77,6 @@ impl IndexToken for NoIndex {
 pub trait Entity: Sized + 'static {
     /// The table the entity is stored in.
     type Table: Table;
-
-    /// The entity's index tokens.
-    type Index: IndexToken;
 
     /// The entity's model, as a constant (for compile-time checks).
     const MODEL: EntityModel;

@@ -14,7 +14,7 @@ use crate::entity::Entity;
 use crate::error::Result;
 use crate::field::{Changes, Condition};
 use crate::keys::PrimaryKey;
-use crate::query::{TypedMultiQuery, TypedQuery};
+use crate::query::{QueryOutput, QueryStart};
 use crate::schema::EntitySchema;
 use crate::store::Store;
 use crate::trace::{self, op_span};
@@ -22,21 +22,17 @@ use crate::trace::{self, op_span};
 /// What every [`Entity`] can do: conversion to and from DynamoDB items with keys, keys, and
 /// queries.
 pub trait EntityExt: Entity {
-    /// A cross-shard query of this entity on `store`; see [`TypedQuery`]. Fails only when the
-    /// table's configuration is invalid (see [`EntityExt::schema`]).
-    fn query<S: Store>(store: &S) -> Result<TypedQuery<'_, S, Self, crate::query::Unindexed>> {
-        TypedQuery::new(store)
-    }
-
-    /// A query of this entity's multi-attribute index `index` on `store`, with partition values
-    /// and sort conditions from its fields, in any order; see [`TypedMultiQuery`]. Fails when
-    /// the index has a classic key (query it with [`query`](Self::query)) or the table's
-    /// configuration is invalid.
-    fn multi_query<S: Store>(
-        store: &S,
-        index: Self::Index,
-    ) -> Result<TypedMultiQuery<'_, S, Self>> {
-        TypedMultiQuery::new(store, index)
+    /// A cross-shard query of this entity on `store`: name the index with
+    /// [`QueryStart::index`] (`User::query(&store)?.index(UserIndex::Created)`), whose kind
+    /// decides the builder ([`TypedQuery`](crate::query::TypedQuery) for a classic index,
+    /// [`TypedMultiQuery`](crate::query::TypedMultiQuery) for a multi-attribute one), or read
+    /// the table with [`QueryStart::table`]. Fails only when the table's configuration is
+    /// invalid (see [`EntityExt::schema`]).
+    fn query<S: Store>(store: &S) -> Result<QueryStart<'_, S, Self>>
+    where
+        Self: QueryOutput,
+    {
+        QueryStart::new(store)
     }
 
     /// A parallel scan of this entity's records on `store`; see
@@ -201,7 +197,8 @@ pub trait EntityExt: Entity {
     /// ```
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// # use entity_manager_core::{Entity, EntityExt, EntityModel, NoIndex, Property, Table, TableModel, transcode};
+    /// # use entity_manager_core::{Entity, EntityExt, Table, transcode};
+    /// # use entity_manager_core::model::{EntityModel, Property, TableModel};
     /// # use entity_manager_core::field::{Changes, Field, Optional, Required};
     /// # use entity_manager_core::store::{MemoryStore, TableDefinition};
     /// # struct Users;
@@ -215,7 +212,6 @@ pub trait EntityExt: Entity {
     /// # struct User { user_id: String, created: u64, logins: u32, #[serde(skip_serializing_if = "Option::is_none", default)] phone: Option<String> }
     /// # impl Entity for User {
     /// #     type Table = Users;
-    /// #     type Index = NoIndex;
     /// #     const MODEL: EntityModel = {
     /// #         const PROPERTIES: &[Property] = &[Property::new("userId", transcode::STRING), Property::new("created", transcode::TIMESTAMP)];
     /// #         EntityModel::new("user", "userId", "created").with_properties(PROPERTIES)
@@ -279,7 +275,8 @@ pub trait EntityExt: Entity {
     /// ```
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// # use entity_manager_core::{Entity, EntityExt, EntityModel, NoIndex, Property, Table, TableModel, transcode};
+    /// # use entity_manager_core::{Entity, EntityExt, Table, transcode};
+    /// # use entity_manager_core::model::{EntityModel, Property, TableModel};
     /// # use entity_manager_core::store::{MemoryStore, TableDefinition};
     /// # struct Users;
     /// # impl Table for Users {
@@ -292,7 +289,6 @@ pub trait EntityExt: Entity {
     /// # struct User { user_id: String, created: u64, logins: u32 }
     /// # impl Entity for User {
     /// #     type Table = Users;
-    /// #     type Index = NoIndex;
     /// #     const MODEL: EntityModel = {
     /// #         const PROPERTIES: &[Property] = &[Property::new("userId", transcode::STRING), Property::new("created", transcode::TIMESTAMP)];
     /// #         EntityModel::new("user", "userId", "created").with_properties(PROPERTIES)

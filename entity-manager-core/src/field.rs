@@ -179,20 +179,20 @@ impl Text for Box<str> {}
 impl Text for std::borrow::Cow<'static, str> {}
 
 /// Field types `contains` looks into: a substring of a string, an element of a list or set.
-pub trait Collection {
+pub trait Container {
     /// What `contains` looks for.
     type Element;
 }
-impl Collection for String {
+impl Container for String {
     type Element = String;
 }
-impl<T> Collection for Vec<T> {
+impl<T> Container for Vec<T> {
     type Element = T;
 }
-impl<T, H> Collection for HashSet<T, H> {
+impl<T, H> Container for HashSet<T, H> {
     type Element = T;
 }
-impl<T> Collection for BTreeSet<T> {
+impl<T> Container for BTreeSet<T> {
     type Element = T;
 }
 
@@ -326,7 +326,7 @@ impl<E, V: Text, K> Field<E, V, K> {
     }
 }
 
-impl<E, V: Collection, K> Field<E, V, K> {
+impl<E, V: Container, K> Field<E, V, K> {
     /// The field contains `element`: a substring of a string field, an element of a list or
     /// set field.
     pub fn contains(self, element: impl Operand<V::Element>) -> Condition<E> {

@@ -6,7 +6,8 @@
 //! example from the JSON configuration of a TypeScript Entity Manager service:
 //!
 //! ```
-//! use entity_manager_core::{Item, Schema, ShardSpace};
+//! use entity_manager_core::{Item, Schema};
+//! use entity_manager_core::model::ShardSpace;
 //! use serde_json::json;
 //!
 //! let schema = Schema::from_ts_config(
@@ -50,6 +51,7 @@ mod error;
 pub mod field;
 mod guarded;
 pub mod job;
+mod key_type;
 mod keys;
 pub mod limits;
 pub mod migrate;
@@ -70,14 +72,10 @@ mod ts;
 mod validate;
 
 pub use builder::KeyBuilder;
-pub use entity::{Entity, IndexToken, NoIndex, Table};
+pub use entity::{Entity, Table};
 pub use entity_ext::EntityExt;
 pub use error::{ConfigError, ConfigProblem, Error, Result};
 pub use keys::{MAX_HASH_KEY_SPACE, PrimaryKey};
-pub use model::{
-    Delimiters, EntityModel, GeneratedKind, GeneratedProperty, Index, IndexAttribute, KeyMode,
-    MultiKey, NumericHash, Profile, Projection, Property, ShardBump, ShardSpace, TableModel,
-};
 pub use ops::{Handle, ReadResults, ReadTransaction, Transaction};
 pub use rules::ConfigRule;
 pub use schema::{EntitySchema, Schema};
@@ -86,10 +84,6 @@ pub use schema::{EntitySchema, Schema};
 /// calls converts with `.into()` either way (`serde_dynamo`'s `From` impls, feature
 /// `dynamodb`), and an [`Item`] to and from the SDK's `HashMap<String, AttributeValue>`.
 pub use serde_dynamo::{AttributeValue, Item};
-#[cfg(feature = "dynamodb")]
-#[cfg_attr(docsrs, doc(cfg(feature = "dynamodb")))]
-pub use store::DynamoStore;
-pub use store::{MemoryStore, Store, StoreError, TableDefinition};
 
 /// Helpers for this workspace's tests: the TypeScript page-key layout, which the compatibility
 /// tests replay from the golden vectors. Not part of the public API; may change at any time.

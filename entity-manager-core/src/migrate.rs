@@ -73,7 +73,8 @@
 //! use entity_manager_core::migrate::Migration;
 //! use entity_manager_core::scan::ParallelScan;
 //! use entity_manager_core::store::{MemoryStore, Store, TableDefinition, WriteRequest};
-//! use entity_manager_core::{Item, Schema, ShardSpace};
+//! use entity_manager_core::{Item, Schema};
+//! use entity_manager_core::model::ShardSpace;
 //! use serde_json::json;
 //!
 //! # #[tokio::main(flavor = "current_thread")]

@@ -16,7 +16,7 @@ use crate::transcode::{KeyType, Transcoder};
 pub type Name = Cow<'static, str>;
 
 /// A list in the model: borrowed for static models, owned for models loaded at run time.
-pub type List<T> = Cow<'static, [T]>;
+pub type CowSlice<T> = Cow<'static, [T]>;
 
 /// How many shards a bump of `chars` characters in radix `2^charBits` provides.
 ///
@@ -58,7 +58,7 @@ impl fmt::Display for ShardSpace {
 /// its mode through its [`Profile`] (or `#[table(key_mode = …)]`):
 ///
 /// ```
-/// use entity_manager_core::{KeyMode, Profile, TableModel};
+/// use entity_manager_core::model::{KeyMode, Profile, TableModel};
 ///
 /// assert_eq!(TableModel::DEFAULT.key_mode, KeyMode::Transcoded); // ordered, injective keys
 /// let shared = TableModel::DEFAULT.with_profile(Profile::Upstream8);
@@ -126,7 +126,7 @@ impl NumericHash {
 /// | [`Upstream8`](Self::Upstream8) | `power` | [`TypeScript`](KeyMode::TypeScript) | the constant 5381 |
 ///
 /// ```
-/// use entity_manager_core::{KeyMode, Profile, ShardSpace, TableModel};
+/// use entity_manager_core::model::{KeyMode, Profile, ShardSpace, TableModel};
 ///
 /// let table = TableModel::DEFAULT.with_profile(Profile::Npm6_14);
 /// assert_eq!((table.shard_space, table.key_mode), (ShardSpace::Product, KeyMode::TypeScript));
@@ -213,7 +213,7 @@ impl fmt::Display for Profile {
 /// TypeScript library it came from writes keys.
 ///
 /// ```
-/// use entity_manager_core::{Profile, ShardSpace};
+/// use entity_manager_core::model::{Profile, ShardSpace};
 ///
 /// assert_eq!(Profile::from(ShardSpace::Product), Profile::Npm6_14);
 /// assert_eq!(Profile::from(ShardSpace::Power), Profile::Upstream8);
@@ -290,7 +290,7 @@ impl Default for Delimiters {
 /// Built from [`DEFAULT`](Self::DEFAULT) with the `with_*` methods, in `const` context too:
 ///
 /// ```
-/// use entity_manager_core::{Delimiters, ShardSpace, TableModel};
+/// use entity_manager_core::model::{Delimiters, ShardSpace, TableModel};
 ///
 /// const ORDERS: TableModel = TableModel::DEFAULT
 ///     .with_keys("pk", "sk")
@@ -507,7 +507,7 @@ pub struct GeneratedProperty {
     /// always atomic; unsharded ones are atomic only when declared so.
     pub atomic: bool,
     /// The component properties, in key order.
-    pub components: List<Name>,
+    pub components: CowSlice<Name>,
 }
 
 impl GeneratedProperty {
@@ -553,7 +553,7 @@ pub enum Projection {
     /// Only the table and index keys.
     KeysOnly,
     /// The keys plus these attributes.
-    Include(List<Name>),
+    Include(CowSlice<Name>),
 }
 
 /// One attribute of a multi-attribute index key: a stored attribute with its natural value.
@@ -590,9 +590,9 @@ impl IndexAttribute {
 #[non_exhaustive]
 pub struct MultiKey {
     /// The partition attributes, in key order (the table hash key first when sharded).
-    pub hash: List<IndexAttribute>,
+    pub hash: CowSlice<IndexAttribute>,
     /// The sort attributes, in key order (at least one).
-    pub range: List<IndexAttribute>,
+    pub range: CowSlice<IndexAttribute>,
     /// Whether the table hash key leads the partition attributes.
     pub sharded: bool,
 }
@@ -665,7 +665,8 @@ impl Index {
     /// first. Empty lists are refused by validation, not here.
     ///
     /// ```
-    /// use entity_manager_core::{Index, IndexAttribute, Projection, store::KeyType};
+    /// use entity_manager_core::{store::KeyType};
+    /// use entity_manager_core::model::{Index, IndexAttribute, Projection};
     ///
     /// const HASH: &[IndexAttribute] = &[IndexAttribute::new("hashKey", KeyType::S), IndexAttribute::new("orgId", KeyType::S)];
     /// const RANGE: &[IndexAttribute] = &[IndexAttribute::new("score", KeyType::N), IndexAttribute::new("name", KeyType::S)];
@@ -729,7 +730,8 @@ impl Index {
 /// `#[derive(Entity)]` does):
 ///
 /// ```
-/// use entity_manager_core::{EntityModel, Property, transcode};
+/// use entity_manager_core::transcode;
+/// use entity_manager_core::model::{EntityModel, Property};
 ///
 /// // a slice of models lives for `'static` as a `const` item (not as a `const fn` argument)
 /// const PROPERTIES: &[Property] = &[
@@ -750,17 +752,17 @@ pub struct EntityModel {
     /// The creation-time property (ms since the epoch) that picks the shard bump.
     pub timestamp_property: Name,
     /// The shard schedule, sorted by timestamp and starting at timestamp 0 once validated.
-    pub shard_bumps: List<ShardBump>,
+    pub shard_bumps: CowSlice<ShardBump>,
     /// The default query limit.
     pub default_limit: usize,
     /// The default page size of one shard query.
     pub default_page_size: usize,
     /// The transcoded properties.
-    pub properties: List<Property>,
+    pub properties: CowSlice<Property>,
     /// The generated properties this entity carries.
-    pub generated: List<GeneratedProperty>,
+    pub generated: CowSlice<GeneratedProperty>,
     /// The indexes this entity can be queried through.
-    pub indexes: List<Index>,
+    pub indexes: CowSlice<Index>,
 }
 
 impl EntityModel {

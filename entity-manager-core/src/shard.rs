@@ -6,7 +6,7 @@
 //!
 //! ```
 //! use entity_manager_core::shard::{string_hash, suffix};
-//! use entity_manager_core::{ShardBump, ShardSpace};
+//! use entity_manager_core::model::{ShardBump, ShardSpace};
 //!
 //! assert_eq!(string_hash("abc"), 193_415_941);
 //! let bump = ShardBump::new(1_710_000_000_000, 2, 2);

@@ -36,16 +36,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_dynamo::AttributeValue;
 
-/// The `DynamoDB` scalar type of a key attribute (`AttributeDefinitions`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum KeyType {
-    /// `S`: string.
-    S,
-    /// `N`: number.
-    N,
-    /// `B`: binary.
-    B,
-}
+pub(crate) use crate::key_type::KeyType;
 
 /// Which way a transcode failed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -13,7 +13,7 @@ use entity_manager_core::__private::rules::{
     self, Delimiter, IndexKey, Key, KeyKind, KeyProperty, KeySide, Named, Problem, Role, Setting,
     Syntax,
 };
-use entity_manager_core::GeneratedKind;
+use entity_manager_core::model::GeneratedKind;
 use entity_manager_core::transcode;
 use quote::ToTokens;
 

@@ -103,6 +103,7 @@ pub(crate) fn derive(input: &DeriveInput) -> TokenStream {
 /// const _: () = {
 ///     use ::entity_manager as _em;   // or `#[collection(crate = …)]`
 ///     impl _em::query::Collection for Roster { fn members() …; fn from_member(…) … }
+///     impl _em::query::QueryOutput for Roster { … } // what its queries return
 ///     impl _em::stream::Routed for Roster { … }    // the same enum routes stream records
 ///     impl _em::query::CollectionMember<Roster> for Player {}   // per member, at its type
 /// };
@@ -143,6 +144,19 @@ fn expand_collection(def: &CollectionDef<'_>) -> TokenStream {
                             ),
                         }),
                     }
+                }
+            }
+            // what a query through any member's multi-attribute index returns
+            #[automatically_derived]
+            impl _em::query::QueryOutput for #ident {
+                type Members = ::std::vec::Vec<_em::EntitySchema<'static>>;
+
+                fn members() -> _em::Result<Self::Members> {
+                    <Self as _em::query::Collection>::members()
+                }
+
+                fn read(item: _em::Item) -> _em::Result<Self> {
+                    <Self as _em::query::Collection>::from_item(&item)
                 }
             }
             // the same enum routes the changes of a stream (`entity_manager::stream`)

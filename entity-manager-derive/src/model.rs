@@ -217,7 +217,7 @@ pub(crate) fn natural_key_type(ty: &Type) -> Option<entity_manager_core::store::
 }
 
 /// A shard bump of the model.
-pub(crate) use entity_manager_core::ShardBump as Bump;
+pub(crate) use entity_manager_core::model::ShardBump as Bump;
 
 /// `Option<T>` → `T`, recognised by the last path segment (`Option`, `std::option::Option`).
 fn option_inner(ty: &Type) -> Option<&Type> {

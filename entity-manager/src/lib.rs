@@ -40,8 +40,8 @@ pub mod guide {
 /// | `shard_key_delimiter = "…"` | `"!"` | between the entity token and the shard suffix |
 /// | `shard_space = product \| power` | `product` | `chars × 2^char_bits` shards (npm 6.14.0, the seed docs) or `(2^char_bits)^chars` (upstream v8) |
 /// | `throttle = n` | `10` | default number of shard queries in flight |
-/// | `key_mode = transcoded \| typescript` | `transcoded` | component values in keys transcoded (sortable), or raw as the TypeScript Entity Manager writes them ([`KeyMode`]) |
-/// | `profile = native \| npm6_14 \| upstream8` | `native` | shard space, key mode and numeric hashing of a TypeScript release at once ([`Profile`]); excludes `shard_space` and `key_mode` |
+/// | `key_mode = transcoded \| typescript` | `transcoded` | component values in keys transcoded (sortable), or raw as the TypeScript Entity Manager writes them ([`KeyMode`](model::KeyMode)) |
+/// | `profile = native \| npm6_14 \| upstream8` | `native` | shard space, key mode and numeric hashing of a TypeScript release at once ([`Profile`](model::Profile)); excludes `shard_space` and `key_mode` |
 /// | `crate = path` | `::entity_manager` | where this crate is, for re-exporting crates |
 ///
 /// Checked at compile time: delimiters are non-empty punctuation and none contains another; the
@@ -50,7 +50,8 @@ pub mod guide {
 /// entities); at most 20 GSIs.
 ///
 /// ```
-/// use entity_manager::{Table, TableModel, ShardSpace};
+/// use entity_manager::Table;
+/// use entity_manager::model::{TableModel, ShardSpace};
 ///
 /// #[derive(Table)]
 /// #[table(hash_key = "pk", range_key = "sk", generated_key_delimiter = "~", shard_space = power)]
@@ -136,7 +137,7 @@ pub use entity_manager_derive::Collection;
 /// | `timestamp = field` | the creation time in ms, an integer field that picks the shard (required; transcoded) |
 /// | `token = "user"` | the entity token prefixing hash keys (default: the struct name in lowerCamelCase) |
 /// | `default_limit = n`, `default_page_size = n` | query defaults (10 and 10) |
-/// | `index_enum = Name` | the name of the emitted index-token enum (default `<Struct>Index`) |
+/// | `index_enum = Name` | the name of the emitted index type (default `<Struct>Index`) |
 /// | `version = field` | an integer field every write checks and increments (optimistic locking: a stale write is [`Error::VersionConflict`]) |
 /// | `crate = path` | where this crate is (default `::entity_manager`) |
 ///
@@ -175,7 +176,8 @@ pub use entity_manager_derive::Collection;
 /// Names are Rust identifiers everywhere, raw ones (`r#type`) included.
 ///
 /// ```
-/// use entity_manager::{Entity, Projection, Table};
+/// use entity_manager::{Entity, Table};
+/// use entity_manager::model::Projection;
 /// use serde::{Deserialize, Serialize};
 ///
 /// #[derive(Table)]
@@ -214,7 +216,11 @@ pub use entity_manager_derive::Collection;
 /// # What it emits
 ///
 /// - `impl Entity for T` with a `const` model (data only: every behaviour lives in the core);
-/// - `enum <T>Index` with one variant per index, implementing [`IndexToken`];
+/// - `enum <T>Index {}` holding one constant per index, a typed token
+///   ([`TypedIndex`](query::TypedIndex)`<T, `[`Classic`](query::Classic)`>` or
+///   `<T, `[`MultiAttribute`](query::MultiAttribute)`>`): `T::query(&store)?.index(TIndex::Created)`
+///   gives the builder of that index's kind, so a range condition on a multi-attribute index (or
+///   a partition value on a classic one) does not compile;
 /// - per generated property, `T::<name>()` returning a typed builder `<T><Name><0>` whose methods
 ///   take the components in key order, giving a `begins_with` prefix at every stage
 ///   ([`as_str`](KeyBuilder::as_str)) and the full key at the last (`key()`);
@@ -231,7 +237,8 @@ pub use entity_manager_derive::Collection;
 /// model (minus the compile-time checks, the index enum and the typed builders):
 ///
 /// ```
-/// use entity_manager::{Entity, EntityExt, EntityModel, NoIndex, Property, Table, transcode};
+/// use entity_manager::{Entity, EntityExt, Table, transcode};
+/// use entity_manager::model::{EntityModel, Property};
 /// use serde::{Deserialize, Serialize};
 ///
 /// #[derive(Table)]
@@ -251,9 +258,8 @@ pub use entity_manager_derive::Collection;
 ///
 /// impl Entity for Email {
 ///     type Table = Emails;
-///     type Index = NoIndex;
 ///     const MODEL: EntityModel = EntityModel::new("email", "email", "created")
-///         .with_shard_bumps(&[entity_manager::ShardBump::UNSHARDED])
+///         .with_shard_bumps(&[entity_manager::model::ShardBump::UNSHARDED])
 ///         .with_properties(PROPERTIES);
 ///     fn model() -> &'static EntityModel {
 ///         static MODEL: EntityModel = Email::MODEL;

@@ -29,14 +29,14 @@ mod latency;
 mod users;
 
 use criterion::{Criterion, Throughput};
+use entity_manager::model::{
+    EntityModel, Index, IndexAttribute, Projection, Property, ShardBump, ShardSpace, TableModel,
+};
 use entity_manager::query::{MultiQuery, Query, QueryPageResult, QueryStats};
 use entity_manager::store::{
     KeyType, MemoryStore, QueryPage, Store, StoreError, TableDefinition, WriteRequest,
 };
-use entity_manager::{
-    AttributeValue, EntityModel, Error, Index, IndexAttribute, Item, Projection, Property, Schema,
-    ShardBump, ShardSpace, TableModel, transcode,
-};
+use entity_manager::{AttributeValue, Error, Item, Schema, transcode};
 use entity_manager_tests::{Hooked, block_on};
 use latency::{Clock, Latency, PreciseTimer};
 use serde_json::json;
@@ -176,7 +176,7 @@ fn datasets(records: &[Item]) -> BenchResult<Vec<Dataset>> {
 fn cpu_query(data: &Dataset) -> BenchResult<Query<'_, MemoryStore>> {
     Ok(Query::new(&data.store, data.schema.entity("user")?)
         .index("created")
-        .window(WINDOW.0, WINDOW.1)
+        .shards_between(WINDOW.0, WINDOW.1)
         .limit(LIMIT)
         .page_size(LIMIT)
         .throttle(10))
@@ -275,7 +275,7 @@ fn fanout(records: &[Item]) -> BenchResult<()> {
         };
         let query = Query::new(&store, schema.entity("user")?)
             .index("created")
-            .window(WINDOW.0, WINDOW.1)
+            .shards_between(WINDOW.0, WINDOW.1)
             .limit(LIMIT)
             .page_size(LIMIT)
             .throttle(THROTTLE);
@@ -516,7 +516,7 @@ fn fanout_v2(records: &[Item]) -> BenchResult<()> {
             ($store:expr) => {
                 Query::new($store, user)
                     .index("created")
-                    .window(WINDOW.0, WINDOW.1)
+                    .shards_between(WINDOW.0, WINDOW.1)
                     .limit(limit)
                     .page_size(LIMIT)
                     .throttle(THROTTLE)
@@ -647,7 +647,7 @@ fn fanout_throttled(records: &[Item]) -> BenchResult<()> {
             };
             let query = Query::new(&store, user)
                 .index("created")
-                .window(WINDOW.0, WINDOW.1)
+                .shards_between(WINDOW.0, WINDOW.1)
                 .limit(limit)
                 .page_size(LIMIT)
                 .throttle(THROTTLE);
@@ -735,7 +735,7 @@ fn fanout_v2_multi(
             ($store:expr) => {
                 MultiQuery::collection($store, members.clone(), "byTeam")
                     .hash([AttributeValue::S("red".into())])
-                    .window(WINDOW.0, WINDOW.1)
+                    .shards_between(WINDOW.0, WINDOW.1)
                     .limit(limit)
                     .page_size(LIMIT)
                     .throttle(THROTTLE)
@@ -834,7 +834,7 @@ fn token_sizes(records: &[Item]) -> BenchResult<()> {
         };
         let base = || {
             Query::new(&store, user)
-                .window(WINDOW.0, WINDOW.1)
+                .shards_between(WINDOW.0, WINDOW.1)
                 .limit(LIMIT)
                 .page_size(LIMIT)
         };

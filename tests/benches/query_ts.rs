@@ -42,9 +42,10 @@ mod latency;
 #[path = "support/users.rs"]
 mod users;
 
+use entity_manager::model::ShardSpace;
 use entity_manager::query::Query;
 use entity_manager::store::{MemoryStore, Store, TableDefinition, WriteRequest};
-use entity_manager::{AttributeValue, Error, Item, Schema, ShardSpace};
+use entity_manager::{AttributeValue, Error, Item, Schema};
 use entity_manager_tests::Hooked;
 use latency::{Clock, Latency, PreciseTimer};
 use serde::Deserialize;
@@ -198,7 +199,7 @@ fn load(
 fn query<'a, S: Store>(store: &'a S, schema: &'a Schema, run: &Run) -> BenchResult<Query<'a, S>> {
     Ok(Query::new(store, schema.entity("user")?)
         .index(INDEX)
-        .window(WINDOW.0, WINDOW.1)
+        .shards_between(WINDOW.0, WINDOW.1)
         .limit(run.limit)
         .page_size(run.page_size)
         .throttle(THROTTLE))

@@ -22,11 +22,12 @@ use std::time::Instant;
 use aws_sdk_dynamodb::types::{DeleteRequest, PutRequest, WriteRequest as AwsWrite};
 use entity_manager::job::{JobHeader, JobKind, Journal};
 use entity_manager::migrate::Migration;
+use entity_manager::model::ShardSpace;
 use entity_manager::scan::{BulkWrites, ParallelScan, SegmentRange};
 use entity_manager::store::{
     DynamoStore, RateLimit, RateLimited, Store, TableDefinition, WriteRequest,
 };
-use entity_manager::{AttributeValue, Item, Schema, ShardSpace};
+use entity_manager::{AttributeValue, Item, Schema};
 use futures::StreamExt;
 use serde_json::{Value, json};
 

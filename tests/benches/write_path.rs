@@ -35,7 +35,8 @@ use std::process::Command;
 use std::time::Instant;
 
 use criterion::{BatchSize, Criterion, Throughput};
-use entity_manager::{AttributeValue, Entity, EntityExt, Item, Schema, ShardSpace, Table};
+use entity_manager::model::ShardSpace;
+use entity_manager::{AttributeValue, Entity, EntityExt, Item, Schema, Table};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 

@@ -11,10 +11,11 @@ use std::ops::ControlFlow;
 
 use entity_manager::audit::{BumpDryRunError, audit, bump_dry_run};
 use entity_manager::migrate::Migration;
+use entity_manager::model::{ShardBump, ShardSpace};
 use entity_manager::scan::ParallelScan;
 use entity_manager::shard::{string_hash, suffix};
 use entity_manager::store::{MemoryStore, Store, TableDefinition, WriteRequest};
-use entity_manager::{AttributeValue, Item, Schema, ShardBump, ShardSpace};
+use entity_manager::{AttributeValue, Item, Schema};
 use serde_json::{Value, json};
 use store_support::{TestResult, text};
 

@@ -18,8 +18,9 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use entity_manager::__test_support::{PageKeyMap, TsPageKeys as _};
+use entity_manager::model::ShardSpace;
 use entity_manager::transcode::{self, Direction, TranscodeError};
-use entity_manager::{AttributeValue, EntitySchema, Error, Item, PrimaryKey, Schema, ShardSpace};
+use entity_manager::{AttributeValue, EntitySchema, Error, Item, PrimaryKey, Schema};
 use serde_json::{Map, Value};
 
 type Outcome = Result<(), String>;
@@ -66,7 +67,7 @@ fn main() -> ExitCode {
 /// A vector file's config with our keys (the native profile: the vectors' expectations hold
 /// our deviations, such as transcoded numbers in keys) in the file's shard space.
 fn load(config: &Value, space: ShardSpace) -> Result<Schema, entity_manager::ConfigError> {
-    let native = Schema::from_ts_config(config, entity_manager::Profile::Native)?;
+    let native = Schema::from_ts_config(config, entity_manager::model::Profile::Native)?;
     Schema::new(
         native.table().clone().with_shard_space(space),
         native.entities().to_vec(),

@@ -10,11 +10,12 @@ use std::error::Error;
 use std::path::{Path, PathBuf};
 
 use entity_manager::model::Name;
-use entity_manager::transcode;
-use entity_manager::{
-    ConfigProblem, EntityModel, GeneratedKind, GeneratedProperty, Index, Projection, Property,
-    Schema, ShardBump, ShardSpace, TableModel,
+use entity_manager::model::{
+    EntityModel, GeneratedKind, GeneratedProperty, Index, Projection, Property, ShardBump,
+    ShardSpace, TableModel,
 };
+use entity_manager::transcode;
+use entity_manager::{ConfigProblem, Schema};
 use serde_json::{Value, json};
 
 type TestResult = Result<(), Box<dyn Error>>;
@@ -301,7 +302,7 @@ fn compat_globals_go_to_every_entity_in_config_order() -> TestResult {
         (&*table.hash_key, &*table.range_key, table.throttle),
         ("hashKey", "rangeKey", 10)
     );
-    assert_eq!(table.delimiters, entity_manager::Delimiters::DEFAULT);
+    assert_eq!(table.delimiters, entity_manager::model::Delimiters::DEFAULT);
     Ok(())
 }
 
@@ -1690,7 +1691,7 @@ fn the_derived_user_service_exports_a_config_that_gives_the_same_keys() -> TestR
     );
     assert_eq!(exported["propertyTranscodes"]["created"], "timestamp");
     // the derived table has the native profile; a TypeScript config names it
-    let reloaded = Schema::from_ts_config(&exported, entity_manager::Profile::Native)?;
+    let reloaded = Schema::from_ts_config(&exported, entity_manager::model::Profile::Native)?;
     assert_eq!(reloaded.table(), schema.table());
     let records = [
         (
@@ -1912,8 +1913,8 @@ impl transcode::Transcoder for Upper {
     fn name(&self) -> &'static str {
         "upper"
     }
-    fn key_type(&self) -> Option<transcode::KeyType> {
-        Some(transcode::KeyType::S)
+    fn key_type(&self) -> Option<entity_manager::store::KeyType> {
+        Some(entity_manager::store::KeyType::S)
     }
     fn encode(
         &self,

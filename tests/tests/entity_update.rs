@@ -70,7 +70,7 @@ async fn by_last_name<S: Store>(
         .range(RangeCondition::BeginsWith(AttributeValue::S(
             Person::name_range_key().last_name(prefix)?.as_str().into(),
         )))
-        .window(0, 10_000);
+        .shards_between(0, 10_000);
     all_ids(&query, |p| p.person_id).await
 }
 
@@ -78,7 +78,7 @@ async fn by_last_name<S: Store>(
 async fn with_phone<S: Store>(store: &S) -> Result<Vec<String>, Box<dyn std::error::Error>> {
     let query = Person::query(store)?
         .index(PersonIndex::Phone)
-        .window(0, 10_000);
+        .shards_between(0, 10_000);
     all_ids(&query, |p| p.person_id).await
 }
 

@@ -12,9 +12,8 @@
 #![allow(clippy::struct_field_names, clippy::too_many_lines)]
 
 use entity_manager::field::Changes;
-use entity_manager::store::{
-    ExpressionKind, ExpressionLimit, MemoryStore, ReturnValues, Store, TableDefinition, Update,
-};
+use entity_manager::limits::{ExpressionKind, ExpressionLimit};
+use entity_manager::store::{MemoryStore, ReturnValues, Store, TableDefinition, Update};
 use entity_manager::{Entity, EntityExt, Error, Table};
 use serde::{Deserialize, Serialize};
 

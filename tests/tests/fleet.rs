@@ -30,9 +30,10 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::process::Command;
 
+use entity_manager::model::{KeyMode, Profile};
 use entity_manager::query::Query;
 use entity_manager::store::{DynamoStore, Expect, STAMP_MISMATCH_CODE, Store, WriteRequest};
-use entity_manager::{AttributeValue, EntitySchema, Error, Item, KeyMode, Profile, Schema};
+use entity_manager::{AttributeValue, EntitySchema, Error, Item, Schema};
 use serde_json::{Value, json};
 
 mod store_support;
@@ -361,7 +362,7 @@ fn a_rust_and_a_typescript_service_share_one_table_on_dynamodb_local() -> TestRe
     let store = DynamoStore::new(
         client.clone(),
         table.clone(),
-        entity_manager::TableDefinition::from_schema(&npm)?,
+        entity_manager::store::TableDefinition::from_schema(&npm)?,
     );
     let rt = runtime()?;
     rt.block_on(store.create_table())?;
@@ -392,7 +393,7 @@ async fn refused_before_first_write(
     let npm_in_power = Schema::new(
         npm.table()
             .clone()
-            .with_shard_space(entity_manager::ShardSpace::Power),
+            .with_shard_space(entity_manager::model::ShardSpace::Power),
         npm.entities().to_vec(),
     )?;
     let cases = [
@@ -415,7 +416,7 @@ async fn refused_before_first_write(
         let store = DynamoStore::new(
             client.clone(),
             table,
-            entity_manager::TableDefinition::from_schema(schema)?,
+            entity_manager::store::TableDefinition::from_schema(schema)?,
         );
         let entity = schema.entity("player")?;
         let mut source = Players::new();
@@ -443,7 +444,7 @@ async fn refused_before_first_write(
     let scanned = DynamoStore::new(
         client.clone(),
         table,
-        entity_manager::TableDefinition::from_schema(&npm)?,
+        entity_manager::store::TableDefinition::from_schema(&npm)?,
     )
     .scan_page(&entity_manager::store::ScanPage::new())
     .await?;

@@ -2,7 +2,8 @@
 //! as a TypeScript service writes it) is a typed error in every profile, never a record with
 //! wrong values; every key without one decodes to exactly its values.
 
-use entity_manager::{AttributeValue, Error, Item, Profile, Schema};
+use entity_manager::model::Profile;
+use entity_manager::{AttributeValue, Error, Item, Schema};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 

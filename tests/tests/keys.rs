@@ -7,12 +7,12 @@ use std::collections::HashMap;
 
 use entity_manager::__test_support::TsPageKeys as _;
 use entity_manager::model::Name;
+use entity_manager::model::{
+    EntityModel, GeneratedProperty, Index, Projection, Property, ShardBump, ShardSpace, TableModel,
+};
 use entity_manager::shard::{string_hash, suffix};
 use entity_manager::transcode;
-use entity_manager::{
-    AttributeValue, EntityModel, Error, GeneratedProperty, Index, Item, Projection, Property,
-    Schema, ShardBump, ShardSpace, TableModel,
-};
+use entity_manager::{AttributeValue, Error, Item, Schema};
 use proptest::prelude::*;
 
 const PROPERTIES: &[Property] = &[

@@ -16,13 +16,14 @@ use std::ops::ControlFlow;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use entity_manager::migrate::{Action, MigrateFailure, Migration};
+use entity_manager::model::ShardSpace;
 use entity_manager::query::Query;
 use entity_manager::scan::{BulkWrites, ParallelScan};
 use entity_manager::store::{
     BatchWriteError, MemoryStore, RangeCondition, Store, StoreError, StoreErrorKind,
     TableDefinition, TransactWrite, WriteRequest,
 };
-use entity_manager::{AttributeValue, Entity, EntityExt, Item, Schema, ShardSpace, Table};
+use entity_manager::{AttributeValue, Entity, EntityExt, Item, Schema, Table};
 use futures::TryStreamExt;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -186,7 +187,7 @@ async fn assert_b_queries<S: Store>(store: &S, b: &Schema, records: &[Record]) -
                 AttributeValue::N(from.to_string()),
                 AttributeValue::N(to.to_string()),
             ))
-            .window(from, to.min(4_000_000_000_000))
+            .shards_between(from, to.min(4_000_000_000_000))
             .unlimited();
         let expected = oracle_ids(records, |i| (from..=to).contains(&number(i, "created")));
         assert!(!expected.is_empty());

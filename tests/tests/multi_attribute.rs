@@ -893,13 +893,13 @@ mod query_oracle {
         }
         let q = MultiQuery::new(&store, Player::schema()?, "byOrg")
             .hash([s("acme")])
-            .window(0, 3_000)
+            .shards_between(0, 3_000)
             .limit(2);
         let first = q.page(None).await?;
         let token = first.next.ok_or("more pages")?;
         let other = MultiQuery::new(&store, Player::schema()?, "byOrg")
             .hash([s("other")])
-            .window(0, 3_000)
+            .shards_between(0, 3_000)
             .limit(2);
         let e = other.page(Some(&token)).await.err().ok_or("accepted")?;
         assert!(matches!(e, Error::Token(TokenError::OtherQuery)), "{e:?}");
@@ -931,9 +931,10 @@ async fn collections_return_the_typed_enum() -> TestResult {
     for c in &coaches {
         c.put(&store).await?;
     }
-    let query = Roster::query(&store, PlayerIndex::ByOrg)?
+    let query = Roster::query(&store)?
+        .index(PlayerIndex::ByOrg)
         .hash(Player::FIELDS.org_id.eq("acme"))
-        .window(0, 3_000)
+        .shards_between(0, 3_000)
         .limit(3);
     let mut got = Vec::new();
     let mut token = None;

@@ -12,14 +12,14 @@ use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
+use entity_manager::model::{
+    EntityModel, Index, IndexAttribute, Projection, Property, ShardBump, TableModel,
+};
 use entity_manager::query::{MultiQuery, QueryStats};
 use entity_manager::store::{
     KeyType, MemoryStore, Page, QueryPage, Store, StoreError, TableDefinition, WriteRequest,
 };
-use entity_manager::{
-    AttributeValue, EntityModel, Index, IndexAttribute, Item, Projection, Property, Schema,
-    ShardBump, TableModel, transcode,
-};
+use entity_manager::{AttributeValue, Item, Schema, transcode};
 use entity_manager_tests::forward_store;
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
@@ -111,7 +111,7 @@ fn red<'a, S: Store>(
 ) -> Result<MultiQuery<'a, S>, Box<dyn std::error::Error>> {
     Ok(MultiQuery::new(store, schema.entity("player")?, "byTeam")
         .hash([AttributeValue::S("red".into())])
-        .window(0, 10_000_000)
+        .shards_between(0, 10_000_000)
         .limit(limit)
         .page_size(page_size)
         .throttle(throttle))

@@ -1,4 +1,4 @@
-//! Typed multi-attribute queries (`EntityExt::multi_query`) and typed item collections
+//! Typed multi-attribute queries (`EntityExt::query(..)?.index(multi-attribute token)`) and typed item collections
 //! (`Collection::query` by index token, conditions from the members' fields).
 //!
 //! - The typed query returns exactly the pages of the untyped `MultiQuery` built by hand from
@@ -16,7 +16,9 @@ mod league;
 mod store_support;
 
 use entity_manager::field::{Condition, Field};
-use entity_manager::query::{Collection as _, MultiQuery, TryStreamExt as _};
+use entity_manager::query::{
+    Collection as _, MultiAttribute, MultiQuery, TryStreamExt as _, TypedIndex,
+};
 use entity_manager::store::{MemoryStore, RangeCondition, Store};
 use entity_manager::{AttributeValue, Entity, EntityExt, EntitySchema, Error, Table};
 use league::{Coach, CoachIndex, Player, PlayerIndex, Roster, league};
@@ -214,7 +216,7 @@ fn untyped<'a, S: Store>(
     };
     let mut q = MultiQuery::collection(store, entities, index)
         .hash(hash)
-        .window(0, 3_000)
+        .shards_between(0, 3_000)
         .descending(ask.descending)
         .limit(ask.limit)
         .page_size(ask.page_size)
@@ -372,7 +374,7 @@ async fn typed_records<S: Store>(store: &S, ask: &Ask) -> Result<Vec<Vec<Roster>
         PlayerIndex::ByTeam
     };
     let pages = if ask.collection {
-        let mut q = Roster::query(store, index)?;
+        let mut q = Roster::query(store)?.index(index);
         for c in shuffled(ask) {
             q = match c {
                 Cond::Player(true, c) => q.hash(c),
@@ -382,14 +384,14 @@ async fn typed_records<S: Store>(store: &S, ask: &Ask) -> Result<Vec<Vec<Roster>
             };
         }
         let q = &q
-            .window(0, 3_000)
+            .shards_between(0, 3_000)
             .descending(ask.descending)
             .limit(ask.limit)
             .page_size(ask.page_size)
             .throttle(ask.throttle);
         pages_of(|t| async move { q.page(t.as_deref()).await }).await?
     } else {
-        let mut q = Player::multi_query(store, index)?;
+        let mut q = Player::query(store)?.index(index);
         for c in shuffled(ask) {
             q = match c {
                 Cond::Player(true, c) => q.hash(c),
@@ -398,7 +400,7 @@ async fn typed_records<S: Store>(store: &S, ask: &Ask) -> Result<Vec<Vec<Roster>
             };
         }
         let q = &q
-            .window(0, 3_000)
+            .shards_between(0, 3_000)
             .descending(ask.descending)
             .limit(ask.limit)
             .page_size(ask.page_size)
@@ -569,7 +571,7 @@ async fn conditions_in_any_order_give_the_same_pages() -> TestResult {
     // two partition values, equality on `score`, a range on `nickname`
     let mut first: Option<Pages<Player>> = None;
     for order in permutations(4) {
-        let mut q = Player::multi_query(&store, PlayerIndex::ByTeam)?;
+        let mut q = Player::query(&store)?.index(PlayerIndex::ByTeam);
         for i in order {
             q = match i {
                 0 => q.hash(f.team_id.eq("t1")),
@@ -578,7 +580,7 @@ async fn conditions_in_any_order_give_the_same_pages() -> TestResult {
                 _ => q.range(f.nickname.ge("n1")),
             };
         }
-        let q = &q.window(0, 3_000).limit(2).page_size(2);
+        let q = &q.shards_between(0, 3_000).limit(2).page_size(2);
         let pages = pages_of(|t| async move { q.page(t.as_deref()).await }).await?;
         match &first {
             None => first = Some(pages),
@@ -616,7 +618,7 @@ async fn collection_conditions_in_any_order_give_the_same_pages() -> TestResult 
     for order in permutations(4) {
         for coach_mask in 0..16_u8 {
             let by_coach = |i: usize| coach_mask & (1 << i) != 0;
-            let mut q = Roster::query(&store, CoachIndex::ByTeam)?;
+            let mut q = Roster::query(&store)?.index(CoachIndex::ByTeam);
             for &i in &order {
                 q = match (i, by_coach(i)) {
                     (0, false) => q.hash(f.team_id.eq("t1")),
@@ -629,7 +631,7 @@ async fn collection_conditions_in_any_order_give_the_same_pages() -> TestResult 
                     (_, true) => q.range(c.nickname.between("n1", "n2")),
                 };
             }
-            let q = &q.window(0, 3_000).limit(3).page_size(2);
+            let q = &q.shards_between(0, 3_000).limit(3).page_size(2);
             let pages = pages_of(|t| async move { q.page(t.as_deref()).await }).await?;
             match &first {
                 None => first = Some(pages),
@@ -696,7 +698,7 @@ async fn refused<T: std::fmt::Debug>(
 async fn every_misuse_is_a_typed_error_naming_the_field() -> TestResult {
     let store = MemoryStore::new(league()?);
     let f = Player::FIELDS;
-    let q = || Player::multi_query(&store, PlayerIndex::ByTeam);
+    let q = || Ok::<_, Error>(Player::query(&store)?.index(PlayerIndex::ByTeam));
     let with_key =
         || -> Result<_, Error> { Ok(q()?.hash(f.team_id.eq("t1")).hash(f.region.eq("eu"))) };
 
@@ -758,7 +760,7 @@ async fn every_misuse_is_a_typed_error_naming_the_field() -> TestResult {
 async fn every_sort_misuse_is_a_typed_error_naming_the_field() -> TestResult {
     let store = MemoryStore::new(league()?);
     let f = Player::FIELDS;
-    let q = || Player::multi_query(&store, PlayerIndex::ByTeam);
+    let q = || Ok::<_, Error>(Player::query(&store)?.index(PlayerIndex::ByTeam));
     let with_key =
         || -> Result<_, Error> { Ok(q()?.hash(f.team_id.eq("t1")).hash(f.region.eq("eu"))) };
     // a gap in the sort prefix
@@ -848,28 +850,45 @@ async fn every_sort_misuse_is_a_typed_error_naming_the_field() -> TestResult {
     Ok(())
 }
 
-/// An index token of a classic index, a collection index not every member declares and a
-/// field of an entity outside the collection are typed errors too.
+/// A hand-written token of a classic index as a multi-attribute one, a collection index not
+/// every member declares and a field of an entity outside the collection are typed errors too.
+/// (The derived tokens carry their kind: a classic index's token gives the classic builder, and
+/// does not compile as a collection's index: `tests/ui/query/`.)
 #[tokio::test]
 async fn index_and_member_misuse_is_a_typed_error() -> TestResult {
     let store = MemoryStore::new(league()?);
     let f = Player::FIELDS;
-    // an index token of a classic index, at once
+    // a hand-written token naming a classic index as a multi-attribute one
+    let classic = TypedIndex::<Player, MultiAttribute>::named("byCreated");
     refused(
-        async { Player::multi_query(&store, PlayerIndex::ByCreated).map(|_| ()) },
+        Player::query(&store)?
+            .index(classic)
+            .hash(f.team_id.eq("t1"))
+            .page(None),
         "player",
         &["byCreated"],
     )
     .await?;
     // a collection: an index not every member declares, a field of a non-member
     refused(
-        async { Roster::query(&store, PlayerIndex::ByCreated).map(|_| ()) },
+        Roster::query(&store)?.index(classic).page(None),
         "player",
         &["byCreated"],
     )
     .await?;
     refused(
-        Roster::query(&store, PlayerIndex::ByTeam)?
+        Roster::query(&store)?
+            .index(TypedIndex::<Player, MultiAttribute>::named(
+                "byTeamOnlyPlayers",
+            ))
+            .page(None),
+        "coach",
+        &["byTeamOnlyPlayers"],
+    )
+    .await?;
+    refused(
+        Roster::query(&store)?
+            .index(PlayerIndex::ByTeam)
             .hash(f.team_id.eq("t1"))
             .hash(f.region.eq("eu"))
             .range(Field::<Other, i64>::new("score").eq(1))
@@ -880,7 +899,8 @@ async fn index_and_member_misuse_is_a_typed_error() -> TestResult {
     .await?;
     // a gap in the sort prefix, from the fields of two members
     refused(
-        Roster::query(&store, CoachIndex::ByOrg)?
+        Roster::query(&store)?
+            .index(CoachIndex::ByOrg)
             .hash(Coach::FIELDS.org_id.eq("o1"))
             .range(f.created.ge(5))
             .page(None),
@@ -939,10 +959,11 @@ async fn a_collection_query_returns_the_members_as_the_enum() -> TestResult {
     for c in &coaches {
         c.put(&store).await?;
     }
-    let query = Roster::query(&store, CoachIndex::ByOrg)?
+    let query = Roster::query(&store)?
+        .index(CoachIndex::ByOrg)
         .range(Coach::FIELDS.score.ge(1))
         .hash(Player::FIELDS.org_id.eq("acme"))
-        .window(0, 3_000)
+        .shards_between(0, 3_000)
         .limit(4);
     let mut got = Vec::new();
     let mut token = None;
@@ -983,11 +1004,12 @@ async fn the_typed_stream_is_the_pages() -> TestResult {
         p.put(&store).await?;
     }
     let f = Player::FIELDS;
-    let query = Player::multi_query(&store, PlayerIndex::ByOrg)?
+    let query = Player::query(&store)?
+        .index(PlayerIndex::ByOrg)
         .hash(f.org_id.eq("acme"))
         .range(f.score.eq(2))
         .range(f.created.between(1_100, 1_900))
-        .window(0, 3_000)
+        .shards_between(0, 3_000)
         .descending(true)
         .limit(3);
     let streamed: Vec<Player> = query.stream().try_collect().await?;

@@ -9,9 +9,10 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
 use std::task::{Context, Poll};
 
+use entity_manager::model::ShardSpace;
 use entity_manager::query::{Query, QueryPageResult, QueryStats, TokenError};
 use entity_manager::store::{Comparison, Filter, MemoryStore, RangeCondition, Store as _};
-use entity_manager::{Error, Item, Schema, ShardSpace};
+use entity_manager::{Error, Item, Schema};
 use entity_manager_tests::{Hooked, QueryHook, block_on};
 use proptest::prelude::*;
 use serde_json::json;
@@ -45,7 +46,7 @@ proptest! {
             let user = schema.entity("user")?;
             let (index, condition) = if on_name { ("name", name_condition.clone()) } else { ("created", created_condition.clone()) };
             let expected = oracle(user, &records, index, window, condition.as_ref(), min_score, descending, &Item::default())?;
-            let mut query = Query::new(&store, user).index(index).window(window.0, window.1).limit(limit).page_size(page_size).descending(descending);
+            let mut query = Query::new(&store, user).index(index).shards_between(window.0, window.1).limit(limit).page_size(page_size).descending(descending);
             if let Some(c) = condition.clone() { query = query.range(c); }
             if let Some(f) = score_filter(min_score) { query = query.filter(f); }
             let pages = page_all(&query)?;
@@ -94,7 +95,7 @@ proptest! {
             if let Some(c) = created_condition.clone() { query = query.range(c); }
             query = query.index("name");
             if let Some(c) = name_condition.clone() { query = query.range(c); }
-            let query = query.window(window.0, window.1).limit(limit).sort_by("name", false).sort_by("userId", true);
+            let query = query.shards_between(window.0, window.1).limit(limit).sort_by("name", false).sort_by("userId", true);
             let pages = page_all(&query)?;
             let mut count: BTreeMap<String, usize> = BTreeMap::new();
             for page in &pages {
@@ -137,7 +138,7 @@ fn twenty_thousand_items_over_twenty_shards_read_little_more_than_they_return() 
     let user = schema.entity("user")?;
     let query = Query::new(&store, user)
         .index("created")
-        .window(0, 20_000_000)
+        .shards_between(0, 20_000_000)
         .limit(100)
         .page_size(100);
     let pages = page_all(&query)?;
@@ -205,7 +206,7 @@ fn pages_stay_exact_and_cheap_when_the_density_changes_between_pages() -> TestRe
     for descending in [false, true] {
         let query = Query::new(&store, user)
             .index("created")
-            .window(0, 20_000_000)
+            .shards_between(0, 20_000_000)
             .limit(100)
             .page_size(100)
             .descending(descending);
@@ -277,7 +278,7 @@ fn an_unlimited_query_over_a_sharded_entity_terminates_with_every_item() -> Test
     let user = schema.entity("user")?;
     let query = Query::new(&store, user)
         .index("created")
-        .window(0, 3_000)
+        .shards_between(0, 3_000)
         .unlimited()
         .page_size(7);
     let pages = page_all(&query)?;
@@ -336,7 +337,7 @@ fn the_throttle_is_never_exceeded() -> TestResult {
         };
         let query = Query::new(&store, user)
             .index("created")
-            .window(0, 20_000_000)
+            .shards_between(0, 20_000_000)
             .limit(150)
             .throttle(throttle);
         let pages = page_all(&query)?;
@@ -371,7 +372,7 @@ fn tokens_from_other_queries_are_rejected() -> TestResult {
     let user = schema.entity("user")?;
     let query = Query::new(&store, user)
         .index("created")
-        .window(0, 1_000)
+        .shards_between(0, 1_000)
         .limit(10);
     let token = block_on(query.page(None))?.next.ok_or("no next page")?;
     // the same query continues
@@ -379,7 +380,7 @@ fn tokens_from_other_queries_are_rejected() -> TestResult {
     // another index
     let other_index = Query::new(&store, user)
         .index("name")
-        .window(0, 1_000)
+        .shards_between(0, 1_000)
         .limit(10);
     assert_eq!(
         token_error(block_on(other_index.page(Some(&token)))),
@@ -388,7 +389,7 @@ fn tokens_from_other_queries_are_rejected() -> TestResult {
     // another window
     let other_window = Query::new(&store, user)
         .index("created")
-        .window(0, 999)
+        .shards_between(0, 999)
         .limit(10);
     assert!(matches!(
         token_error(block_on(other_window.page(Some(&token)))),
@@ -398,7 +399,7 @@ fn tokens_from_other_queries_are_rejected() -> TestResult {
     let other = schema.entity("other")?;
     let other_entity = Query::new(&store, other)
         .index("created")
-        .window(0, 1_000)
+        .shards_between(0, 1_000)
         .limit(10);
     assert_eq!(
         token_error(block_on(other_entity.page(Some(&token)))),
@@ -408,7 +409,7 @@ fn tokens_from_other_queries_are_rejected() -> TestResult {
     let other_condition = Query::new(&store, user)
         .index("created")
         .range(RangeCondition::Ge(n(5)))
-        .window(0, 1_000)
+        .shards_between(0, 1_000)
         .limit(10);
     assert_eq!(
         token_error(block_on(other_condition.page(Some(&token)))),
@@ -417,7 +418,7 @@ fn tokens_from_other_queries_are_rejected() -> TestResult {
     let descending = Query::new(&store, user)
         .index("created")
         .descending(true)
-        .window(0, 1_000)
+        .shards_between(0, 1_000)
         .limit(10);
     assert_eq!(
         token_error(block_on(descending.page(Some(&token)))),
@@ -436,7 +437,7 @@ fn tokens_are_bound_to_the_table() -> TestResult {
     let named = |name: &str| {
         Query::new(&store, user)
             .index("created")
-            .window(0, 1_000)
+            .shards_between(0, 1_000)
             .limit(10)
             .table_name(name)
     };
@@ -456,7 +457,7 @@ fn tokens_are_bound_to_the_table() -> TestResult {
     // another table definition (one index more), even without a name
     let unnamed = Query::new(&store, user)
         .index("created")
-        .window(0, 1_000)
+        .shards_between(0, 1_000)
         .limit(10);
     let token = block_on(unnamed.page(None))?.next.ok_or("no next page")?;
     let mut definition = store.definition().clone();
@@ -470,7 +471,7 @@ fn tokens_are_bound_to_the_table() -> TestResult {
     let other_store = MemoryStore::new(definition);
     let other_table = Query::new(&other_store, user)
         .index("created")
-        .window(0, 1_000)
+        .shards_between(0, 1_000)
         .limit(10);
     assert_eq!(
         token_error(block_on(other_table.page(Some(&token)))),
@@ -488,7 +489,7 @@ fn an_over_long_token_is_refused_before_it_is_decoded() -> TestResult {
     let user = schema.entity("user")?;
     let query = Query::new(&store, user)
         .index("created")
-        .window(0, 1_000)
+        .shards_between(0, 1_000)
         .limit(10);
     // 20 MB of valid base64url, starting like an unsigned version-2 token
     let forged = format!("Ag{}", "A".repeat(20 * 1024 * 1024));
@@ -506,7 +507,7 @@ fn flipped_truncated_and_wrongly_signed_tokens_are_rejected() -> TestResult {
     for key in [None, Some(b"a secret".to_vec())] {
         let mut query = Query::new(&store, user)
             .index("created")
-            .window(0, 1_000)
+            .shards_between(0, 1_000)
             .limit(10);
         if let Some(key) = &key {
             query = query.signing_key(key.clone());
@@ -533,7 +534,7 @@ fn flipped_truncated_and_wrongly_signed_tokens_are_rejected() -> TestResult {
         if key.is_some() {
             let unsigned = Query::new(&store, user)
                 .index("created")
-                .window(0, 1_000)
+                .shards_between(0, 1_000)
                 .limit(10);
             assert_eq!(
                 token_error(block_on(unsigned.page(Some(&token)))),
@@ -541,7 +542,7 @@ fn flipped_truncated_and_wrongly_signed_tokens_are_rejected() -> TestResult {
             );
             let other_key = Query::new(&store, user)
                 .index("created")
-                .window(0, 1_000)
+                .shards_between(0, 1_000)
                 .limit(10)
                 .signing_key(b"another".to_vec());
             assert_eq!(
@@ -561,7 +562,7 @@ proptest! {
     fn arbitrary_tokens_are_typed_errors(token in prop_oneof![any::<String>(), "[A-Za-z0-9_-]{0,200}", "Ag[A-Za-z0-9_-]{0,120}"]) {
         let (schema, store) = token_fixture().map_err(|e| TestCaseError::fail(e.to_string()))?;
         let user = schema.entity("user").map_err(|e| TestCaseError::fail(e.to_string()))?;
-        let query = Query::new(&store, user).index("created").window(0, 1_000).limit(10);
+        let query = Query::new(&store, user).index("created").shards_between(0, 1_000).limit(10);
         prop_assert!(token_error(block_on(query.page(Some(&token)))).is_some());
     }
 }
@@ -574,7 +575,7 @@ fn a_failing_shard_fails_the_page() -> TestResult {
     let query = Query::new(&store, user)
         .index("created")
         .filter(Filter::compare("created", Comparison::Gt, n(1)))
-        .window(0, 1_000)
+        .shards_between(0, 1_000)
         .limit(10);
     assert!(matches!(
         block_on(query.page(None)),
@@ -594,7 +595,7 @@ fn a_unique_value_narrows_the_query_to_one_shard_per_bump() -> TestResult {
     let query = Query::new(&store, user)
         .index("created")
         .item(item)
-        .window(0, 1_000)
+        .shards_between(0, 1_000)
         .limit(1_000);
     let page = block_on(query.page(None))?;
     assert_eq!(page.stats.shards, 2, "one shard per bump");
@@ -630,7 +631,7 @@ fn a_sharded_generated_hash_key_queries_the_group() -> TestResult {
     let query = Query::new(&store, user)
         .index("groupCreated")
         .item(item)
-        .window(0, 1_000)
+        .shards_between(0, 1_000)
         .limit(17);
     let got: Vec<Item> = page_all(&query)?
         .into_iter()

@@ -87,7 +87,7 @@ proptest! {
                 let store = loaded(client, "query-oracle", &schema, &records).await?;
                 let user = schema.entity("user")?;
                 let expected = oracle(user, &records, "created", window, condition.as_ref(), min_score, descending, &Item::default())?;
-                let mut query = Query::new(&store, user).index("created").window(window.0, window.1).limit(limit).descending(descending);
+                let mut query = Query::new(&store, user).index("created").shards_between(window.0, window.1).limit(limit).descending(descending);
                 if let Some(c) = condition.clone() { query = query.range(c); }
                 if let Some(f) = score_filter(min_score) { query = query.filter(f); }
                 let pages = page_all(&query).await?;
@@ -150,7 +150,7 @@ fn boundary_tokens_resume_ties_exactly_and_stay_on_their_table() -> TestResult {
         return Ok(());
     };
     runtime()?.block_on(async {
-        let schema = schema(&[(0, 2, 2)], entity_manager::ShardSpace::Power)?;
+        let schema = schema(&[(0, 2, 2)], entity_manager::model::ShardSpace::Power)?;
         let definition = TableDefinition::from_schema(&schema)?;
         let store = entity_manager::store::DynamoStore::new(
             client.clone(),
@@ -203,7 +203,7 @@ fn boundary_tokens_resume_ties_exactly_and_stay_on_their_table() -> TestResult {
             for limit in [1usize, 7, 31] {
                 let query = Query::new(&store, user)
                     .index("created")
-                    .window(0, 10)
+                    .shards_between(0, 10)
                     .limit(limit)
                     .page_size(5)
                     .descending(descending);
@@ -220,7 +220,7 @@ fn boundary_tokens_resume_ties_exactly_and_stay_on_their_table() -> TestResult {
         let query = |store| {
             Query::new(store, user)
                 .index("created")
-                .window(0, 10)
+                .shards_between(0, 10)
                 .limit(10)
         };
         let token = query(&store).page(None).await?.next.ok_or("no next page")?;
@@ -326,7 +326,7 @@ fn the_seed_access_patterns_run_on_dynamodb_local_through_the_typed_builder() ->
         let query = User::query(&store)?
             .index(UserIndex::Created)
             .range(RangeCondition::Ge(AttributeValue::N(since.to_string())))
-            .window(window.0, window.1)
+            .shards_between(window.0, window.1)
             .descending(true)
             .limit(7);
         let got = all(&query).await?;
@@ -345,7 +345,7 @@ fn the_seed_access_patterns_run_on_dynamodb_local_through_the_typed_builder() ->
             .range(RangeCondition::BeginsWith(AttributeValue::S(
                 prefix.as_str().to_owned(),
             )))
-            .window(window.0, window.1)
+            .shards_between(window.0, window.1)
             .limit(9);
         let got = all(&query).await?;
         let want = users
@@ -365,7 +365,7 @@ fn the_seed_access_patterns_run_on_dynamodb_local_through_the_typed_builder() ->
         let query = Email::query(&store)?
             .index(EmailIndex::UserCreated)
             .with("userId", &target.user_id)?
-            .window(window.0, window.1)
+            .shards_between(window.0, window.1)
             .limit(1);
         let got = all(&query).await?;
         let want: Vec<&Email> = emails
@@ -379,7 +379,7 @@ fn the_seed_access_patterns_run_on_dynamodb_local_through_the_typed_builder() ->
         let query = User::query(&store)?
             .index(UserIndex::UserBeneficiaryCreated)
             .with("beneficiaryId", "ben-2")?
-            .window(window.0, window.1)
+            .shards_between(window.0, window.1)
             .limit(6);
         // that index projects only its keys and two attributes: read items, not records
         let got: Vec<Item> = page_all(query.untyped())

@@ -10,12 +10,13 @@
 
 use std::sync::Mutex;
 
+use entity_manager::model::ShardSpace;
 use entity_manager::query::Query;
 use entity_manager::store::{
     MemoryStore, Page, QueryPage, RangeCondition, Store, StoreError, StoreErrorKind,
     TableDefinition,
 };
-use entity_manager::{AttributeValue, Error, Item, Schema, ShardSpace};
+use entity_manager::{AttributeValue, Error, Item, Schema};
 use entity_manager_tests::{block_on, forward_store};
 use proptest::prelude::*;
 
@@ -161,7 +162,7 @@ async fn check<S: Store>(
         query = query.range(condition.clone());
     }
     let query = query
-        .window(0, 3_000)
+        .shards_between(0, 3_000)
         .limit(ask.limit)
         .page_size(ask.page_size)
         .throttle(ask.throttle)
@@ -318,7 +319,7 @@ fn a_failed_shard_query_fails_the_page_and_its_token_retries_it() -> TestResult 
     let user = schema.entity("user")?;
     let calm = Query::new(&store, user)
         .index("created")
-        .window(0, 3_000)
+        .shards_between(0, 3_000)
         .limit(15);
     let first = block_on(calm.page(None))?;
     let token = first.next.ok_or("a next page")?;
@@ -334,7 +335,7 @@ fn a_failed_shard_query_fails_the_page_and_its_token_retries_it() -> TestResult 
     let failing = rough(store, &ask, (100, 0, 1));
     let query = Query::new(&failing, user)
         .index("created")
-        .window(0, 3_000)
+        .shards_between(0, 3_000)
         .limit(15);
     match block_on(query.page(Some(&token))) {
         Err(Error::ShardQuery {
@@ -351,7 +352,7 @@ fn a_failed_shard_query_fails_the_page_and_its_token_retries_it() -> TestResult 
     let retried = block_on(
         Query::new(&failing.inner, user)
             .index("created")
-            .window(0, 3_000)
+            .shards_between(0, 3_000)
             .limit(15)
             .page(Some(&token)),
     )?;

@@ -19,9 +19,10 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::Ordering;
 
+use entity_manager::model::ShardSpace;
 use entity_manager::query::Query;
 use entity_manager::store::{Expect, FaultPlan, MemoryStore, Operation, Store, TableDefinition};
-use entity_manager::{Error, Item, Schema, ShardSpace};
+use entity_manager::{Error, Item, Schema};
 use entity_manager_tests::{Observed, block_on, page_retrying};
 use proptest::prelude::*;
 
@@ -84,7 +85,7 @@ fn query<'s, S: Store>(store: &'s S, schema: &'s Schema, ask: &Ask) -> Result<Qu
             .sort_by("userId", true),
     };
     Ok(query
-        .window(0, 3_000)
+        .shards_between(0, 3_000)
         .limit(ask.limit)
         .page_size(ask.page_size)
         .throttle(ask.throttle)

@@ -13,11 +13,12 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Mutex;
 
+use entity_manager::model::ShardSpace;
 use entity_manager::query::Query;
 use entity_manager::store::{
     Expect, MemoryStore, Page, QueryPage, RangeCondition, Store, StoreError, TableDefinition,
 };
-use entity_manager::{AttributeValue, Item, Schema, ShardSpace};
+use entity_manager::{AttributeValue, Item, Schema};
 use entity_manager_tests::{block_on, forward_store};
 use proptest::prelude::*;
 
@@ -310,7 +311,7 @@ async fn check<S: Store>(churn: &Churn<'_, S>, ask: &Ask, within_lane_order: boo
         query = query.range(condition.clone());
     }
     let query = query
-        .window(ask.window.0, ask.window.1)
+        .shards_between(ask.window.0, ask.window.1)
         .limit(ask.limit)
         .page_size(ask.page_size)
         .throttle(ask.throttle)
@@ -483,7 +484,7 @@ fn forward_moves_are_met_again_at_their_new_place() -> TestResult {
     let user = schema.entity("user")?;
     let query = Query::new(&store, user)
         .index("created")
-        .window(0, 1_000)
+        .shards_between(0, 1_000)
         .limit(2);
     let first = block_on(query.page(None))?;
     let ids = |items: &[Item]| -> Vec<String> {

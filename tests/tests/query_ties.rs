@@ -7,11 +7,12 @@
 
 use std::sync::Mutex;
 
+use entity_manager::model::ShardSpace;
 use entity_manager::query::{MultiQuery, Query, QueryPageResult};
 use entity_manager::store::{
     MemoryStore, Page, QueryPage, Store, StoreError, TableDefinition, WriteRequest,
 };
-use entity_manager::{EntityExt as _, Schema, ShardSpace, Table as _};
+use entity_manager::{EntityExt as _, Schema, Table as _};
 use entity_manager_tests::{block_on, forward_store};
 use serde_json::json;
 
@@ -79,7 +80,7 @@ fn classic<'s>(
             block_on(
                 Query::new(store, user)
                     .index("score")
-                    .window(0, 10_000)
+                    .shards_between(0, 10_000)
                     .limit(limit)
                     .descending(descending)
                     .page(token),
@@ -217,7 +218,7 @@ fn a_window_of_one_lane_reads_each_page_in_one_request() -> TestResult {
     let user = schema.entity("user")?;
     let query = Query::new(&counting, user)
         .index("score")
-        .window(0, 999)
+        .shards_between(0, 999)
         .limit(25);
     let mut token: Option<String> = None;
     let mut returned = 0;
@@ -321,7 +322,7 @@ fn multi<'s, E: entity_manager::EntityExt>(
             block_on(
                 MultiQuery::new(store, E::schema()?, "byGroup")
                     .hash([entity_manager::AttributeValue::S("g".into())])
-                    .window(window.0, window.1)
+                    .shards_between(window.0, window.1)
                     .limit(limit)
                     .descending(descending)
                     .page(token),
@@ -368,7 +369,7 @@ fn a_multi_query_of_one_lane_reads_each_page_in_one_request() -> TestResult {
         let page = block_on(
             MultiQuery::new(&counting, Solo::schema()?, "byGroup")
                 .hash([entity_manager::AttributeValue::S("g".into())])
-                .window(0, 999)
+                .shards_between(0, 999)
                 .limit(25)
                 .page_size(10)
                 .page(token.as_deref()),

@@ -3,9 +3,10 @@
 //! item for item, including runs of equal range keys across page boundaries, over many shards,
 //! in both directions; and the token's size does not grow with where the shards stand.
 
+use entity_manager::model::ShardSpace;
 use entity_manager::query::{Query, QueryPageResult};
 use entity_manager::store::{Comparison, Filter, MemoryStore, RangeCondition};
-use entity_manager::{AttributeValue, EntitySchema, Item, ShardSpace};
+use entity_manager::{AttributeValue, EntitySchema, Item};
 use entity_manager_tests::block_on;
 use proptest::prelude::*;
 
@@ -162,7 +163,7 @@ impl<'s> Asked<'s> {
             }
         }
         if with_window {
-            query = query.window(self.window.0, self.window.1);
+            query = query.shards_between(self.window.0, self.window.1);
         }
         if let Some(key) = self.key {
             query = query.signing_key(key);
@@ -287,7 +288,7 @@ fn token_size_does_not_depend_on_shard_cursors() -> TestResult {
         let user = schema.entity("user")?;
         let query = Query::new(&store, user)
             .index("created")
-            .window(0, u64::from(u32::MAX))
+            .shards_between(0, u64::from(u32::MAX))
             .limit(25);
         let shards = user
             .hash_key_space("hashKey", &Item::default(), 0, u64::from(u32::MAX))?
@@ -338,7 +339,7 @@ fn token_sizes_by_shards_and_indexes() -> TestResult {
         );
         let base = || {
             Query::new(&store, user)
-                .window(0, u64::from(u32::MAX))
+                .shards_between(0, u64::from(u32::MAX))
                 .limit(100)
                 .page_size(100)
         };
@@ -385,7 +386,7 @@ fn token_sizes_by_shards_and_sources() -> TestResult {
         let user = schema.entity("user")?;
         let base = || {
             Query::new(&store, user)
-                .window(0, u64::from(u32::MAX))
+                .shards_between(0, u64::from(u32::MAX))
                 .limit(100)
                 .page_size(100)
         };

@@ -85,7 +85,7 @@ async fn typed_inputs_select_what_the_records_say() -> TestResult {
     let red: Vec<Member> = Member::query(&store)?
         .index(MemberIndex::TeamJoined)
         .hash_key(&Member::team_hash_key(EVERY_SHARD).team("red")?)
-        .window(0, 10_000)
+        .shards_between(0, 10_000)
         .limit(7)
         .stream()
         .try_collect()
@@ -101,7 +101,7 @@ async fn typed_inputs_select_what_the_records_say() -> TestResult {
         .hash_key(&Member::team_hash_key(EVERY_SHARD).team("blue")?)
         .range(KeyCondition::begins_with(&prefix))
         .filter(Member::FIELDS.score.ge(0))
-        .window(0, 10_000)
+        .shards_between(0, 10_000)
         .limit(5)
         .stream()
         .try_collect()
@@ -155,7 +155,7 @@ async fn projections_of_keys_only_and_include_indexes_read_into_structs() -> Tes
         .index(MemberIndex::ByJoined)
         .range(Member::FIELDS.joined.ge(1_400))
         .projection(&FieldSet::new().with(Member::FIELDS.member_id))
-        .window(0, 10_000)
+        .shards_between(0, 10_000)
         .limit(4);
     let mut token = None;
     let mut got: Vec<Id> = Vec::new();
@@ -181,7 +181,7 @@ async fn projections_of_keys_only_and_include_indexes_read_into_structs() -> Tes
     let query = Member::query(&store)?
         .index(MemberIndex::ByName)
         .projection(&FieldSet::new().with(Member::FIELDS.score))
-        .window(0, 10_000)
+        .shards_between(0, 10_000)
         .unlimited();
     let mut got = query.page_as::<Scored>(None).await?.items;
     got.sort();
@@ -198,7 +198,7 @@ async fn projections_of_keys_only_and_include_indexes_read_into_structs() -> Tes
     let refused = Member::query(&store)?
         .index(MemberIndex::ByName)
         .projection(&FieldSet::new().with(Member::FIELDS.team))
-        .window(0, 10_000)
+        .shards_between(0, 10_000)
         .page_as::<Scored>(None)
         .await;
     assert!(matches!(refused, Err(Error::InvalidQuery { reason, .. }) if reason.contains("team")));
@@ -219,7 +219,7 @@ async fn typed_inputs_that_do_not_fit_the_index_are_refused() -> TestResult {
         Member::query(&store)?
             .index(MemberIndex::ByJoined)
             .range(Member::FIELDS.score.ge(1))
-            .window(0, 10_000)
+            .shards_between(0, 10_000)
             .page(None)
             .await,
         "score",
@@ -230,7 +230,7 @@ async fn typed_inputs_that_do_not_fit_the_index_are_refused() -> TestResult {
         Member::query(&store)?
             .index(MemberIndex::ByJoined)
             .range(KeyCondition::begins_with(&prefix))
-            .window(0, 10_000)
+            .shards_between(0, 10_000)
             .page(None)
             .await,
         "nameRangeKey",
@@ -240,7 +240,7 @@ async fn typed_inputs_that_do_not_fit_the_index_are_refused() -> TestResult {
         Member::query(&store)?
             .index(MemberIndex::ByName)
             .range(KeyCondition::ge(&prefix))
-            .window(0, 10_000)
+            .shards_between(0, 10_000)
             .page(None)
             .await,
         "prefix",
@@ -250,7 +250,7 @@ async fn typed_inputs_that_do_not_fit_the_index_are_refused() -> TestResult {
         Member::query(&store)?
             .index(MemberIndex::ByJoined)
             .range(Member::FIELDS.joined.ne(3))
-            .window(0, 10_000)
+            .shards_between(0, 10_000)
             .page(None)
             .await,
         "begins_with",

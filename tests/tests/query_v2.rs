@@ -3,9 +3,10 @@
 //! exact mode over two sources that share their range key, every record in both), and
 //! `created_between` (records, not only shards) beside `window` (shards).
 
+use entity_manager::model::ShardSpace;
 use entity_manager::query::Query;
 use entity_manager::store::{MemoryStore, RangeCondition};
-use entity_manager::{Error, Schema, ShardSpace};
+use entity_manager::{Error, Schema};
 use entity_manager_tests::block_on;
 use proptest::prelude::*;
 
@@ -59,7 +60,7 @@ fn the_table_and_an_index_on_its_keys_return_each_record_once_across_pages() -> 
             let query = Query::new(&store, user)
                 .table()
                 .index("keys")
-                .window(0, 10)
+                .shards_between(0, 10)
                 .limit(limit);
             let first = block_on(query.page(None))?;
             // both sources were read, and what both gave was returned once
@@ -94,8 +95,10 @@ fn window_selects_shards_and_created_between_selects_records() -> TestResult {
     };
     // on the `created` index (a key condition) and on the table (each item checked)
     let shards = [
-        Query::new(&store, user).index("created").window(from, to),
-        Query::new(&store, user).table().window(from, to),
+        Query::new(&store, user)
+            .index("created")
+            .shards_between(from, to),
+        Query::new(&store, user).table().shards_between(from, to),
     ];
     let created = [
         Query::new(&store, user)
@@ -120,7 +123,7 @@ fn window_selects_shards_and_created_between_selects_records() -> TestResult {
     // created_between and window are different queries: a token of one is refused by the other
     let shards = Query::new(&store, user)
         .index("created")
-        .window(from, to)
+        .shards_between(from, to)
         .limit(5);
     let created = Query::new(&store, user)
         .index("created")
@@ -142,7 +145,12 @@ fn the_table_is_queried_across_its_shards() -> TestResult {
     let records: Vec<Record> = uniform_within(300, 11, 3_000);
     let store = load(&schema, &records)?;
     let user = schema.entity("user")?;
-    let all = page_all(&Query::new(&store, user).table().window(0, 3_000).limit(17))?;
+    let all = page_all(
+        &Query::new(&store, user)
+            .table()
+            .shards_between(0, 3_000)
+            .limit(17),
+    )?;
     let got: Vec<String> = all
         .iter()
         .flat_map(|p| &p.items)
@@ -160,7 +168,7 @@ fn the_table_is_queried_across_its_shards() -> TestResult {
         &Query::new(&store, user)
             .table()
             .range(RangeCondition::BeginsWith(s("userId#u1")))
-            .window(0, 3_000)
+            .shards_between(0, 3_000)
             .limit(9),
     )?;
     let got: Vec<&str> = prefixed
@@ -212,7 +220,7 @@ fn consumed_capacity_is_summed_over_the_shard_queries() -> TestResult {
     // one item is about 100 bytes: 5 per shard query stay under 4 KB
     let query = Query::new(&store, user)
         .table()
-        .window(0, 1_000)
+        .shards_between(0, 1_000)
         .limit(20)
         .page_size(5);
     for page in page_all(&query)? {
@@ -267,7 +275,7 @@ fn a_page_resumes_its_boundary_lane_right_after_the_boundary() -> TestResult {
         for descending in [false, true] {
             let query = Query::new(&store, user)
                 .index("created")
-                .window(0, 10_000)
+                .shards_between(0, 10_000)
                 .limit(10)
                 .page_size(100)
                 .descending(descending);

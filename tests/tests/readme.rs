@@ -97,7 +97,7 @@ mod keys_and_query {
             .index(UserIndex::LastName) // conditions follow their index: before it, they do not compile
             .range(KeyCondition::begins_with(&User::name_range_key().last_name("le")?)) // "lastName#le"
             .filter(f.first_name.begins_with("a"))
-            .window(0, 1_800_000_000_000) // the shards that can hold records created then
+            .shards_between(0, 1_800_000_000_000) // the shards that can hold records created then
             .limit(10);
         let first = query.page(None).await?;
         let second = query.page(first.next.as_deref()).await?;

@@ -8,11 +8,11 @@
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
-use entity_manager::store::KeyType;
-use entity_manager::{
-    ConfigError, ConfigRule, EntityModel, Index, IndexAttribute, Projection, Property, Schema,
-    ShardSpace, TableModel, transcode,
+use entity_manager::model::{
+    EntityModel, Index, IndexAttribute, Projection, Property, ShardSpace, TableModel,
 };
+use entity_manager::store::KeyType;
+use entity_manager::{ConfigError, ConfigRule, Schema, transcode};
 use serde_json::{Value, json};
 
 /// A valid config with a generated property of each kind and two indexes.

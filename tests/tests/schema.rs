@@ -1,10 +1,8 @@
 //! One validated schema per table, used by every path: a hand-written `impl Entity` goes through
 //! the same validation and normalisation as `Schema::new`, so it cannot key records differently.
 
-use entity_manager::{
-    AttributeValue, Entity, EntityExt, EntityModel, Error, NoIndex, Property, Schema, ShardBump,
-    Table, TableModel, transcode,
-};
+use entity_manager::model::{EntityModel, Property, ShardBump, TableModel};
+use entity_manager::{AttributeValue, Entity, EntityExt, Error, Schema, Table, transcode};
 use proptest::prelude::*;
 use serde::{Deserialize, Serialize};
 
@@ -40,7 +38,6 @@ struct Email {
 
 impl Entity for Email {
     type Table = Emails;
-    type Index = NoIndex;
     const MODEL: EntityModel = EntityModel::new("email", "email", "created")
         .with_shard_bumps(UNSORTED)
         .with_properties(EMAIL_PROPERTIES);
@@ -163,7 +160,6 @@ fn an_invalid_hand_written_impl_is_refused() {
     }
     impl Entity for Broken {
         type Table = Bad;
-        type Index = NoIndex;
         const MODEL: EntityModel = EntityModel::new("broken", "email", "created")
             .with_shard_bumps(&[ShardBump::new(0, 6, 1)]) // char_bits 1..=5
             .with_properties(EMAIL_PROPERTIES);

@@ -1243,8 +1243,9 @@ mod suite2 {
 /// (`#n0, #n1…` for names in order of first use, `:v0, :v1…` for values in order of use).
 mod suite3 {
     use super::*;
+    use entity_manager::limits::{ExpressionKind, ExpressionLimit};
     use entity_manager::limits::{MAX_EXPRESSION_BYTES, MAX_EXPRESSION_OPERATORS};
-    use entity_manager::store::{ExpressionKind, ExpressionLimit, ScanPage, StoreError};
+    use entity_manager::store::{ScanPage, StoreError};
 
     /// `SET #n0 = :v0, #n1 = :v1, …` of `count` attributes.
     pub(crate) fn set_text(count: usize) -> String {
@@ -1546,7 +1547,7 @@ conformance!(
 /// names plus string values), independently of the stores.
 mod one_megabyte_pages {
     use super::*;
-    use entity_manager::Projection;
+    use entity_manager::model::Projection;
     use entity_manager::store::{GlobalIndex, KeyType, ScanPage, TableDefinition};
 
     const MB: usize = 1_048_576;
@@ -1728,7 +1729,7 @@ mod one_megabyte_pages {
 /// not for a filter.
 mod local_indexes {
     use super::*;
-    use entity_manager::Projection;
+    use entity_manager::model::Projection;
     use entity_manager::store::{KeyType, LocalIndex, TableDefinition};
 
     fn definition() -> TableDefinition {

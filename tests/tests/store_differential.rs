@@ -585,7 +585,7 @@ fn assert_same_pages(got: &[Page], expected: &[Page], spec: &IndexSpec, q: &Quer
 }
 
 /// The outcome of a conditional write, as compared across stores.
-fn outcome(r: Result<(), entity_manager::StoreError>) -> Result<(), String> {
+fn outcome(r: Result<(), entity_manager::store::StoreError>) -> Result<(), String> {
     r.map_err(|e| {
         if e.is_conditional_check_failed() {
             "conditional check failed".to_owned()

@@ -4,11 +4,12 @@
 //!
 //! The `MemoryStore` tests always run; the `DynamoStore` ones when `DYNAMODB_ENDPOINT` is set.
 
+use entity_manager::model::{KeyMode, Profile, ShardSpace};
 use entity_manager::store::{
     DynamoStore, Expect, MemoryStore, STAMP_MISMATCH_CODE, ScanPage, Store, StoreError,
     TableDefinition, TableStamp, WriteRequest,
 };
-use entity_manager::{AttributeValue, Item, KeyMode, Profile, Schema, ShardSpace};
+use entity_manager::{AttributeValue, Item, Schema};
 use serde_json::{Value, json};
 
 mod store_support;

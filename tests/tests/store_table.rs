@@ -11,12 +11,14 @@ mod store_support;
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
+use entity_manager::Schema;
+use entity_manager::model::Projection;
+use entity_manager::model::{EntityModel, Index, Property, ShardSpace, TableModel};
 use entity_manager::store::{
     Billing, Capacity, Drift, DynamoStore, GlobalIndex, IndexKind, KeyType, LocalIndex,
-    MemoryStore, Projection, Setting, StreamView, TableDefinition, TableDefinitionError,
+    MemoryStore, Setting, StreamView, TableDefinition, TableDefinitionError,
 };
 use entity_manager::transcode;
-use entity_manager::{EntityModel, Index, Property, Schema, ShardSpace, TableModel};
 use serde_json::{Value, json};
 use store_support::TestResult;
 

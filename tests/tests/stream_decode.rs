@@ -4,9 +4,10 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use entity_manager::model::KeyMode;
 use entity_manager::store::StreamView;
 use entity_manager::stream::{Change, ChangeError, ChangeKind, Image, StreamRecord};
-use entity_manager::{AttributeValue, EntityExt, Item, KeyMode, Schema, Table};
+use entity_manager::{AttributeValue, EntityExt, Item, Schema, Table};
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
 use proptest::test_runner::TestRng;

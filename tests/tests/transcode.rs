@@ -12,9 +12,10 @@
 
 use std::fmt::{Debug, Display};
 
+use entity_manager::store::KeyType;
 use entity_manager::transcode::{
-    BIGINT20_MAX, BUILTIN_NAMES, BigInt20, Boolean, Direction, FIX6_MAX, Fix6, INT_MAX, Int,
-    KeyType, Str, TIMESTAMP_MAX, Timestamp, Transcode, TranscodeError, Transcoder, builtin,
+    BIGINT20_MAX, BUILTIN_NAMES, BigInt20, Boolean, Direction, FIX6_MAX, Fix6, INT_MAX, Int, Str,
+    TIMESTAMP_MAX, Timestamp, Transcode, TranscodeError, Transcoder, builtin,
 };
 use proptest::prelude::*;
 use proptest::strategy::Union;

@@ -7,7 +7,8 @@
 
 use std::process::Command;
 
-use entity_manager::{AttributeValue, Error, Item, Profile, Schema};
+use entity_manager::model::Profile;
+use entity_manager::{AttributeValue, Error, Item, Schema};
 use serde_json::{Value, json};
 
 mod ts_support;
@@ -224,7 +225,8 @@ fn profiles_pin_the_numeric_hash() -> TestResult {
 }
 
 mod derived {
-    use entity_manager::{Entity, EntityExt, KeyMode, NumericHash, ShardSpace, Table, TableModel};
+    use entity_manager::model::{KeyMode, NumericHash, ShardSpace, TableModel};
+    use entity_manager::{Entity, EntityExt, Table};
     use serde::{Deserialize, Serialize};
 
     #[derive(Table)]

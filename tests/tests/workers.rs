@@ -13,12 +13,13 @@ use entity_manager::job::{
     JobHeader, JobKind, JobReport, Journal, SegmentState, merge, merge_files,
 };
 use entity_manager::migrate::Migration;
+use entity_manager::model::ShardSpace;
 use entity_manager::scan::{BulkWrites, ParallelScan, SegmentRange};
 use entity_manager::store::{
     BatchWriteError, Expect, MemoryStore, Store, StoreError, TableDefinition, TransactWrite,
     WriteRequest,
 };
-use entity_manager::{AttributeValue, Item, Schema, ShardSpace};
+use entity_manager::{AttributeValue, Item, Schema};
 use futures::TryStreamExt;
 use serde_json::json;
 

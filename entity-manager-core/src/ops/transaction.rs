@@ -48,7 +48,8 @@ enum OriginKind {
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// use entity_manager_core::store::{MemoryStore, TableDefinition};
 /// use entity_manager_core::{EntityExt, Table, Transaction};
-/// # use entity_manager_core::{Entity, EntityModel, NoIndex, Property, TableModel, transcode};
+/// # use entity_manager_core::{Entity, transcode};
+/// # use entity_manager_core::model::{EntityModel, Property, TableModel};
 /// # struct Users;
 /// # impl Table for Users {
 /// #     const MODEL: TableModel = TableModel::DEFAULT;
@@ -60,7 +61,6 @@ enum OriginKind {
 /// # struct User { user_id: String, created: u64 }
 /// # impl Entity for User {
 /// #     type Table = Users;
-/// #     type Index = NoIndex;
 /// #     const MODEL: EntityModel = {
 /// #         const PROPERTIES: &[Property] = &[Property::new("userId", transcode::STRING), Property::new("created", transcode::TIMESTAMP)];
 /// #         EntityModel::new("user", "userId", "created").with_properties(PROPERTIES)
@@ -72,7 +72,6 @@ enum OriginKind {
 /// # struct Email { email: String, created: u64, user_id: String }
 /// # impl Entity for Email {
 /// #     type Table = Users;
-/// #     type Index = NoIndex;
 /// #     const MODEL: EntityModel = {
 /// #         const PROPERTIES: &[Property] = &[Property::new("email", transcode::STRING), Property::new("created", transcode::TIMESTAMP)];
 /// #         EntityModel::new("email", "email", "created").with_properties(PROPERTIES)
@@ -394,7 +393,8 @@ impl Transaction {
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// use entity_manager_core::store::{MemoryStore, TableDefinition};
 /// use entity_manager_core::{EntityExt, ReadTransaction, Table};
-/// # use entity_manager_core::{Entity, EntityModel, NoIndex, Property, TableModel, transcode};
+/// # use entity_manager_core::{Entity, transcode};
+/// # use entity_manager_core::model::{EntityModel, Property, TableModel};
 /// # struct Users;
 /// # impl Table for Users {
 /// #     const MODEL: TableModel = TableModel::DEFAULT;
@@ -406,7 +406,6 @@ impl Transaction {
 /// # struct User { user_id: String, created: u64 }
 /// # impl Entity for User {
 /// #     type Table = Users;
-/// #     type Index = NoIndex;
 /// #     const MODEL: EntityModel = {
 /// #         const PROPERTIES: &[Property] = &[Property::new("userId", transcode::STRING), Property::new("created", transcode::TIMESTAMP)];
 /// #         EntityModel::new("user", "userId", "created").with_properties(PROPERTIES)

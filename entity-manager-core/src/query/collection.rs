@@ -3,8 +3,8 @@
 
 use serde_dynamo::{AttributeValue, Item};
 
-use super::CollectionQuery;
-use crate::entity::{Entity, IndexToken};
+use super::{QueryOutput, QueryStart};
+use crate::entity::Entity;
 use crate::error::{Error, Result};
 use crate::schema::EntitySchema;
 use crate::store::Store;
@@ -52,23 +52,32 @@ pub trait Collection: Sized {
         }
     }
 
-    /// A query of the collection through the multi-attribute index its members share, named by
-    /// the index token of any member (`UserIndex::UserCreated`): every member must declare it,
+    /// A query of the collection on `store`: name the multi-attribute index its members share
+    /// with [`QueryStart::index`], by the index token of any member
+    /// (`Roster::query(&store)?.index(PlayerIndex::ByTeam)`): every member must declare it,
     /// with the same key. Its partition values and sort conditions come from the members'
-    /// fields ([`CollectionQuery::hash`], [`CollectionQuery::range`]).
-    fn query<S: Store, I: IndexToken>(store: &S, index: I) -> Result<CollectionQuery<'_, S, Self>> {
-        CollectionQuery::new(store, index.name())
+    /// fields ([`TypedMultiQuery::hash`](super::TypedMultiQuery::hash),
+    /// [`TypedMultiQuery::range`](super::TypedMultiQuery::range)), and records come back as
+    /// the collection's enum.
+    fn query<S: Store>(store: &S) -> Result<QueryStart<'_, S, Self>>
+    where
+        Self: QueryOutput,
+    {
+        QueryStart::new(store)
     }
 }
 
-/// An entity that is a member of collection `C`. `#[derive(Collection)]` implements it for the
-/// entity of each variant, so that a [`CollectionQuery`] takes conditions on the fields of its
+/// An entity whose fields may give conditions to a query of `C`: `C` itself (every entity), or
+/// an item collection `C` of which it is a member. `#[derive(Collection)]` implements it for
+/// the entity of each variant, so that a collection query takes conditions on the fields of its
 /// members only: a field of another entity does not compile. (A hand-written [`Collection`]
 /// implements it for each entity of its [`members`](Collection::members); the query still
 /// checks, at run time, that the entity is one of them.)
 #[diagnostic::on_unimplemented(
-    message = "`{Self}` is not a member of the item collection `{C}`",
+    message = "`{Self}` is neither `{C}` nor a member of the item collection `{C}`",
     label = "a condition on a field of `{Self}`",
-    note = "a collection query takes conditions on the fields of its members (the entities of its variants)"
+    note = "a query takes conditions on the fields of the entity queried, or of the members of the collection queried (the entities of its variants)"
 )]
 pub trait CollectionMember<C>: Entity {}
+
+impl<E: Entity> CollectionMember<E> for E {}

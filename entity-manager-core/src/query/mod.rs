@@ -38,7 +38,7 @@
 //!   different pages (never twice on one page);
 //! - pages can be shorter than `limit` (duplicates removed, an index running out).
 //!
-//! **Windows** — [`Query::window`] picks the shards (those of the shard bumps in force during
+//! **Windows** — [`Query::shards_between`] picks the shards (those of the shard bumps in force during
 //! it) and nothing else: records of those shards created outside it are returned too.
 //! [`Query::created_between`] picks the same shards and, of their records, those created in
 //! the window (a key condition when the range key is the timestamp property, else a check of
@@ -139,6 +139,7 @@ macro_rules! paging_setters {
 }
 
 mod collection;
+mod door;
 mod engine;
 mod estimate;
 mod lanes;
@@ -159,9 +160,13 @@ use crate::schema::EntitySchema;
 use crate::store::{Filter, RangeCondition, Store};
 
 pub use self::collection::{Collection, CollectionMember};
+pub use self::door::{
+    Classic, ClassicIndexOf, ClassicIndexesHaveNoPartitionValues, ConditionsFollowTheIndex,
+    IndexFor, KeyKind, MultiAttribute, QueryOutput, QueryStart, TypedIndex,
+};
 use self::engine::Engine;
 pub use self::multi::MultiQuery;
-pub use self::multi_typed::{CollectionQuery, TypedMultiQuery};
+pub use self::multi_typed::TypedMultiQuery;
 use self::plan::{IndexSpec, Plan, PlanInput};
 use self::token::{StreamState, TokenState};
 pub use self::typed::{FieldSet, KeyCondition, KeyValue, TypedPage, TypedQuery};
@@ -247,7 +252,8 @@ pub struct QueryPageResult {
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// use entity_manager_core::query::Query;
 /// use entity_manager_core::store::{MemoryStore, Store, TableDefinition};
-/// use entity_manager_core::{Schema, ShardSpace};
+/// use entity_manager_core::Schema;
+/// use entity_manager_core::model::ShardSpace;
 /// use serde_json::json;
 ///
 /// let schema = Schema::from_ts_config(
@@ -271,7 +277,7 @@ pub struct QueryPageResult {
 ///     store.put_item(user.add_keys(&item)?, Default::default()).await?;
 /// }
 ///
-/// let query = Query::new(&store, user).index("created").window(0, 10_000).limit(10);
+/// let query = Query::new(&store, user).index("created").shards_between(0, 10_000).limit(10);
 /// let first = query.page(None).await?;
 /// assert_eq!(first.items.len(), 10); // merged over 4 shards, in `created` order
 /// let second = query.page(first.next.as_deref()).await?;
@@ -420,13 +426,13 @@ impl<'a, S: Store, St> Query<'a, S, St> {
     /// [`created_between`](Self::created_between). Default: `0..=now`, pinned into the page
     /// token so that later pages see the same shards.
     #[must_use]
-    pub fn window(mut self, from: u64, to: u64) -> Self {
+    pub fn shards_between(mut self, from: u64, to: u64) -> Self {
         self.paging.window = Some((from, to));
         self
     }
 
     /// Only records created in `from..=to` (ms since the epoch, the timestamp property): the
-    /// shards of that [`window`](Self::window), and of their records those whose timestamp lies
+    /// shards of that window ([`shards_between`](Self::shards_between)), and of their records those whose timestamp lies
     /// in it (a key condition when the range key is the timestamp, else a check of each item
     /// read, so the index must project the timestamp property).
     #[must_use]

@@ -48,10 +48,8 @@ use crate::store::{QueryPage, RangeCondition, Store, StoreError};
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// use entity_manager_core::query::MultiQuery;
 /// use entity_manager_core::store::{KeyType, MemoryStore, RangeCondition, Store, TableDefinition};
-/// use entity_manager_core::{
-///     AttributeValue, EntityModel, Index, IndexAttribute, Projection, Property, Schema, ShardBump,
-///     TableModel, transcode,
-/// };
+/// use entity_manager_core::{AttributeValue, Schema, transcode};
+/// use entity_manager_core::model::{EntityModel, Index, IndexAttribute, Projection, Property, ShardBump, TableModel};
 ///
 /// const PROPERTIES: &[Property] = &[
 ///     Property::new("id", transcode::STRING),
@@ -78,7 +76,7 @@ use crate::store::{QueryPage, RangeCondition, Store, StoreError};
 /// let query = MultiQuery::new(&store, players, "byTeam")
 ///     .hash([AttributeValue::S("red".into())])
 ///     .range(RangeCondition::Ge(AttributeValue::N("10".into())))
-///     .window(0, 100)
+///     .shards_between(0, 100)
 ///     .limit(8);
 /// let first = query.page(None).await?;
 /// assert_eq!(first.items.len(), 8); // merged over 4 shards, in score order
@@ -187,10 +185,11 @@ impl<'a, S: Store> MultiQuery<'a, S> {
         self
     }
 
-    /// Records created in `from..=to` (ms since the epoch): the shards to visit. Default:
-    /// `0..=now`, pinned into the page token.
+    /// The shards to visit: those of the shard bumps in force from `from` to `to` (ms since the
+    /// epoch). It selects shards, not records: the shards' other records are returned too.
+    /// Default: `0..=now`, pinned into the page token.
     #[must_use]
-    pub fn window(mut self, from: u64, to: u64) -> Self {
+    pub fn shards_between(mut self, from: u64, to: u64) -> Self {
         self.paging.window = Some((from, to));
         self
     }

@@ -12,11 +12,9 @@ use std::future::Future;
 use std::marker::PhantomData;
 
 use futures::Stream;
-use serde::de::DeserializeOwned;
 use serde_dynamo::AttributeValue;
 
-use super::{MultiQuery, Paging, QueryPageResult, TypedPage};
-use crate::entity::{Entity, IndexToken, from_owned_item, schema_of};
+use super::{CollectionMember, MultiQuery, Paging, QueryOutput, QueryPageResult, TypedPage};
 use crate::error::{Error, Result};
 use crate::field::Condition;
 use crate::model::MultiKey;
@@ -24,11 +22,12 @@ use crate::schema::EntitySchema;
 use crate::store::{Comparison, Filter, RangeCondition, Store};
 use crate::transcode::KeyType;
 
-/// A typed query of a multi-attribute index of entity `E`, built by
-/// [`EntityExt::multi_query`](crate::EntityExt::multi_query) from an index token: give every
-/// partition attribute a value with [`hash`](Self::hash), and optionally conditions on the sort
-/// attributes with [`range`](Self::range), each from a field of `E`
-/// (`Player::FIELDS.team_id.eq("t1")`), in any order.
+/// A typed query of a multi-attribute index, read as `O` (an entity, or an item collection's
+/// enum), from [`QueryStart::index`](super::QueryStart::index) given the index's token
+/// (`Player::query(&store)?.index(PlayerIndex::ByTeam)`): give every partition attribute a
+/// value with [`hash`](Self::hash), and optionally conditions on the sort attributes with
+/// [`range`](Self::range), each from a field (`Player::FIELDS.team_id.eq("t1")`; for a
+/// collection, a field of any member), in any order.
 ///
 /// The sort conditions are equality on the leading sort attributes (the prefix) and at most one
 /// condition (`eq`, `lt`, `le`, `gt`, `ge`, `between` or `begins_with`) on the next one. The
@@ -41,7 +40,9 @@ use crate::transcode::KeyType;
 /// use entity_manager_core::field::Field;
 /// use entity_manager_core::store::{KeyType, MemoryStore, TableDefinition};
 /// use entity_manager_core::{Entity, EntityExt, Table};
-/// # use entity_manager_core::{EntityModel, TableModel, IndexToken, Index, IndexAttribute, Projection, Property, ShardBump, transcode};
+/// # use entity_manager_core::transcode;
+/// # use entity_manager_core::model::{EntityModel, TableModel, Index, IndexAttribute, Projection, Property, ShardBump};
+/// # use entity_manager_core::query::{MultiAttribute, TypedIndex};
 /// # #[derive(serde::Serialize, serde::Deserialize, Debug, PartialEq)]
 /// # #[serde(rename_all = "camelCase")]
 /// # struct Player { player_id: String, created: u64, team: String, score: i64 }
@@ -51,15 +52,11 @@ use crate::transcode::KeyType;
 /// #     fn model() -> &'static TableModel { static M: TableModel = League::MODEL; &M }
 /// #     fn entities() -> Vec<&'static EntityModel> { vec![Player::model()] }
 /// # }
-/// # #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-/// # enum PlayerIndex { ByTeam }
-/// # impl IndexToken for PlayerIndex {
-/// #     const ALL: &'static [Self] = &[Self::ByTeam];
-/// #     fn name(self) -> &'static str { "byTeam" }
-/// # }
+/// # enum PlayerIndex {}
+/// # #[allow(non_upper_case_globals)]
+/// # impl PlayerIndex { const ByTeam: TypedIndex<Player, MultiAttribute> = TypedIndex::named("byTeam"); }
 /// # impl Entity for Player {
 /// #     type Table = League;
-/// #     type Index = PlayerIndex;
 /// #     const MODEL: EntityModel = {
 /// #         const PROPERTIES: &[Property] = &[Property::new("playerId", transcode::STRING), Property::new("created", transcode::TIMESTAMP)];
 /// #         const HASH: &[IndexAttribute] = &[IndexAttribute::new("hashKey", KeyType::S), IndexAttribute::new("team", KeyType::S)];
@@ -80,10 +77,11 @@ use crate::transcode::KeyType;
 ///     let player = Player { player_id: format!("p{n}"), created: n, team: "red".into(), score: (n as i64 * 7) % 30 };
 ///     player.put(&store).await?;
 /// }
-/// let query = Player::multi_query(&store, PlayerIndex::ByTeam)?
+/// let query = Player::query(&store)?
+///     .index(PlayerIndex::ByTeam)
 ///     .range(score.ge(10)) // in any order
 ///     .hash(team.eq("red"))
-///     .window(0, 100)
+///     .shards_between(0, 100)
 ///     .limit(8);
 /// let first = query.page(None).await?;
 /// assert_eq!(first.items.len(), 8); // merged over 4 shards, in score order
@@ -92,52 +90,66 @@ use crate::transcode::KeyType;
 /// assert_eq!(second.items[0].score, 18);
 ///
 /// // a misuse is a typed error naming the field
-/// let wrong = Player::multi_query(&store, PlayerIndex::ByTeam)?.hash(team.ge("r"));
+/// let wrong = Player::query(&store)?
+///     .index(PlayerIndex::ByTeam).hash(team.ge("r"));
 /// let error = wrong.page(None).await.err().ok_or("accepted")?;
 /// assert!(error.to_string().contains("`team`"));
 /// # Ok(())
 /// # }
 /// ```
 #[derive(Debug)]
-pub struct TypedMultiQuery<'a, S, E> {
+pub struct TypedMultiQuery<'a, S, O> {
     core: Core<'a, S>,
     paging: Paging,
-    entity: PhantomData<fn() -> E>,
+    output: PhantomData<fn() -> O>,
 }
 
-impl<'a, S: Store, E: Entity> TypedMultiQuery<'a, S, E> {
-    /// A query of `E`'s multi-attribute index `index`; an index with a classic key is refused.
-    pub(crate) fn new(store: &'a S, index: E::Index) -> Result<Self> {
-        Ok(Self {
-            core: Core::new(store, vec![schema_of::<E>()?], index.name())?,
+impl<'a, S: Store, O: QueryOutput> TypedMultiQuery<'a, S, O> {
+    /// A query of `members`' multi-attribute index `index` (from
+    /// [`QueryStart::index`](super::QueryStart::index)); an index that is not a multi-attribute
+    /// index of every member, with one key, fails every page.
+    pub(super) fn open(
+        store: &'a S,
+        members: Vec<EntitySchema<'static>>,
+        index: &'static str,
+    ) -> Self {
+        Self {
+            core: Core::new(store, members, index),
             paging: Paging::default(),
-            entity: PhantomData,
-        })
+            output: PhantomData,
+        }
     }
 
-    /// The value of a partition attribute: an equality on a field of `E` in the index's
-    /// partition key (`Player::FIELDS.team_id.eq("t1")`). Give every partition attribute (not
-    /// the shard attribute of a sharded index: the query fans out over it) once, in any order.
+    /// The value of a partition attribute: an equality on a field in the index's partition
+    /// key (`Player::FIELDS.team_id.eq("t1")`), of the entity queried or, for a collection, of
+    /// any member (a field of another entity does not compile). Give every partition attribute
+    /// (not the shard attribute of a sharded index: the query fans out over it) once, in any
+    /// order.
     #[must_use]
-    pub fn hash(mut self, condition: Condition<E>) -> Self {
-        self.core.conditions.add(Part::Hash, None, condition);
+    pub fn hash<M: CollectionMember<O>>(mut self, condition: Condition<M>) -> Self {
+        self.core
+            .conditions
+            .add(Part::Hash, &M::model().token, condition);
         self
     }
 
-    /// A condition on a sort attribute, a field of `E` in the index's sort key: equality on
-    /// each leading sort attribute, and at most one `eq`, `lt`, `le`, `gt`, `ge`, `between` or
-    /// `begins_with` on the one after them; in any order.
+    /// A condition on a sort attribute, a field in the index's sort key (of the entity queried
+    /// or of a member of the collection): equality on each leading sort attribute, and at most
+    /// one `eq`, `lt`, `le`, `gt`, `ge`, `between` or `begins_with` on the one after them; in
+    /// any order.
     #[must_use]
-    pub fn range(mut self, condition: Condition<E>) -> Self {
-        self.core.conditions.add(Part::Range, None, condition);
+    pub fn range<M: CollectionMember<O>>(mut self, condition: Condition<M>) -> Self {
+        self.core
+            .conditions
+            .add(Part::Range, &M::model().token, condition);
         self
     }
 
     /// The shards to visit: those of the shard bumps in force from `from` to `to` (ms since the
-    /// epoch). It selects shards, not records (see [`MultiQuery::window`]). Default: `0..=now`,
-    /// pinned into the page token.
+    /// epoch), for every member. It selects shards, not records (see
+    /// [`MultiQuery::shards_between`]). Default: `0..=now`, pinned into the page token.
     #[must_use]
-    pub fn window(mut self, from: u64, to: u64) -> Self {
+    pub fn shards_between(mut self, from: u64, to: u64) -> Self {
         self.paging.window = Some((from, to));
         self
     }
@@ -152,95 +164,13 @@ impl<'a, S: Store, E: Entity> TypedMultiQuery<'a, S, E> {
 
     /// One page of records: the first (`token: None`) or the one after the page that returned
     /// `token`.
-    pub async fn page(&self, token: Option<&str>) -> Result<TypedPage<E>>
-    where
-        E: DeserializeOwned,
-    {
-        typed(
-            self.core.page(&self.paging, token).await?,
-            from_owned_item::<E>,
-        )
+    pub async fn page(&self, token: Option<&str>) -> Result<TypedPage<O>> {
+        typed(self.core.page(&self.paging, token).await?, O::read)
     }
 
     /// Every matching record, page after page (a [`Stream`]: bring
     /// [`StreamExt`](super::StreamExt) into scope to use `next`, `try_collect` and the rest).
-    pub fn stream(&self) -> impl Stream<Item = Result<E>> + '_
-    where
-        E: DeserializeOwned,
-    {
-        pages(move |token| async move { self.page(token.as_deref()).await })
-    }
-}
-
-/// A query of an item collection through a multi-attribute index its members share, built by
-/// [`Collection::query`](super::Collection::query) from an index token: the partition values
-/// and sort conditions come from the fields of any member (their attribute names are the
-/// index's), as for [`TypedMultiQuery`], and records come back as the collection's enum. See
-/// [`MultiQuery`] for the order and the paging.
-#[derive(Debug)]
-pub struct CollectionQuery<'a, S, C> {
-    core: Core<'a, S>,
-    paging: Paging,
-    collection: PhantomData<fn() -> C>,
-}
-
-impl<'a, S: Store, C: super::Collection> CollectionQuery<'a, S, C> {
-    pub(super) fn new(store: &'a S, index: &'static str) -> Result<Self> {
-        Ok(Self {
-            core: Core::new(store, C::members()?, index)?,
-            paging: Paging::default(),
-            collection: PhantomData,
-        })
-    }
-
-    /// The value of a partition attribute: an equality on a field of a member entity `M`
-    /// (`User::FIELDS.user_id.eq("u1")`; a field of another entity does not compile). Give
-    /// every partition attribute (not the shard attribute) once, in any order.
-    #[must_use]
-    pub fn hash<M: super::CollectionMember<C>>(mut self, condition: Condition<M>) -> Self {
-        self.core
-            .conditions
-            .add(Part::Hash, Some(&M::model().token), condition);
-        self
-    }
-
-    /// A condition on a sort attribute, from a field of a member entity: equality on each
-    /// leading sort attribute, and at most one other condition on the one after them; in any
-    /// order.
-    #[must_use]
-    pub fn range<M: super::CollectionMember<C>>(mut self, condition: Condition<M>) -> Self {
-        self.core
-            .conditions
-            .add(Part::Range, Some(&M::model().token), condition);
-        self
-    }
-
-    /// The shards to visit: those of the shard bumps in force from `from` to `to` (ms since the
-    /// epoch), for every member. It selects shards, not records. Default: `0..=now`.
-    #[must_use]
-    pub fn window(mut self, from: u64, to: u64) -> Self {
-        self.paging.window = Some((from, to));
-        self
-    }
-
-    paging_setters!();
-
-    /// The untyped query these inputs make (what [`page`](Self::page) runs), or the first
-    /// page's error.
-    pub fn untyped(&self) -> Result<MultiQuery<'a, S>> {
-        self.core.build(&self.paging)
-    }
-
-    /// One page of records: the first (`token: None`) or the one after the page that returned
-    /// `token`.
-    pub async fn page(&self, token: Option<&str>) -> Result<TypedPage<C>> {
-        typed(self.core.page(&self.paging, token).await?, |item| {
-            C::from_item(&item)
-        })
-    }
-
-    /// Every matching record, page after page.
-    pub fn stream(&self) -> impl Stream<Item = Result<C>> + '_ {
+    pub fn stream(&self) -> impl Stream<Item = Result<O>> + '_ {
         pages(move |token| async move { self.page(token.as_deref()).await })
     }
 }
@@ -300,47 +230,16 @@ struct Core<'a, S> {
     store: &'a S,
     entities: Vec<EntitySchema<'a>>,
     index: &'static str,
-    multi: MultiKey,
+    /// The index's key, or why it cannot be queried as a multi-attribute index.
+    multi: std::result::Result<MultiKey, String>,
     conditions: Conditions,
 }
 
 impl<'a, S: Store> Core<'a, S> {
-    /// Refuses an index that is not a multi-attribute index of every entity, with the same
-    /// key.
-    fn new(store: &'a S, entities: Vec<EntitySchema<'a>>, index: &'static str) -> Result<Self> {
-        let tokens = tokens(&entities);
-        let invalid = |reason: String| Error::InvalidQuery {
-            entity: tokens.clone(),
-            reason,
-        };
-        let mut multi: Option<&MultiKey> = None;
-        for entity in &entities {
-            let token = &*entity.model().token;
-            let declared = entity.model().index(index).ok_or_else(|| {
-                invalid(format!(
-                    "entity `{token}` declares no index `{index}`; every member of a collection declares the index it is queried by"
-                ))
-            })?;
-            let theirs = declared.multi.as_ref().ok_or_else(|| {
-                invalid(format!(
-                    "index `{index}` of entity `{token}` has a classic key, not a multi-attribute one; query it with `EntityExt::query(..).index(..)`"
-                ))
-            })?;
-            match multi {
-                Some(first) if first != theirs => {
-                    return Err(invalid(format!(
-                        "the members declare index `{index}` with different keys (entity `{token}`: partition {:?}, sort {:?}); a collection shares one index",
-                        theirs.hash_names().collect::<Vec<_>>(),
-                        theirs.range_names().collect::<Vec<_>>(),
-                    )));
-                }
-                _ => multi = Some(theirs),
-            }
-        }
-        let multi = multi
-            .cloned()
-            .ok_or_else(|| invalid("a collection needs at least one member entity".into()))?;
-        Ok(Self {
+    /// Takes any index: one that is not a multi-attribute index of every entity, with the same
+    /// key, fails every page.
+    fn new(store: &'a S, entities: Vec<EntitySchema<'a>>, index: &'static str) -> Self {
+        Self {
             store,
             conditions: Conditions {
                 members: entities
@@ -350,17 +249,21 @@ impl<'a, S: Store> Core<'a, S> {
                 given: Vec::new(),
                 problems: Vec::new(),
             },
+            multi: shared_key(&entities, index),
             entities,
             index,
-            multi,
-        })
+        }
     }
 
     /// The untyped query of the conditions, in key order, with the paging settings.
     fn build(&self, paging: &Paging) -> Result<MultiQuery<'a, S>> {
+        let multi = self.multi.as_ref().map_err(|reason| Error::InvalidQuery {
+            entity: tokens(&self.entities),
+            reason: reason.clone(),
+        })?;
         let resolved = self
             .conditions
-            .resolve(&self.multi, self.index)
+            .resolve(multi, self.index)
             .map_err(|problems| Error::InvalidQuery {
                 entity: tokens(&self.entities),
                 reason: problems.join("; "),
@@ -373,7 +276,7 @@ impl<'a, S: Store> Core<'a, S> {
             query = query.range(range);
         }
         if let Some((from, to)) = paging.window {
-            query = query.window(from, to);
+            query = query.shards_between(from, to);
         }
         if let Some(limit) = paging.limit {
             query = query.limit(limit);
@@ -393,6 +296,37 @@ impl<'a, S: Store> Core<'a, S> {
     async fn page(&self, paging: &Paging, token: Option<&str>) -> Result<QueryPageResult> {
         self.build(paging)?.page(token).await
     }
+}
+
+/// The multi-attribute key every entity declares `index` with, or why there is none.
+fn shared_key(entities: &[EntitySchema<'_>], index: &str) -> std::result::Result<MultiKey, String> {
+    let mut multi: Option<&MultiKey> = None;
+    for entity in entities {
+        let token = &*entity.model().token;
+        let declared = entity.model().index(index).ok_or_else(|| {
+            format!(
+                "entity `{token}` declares no index `{index}`; every member of a collection declares the index it is queried by"
+            )
+        })?;
+        let theirs = declared.multi.as_ref().ok_or_else(|| {
+            format!(
+                "index `{index}` of entity `{token}` has a classic key, not a multi-attribute one; its token is a `TypedIndex<_, Classic>`"
+            )
+        })?;
+        match multi {
+            Some(first) if first != theirs => {
+                return Err(format!(
+                    "the members declare index `{index}` with different keys (entity `{token}`: partition {:?}, sort {:?}); a collection shares one index",
+                    theirs.hash_names().collect::<Vec<_>>(),
+                    theirs.range_names().collect::<Vec<_>>(),
+                ));
+            }
+            _ => multi = Some(theirs),
+        }
+    }
+    multi
+        .cloned()
+        .ok_or_else(|| "a collection needs at least one member entity".into())
 }
 
 fn tokens(entities: &[EntitySchema<'_>]) -> String {
@@ -436,11 +370,9 @@ struct Resolved {
 }
 
 impl Conditions {
-    /// Takes a condition of a field of entity `entity` (`None`: the query's own entity).
-    fn add<M>(&mut self, part: Part, entity: Option<&str>, condition: Condition<M>) {
-        if let Some(entity) = entity
-            && !self.members.iter().any(|m| m == entity)
-        {
+    /// Takes a condition of a field of entity `entity`.
+    fn add<M>(&mut self, part: Part, entity: &str, condition: Condition<M>) {
+        if !self.members.iter().any(|m| m == entity) {
             self.problems.push(format!(
                 "a condition on a field of entity `{entity}`, which is not a member of this collection ({}); use fields of the members",
                 self.members.join(", ")

@@ -8,8 +8,8 @@ use futures::{Stream, StreamExt as _};
 use serde::de::DeserializeOwned;
 use serde_dynamo::{AttributeValue, Item};
 
-use super::{Indexed, Query, QueryStats, Unindexed};
-use crate::entity::{Entity, IndexToken, from_owned_item, from_owned_item_as, schema_of};
+use super::{ClassicIndexOf, ClassicIndexesHaveNoPartitionValues, Indexed, Query, QueryStats};
+use crate::entity::{Entity, from_owned_item, from_owned_item_as};
 use crate::error::Result;
 use crate::field::{Condition, Field};
 use crate::store::{Comparison, Filter, RangeCondition, Store};
@@ -272,7 +272,9 @@ impl<E> FieldSet<E> {
 /// use entity_manager_core::store::{MemoryStore, Store, TableDefinition};
 /// use entity_manager_core::{Entity, EntityExt, Table};
 /// use entity_manager_core::field::Field;
-/// # use entity_manager_core::{EntityModel, TableModel, IndexToken, Index, Projection, Property, ShardBump, transcode};
+/// # use entity_manager_core::transcode;
+/// # use entity_manager_core::model::{EntityModel, TableModel, Index, Projection, Property, ShardBump};
+/// # use entity_manager_core::query::{Classic, TypedIndex};
 /// # use std::borrow::Cow;
 /// # #[derive(serde::Serialize, serde::Deserialize, Debug, PartialEq)]
 /// # struct User { #[serde(rename = "userId")] user_id: String, created: u64 }
@@ -282,15 +284,11 @@ impl<E> FieldSet<E> {
 /// #     fn model() -> &'static TableModel { static M: TableModel = Users::MODEL; &M }
 /// #     fn entities() -> Vec<&'static EntityModel> { vec![User::model()] }
 /// # }
-/// # #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-/// # enum UserIndex { Created }
-/// # impl IndexToken for UserIndex {
-/// #     const ALL: &'static [Self] = &[Self::Created];
-/// #     fn name(self) -> &'static str { "created" }
-/// # }
+/// # enum UserIndex {}
+/// # #[allow(non_upper_case_globals)]
+/// # impl UserIndex { const Created: TypedIndex<User, Classic> = TypedIndex::named("created"); }
 /// # impl Entity for User {
 /// #     type Table = Users;
-/// #     type Index = UserIndex;
 /// #     const MODEL: EntityModel = {
 /// #         const PROPERTIES: &[Property] = &[Property::new("userId", transcode::STRING), Property::new("created", transcode::TIMESTAMP)];
 /// #         const INDEXES: &[Index] = &[Index::new("created", Cow::Borrowed("hashKey"), Cow::Borrowed("created"), Projection::All)];
@@ -311,7 +309,7 @@ impl<E> FieldSet<E> {
 /// let query = User::query(&store)?
 ///     .index(UserIndex::Created)
 ///     .range(created.ge(1_020))
-///     .window(0, 5_000);
+///     .shards_between(0, 5_000);
 /// let page = query.page(None).await?;
 /// assert_eq!(page.items.len(), 10);
 /// assert_eq!(page.items[0], User { user_id: "u20".into(), created: 1_020 });
@@ -319,8 +317,8 @@ impl<E> FieldSet<E> {
 /// # }
 /// ```
 #[derive(Debug)]
-pub struct TypedQuery<'a, S, E, St = Indexed> {
-    inner: Query<'a, S, St>,
+pub struct TypedQuery<'a, S, E> {
+    inner: Query<'a, S, Indexed>,
     entity: PhantomData<fn() -> E>,
 }
 
@@ -335,16 +333,40 @@ pub struct TypedPage<E> {
     pub stats: QueryStats,
 }
 
-impl<'a, S: Store, E: Entity> TypedQuery<'a, S, E, Unindexed> {
-    pub(crate) fn new(store: &'a S) -> Result<Self> {
-        Ok(Self {
-            inner: Query::new(store, schema_of::<E>()?),
+impl<'a, S: Store, E: Entity> TypedQuery<'a, S, E> {
+    /// The typed face of an untyped query of `E` (from [`QueryStart`](super::QueryStart)).
+    pub(super) fn open(inner: Query<'a, S, Indexed>) -> Self {
+        Self {
+            inner,
             entity: PhantomData,
-        })
+        }
     }
-}
 
-impl<S: Store, E: Entity> TypedQuery<'_, S, E, Indexed> {
+    /// Adds another classic index of `E` (union mode: see the [module docs](super)):
+    /// [`range`](Self::range) and [`filter`](Self::filter) then apply to it.
+    #[must_use]
+    pub fn index<I: ClassicIndexOf<E>>(self, index: I) -> Self {
+        self.map(|q| q.index(index.name()))
+    }
+
+    /// Not on a classic index: see [`ClassicIndexesHaveNoPartitionValues`].
+    #[doc(hidden)]
+    #[must_use]
+    pub fn hash<T>(self, _condition: T) -> Self
+    where
+        Self: ClassicIndexesHaveNoPartitionValues,
+    {
+        self
+    }
+
+    /// Adds the table itself: every shard of the entity's hash key space, in unique-value order
+    /// (the table range key); [`range`](Self::range) and [`filter`](Self::filter) then apply
+    /// to it.
+    #[must_use]
+    pub fn table(self) -> Self {
+        self.map(Query::table)
+    }
+
     /// A condition on the range key of the last index (or table) added: from a field
     /// (`User::FIELDS.created.ge(from)`) or a key builder
     /// ([`KeyCondition::begins_with`]`(&User::last_name_range_key().last_name("jo")?)`).
@@ -432,30 +454,9 @@ impl<S: Store, E: Entity> TypedQuery<'_, S, E, Indexed> {
     }
 }
 
-impl<'a, S: Store, E: Entity, St> TypedQuery<'a, S, E, St> {
-    fn map<T>(
-        self,
-        f: impl FnOnce(Query<'a, S, St>) -> Query<'a, S, T>,
-    ) -> TypedQuery<'a, S, E, T> {
-        TypedQuery {
-            inner: f(self.inner),
-            entity: PhantomData,
-        }
-    }
-
-    /// Adds an index; [`range`](TypedQuery::range) and [`filter`](TypedQuery::filter) then
-    /// apply to it.
-    #[must_use]
-    pub fn index(self, index: E::Index) -> TypedQuery<'a, S, E, Indexed> {
-        self.map(|q| q.index(index.name()))
-    }
-
-    /// Adds the table itself: every shard of the entity's hash key space, in unique-value order
-    /// (the table range key); [`range`](TypedQuery::range) and [`filter`](TypedQuery::filter)
-    /// then apply to it.
-    #[must_use]
-    pub fn table(self) -> TypedQuery<'a, S, E, Indexed> {
-        self.map(Query::table)
+impl<'a, S: Store, E: Entity> TypedQuery<'a, S, E> {
+    fn map(self, f: impl FnOnce(Query<'a, S, Indexed>) -> Query<'a, S, Indexed>) -> Self {
+        Self::open(f(self.inner))
     }
 
     /// The sharded hash key of the indexes, from its typed key builder with every component
@@ -516,10 +517,10 @@ impl<'a, S: Store, E: Entity, St> TypedQuery<'a, S, E, St> {
     }
 
     /// The shards that can hold records created in `from..=to` (ms since the epoch); see
-    /// [`Query::window`]: it selects shards, not records. Default: `0..=now`.
+    /// [`Query::shards_between`]: it selects shards, not records. Default: `0..=now`.
     #[must_use]
-    pub fn window(self, from: u64, to: u64) -> Self {
-        self.map(|q| q.window(from, to))
+    pub fn shards_between(self, from: u64, to: u64) -> Self {
+        self.map(|q| q.shards_between(from, to))
     }
 
     /// Only records created in `from..=to`; see [`Query::created_between`].
@@ -586,7 +587,7 @@ impl<'a, S: Store, E: Entity, St> TypedQuery<'a, S, E, St> {
     }
 
     /// The untyped query.
-    pub fn untyped(&self) -> &Query<'a, S, St> {
+    pub fn untyped(&self) -> &Query<'a, S, Indexed> {
         &self.inner
     }
 }

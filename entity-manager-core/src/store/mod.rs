@@ -68,11 +68,9 @@ mod stamp;
 pub(crate) mod update;
 pub(crate) mod value;
 
-pub use crate::model::Projection;
-pub use crate::transcode::KeyType;
+pub use crate::key_type::KeyType;
 pub use batch::{MAX_BATCH_GET, MAX_BATCH_WRITE, RetryPolicy};
 // The batch loops `DynamoStore` runs, exposed for the fault-injection tests only.
-pub use crate::limits::{ExpressionKind, ExpressionLimit};
 /// The AWS SDK for `DynamoDB` this crate is built on, at the version [`DynamoStore`] takes: build
 /// the client of [`DynamoStore::new`] or make raw calls with it, with no second
 /// `aws-sdk-dynamodb` to keep in step. Its `types::AttributeValue` is the SDK's, not

@@ -164,8 +164,8 @@ pub(crate) fn stamp_to_write(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::key_type::KeyType;
     use crate::model::{EntityModel, TableModel};
-    use crate::transcode::KeyType;
 
     type TestResult = Result<(), Box<dyn std::error::Error>>;
 

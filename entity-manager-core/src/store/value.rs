@@ -5,7 +5,8 @@ use std::cmp::Ordering;
 
 use serde_dynamo::{AttributeValue, Item};
 
-use super::{Comparison, Filter, KeyType};
+use super::{Comparison, Filter};
+use crate::key_type::KeyType;
 
 /// A `DynamoDB` number: an exact decimal of at most 38 significant digits.
 ///

@@ -29,7 +29,8 @@
 //! ```
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! # use entity_manager_core::{Entity, EntityExt, EntityModel, NoIndex, Property, Table, TableModel, transcode};
+//! # use entity_manager_core::{Entity, EntityExt, Table, transcode};
+//! # use entity_manager_core::model::{EntityModel, Property, TableModel};
 //! # use entity_manager_core::field::Field;
 //! # struct Users;
 //! # impl Table for Users {
@@ -42,7 +43,6 @@
 //! # struct User { user_id: String, created: u64, email: String }
 //! # impl Entity for User {
 //! #     type Table = Users;
-//! #     type Index = NoIndex;
 //! #     const MODEL: EntityModel = {
 //! #         const PROPERTIES: &[Property] = &[Property::new("userId", transcode::STRING), Property::new("created", transcode::TIMESTAMP)];
 //! #         EntityModel::new("user", "userId", "created").with_properties(PROPERTIES)

@@ -155,7 +155,7 @@ const MAX_EMPTY_PAGES: usize = 1000;
 /// transient and expired-iterator calls are retried under the store's [`RetryPolicy`].
 ///
 /// ```no_run
-/// # async fn run(store: entity_manager_core::DynamoStore) -> Result<(), Box<dyn std::error::Error>> {
+/// # async fn run(store: entity_manager_core::store::DynamoStore) -> Result<(), Box<dyn std::error::Error>> {
 /// use entity_manager_core::stream::{StartAt, StreamReader};
 ///
 /// # let streams_config = aws_sdk_dynamodbstreams::Config::builder().build();

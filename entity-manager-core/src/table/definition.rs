@@ -13,7 +13,7 @@ use crate::limits::{MAX_LOCAL_INDEXES, MAX_PROJECTED_ATTRIBUTES, MAX_TAGS};
 use crate::model::{EntityModel, Index, MultiKey, Projection, TableModel};
 
 use super::stamp::{STAMP_ATTRIBUTE, STAMP_HASH_KEY, STAMP_RANGE_KEY, TableStamp};
-use crate::transcode::KeyType;
+use crate::key_type::KeyType;
 
 /// A key attribute: its name and `DynamoDB` type.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]

@@ -18,7 +18,7 @@ use crate::model::{Name, Projection};
 
 use super::definition::key_type_name;
 use super::definition::{Billing, Capacity, KeyAttribute, StreamView, TableDefinition};
-use crate::transcode::KeyType;
+use crate::key_type::KeyType;
 
 /// A table as a store found it.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -42,7 +42,8 @@ const VERSION: &str = "1";
 ///
 /// ```
 /// use entity_manager_core::store::{TableDefinition, TableStamp};
-/// use entity_manager_core::{KeyMode, Profile, Schema};
+/// use entity_manager_core::Schema;
+/// use entity_manager_core::model::{KeyMode, Profile};
 /// use serde_json::json;
 ///
 /// let config = json!({

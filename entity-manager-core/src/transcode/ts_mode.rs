@@ -1,5 +1,5 @@
 //! Component values as the TypeScript Entity Manager writes them inside keys
-//! ([`KeyMode::TypeScript`](crate::KeyMode::TypeScript)): the raw JavaScript string form of the
+//! ([`KeyMode::TypeScript`](crate::model::KeyMode::TypeScript)): the raw JavaScript string form of the
 //! value, `` `${value}` ``. Strings as they are, numbers in JavaScript's `Number#toString` form,
 //! big integers in decimal, booleans `true`/`false`.
 //!

@@ -83,7 +83,7 @@ impl Schema {
     /// | upstream TypeScript v8 (6.14.1 and later) | [`Profile::Upstream8`] |
     /// | no TypeScript service (the JSON only describes the entities) | [`Profile::Native`] |
     ///
-    /// A [`ShardSpace`](crate::ShardSpace) stands for the profile of the TypeScript release
+    /// A [`ShardSpace`](crate::model::ShardSpace) stands for the profile of the TypeScript release
     /// that writes it: `ShardSpace::Product` is [`Profile::Npm6_14`] and `ShardSpace::Power` is
     /// [`Profile::Upstream8`] (their keys hold the raw values TypeScript writes). A service that
     /// shares its table with no TypeScript service names [`Profile::Native`].
@@ -93,7 +93,8 @@ impl Schema {
     /// store of another profile refuses to write to it.
     ///
     /// ```
-    /// use entity_manager_core::{Item, Profile, Schema};
+    /// use entity_manager_core::{Item, Schema};
+    /// use entity_manager_core::model::Profile;
     /// use serde_json::json;
     ///
     /// let config = json!({
@@ -175,7 +176,8 @@ impl Schema {
     /// # Example
     ///
     /// ```
-    /// use entity_manager_core::{Profile, Projection, Schema, ShardBump};
+    /// use entity_manager_core::Schema;
+    /// use entity_manager_core::model::{Profile, Projection, ShardBump};
     /// use serde_json::json;
     ///
     /// let config = json!({

@@ -29,7 +29,7 @@ impl Schema {
     /// [`Schema::from_ts_config`] and the TypeScript library read.
     ///
     /// Loading the export gives the same keys for every entity. The shard-space rule is not part
-    /// of the TypeScript config: pass [`TableModel::shard_space`](crate::TableModel) to
+    /// of the TypeScript config: pass [`TableModel::shard_space`](crate::model::TableModel) to
     /// [`Schema::from_ts_config`] again.
     ///
     /// Generated properties and indexes belong to the entity that declares them in Rust; the
@@ -47,7 +47,8 @@ impl Schema {
     /// the notes below for what that means on the TypeScript side.
     ///
     /// ```
-    /// use entity_manager_core::{Schema, ShardSpace};
+    /// use entity_manager_core::Schema;
+    /// use entity_manager_core::model::ShardSpace;
     /// use serde_json::json;
     ///
     /// let config = json!({

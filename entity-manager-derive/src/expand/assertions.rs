@@ -130,9 +130,9 @@ pub(crate) fn table_assertions(c: &Container<'_>, table: &syn::Path) -> TokenStr
     }
     for g in &c.generated {
         let kind = if g.sharded {
-            entity_manager_core::GeneratedKind::Sharded
+            entity_manager_core::model::GeneratedKind::Sharded
         } else {
-            entity_manager_core::GeneratedKind::Unsharded
+            entity_manager_core::model::GeneratedKind::Unsharded
         };
         checks.extend(check(
             &g.stored,

@@ -42,80 +42,49 @@ pub(crate) fn derive_entity(input: &DeriveInput) -> TokenStream {
     tokens
 }
 
-/// The index-token enum: one variant per index.
+/// The index type: a namespace of one typed token per index, `TypedIndex<Entity, Kind>`, whose
+/// kind (classic or multi-attribute) picks the query builder at compile time.
 pub(crate) fn index_enum(c: &Container<'_>) -> TokenStream {
     let krate = &c.krate;
     let vis = c.vis;
     let name = &c.index_enum;
     let ident = c.ident;
-    // an index whose name makes no variant of its own is an error, and left out
-    let (variants, names): (Vec<_>, Vec<_>) = c
-        .indexes
-        .iter()
-        .filter_map(|i| Some((i.variant.as_ref()?, &i.name)))
-        .unzip();
-    let docs: Vec<String> = names.iter().map(|n| format!("The `{n}` index.")).collect();
-    let enum_doc = format!("The indexes of [`{ident}`], for typed queries.");
-    if variants.is_empty() {
-        return quote! {
-            #[doc = #enum_doc]
-            #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-            #[allow(dead_code)]
-            #vis enum #name {}
-
-            #[automatically_derived]
-            impl #krate::__private::IndexToken for #name {
-                const ALL: &'static [Self] = &[];
-
-                fn name(self) -> &'static str {
-                    match self {}
-                }
-            }
+    // a generic entity is an error of its own: its tokens name no entity, so as to add none
+    let entity = if c.generic {
+        quote!(())
+    } else {
+        quote!(#ident)
+    };
+    // an index whose name makes no token of its own is an error, and left out
+    let tokens = c.indexes.iter().filter_map(|i| {
+        let variant = i.variant.as_ref()?;
+        let index = &i.name;
+        let doc = format!("The `{index}` index.");
+        let kind = if i.multi.is_some() {
+            quote!(MultiAttribute)
+        } else {
+            quote!(Classic)
         };
-    }
-    let labels: Vec<String> = variants.iter().map(|v| v.unraw().to_string()).collect();
-    // the std traits by the variant's position (what the derives compare and hash too), from
-    // tables rather than one match arm per variant and trait: cheaper to compile
+        Some(quote! {
+            #[doc = #doc]
+            #vis const #variant: #krate::__private::TypedIndex<#entity, #krate::__private::#kind> =
+                #krate::__private::TypedIndex::named(#index);
+        })
+    });
+    let doc = format!(
+        "The indexes of [`{ident}`], for typed queries: `{ident}::query(&store)?.index({name}::…)`."
+    );
     quote! {
-        #[doc = #enum_doc]
-        #[derive(Clone, Copy)]
-        // index names often share a prefix (`byName`, `byDate`): not the user's to rename
-        #[allow(dead_code, clippy::enum_variant_names)]
-        #vis enum #name {
-            #(#[doc = #docs] #variants,)*
-        }
+        #[doc = #doc]
+        #[derive(Debug)]
+        #[allow(dead_code)]
+        #vis enum #name {}
 
         #[automatically_derived]
-        impl #krate::__private::IndexToken for #name {
-            const ALL: &'static [Self] = &[#(Self::#variants),*];
-
-            fn name(self) -> &'static str {
-                [#(#names),*][self as usize]
-            }
-        }
-
-        #[automatically_derived]
-        impl ::core::fmt::Debug for #name {
-            fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-                f.write_str([#(#labels),*][*self as usize])
-            }
-        }
-
-        #[automatically_derived]
-        impl ::core::cmp::PartialEq for #name {
-            fn eq(&self, other: &Self) -> bool {
-                *self as usize == *other as usize
-            }
-        }
-
-        #[automatically_derived]
-        impl ::core::cmp::Eq for #name {}
-
-        #[automatically_derived]
-        impl ::core::hash::Hash for #name {
-            fn hash<__H: ::core::hash::Hasher>(&self, state: &mut __H) {
-                state.write_usize(*self as usize);
-            }
+        // the tokens read as the index names they stand for (`UserIndex::Created`)
+        #[allow(dead_code, non_upper_case_globals)]
+        impl #name {
+            #(#tokens)*
         }
     }
 }
@@ -127,7 +96,7 @@ pub(crate) fn index_enum(c: &Container<'_>) -> TokenStream {
 ///     use ::entity_manager as _em;
 ///     const __TABLE: &TableModel = &<<User as Entity>::Table as Table>::MODEL;
 ///     impl Entity for User {
-///         type Table = Users; type Index = UserIndex; fn model() …
+///         type Table = Users; fn model() …
 ///         // each transcoder checks its field's type, spanned at the type
 ///         const MODEL = EntityModel { properties: &[Property::new("created", <u64 as TimestampValue>::TRANSCODER), …], … };
 ///     }
@@ -135,7 +104,8 @@ pub(crate) fn index_enum(c: &Container<'_>) -> TokenStream {
 ///     const _: () = assert!(!is_name(&__TABLE.hash_key, "userId"), "{}", "…"); // at each stored name
 ///     …
 /// };
-/// pub enum UserIndex { Created, … }
+/// pub enum UserIndex {}
+/// impl UserIndex { pub const Created: TypedIndex<User, Classic> = TypedIndex::named("created"); … }
 /// // typed key builders
 /// ```
 ///
@@ -148,7 +118,6 @@ fn expand_entity(c: &Container<'_>) -> Option<TokenStream> {
     }
     let krate = &c.krate;
     let ident = c.ident;
-    let index_enum_name = &c.index_enum;
     let model = entity_model(c, &c.fields[unique].stored, timestamp);
     let table_asserts = crate::expand::assertions::table_assertions(c, table);
     let index_enum = index_enum(c);
@@ -185,7 +154,6 @@ fn expand_entity(c: &Container<'_>) -> Option<TokenStream> {
             #[automatically_derived]
             impl _em::__private::Entity for #ident {
                 #table_item
-                type Index = #index_enum_name;
 
                 const MODEL: _em::__private::EntityModel = #model;
                 #version_const

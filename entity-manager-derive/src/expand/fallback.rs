@@ -20,7 +20,6 @@ pub(crate) fn entity(c: &Container<'_>) -> TokenStream {
     }
     let krate = &c.krate;
     let ident = c.ident;
-    let index_enum_name = &c.index_enum;
     let (table, member) = match &c.table {
         Some(table) => (quote!(#table), member_assertion(ident, table)),
         None => (quote!(_em::__private::PlaceholderTable), TokenStream::new()),
@@ -33,7 +32,6 @@ pub(crate) fn entity(c: &Container<'_>) -> TokenStream {
             #[automatically_derived]
             impl _em::__private::Entity for #ident {
                 type Table = #table;
-                type Index = #index_enum_name;
                 const MODEL: _em::__private::EntityModel = _em::__private::PLACEHOLDER_ENTITY;
                 fn model() -> &'static _em::__private::EntityModel {
                     static __MODEL: _em::__private::EntityModel = _em::__private::PLACEHOLDER_ENTITY;
@@ -102,7 +100,6 @@ pub(crate) fn unsupported_entity(input: &DeriveInput) -> TokenStream {
             #[automatically_derived]
             impl _em::__private::Entity for #ident {
                 type Table = _em::__private::PlaceholderTable;
-                type Index = _em::NoIndex;
                 const MODEL: _em::__private::EntityModel = _em::__private::PLACEHOLDER_ENTITY;
                 fn model() -> &'static _em::__private::EntityModel {
                     static __MODEL: _em::__private::EntityModel = _em::__private::PLACEHOLDER_ENTITY;

@@ -4,7 +4,7 @@
 
 #![allow(dead_code, unreachable_pub, clippy::struct_field_names)]
 
-use entity_manager::query::TypedQuery;
+use entity_manager::query::{Classic, TypedIndex, TypedQuery};
 use entity_manager::store::{RangeCondition, Store, TableDefinition};
 use entity_manager::{AttributeValue, Entity, EntityExt, Item, Table};
 use serde::{Deserialize, Serialize};
@@ -99,11 +99,11 @@ pub async fn all_ids<S: Store, E: Entity + serde::de::DeserializeOwned>(
 /// The members an index finds (under `range`, if given), paged by `limit`.
 pub async fn member_ids<S: Store>(
     store: &S,
-    index: MemberIndex,
+    index: TypedIndex<Member, Classic>,
     range: Option<RangeCondition>,
     limit: usize,
 ) -> Result<Vec<String>, Box<dyn std::error::Error>> {
-    let mut query = Member::query(store)?.index(index).window(0, 10_000);
+    let mut query = Member::query(store)?.index(index).shards_between(0, 10_000);
     if let Some(range) = range {
         query = query.range(range);
     }

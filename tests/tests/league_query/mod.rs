@@ -152,7 +152,7 @@ pub(crate) fn query<'a, S: Store>(
     };
     let mut q = MultiQuery::collection(store, entities, index)
         .hash(values)
-        .window(0, 3_000)
+        .shards_between(0, 3_000)
         .descending(ask.descending)
         .limit(ask.limit)
         .page_size(ask.page_size)

@@ -6,12 +6,13 @@
 use std::cmp::Ordering;
 use std::collections::{BTreeSet, HashMap, HashSet};
 
+use entity_manager::model::ShardSpace;
 use entity_manager::query::{Query, QueryPageResult};
 use entity_manager::store::{
     Comparison, Filter, MemoryStore, QueryPage, RangeCondition, Store, TableDefinition,
     WriteRequest,
 };
-use entity_manager::{AttributeValue, EntitySchema, Error, Item, Schema, ShardSpace};
+use entity_manager::{AttributeValue, EntitySchema, Error, Item, Schema};
 use entity_manager_tests::block_on;
 use proptest::prelude::*;
 use serde_json::json;
@@ -544,7 +545,7 @@ pub fn v2_query<'s, S: Store>(store: &'s S, user: EntitySchema<'s>, case: &Case)
     query = if case.created {
         query.created_between(case.window.0, case.window.1)
     } else {
-        query.window(case.window.0, case.window.1)
+        query.shards_between(case.window.0, case.window.1)
     };
     query = query.limit(case.limit).descending(case.descending);
     if let Some(projection) = &case.projection {

@@ -10,9 +10,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
-use entity_manager::store::{
-    DynamoStore, GlobalIndex, KeyType, Projection, Store, TableDefinition,
-};
+use entity_manager::model::Projection;
+use entity_manager::store::{DynamoStore, GlobalIndex, KeyType, Store, TableDefinition};
 use entity_manager::{AttributeValue, Item};
 
 /// The result of a test.

@@ -8,13 +8,13 @@ use aws_sdk_dynamodb::types::{
     ScalarAttributeType, TimeToLiveStatus,
 };
 
+use crate::key_type::KeyType;
 use crate::model::{Name, Projection};
 use crate::store::{StoreError, StoreErrorKind};
 use crate::table::{
     Billing, Capacity, GlobalIndex, KeyAttribute, LiveTable, LocalIndex, Setting, StreamView,
     TableDefinition,
 };
-use crate::transcode::KeyType;
 
 const OP: &str = "DescribeTable";
 
