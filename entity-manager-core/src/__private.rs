@@ -219,16 +219,29 @@ pub trait Stored {}
 #[diagnostic::do_not_recommend]
 impl<T: Serialize + DeserializeOwned> Stored for T {}
 
-/// Implemented by `#[derive(Table)]` for every entity its `entities(…)` lists; `#[derive(Entity)]`
-/// checks `<Self as MemberOf<Table>>::MEMBER`, so an entity its table does not list fails on the
-/// `table = …` path.
-#[diagnostic::on_unimplemented(
-    message = "`{Self}` is not an entity of table `{T}`",
-    label = "add `{Self}` to `#[table(entities(…))]` of `{T}`"
-)]
-pub trait MemberOf<T> {
-    /// Names the check.
-    const MEMBER: () = ();
+/// Whether `entity` is one of a table's [`Table::MEMBERS`]: the same entity token, unique and
+/// timestamp property (a table's tokens are distinct, which `#[derive(Table)]` checks, so the
+/// token finds the one candidate). `#[derive(Entity)]` asserts it, spanned at `table = …`, so
+/// an entity its table does not list fails there.
+pub const fn is_member(members: &[&EntityModel], entity: &EntityModel) -> bool {
+    let mut i = 0;
+    while i < members.len() {
+        let m = members[i];
+        if crate::rules::is_name(&m.token, crate::rules::name(&entity.token))
+            && crate::rules::is_name(
+                &m.unique_property,
+                crate::rules::name(&entity.unique_property),
+            )
+            && crate::rules::is_name(
+                &m.timestamp_property,
+                crate::rules::name(&entity.timestamp_property),
+            )
+        {
+            return true;
+        }
+        i += 1;
+    }
+    false
 }
 
 /// Implemented by `#[derive(Table)]` as `impl<T: SameType<Self>, E> TableOf<T, E> for Self` (a
@@ -306,10 +319,16 @@ pub const fn borrowed(cow: &Cow<'static, str>) -> Cow<'static, str> {
 pub trait TableModelOf {
     /// `<Self::Table as Table>::MODEL`.
     const TABLE: &'static TableModel;
+    /// `<Self::Table as Table>::MEMBERS`.
+    const MEMBERS: &'static [&'static EntityModel];
+    /// `&<Self as Entity>::MODEL`, as a `'static` reference.
+    const ENTITY: &'static EntityModel;
 }
 
 impl<E: Entity> TableModelOf for E {
     const TABLE: &'static TableModel = &<E::Table as Table>::MODEL;
+    const MEMBERS: &'static [&'static EntityModel] = <E::Table as Table>::MEMBERS;
+    const ENTITY: &'static EntityModel = &E::MODEL;
 }
 
 /// The configuration rules, for the derive (see `rules.rs`).
@@ -326,6 +345,19 @@ pub use crate::rules::{
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn membership_is_the_token_unique_and_timestamp() {
+        const USER: EntityModel = EntityModel::new("user", "userId", "created");
+        const EMAIL: EntityModel = EntityModel::new("email", "email", "created");
+        const MEMBERS: &[&EntityModel] = &[&USER, &EMAIL];
+        assert!(is_member(MEMBERS, &EntityModel::new("email", "email", "created")));
+        assert!(!is_member(&MEMBERS[..1], &EMAIL));
+        // one of the three differs: another entity
+        assert!(!is_member(MEMBERS, &EntityModel::new("user", "id", "created")));
+        assert!(!is_member(MEMBERS, &EntityModel::new("user", "userId", "at")));
+        assert!(!is_member(MEMBERS, &EntityModel::new("users", "userId", "created")));
+    }
 
     fn accepts_timestamp<V: TimestampValue>() -> &'static str {
         V::TRANSCODER.name()

@@ -10,7 +10,7 @@
 
 use entity_manager_core::__private::rules::{self, Delimiter, Named, Role, Syntax};
 use proc_macro2::{Span, TokenStream};
-use quote::{format_ident, quote, quote_spanned};
+use quote::{quote, quote_spanned};
 use syn::spanned::Spanned;
 
 use crate::errors::path_text;
@@ -165,48 +165,53 @@ pub(crate) fn table_checks(table: &TableDef<'_>) -> TokenStream {
     let ident = table.ident;
     let table_name = ident.to_string();
     let entities = &table.entities;
-    let models: Vec<syn::Ident> = (0..entities.len())
-        .map(|i| format_ident!("__ENTITY{}", i))
-        .collect();
+    let names: Vec<String> = entities.iter().map(path_text).collect();
     // one `const` for every check of the table: each statement is spanned at the entity's
     // path (or `entities`) it is about, so that the error points there; one item to evaluate
-    // rather than one per entity and pair keeps the compile cost down
-    let mut checks = TokenStream::new();
-    for (e, model) in entities.iter().zip(&models) {
-        let span = e.span();
-        checks.extend(quote_spanned! {span=>
-            const #model: &'static _em::__private::EntityModel = &<#e as _em::__private::Entity>::MODEL;
+    // rather than one per entity and pair keeps the compile cost down. The entities' models
+    // are the table's `MEMBERS`, in order; the earlier entities of entity `i` are
+    // `__MEMBERS.split_at(i).0`, and their names `__NAMES`: linear in the entities, where a
+    // list per entity was quadratic
+    let mut checks = quote! {
+        const __MEMBERS: &[&_em::__private::EntityModel] = <#ident as _em::__private::Table>::MEMBERS;
+        const __NAMES: &[&str] = &[#(#names),*];
+    };
+    for e in entities {
+        checks.extend(quote_spanned! {e.span()=>
             let () = <<#e as _em::__private::Entity>::Table as _em::__private::TableOf<#ident, #e>>::OK;
         });
     }
     // each entity (from the second), spanned at its path: its token and its indexes against
     // every earlier entity's, the first conflict reported with both names
-    for (i, (e, model)) in entities.iter().zip(&models).enumerate().skip(1) {
+    for (i, (e, this)) in entities.iter().zip(&names).enumerate().skip(1) {
         let span = e.span();
-        let this = path_text(e);
-        let earlier = &models[..i];
-        let others: Vec<String> = entities[..i].iter().map(path_text).collect();
-        let duplicates = others
-            .iter()
-            .map(|other| rules::duplicate_token(SYNTAX, &this, other).message);
+        // the message around the other entity's name (the rule's own text)
+        let placeholder = "\u{0}";
+        let message = rules::duplicate_token(SYNTAX, this, placeholder).message;
+        let (before, after) = message.split_once(placeholder).unwrap_or((&message, ""));
         checks.extend(quote_spanned! {span=>
-            if let _em::__private::Option::Some(j) = _em::__private::first_same_token(#model, &[#(#earlier),*]) {
-                ::core::panic!("{}", [#(#duplicates),*][j]);
-            }
-            if let _em::__private::Option::Some((j, conflict)) = _em::__private::first_index_conflict(#model, &[#(#earlier),*]) {
+            let (__this, __earlier) = (__MEMBERS[#i], __MEMBERS.split_at(#i).0);
+            if let _em::__private::Option::Some(j) = _em::__private::first_same_token(__this, __earlier) {
                 ::core::panic!(
                     "{}",
-                    _em::__private::index_conflict_message(conflict, #this, [#(#others),*][j]).as_str()
+                    _em::__private::Message::new().push(#before).push(__NAMES[j]).push(#after).as_str()
+                );
+            }
+            if let _em::__private::Option::Some((j, conflict)) = _em::__private::first_index_conflict(__this, __earlier) {
+                ::core::panic!(
+                    "{}",
+                    _em::__private::index_conflict_message(conflict, #this, __NAMES[j]).as_str()
                 );
             }
         });
     }
     if !entities.is_empty() {
         let span = first_span(&table.entities_key);
+        let lists = (0..entities.len()).map(|i| quote!(_em::__private::indexes_of(__MEMBERS[#i])));
         checks.extend(quote_spanned! {span=>
             if let _em::__private::Option::Some(message) = _em::__private::index_count_message(
                 #table_name,
-                &[#(_em::__private::indexes_of(#models)),*],
+                &[#(#lists),*],
             ) {
                 ::core::panic!("{}", message.as_str());
             }

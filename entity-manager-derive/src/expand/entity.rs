@@ -207,6 +207,17 @@ fn expand_entity(c: &Container<'_>) -> Option<TokenStream> {
 
 /// The typed field tokens: `UserFields` with one `Field` per stored field, and `User::FIELDS`.
 pub(crate) fn field_tokens(c: &Container<'_>) -> TokenStream {
+    let ident = c.ident;
+    field_tokens_of(c, &quote!(#ident), &|ty| quote!(#ty))
+}
+
+/// [`field_tokens`] for the entity type `self_ty`, with each field's value type written by `ty`
+/// (a borrowed entity's fallback writes `User<'static>` and `&'static str`).
+pub(crate) fn field_tokens_of(
+    c: &Container<'_>,
+    self_ty: &TokenStream,
+    ty: &dyn Fn(&syn::Type) -> TokenStream,
+) -> TokenStream {
     let krate = &c.krate;
     let ident = c.ident;
     let vis = c.vis;
@@ -216,7 +227,7 @@ pub(crate) fn field_tokens(c: &Container<'_>) -> TokenStream {
     for (i, f) in c.fields.iter().enumerate().filter(|(_, f)| f.written) {
         let field = f.ident;
         let field_vis = f.vis;
-        let value_ty = f.value_ty;
+        let value_ty = ty(f.value_ty);
         let stored = &f.stored;
         let kind = if Some(i) == c.unique || Some(i) == c.timestamp {
             quote!(#krate::__private::KeyPart)
@@ -228,7 +239,7 @@ pub(crate) fn field_tokens(c: &Container<'_>) -> TokenStream {
         let doc = format!("`{}`, stored as `{stored}`.", field.unraw());
         members.push(quote! {
             #[doc = #doc]
-            #field_vis #field: #krate::__private::Field<#ident, #value_ty, #kind>
+            #field_vis #field: #krate::__private::Field<#self_ty, #value_ty, #kind>
         });
         values.push(quote!(#field: #krate::__private::Field::new(#stored)));
     }
@@ -245,69 +256,39 @@ pub(crate) fn field_tokens(c: &Container<'_>) -> TokenStream {
 
         #[automatically_derived]
         #[allow(dead_code)]
-        impl #ident {
+        impl #self_ty {
             /// The typed fields of the entity, for conditions and partial updates.
             #vis const FIELDS: #name = #name { #(#values,)* };
         }
     }
 }
 
-/// The entity is listed by its table (spanned at `table = …`), checked only when the table is a
-/// `#[derive(Table)]` type: otherwise the impl's `type Table` reports it, and "add `User` to
-/// `entities(…)`" would only mislead. The probe picks `__IsTable<T>` by method resolution when
-/// `T: Table` (autoref specialisation), `__NotTable` otherwise; `__Member` then requires
-/// `MemberOf<T>` for `__IsTable<T>` only. The table is named through `Entity::Table`, so that a
-/// table path that does not resolve is reported once, in the impl.
+/// The entity is listed by its table: its model is one of the table's `MEMBERS` (data the
+/// table derive emits), asserted in a `const` spanned at `table = …`. The table is reached
+/// through `Entity::Table` (the blanket `TableModelOf`), so that a table path that does not
+/// resolve, or names no `#[derive(Table)]` type, is reported once, in the impl. Expands to:
+///
+/// ```text
+/// const _: () = if !is_member(<User as TableModelOf>::MEMBERS, <User as TableModelOf>::ENTITY) {
+///     panic!("`User` is not an entity of table `Users`: add `User` to `#[table(entities(…))]` of `Users`");
+/// };
+/// ```
 pub(crate) fn member_assertion(ident: &syn::Ident, table: &syn::Path) -> TokenStream {
-    let span = table.span();
-    // the error points at the call (the table's span), and its help at `__IsTable`'s definition
-    // (the entity's name)
-    let check = quote_spanned! {span=>
-        <_ as __Member<#ident, <#ident as _em::__private::Entity>::Table>>::__check(
-            (&__Probe::<<#ident as _em::__private::Entity>::Table>(::core::marker::PhantomData)).__probe()
-        );
-    };
-    let is_table = quote_spanned! {ident.span()=>
-        struct __IsTable<T>(::core::marker::PhantomData<T>);
-    };
-    quote! {
-        #[allow(dead_code)]
-        fn __member() {
-            struct __Probe<T>(::core::marker::PhantomData<T>);
-            #is_table
-            struct __NotTable;
-            trait __ProbeTable<T> {
-                fn __probe(&self) -> __IsTable<T> {
-                    __IsTable(::core::marker::PhantomData)
-                }
-            }
-            impl<T: _em::__private::Table> __ProbeTable<T> for __Probe<T> {}
-            trait __ProbeOther {
-                fn __probe(&self) -> __NotTable {
-                    __NotTable
-                }
-            }
-            impl<T> __ProbeOther for &__Probe<T> {}
-            #[diagnostic::on_unimplemented(
-                message = "`{E}` is not an entity of table `{T}`",
-                label = "add `{E}` to `#[table(entities(…))]` of `{T}`"
-            )]
-            trait __Member<E, T> {
-                fn __check(self);
-            }
-            #[diagnostic::do_not_recommend]
-            impl<E: _em::__private::MemberOf<T>, T> __Member<E, T> for __IsTable<T> {
-                fn __check(self) {}
-            }
-            #[diagnostic::do_not_recommend]
-            impl<E, T> __Member<E, T> for __NotTable {
-                fn __check(self) {}
-            }
-            #check
-        }
+    let table_text = crate::errors::path_text(table);
+    let message = format!(
+        "`{ident}` is not an entity of table `{table_text}`: add `{ident}` to `#[table(entities(…))]` of `{table_text}`"
+    );
+    quote_spanned! {table.span()=>
+        const _: () = if !_em::__private::is_member(
+            <#ident as _em::__private::TableModelOf>::MEMBERS,
+            <#ident as _em::__private::TableModelOf>::ENTITY,
+        ) {
+            ::core::panic!("{}", #message);
+        };
     }
 }
 
+/// A field's transcoder, through the `__private` trait that checks that the field's transcode
 /// accepts it (`<u64 as TimestampField>::TRANSCODER`). The timestamp property transcoded with
 /// `timestamp` is checked as a timestamp property, which implies the transcode's check.
 fn transcoder(f: &Field<'_>, timestamp_property: bool) -> Option<TokenStream> {
