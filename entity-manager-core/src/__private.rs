@@ -219,6 +219,15 @@ pub trait Stored {}
 #[diagnostic::do_not_recommend]
 impl<T: Serialize + DeserializeOwned> Stored for T {}
 
+/// Fails a `const` assertion with `message`, reported at the caller (`#[track_caller]`): the
+/// derive calls it at the user's token an assertion is about, so the error points there and
+/// quotes no line of this file. One function for every assertion, where a `panic!` per
+/// assertion made the compiler expand and check a formatting call each.
+#[track_caller]
+pub const fn fail(message: &str) -> ! {
+    panic!("{}", message)
+}
+
 /// Whether `entity` is one of a table's [`Table::MEMBERS`]: the same entity token, unique and
 /// timestamp property (a table's tokens are distinct, which `#[derive(Table)]` checks, so the
 /// token finds the one candidate). `#[derive(Entity)]` asserts it, spanned at `table = …`, so
@@ -351,12 +360,24 @@ mod tests {
         const USER: EntityModel = EntityModel::new("user", "userId", "created");
         const EMAIL: EntityModel = EntityModel::new("email", "email", "created");
         const MEMBERS: &[&EntityModel] = &[&USER, &EMAIL];
-        assert!(is_member(MEMBERS, &EntityModel::new("email", "email", "created")));
+        assert!(is_member(
+            MEMBERS,
+            &EntityModel::new("email", "email", "created")
+        ));
         assert!(!is_member(&MEMBERS[..1], &EMAIL));
         // one of the three differs: another entity
-        assert!(!is_member(MEMBERS, &EntityModel::new("user", "id", "created")));
-        assert!(!is_member(MEMBERS, &EntityModel::new("user", "userId", "at")));
-        assert!(!is_member(MEMBERS, &EntityModel::new("users", "userId", "created")));
+        assert!(!is_member(
+            MEMBERS,
+            &EntityModel::new("user", "id", "created")
+        ));
+        assert!(!is_member(
+            MEMBERS,
+            &EntityModel::new("user", "userId", "at")
+        ));
+        assert!(!is_member(
+            MEMBERS,
+            &EntityModel::new("users", "userId", "created")
+        ));
     }
 
     fn accepts_timestamp<V: TimestampValue>() -> &'static str {

@@ -110,7 +110,7 @@ pub(crate) fn table_assertions(c: &Container<'_>, table: &syn::Path) -> TokenStr
         calls.push(quote!((#stored, #keys, #delimiters)));
         quote_spanned! {span=>
             if #name_var == #k {
-                ::core::panic!("{}", [#(#messages),*][#problem_var - 1]);
+                _em::__private::fail([#(#messages),*][#problem_var - 1]);
             }
         }
     };
@@ -192,14 +192,12 @@ pub(crate) fn table_checks(table: &TableDef<'_>) -> TokenStream {
         checks.extend(quote_spanned! {span=>
             let (__this, __earlier) = (__MEMBERS[#i], __MEMBERS.split_at(#i).0);
             if let _em::__private::Option::Some(j) = _em::__private::first_same_token(__this, __earlier) {
-                ::core::panic!(
-                    "{}",
+                _em::__private::fail(
                     _em::__private::Message::new().push(#before).push(__NAMES[j]).push(#after).as_str()
                 );
             }
             if let _em::__private::Option::Some((j, conflict)) = _em::__private::first_index_conflict(__this, __earlier) {
-                ::core::panic!(
-                    "{}",
+                _em::__private::fail(
                     _em::__private::index_conflict_message(conflict, #this, __NAMES[j]).as_str()
                 );
             }
@@ -213,7 +211,7 @@ pub(crate) fn table_checks(table: &TableDef<'_>) -> TokenStream {
                 #table_name,
                 &[#(#lists),*],
             ) {
-                ::core::panic!("{}", message.as_str());
+                _em::__private::fail(message.as_str());
             }
         });
     }

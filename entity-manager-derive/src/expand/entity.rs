@@ -190,6 +190,7 @@ fn expand_entity(c: &Container<'_>) -> Option<TokenStream> {
                 const MODEL: _em::__private::EntityModel = #model;
                 #version_const
 
+                #[inline]
                 fn model() -> &'static _em::__private::EntityModel {
                     static __MODEL: _em::__private::EntityModel = <#ident as _em::__private::Entity>::MODEL;
                     &__MODEL
@@ -246,12 +247,33 @@ pub(crate) fn field_tokens_of(
     let doc = format!(
         "The typed fields of [`{ident}`], for conditions and partial updates: [`{ident}::FIELDS`]."
     );
+    let debug = format!("{}Fields {{ .. }}", ident.unraw());
+    // `Copy`, `Clone` and `Debug` by hand: the derives' per-field code costs more to compile,
+    // and the value is a constant whose fields name themselves
     quote! {
         #[doc = #doc]
-        #[derive(Clone, Copy, Debug)]
         #[allow(dead_code)]
         #vis struct #name {
             #(#members,)*
+        }
+
+        #[automatically_derived]
+        impl ::core::marker::Copy for #name {}
+
+        #[automatically_derived]
+        impl ::core::clone::Clone for #name {
+            #[inline]
+            fn clone(&self) -> Self {
+                *self
+            }
+        }
+
+        #[automatically_derived]
+        impl ::core::fmt::Debug for #name {
+            #[inline]
+            fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str(#debug)
+            }
         }
 
         #[automatically_derived]
@@ -270,7 +292,7 @@ pub(crate) fn field_tokens_of(
 ///
 /// ```text
 /// const _: () = if !is_member(<User as TableModelOf>::MEMBERS, <User as TableModelOf>::ENTITY) {
-///     panic!("`User` is not an entity of table `Users`: add `User` to `#[table(entities(…))]` of `Users`");
+///     fail("`User` is not an entity of table `Users`: add `User` to `#[table(entities(…))]` of `Users`");
 /// };
 /// ```
 pub(crate) fn member_assertion(ident: &syn::Ident, table: &syn::Path) -> TokenStream {
@@ -283,7 +305,7 @@ pub(crate) fn member_assertion(ident: &syn::Ident, table: &syn::Path) -> TokenSt
             <#ident as _em::__private::TableModelOf>::MEMBERS,
             <#ident as _em::__private::TableModelOf>::ENTITY,
         ) {
-            ::core::panic!("{}", #message);
+            _em::__private::fail(#message);
         };
     }
 }
@@ -512,6 +534,7 @@ fn key_builders(c: &Container<'_>) -> TokenStream {
         );
         constructors.extend(quote! {
             #[doc = #ctor_doc]
+            #[inline]
             #vis fn #method(#ctor_args) -> #builder<0> {
                 #builder(#ctor_body)
             }
@@ -532,6 +555,7 @@ fn key_builders(c: &Container<'_>) -> TokenStream {
                 #[allow(dead_code)]
                 impl #builder<#n> {
                     #[doc = #stage_doc]
+                    #[inline]
                     #vis fn #name(self, #arg) -> #krate::Result<#builder<#next>> {
                         self.0.push_encoded(#encode(#value)).map(#builder)
                     }
@@ -560,6 +584,7 @@ fn key_builders(c: &Container<'_>) -> TokenStream {
             #[allow(dead_code)]
             impl #builder<#complete> {
                 /// The full key.
+                #[inline]
                 #vis fn key(self) -> ::std::string::String {
                     self.0.into_string()
                 }
