@@ -192,8 +192,8 @@ fn expand_entity(c: &Container<'_>) -> Option<TokenStream> {
 
                 #[inline]
                 fn model() -> &'static _em::__private::EntityModel {
-                    static __MODEL: _em::__private::EntityModel = <#ident as _em::__private::Entity>::MODEL;
-                    &__MODEL
+                    // the constant's value, interned: no `static` of its own per entity
+                    <#ident as _em::__private::TableModelOf>::ENTITY
                 }
             }
 
@@ -557,7 +557,7 @@ fn key_builders(c: &Container<'_>) -> TokenStream {
                     #[doc = #stage_doc]
                     #[inline]
                     #vis fn #name(self, #arg) -> #krate::Result<#builder<#next>> {
-                        self.0.push_encoded(#encode(#value)).map(#builder)
+                        ::core::result::Result::Ok(#builder(self.0.push_encoded(#encode(#value))?))
                     }
                 }
             }
