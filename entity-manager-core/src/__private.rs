@@ -228,23 +228,38 @@ pub const fn fail(message: &str) -> ! {
     panic!("{}", message)
 }
 
-/// Whether `entity` is one of a table's [`Table::MEMBERS`]: the same entity token, unique and
-/// timestamp property (a table's tokens are distinct, which `#[derive(Table)]` checks, so the
+/// Fails the name check of `#[derive(Entity)]` for problem `problem` (from
+/// [`name_problems`]) of `name`: the message is `pieces[messages[problem - 1]]` around the
+/// name. Reported at the caller, as [`fail`].
+#[track_caller]
+pub const fn fail_name(
+    pieces: &[(&str, &str)],
+    messages: [usize; 5],
+    problem: usize,
+    name: &str,
+) -> ! {
+    let (before, after) = pieces[messages[problem - 1]];
+    fail(Message::new().push(before).push(name).push(after).as_str())
+}
+
+/// Whether the entity of this token, unique and timestamp property is one of a table's
+/// [`Table::MEMBERS`] (a table's tokens are distinct, which `#[derive(Table)]` checks, so the
 /// token finds the one candidate). `#[derive(Entity)]` asserts it, spanned at `table = …`, so
-/// an entity its table does not list fails there.
-pub const fn is_member(members: &[&EntityModel], entity: &EntityModel) -> bool {
+/// an entity its table does not list fails there. It takes the names, not the entity's model:
+/// the compiler validates every `const` it evaluates, following references, so a reference to
+/// the model would be one more walk over it per entity.
+pub const fn is_member(
+    members: &[&EntityModel],
+    token: &str,
+    unique_property: &str,
+    timestamp_property: &str,
+) -> bool {
     let mut i = 0;
     while i < members.len() {
         let m = members[i];
-        if crate::rules::is_name(&m.token, crate::rules::name(&entity.token))
-            && crate::rules::is_name(
-                &m.unique_property,
-                crate::rules::name(&entity.unique_property),
-            )
-            && crate::rules::is_name(
-                &m.timestamp_property,
-                crate::rules::name(&entity.timestamp_property),
-            )
+        if crate::rules::is_name(&m.token, token)
+            && crate::rules::is_name(&m.unique_property, unique_property)
+            && crate::rules::is_name(&m.timestamp_property, timestamp_property)
         {
             return true;
         }
@@ -304,6 +319,33 @@ pub const PLACEHOLDER_ENTITY: EntityModel = EntityModel {
     indexes: Cow::Borrowed(&[]),
 };
 
+/// An entity's model from its parts, in one `const` call: what `#[derive(Entity)]` emits for
+/// `MODEL` (the `with_*` builder chain made the compiler's `const` interpreter copy the model
+/// once per call).
+#[allow(clippy::too_many_arguments)] // one per field of the model
+pub const fn entity_model(
+    token: &'static str,
+    unique_property: &'static str,
+    timestamp_property: &'static str,
+    shard_bumps: &'static [ShardBump],
+    (default_limit, default_page_size): (usize, usize),
+    properties: &'static [Property],
+    generated: &'static [GeneratedProperty],
+    indexes: &'static [Index],
+) -> EntityModel {
+    EntityModel {
+        token: Cow::Borrowed(token),
+        unique_property: Cow::Borrowed(unique_property),
+        timestamp_property: Cow::Borrowed(timestamp_property),
+        shard_bumps: Cow::Borrowed(shard_bumps),
+        default_limit,
+        default_page_size,
+        properties: Cow::Borrowed(properties),
+        generated: Cow::Borrowed(generated),
+        indexes: Cow::Borrowed(indexes),
+    }
+}
+
 /// A `'static` borrowed copy of a name of a static model (`""` for an owned one, which static
 /// models never hold).
 #[allow(clippy::ptr_arg)] // matches on the variant
@@ -360,24 +402,12 @@ mod tests {
         const USER: EntityModel = EntityModel::new("user", "userId", "created");
         const EMAIL: EntityModel = EntityModel::new("email", "email", "created");
         const MEMBERS: &[&EntityModel] = &[&USER, &EMAIL];
-        assert!(is_member(
-            MEMBERS,
-            &EntityModel::new("email", "email", "created")
-        ));
-        assert!(!is_member(&MEMBERS[..1], &EMAIL));
+        assert!(is_member(MEMBERS, "email", "email", "created"));
+        assert!(!is_member(&MEMBERS[..1], "email", "email", "created"));
         // one of the three differs: another entity
-        assert!(!is_member(
-            MEMBERS,
-            &EntityModel::new("user", "id", "created")
-        ));
-        assert!(!is_member(
-            MEMBERS,
-            &EntityModel::new("user", "userId", "at")
-        ));
-        assert!(!is_member(
-            MEMBERS,
-            &EntityModel::new("users", "userId", "created")
-        ));
+        assert!(!is_member(MEMBERS, "user", "id", "created"));
+        assert!(!is_member(MEMBERS, "user", "userId", "at"));
+        assert!(!is_member(MEMBERS, "users", "userId", "created"));
     }
 
     fn accepts_timestamp<V: TimestampValue>() -> &'static str {

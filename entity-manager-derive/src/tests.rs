@@ -578,12 +578,14 @@ fn every_stored_name_is_checked_against_the_table_keys() {
         }
     };
     let text = entity_errors(&input, &[]).to_string();
+    // the rule's message around the name, and the name's check
     assert!(
         text.contains(
-            "`rangeKey` is already the table range key, so it cannot also be a stored attribute"
+            "\"` is already the table range key, so it cannot also be a stored attribute; every attribute has one role, so rename one of them\""
         ),
         "{text}"
     );
+    assert!(text.contains(", __problem , \"rangeKey\")"), "{text}");
     assert!(
         text.contains("is_member (< User as _em :: __private :: TableModelOf > :: MEMBERS"),
         "{text}"

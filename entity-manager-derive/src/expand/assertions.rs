@@ -20,6 +20,9 @@ use crate::table::TableDef;
 
 const SYNTAX: Syntax = Syntax::Derive;
 
+/// Stands for a name in a rule's message, which the assertion splits around it.
+const PLACEHOLDER: &str = "\u{0}";
+
 /// The span of the first token of `tokens` (the call site when there is none).
 pub(crate) fn first_span(tokens: &TokenStream) -> Span {
     tokens
@@ -52,7 +55,11 @@ fn stored_assertion(c: &Container<'_>) -> TokenStream {
 /// token, transcoded and generated properties, indexes) contains a delimiter (rules
 /// `entity-token`, `names-free-of-delimiters`).
 pub(crate) fn table_assertions(c: &Container<'_>, table: &syn::Path) -> TokenStream {
-    let mut tokens = member_assertion(c.ident, table);
+    let names = match (c.unique, c.timestamp) {
+        (Some(u), Some(t)) => [c.token.as_str(), &c.fields[u].stored, &c.fields[t].stored],
+        _ => ["", "", ""],
+    };
+    let mut tokens = member_assertion(c.ident, table, names);
     tokens.extend(stored_assertion(c));
     let mut checks = TokenStream::new();
     // the timestamp property is `u64` or `i64` (with the `timestamp` transcode, the model checks
@@ -78,27 +85,41 @@ pub(crate) fn table_assertions(c: &Container<'_>, table: &syn::Path) -> TokenStr
     let mut bytes = 0u128;
     // the locals carry the call site's hygiene wherever they are used: a name's token may come
     // from the user's `macro_rules!`, whose hygiene would not see them
-    let (name_var, problem_var) = (
+    let (name_var, problem_var, pieces_var) = (
         syn::Ident::new("__name", Span::call_site()),
         syn::Ident::new("__problem", Span::call_site()),
+        syn::Ident::new("__PIECES", Span::call_site()),
     );
+    // the rules' messages around the name at fault, each once (piece 0 is none): 5 messages
+    // per name were most of the expansion, and each string literal costs the compiler
+    let mut pieces: Vec<(String, String)> = vec![(String::new(), String::new())];
     let mut check = |stored: &str, role: Option<Role>, named: Option<Named>, at: &TokenStream| {
         let span = first_span(at);
         let k = calls.len();
-        // the messages by code - 1; a check not made has an empty message
-        let mut messages = vec![String::new(); 2 + Delimiter::ALL.len()];
+        // the messages by code - 1, each as the rule's text around the name (a piece of
+        // `__PIECES`, shared by the names of one role); a check not made has none (0)
+        let mut messages = [0usize; 2 + Delimiter::ALL.len()];
+        let mut piece = |message: String| {
+            let (before, after) = message.split_once(PLACEHOLDER).unwrap_or((&message, ""));
+            let piece = (before.to_owned(), after.to_owned());
+            pieces.iter().position(|p| *p == piece).unwrap_or_else(|| {
+                pieces.push(piece);
+                pieces.len() - 1
+            })
+        };
         if let Some(role) = role {
             for (m, key) in [Role::TableHashKey, Role::TableRangeKey]
                 .into_iter()
                 .enumerate()
             {
-                messages[m] = rules::role_conflict(stored, key, role).message;
+                messages[m] = piece(rules::role_conflict(PLACEHOLDER, key, role).message);
             }
         }
         if let Some(named) = named {
             for (d, which) in Delimiter::ALL.into_iter().enumerate() {
-                messages[2 + d] =
-                    rules::delimiter_in_name(SYNTAX, named, stored, which, None).message;
+                messages[2 + d] = piece(
+                    rules::delimiter_in_name(SYNTAX, named, PLACEHOLDER, which, None).message,
+                );
             }
         }
         let (keys, delimiters) = (role.is_some(), named.is_some());
@@ -110,7 +131,7 @@ pub(crate) fn table_assertions(c: &Container<'_>, table: &syn::Path) -> TokenStr
         calls.push(quote!((#stored, #keys, #delimiters)));
         quote_spanned! {span=>
             if #name_var == #k {
-                _em::__private::fail([#(#messages),*][#problem_var - 1]);
+                _em::__private::fail_name(#pieces_var, [#(#messages),*], #problem_var, #stored);
             }
         }
     };
@@ -148,8 +169,10 @@ pub(crate) fn table_assertions(c: &Container<'_>, table: &syn::Path) -> TokenStr
     // one `const` for every name: the panic that fires is spanned at its name's token, so the
     // error points there, and one item to evaluate instead of one per name and rule keeps the
     // compile cost down
+    let (befores, afters): (Vec<String>, Vec<String>) = pieces.into_iter().unzip();
     tokens.extend(quote! {
         const _: () = {
+            const #pieces_var: &[(&str, &str)] = &[#((#befores, #afters)),*];
             let (#name_var, #problem_var) = _em::__private::name_problems(__TABLE, &[#(#calls),*], #bytes);
             #checks
         };
@@ -169,11 +192,11 @@ pub(crate) fn table_checks(table: &TableDef<'_>) -> TokenStream {
     // one `const` for every check of the table: each statement is spanned at the entity's
     // path (or `entities`) it is about, so that the error points there; one item to evaluate
     // rather than one per entity and pair keeps the compile cost down. The entities' models
-    // are the table's `MEMBERS`, in order; the earlier entities of entity `i` are
-    // `__MEMBERS.split_at(i).0`, and their names `__NAMES`: linear in the entities, where a
+    // are the table's `MEMBERS`, in order, read where used (a `const` alias of them would be
+    // one more value for the compiler to validate); the earlier entities of entity `i` are
+    // `MEMBERS.split_at(i).0`, and their names `__NAMES`: linear in the entities, where a
     // list per entity was quadratic
     let mut checks = quote! {
-        const __MEMBERS: &[&_em::__private::EntityModel] = <#ident as _em::__private::Table>::MEMBERS;
         const __NAMES: &[&str] = &[#(#names),*];
     };
     for e in entities {
@@ -186,11 +209,10 @@ pub(crate) fn table_checks(table: &TableDef<'_>) -> TokenStream {
     for (i, (e, this)) in entities.iter().zip(&names).enumerate().skip(1) {
         let span = e.span();
         // the message around the other entity's name (the rule's own text)
-        let placeholder = "\u{0}";
-        let message = rules::duplicate_token(SYNTAX, this, placeholder).message;
-        let (before, after) = message.split_once(placeholder).unwrap_or((&message, ""));
+        let message = rules::duplicate_token(SYNTAX, this, PLACEHOLDER).message;
+        let (before, after) = message.split_once(PLACEHOLDER).unwrap_or((&message, ""));
         checks.extend(quote_spanned! {span=>
-            let (__this, __earlier) = (__MEMBERS[#i], __MEMBERS.split_at(#i).0);
+            let (__this, __earlier) = (<#ident as _em::__private::Table>::MEMBERS[#i], <#ident as _em::__private::Table>::MEMBERS.split_at(#i).0);
             if let _em::__private::Option::Some(j) = _em::__private::first_same_token(__this, __earlier) {
                 _em::__private::fail(
                     _em::__private::Message::new().push(#before).push(__NAMES[j]).push(#after).as_str()
@@ -205,7 +227,9 @@ pub(crate) fn table_checks(table: &TableDef<'_>) -> TokenStream {
     }
     if !entities.is_empty() {
         let span = first_span(&table.entities_key);
-        let lists = (0..entities.len()).map(|i| quote!(_em::__private::indexes_of(__MEMBERS[#i])));
+        let lists = (0..entities.len()).map(
+            |i| quote!(_em::__private::indexes_of(<#ident as _em::__private::Table>::MEMBERS[#i])),
+        );
         checks.extend(quote_spanned! {span=>
             if let _em::__private::Option::Some(message) = _em::__private::index_count_message(
                 #table_name,

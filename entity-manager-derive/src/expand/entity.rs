@@ -285,17 +285,23 @@ pub(crate) fn field_tokens_of(
     }
 }
 
-/// The entity is listed by its table: its model is one of the table's `MEMBERS` (data the
-/// table derive emits), asserted in a `const` spanned at `table = …`. The table is reached
-/// through `Entity::Table` (the blanket `TableModelOf`), so that a table path that does not
-/// resolve, or names no `#[derive(Table)]` type, is reported once, in the impl. Expands to:
+/// The entity is listed by its table: its token, unique and timestamp property are those of
+/// one of the table's `MEMBERS` (data the table derive emits), asserted in a `const` spanned at
+/// `table = …`. The table is reached through `Entity::Table` (the blanket `TableModelOf`), so
+/// that a table path that names no `#[derive(Table)]` type is reported once, in the impl. The
+/// names are given as strings, not as the entity's model: the compiler validates each `const`
+/// value it evaluates, following references. Expands to:
 ///
 /// ```text
-/// const _: () = if !is_member(<User as TableModelOf>::MEMBERS, <User as TableModelOf>::ENTITY) {
+/// const _: () = if !is_member(<User as TableModelOf>::MEMBERS, "user", "userId", "created") {
 ///     fail("`User` is not an entity of table `Users`: add `User` to `#[table(entities(…))]` of `Users`");
 /// };
 /// ```
-pub(crate) fn member_assertion(ident: &syn::Ident, table: &syn::Path) -> TokenStream {
+pub(crate) fn member_assertion(
+    ident: &syn::Ident,
+    table: &syn::Path,
+    [token, unique, timestamp]: [&str; 3],
+) -> TokenStream {
     let table_text = crate::errors::path_text(table);
     let message = format!(
         "`{ident}` is not an entity of table `{table_text}`: add `{ident}` to `#[table(entities(…))]` of `{table_text}`"
@@ -303,7 +309,9 @@ pub(crate) fn member_assertion(ident: &syn::Ident, table: &syn::Path) -> TokenSt
     quote_spanned! {table.span()=>
         const _: () = if !_em::__private::is_member(
             <#ident as _em::__private::TableModelOf>::MEMBERS,
-            <#ident as _em::__private::TableModelOf>::ENTITY,
+            #token,
+            #unique,
+            #timestamp,
         ) {
             _em::__private::fail(#message);
         };
@@ -455,12 +463,16 @@ fn entity_model(c: &Container<'_>, unique: &str, timestamp: usize) -> TokenStrea
             const __PROPERTIES: &[_em::__private::Property] = &[#(#properties),*];
             const __GENERATED: &[_em::__private::GeneratedProperty] = &[#(#generated),*];
             const __INDEXES: &[_em::__private::Index] = &[#(#indexes),*];
-            _em::__private::EntityModel::new(#token, #unique, #timestamp_name)
-                .with_shard_bumps(__BUMPS)
-                .with_defaults(#default_limit, #default_page_size)
-                .with_properties(__PROPERTIES)
-                .with_generated(__GENERATED)
-                .with_indexes(__INDEXES)
+            _em::__private::entity_model(
+                #token,
+                #unique,
+                #timestamp_name,
+                __BUMPS,
+                (#default_limit, #default_page_size),
+                __PROPERTIES,
+                __GENERATED,
+                __INDEXES,
+            )
         }
     }
 }

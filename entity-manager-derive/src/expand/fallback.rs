@@ -37,7 +37,8 @@ pub(crate) fn entity(c: &Container<'_>) -> TokenStream {
     };
     let index_enum_name = &c.index_enum;
     let (table, member) = match &c.table {
-        Some(table) => (quote!(#table), member_assertion(ident, table)),
+        // the placeholder model's names, which the table lists
+        Some(table) => (quote!(#table), member_assertion(ident, table, ["", "", ""])),
         None => (quote!(_em::__private::PlaceholderTable), TokenStream::new()),
     };
     tokens.extend(quote! {
