@@ -55,13 +55,12 @@ fn stored_assertion(c: &Container<'_>) -> TokenStream {
 /// token, transcoded and generated properties, indexes) contains a delimiter (rules
 /// `entity-token`, `names-free-of-delimiters`).
 pub(crate) fn table_assertions(c: &Container<'_>, table: &syn::Path) -> TokenStream {
-    let names = match (c.unique, c.timestamp) {
+    let key_names = match (c.unique, c.timestamp) {
         (Some(u), Some(t)) => [c.token.as_str(), &c.fields[u].stored, &c.fields[t].stored],
         _ => ["", "", ""],
     };
-    let mut tokens = member_assertion(c.ident, table, names);
+    let mut tokens = member_assertion(c.ident, table, key_names);
     tokens.extend(stored_assertion(c));
-    let mut checks = TokenStream::new();
     // the timestamp property is `u64` or `i64` (with the `timestamp` transcode, the model checks
     // it, as one check)
     if let Some(t) = c.timestamp
@@ -78,6 +77,15 @@ pub(crate) fn table_assertions(c: &Container<'_>, table: &syn::Path) -> TokenStr
             const _: &dyn _em::__private::Transcoder = <#ty as _em::__private::TimestampValue>::TRANSCODER;
         });
     }
+    tokens.extend(name_assertion(c));
+    tokens
+}
+
+/// The names' checks against the table's settings, in one `const`: rules
+/// `attribute-names-distinct`, `entity-token` and `names-free-of-delimiters`, each failure at
+/// its name's token.
+fn name_assertion(c: &Container<'_>) -> TokenStream {
+    let mut checks = TokenStream::new();
     // every name's checks run in one call (`name_problems`); the panic of the name at fault is
     // spanned at its token, so that the error points there
     let mut calls = Vec::new();
@@ -170,14 +178,13 @@ pub(crate) fn table_assertions(c: &Container<'_>, table: &syn::Path) -> TokenStr
     // error points there, and one item to evaluate instead of one per name and rule keeps the
     // compile cost down
     let (befores, afters): (Vec<String>, Vec<String>) = pieces.into_iter().unzip();
-    tokens.extend(quote! {
+    quote! {
         const _: () = {
             const #pieces_var: &[(&str, &str)] = &[#((#befores, #afters)),*];
             let (#name_var, #problem_var) = _em::__private::name_problems(__TABLE, &[#(#calls),*], #bytes);
             #checks
         };
-    });
-    tokens
+    }
 }
 
 /// The checks across the listed entities, each spanned at an entity's path in `entities(…)`:

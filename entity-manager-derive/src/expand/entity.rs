@@ -551,29 +551,10 @@ fn key_builders(c: &Container<'_>) -> TokenStream {
                 #builder(#ctor_body)
             }
         });
-        let stages = components.iter().enumerate().map(|(n, (i, f))| {
-            let next = n + 1;
-            let name = f.ident;
-            let value_ty = f.value_ty;
-            let encode = encoder(krate, f, Some(*i) == c.timestamp);
-            let is_string = matches!(value_ty, syn::Type::Path(p) if p.qself.is_none() && p.path.is_ident("String"));
-            let stage_doc = format!("Appends `{}`.", f.stored);
-            let (arg, value) = if is_string {
-                (quote!(value: &str), quote!(&::std::string::String::from(value)))
-            } else {
-                (quote!(value: &#value_ty), quote!(value))
-            };
-            quote! {
-                #[allow(dead_code)]
-                impl #builder<#n> {
-                    #[doc = #stage_doc]
-                    #[inline]
-                    #vis fn #name(self, #arg) -> #krate::Result<#builder<#next>> {
-                        ::core::result::Result::Ok(#builder(self.0.push_encoded(#encode(#value))?))
-                    }
-                }
-            }
-        });
+        let stages = components
+            .iter()
+            .enumerate()
+            .map(|(n, &(i, f))| stage_method(c, &builder, n, f, Some(i) == c.timestamp));
         let complete = components.len();
         tokens.extend(key_value_impl(krate, ident, &builder, stored));
         tokens.extend(quote! {
@@ -613,6 +594,42 @@ fn key_builders(c: &Container<'_>) -> TokenStream {
         });
     }
     tokens
+}
+
+/// Stage `n` of a key builder: the method named after component `f`, which appends it.
+fn stage_method(
+    c: &Container<'_>,
+    builder: &syn::Ident,
+    n: usize,
+    f: &Field<'_>,
+    timestamp_property: bool,
+) -> TokenStream {
+    let (krate, vis) = (&c.krate, c.vis);
+    let next = n + 1;
+    let name = f.ident;
+    let value_ty = f.value_ty;
+    let encode = encoder(krate, f, timestamp_property);
+    let is_string =
+        matches!(value_ty, syn::Type::Path(p) if p.qself.is_none() && p.path.is_ident("String"));
+    let stage_doc = format!("Appends `{}`.", f.stored);
+    let (arg, value) = if is_string {
+        (
+            quote!(value: &str),
+            quote!(&::std::string::String::from(value)),
+        )
+    } else {
+        (quote!(value: &#value_ty), quote!(value))
+    };
+    quote! {
+        #[allow(dead_code)]
+        impl #builder<#n> {
+            #[doc = #stage_doc]
+            #[inline]
+            #vis fn #name(self, #arg) -> #krate::Result<#builder<#next>> {
+                ::core::result::Result::Ok(#builder(self.0.push_encoded(#encode(#value))?))
+            }
+        }
+    }
 }
 
 /// A multi-attribute index of the model, and the `const` slices of its attributes: the table
