@@ -221,16 +221,53 @@ pub trait Stored {}
 #[diagnostic::do_not_recommend]
 impl<T: Serialize + DeserializeOwned> Stored for T {}
 
-/// Implemented by `#[derive(Table)]` for every entity its `entities(…)` lists; `#[derive(Entity)]`
-/// checks `<Self as MemberOf<Table>>::MEMBER`, so an entity its table does not list fails on the
-/// `table = …` path.
-#[diagnostic::on_unimplemented(
-    message = "`{Self}` is not an entity of table `{T}`",
-    label = "add `{Self}` to `#[table(entities(…))]` of `{T}`"
-)]
-pub trait MemberOf<T> {
-    /// Names the check.
-    const MEMBER: () = ();
+/// Fails a `const` assertion with `message`, reported at the caller (`#[track_caller]`): the
+/// derive calls it at the user's token an assertion is about, so the error points there and
+/// quotes no line of this file. One function for every assertion, where a `panic!` per
+/// assertion made the compiler expand and check a formatting call each.
+#[track_caller]
+pub const fn fail(message: &str) -> ! {
+    panic!("{}", message)
+}
+
+/// Fails the name check of `#[derive(Entity)]` for problem `problem` (from
+/// [`name_problems`]) of `name`: the message is `pieces[messages[problem - 1]]` around the
+/// name. Reported at the caller, as [`fail`].
+#[track_caller]
+pub const fn fail_name(
+    pieces: &[(&str, &str)],
+    messages: [usize; 5],
+    problem: usize,
+    name: &str,
+) -> ! {
+    let (before, after) = pieces[messages[problem - 1]];
+    fail(Message::new().push(before).push(name).push(after).as_str())
+}
+
+/// Whether the entity of this token, unique and timestamp property is one of a table's
+/// [`Table::MEMBERS`] (a table's tokens are distinct, which `#[derive(Table)]` checks, so the
+/// token finds the one candidate). `#[derive(Entity)]` asserts it, spanned at `table = …`, so
+/// an entity its table does not list fails there. It takes the names, not the entity's model:
+/// the compiler validates every `const` it evaluates, following references, so a reference to
+/// the model would be one more walk over it per entity.
+pub const fn is_member(
+    members: &[&EntityModel],
+    token: &str,
+    unique_property: &str,
+    timestamp_property: &str,
+) -> bool {
+    let mut i = 0;
+    while i < members.len() {
+        let m = members[i];
+        if crate::rules::is_name(&m.token, token)
+            && crate::rules::is_name(&m.unique_property, unique_property)
+            && crate::rules::is_name(&m.timestamp_property, timestamp_property)
+        {
+            return true;
+        }
+        i += 1;
+    }
+    false
 }
 
 /// Implemented by `#[derive(Table)]` as `impl<T: SameType<Self>, E> TableOf<T, E> for Self` (a
@@ -284,6 +321,33 @@ pub const PLACEHOLDER_ENTITY: EntityModel = EntityModel {
     indexes: Cow::Borrowed(&[]),
 };
 
+/// An entity's model from its parts, in one `const` call: what `#[derive(Entity)]` emits for
+/// `MODEL` (the `with_*` builder chain made the compiler's `const` interpreter copy the model
+/// once per call).
+#[allow(clippy::too_many_arguments)] // one per field of the model
+pub const fn entity_model(
+    token: &'static str,
+    unique_property: &'static str,
+    timestamp_property: &'static str,
+    shard_bumps: &'static [ShardBump],
+    (default_limit, default_page_size): (usize, usize),
+    properties: &'static [Property],
+    generated: &'static [GeneratedProperty],
+    indexes: &'static [Index],
+) -> EntityModel {
+    EntityModel {
+        token: Cow::Borrowed(token),
+        unique_property: Cow::Borrowed(unique_property),
+        timestamp_property: Cow::Borrowed(timestamp_property),
+        shard_bumps: Cow::Borrowed(shard_bumps),
+        default_limit,
+        default_page_size,
+        properties: Cow::Borrowed(properties),
+        generated: Cow::Borrowed(generated),
+        indexes: Cow::Borrowed(indexes),
+    }
+}
+
 /// A `'static` borrowed copy of a name of a static model (`""` for an owned one, which static
 /// models never hold).
 #[allow(clippy::ptr_arg)] // matches on the variant
@@ -308,10 +372,16 @@ pub const fn borrowed(cow: &Cow<'static, str>) -> Cow<'static, str> {
 pub trait TableModelOf {
     /// `<Self::Table as Table>::MODEL`.
     const TABLE: &'static TableModel;
+    /// `<Self::Table as Table>::MEMBERS`.
+    const MEMBERS: &'static [&'static EntityModel];
+    /// `&<Self as Entity>::MODEL`, as a `'static` reference.
+    const ENTITY: &'static EntityModel;
 }
 
 impl<E: Entity> TableModelOf for E {
     const TABLE: &'static TableModel = &<E::Table as Table>::MODEL;
+    const MEMBERS: &'static [&'static EntityModel] = <E::Table as Table>::MEMBERS;
+    const ENTITY: &'static EntityModel = &E::MODEL;
 }
 
 /// The configuration rules, for the derive (see `rules/mod.rs`).
@@ -328,6 +398,19 @@ pub use crate::rules::{
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn membership_is_the_token_unique_and_timestamp() {
+        const USER: EntityModel = EntityModel::new("user", "userId", "created");
+        const EMAIL: EntityModel = EntityModel::new("email", "email", "created");
+        const MEMBERS: &[&EntityModel] = &[&USER, &EMAIL];
+        assert!(is_member(MEMBERS, "email", "email", "created"));
+        assert!(!is_member(&MEMBERS[..1], "email", "email", "created"));
+        // one of the three differs: another entity
+        assert!(!is_member(MEMBERS, "user", "id", "created"));
+        assert!(!is_member(MEMBERS, "user", "userId", "at"));
+        assert!(!is_member(MEMBERS, "users", "userId", "created"));
+    }
 
     fn accepts_timestamp<V: TimestampValue>() -> &'static str {
         V::TRANSCODER.name()

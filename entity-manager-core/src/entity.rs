@@ -46,6 +46,13 @@ pub trait Table: 'static {
     /// The table settings, as a constant (for compile-time checks).
     const MODEL: TableModel;
 
+    /// The models of the entities `#[derive(Table)]` lists, as a constant: what
+    /// `#[derive(Entity)]` checks its membership against at compile time. Data, so that the
+    /// table names its entities only inside `const` bodies, where a borrowed entity's
+    /// lifetime needs no spelling (a derive error reports it once, at the entity).
+    #[doc(hidden)]
+    const MEMBERS: &'static [&'static EntityModel] = &[];
+
     /// The table settings.
     fn model() -> &'static TableModel;
 

@@ -26,8 +26,11 @@ pub(crate) const TRANSCODES: [(&str, &str); 6] = entity_manager_core::__private:
 pub(crate) struct Container<'a> {
     pub(crate) ident: &'a Ident,
     pub(crate) vis: &'a syn::Visibility,
-    /// Generic structs get no impl at all, not even a placeholder.
+    /// A generic struct is an error; one generic over lifetimes only gets placeholder items for
+    /// `'static` (`fallback.rs`), other generic structs none.
     pub(crate) generic: bool,
+    /// The struct's generics, as written.
+    pub(crate) generics: &'a syn::Generics,
     /// `None` when `#[entity(…)]` names no table (an error is reported).
     pub(crate) table: Option<Path>,
     pub(crate) krate: Path,
@@ -279,9 +282,11 @@ impl<'a> Container<'a> {
 
         let generic = !attrs.generics.params.is_empty();
         if generic {
+            // rule: an entity is an owned, concrete type: records are read back from the store as
+            // owned values (`DeserializeOwned`), and its model is one static value
             errors.at(
                 &attrs.generics,
-                "`#[derive(Entity)]` does not support generic structs: an entity's model is one static value",
+                "an entity must be an owned, non-generic struct: records are read back from the store as owned values, and each entity has one static model; store owned fields (`String`, not `&'a str`) and declare one struct per entity",
             );
         }
         let fields = attrs
@@ -349,6 +354,7 @@ impl<'a> Container<'a> {
             ident: &attrs.ident,
             vis: &attrs.vis,
             generic,
+            generics: &attrs.generics,
             krate,
             table,
             token,

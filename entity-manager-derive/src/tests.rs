@@ -578,16 +578,16 @@ fn every_stored_name_is_checked_against_the_table_keys() {
         }
     };
     let text = entity_errors(&input, &[]).to_string();
+    // the rule's message around the name, and the name's check
     assert!(
         text.contains(
-            "`rangeKey` is already the table range key, so it cannot also be a stored attribute"
+            "\"` is already the table range key, so it cannot also be a stored attribute; every attribute has one role, so rename one of them\""
         ),
         "{text}"
     );
+    assert!(text.contains(", __problem , \"rangeKey\")"), "{text}");
     assert!(
-        text.contains(
-            "< _ as __Member < User , < User as _em :: __private :: Entity > :: Table >> :: __check"
-        ),
+        text.contains("is_member (< User as _em :: __private :: TableModelOf > :: MEMBERS"),
         "{text}"
     );
     assert!(text.contains("type Table = Users"), "{text}");
@@ -629,8 +629,36 @@ fn a_generic_entity_gets_no_placeholder_impl() {
             created: u64,
         }
     };
-    let text = entity_errors(&input, &["does not support generic structs"]).to_string();
+    let text =
+        entity_errors(&input, &["an entity must be an owned, non-generic struct"]).to_string();
     assert!(!text.contains("Entity for User"), "{text}");
+}
+
+#[test]
+fn a_borrowed_entity_gets_placeholders_for_static() {
+    let input: DeriveInput = parse_quote! {
+        #[entity(table = Users, unique = user_id, timestamp = created)]
+        struct User<'a, 'b> {
+            #[transcode("string")]
+            user_id: &'a str,
+            #[transcode("timestamp")]
+            created: u64,
+            tags: Vec<&'b str>,
+            note: &'static str,
+        }
+    };
+    let text =
+        entity_errors(&input, &["an entity must be an owned, non-generic struct"]).to_string();
+    for fragment in [
+        "Entity for User < 'static , 'static >",
+        "impl User < 'static , 'static >",
+        "Field < User < 'static , 'static > , & 'static str",
+        "Field < User < 'static , 'static > , Vec < & 'static str >",
+        "is_member",
+    ] {
+        assert!(text.contains(fragment), "{fragment}: {text}");
+    }
+    assert!(!text.contains("& 'a ") && !text.contains("'b"), "{text}");
 }
 
 #[test]
@@ -670,8 +698,14 @@ fn a_failed_table_still_gets_a_placeholder_impl_with_its_entities() {
     assert_errors(&tokens, &["Did you mean `hash_key`?"]);
     let text = tokens.to_string();
     assert!(text.contains("TableModel :: DEFAULT"), "{text}");
-    assert!(text.contains("MemberOf < Users > for User"), "{text}");
-    assert!(text.contains("MemberOf < Users > for Email"), "{text}");
+    assert!(
+        text.contains("& < User as _em :: __private :: Entity > :: MODEL"),
+        "{text}"
+    );
+    assert!(
+        text.contains("& < Email as _em :: __private :: Entity > :: MODEL"),
+        "{text}"
+    );
     let input: DeriveInput = parse_quote! {
         #[table(entities(User))]
         struct Users<T>(T);
@@ -691,11 +725,11 @@ fn a_valid_table_checks_its_entities_pairwise() {
     assert_errors(&tokens, &[]);
     let text = tokens.to_string();
     for fragment in [
-        "MemberOf < Users > for User",
-        "MemberOf < Users > for Phone",
-        "`Phone` has the same entity token as `Email`",
-        "`Phone` has the same entity token as `User`",
-        "`Email` has the same entity token as `User`",
+        "const MEMBERS : & 'static [& 'static _em :: __private :: EntityModel] = & [& < User as _em :: __private :: Entity > :: MODEL , & < Email as _em :: __private :: Entity > :: MODEL , & < Phone as _em :: __private :: Entity > :: MODEL]",
+        "const __NAMES : & [& str] = & [\"User\" , \"Email\" , \"Phone\"]",
+        "\"`Phone` has the same entity token as `\"",
+        "\"`Email` has the same entity token as `\"",
+        "first_same_token (__this , __earlier)",
         "index_count_message",
     ] {
         assert!(text.contains(fragment), "{fragment}: {text}");
@@ -712,7 +746,8 @@ fn an_entity_listed_twice_is_one_error() {
     assert_errors(&tokens, &["duplicate entity `User` in `entities(…)`"]);
     let text = tokens.to_string();
     assert_eq!(
-        text.matches("MemberOf < Users > for User").count(),
+        text.matches("< User as _em :: __private :: Entity > :: MODEL")
+            .count(),
         1,
         "{text}"
     );

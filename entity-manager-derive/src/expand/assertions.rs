@@ -10,7 +10,7 @@
 
 use entity_manager_core::__private::rules::{self, Delimiter, Named, Role, Syntax};
 use proc_macro2::{Span, TokenStream};
-use quote::{format_ident, quote, quote_spanned};
+use quote::{quote, quote_spanned};
 use syn::spanned::Spanned;
 
 use crate::errors::path_text;
@@ -19,6 +19,9 @@ use crate::model::{Container, Transcode};
 use crate::table::TableDef;
 
 const SYNTAX: Syntax = Syntax::Derive;
+
+/// Stands for a name in a rule's message, which the assertion splits around it.
+const PLACEHOLDER: &str = "\u{0}";
 
 /// The span of the first token of `tokens` (the call site when there is none).
 pub(crate) fn first_span(tokens: &TokenStream) -> Span {
@@ -52,9 +55,12 @@ fn stored_assertion(c: &Container<'_>) -> TokenStream {
 /// token, transcoded and generated properties, indexes) contains a delimiter (rules
 /// `entity-token`, `names-free-of-delimiters`).
 pub(crate) fn table_assertions(c: &Container<'_>, table: &syn::Path) -> TokenStream {
-    let mut tokens = member_assertion(c.ident, table);
+    let key_names = match (c.unique, c.timestamp) {
+        (Some(u), Some(t)) => [c.token.as_str(), &c.fields[u].stored, &c.fields[t].stored],
+        _ => ["", "", ""],
+    };
+    let mut tokens = member_assertion(c.ident, table, key_names);
     tokens.extend(stored_assertion(c));
-    let mut checks = TokenStream::new();
     // the timestamp property is `u64` or `i64` (with the `timestamp` transcode, the model checks
     // it, as one check)
     if let Some(t) = c.timestamp
@@ -71,6 +77,15 @@ pub(crate) fn table_assertions(c: &Container<'_>, table: &syn::Path) -> TokenStr
             const _: &dyn _em::__private::Transcoder = <#ty as _em::__private::TimestampValue>::TRANSCODER;
         });
     }
+    tokens.extend(name_assertion(c));
+    tokens
+}
+
+/// The names' checks against the table's settings, in one `const`: rules
+/// `attribute-names-distinct`, `entity-token` and `names-free-of-delimiters`, each failure at
+/// its name's token.
+fn name_assertion(c: &Container<'_>) -> TokenStream {
+    let mut checks = TokenStream::new();
     // every name's checks run in one call (`name_problems`); the panic of the name at fault is
     // spanned at its token, so that the error points there
     let mut calls = Vec::new();
@@ -78,27 +93,41 @@ pub(crate) fn table_assertions(c: &Container<'_>, table: &syn::Path) -> TokenStr
     let mut bytes = 0u128;
     // the locals carry the call site's hygiene wherever they are used: a name's token may come
     // from the user's `macro_rules!`, whose hygiene would not see them
-    let (name_var, problem_var) = (
+    let (name_var, problem_var, pieces_var) = (
         syn::Ident::new("__name", Span::call_site()),
         syn::Ident::new("__problem", Span::call_site()),
+        syn::Ident::new("__PIECES", Span::call_site()),
     );
+    // the rules' messages around the name at fault, each once (piece 0 is none): 5 messages
+    // per name were most of the expansion, and each string literal costs the compiler
+    let mut pieces: Vec<(String, String)> = vec![(String::new(), String::new())];
     let mut check = |stored: &str, role: Option<Role>, named: Option<Named>, at: &TokenStream| {
         let span = first_span(at);
         let k = calls.len();
-        // the messages by code - 1; a check not made has an empty message
-        let mut messages = vec![String::new(); 2 + Delimiter::ALL.len()];
+        // the messages by code - 1, each as the rule's text around the name (a piece of
+        // `__PIECES`, shared by the names of one role); a check not made has none (0)
+        let mut messages = [0usize; 2 + Delimiter::ALL.len()];
+        let mut piece = |message: String| {
+            let (before, after) = message.split_once(PLACEHOLDER).unwrap_or((&message, ""));
+            let piece = (before.to_owned(), after.to_owned());
+            pieces.iter().position(|p| *p == piece).unwrap_or_else(|| {
+                pieces.push(piece);
+                pieces.len() - 1
+            })
+        };
         if let Some(role) = role {
             for (m, key) in [Role::TableHashKey, Role::TableRangeKey]
                 .into_iter()
                 .enumerate()
             {
-                messages[m] = rules::role_conflict(stored, key, role).message;
+                messages[m] = piece(rules::role_conflict(PLACEHOLDER, key, role).message);
             }
         }
         if let Some(named) = named {
             for (d, which) in Delimiter::ALL.into_iter().enumerate() {
-                messages[2 + d] =
-                    rules::delimiter_in_name(SYNTAX, named, stored, which, None).message;
+                messages[2 + d] = piece(
+                    rules::delimiter_in_name(SYNTAX, named, PLACEHOLDER, which, None).message,
+                );
             }
         }
         let (keys, delimiters) = (role.is_some(), named.is_some());
@@ -110,7 +139,7 @@ pub(crate) fn table_assertions(c: &Container<'_>, table: &syn::Path) -> TokenStr
         calls.push(quote!((#stored, #keys, #delimiters)));
         quote_spanned! {span=>
             if #name_var == #k {
-                ::core::panic!("{}", [#(#messages),*][#problem_var - 1]);
+                _em::__private::fail_name(#pieces_var, [#(#messages),*], #problem_var, #stored);
             }
         }
     };
@@ -148,13 +177,14 @@ pub(crate) fn table_assertions(c: &Container<'_>, table: &syn::Path) -> TokenStr
     // one `const` for every name: the panic that fires is spanned at its name's token, so the
     // error points there, and one item to evaluate instead of one per name and rule keeps the
     // compile cost down
-    tokens.extend(quote! {
+    let (befores, afters): (Vec<String>, Vec<String>) = pieces.into_iter().unzip();
+    quote! {
         const _: () = {
+            const #pieces_var: &[(&str, &str)] = &[#((#befores, #afters)),*];
             let (#name_var, #problem_var) = _em::__private::name_problems(__TABLE, &[#(#calls),*], #bytes);
             #checks
         };
-    });
-    tokens
+    }
 }
 
 /// The checks across the listed entities, each spanned at an entity's path in `entities(…)`:
@@ -165,50 +195,54 @@ pub(crate) fn table_checks(table: &TableDef<'_>) -> TokenStream {
     let ident = table.ident;
     let table_name = ident.to_string();
     let entities = &table.entities;
-    let models: Vec<syn::Ident> = (0..entities.len())
-        .map(|i| format_ident!("__ENTITY{}", i))
-        .collect();
+    let names: Vec<String> = entities.iter().map(path_text).collect();
     // one `const` for every check of the table: each statement is spanned at the entity's
     // path (or `entities`) it is about, so that the error points there; one item to evaluate
-    // rather than one per entity and pair keeps the compile cost down
-    let mut checks = TokenStream::new();
-    for (e, model) in entities.iter().zip(&models) {
-        let span = e.span();
-        checks.extend(quote_spanned! {span=>
-            const #model: &'static _em::__private::EntityModel = &<#e as _em::__private::Entity>::MODEL;
+    // rather than one per entity and pair keeps the compile cost down. The entities' models
+    // are the table's `MEMBERS`, in order, read where used (a `const` alias of them would be
+    // one more value for the compiler to validate); the earlier entities of entity `i` are
+    // `MEMBERS.split_at(i).0`, and their names `__NAMES`: linear in the entities, where a
+    // list per entity was quadratic
+    let mut checks = quote! {
+        const __NAMES: &[&str] = &[#(#names),*];
+    };
+    for e in entities {
+        checks.extend(quote_spanned! {e.span()=>
             let () = <<#e as _em::__private::Entity>::Table as _em::__private::TableOf<#ident, #e>>::OK;
         });
     }
     // each entity (from the second), spanned at its path: its token and its indexes against
     // every earlier entity's, the first conflict reported with both names
-    for (i, (e, model)) in entities.iter().zip(&models).enumerate().skip(1) {
+    for (i, (e, this)) in entities.iter().zip(&names).enumerate().skip(1) {
         let span = e.span();
-        let this = path_text(e);
-        let earlier = &models[..i];
-        let others: Vec<String> = entities[..i].iter().map(path_text).collect();
-        let duplicates = others
-            .iter()
-            .map(|other| rules::duplicate_token(SYNTAX, &this, other).message);
+        // the message around the other entity's name (the rule's own text)
+        let message = rules::duplicate_token(SYNTAX, this, PLACEHOLDER).message;
+        let (before, after) = message.split_once(PLACEHOLDER).unwrap_or((&message, ""));
         checks.extend(quote_spanned! {span=>
-            if let _em::__private::Option::Some(j) = _em::__private::first_same_token(#model, &[#(#earlier),*]) {
-                ::core::panic!("{}", [#(#duplicates),*][j]);
+            let (__this, __earlier) = (<#ident as _em::__private::Table>::MEMBERS[#i], <#ident as _em::__private::Table>::MEMBERS.split_at(#i).0);
+            if let _em::__private::Option::Some(j) = _em::__private::first_same_token(__this, __earlier) {
+                _em::__private::fail(
+                    _em::__private::Message::new().push(#before).push(__NAMES[j]).push(#after).as_str()
+                );
             }
-            if let _em::__private::Option::Some((j, conflict)) = _em::__private::first_index_conflict(#model, &[#(#earlier),*]) {
-                ::core::panic!(
-                    "{}",
-                    _em::__private::index_conflict_message(conflict, #this, [#(#others),*][j]).as_str()
+            if let _em::__private::Option::Some((j, conflict)) = _em::__private::first_index_conflict(__this, __earlier) {
+                _em::__private::fail(
+                    _em::__private::index_conflict_message(conflict, #this, __NAMES[j]).as_str()
                 );
             }
         });
     }
     if !entities.is_empty() {
         let span = first_span(&table.entities_key);
+        let lists = (0..entities.len()).map(
+            |i| quote!(_em::__private::indexes_of(<#ident as _em::__private::Table>::MEMBERS[#i])),
+        );
         checks.extend(quote_spanned! {span=>
             if let _em::__private::Option::Some(message) = _em::__private::index_count_message(
                 #table_name,
-                &[#(_em::__private::indexes_of(#models)),*],
+                &[#(#lists),*],
             ) {
-                ::core::panic!("{}", message.as_str());
+                _em::__private::fail(message.as_str());
             }
         });
     }

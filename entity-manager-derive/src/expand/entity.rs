@@ -158,9 +158,10 @@ fn expand_entity(c: &Container<'_>) -> Option<TokenStream> {
                 const MODEL: _em::__private::EntityModel = #model;
                 #version_const
 
+                #[inline]
                 fn model() -> &'static _em::__private::EntityModel {
-                    static __MODEL: _em::__private::EntityModel = <#ident as _em::__private::Entity>::MODEL;
-                    &__MODEL
+                    // the constant's value, interned: no `static` of its own per entity
+                    <#ident as _em::__private::TableModelOf>::ENTITY
                 }
             }
 
@@ -175,6 +176,17 @@ fn expand_entity(c: &Container<'_>) -> Option<TokenStream> {
 
 /// The typed field tokens: `UserFields` with one `Field` per stored field, and `User::FIELDS`.
 pub(crate) fn field_tokens(c: &Container<'_>) -> TokenStream {
+    let ident = c.ident;
+    field_tokens_of(c, &quote!(#ident), &|ty| quote!(#ty))
+}
+
+/// [`field_tokens`] for the entity type `self_ty`, with each field's value type written by `ty`
+/// (a borrowed entity's fallback writes `User<'static>` and `&'static str`).
+pub(crate) fn field_tokens_of(
+    c: &Container<'_>,
+    self_ty: &TokenStream,
+    ty: &dyn Fn(&syn::Type) -> TokenStream,
+) -> TokenStream {
     let krate = &c.krate;
     let ident = c.ident;
     let vis = c.vis;
@@ -184,7 +196,7 @@ pub(crate) fn field_tokens(c: &Container<'_>) -> TokenStream {
     for (i, f) in c.fields.iter().enumerate().filter(|(_, f)| f.written) {
         let field = f.ident;
         let field_vis = f.vis;
-        let value_ty = f.value_ty;
+        let value_ty = ty(f.value_ty);
         let stored = &f.stored;
         let kind = if Some(i) == c.unique || Some(i) == c.timestamp {
             quote!(#krate::__private::KeyPart)
@@ -196,86 +208,85 @@ pub(crate) fn field_tokens(c: &Container<'_>) -> TokenStream {
         let doc = format!("`{}`, stored as `{stored}`.", field.unraw());
         members.push(quote! {
             #[doc = #doc]
-            #field_vis #field: #krate::__private::Field<#ident, #value_ty, #kind>
+            #field_vis #field: #krate::__private::Field<#self_ty, #value_ty, #kind>
         });
         values.push(quote!(#field: #krate::__private::Field::new(#stored)));
     }
     let doc = format!(
         "The typed fields of [`{ident}`], for conditions and partial updates: [`{ident}::FIELDS`]."
     );
+    let debug = format!("{}Fields {{ .. }}", ident.unraw());
+    // `Copy`, `Clone` and `Debug` by hand: the derives' per-field code costs more to compile,
+    // and the value is a constant whose fields name themselves
     quote! {
         #[doc = #doc]
-        #[derive(Clone, Copy, Debug)]
         #[allow(dead_code)]
         #vis struct #name {
             #(#members,)*
         }
 
         #[automatically_derived]
+        impl ::core::marker::Copy for #name {}
+
+        #[automatically_derived]
+        impl ::core::clone::Clone for #name {
+            #[inline]
+            fn clone(&self) -> Self {
+                *self
+            }
+        }
+
+        #[automatically_derived]
+        impl ::core::fmt::Debug for #name {
+            #[inline]
+            fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str(#debug)
+            }
+        }
+
+        #[automatically_derived]
         #[allow(dead_code)]
-        impl #ident {
+        impl #self_ty {
             /// The typed fields of the entity, for conditions and partial updates.
             #vis const FIELDS: #name = #name { #(#values,)* };
         }
     }
 }
 
-/// The entity is listed by its table (spanned at `table = …`), checked only when the table is a
-/// `#[derive(Table)]` type: otherwise the impl's `type Table` reports it, and "add `User` to
-/// `entities(…)`" would only mislead. The probe picks `__IsTable<T>` by method resolution when
-/// `T: Table` (autoref specialisation), `__NotTable` otherwise; `__Member` then requires
-/// `MemberOf<T>` for `__IsTable<T>` only. The table is named through `Entity::Table`, so that a
-/// table path that does not resolve is reported once, in the impl.
-pub(crate) fn member_assertion(ident: &syn::Ident, table: &syn::Path) -> TokenStream {
-    let span = table.span();
-    // the error points at the call (the table's span), and its help at `__IsTable`'s definition
-    // (the entity's name)
-    let check = quote_spanned! {span=>
-        <_ as __Member<#ident, <#ident as _em::__private::Entity>::Table>>::__check(
-            (&__Probe::<<#ident as _em::__private::Entity>::Table>(::core::marker::PhantomData)).__probe()
-        );
-    };
-    let is_table = quote_spanned! {ident.span()=>
-        struct __IsTable<T>(::core::marker::PhantomData<T>);
-    };
-    quote! {
-        #[allow(dead_code)]
-        fn __member() {
-            struct __Probe<T>(::core::marker::PhantomData<T>);
-            #is_table
-            struct __NotTable;
-            trait __ProbeTable<T> {
-                fn __probe(&self) -> __IsTable<T> {
-                    __IsTable(::core::marker::PhantomData)
-                }
-            }
-            impl<T: _em::__private::Table> __ProbeTable<T> for __Probe<T> {}
-            trait __ProbeOther {
-                fn __probe(&self) -> __NotTable {
-                    __NotTable
-                }
-            }
-            impl<T> __ProbeOther for &__Probe<T> {}
-            #[diagnostic::on_unimplemented(
-                message = "`{E}` is not an entity of table `{T}`",
-                label = "add `{E}` to `#[table(entities(…))]` of `{T}`"
-            )]
-            trait __Member<E, T> {
-                fn __check(self);
-            }
-            #[diagnostic::do_not_recommend]
-            impl<E: _em::__private::MemberOf<T>, T> __Member<E, T> for __IsTable<T> {
-                fn __check(self) {}
-            }
-            #[diagnostic::do_not_recommend]
-            impl<E, T> __Member<E, T> for __NotTable {
-                fn __check(self) {}
-            }
-            #check
-        }
+/// The entity is listed by its table: its token, unique and timestamp property are those of
+/// one of the table's `MEMBERS` (data the table derive emits), asserted in a `const` spanned at
+/// `table = …`. The table is reached through `Entity::Table` (the blanket `TableModelOf`), so
+/// that a table path that names no `#[derive(Table)]` type is reported once, in the impl. The
+/// names are given as strings, not as the entity's model: the compiler validates each `const`
+/// value it evaluates, following references. Expands to:
+///
+/// ```text
+/// const _: () = if !is_member(<User as TableModelOf>::MEMBERS, "user", "userId", "created") {
+///     fail("`User` is not an entity of table `Users`: add `User` to `#[table(entities(…))]` of `Users`");
+/// };
+/// ```
+pub(crate) fn member_assertion(
+    ident: &syn::Ident,
+    table: &syn::Path,
+    [token, unique, timestamp]: [&str; 3],
+) -> TokenStream {
+    let table_text = crate::errors::path_text(table);
+    let message = format!(
+        "`{ident}` is not an entity of table `{table_text}`: add `{ident}` to `#[table(entities(…))]` of `{table_text}`"
+    );
+    quote_spanned! {table.span()=>
+        const _: () = if !_em::__private::is_member(
+            <#ident as _em::__private::TableModelOf>::MEMBERS,
+            #token,
+            #unique,
+            #timestamp,
+        ) {
+            _em::__private::fail(#message);
+        };
     }
 }
 
+/// A field's transcoder, through the `__private` trait that checks that the field's transcode
 /// accepts it (`<u64 as TimestampField>::TRANSCODER`). The timestamp property transcoded with
 /// `timestamp` is checked as a timestamp property, which implies the transcode's check.
 fn transcoder(f: &Field<'_>, timestamp_property: bool) -> Option<TokenStream> {
@@ -420,12 +431,16 @@ fn entity_model(c: &Container<'_>, unique: &str, timestamp: usize) -> TokenStrea
             const __PROPERTIES: &[_em::__private::Property] = &[#(#properties),*];
             const __GENERATED: &[_em::__private::GeneratedProperty] = &[#(#generated),*];
             const __INDEXES: &[_em::__private::Index] = &[#(#indexes),*];
-            _em::__private::EntityModel::new(#token, #unique, #timestamp_name)
-                .with_shard_bumps(__BUMPS)
-                .with_defaults(#default_limit, #default_page_size)
-                .with_properties(__PROPERTIES)
-                .with_generated(__GENERATED)
-                .with_indexes(__INDEXES)
+            _em::__private::entity_model(
+                #token,
+                #unique,
+                #timestamp_name,
+                __BUMPS,
+                (#default_limit, #default_page_size),
+                __PROPERTIES,
+                __GENERATED,
+                __INDEXES,
+            )
         }
     }
 }
@@ -499,32 +514,15 @@ fn key_builders(c: &Container<'_>) -> TokenStream {
         );
         constructors.extend(quote! {
             #[doc = #ctor_doc]
+            #[inline]
             #vis fn #method(#ctor_args) -> #builder<0> {
                 #builder(#ctor_body)
             }
         });
-        let stages = components.iter().enumerate().map(|(n, (i, f))| {
-            let next = n + 1;
-            let name = f.ident;
-            let value_ty = f.value_ty;
-            let encode = encoder(krate, f, Some(*i) == c.timestamp);
-            let is_string = matches!(value_ty, syn::Type::Path(p) if p.qself.is_none() && p.path.is_ident("String"));
-            let stage_doc = format!("Appends `{}`.", f.stored);
-            let (arg, value) = if is_string {
-                (quote!(value: &str), quote!(&::std::string::String::from(value)))
-            } else {
-                (quote!(value: &#value_ty), quote!(value))
-            };
-            quote! {
-                #[allow(dead_code)]
-                impl #builder<#n> {
-                    #[doc = #stage_doc]
-                    #vis fn #name(self, #arg) -> #krate::Result<#builder<#next>> {
-                        self.0.push_encoded(#encode(#value)).map(#builder)
-                    }
-                }
-            }
-        });
+        let stages = components
+            .iter()
+            .enumerate()
+            .map(|(n, &(i, f))| stage_method(c, &builder, n, f, Some(i) == c.timestamp));
         let complete = components.len();
         tokens.extend(key_value_impl(krate, ident, &builder, stored));
         tokens.extend(quote! {
@@ -547,6 +545,7 @@ fn key_builders(c: &Container<'_>) -> TokenStream {
             #[allow(dead_code)]
             impl #builder<#complete> {
                 /// The full key.
+                #[inline]
                 #vis fn key(self) -> ::std::string::String {
                     self.0.into_string()
                 }
@@ -563,6 +562,42 @@ fn key_builders(c: &Container<'_>) -> TokenStream {
         });
     }
     tokens
+}
+
+/// Stage `n` of a key builder: the method named after component `f`, which appends it.
+fn stage_method(
+    c: &Container<'_>,
+    builder: &syn::Ident,
+    n: usize,
+    f: &Field<'_>,
+    timestamp_property: bool,
+) -> TokenStream {
+    let (krate, vis) = (&c.krate, c.vis);
+    let next = n + 1;
+    let name = f.ident;
+    let value_ty = f.value_ty;
+    let encode = encoder(krate, f, timestamp_property);
+    let is_string =
+        matches!(value_ty, syn::Type::Path(p) if p.qself.is_none() && p.path.is_ident("String"));
+    let stage_doc = format!("Appends `{}`.", f.stored);
+    let (arg, value) = if is_string {
+        (
+            quote!(value: &str),
+            quote!(&::std::string::String::from(value)),
+        )
+    } else {
+        (quote!(value: &#value_ty), quote!(value))
+    };
+    quote! {
+        #[allow(dead_code)]
+        impl #builder<#n> {
+            #[doc = #stage_doc]
+            #[inline]
+            #vis fn #name(self, #arg) -> #krate::Result<#builder<#next>> {
+                ::core::result::Result::Ok(#builder(self.0.push_encoded(#encode(#value))?))
+            }
+        }
+    }
 }
 
 /// A multi-attribute index of the model, and the `const` slices of its attributes: the table

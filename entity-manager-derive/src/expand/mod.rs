@@ -9,7 +9,7 @@ mod entity;
 mod fallback;
 mod table;
 
-pub(crate) use entity::{derive_entity, field_tokens, index_enum, member_assertion};
+pub(crate) use entity::{derive_entity, field_tokens_of, index_enum, member_assertion};
 pub(crate) use table::{derive_table, membership};
 
 use proc_macro2::TokenStream;

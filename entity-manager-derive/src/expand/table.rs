@@ -38,23 +38,25 @@ pub(crate) fn derive_table(input: &DeriveInput) -> TokenStream {
     tokens
 }
 
-/// side checks.
-pub(crate) fn membership(table: &TableDef<'_>) -> TokenStream {
+/// The data the table's entities check their membership against (`Table::MEMBERS`), and the
+/// blanket `TableOf` impl its own checks use. The entities are named only inside the `const`'s
+/// value, where a borrowed entity (`User<'a>`, an error of its own derive) needs no lifetime.
+pub(crate) fn membership(table: &TableDef<'_>) -> (TokenStream, TokenStream) {
     let ident = table.ident;
-    let members = table.entities.iter().map(|e| {
-        quote_spanned! {e.span()=>
+    let members = table
+        .entities
+        .iter()
+        .map(|e| quote_spanned!(e.span()=> &<#e as _em::__private::Entity>::MODEL));
+    (
+        quote! {
+            const MEMBERS: &'static [&'static _em::__private::EntityModel] = &[#(#members),*];
+        },
+        quote! {
             #[automatically_derived]
             #[diagnostic::do_not_recommend]
-            impl _em::__private::MemberOf<#ident> for #e {}
-        }
-    });
-    quote! {
-        #(#members)*
-
-        #[automatically_derived]
-        #[diagnostic::do_not_recommend]
-        impl<__T: _em::__private::SameType<#ident>, __E> _em::__private::TableOf<__T, __E> for #ident {}
-    }
+            impl<__T: _em::__private::SameType<#ident>, __E> _em::__private::TableOf<__T, __E> for #ident {}
+        },
+    )
 }
 
 fn expand_table(table: &TableDef<'_>, s: &TableSettings) -> TokenStream {
@@ -80,8 +82,7 @@ fn expand_table(table: &TableDef<'_>, s: &TableSettings) -> TokenStream {
             "Decimal"
         }
     );
-    let entities = &table.entities;
-    let membership = membership(table);
+    let (members, table_of) = membership(table);
     let checks = crate::expand::assertions::table_checks(table);
     quote! {
         #[doc(hidden)]
@@ -104,12 +105,14 @@ fn expand_table(table: &TableDef<'_>, s: &TableSettings) -> TokenStream {
                     &__MODEL
                 }
 
+                #members
+
                 fn entities() -> _em::__private::Vec<&'static _em::__private::EntityModel> {
-                    _em::__private::Vec::from([#(<#entities as _em::__private::Entity>::model()),*])
+                    <Self as _em::__private::Table>::MEMBERS.to_vec()
                 }
             }
 
-            #membership
+            #table_of
             #checks
         };
     }
