@@ -2,7 +2,8 @@
 // lifetime, saying why (records are read back as owned values), and none at the table or the
 // uses (the derive stands in for `User<'static>`).
 use entity_manager::field::Changes;
-use entity_manager::{Entity, EntityExt, MemoryStore, Table};
+use entity_manager::store::MemoryStore;
+use entity_manager::{Entity, EntityExt, Table};
 
 #[derive(Table)]
 #[table(entities(User))]
