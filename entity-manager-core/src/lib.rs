@@ -76,7 +76,7 @@ pub use entity::{Entity, Table};
 pub use entity_ext::EntityExt;
 pub use error::{ConfigError, ConfigProblem, Error, Result};
 pub use keys::{MAX_HASH_KEY_SPACE, PrimaryKey};
-pub use ops::{Handle, ReadResults, ReadTransaction, Transaction};
+pub use ops::{ReadHandle, ReadResults, ReadTransaction, Transaction};
 pub use rules::ConfigRule;
 pub use schema::{EntitySchema, Schema};
 /// `serde_dynamo`'s attribute value and item (attribute map), the shapes every store and key

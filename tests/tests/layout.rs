@@ -343,16 +343,7 @@ fn core_submodules_import_no_circle() -> Result<(), String> {
             ("store::memory", "table::stamp"),
             ("ops::read", "entity"),
         ],
-        &[
-            // query/ is being redesigned (issue 31, point 1): its circles go with it
-            &["query", "query::engine"],
-            &[
-                "query::collection",
-                "query::door",
-                "query::multi_typed",
-                "query::typed",
-            ],
-        ],
+        &[],
     )
 }
 

@@ -20,6 +20,6 @@ mod write;
 
 pub(crate) use batch::{delete_many, put_many};
 pub(crate) use read::{get, get_many};
-pub use transaction::{Handle, ReadResults, ReadTransaction, Transaction};
+pub use transaction::{ReadHandle, ReadResults, ReadTransaction, Transaction};
 pub(crate) use update::{modify, update};
 pub(crate) use write::{create, delete, move_record, put};

@@ -435,18 +435,18 @@ pub struct ReadTransaction {
 
 /// A record asked of a [`ReadTransaction`]: give it to [`ReadResults::get`].
 #[derive(Debug)]
-pub struct Handle<E> {
+pub struct ReadHandle<E> {
     slot: usize,
     entity: std::marker::PhantomData<fn() -> E>,
 }
 
-impl<E> Clone for Handle<E> {
+impl<E> Clone for ReadHandle<E> {
     fn clone(&self) -> Self {
         *self
     }
 }
 
-impl<E> Copy for Handle<E> {}
+impl<E> Copy for ReadHandle<E> {}
 
 impl ReadTransaction {
     /// An empty read transaction.
@@ -456,7 +456,7 @@ impl ReadTransaction {
 
     /// Asks for the record of entity `E` with unique value `id` (every candidate shard is
     /// read; `TransactGetItems` allows 100 keys in all).
-    pub fn get<E: Entity, I: Serialize + ?Sized>(&mut self, id: &I) -> Result<Handle<E>> {
+    pub fn get<E: Entity, I: Serialize + ?Sized>(&mut self, id: &I) -> Result<ReadHandle<E>> {
         let schema = schema_of::<E>()?;
         let start = self.keys.len();
         for key in candidates::<E, I>(schema, id)? {
@@ -464,7 +464,7 @@ impl ReadTransaction {
         }
         self.slots.push(start..self.keys.len());
         self.entities.push(schema.model().token.to_string());
-        Ok(Handle {
+        Ok(ReadHandle {
             slot: self.slots.len() - 1,
             entity: std::marker::PhantomData,
         })
@@ -509,7 +509,7 @@ impl ReadResults {
     /// # Errors
     ///
     /// When the stored item is not a record of `E` ([`EntityExt::from_item`](crate::EntityExt::from_item)).
-    pub fn get<E: Entity + DeserializeOwned>(&self, handle: Handle<E>) -> Result<Option<E>> {
+    pub fn get<E: Entity + DeserializeOwned>(&self, handle: ReadHandle<E>) -> Result<Option<E>> {
         let schema = schema_of::<E>()?;
         let found: Vec<Item> = self
             .slots

@@ -4,7 +4,6 @@
 use serde_dynamo::{AttributeValue, Item};
 
 use super::{QueryOutput, QueryStart};
-use crate::entity::Entity;
 use crate::error::{Error, Result};
 use crate::schema::EntitySchema;
 use crate::store::Store;
@@ -66,18 +65,3 @@ pub trait Collection: Sized {
         QueryStart::new(store)
     }
 }
-
-/// An entity whose fields may give conditions to a query of `C`: `C` itself (every entity), or
-/// an item collection `C` of which it is a member. `#[derive(Collection)]` implements it for
-/// the entity of each variant, so that a collection query takes conditions on the fields of its
-/// members only: a field of another entity does not compile. (A hand-written [`Collection`]
-/// implements it for each entity of its [`members`](Collection::members); the query still
-/// checks, at run time, that the entity is one of them.)
-#[diagnostic::on_unimplemented(
-    message = "`{Self}` is neither `{C}` nor a member of the item collection `{C}`",
-    label = "a condition on a field of `{Self}`",
-    note = "a query takes conditions on the fields of the entity queried, or of the members of the collection queried (the entities of its variants)"
-)]
-pub trait CollectionMember<C>: Entity {}
-
-impl<E: Entity> CollectionMember<E> for E {}

@@ -14,139 +14,17 @@
 //! index, a condition before the index) does not compile.
 
 use std::fmt;
-use std::hash::{Hash, Hasher};
-use std::marker::PhantomData;
 
 use serde::de::DeserializeOwned;
-use serde_dynamo::Item;
 
+use super::index::{
+    Classic, CollectionMember, ConditionsFollowTheIndex, MultiAttribute, QueryOutput, TypedIndex,
+};
 use super::{Query, TypedMultiQuery, TypedQuery};
-use crate::entity::{Entity, from_owned_item};
+use crate::entity::Entity;
 use crate::error::Result;
 use crate::schema::EntitySchema;
 use crate::store::Store;
-
-/// The kind of an index whose key is a classic one: one hash key attribute (the table's or a
-/// sharded generated property) and one range key attribute.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Classic {}
-
-/// The kind of a multi-attribute index: a partition key and a sort key of up to four
-/// attributes each.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum MultiAttribute {}
-
-mod sealed {
-    pub trait Kind {}
-    impl Kind for super::Classic {}
-    impl Kind for super::MultiAttribute {}
-}
-
-/// [`Classic`] or [`MultiAttribute`]: what a [`TypedIndex`] knows of its key at compile time.
-pub trait KeyKind: sealed::Kind + Copy + fmt::Debug + Send + Sync + 'static {
-    /// `"classic"` or `"multi-attribute"`, for messages.
-    const NAME: &'static str;
-}
-
-impl KeyKind for Classic {
-    const NAME: &'static str = "classic";
-}
-
-impl KeyKind for MultiAttribute {
-    const NAME: &'static str = "multi-attribute";
-}
-
-/// An index of entity `E` whose key is of kind `K`: the token a query is given
-/// (`UserIndex::Created`). `#[derive(Entity)]` emits one constant per index on the entity's
-/// index type (`<Struct>Index`), with its kind, so that only the builder of that kind comes out
-/// of [`QueryStart::index`].
-///
-/// A hand-written [`Entity`] names its indexes with [`TypedIndex::named`]; a name the entity
-/// does not declare, or declares with the other kind, fails the query's first page with
-/// [`Error::InvalidQuery`](crate::Error::InvalidQuery).
-pub struct TypedIndex<E, K> {
-    name: &'static str,
-    marker: PhantomData<fn() -> (E, K)>,
-}
-
-impl<E, K> TypedIndex<E, K> {
-    /// The token of the index of this name (the GSI name).
-    #[must_use]
-    pub const fn named(name: &'static str) -> Self {
-        Self {
-            name,
-            marker: PhantomData,
-        }
-    }
-
-    /// The index name (the GSI name).
-    #[must_use]
-    pub const fn name(self) -> &'static str {
-        self.name
-    }
-}
-
-impl<E, K> Clone for TypedIndex<E, K> {
-    fn clone(&self) -> Self {
-        *self
-    }
-}
-
-impl<E, K> Copy for TypedIndex<E, K> {}
-
-impl<E, K> PartialEq for TypedIndex<E, K> {
-    fn eq(&self, other: &Self) -> bool {
-        self.name == other.name
-    }
-}
-
-impl<E, K> Eq for TypedIndex<E, K> {}
-
-impl<E, K> Hash for TypedIndex<E, K> {
-    fn hash<H: Hasher>(&self, state: &mut H) {
-        self.name.hash(state);
-    }
-}
-
-impl<E, K: KeyKind> fmt::Debug for TypedIndex<E, K> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "TypedIndex<{}, {}>({:?})",
-            std::any::type_name::<E>(),
-            K::NAME,
-            self.name
-        )
-    }
-}
-
-/// What a typed query returns: an entity (each item read as the entity), or an item
-/// collection's enum (each item read as the variant of the member it belongs to).
-///
-/// Implemented for every [`Entity`] that can be deserialized, and by `#[derive(Collection)]`.
-pub trait QueryOutput: Sized + 'static {
-    /// The schemas of [`members`](Self::members): one for an entity, a list for a collection.
-    type Members: AsRef<[EntitySchema<'static>]> + Send + Sync;
-
-    /// The entities whose items the query reads: the entity itself, or the collection's
-    /// members in variant order.
-    fn members() -> Result<Self::Members>;
-
-    /// The record of an item the query read.
-    fn read(item: Item) -> Result<Self>;
-}
-
-impl<E: Entity + DeserializeOwned> QueryOutput for E {
-    type Members = [EntitySchema<'static>; 1];
-
-    fn members() -> Result<Self::Members> {
-        Ok([crate::entity::schema_of::<E>()?])
-    }
-
-    fn read(item: Item) -> Result<Self> {
-        from_owned_item::<E>(item)
-    }
-}
 
 /// An index through which a query of `O` can go, and the builder it gives: implemented for a
 /// [`TypedIndex`] of a classic index of entity `O` (a [`TypedQuery`]) and of a multi-attribute
@@ -172,11 +50,11 @@ impl<E: Entity + DeserializeOwned> IndexFor<E> for TypedIndex<E, Classic> {
         store: &'a S,
         [schema]: [EntitySchema<'static>; 1],
     ) -> TypedQuery<'a, S, E> {
-        TypedQuery::open(Query::new(store, schema).index(self.name))
+        TypedQuery::open(Query::new(store, schema).index(self.name()))
     }
 }
 
-impl<O: QueryOutput, M: super::CollectionMember<O>> IndexFor<O> for TypedIndex<M, MultiAttribute> {
+impl<O: QueryOutput, M: CollectionMember<O>> IndexFor<O> for TypedIndex<M, MultiAttribute> {
     type Query<'a, S: Store + 'a> = TypedMultiQuery<'a, S, O>;
 
     fn open<'a, S: Store + 'a>(
@@ -184,7 +62,7 @@ impl<O: QueryOutput, M: super::CollectionMember<O>> IndexFor<O> for TypedIndex<M
         store: &'a S,
         members: O::Members,
     ) -> TypedMultiQuery<'a, S, O> {
-        TypedMultiQuery::open(store, members.as_ref().to_vec(), self.name)
+        TypedMultiQuery::open(store, members.as_ref().to_vec(), self.name())
     }
 }
 
@@ -287,42 +165,6 @@ impl<S, O: QueryOutput> fmt::Debug for QueryStart<'_, S, O> {
             .finish_non_exhaustive()
     }
 }
-
-/// Never implemented: the bound of the condition methods of a [`QueryStart`], so that a
-/// condition given before the index says what to do instead of "no method named `filter`".
-#[diagnostic::on_unimplemented(
-    message = "a condition before the index: conditions follow the index they apply to",
-    label = "no index to apply this condition to yet",
-    note = "name the index first: `User::query(&store)?.index(UserIndex::Created).range(…)` (or `.table()`); for a multi-attribute index, `.index(…).hash(…)`"
-)]
-pub trait ConditionsFollowTheIndex {}
-
-/// A classic index of entity `E`: what [`TypedQuery::index`] adds to a query (a union of
-/// indexes reads classic indexes only).
-#[diagnostic::on_unimplemented(
-    message = "`{Self}` is not a classic index of `{E}`",
-    label = "a union of indexes takes classic indexes of the entity queried",
-    note = "several indexes in one query must all have classic keys; query a multi-attribute index on its own: `{E}::query(&store)?.index(…)`"
-)]
-pub trait ClassicIndexOf<E>: Copy {
-    /// The index name (the GSI name).
-    fn name(self) -> &'static str;
-}
-
-impl<E> ClassicIndexOf<E> for TypedIndex<E, Classic> {
-    fn name(self) -> &'static str {
-        self.name
-    }
-}
-
-/// Never implemented: the bound of [`TypedQuery`]'s `hash`, so that a partition value given to
-/// a classic index says what to do instead of "no method named `hash`".
-#[diagnostic::on_unimplemented(
-    message = "a partition value on a classic index: its hash key is the table's or a sharded generated property",
-    label = "a classic index takes no partition values",
-    note = "give a sharded hash key with `.hash_key(&Entity::some_hash_key(EVERY_SHARD).component(…)?)`, or query a multi-attribute index (`#[index(hash = [..], range = [..])]`) with `.hash(…)`"
-)]
-pub trait ClassicIndexesHaveNoPartitionValues {}
 
 impl<'a, S: Store, O: QueryOutput> QueryStart<'a, S, O> {
     /// The door of a query of `O` on `store` (what [`EntityExt::query`](crate::EntityExt::query)

@@ -142,9 +142,11 @@ mod collection;
 mod door;
 mod engine;
 mod estimate;
+mod index;
 mod lanes;
 mod multi;
 mod multi_typed;
+mod page;
 mod plan;
 mod token;
 mod typed;
@@ -159,14 +161,16 @@ use crate::error::{Error, Result};
 use crate::schema::EntitySchema;
 use crate::store::{Filter, RangeCondition, Store};
 
-pub use self::collection::{Collection, CollectionMember};
-pub use self::door::{
-    Classic, ClassicIndexOf, ClassicIndexesHaveNoPartitionValues, ConditionsFollowTheIndex,
-    IndexFor, KeyKind, MultiAttribute, QueryOutput, QueryStart, TypedIndex,
-};
+pub use self::collection::Collection;
+pub use self::door::{IndexFor, QueryStart};
 use self::engine::Engine;
+pub use self::index::{
+    Classic, ClassicIndexOf, ClassicIndexesHaveNoPartitionValues, CollectionMember,
+    ConditionsFollowTheIndex, KeyKind, MultiAttribute, QueryOutput, TypedIndex,
+};
 pub use self::multi::MultiQuery;
 pub use self::multi_typed::TypedMultiQuery;
+pub use self::page::{QueryPageResult, QueryStats};
 use self::plan::{IndexSpec, Plan, PlanInput};
 use self::token::{StreamState, TokenState};
 pub use self::typed::{FieldSet, KeyCondition, KeyValue, TypedPage, TypedQuery};
@@ -174,25 +178,6 @@ pub use crate::error::TokenError;
 /// The trait of what [`Query::stream`] and [`TypedQuery::stream`] return, and its combinators
 /// (`next`, `try_collect`, `take`…): `use entity_manager::query::StreamExt as _;`.
 pub use futures::{Stream, StreamExt, TryStreamExt};
-
-/// What one page of a query cost and returned.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct QueryStats {
-    /// The (index, shard) pairs the query spans.
-    pub shards: usize,
-    /// Shard queries made for this page.
-    pub shard_queries: usize,
-    /// Items the shard queries returned.
-    pub items_read: usize,
-    /// Items on the page.
-    pub items_returned: usize,
-    /// Items dropped because another index (or page) already returned the record.
-    pub duplicates_removed: usize,
-    /// Read capacity units the shard queries consumed (each asks the store for them: `DynamoDB`
-    /// reports them, `MemoryStore` computes them by `DynamoDB`'s rule; a store that reports
-    /// none adds nothing).
-    pub consumed_capacity: f64,
-}
 
 /// Runs one page inside the `entity_manager.query` tracing span (entity, indexes), and records
 /// the page's stats on the span: shards, shard queries, items read and returned, duplicates
@@ -222,27 +207,6 @@ async fn traced_page(
     span.record("consumed_capacity", result.stats.consumed_capacity);
     tracing::debug!(parent: &span, stats = ?result.stats, "query page");
     Ok(result)
-}
-
-impl QueryStats {
-    fn add(&mut self, other: &Self) {
-        self.shard_queries += other.shard_queries;
-        self.items_read += other.items_read;
-        self.items_returned += other.items_returned;
-        self.duplicates_removed += other.duplicates_removed;
-        self.consumed_capacity += other.consumed_capacity;
-    }
-}
-
-/// One page of results.
-#[derive(Clone, Debug, PartialEq)]
-pub struct QueryPageResult {
-    /// The items, in the query's order.
-    pub items: Vec<Item>,
-    /// The token of the next page; `None` when every shard is exhausted.
-    pub next: Option<String>,
-    /// What the page cost.
-    pub stats: QueryStats,
 }
 
 /// A query of one entity over one or more of its indexes.

@@ -14,7 +14,8 @@ use std::marker::PhantomData;
 use futures::Stream;
 use serde_dynamo::AttributeValue;
 
-use super::{CollectionMember, MultiQuery, Paging, QueryOutput, QueryPageResult, TypedPage};
+use super::index::{CollectionMember, QueryOutput};
+use super::{MultiQuery, Paging, QueryPageResult, TypedPage};
 use crate::error::{Error, Result};
 use crate::field::Condition;
 use crate::model::MultiKey;

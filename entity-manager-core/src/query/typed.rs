@@ -8,7 +8,8 @@ use futures::{Stream, StreamExt as _};
 use serde::de::DeserializeOwned;
 use serde_dynamo::{AttributeValue, Item};
 
-use super::{ClassicIndexOf, ClassicIndexesHaveNoPartitionValues, Indexed, Query, QueryStats};
+use super::index::{ClassicIndexOf, ClassicIndexesHaveNoPartitionValues};
+use super::{Indexed, Query, QueryStats};
 use crate::entity::{Entity, from_owned_item, from_owned_item_as};
 use crate::error::Result;
 use crate::field::{Condition, Field};
