@@ -8,6 +8,7 @@ use crate::keys::PrimaryKey;
 use crate::store::{Store, WriteRequest};
 
 use super::read::{candidates, key_item};
+
 /// Puts many records; see [`EntityExt::put_many`](crate::EntityExt::put_many).
 pub(crate) async fn put_many<E, S>(store: &S, records: &[E]) -> Result<()>
 where
@@ -18,13 +19,7 @@ where
         .iter()
         .map(|record| to_item(record).map(WriteRequest::Put))
         .collect::<Result<Vec<_>>>()?;
-    store
-        .batch_write(writes)
-        .await
-        .map_err(|source| Error::BatchWrite {
-            entity: E::model().token.to_string(),
-            source: Box::new(source),
-        })
+    write_batch::<E, S>(store, writes).await
 }
 
 /// Deletes the records with these unique values; see [`EntityExt::delete_many`](crate::EntityExt::delete_many).
@@ -47,6 +42,11 @@ where
         .iter()
         .map(|key| WriteRequest::Delete(key_item(schema, key)))
         .collect();
+    write_batch::<E, S>(store, writes).await
+}
+
+/// Sends the writes of entity `E` in batches; a failure names the entity.
+async fn write_batch<E: Entity, S: Store>(store: &S, writes: Vec<WriteRequest>) -> Result<()> {
     store
         .batch_write(writes)
         .await
