@@ -905,6 +905,72 @@ mod query_oracle {
         assert!(matches!(e, Error::Token(TokenError::OtherQuery)), "{e:?}");
         Ok(())
     }
+
+    /// An equality condition on the attribute after the prefix is the prefix one value longer:
+    /// one query, one plan. Both forms give the same pages and the same tokens (each resumes
+    /// the other), over every limit, page size, throttle and direction tried. (They were two
+    /// plans: one could end on a last empty page the other did not need.)
+    #[tokio::test]
+    async fn an_equality_condition_is_the_longer_prefix() -> TestResult {
+        let store = MemoryStore::new(league()?);
+        for i in 0..24 {
+            player(i).put(&store).await?;
+        }
+        let schemas = vec![Player::schema()?, Coach::schema()?];
+        for (limit, page_size, throttle, descending) in [
+            (1, 1, 1, false),
+            (1, 1, 2, true),
+            (2, 1, 3, false),
+            (3, 2, 1, true),
+            (5, 3, 4, false),
+        ] {
+            let base = || {
+                MultiQuery::collection(&store, schemas.clone(), "byOrg")
+                    .hash([s("acme")])
+                    .shards_between(0, 3_000)
+                    .limit(limit)
+                    .page_size(page_size)
+                    .throttle(throttle)
+                    .descending(descending)
+            };
+            let by_condition = base().range(RangeCondition::Eq(n(-1)));
+            let by_prefix = base().range_prefix([n(-1)]);
+            let mut token: Option<String> = None;
+            let mut pages = 0;
+            let mut got = Vec::new();
+            loop {
+                let a = by_condition.page(token.as_deref()).await?;
+                let b = by_prefix.page(token.as_deref()).await?;
+                assert_eq!(
+                    a.items, b.items,
+                    "page {pages} of {limit}/{page_size}/{throttle}"
+                );
+                assert_eq!(
+                    a.next, b.next,
+                    "token {pages} of {limit}/{page_size}/{throttle}"
+                );
+                got.extend(a.items.iter().map(|item| item.get("playerId").cloned()));
+                pages += 1;
+                // alternate the query that resumes: each resumes the other's token
+                let next = if pages % 2 == 0 { a.next } else { b.next };
+                match next {
+                    Some(next) => token = Some(next),
+                    None => break,
+                }
+            }
+            // the players of score -1 (i % 5 == 1), by creation (1_000 + i): none lost, none
+            // repeated
+            let mut want: Vec<_> = (0..24_u32)
+                .filter(|i| i % 5 == 1)
+                .map(|i| Some(s(&format!("p{i:02}"))))
+                .collect();
+            if descending {
+                want.reverse();
+            }
+            assert_eq!(got, want, "{limit}/{page_size}/{throttle}/{descending}");
+        }
+        Ok(())
+    }
 }
 
 /// A collection query returns players and coaches, told apart by their entity token, in exact

@@ -109,6 +109,11 @@ struct LaneDef {
 struct Plan<'a> {
     entities: Vec<EntitySchema<'a>>,
     multi: MultiKey,
+    /// Equality on the leading sort attributes: the query's prefix, and its condition when that
+    /// is an equality (one query, one plan: `range(Eq(v))` is the prefix one value longer).
+    prefix: Vec<AttributeValue>,
+    /// The condition on the sort attribute after the prefix, when it is not an equality.
+    range: Option<RangeCondition>,
     lanes: Vec<LaneDef>,
     window: (u64, u64),
     fingerprint: [u8; 32],
@@ -290,10 +295,20 @@ impl<'a, S: Store> MultiQuery<'a, S> {
         } else {
             lanes.push(LaneDef { shard: None });
         }
-        let fingerprint = self.fingerprint(&multi);
+        let mut prefix = self.prefix.clone();
+        let range = match &self.range {
+            Some(RangeCondition::Eq(value)) => {
+                prefix.push(value.clone());
+                None
+            }
+            other => other.clone(),
+        };
+        let fingerprint = self.fingerprint(&multi, &prefix, range.as_ref());
         Ok(Plan {
             entities: self.entities.clone(),
             multi,
+            prefix,
+            range,
             lanes,
             window,
             fingerprint,
@@ -302,7 +317,12 @@ impl<'a, S: Store> MultiQuery<'a, S> {
 
     /// SHA-256 over what identifies the query across its pages (not its window, limit, page
     /// size or throttle).
-    fn fingerprint(&self, multi: &MultiKey) -> [u8; 32] {
+    fn fingerprint(
+        &self,
+        multi: &MultiKey,
+        prefix: &[AttributeValue],
+        range: Option<&RangeCondition>,
+    ) -> [u8; 32] {
         let mut h = Sha256::new();
         let mut field = |bytes: &[u8]| {
             h.update((bytes.len() as u64).to_le_bytes());
@@ -327,7 +347,7 @@ impl<'a, S: Store> MultiQuery<'a, S> {
         field(
             format!(
                 "{multi:?}|{:?}|{:?}|{:?}|{}",
-                self.hash, self.prefix, self.range, self.paging.descending
+                self.hash, prefix, range, self.paging.descending
             )
             .as_bytes(),
         );
@@ -375,7 +395,7 @@ impl<'a, S: Store> MultiQuery<'a, S> {
         let source = Source {
             query: self,
             plan: &plan,
-            at: self.prefix.len(),
+            at: plan.prefix.len(),
         };
         let engine = Engine {
             plan: &source,
@@ -509,7 +529,7 @@ impl<S: Store> Lanes for Source<'_, '_, S> {
         let conditioned = range.get(self.at)?;
         let mut parts = range
             .iter()
-            .zip(&self.query.prefix)
+            .zip(&self.plan.prefix)
             .map(|(p, v)| Scalar::of(v, p.key_type))
             .collect::<Option<Vec<_>>>()?;
         parts.push(Scalar::of(value, conditioned.key_type)?);
@@ -527,7 +547,7 @@ impl<S: Store> Lanes for Source<'_, '_, S> {
     }
 
     fn condition(&self, _source: usize) -> Option<&RangeCondition> {
-        self.query.range.as_ref()
+        self.plan.range.as_ref()
     }
 
     /// Whether an item of lane `shard` is a record of one of the query's entities (an
@@ -554,7 +574,7 @@ impl<S: Store> Lanes for Source<'_, '_, S> {
     }
 
     fn request(&self, _source: usize, shard: usize) -> QueryPage {
-        self.request_with(shard, self.query.prefix.clone())
+        self.request_with(shard, self.plan.prefix.clone())
     }
 
     fn request_within(
