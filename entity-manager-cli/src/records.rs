@@ -7,7 +7,7 @@ use std::io::{self, BufRead, Write};
 use std::path::PathBuf;
 
 use clap::Args;
-use entity_manager::query::Query;
+use entity_manager::query::untyped::Query;
 use entity_manager::store::{
     Comparison, DynamoStore, Expect, Filter, KeyType, RangeCondition, Store, WriteRequest,
 };

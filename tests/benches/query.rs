@@ -32,7 +32,8 @@ use criterion::{Criterion, Throughput};
 use entity_manager::model::{
     EntityModel, Index, IndexAttribute, Projection, Property, ShardBump, ShardSpace, TableModel,
 };
-use entity_manager::query::{MultiQuery, Query, QueryPageResult, QueryStats};
+use entity_manager::query::untyped::{MultiQuery, Query};
+use entity_manager::query::{QueryPageResult, QueryStats};
 use entity_manager::store::{
     KeyType, MemoryStore, QueryPage, Store, StoreError, TableDefinition, WriteRequest,
 };

@@ -43,7 +43,7 @@ mod latency;
 mod users;
 
 use entity_manager::model::ShardSpace;
-use entity_manager::query::Query;
+use entity_manager::query::untyped::Query;
 use entity_manager::store::{MemoryStore, Store, TableDefinition, WriteRequest};
 use entity_manager::{AttributeValue, Error, Item, Schema};
 use entity_manager_tests::Hooked;

@@ -31,7 +31,7 @@ use std::path::Path;
 use std::process::Command;
 
 use entity_manager::model::{KeyMode, Profile};
-use entity_manager::query::Query;
+use entity_manager::query::untyped::Query;
 use entity_manager::store::{DynamoStore, Expect, STAMP_MISMATCH_CODE, Store, WriteRequest};
 use entity_manager::{AttributeValue, EntitySchema, Error, Item, Schema};
 use serde_json::{Value, json};

@@ -342,6 +342,10 @@ fn core_submodules_import_no_circle() -> Result<(), String> {
             ("store", "store::error"),
             ("store::memory", "table::stamp"),
             ("ops::read", "entity"),
+            // the typed door over the untyped builders, both over the shared paging
+            ("query::typed", "query::untyped"),
+            ("query::untyped", "query::paging"),
+            ("query::multi_typed", "query::paging"),
         ],
         &[],
     )

@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use entity_manager::migrate::{Action, MigrateFailure, Migration};
 use entity_manager::model::ShardSpace;
-use entity_manager::query::Query;
+use entity_manager::query::untyped::Query;
 use entity_manager::scan::{BulkWrites, ParallelScan};
 use entity_manager::store::{
     BatchWriteError, MemoryStore, RangeCondition, Store, StoreError, StoreErrorKind,

@@ -523,8 +523,8 @@ async fn derived_entities_are_indexed_in_dynamodb() -> TestResult {
 
 mod query_oracle {
     use entity_manager::Error;
-    use entity_manager::query::MultiQuery;
     use entity_manager::query::TokenError;
+    use entity_manager::query::untyped::MultiQuery;
 
     use super::*;
     use crate::league_query::{Ask, Rec, query, tuple, wanted};

@@ -15,7 +15,8 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use entity_manager::model::{
     EntityModel, Index, IndexAttribute, Projection, Property, ShardBump, TableModel,
 };
-use entity_manager::query::{MultiQuery, QueryStats};
+use entity_manager::query::QueryStats;
+use entity_manager::query::untyped::MultiQuery;
 use entity_manager::store::{
     KeyType, MemoryStore, Page, QueryPage, Store, StoreError, TableDefinition, WriteRequest,
 };

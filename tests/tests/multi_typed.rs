@@ -16,9 +16,8 @@ mod league;
 mod store_support;
 
 use entity_manager::field::{Condition, Field};
-use entity_manager::query::{
-    Collection as _, MultiAttribute, MultiQuery, TryStreamExt as _, TypedIndex,
-};
+use entity_manager::query::untyped::MultiQuery;
+use entity_manager::query::{Collection as _, MultiAttribute, TryStreamExt as _, TypedIndex};
 use entity_manager::store::{MemoryStore, RangeCondition, Store};
 use entity_manager::{AttributeValue, Entity, EntityExt, EntitySchema, Error, Table};
 use league::{Coach, CoachIndex, Player, PlayerIndex, Roster, league};

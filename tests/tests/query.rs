@@ -10,7 +10,8 @@ use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
 use std::task::{Context, Poll};
 
 use entity_manager::model::ShardSpace;
-use entity_manager::query::{Query, QueryPageResult, QueryStats, TokenError};
+use entity_manager::query::untyped::Query;
+use entity_manager::query::{QueryPageResult, QueryStats, TokenError};
 use entity_manager::store::{Comparison, Filter, MemoryStore, RangeCondition, Store as _};
 use entity_manager::{Error, Item, Schema};
 use entity_manager_tests::{Hooked, QueryHook, block_on};

@@ -6,7 +6,7 @@
 
 use std::collections::HashSet;
 
-use entity_manager::query::Query;
+use entity_manager::query::untyped::Query;
 use entity_manager::store::{RangeCondition, Store, TableDefinition, WriteRequest};
 use entity_manager::{AttributeValue, Entity, EntityExt, Item, Table};
 use proptest::prelude::*;

@@ -11,7 +11,7 @@
 use std::sync::Mutex;
 
 use entity_manager::model::ShardSpace;
-use entity_manager::query::Query;
+use entity_manager::query::untyped::Query;
 use entity_manager::store::{
     MemoryStore, Page, QueryPage, RangeCondition, Store, StoreError, StoreErrorKind,
     TableDefinition,

@@ -20,7 +20,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::atomic::Ordering;
 
 use entity_manager::model::ShardSpace;
-use entity_manager::query::Query;
+use entity_manager::query::untyped::Query;
 use entity_manager::store::{Expect, FaultPlan, MemoryStore, Operation, Store, TableDefinition};
 use entity_manager::{Error, Item, Schema};
 use entity_manager_tests::{Observed, block_on, page_retrying};

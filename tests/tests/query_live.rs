@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Mutex;
 
 use entity_manager::model::ShardSpace;
-use entity_manager::query::Query;
+use entity_manager::query::untyped::Query;
 use entity_manager::store::{
     Expect, MemoryStore, Page, QueryPage, RangeCondition, Store, StoreError, TableDefinition,
 };

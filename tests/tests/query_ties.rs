@@ -8,7 +8,8 @@
 use std::sync::Mutex;
 
 use entity_manager::model::ShardSpace;
-use entity_manager::query::{MultiQuery, Query, QueryPageResult};
+use entity_manager::query::QueryPageResult;
+use entity_manager::query::untyped::{MultiQuery, Query};
 use entity_manager::store::{
     MemoryStore, Page, QueryPage, Store, StoreError, TableDefinition, WriteRequest,
 };

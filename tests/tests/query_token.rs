@@ -4,7 +4,8 @@
 //! in both directions; and the token's size does not grow with where the shards stand.
 
 use entity_manager::model::ShardSpace;
-use entity_manager::query::{Query, QueryPageResult};
+use entity_manager::query::QueryPageResult;
+use entity_manager::query::untyped::Query;
 use entity_manager::store::{Comparison, Filter, MemoryStore, RangeCondition};
 use entity_manager::{AttributeValue, EntitySchema, Item};
 use entity_manager_tests::block_on;

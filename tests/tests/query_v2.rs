@@ -4,7 +4,7 @@
 //! `created_between` (records, not only shards) beside `window` (shards).
 
 use entity_manager::model::ShardSpace;
-use entity_manager::query::Query;
+use entity_manager::query::untyped::Query;
 use entity_manager::store::{MemoryStore, RangeCondition};
 use entity_manager::{Error, Schema};
 use entity_manager_tests::block_on;

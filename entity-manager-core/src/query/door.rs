@@ -20,7 +20,9 @@ use serde::de::DeserializeOwned;
 use super::index::{
     Classic, CollectionMember, ConditionsFollowTheIndex, MultiAttribute, QueryOutput, TypedIndex,
 };
-use super::{Query, TypedMultiQuery, TypedQuery};
+use super::multi_typed::TypedMultiQuery;
+use super::typed::TypedQuery;
+use super::untyped::Query;
 use crate::entity::Entity;
 use crate::error::Result;
 use crate::schema::EntitySchema;

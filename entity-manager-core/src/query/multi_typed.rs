@@ -15,7 +15,10 @@ use futures::Stream;
 use serde_dynamo::AttributeValue;
 
 use super::index::{CollectionMember, QueryOutput};
-use super::{MultiQuery, Paging, QueryPageResult, TypedPage};
+use super::page::QueryPageResult;
+use super::paging::Paging;
+use super::typed::TypedPage;
+use super::untyped::MultiQuery;
 use crate::error::{Error, Result};
 use crate::field::Condition;
 use crate::model::MultiKey;

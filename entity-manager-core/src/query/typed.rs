@@ -9,11 +9,16 @@ use serde::de::DeserializeOwned;
 use serde_dynamo::{AttributeValue, Item};
 
 use super::index::{ClassicIndexOf, ClassicIndexesHaveNoPartitionValues};
-use super::{Indexed, Query, QueryStats};
+use super::page::QueryStats;
+use super::untyped::{Indexed, Query};
 use crate::entity::{Entity, from_owned_item, from_owned_item_as};
 use crate::error::Result;
 use crate::field::{Condition, Field};
 use crate::store::{Comparison, Filter, RangeCondition, Store};
+
+/// The hash key to give a typed key builder of a sharded property in a query
+/// ([`TypedQuery::hash_key`]): the query puts each shard's in its place.
+pub const EVERY_SHARD: &str = "";
 
 /// A value of a generated property of entity `E`, from the typed key builder that
 /// `#[derive(Entity)]` emits for it (`User::last_name_range_key().last_name_canonical("jo")?`):

@@ -2,7 +2,7 @@
 //! `query_live_multi.rs`): a record of either entity, what a paging asks for, which records it
 //! selects, and the query itself.
 
-use entity_manager::query::MultiQuery;
+use entity_manager::query::untyped::MultiQuery;
 use entity_manager::store::{RangeCondition, Store};
 use entity_manager::{AttributeValue, EntityExt as _, EntitySchema, Item};
 

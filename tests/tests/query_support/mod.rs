@@ -7,7 +7,8 @@ use std::cmp::Ordering;
 use std::collections::{BTreeSet, HashMap, HashSet};
 
 use entity_manager::model::ShardSpace;
-use entity_manager::query::{Query, QueryPageResult};
+use entity_manager::query::QueryPageResult;
+use entity_manager::query::untyped::Query;
 use entity_manager::store::{
     Comparison, Filter, MemoryStore, QueryPage, RangeCondition, Store, TableDefinition,
     WriteRequest,

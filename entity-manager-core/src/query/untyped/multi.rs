@@ -30,12 +30,13 @@ use std::collections::HashSet;
 use serde_dynamo::{AttributeValue, Item};
 use sha2::{Digest as _, Sha256};
 
-use super::engine::Engine;
-use super::lanes::{Key, Lanes};
-use super::token::{self, Boundary, StreamState, TokenState};
-use super::{Paging, QueryPageResult, QueryStats};
 use crate::error::{Error, Result};
 use crate::model::{Index, MultiKey};
+use crate::query::engine::Engine;
+use crate::query::lanes::{Key, Lanes};
+use crate::query::page::{QueryPageResult, QueryStats};
+use crate::query::paging::{self, Paging};
+use crate::query::token::{self, Boundary, StreamState, TokenState};
 use crate::schema::EntitySchema;
 use crate::store::value::Scalar;
 use crate::store::{QueryPage, RangeCondition, Store, StoreError};
@@ -46,7 +47,7 @@ use crate::store::{QueryPage, RangeCondition, Store, StoreError};
 /// ```
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// use entity_manager_core::query::MultiQuery;
+/// use entity_manager_core::query::untyped::MultiQuery;
 /// use entity_manager_core::store::{KeyType, MemoryStore, RangeCondition, Store, TableDefinition};
 /// use entity_manager_core::{AttributeValue, Schema, transcode};
 /// use entity_manager_core::model::{EntityModel, Index, IndexAttribute, Projection, Property, ShardBump, TableModel};
@@ -119,7 +120,7 @@ struct Plan<'a> {
     fingerprint: [u8; 32],
 }
 
-impl super::Resumable for Plan<'_> {
+impl paging::Resumable for Plan<'_> {
     fn window(&self) -> (u64, u64) {
         self.window
     }
@@ -332,7 +333,7 @@ impl<'a, S: Store> MultiQuery<'a, S> {
         // what makes an entity's items and lanes, as the classic fingerprint names it (not the
         // Debug text of whole models: rendering them cost a page more CPU than the rest of it)
         for entity in &self.entities {
-            for text in super::plan::key_layout(entity) {
+            for text in crate::query::plan::key_layout(entity) {
                 field(text.as_bytes());
             }
             let table = entity.table();
@@ -340,7 +341,7 @@ impl<'a, S: Store> MultiQuery<'a, S> {
             // versioned, not promised across releases
             field(format!("{:?}|{:?}", table.key_mode, table.numeric_hash).as_bytes());
             for bump in entity.model().shard_bumps.iter() {
-                field(super::plan::bump_text(bump).as_bytes());
+                field(crate::query::plan::bump_text(bump).as_bytes());
             }
         }
         field(self.index.as_bytes());
@@ -357,7 +358,7 @@ impl<'a, S: Store> MultiQuery<'a, S> {
     /// The page's plan and where it starts: from the beginning, or as `token` says (checked
     /// against the query and the table, its window pinned).
     fn resume(&self, token: Option<&str>, table: &[u8; 32]) -> Result<(Plan<'a>, StreamState)> {
-        let (plan, state) = super::resume(token, &self.paging, table, |window| self.plan(window))?;
+        let (plan, state) = paging::resume(token, &self.paging, table, |window| self.plan(window))?;
         let state = match state {
             None => StreamState::fresh(plan.lanes.len()),
             Some(mut parsed) => parsed
@@ -373,7 +374,7 @@ impl<'a, S: Store> MultiQuery<'a, S> {
     /// Runs in the `entity_manager.query` tracing span, as [`Query::page`](super::Query::page)
     /// does, with the page's [`QueryStats`] (consumed capacity included) recorded on it.
     pub async fn page(&self, token: Option<&str>) -> Result<QueryPageResult> {
-        super::traced_page(&self.tokens(), 1, self.run_page(token)).await
+        paging::traced_page(&self.tokens(), 1, self.run_page(token)).await
     }
 
     async fn run_page(&self, token: Option<&str>) -> Result<QueryPageResult> {
@@ -390,7 +391,7 @@ impl<'a, S: Store> MultiQuery<'a, S> {
         if limit == 0 || page_size == 0 || throttle == 0 {
             return Err(self.invalid("the limit, page size and throttle must be at least 1"));
         }
-        let table = super::table_binding(self.store, None);
+        let table = paging::table_binding(self.store, None);
         let (plan, state) = self.resume(token, &table)?;
         let source = Source {
             query: self,

@@ -1,0 +1,510 @@
+//! The untyped query of one entity over its classic indexes (and the table): sources named by
+//! string, conditions as `RangeCondition`s and `Filter`s, items as attribute maps.
+
+use std::collections::HashSet;
+use std::marker::PhantomData;
+
+use serde_dynamo::Item;
+
+use crate::error::{Error, Result};
+use crate::query::engine::{self, Engine};
+use crate::query::page::{QueryPageResult, QueryStats};
+use crate::query::paging::{Paging, Resumable, resume, table_binding, traced_page};
+use crate::query::plan::{IndexSpec, Plan, PlanInput};
+use crate::query::token::{self, StreamState, TokenState};
+use crate::query::{Stream, StreamExt as _, estimate};
+use crate::schema::EntitySchema;
+use crate::store::{Filter, RangeCondition, Store};
+
+/// A query of one entity over one or more of its indexes.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use entity_manager_core::query::untyped::Query;
+/// use entity_manager_core::store::{MemoryStore, Store, TableDefinition};
+/// use entity_manager_core::Schema;
+/// use entity_manager_core::model::ShardSpace;
+/// use serde_json::json;
+///
+/// let schema = Schema::from_ts_config(
+///     &json!({
+///         "hashKey": "hashKey",
+///         "rangeKey": "rangeKey",
+///         "entities": { "user": {
+///             "uniqueProperty": "userId",
+///             "timestampProperty": "created",
+///             "shardBumps": [{ "timestamp": 0, "charBits": 2, "chars": 1 }]
+///         } },
+///         "indexes": { "created": { "hashKey": "hashKey", "rangeKey": "created" } },
+///         "propertyTranscodes": { "userId": "string", "created": "timestamp" }
+///     }),
+///     ShardSpace::Power,
+/// )?;
+/// let store = MemoryStore::new(TableDefinition::from_schema(&schema)?);
+/// let user = schema.entity("user")?;
+/// for n in 0..25u64 {
+///     let item = serde_dynamo::to_item(json!({ "userId": format!("u{n}"), "created": 1_000 + n }))?;
+///     store.put_item(user.add_keys(&item)?, Default::default()).await?;
+/// }
+///
+/// let query = Query::new(&store, user).index("created").shards_between(0, 10_000).limit(10);
+/// let first = query.page(None).await?;
+/// assert_eq!(first.items.len(), 10); // merged over 4 shards, in `created` order
+/// let second = query.page(first.next.as_deref()).await?;
+/// assert_eq!(second.items[0]["created"], serde_dynamo::AttributeValue::N("1010".into()));
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug)]
+pub struct Query<'a, S, St = Indexed> {
+    store: &'a S,
+    schema: EntitySchema<'a>,
+    indexes: Vec<IndexSpec>,
+    pub(in crate::query) item: Item,
+    paging: Paging,
+    sort: Vec<(String, bool)>,
+    projection: Option<Vec<String>>,
+    table_name: Option<String>,
+    /// Records created in this window only (besides the shards of the window).
+    created: Option<(u64, u64)>,
+    pub(in crate::query) hash_suffix: Option<(String, String)>,
+    /// Why a typed input could not be used (every page fails with it).
+    pub(in crate::query) problem: Option<String>,
+    state: PhantomData<fn() -> St>,
+}
+/// The state of a [`Query`] with no index (nor the table) to read yet:
+/// it has no [`range`](Query::range), [`filter`](Query::filter) or [`page`](Query::page), so a
+/// condition cannot be given before the index it applies to.
+///
+/// ```compile_fail,E0599
+/// # use entity_manager_core::query::untyped::Query;
+/// # use entity_manager_core::store::{MemoryStore, RangeCondition};
+/// # fn f(store: &MemoryStore, user: entity_manager_core::EntitySchema<'_>) {
+/// // a range condition before any index: no index to apply to, so it does not compile
+/// let query = Query::new(store, user).range(RangeCondition::Ge(5u64.into())).index("created");
+/// # }
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub enum Unindexed {}
+
+/// The state of a [`Query`] with at least one index (or the table) to
+/// read: [`range`](Query::range) and [`filter`](Query::filter) apply to the last one added.
+#[derive(Clone, Copy, Debug)]
+pub enum Indexed {}
+
+impl<'a, S: Store> Query<'a, S, Unindexed> {
+    /// A query of `entity` on `store`; add at least one index ([`index`](Query::index)) or the
+    /// table ([`table`](Query::table)).
+    pub fn new(store: &'a S, entity: EntitySchema<'a>) -> Self {
+        Self {
+            store,
+            schema: entity,
+            indexes: Vec::new(),
+            item: Item::default(),
+            paging: Paging::default(),
+            sort: Vec::new(),
+            projection: None,
+            table_name: None,
+            created: None,
+            hash_suffix: None,
+            problem: None,
+            state: PhantomData,
+        }
+    }
+}
+
+impl<S: Store> Query<'_, S, Indexed> {
+    /// A condition on the range key of the last index (or table) added.
+    #[must_use]
+    pub fn range(mut self, condition: RangeCondition) -> Self {
+        if let Some(index) = self.indexes.last_mut() {
+            index.range = Some(condition);
+        }
+        self
+    }
+
+    /// A filter on the items of the last index (or table) added (applied after each shard
+    /// query's limit, as DynamoDB does).
+    #[must_use]
+    pub fn filter(mut self, filter: Filter) -> Self {
+        if let Some(index) = self.indexes.last_mut() {
+            index.filter = Some(filter);
+        }
+        self
+    }
+}
+
+impl<S: Store> Query<'_, S, Indexed> {
+    /// The last index (or table) added, for the typed face.
+    pub(in crate::query) fn last_spec(&mut self) -> Option<&mut IndexSpec> {
+        self.indexes.last_mut()
+    }
+}
+
+impl<'a, S: Store, St> Query<'a, S, St> {
+    fn retype<T>(self) -> Query<'a, S, T> {
+        Query {
+            store: self.store,
+            schema: self.schema,
+            indexes: self.indexes,
+            item: self.item,
+            paging: self.paging,
+            sort: self.sort,
+            projection: self.projection,
+            table_name: self.table_name,
+            created: self.created,
+            hash_suffix: self.hash_suffix,
+            problem: self.problem,
+            state: PhantomData,
+        }
+    }
+
+    /// Adds an index to query (its GSI name). [`range`](Query::range) and
+    /// [`filter`](Query::filter) then apply to it.
+    #[must_use]
+    pub fn index(mut self, name: impl Into<String>) -> Query<'a, S, Indexed> {
+        self.indexes.push(IndexSpec::new(Some(name.into())));
+        self.retype()
+    }
+
+    /// Adds the table itself: every shard of the entity's own hash key space, in table
+    /// range-key order (the unique value). [`range`](Query::range) and
+    /// [`filter`](Query::filter) then apply to it.
+    #[must_use]
+    pub fn table(mut self) -> Query<'a, S, Indexed> {
+        self.indexes.push(IndexSpec::new(None));
+        self.retype()
+    }
+
+    /// The partial item that fills the components of a sharded hash key; a unique value narrows
+    /// each shard bump to the one shard it maps to.
+    #[must_use]
+    pub fn item(mut self, item: Item) -> Self {
+        self.item = item;
+        self
+    }
+
+    /// The shards to visit: those of the shard bumps in force from `from` to `to` (ms since the
+    /// epoch), so those that can hold records created in `from..=to`. It selects shards, not
+    /// records: a shard's other records (created before `from` under the same bump, or after
+    /// `to`) are returned too; for those created in the window only, use
+    /// [`created_between`](Self::created_between). Default: `0..=now`, pinned into the page
+    /// token so that later pages see the same shards.
+    #[must_use]
+    pub fn shards_between(mut self, from: u64, to: u64) -> Self {
+        self.paging.window = Some((from, to));
+        self
+    }
+
+    /// Only records created in `from..=to` (ms since the epoch, the timestamp property): the
+    /// shards of that window ([`shards_between`](Self::shards_between)), and of their records those whose timestamp lies
+    /// in it (a key condition when the range key is the timestamp, else a check of each item
+    /// read, so the index must project the timestamp property).
+    #[must_use]
+    pub fn created_between(mut self, from: u64, to: u64) -> Self {
+        self.paging.window = Some((from, to));
+        self.created = Some((from, to));
+        self
+    }
+
+    paging_setters!();
+
+    /// No limit: one page holds every matching item.
+    #[must_use]
+    pub fn unlimited(mut self) -> Self {
+        self.paging.limit = Some(usize::MAX);
+        self
+    }
+
+    /// Adds a sort key for union mode (indexes with different range keys); `desc` for
+    /// descending. Default: the unique property, ascending.
+    #[must_use]
+    pub fn sort_by(mut self, attribute: impl Into<String>, desc: bool) -> Self {
+        self.sort.push((attribute.into(), desc));
+        self
+    }
+
+    /// Returns only these attributes (plus the keys the query needs).
+    #[must_use]
+    pub fn projection<I, T>(mut self, attributes: I) -> Self
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<String>,
+    {
+        self.projection = Some(attributes.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Binds page tokens to the table of this name as well: a token of this query on another
+    /// table is refused ([`TokenError::OtherTable`](crate::query::TokenError::OtherTable)). Tokens are always bound to the store's
+    /// table definition (keys and indexes) and to the name the store gives ([`Store::name`]:
+    /// a `DynamoStore`'s table name); this name tells apart tables that a store cannot (two
+    /// `MemoryStore`s defined alike). Give the same name for every page.
+    #[must_use]
+    pub fn table_name(mut self, name: impl Into<String>) -> Self {
+        self.table_name = Some(name.into());
+        self
+    }
+
+    /// Refuses a `created_between` over an index that does not project the timestamp
+    /// property (its items could not be checked), before any read.
+    /// And a projection asking an index for attributes it does not project.
+    fn check_projection(&self, plan: &Plan<'_>) -> Result<()> {
+        let model = self.schema.model();
+        let timestamp = &*model.timestamp_property;
+        let definition = self.store.definition();
+        for index in &plan.indexes {
+            let Some(name) = &index.name else { continue };
+            let Some(projected) = definition
+                .index(name)
+                .and_then(|gsi| definition.projected_attributes(gsi))
+            else {
+                continue;
+            };
+            let missing: Vec<&str> = self
+                .projection
+                .iter()
+                .flatten()
+                .map(String::as_str)
+                .filter(|a| *a != &*model.unique_property && !projected.iter().any(|p| p == a))
+                .collect();
+            if !missing.is_empty() {
+                return Err(self.invalid(format!(
+                    "index `{name}` does not project {missing:?}, which the projection asks for; ask only for {projected:?} (and the unique property, always returned), or project them"
+                )));
+            }
+            if plan.created.is_some() && !projected.iter().any(|a| a == timestamp) {
+                return Err(self.invalid(format!(
+                    "created_between needs the timestamp property `{timestamp}` of each item, and index `{name}` does not project it; project it, or use shards_between() (which selects shards, not records) with a range condition"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    fn invalid(&self, reason: impl Into<String>) -> Error {
+        Error::InvalidQuery {
+            entity: self.schema.model().token.to_string(),
+            reason: reason.into(),
+        }
+    }
+}
+
+impl<'a, S: Store> Query<'a, S, Indexed> {
+    /// One page: the first (`token: None`) or the one after the page that returned `token`.
+    pub async fn page(&self, token: Option<&str>) -> Result<QueryPageResult> {
+        let model = self.schema.model();
+        let limit = self.paging.limit.unwrap_or(model.default_limit);
+        let page_size = self.paging.page_size.unwrap_or(model.default_page_size);
+        let throttle = self.paging.throttle.unwrap_or(self.schema.table().throttle);
+        if let Some(problem) = &self.problem {
+            return Err(self.invalid(problem.clone()));
+        }
+        if limit == 0 {
+            return Err(self.invalid("the limit must be at least 1"));
+        }
+        if page_size == 0 {
+            return Err(self.invalid("the page size must be at least 1"));
+        }
+        if throttle == 0 {
+            return Err(self.invalid("the throttle must be at least 1"));
+        }
+        let sort: Vec<(String, bool)> = if self.sort.is_empty() {
+            vec![(model.unique_property.to_string(), false)]
+        } else {
+            self.sort.clone()
+        };
+        let input = PlanInput {
+            specs: &self.indexes,
+            item: &self.item,
+            descending: self.paging.descending,
+            projection: self.projection.as_deref(),
+            sort: &sort,
+            created: self.created,
+            hash_suffix: self.hash_suffix.as_ref(),
+        };
+        let table = table_binding(self.store, self.table_name.as_deref());
+        let (plan, state) = resume(token, &self.paging, &table, |window| {
+            let plan = Plan::new(self.schema, &input, window)?;
+            self.check_projection(&plan)?;
+            Ok(plan)
+        })?;
+
+        traced_page(
+            &model.token,
+            plan.indexes.len(),
+            self.run(&plan, state.as_ref(), limit, page_size, throttle, &sort),
+        )
+        .await
+    }
+
+    async fn run(
+        &self,
+        plan: &Plan<'a>,
+        state: Option<&TokenState>,
+        limit: usize,
+        page_size: usize,
+        throttle: usize,
+        sort: &[(String, bool)],
+    ) -> Result<QueryPageResult> {
+        let engine = Engine {
+            plan,
+            store: self.store,
+            page_size,
+            throttle,
+        };
+        let mut totals = QueryStats {
+            shards: plan.lanes(),
+            ..QueryStats::default()
+        };
+        let token_shape = stream_shape(plan);
+        let state_of = |i: usize| -> StreamState {
+            state
+                .and_then(|s| s.streams.get(i).cloned())
+                .unwrap_or_else(|| StreamState::fresh(token_shape.lanes))
+        };
+        let mut seen: HashSet<String> = HashSet::new();
+        let mut items: Vec<Item> = Vec::new();
+        let mut next_states: Vec<StreamState> = Vec::with_capacity(token_shape.streams);
+        if plan.exact {
+            let all: Vec<usize> = (0..plan.indexes.len()).collect();
+            let mut page_stats = QueryStats::default();
+            let page = engine
+                .page(&all, &state_of(0), limit, &mut seen, &mut page_stats)
+                .await?;
+            totals.add(&page_stats);
+            items = page.items;
+            next_states.push(page.state);
+        } else {
+            // the limit is shared out between the indexes that still have items
+            let states: Vec<StreamState> = (0..plan.indexes.len()).map(state_of).collect();
+            let live: Vec<usize> = (0..states.len()).filter(|&i| !states[i].done()).collect();
+            for (i, state) in states.into_iter().enumerate() {
+                let rank = live.iter().position(|&l| l == i);
+                let share = match rank {
+                    None => 0,
+                    Some(_) if limit == usize::MAX => usize::MAX,
+                    Some(rank) => limit / live.len() + usize::from(rank < limit % live.len()),
+                };
+                let mut page_stats = QueryStats::default();
+                let mut page = if share == 0 {
+                    engine::StreamPage {
+                        items: Vec::new(),
+                        state,
+                    }
+                } else {
+                    engine
+                        .page(&[i], &state, share, &mut seen, &mut page_stats)
+                        .await?
+                };
+                totals.add(&page_stats);
+                items.append(&mut page.items);
+                next_states.push(page.state);
+            }
+        }
+        for item in &mut items {
+            plan.restore_unique(item);
+        }
+        if !plan.exact {
+            sort_items(&mut items, sort);
+        }
+        totals.items_returned = items.len();
+        let done = next_states.iter().all(StreamState::done);
+        let next = (!done).then(|| {
+            let table = table_binding(self.store, self.table_name.as_deref());
+            token::encode(
+                &TokenState {
+                    from: plan.window.0,
+                    to: plan.window.1,
+                    streams: next_states,
+                },
+                token::Binding {
+                    query: &plan.fingerprint,
+                    table: &table,
+                },
+                self.paging.signing_key.as_deref(),
+            )
+        });
+        Ok(QueryPageResult {
+            items,
+            next,
+            stats: totals,
+        })
+    }
+
+    /// Every matching item, page after page, until the shards are exhausted.
+    pub fn stream(&self) -> impl Stream<Item = Result<Item>> + '_ {
+        enum Next {
+            Start,
+            Token(String),
+            Done,
+        }
+        futures::stream::unfold(Next::Start, move |next| async move {
+            let token = match next {
+                Next::Done => return None,
+                Next::Start => None,
+                Next::Token(token) => Some(token),
+            };
+            match self.page(token.as_deref()).await {
+                Ok(page) => {
+                    let next = page.next.map_or(Next::Done, Next::Token);
+                    let items: Vec<Result<Item>> = page.items.into_iter().map(Ok).collect();
+                    Some((futures::stream::iter(items), next))
+                }
+                Err(e) => Some((futures::stream::iter(vec![Err(e)]), Next::Done)),
+            }
+        })
+        .flatten()
+    }
+}
+
+/// The streams of a query's token and the lanes of each: one stream over every lane in exact
+/// mode, one per index (over its shards) in union mode.
+impl Resumable for Plan<'_> {
+    fn window(&self) -> (u64, u64) {
+        self.window
+    }
+
+    fn fingerprint(&self) -> &[u8; 32] {
+        &self.fingerprint
+    }
+
+    fn shape(&self) -> token::Shape {
+        stream_shape(self)
+    }
+}
+
+fn stream_shape(plan: &Plan<'_>) -> token::Shape {
+    if plan.exact {
+        token::Shape {
+            streams: 1,
+            lanes: plan.lanes(),
+        }
+    } else {
+        token::Shape {
+            streams: plan.indexes.len(),
+            lanes: plan.hash_keys.len(),
+        }
+    }
+}
+
+/// Sorts by the sort keys (missing values first, as the TypeScript library does), then by
+/// nothing: the sort is stable.
+fn sort_items(items: &mut [Item], sort: &[(String, bool)]) {
+    items.sort_by(|a, b| {
+        for (attribute, desc) in sort {
+            let order = match (a.get(attribute), b.get(attribute)) {
+                (None, None) => std::cmp::Ordering::Equal,
+                (None, Some(_)) => std::cmp::Ordering::Less,
+                (Some(_), None) => std::cmp::Ordering::Greater,
+                (Some(x), Some(y)) => estimate::compare(x, y),
+            };
+            let order = if *desc { order.reverse() } else { order };
+            if order != std::cmp::Ordering::Equal {
+                return order;
+            }
+        }
+        std::cmp::Ordering::Equal
+    });
+}
