@@ -7,7 +7,9 @@ use proc_macro2::{Group, Ident, TokenStream, TokenTree};
 use quote::quote;
 use syn::DeriveInput;
 
-use crate::expand::{field_tokens_of, index_enum, member_assertion, membership};
+use super::assertions::member_assertion;
+use super::entity::{field_tokens_of, index_enum};
+use super::table::membership;
 use crate::model::Container;
 use crate::table::TableDef;
 
