@@ -79,11 +79,9 @@ impl<'a> Container<'a> {
 
         let generic = !attrs.generics.params.is_empty();
         if generic {
-            // rule: an entity is an owned, concrete type: records are read back from the store as
-            // owned values (`DeserializeOwned`), and its model is one static value
             errors.at(
                 &attrs.generics,
-                "an entity must be an owned, non-generic struct: records are read back from the store as owned values, and each entity has one static model; store owned fields (`String`, not `&'a str`) and declare one struct per entity",
+                generics_error(&attrs.ident, &attrs.generics),
             );
         }
         let fields = attrs
@@ -170,6 +168,37 @@ impl<'a> Container<'a> {
             index_enum,
             serde_attributes,
         }
+    }
+}
+
+/// Rule: an entity is an owned, concrete type: records are read back from the store as owned
+/// values (`DeserializeOwned`), and its model is one static value, which its table lists by the
+/// struct's name. The message names the struct as written and says what rustc's follow-on errors
+/// (which the derive cannot prevent: a table's `<User as Entity>` needs `User`'s type arguments,
+/// and serde's `Deserialize` for a borrowing struct is not `DeserializeOwned`) mean.
+fn generics_error(ident: &Ident, generics: &syn::Generics) -> String {
+    let params: Vec<String> = generics
+        .params
+        .iter()
+        .map(|p| match p {
+            syn::GenericParam::Lifetime(l) => l.lifetime.to_string(),
+            syn::GenericParam::Type(t) => t.ident.to_string(),
+            syn::GenericParam::Const(c) => c.ident.to_string(),
+        })
+        .collect();
+    let ident = ident.unraw();
+    let written = format!("{ident}<{}>", params.join(", "));
+    if let Some(lifetime) = generics.lifetimes().next()
+        && generics.lifetimes().count() == params.len()
+    {
+        let lifetime = &lifetime.lifetime;
+        format!(
+            "`{written}` borrows, and an entity cannot: records are read back from the store as owned values (`DeserializeOwned`); store owned fields (`String`, not `&{lifetime} str`) and declare `struct {ident}` without lifetimes (until then, a read of `{ident}` may also say that `Deserialize` is not general enough)"
+        )
+    } else {
+        format!(
+            "`{written}` is generic, and an entity cannot be: each entity has one static model, which its table lists by the struct's name; give the fields concrete types and declare `struct {ident}` without parameters (until then, a table listing `{ident}` also asks for generic arguments: the fix is here)"
+        )
     }
 }
 
