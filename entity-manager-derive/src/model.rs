@@ -16,8 +16,8 @@ pub(crate) const TRANSCODES: [(&str, &str); 6] = entity_manager_core::__private:
 pub(crate) struct Container<'a> {
     pub(crate) ident: &'a Ident,
     pub(crate) vis: &'a syn::Visibility,
-    /// A generic struct is an error; one generic over lifetimes only gets placeholder items for
-    /// `'static` (`fallback.rs`), other generic structs none.
+    /// A generic struct is an error; it gets placeholder items for its lifetimes written
+    /// `'static` and over its type and const parameters (`fallback.rs`).
     pub(crate) generic: bool,
     /// The struct's generics, as written.
     pub(crate) generics: &'a syn::Generics,

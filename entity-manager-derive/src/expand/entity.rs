@@ -144,15 +144,29 @@ pub(crate) fn expand_entity(c: &Container<'_>) -> Option<TokenStream> {
 /// The typed field tokens: `UserFields` with one `Field` per stored field, and `User::FIELDS`.
 pub(crate) fn field_tokens(c: &Container<'_>) -> TokenStream {
     let ident = c.ident;
-    field_tokens_of(c, &quote!(#ident), &|ty| quote!(#ty))
+    field_tokens_of(c, &quote!(#ident), &|ty| quote!(#ty), &Params::default())
+}
+
+/// The type and const parameters that a fallback's items carry (a generic struct's, its
+/// lifetimes written `'static`); none for the derive's own items.
+#[derive(Default)]
+pub(crate) struct Params {
+    /// `<T: Bound + 'static, const N: usize>`, declaring them on an item or an impl.
+    pub(crate) decl: TokenStream,
+    /// `<T, N>`, naming the item declared with them.
+    pub(crate) args: TokenStream,
+    /// The struct's `where` clause.
+    pub(crate) where_clause: TokenStream,
 }
 
 /// [`field_tokens`] for the entity type `self_ty`, with each field's value type written by `ty`
-/// (a borrowed entity's fallback writes `User<'static>` and `&'static str`).
+/// (a borrowed entity's fallback writes `User<'static>` and `&'static str`), and the fields
+/// struct generic over `params` (a generic entity's fallback: `UserFields<T>`).
 pub(crate) fn field_tokens_of(
     c: &Container<'_>,
     self_ty: &TokenStream,
     ty: &dyn Fn(&syn::Type) -> TokenStream,
+    params: &Params,
 ) -> TokenStream {
     let krate = &c.krate;
     let ident = c.ident;
@@ -183,20 +197,33 @@ pub(crate) fn field_tokens_of(
         "The typed fields of [`{ident}`], for conditions and partial updates: [`{ident}::FIELDS`]."
     );
     let debug = format!("{}Fields {{ .. }}", ident.unraw());
+    let Params {
+        decl,
+        args,
+        where_clause,
+    } = params;
+    // a parameter that no stored field's type names is used all the same
+    if !args.is_empty() {
+        members.push(quote! {
+            #[doc(hidden)]
+            __marker: ::core::marker::PhantomData<fn() -> #self_ty>
+        });
+        values.push(quote!(__marker: ::core::marker::PhantomData));
+    }
     // `Copy`, `Clone` and `Debug` by hand: the derives' per-field code costs more to compile,
     // and the value is a constant whose fields name themselves
     quote! {
         #[doc = #doc]
         #[allow(dead_code)]
-        #vis struct #name {
+        #vis struct #name #decl #where_clause {
             #(#members,)*
         }
 
         #[automatically_derived]
-        impl ::core::marker::Copy for #name {}
+        impl #decl ::core::marker::Copy for #name #args #where_clause {}
 
         #[automatically_derived]
-        impl ::core::clone::Clone for #name {
+        impl #decl ::core::clone::Clone for #name #args #where_clause {
             #[inline]
             fn clone(&self) -> Self {
                 *self
@@ -204,7 +231,7 @@ pub(crate) fn field_tokens_of(
         }
 
         #[automatically_derived]
-        impl ::core::fmt::Debug for #name {
+        impl #decl ::core::fmt::Debug for #name #args #where_clause {
             #[inline]
             fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
                 f.write_str(#debug)
@@ -213,9 +240,9 @@ pub(crate) fn field_tokens_of(
 
         #[automatically_derived]
         #[allow(dead_code)]
-        impl #self_ty {
+        impl #decl #self_ty #where_clause {
             /// The typed fields of the entity, for conditions and partial updates.
-            #vis const FIELDS: #name = #name { #(#values,)* };
+            #vis const FIELDS: #name #args = #name { #(#values,)* };
         }
     }
 }
