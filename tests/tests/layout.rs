@@ -7,8 +7,9 @@
 //! below it: `limits`, `key_type` and `transcode` at the ground; `model`, `rules`, `error`,
 //! `table`, `store`, `schema`, `keys` on them; `entity` (the traits the derives implement);
 //! `ops`, `query`, `scan`; and `entity_ext` (the [`EntityExt`](entity_manager::EntityExt)
-//! methods) at the top. The derive reads in the same order: `attrs` → `model` (and its
-//! `resolve`) → `table` → `check` → `expand`, with `case` and `errors` at the ground.
+//! methods) at the top. The derive reads in the same order: `attrs` → `model` (its types, then
+//! its `resolve` and `build`) → `table` → `check` → `expand` (the pipelines, then `fallback`,
+//! `entity` and `table`, then `assertions`), with `case` and `errors` at the ground.
 //!
 //! One level down, the modules of a folder (`store::memory`, `store::shape`, `ops::read`,
 //! `rules::bump`, …) and the folder's own `mod.rs` are modules of their own: every `crate::`,
@@ -355,17 +356,17 @@ fn core_submodules_import_no_circle() -> Result<(), String> {
 fn derive_submodules_import_no_circle() -> Result<(), String> {
     assert_acyclic_submodules(
         "entity-manager-derive",
-        &[("expand::entity", "check"), ("check", "model::resolve")],
         &[
-            // the derive's expansion and model are being reworked (issue 31, points 3 and 5)
-            &["model", "model::resolve"],
-            &[
-                "expand::assertions",
-                "expand::entity",
-                "expand::fallback",
-                "expand::table",
-            ],
+            ("expand", "check"),
+            ("check", "model::resolve"),
+            // the model's types below its builders, the emitters below the pipeline
+            ("model::build", "model::resolve"),
+            ("model::resolve", "model"),
+            ("expand", "expand::fallback"),
+            ("expand::fallback", "expand::entity"),
+            ("expand::entity", "expand::assertions"),
         ],
+        &[],
     )
 }
 

@@ -14,7 +14,6 @@ use quote::{quote, quote_spanned};
 use syn::spanned::Spanned;
 
 use crate::errors::path_text;
-use crate::expand::member_assertion;
 use crate::model::{Container, Transcode};
 use crate::table::TableDef;
 
@@ -46,6 +45,39 @@ fn stored_assertion(c: &Container<'_>) -> TokenStream {
             fn __check<T: _em::__private::Stored>() {}
             __check::<#ident>();
         }
+    }
+}
+
+/// The entity is listed by its table: its token, unique and timestamp property are those of
+/// one of the table's `MEMBERS` (data the table derive emits), asserted in a `const` spanned at
+/// `table = …`. The table is reached through `Entity::Table` (the blanket `TableModelOf`), so
+/// that a table path that names no `#[derive(Table)]` type is reported once, in the impl. The
+/// names are given as strings, not as the entity's model: the compiler validates each `const`
+/// value it evaluates, following references. Expands to:
+///
+/// ```text
+/// const _: () = if !is_member(<User as TableModelOf>::MEMBERS, "user", "userId", "created") {
+///     fail("`User` is not an entity of table `Users`: add `User` to `#[table(entities(…))]` of `Users`");
+/// };
+/// ```
+pub(crate) fn member_assertion(
+    ident: &syn::Ident,
+    table: &syn::Path,
+    [token, unique, timestamp]: [&str; 3],
+) -> TokenStream {
+    let table_text = path_text(table);
+    let message = format!(
+        "`{ident}` is not an entity of table `{table_text}`: add `{ident}` to `#[table(entities(…))]` of `{table_text}`"
+    );
+    quote_spanned! {table.span()=>
+        const _: () = if !_em::__private::is_member(
+            <#ident as _em::__private::TableModelOf>::MEMBERS,
+            #token,
+            #unique,
+            #timestamp,
+        ) {
+            _em::__private::fail(#message);
+        };
     }
 }
 

@@ -1,46 +1,13 @@
 //! `#[derive(Entity)]`: the entity's model, its `impl Entity`, the index-token enum, the typed
 //! key builders and the checks against its table.
 
-use darling::FromDeriveInput;
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote, quote_spanned};
-use syn::DeriveInput;
 use syn::ext::IdentExt as _;
 use syn::spanned::Spanned;
 
-use super::unsupported_shape;
-use crate::attrs::EntityAttrs;
-use crate::errors::Errors;
-use crate::expand::fallback;
+use super::assertions;
 use crate::model::{Container, Field, KeyRef, ProjectionDef, Target, Transcode};
-
-/// `#[derive(Entity)]`: tokens whether it succeeded or not.
-pub(crate) fn derive_entity(input: &DeriveInput) -> TokenStream {
-    if let Some(error) = unsupported_shape(
-        input,
-        "Entity",
-        "a struct with named fields, whose fields are the stored attributes",
-    ) {
-        let mut tokens = error;
-        tokens.extend(fallback::unsupported_entity(input));
-        return tokens;
-    }
-    let attrs = match EntityAttrs::from_derive_input(input) {
-        Ok(attrs) => attrs,
-        Err(e) => return e.write_errors(),
-    };
-    let mut errors = Errors::default();
-    let container = Container::from_attrs(&attrs, &mut errors);
-    crate::check::check_entity(&container, &mut errors);
-    if errors.is_empty()
-        && let Some(tokens) = expand_entity(&container)
-    {
-        return tokens;
-    }
-    let mut tokens = errors.to_compile_errors();
-    tokens.extend(fallback::entity(&container));
-    tokens
-}
 
 /// The index type: a namespace of one typed token per index, `TypedIndex<Entity, Kind>`, whose
 /// kind (classic or multi-attribute) picks the query builder at compile time.
@@ -110,7 +77,7 @@ pub(crate) fn index_enum(c: &Container<'_>) -> TokenStream {
 /// ```
 ///
 /// `None` when the model is incomplete (which comes with an error).
-fn expand_entity(c: &Container<'_>) -> Option<TokenStream> {
+pub(crate) fn expand_entity(c: &Container<'_>) -> Option<TokenStream> {
     let table = c.table.as_ref()?;
     let (unique, timestamp) = (c.unique?, c.timestamp?);
     if c.generic {
@@ -119,7 +86,7 @@ fn expand_entity(c: &Container<'_>) -> Option<TokenStream> {
     let krate = &c.krate;
     let ident = c.ident;
     let model = entity_model(c, &c.fields[unique].stored, timestamp);
-    let table_asserts = crate::expand::assertions::table_assertions(c, table);
+    let table_asserts = assertions::table_assertions(c, table);
     let index_enum = index_enum(c);
     let builders = key_builders(c);
     // spanned at `table = …`, so that a table of the wrong visibility is reported there
@@ -177,15 +144,29 @@ fn expand_entity(c: &Container<'_>) -> Option<TokenStream> {
 /// The typed field tokens: `UserFields` with one `Field` per stored field, and `User::FIELDS`.
 pub(crate) fn field_tokens(c: &Container<'_>) -> TokenStream {
     let ident = c.ident;
-    field_tokens_of(c, &quote!(#ident), &|ty| quote!(#ty))
+    field_tokens_of(c, &quote!(#ident), &|ty| quote!(#ty), &Params::default())
+}
+
+/// The type and const parameters that a fallback's items carry (a generic struct's, its
+/// lifetimes written `'static`); none for the derive's own items.
+#[derive(Default)]
+pub(crate) struct Params {
+    /// `<T: Bound + 'static, const N: usize>`, declaring them on an item or an impl.
+    pub(crate) decl: TokenStream,
+    /// `<T, N>`, naming the item declared with them.
+    pub(crate) args: TokenStream,
+    /// The struct's `where` clause.
+    pub(crate) where_clause: TokenStream,
 }
 
 /// [`field_tokens`] for the entity type `self_ty`, with each field's value type written by `ty`
-/// (a borrowed entity's fallback writes `User<'static>` and `&'static str`).
+/// (a borrowed entity's fallback writes `User<'static>` and `&'static str`), and the fields
+/// struct generic over `params` (a generic entity's fallback: `UserFields<T>`).
 pub(crate) fn field_tokens_of(
     c: &Container<'_>,
     self_ty: &TokenStream,
     ty: &dyn Fn(&syn::Type) -> TokenStream,
+    params: &Params,
 ) -> TokenStream {
     let krate = &c.krate;
     let ident = c.ident;
@@ -216,20 +197,33 @@ pub(crate) fn field_tokens_of(
         "The typed fields of [`{ident}`], for conditions and partial updates: [`{ident}::FIELDS`]."
     );
     let debug = format!("{}Fields {{ .. }}", ident.unraw());
+    let Params {
+        decl,
+        args,
+        where_clause,
+    } = params;
+    // a parameter that no stored field's type names is used all the same
+    if !args.is_empty() {
+        members.push(quote! {
+            #[doc(hidden)]
+            __marker: ::core::marker::PhantomData<fn() -> #self_ty>
+        });
+        values.push(quote!(__marker: ::core::marker::PhantomData));
+    }
     // `Copy`, `Clone` and `Debug` by hand: the derives' per-field code costs more to compile,
     // and the value is a constant whose fields name themselves
     quote! {
         #[doc = #doc]
         #[allow(dead_code)]
-        #vis struct #name {
+        #vis struct #name #decl #where_clause {
             #(#members,)*
         }
 
         #[automatically_derived]
-        impl ::core::marker::Copy for #name {}
+        impl #decl ::core::marker::Copy for #name #args #where_clause {}
 
         #[automatically_derived]
-        impl ::core::clone::Clone for #name {
+        impl #decl ::core::clone::Clone for #name #args #where_clause {
             #[inline]
             fn clone(&self) -> Self {
                 *self
@@ -237,7 +231,7 @@ pub(crate) fn field_tokens_of(
         }
 
         #[automatically_derived]
-        impl ::core::fmt::Debug for #name {
+        impl #decl ::core::fmt::Debug for #name #args #where_clause {
             #[inline]
             fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
                 f.write_str(#debug)
@@ -246,43 +240,10 @@ pub(crate) fn field_tokens_of(
 
         #[automatically_derived]
         #[allow(dead_code)]
-        impl #self_ty {
+        impl #decl #self_ty #where_clause {
             /// The typed fields of the entity, for conditions and partial updates.
-            #vis const FIELDS: #name = #name { #(#values,)* };
+            #vis const FIELDS: #name #args = #name { #(#values,)* };
         }
-    }
-}
-
-/// The entity is listed by its table: its token, unique and timestamp property are those of
-/// one of the table's `MEMBERS` (data the table derive emits), asserted in a `const` spanned at
-/// `table = …`. The table is reached through `Entity::Table` (the blanket `TableModelOf`), so
-/// that a table path that names no `#[derive(Table)]` type is reported once, in the impl. The
-/// names are given as strings, not as the entity's model: the compiler validates each `const`
-/// value it evaluates, following references. Expands to:
-///
-/// ```text
-/// const _: () = if !is_member(<User as TableModelOf>::MEMBERS, "user", "userId", "created") {
-///     fail("`User` is not an entity of table `Users`: add `User` to `#[table(entities(…))]` of `Users`");
-/// };
-/// ```
-pub(crate) fn member_assertion(
-    ident: &syn::Ident,
-    table: &syn::Path,
-    [token, unique, timestamp]: [&str; 3],
-) -> TokenStream {
-    let table_text = crate::errors::path_text(table);
-    let message = format!(
-        "`{ident}` is not an entity of table `{table_text}`: add `{ident}` to `#[table(entities(…))]` of `{table_text}`"
-    );
-    quote_spanned! {table.span()=>
-        const _: () = if !_em::__private::is_member(
-            <#ident as _em::__private::TableModelOf>::MEMBERS,
-            #token,
-            #unique,
-            #timestamp,
-        ) {
-            _em::__private::fail(#message);
-        };
     }
 }
 

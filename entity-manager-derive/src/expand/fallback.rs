@@ -1,22 +1,26 @@
 //! What a failed derive emits beside its errors (STYLE.md §3.5): placeholder impls and the typed
 //! fields, so that code using the type (`User::model()`, `User::FIELDS.name`,
-//! `#[table(entities(User))]`, `table = Users`) does not drown in follow-on errors. Generic types get none: an impl without their parameters is one more
-//! error.
+//! `#[table(entities(User))]`, `table = Users`) does not drown in follow-on errors. A generic
+//! entity gets them over its parameters; a generic table or unsupported type gets none.
 
 use proc_macro2::{Group, Ident, TokenStream, TokenTree};
-use quote::quote;
+use quote::{ToTokens, quote};
 use syn::DeriveInput;
 
-use crate::expand::{field_tokens_of, index_enum, member_assertion, membership};
+use super::assertions::member_assertion;
+use super::entity::{Params, field_tokens_of, index_enum};
+use super::table::membership;
 use crate::model::Container;
 use crate::table::TableDef;
 
-/// The index enum and a placeholder `impl Entity`. Without a `table = …`, the entity stands in
-/// `PlaceholderTable`, which every table accepts.
+/// The index enum, a placeholder `impl Entity` and the typed fields. Without a `table = …`, the
+/// entity stands in `PlaceholderTable`, which every table accepts.
 ///
-/// A struct generic over lifetimes only (`User<'a>`, an error) gets them for `User<'static>`,
-/// the one instance an entity could be: uses of `User` (whose lifetimes are inferred) and the
-/// table listing it then report nothing more. Other generic structs get the index enum only.
+/// A generic struct (an error) gets them for its lifetimes written `'static`, the one instance
+/// an entity could be, and for any of its type and const parameters (`impl<T: 'static> Entity
+/// for User<T>`): uses of `User` then report nothing more, where their types are known. A table
+/// naming a struct generic over types (`entities(User)`) still reports the missing arguments:
+/// a type path needs them before any impl is looked up.
 pub(crate) fn entity(c: &Container<'_>) -> TokenStream {
     let mut tokens = index_enum(c);
     let krate = &c.krate;
@@ -26,27 +30,36 @@ pub(crate) fn entity(c: &Container<'_>) -> TokenStream {
         .lifetimes()
         .map(|l| l.lifetime.ident.to_string())
         .collect();
-    if c.generics.params.len() > lifetimes.len() {
-        return tokens;
-    }
-    let statics = lifetimes.iter().map(|_| quote!('static));
-    let self_ty = if lifetimes.is_empty() {
+    let params = params(c.generics, &lifetimes);
+    let args = c.generics.params.iter().map(|p| match p {
+        syn::GenericParam::Lifetime(_) => quote!('static),
+        syn::GenericParam::Type(t) => t.ident.to_token_stream(),
+        syn::GenericParam::Const(k) => k.ident.to_token_stream(),
+    });
+    let self_ty = if c.generics.params.is_empty() {
         quote!(#ident)
     } else {
-        quote!(#ident<#(#statics),*>)
+        quote!(#ident<#(#args),*>)
     };
     let (table, member) = match &c.table {
-        // the placeholder model's names, which the table lists
-        Some(table) => (quote!(#table), member_assertion(ident, table, ["", "", ""])),
+        // the placeholder model's names, which the table lists (a `const` item cannot name an
+        // instance of a struct generic over types)
+        Some(table) if params.args.is_empty() => {
+            (quote!(#table), member_assertion(ident, table, ["", "", ""]))
+        }
+        Some(table) => (quote!(#table), TokenStream::new()),
         None => (quote!(_em::__private::PlaceholderTable), TokenStream::new()),
     };
+    let Params {
+        decl, where_clause, ..
+    } = &params;
     tokens.extend(quote! {
         #[doc(hidden)]
         #[allow(unused_qualifications, clippy::all, clippy::pedantic)]
         const _: () = {
             use #krate as _em;
             #[automatically_derived]
-            impl _em::__private::Entity for #self_ty {
+            impl #decl _em::__private::Entity for #self_ty #where_clause {
                 type Table = #table;
                 const MODEL: _em::__private::EntityModel = _em::__private::PLACEHOLDER_ENTITY;
                 fn model() -> &'static _em::__private::EntityModel {
@@ -58,10 +71,51 @@ pub(crate) fn entity(c: &Container<'_>) -> TokenStream {
         };
     });
     // the typed fields, so that `User::FIELDS.name` at the uses adds no error of its own
-    tokens.extend(field_tokens_of(c, &self_ty, &|ty| {
-        static_lifetimes(quote!(#ty), &lifetimes)
-    }));
+    tokens.extend(field_tokens_of(
+        c,
+        &self_ty,
+        &|ty| static_lifetimes(quote!(#ty), &lifetimes),
+        &params,
+    ));
     tokens
+}
+
+/// The type and const parameters of `generics` for the placeholder items, each type parameter
+/// bounded by `'static` (as an entity is), with the lifetimes in `lifetimes` written `'static`.
+fn params(generics: &syn::Generics, lifetimes: &[String]) -> Params {
+    let mut decl = Vec::new();
+    let mut args = Vec::new();
+    for param in &generics.params {
+        match param {
+            syn::GenericParam::Lifetime(_) => {}
+            syn::GenericParam::Type(t) => {
+                let (ident, bounds) = (&t.ident, &t.bounds);
+                decl.push(if bounds.is_empty() {
+                    quote!(#ident: 'static)
+                } else {
+                    quote!(#ident: #bounds + 'static)
+                });
+                args.push(ident);
+            }
+            syn::GenericParam::Const(k) => {
+                let (ident, ty) = (&k.ident, &k.ty);
+                decl.push(quote!(const #ident: #ty));
+                args.push(ident);
+            }
+        }
+    }
+    let where_clause = static_lifetimes(generics.where_clause.to_token_stream(), lifetimes);
+    if args.is_empty() {
+        return Params {
+            where_clause,
+            ..Params::default()
+        };
+    }
+    Params {
+        decl: static_lifetimes(quote!(<#(#decl),*>), lifetimes),
+        args: quote!(<#(#args),*>),
+        where_clause,
+    }
 }
 
 /// `tokens` with each lifetime named in `lifetimes` written `'static`.

@@ -1,42 +1,12 @@
 //! `#[derive(Table)]`: the table's `impl Table`, the memberships of its entities and the checks
 //! across them.
 
-use darling::FromDeriveInput;
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote, quote_spanned};
-use syn::DeriveInput;
 use syn::spanned::Spanned;
 
-use super::unsupported_shape;
-use crate::attrs::TableAttrs;
-use crate::errors::Errors;
-use crate::expand::fallback;
+use super::assertions;
 use crate::table::{TableDef, TableSettings};
-
-/// `#[derive(Table)]`: tokens whether it succeeded or not.
-pub(crate) fn derive_table(input: &DeriveInput) -> TokenStream {
-    if let Some(error) = unsupported_shape(input, "Table", "a struct, like `struct Users;`") {
-        return error;
-    }
-    let attrs = match TableAttrs::from_derive_input(input) {
-        Ok(attrs) => attrs,
-        Err(e) => return e.write_errors(),
-    };
-    let mut errors = Errors::default();
-    let table = TableDef::from_attrs(&attrs, &mut errors);
-    if let (Some(options), Some(settings)) = (&table.options, &table.settings) {
-        crate::check::check_table(options, settings, &mut errors);
-    }
-    if errors.is_empty()
-        && let Some(settings) = &table.settings
-        && !table.generic
-    {
-        return expand_table(&table, settings);
-    }
-    let mut tokens = errors.to_compile_errors();
-    tokens.extend(fallback::table(&table));
-    tokens
-}
 
 /// The data the table's entities check their membership against (`Table::MEMBERS`), and the
 /// blanket `TableOf` impl its own checks use. The entities are named only inside the `const`'s
@@ -59,7 +29,7 @@ pub(crate) fn membership(table: &TableDef<'_>) -> (TokenStream, TokenStream) {
     )
 }
 
-fn expand_table(table: &TableDef<'_>, s: &TableSettings) -> TokenStream {
+pub(crate) fn expand_table(table: &TableDef<'_>, s: &TableSettings) -> TokenStream {
     let krate = &table.krate;
     let ident = table.ident;
     let (hash_key, range_key) = (&s.hash_key, &s.range_key);
@@ -83,7 +53,7 @@ fn expand_table(table: &TableDef<'_>, s: &TableSettings) -> TokenStream {
         }
     );
     let (members, table_of) = membership(table);
-    let checks = crate::expand::assertions::table_checks(table);
+    let checks = assertions::table_checks(table);
     quote! {
         #[doc(hidden)]
         #[allow(non_upper_case_globals, unused_qualifications, clippy::all, clippy::pedantic)]
