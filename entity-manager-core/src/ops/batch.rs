@@ -1,5 +1,7 @@
 //! Batches of puts and deletes (`BatchWriteItem`): no condition, no transaction.
 
+use std::collections::HashSet;
+
 use serde::Serialize;
 
 use crate::entity::{Entity, schema_of, to_item};
@@ -30,10 +32,13 @@ where
     I: Serialize,
 {
     let schema = schema_of::<E>()?;
+    // each key once, in the order given (a set beside the list: linear in the ids, where a
+    // search of the list was quadratic)
     let mut keys: Vec<PrimaryKey> = Vec::new();
+    let mut seen: HashSet<PrimaryKey> = HashSet::new();
     for id in ids {
         for key in candidates::<E, I>(schema, id)? {
-            if !keys.contains(&key) {
+            if seen.insert(key.clone()) {
                 keys.push(key);
             }
         }
