@@ -14,8 +14,47 @@ use crate::key_type::KeyType;
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct Number {
     negative: bool,
-    digits: Vec<u8>,
+    digits: Digits,
     exponent: i64,
+}
+
+/// At most 38 decimal digits, in place: a number key is parsed for every item a query reads,
+/// and an allocation per item was the largest part of it.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+struct Digits {
+    len: u8,
+    digits: [u8; 38],
+}
+
+impl Digits {
+    const EMPTY: Self = Self {
+        len: 0,
+        digits: [0; 38],
+    };
+
+    /// The digits of `iter`; `None` beyond 38.
+    fn collect(iter: impl IntoIterator<Item = u8>) -> Option<Self> {
+        let mut out = Self::EMPTY;
+        for d in iter {
+            *out.digits.get_mut(usize::from(out.len))? = d;
+            out.len += 1;
+        }
+        Some(out)
+    }
+}
+
+impl std::ops::Deref for Digits {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        &self.digits[..usize::from(self.len)]
+    }
+}
+
+impl std::fmt::Debug for Digits {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(&**self, f)
+    }
 }
 
 impl Number {
@@ -38,7 +77,7 @@ impl Number {
         if !int.bytes().chain(frac.bytes()).all(|b| b.is_ascii_digit()) {
             return None;
         }
-        // the significant digits, without the leading and trailing zeros (one allocation)
+        // the significant digits, without the leading and trailing zeros
         let all = || int.bytes().chain(frac.bytes()).map(|b| b - b'0');
         let Some(first) = all().position(|d| d != 0) else {
             return Some(Self::zero());
@@ -52,7 +91,7 @@ impl Number {
         let int_len = i64::try_from(int.len()).ok()?;
         let first_i = i64::try_from(first).ok()?;
         let exponent = exp.checked_add(int_len)?.checked_sub(first_i)?;
-        let digits: Vec<u8> = all().skip(first).take(significant).collect();
+        let digits = Digits::collect(all().skip(first).take(significant))?;
         // DynamoDB's range: 1E-130 ..= 9.9999999999999999999999999999999999999E+125.
         if !(-129..=126).contains(&exponent) {
             return None;
@@ -67,7 +106,7 @@ impl Number {
     fn zero() -> Self {
         Self {
             negative: false,
-            digits: Vec::new(),
+            digits: Digits::EMPTY,
             exponent: 0,
         }
     }
@@ -148,10 +187,7 @@ impl Number {
         let first = digits.iter().position(|&d| d != 0)?;
         let last = digits.iter().rposition(|&d| d != 0)?;
         // back to most significant first
-        let kept: Vec<u8> = digits[first..=last].iter().rev().copied().collect();
-        if kept.len() > 38 {
-            return None;
-        }
+        let kept = Digits::collect(digits[first..=last].iter().rev().copied())?;
         let exponent = base
             .checked_add(i64::try_from(last).ok()?)?
             .checked_add(1)?;
@@ -291,7 +327,7 @@ impl Ord for Number {
         let magnitude = self
             .exponent
             .cmp(&other.exponent)
-            .then_with(|| self.digits.cmp(&other.digits));
+            .then_with(|| (*self.digits).cmp(&*other.digits));
         if self.negative {
             magnitude.reverse()
         } else {
