@@ -44,6 +44,8 @@ pub trait IndexFor<O: QueryOutput>: Copy {
     fn open<'a, S: Store + 'a>(self, store: &'a S, members: O::Members) -> Self::Query<'a, S>;
 }
 
+// not listed as a candidate in errors: the trait's own message says what to do
+#[diagnostic::do_not_recommend]
 impl<E: Entity + DeserializeOwned> IndexFor<E> for TypedIndex<E, Classic> {
     type Query<'a, S: Store + 'a> = TypedQuery<'a, S, E>;
 
@@ -56,6 +58,8 @@ impl<E: Entity + DeserializeOwned> IndexFor<E> for TypedIndex<E, Classic> {
     }
 }
 
+// not listed as a candidate in errors: the trait's own message says what to do
+#[diagnostic::do_not_recommend]
 impl<O: QueryOutput, M: CollectionMember<O>> IndexFor<O> for TypedIndex<M, MultiAttribute> {
     type Query<'a, S: Store + 'a> = TypedMultiQuery<'a, S, O>;
 
