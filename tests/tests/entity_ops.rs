@@ -192,7 +192,10 @@ async fn delete_scenario<S: Store>(store: &Counting<S>) -> TestResult {
     // it), and ids of missing records are no error
     Account::delete_many(store, &["d8", "d9", "d8", "d40", "d9"]).await?;
     let left = Account::get_many(store, &["d6", "d8", "d9"]).await?;
-    assert_eq!(left.iter().map(Option::is_some).collect::<Vec<_>>(), [true, false, false]);
+    assert_eq!(
+        left.iter().map(Option::is_some).collect::<Vec<_>>(),
+        [true, false, false]
+    );
     Ok(())
 }
 
