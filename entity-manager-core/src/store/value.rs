@@ -149,6 +149,32 @@ impl Number {
     /// The nearest `f64` (the query's predictions compute with it; exact values are kept as
     /// they are everywhere else).
     pub(crate) fn approx(&self) -> f64 {
+        // exact powers of ten as f64 (10^22 is the largest)
+        const POW10: [f64; 23] = [
+            1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+            1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
+        ];
+        if self.digits.is_empty() {
+            return 0.0;
+        }
+        // the value is m × 10^e with m the digits as an integer; when m and 10^|e| are both
+        // exact in f64 (m < 2^53, |e| ≤ 22), one multiplication or division rounds once: the
+        // nearest f64, as parsing the text gives (without building it: the engine's
+        // predictions call this for every item they weigh)
+        let len = i64::try_from(self.digits.len()).unwrap_or(i64::MAX);
+        let e = self.exponent - len;
+        if len <= 15
+            && let Some(&power) = usize::try_from(e.unsigned_abs())
+                .ok()
+                .and_then(|i| POW10.get(i))
+        {
+            let m = self.digits.iter().fold(0u64, |m, &d| m * 10 + u64::from(d));
+            // m < 10^15 < 2^53: exact
+            #[allow(clippy::cast_precision_loss)]
+            let m = m as f64;
+            let v = if e >= 0 { m * power } else { m / power };
+            return if self.negative { -v } else { v };
+        }
         self.canonical().parse().unwrap_or(f64::NAN)
     }
 
@@ -714,6 +740,33 @@ mod tests {
         }
         assert!(Number::parse(&"1".repeat(39)).is_none());
         assert!(Number::parse(&"1".repeat(38)).is_some());
+    }
+
+    proptest::proptest! {
+        /// `approx` is the nearest `f64`: what parsing the canonical text gives, on the fast
+        /// path (up to 15 digits, |exponent| ≤ 22) and off it.
+        #[test]
+        fn approx_is_the_parsed_text(
+            negative in proptest::bool::ANY,
+            digits in "[0-9]{1,20}",
+            point in 0usize..21,
+            exponent in -40i32..40,
+        ) {
+            let point = point.min(digits.len());
+            let text = format!(
+                "{}{}.{}e{exponent}",
+                if negative { "-" } else { "" },
+                &digits[..point],
+                &digits[point..]
+            );
+            let number = Number::parse(&text)
+                .ok_or_else(|| proptest::test_runner::TestCaseError::fail("not parsed"))?;
+            let parsed: f64 = number
+                .canonical()
+                .parse()
+                .map_err(|_| proptest::test_runner::TestCaseError::fail("not an f64"))?;
+            proptest::prop_assert_eq!(number.approx().to_bits(), parsed.to_bits(), "{}", text);
+        }
     }
 
     #[test]
