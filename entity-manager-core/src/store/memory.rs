@@ -26,7 +26,7 @@ use crate::table::fnv1a;
 /// A position in an index partition: (index sort attribute values in key order, table hash
 /// key, table range key). A tuple of sort values orders lexicographically, each attribute by its
 /// type's order: `DynamoDB`'s order of a multi-attribute sort key.
-type SortKey = (Vec<Scalar>, Scalar, Scalar);
+type SortKey = (Vec<Scalar>, PrimaryKey);
 /// The primary key of an item.
 type PrimaryKey = (Scalar, Scalar);
 /// One index: partition attribute values (in key order) → the positions of its items.
@@ -550,7 +550,7 @@ impl MemoryStore {
         };
         let hash = vec![pk.0.clone()];
         if let Some(set) = state.table.get_mut(&hash) {
-            set.remove(&(vec![pk.1.clone()], pk.0.clone(), pk.1.clone()));
+            set.remove(&(vec![pk.1.clone()], pk.clone()));
             if set.is_empty() {
                 state.table.remove(&hash);
             }
@@ -560,7 +560,7 @@ impl MemoryStore {
                 && let Some(map) = state.gsis.get_mut(i)
                 && let Some(set) = map.get_mut(&h)
             {
-                set.remove(&(r, pk.0.clone(), pk.1.clone()));
+                set.remove(&(r, pk.clone()));
                 if set.is_empty() {
                     map.remove(&h);
                 }
@@ -570,18 +570,16 @@ impl MemoryStore {
 
     fn insert_in(&self, state: &mut State, pk: PrimaryKey, item: Item) {
         self.unindex_in(state, &pk);
-        state.table.entry(vec![pk.0.clone()]).or_default().insert((
-            vec![pk.1.clone()],
-            pk.0.clone(),
-            pk.1.clone(),
-        ));
+        state
+            .table
+            .entry(vec![pk.0.clone()])
+            .or_default()
+            .insert((vec![pk.1.clone()], pk.clone()));
         for i in 0..self.indexes.len() {
             if let Ok(Some((h, r))) = self.gsi_key(i, &item, "index")
                 && let Some(map) = state.gsis.get_mut(i)
             {
-                map.entry(h)
-                    .or_default()
-                    .insert((r, pk.0.clone(), pk.1.clone()));
+                map.entry(h).or_default().insert((r, pk.clone()));
             }
         }
         state.items.insert(pk, item);
@@ -934,8 +932,9 @@ impl MemoryStore {
         let mut evaluated = 0usize;
         let mut read_bytes = 0usize;
         let mut keys = keys.peekable();
-        while let Some((_, th, tr)) = keys.next() {
-            let Some(item) = state.items.get(&(th.clone(), tr.clone())) else {
+        // the index's position ends with the item's primary key: looked up as it is, not cloned
+        while let Some((_, pk)) = keys.next() {
+            let Some(item) = state.items.get(pk) else {
                 continue;
             };
             evaluated += 1;
@@ -1101,8 +1100,10 @@ impl MemoryStore {
                 .iter()
                 .map(|a| scalar(a))
                 .collect::<Result<Vec<_>, _>>()?,
-            scalar(&self.definition.hash_key)?,
-            scalar(&self.definition.range_key)?,
+            (
+                scalar(&self.definition.hash_key)?,
+                scalar(&self.definition.range_key)?,
+            ),
         ))
     }
 }
@@ -1372,8 +1373,8 @@ fn extend(prefix: &[Scalar], more: impl IntoIterator<Item = Scalar>) -> Vec<Scal
 /// before its extensions, and `Max` after any value.
 fn prefix_bounds(prefix: &[Scalar]) -> RangeBounds {
     (
-        Bound::Included((prefix.to_vec(), Scalar::Min, Scalar::Min)),
-        Bound::Included((extend(prefix, [Scalar::Max]), Scalar::Max, Scalar::Max)),
+        Bound::Included((prefix.to_vec(), (Scalar::Min, Scalar::Min))),
+        Bound::Included((extend(prefix, [Scalar::Max]), (Scalar::Max, Scalar::Max))),
         None,
     )
 }
@@ -1399,8 +1400,8 @@ fn range_bounds(
         (lower, upper, _) if !prefix.is_empty() => (lower, upper),
         _ => (Bound::Unbounded, Bound::Unbounded),
     };
-    let low = |s: Scalar| (extend(prefix, [s]), Scalar::Min, Scalar::Min);
-    let high = |s: Scalar| (extend(prefix, [s, Scalar::Max]), Scalar::Max, Scalar::Max);
+    let low = |s: Scalar| (extend(prefix, [s]), (Scalar::Min, Scalar::Min));
+    let high = |s: Scalar| (extend(prefix, [s, Scalar::Max]), (Scalar::Max, Scalar::Max));
     let (lower, upper, begins) = match cond {
         RangeCondition::Eq(v) => {
             let s = scalar(v)?;
