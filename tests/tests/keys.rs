@@ -390,8 +390,9 @@ proptest! {
 
     /// Dehydrating an index item and rehydrating it gives back the item's unwrapped properties.
     #[test]
-    fn index_items_round_trip(r in record()) {
-        prop_assume!(!r.has_delimiter());
+    fn index_items_round_trip(
+        r in record().prop_filter("a delimiter in a value (the round trip is of clean values)", |r| !r.has_delimiter())
+    ) {
         let schema = default_schema().map_err(|e| TestCaseError::fail(e.to_string()))?;
         let user = schema.entity("user").map_err(|e| TestCaseError::fail(e.to_string()))?;
         let rec = r.item();
