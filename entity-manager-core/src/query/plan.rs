@@ -402,13 +402,8 @@ pub(crate) fn key_layout<'s>(schema: &'s EntitySchema<'_>) -> [&'s str; 8] {
 }
 
 /// A shard bump, as a query's fingerprint names it.
-pub(crate) struct BumpText<'b>(pub(crate) &'b crate::model::ShardBump);
-
-impl std::fmt::Display for BumpText<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let bump = self.0;
-        write!(f, "{}/{}/{}", bump.timestamp, bump.char_bits, bump.chars)
-    }
+pub(crate) fn bump_text(bump: &crate::model::ShardBump) -> String {
+    format!("{}/{}/{}", bump.timestamp, bump.char_bits, bump.chars)
 }
 
 /// SHA-256 over a canonical description of the query (not its window, limit, page size or
@@ -432,35 +427,27 @@ fn fingerprint(
     for text in key_layout(schema).into_iter().chain([hash_attr]) {
         field(text.as_bytes());
     }
-    // one buffer for every rendered field (the same bytes as a `format!` each, one allocation)
-    let mut text = String::new();
-    let mut rendered = |field: &mut dyn FnMut(&[u8]), args: std::fmt::Arguments<'_>| {
-        text.clear();
-        // writing to a `String` cannot fail
-        let _ = std::fmt::Write::write_fmt(&mut text, args);
-        field(text.as_bytes());
-    };
     for bump in model.shard_bumps.iter() {
-        rendered(&mut field, format_args!("{}", BumpText(bump)));
+        field(bump_text(bump).as_bytes());
     }
     field(&[u8::from(descending), u8::from(exact)]);
     for index in indexes {
         // Debug renderings of conditions and filters are canonical within one build; tokens are
         // versioned, not promised across releases
-        rendered(
-            &mut field,
-            format_args!(
+        field(
+            format!(
                 "{:?}|{}|{:?}|{:?}",
                 index.name, index.range_attr, index.range, index.filter
-            ),
+            )
+            .as_bytes(),
         );
     }
-    rendered(
-        &mut field,
-        format_args!(
+    field(
+        format!(
             "{projection:?}|{:?}|{:?}|{:?}",
             input.sort, input.created, input.hash_suffix
-        ),
+        )
+        .as_bytes(),
     );
     // the item's values that shape the hash-key space: the unique value and the components of a
     // sharded hash key
@@ -469,10 +456,7 @@ fn fingerprint(
         shaping.extend(generated.components.iter().map(|c| &**c));
     }
     for attr in shaping {
-        rendered(
-            &mut field,
-            format_args!("{attr}={:?}", input.item.get(attr)),
-        );
+        field(format!("{attr}={:?}", input.item.get(attr)).as_bytes());
     }
     h.finalize().into()
 }

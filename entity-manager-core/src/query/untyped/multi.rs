@@ -341,7 +341,7 @@ impl<'a, S: Store> MultiQuery<'a, S> {
             // versioned, not promised across releases
             field(format!("{:?}|{:?}", table.key_mode, table.numeric_hash).as_bytes());
             for bump in entity.model().shard_bumps.iter() {
-                field(crate::query::plan::BumpText(bump).to_string().as_bytes());
+                field(crate::query::plan::bump_text(bump).as_bytes());
             }
         }
         field(self.index.as_bytes());
