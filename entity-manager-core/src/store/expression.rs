@@ -35,19 +35,38 @@ pub(crate) struct Expr {
 impl Expr {
     /// The placeholder of an attribute name (one per name).
     pub(crate) fn name(&mut self, attribute: &str) -> String {
-        let next = self.names.len();
-        let i = *self.positions.entry(attribute.to_owned()).or_insert(next);
-        if i == next {
-            self.names.push(attribute.to_owned());
-        }
-        format!("#n{i}")
+        let mut out = String::with_capacity(4);
+        self.push_name(&mut out, attribute);
+        out
     }
 
     /// The placeholder of a value.
     pub(crate) fn value(&mut self, value: &AttributeValue) -> String {
-        let key = format!(":v{}", self.values.len());
+        let mut out = String::with_capacity(4);
+        self.push_value(&mut out, value);
+        out
+    }
+
+    /// Writes the placeholder of an attribute name at the end of `out` (a request renders one
+    /// per shard query: no allocation for a name already seen).
+    fn push_name(&mut self, out: &mut String, attribute: &str) {
+        let i = if let Some(&i) = self.positions.get(attribute) {
+            i
+        } else {
+            let i = self.names.len();
+            self.positions.insert(attribute.to_owned(), i);
+            self.names.push(attribute.to_owned());
+            i
+        };
+        out.push_str("#n");
+        push_decimal(out, i);
+    }
+
+    /// Writes the placeholder of a value at the end of `out`.
+    fn push_value(&mut self, out: &mut String, value: &AttributeValue) {
+        out.push_str(":v");
+        push_decimal(out, self.values.len());
         self.values.push(value.clone());
-        key
     }
 
     /// A key condition of a (multi-attribute) key: equality on every partition attribute, on
@@ -59,27 +78,43 @@ impl Expr {
         prefix: &[(&str, &AttributeValue)],
         condition: Option<(&str, &RangeCondition)>,
     ) -> String {
-        let parts: Vec<String> = hash
-            .iter()
-            .chain(prefix)
-            .map(|(name, value)| format!("{} = {}", self.name(name), self.value(value)))
-            .collect();
-        let mut out = parts.join(" AND ");
+        let mut out = String::with_capacity(16 * (hash.len() + prefix.len() + 1));
+        for (n, (name, value)) in hash.iter().chain(prefix).enumerate() {
+            if n > 0 {
+                out.push_str(" AND ");
+            }
+            self.push_name(&mut out, name);
+            out.push_str(" = ");
+            self.push_value(&mut out, value);
+        }
         if let Some((range, c)) = condition {
-            let r = self.name(range);
-            let cond = match c {
-                RangeCondition::Eq(v) => format!("{r} = {}", self.value(v)),
-                RangeCondition::Lt(v) => format!("{r} < {}", self.value(v)),
-                RangeCondition::Le(v) => format!("{r} <= {}", self.value(v)),
-                RangeCondition::Gt(v) => format!("{r} > {}", self.value(v)),
-                RangeCondition::Ge(v) => format!("{r} >= {}", self.value(v)),
-                RangeCondition::Between(a, b) => {
-                    format!("{r} BETWEEN {} AND {}", self.value(a), self.value(b))
-                }
-                RangeCondition::BeginsWith(v) => format!("begins_with({r}, {})", self.value(v)),
-            };
             out.push_str(" AND ");
-            out.push_str(&cond);
+            let (operator, value) = match c {
+                RangeCondition::Eq(v) => (" = ", v),
+                RangeCondition::Lt(v) => (" < ", v),
+                RangeCondition::Le(v) => (" <= ", v),
+                RangeCondition::Gt(v) => (" > ", v),
+                RangeCondition::Ge(v) => (" >= ", v),
+                RangeCondition::Between(a, b) => {
+                    self.push_name(&mut out, range);
+                    out.push_str(" BETWEEN ");
+                    self.push_value(&mut out, a);
+                    out.push_str(" AND ");
+                    self.push_value(&mut out, b);
+                    return out;
+                }
+                RangeCondition::BeginsWith(v) => {
+                    out.push_str("begins_with(");
+                    self.push_name(&mut out, range);
+                    out.push_str(", ");
+                    self.push_value(&mut out, v);
+                    out.push(')');
+                    return out;
+                }
+            };
+            self.push_name(&mut out, range);
+            out.push_str(operator);
+            self.push_value(&mut out, value);
         }
         out
     }
@@ -499,6 +534,20 @@ impl Request {
     }
 }
 
+/// `n` in decimal at the end of `out` (no formatting machinery: placeholders and tie-breakers
+/// are written for every shard query and every returned item).
+pub(crate) fn push_decimal(out: &mut String, n: usize) {
+    if n >= 10 {
+        push_decimal(out, n / 10);
+    }
+    if let Some(digit) = u32::try_from(n % 10)
+        .ok()
+        .and_then(|d| char::from_digit(d, 10))
+    {
+        out.push(digit);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -557,6 +606,46 @@ mod tests {
         );
         let kc = Expr::default().multi_key_condition(&[("a", &s("x"))], &[("c", &s("y"))], None);
         assert_eq!(kc, "#n0 = :v0 AND #n1 = :v1");
+    }
+
+    /// Every operator of a key condition, each with the placeholders in the order `DynamoDB`
+    /// reads them (the name, then the values), and indexes past 9 written in full.
+    #[test]
+    fn renders_every_key_condition_operator() {
+        let n = |v: &str| AttributeValue::N(v.into());
+        let cases = [
+            (RangeCondition::Eq(n("1")), "#n1 = :v1"),
+            (RangeCondition::Lt(n("1")), "#n1 < :v1"),
+            (RangeCondition::Le(n("1")), "#n1 <= :v1"),
+            (RangeCondition::Gt(n("1")), "#n1 > :v1"),
+            (RangeCondition::Ge(n("1")), "#n1 >= :v1"),
+            (
+                RangeCondition::Between(n("1"), n("2")),
+                "#n1 BETWEEN :v1 AND :v2",
+            ),
+            (RangeCondition::BeginsWith(n("1")), "begins_with(#n1, :v1)"),
+        ];
+        for (condition, expected) in cases {
+            let kc = Expr::default().multi_key_condition(
+                &[("h", &n("0"))],
+                &[],
+                Some(("r", &condition)),
+            );
+            assert_eq!(kc, format!("#n0 = :v0 AND {expected}"));
+        }
+        // twelve partition attributes, then a name seen before: one placeholder per name
+        let names: Vec<String> = (0..12).map(|i| format!("a{i}")).collect();
+        let value = n("7");
+        let hash: Vec<(&str, &AttributeValue)> =
+            names.iter().map(|a| (a.as_str(), &value)).collect();
+        let mut expr = Expr::default();
+        let kc = expr.multi_key_condition(&hash, &[], Some(("a3", &RangeCondition::Gt(n("8")))));
+        assert!(
+            kc.ends_with("#n10 = :v10 AND #n11 = :v11 AND #n3 > :v12"),
+            "{kc}"
+        );
+        assert_eq!(expr.names().map(|n| n.len()), Some(12));
+        assert_eq!(expr.values().map(|v| v.len()), Some(13));
     }
 
     #[test]
