@@ -437,7 +437,13 @@ where
         Ok::<_, Error>(run)
     };
     let mut best = pass()?;
-    for _ in 1..CPU_PASSES {
+    // `V2_PASSES`: another number of passes (a diagnostic: counting instructions, the
+    // difference of two counts is what the added passes cost, the setup taken off)
+    let passes = std::env::var("V2_PASSES")
+        .ok()
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(CPU_PASSES);
+    for _ in 1..passes {
         let run = pass()?;
         if engine(&run) < engine(&best) {
             best = run;
@@ -508,9 +514,18 @@ fn fanout_v2(records: &[Item]) -> BenchResult<()> {
             V2_PAGES,
         ),
     ];
+    // the records of `MultiQuery`'s rows, attribute for attribute: the rows compare the query
+    // kinds on the same items (cloned and sized by the store alike), not on items of two sizes
+    let records = records
+        .iter()
+        .map(with_team)
+        .collect::<BenchResult<Vec<_>>>()?;
     for (bumps, space, limit, pages) in configs {
+        if !v2_selected("Query", limit) {
+            continue;
+        }
         let schema = schema_with(&bumps, space)?;
-        let (inner, populated) = load(&schema, records)?;
+        let (inner, populated) = load(&schema, &records)?;
         let user = schema.entity("user")?;
         // one configuration on two store types
         macro_rules! query {
@@ -531,6 +546,10 @@ fn fanout_v2(records: &[Item]) -> BenchResult<()> {
             async move { bare.page(token.as_deref()).await }
         })?;
         let store = v2_store(inner, &timer);
+        if std::env::var_os("V2_BARE").is_some() {
+            // a diagnostic: the passes without latency only
+            continue;
+        }
         let latent = query!(&store);
         let latent = runtime.block_on(v2_pages(populated, pages, |token| {
             let latent = &latent;
@@ -539,7 +558,26 @@ fn fanout_v2(records: &[Item]) -> BenchResult<()> {
         let wait = store.hook.mean_wait().as_secs_f64();
         v2_row("Query", populated, limit, &bare, &latent, wait);
     }
-    fanout_v2_multi(records, &timer, &runtime)
+    fanout_v2_multi(&records, &timer, &runtime)
+}
+
+/// A record with the attributes `MultiQuery`'s index `byTeam` reads: `team` (one value for
+/// all) and `score` (its `created`).
+fn with_team(record: &Item) -> BenchResult<Item> {
+    let created = record.get("created").cloned().ok_or("no created")?;
+    let mut item = record.clone();
+    item.insert("team".into(), AttributeValue::S("red".into()));
+    item.insert("score".into(), created);
+    Ok(item)
+}
+
+/// Whether `fanout_v2` runs the rows of `kind` at `limit`: every row, or those `V2_ROWS` names
+/// (`kind:limit` items separated by commas, as `MultiQuery:1,Query:1`: a diagnostic for
+/// profiling one row at a time).
+fn v2_selected(kind: &str, limit: usize) -> bool {
+    std::env::var("V2_ROWS").map_or(true, |rows| {
+        rows.split(',').any(|row| row == format!("{kind}:{limit}"))
+    })
 }
 
 /// A store that sums the time its shard queries took: what the store itself spent, taken off
@@ -711,6 +749,16 @@ fn fanout_v2_multi(
         (TEN, 1, V2_PAGES, true),
     ];
     for (bumps, limit, pages, collection) in configs {
+        if !v2_selected(
+            if collection {
+                "collection"
+            } else {
+                "MultiQuery"
+            },
+            limit,
+        ) {
+            continue;
+        }
         let schema = multi_schema(bumps)?;
         let store = MemoryStore::new(TableDefinition::from_schema(&schema)?);
         let members = if collection {
@@ -722,12 +770,8 @@ fn fanout_v2_multi(
             .iter()
             .enumerate()
             .map(|(n, r)| {
-                let created = r.get("created").cloned().ok_or("no created")?;
-                let mut item = r.clone();
-                item.insert("team".into(), AttributeValue::S("red".into()));
-                item.insert("score".into(), created);
                 let member = members.get(n % members.len()).ok_or("no member")?;
-                Ok(member.add_keys(&item)?)
+                Ok(member.add_keys(r)?)
             })
             .collect::<BenchResult<_>>()?;
         let populated = stored(&store, keyed)?;
@@ -747,6 +791,10 @@ fn fanout_v2_multi(
             let bare = &bare;
             async move { bare.page(token.as_deref()).await }
         })?;
+        if std::env::var_os("V2_BARE").is_some() {
+            // a diagnostic: the passes without latency only
+            continue;
+        }
         let latent = query!(&store);
         let latent = runtime.block_on(v2_pages(populated, pages, |token| {
             let latent = &latent;
@@ -925,6 +973,10 @@ fn print_cpu(since: SystemTime) {
 fn main() -> BenchResult<()> {
     let measuring = std::env::args().any(|a| a == "--bench");
     let records = records(ITEMS)?;
+    if std::env::var_os("V2_BARE").is_some() {
+        // a diagnostic: `fanout_v2`'s passes without latency, nothing else (for a profiler)
+        return fanout_v2(&records);
+    }
     let data = datasets(&records)?;
     let baseline_key = data[0]
         .schema
