@@ -1358,11 +1358,16 @@ impl<P: Lanes, S: Store> Engine<'_, P, S> {
         let source = lane.index;
         let condition = plan.condition(source).map(Satisfies::new);
         let unique_keys = plan.unique_keys(source);
-        // the last item read (whether kept or not), as a page key with its position
-        let last_read = page.items.last().and_then(|item| {
-            let pos = self.pos(source, item)?;
-            Some((pos, plan.page_key(source, lane.shard, item)?))
-        });
+        // the last item read (whether kept or not), as a page key with its position: needed
+        // only when the store gave no page key (built then alone: it costs a key per read)
+        let last_read = if page.last_evaluated_key.is_none() {
+            page.items.last().and_then(|item| {
+                let pos = self.pos(source, item)?;
+                Some((pos, plan.page_key(source, lane.shard, item)?))
+            })
+        } else {
+            None
+        };
         lane.buffer.reserve(page.items.len());
         for item in page.items {
             let Some(pos) = self.pos(source, &item) else {

@@ -401,9 +401,98 @@ pub(crate) fn key_layout<'s>(schema: &'s EntitySchema<'_>) -> [&'s str; 8] {
     ]
 }
 
-/// A shard bump, as a query's fingerprint names it.
-pub(crate) fn bump_text(bump: &crate::model::ShardBump) -> String {
-    format!("{}/{}/{}", bump.timestamp, bump.char_bits, bump.chars)
+/// A fingerprint's canonical bytes: every part tagged or length-prefixed, so that two
+/// different descriptions never give the same bytes. Written by hand rather than as `Debug`
+/// text: a query renders its fingerprint on every page, and `Debug` (escaping every character
+/// of every string) cost more than the rest of the plan.
+#[derive(Default)]
+pub(crate) struct Canon(Vec<u8>);
+
+impl Canon {
+    /// The bytes written since the last [`clear`](Self::clear).
+    pub(crate) fn written(&self) -> &[u8] {
+        &self.0
+    }
+
+    /// Empties the buffer for the next field.
+    pub(crate) fn clear(&mut self) -> &mut Self {
+        self.0.clear();
+        self
+    }
+
+    pub(crate) fn tag(&mut self, tag: u8) -> &mut Self {
+        self.0.push(tag);
+        self
+    }
+
+    pub(crate) fn number(&mut self, n: u64) -> &mut Self {
+        self.0.extend_from_slice(&n.to_le_bytes());
+        self
+    }
+
+    pub(crate) fn bytes(&mut self, bytes: &[u8]) -> &mut Self {
+        self.number(bytes.len() as u64);
+        self.0.extend_from_slice(bytes);
+        self
+    }
+
+    pub(crate) fn text(&mut self, text: &str) -> &mut Self {
+        self.bytes(text.as_bytes())
+    }
+
+    pub(crate) fn optional_text(&mut self, text: Option<&str>) -> &mut Self {
+        match text {
+            None => self.tag(0),
+            Some(text) => self.tag(1).text(text),
+        }
+    }
+
+    /// A value: a key value (string, number, binary) by its type and bytes, any other by its
+    /// `Debug` text (only filters carry those, and they are rare).
+    pub(crate) fn value(&mut self, value: &AttributeValue) -> &mut Self {
+        match value {
+            AttributeValue::S(s) => self.tag(b'S').text(s),
+            AttributeValue::N(n) => self.tag(b'N').text(n),
+            AttributeValue::B(b) => self.tag(b'B').bytes(b),
+            other => self.tag(b'?').text(&format!("{other:?}")),
+        }
+    }
+
+    pub(crate) fn values(&mut self, values: &[AttributeValue]) -> &mut Self {
+        self.number(values.len() as u64);
+        for value in values {
+            self.value(value);
+        }
+        self
+    }
+
+    pub(crate) fn optional_value(&mut self, value: Option<&AttributeValue>) -> &mut Self {
+        match value {
+            None => self.tag(0),
+            Some(value) => self.tag(1).value(value),
+        }
+    }
+
+    /// A key condition, or none.
+    pub(crate) fn range(&mut self, range: Option<&RangeCondition>) -> &mut Self {
+        match range {
+            None => self.tag(0),
+            Some(RangeCondition::Eq(v)) => self.tag(1).value(v),
+            Some(RangeCondition::Lt(v)) => self.tag(2).value(v),
+            Some(RangeCondition::Le(v)) => self.tag(3).value(v),
+            Some(RangeCondition::Gt(v)) => self.tag(4).value(v),
+            Some(RangeCondition::Ge(v)) => self.tag(5).value(v),
+            Some(RangeCondition::Between(a, b)) => self.tag(6).value(a).value(b),
+            Some(RangeCondition::BeginsWith(v)) => self.tag(7).value(v),
+        }
+    }
+
+    /// A shard bump: its timestamp, bits per character and characters.
+    pub(crate) fn bump(&mut self, bump: &crate::model::ShardBump) -> &mut Self {
+        self.number(bump.timestamp)
+            .number(u64::from(bump.char_bits))
+            .number(u64::from(bump.chars))
+    }
 }
 
 /// SHA-256 over a canonical description of the query (not its window, limit, page size or
@@ -422,33 +511,53 @@ fn fingerprint(
         h.update((bytes.len() as u64).to_le_bytes());
         h.update(bytes);
     };
-    field(b"entity-manager query v2");
+    let mut c = Canon::default();
+    field(b"entity-manager query v3");
     let model = schema.model();
     for text in key_layout(schema).into_iter().chain([hash_attr]) {
         field(text.as_bytes());
     }
     for bump in model.shard_bumps.iter() {
-        field(bump_text(bump).as_bytes());
+        field(c.clear().bump(bump).written());
     }
     field(&[u8::from(descending), u8::from(exact)]);
     for index in indexes {
-        // Debug renderings of conditions and filters are canonical within one build; tokens are
-        // versioned, not promised across releases
-        field(
-            format!(
-                "{:?}|{}|{:?}|{:?}",
-                index.name, index.range_attr, index.range, index.filter
-            )
-            .as_bytes(),
-        );
+        c.clear()
+            .optional_text(index.name.as_deref())
+            .text(&index.range_attr)
+            .range(index.range.as_ref());
+        match &index.filter {
+            None => c.tag(0),
+            // a filter's `Debug` rendering is canonical within one build; tokens are versioned,
+            // not promised across releases
+            Some(filter) => c.tag(1).text(&format!("{filter:?}")),
+        };
+        field(c.written());
     }
-    field(
-        format!(
-            "{projection:?}|{:?}|{:?}|{:?}",
-            input.sort, input.created, input.hash_suffix
-        )
-        .as_bytes(),
-    );
+    c.clear();
+    match projection {
+        None => c.tag(0),
+        Some(attrs) => {
+            c.tag(1).number(attrs.len() as u64);
+            for attr in attrs {
+                c.text(attr);
+            }
+            &mut c
+        }
+    };
+    c.number(input.sort.len() as u64);
+    for (attr, descending) in input.sort {
+        c.text(attr).tag(u8::from(*descending));
+    }
+    match input.created {
+        None => c.tag(0),
+        Some((from, to)) => c.tag(1).number(from).number(to),
+    };
+    match input.hash_suffix {
+        None => c.tag(0),
+        Some((property, suffix)) => c.tag(1).text(property).text(suffix),
+    };
+    field(c.written());
     // the item's values that shape the hash-key space: the unique value and the components of a
     // sharded hash key
     let mut shaping: Vec<&str> = vec![&model.unique_property];
@@ -456,7 +565,12 @@ fn fingerprint(
         shaping.extend(generated.components.iter().map(|c| &**c));
     }
     for attr in shaping {
-        field(format!("{attr}={:?}", input.item.get(attr)).as_bytes());
+        field(
+            c.clear()
+                .text(attr)
+                .optional_value(input.item.get(attr))
+                .written(),
+        );
     }
     h.finalize().into()
 }
@@ -575,6 +689,100 @@ impl Lanes for Plan<'_> {
                 .unwrap_or_else(|| "(the table)".to_owned()),
             hash_key: self.hash_keys.get(shard).cloned().unwrap_or_default(),
             source: Box::new(error),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+    use serde_dynamo::AttributeValue;
+
+    use super::Canon;
+    use crate::store::RangeCondition;
+
+    fn value() -> impl Strategy<Value = AttributeValue> {
+        prop_oneof![
+            ".{0,6}".prop_map(AttributeValue::S),
+            "-?[0-9]{1,4}".prop_map(AttributeValue::N),
+            proptest::collection::vec(any::<u8>(), 0..5).prop_map(AttributeValue::B),
+            any::<bool>().prop_map(AttributeValue::Bool),
+        ]
+    }
+
+    fn range() -> impl Strategy<Value = Option<RangeCondition>> {
+        proptest::option::of(prop_oneof![
+            value().prop_map(RangeCondition::Eq),
+            value().prop_map(RangeCondition::Lt),
+            value().prop_map(RangeCondition::Le),
+            value().prop_map(RangeCondition::Gt),
+            value().prop_map(RangeCondition::Ge),
+            (value(), value()).prop_map(|(a, b)| RangeCondition::Between(a, b)),
+            value().prop_map(RangeCondition::BeginsWith),
+        ])
+    }
+
+    /// What a fingerprint hashes of a query's parts.
+    fn canon(
+        (name, range, values, text): &(
+            Option<String>,
+            Option<RangeCondition>,
+            Vec<AttributeValue>,
+            String,
+        ),
+    ) -> Vec<u8> {
+        let mut c = Canon::default();
+        c.optional_text(name.as_deref())
+            .range(range.as_ref())
+            .values(values)
+            .text(text);
+        c.written().to_vec()
+    }
+
+    /// Parts whose bytes run together would collide without their lengths: the tag of the
+    /// second value read as the end of the first.
+    #[test]
+    fn adjacent_values_keep_their_bounds() {
+        let s = |v: &str| AttributeValue::S(v.into());
+        let one = (
+            None,
+            Some(RangeCondition::Between(s("aS"), s("b"))),
+            vec![],
+            String::new(),
+        );
+        let two = (
+            None,
+            Some(RangeCondition::Between(s("a"), s("Sb"))),
+            vec![],
+            String::new(),
+        );
+        assert_ne!(canon(&one), canon(&two));
+        let one = (Some("x".into()), None, vec![s("")], "y".to_owned());
+        let two = (Some(String::new()), None, vec![s("x")], "y".to_owned());
+        assert_ne!(canon(&one), canon(&two));
+    }
+
+    proptest! {
+        /// The canonical bytes of a fingerprint are injective: two different descriptions
+        /// (names, key conditions, values, text, in sequence) never give the same bytes, so
+        /// two different queries never share a fingerprint (short of a SHA-256 collision).
+        #[test]
+        fn canonical_bytes_tell_descriptions_apart(
+            a in (proptest::option::of(".{0,4}"), range(), proptest::collection::vec(value(), 0..3), ".{0,4}"),
+            b in (proptest::option::of(".{0,4}"), range(), proptest::collection::vec(value(), 0..3), ".{0,4}"),
+        ) {
+            prop_assert_eq!(canon(&a) == canon(&b), a == b);
+        }
+
+        /// Descriptions that differ in one place only (the likeliest to collide) differ.
+        #[test]
+        fn a_value_moved_between_parts_is_another_description(
+            text in ".{0,4}",
+            value in value(),
+        ) {
+            let joined = (None, Some(RangeCondition::Eq(value.clone())), vec![], text.clone());
+            let apart = (None, None, vec![value], text);
+            prop_assert_ne!(canon(&joined), canon(&apart));
         }
     }
 }

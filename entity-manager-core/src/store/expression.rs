@@ -291,7 +291,7 @@ impl Expr {
             self.names
                 .iter()
                 .enumerate()
-                .map(|(i, n)| (format!("#n{i}"), n.clone()))
+                .map(|(i, n)| (placeholder("#n", i), n.clone()))
                 .collect()
         })
     }
@@ -303,7 +303,7 @@ impl Expr {
             self.values
                 .iter()
                 .enumerate()
-                .map(|(i, v)| (format!(":v{i}"), v.clone()))
+                .map(|(i, v)| (placeholder(":v", i), v.clone()))
                 .collect()
         })
     }
@@ -532,6 +532,14 @@ impl Request {
         }
         Ok(())
     }
+}
+
+/// A placeholder: `prefix` and `i` in decimal.
+fn placeholder(prefix: &str, i: usize) -> String {
+    let mut out = String::with_capacity(prefix.len() + 3);
+    out.push_str(prefix);
+    push_decimal(&mut out, i);
+    out
 }
 
 /// `n` in decimal at the end of `out` (no formatting machinery: placeholders and tie-breakers

@@ -164,6 +164,9 @@ impl<'a, S: Store, St> Query<'a, S, St> {
     /// [`filter`](Query::filter) then apply to it.
     #[must_use]
     pub fn index(mut self, name: impl Into<String>) -> Query<'a, S, Indexed> {
+        // most queries name one source: room for one, not the four a first push makes (a block
+        // large enough to make the allocator gather every small block freed since, each page)
+        self.indexes.reserve_exact(1);
         self.indexes.push(IndexSpec::new(Some(name.into())));
         self.retype()
     }
@@ -173,6 +176,7 @@ impl<'a, S: Store, St> Query<'a, S, St> {
     /// [`filter`](Query::filter) then apply to it.
     #[must_use]
     pub fn table(mut self) -> Query<'a, S, Indexed> {
+        self.indexes.reserve_exact(1);
         self.indexes.push(IndexSpec::new(None));
         self.retype()
     }

@@ -36,10 +36,11 @@ use crate::query::engine::Engine;
 use crate::query::lanes::{Key, Lanes};
 use crate::query::page::{QueryPageResult, QueryStats};
 use crate::query::paging::{self, Paging};
+use crate::query::plan::Canon;
 use crate::query::token::{self, Boundary, StreamState, TokenState};
 use crate::schema::EntitySchema;
 use crate::store::value::Scalar;
-use crate::store::{QueryPage, RangeCondition, Store, StoreError};
+use crate::store::{KeyType, QueryPage, RangeCondition, Store, StoreError};
 
 /// A query of a multi-attribute index over one entity, or over several entities that share
 /// the index (an item collection).
@@ -329,7 +330,8 @@ impl<'a, S: Store> MultiQuery<'a, S> {
             h.update((bytes.len() as u64).to_le_bytes());
             h.update(bytes);
         };
-        field(b"entity-manager multi-attribute query v2");
+        let mut c = Canon::default();
+        field(b"entity-manager multi-attribute query v3");
         // what makes an entity's items and lanes, as the classic fingerprint names it (not the
         // Debug text of whole models: rendering them cost a page more CPU than the rest of it)
         for entity in &self.entities {
@@ -341,17 +343,27 @@ impl<'a, S: Store> MultiQuery<'a, S> {
             // versioned, not promised across releases
             field(format!("{:?}|{:?}", table.key_mode, table.numeric_hash).as_bytes());
             for bump in entity.model().shard_bumps.iter() {
-                field(crate::query::plan::bump_text(bump).as_bytes());
+                field(c.clear().bump(bump).written());
             }
         }
         field(self.index.as_bytes());
-        field(
-            format!(
-                "{multi:?}|{:?}|{:?}|{:?}|{}",
-                self.hash, prefix, range, self.paging.descending
-            )
-            .as_bytes(),
-        );
+        c.clear().tag(u8::from(multi.sharded));
+        for attributes in [&multi.hash, &multi.range] {
+            c.number(attributes.len() as u64);
+            for attribute in attributes.iter() {
+                let key_type = match attribute.key_type {
+                    KeyType::S => b'S',
+                    KeyType::N => b'N',
+                    KeyType::B => b'B',
+                };
+                c.text(&attribute.name).tag(key_type);
+            }
+        }
+        c.values(&self.hash)
+            .values(prefix)
+            .range(range)
+            .tag(u8::from(self.paging.descending));
+        field(c.written());
         h.finalize().into()
     }
 
