@@ -169,15 +169,18 @@ fn twenty_thousand_items_over_twenty_shards_read_little_more_than_they_return() 
         total.items_read as f64 / total.items_returned as f64,
         total.shard_queries as f64 / full_pages as f64
     );
+    // issue 27's bounds for a page of 100 over 20 lanes: at most 1.2 items read per item
+    // returned, and at most 1.1 shard queries per lane and page (a lane read twice on a page
+    // is a round of the throttle more; the v2 bench measures the rounds under latency)
     assert!(
-        total.items_read * 10 <= total.items_returned * 13,
-        "items read {} > 1.3 × {}",
+        total.items_read * 10 <= total.items_returned * 12,
+        "items read {} > 1.2 × {}",
         total.items_read,
         total.items_returned
     );
     assert!(
-        total.shard_queries * 10 <= full_pages * 20 * 13,
-        "shard queries {} > 1.3 × 20 × {full_pages} pages",
+        total.shard_queries * 10 <= full_pages * 20 * 11,
+        "shard queries {} > 1.1 × 20 × {full_pages} pages",
         total.shard_queries
     );
     Ok(())

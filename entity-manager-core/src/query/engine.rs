@@ -49,9 +49,10 @@
 //! range keys (see [`estimate::span_start`]), by a margin that shrinks with the page's size
 //! ([`estimate::margin`]). Over more lanes than one round of the throttle (number range keys),
 //! the ends are *staged*: the first round is bounded where the page ends with probability
-//! [`estimate::FIRST_QUANTILE`], and the first reads of the other lanes where it ends with
-//! probability [`estimate::LATER_QUANTILE`] given what the reads back found
-//! ([`estimate::Evidence`]: items buffered, how far each lane is read).
+//! [`estimate::FIRST_QUANTILE`] or more, and the first reads of the other lanes where it ends
+//! with probability [`estimate::LATER_QUANTILE`] or more given what the reads back found
+//! ([`estimate::Evidence`]: items buffered, how far each lane is read); the larger the page,
+//! the closer its end is known and the higher the probability ([`estimate::quantiles`]).
 //!
 //! Range keys are compared as [`Pos`]itions, parsed once per item read, and the lanes are kept
 //! in ordered sets (by next item, by frontier), so that choosing the next item or the next reads
@@ -800,8 +801,8 @@ impl<P: Lanes, S: Store> Engine<'_, P, S> {
 
     /// Where the page probably ends, before any read, and whether its predictions are
     /// *staged*. They are when the lanes take more than one round of the throttle, over number
-    /// range keys: the first round is bounded where the page ends with probability
-    /// [`estimate::FIRST_QUANTILE`], the later ones from what the earlier found
+    /// range keys: the first round is bounded where the page ends with the probability
+    /// [`estimate::quantiles`] gives, the later ones from what the earlier found
     /// ([`refined`](Self::refined)). Otherwise the end lies as far beyond the previous page as
     /// the pages spanned, plus `margin`. An unlimited page reads everything anyway.
     fn predict(
@@ -821,7 +822,7 @@ impl<P: Lanes, S: Store> Engine<'_, P, S> {
         let staged = merge.live() > self.throttle.max(1)
             && estimate::averaged(&boundary.first, &boundary.last);
         let end = staged
-            .then(|| self.refine(merge, boundary, want, want, estimate::FIRST_QUANTILE))
+            .then(|| self.refine(merge, boundary, want, want, estimate::quantiles(want).0))
             .flatten()
             .or_else(|| {
                 estimate::extrapolate(&boundary.first, &boundary.last, 1.0 + margin)
@@ -832,7 +833,7 @@ impl<P: Lanes, S: Store> Engine<'_, P, S> {
 
     /// The prediction refined from what the reads taken in found, while lanes are left to
     /// read for the first time, once a round of the throttle (`news` reads) is back (or every
-    /// read is): [`refine`](Self::refine) at [`estimate::LATER_QUANTILE`].
+    /// read is): [`refine`](Self::refine) at the later probability of [`estimate::quantiles`].
     fn refined<F>(
         &self,
         merge: &Merge,
@@ -845,7 +846,13 @@ impl<P: Lanes, S: Store> Engine<'_, P, S> {
         if !due || !merge.any_fresh() {
             return None;
         }
-        self.refine(merge, boundary?, want, remaining, estimate::LATER_QUANTILE)
+        self.refine(
+            merge,
+            boundary?,
+            want,
+            remaining,
+            estimate::quantiles(want).1,
+        )
     }
 
     /// Where the page ends with probability `q`, from what its reads found (number range keys
