@@ -414,7 +414,7 @@ where
 }
 
 /// Passes without latency for the CPU columns: the least disturbed one counts.
-const CPU_PASSES: usize = 3;
+const CPU_PASSES: usize = 7;
 
 /// `CPU_PASSES` runs of `v2_pages` on `store` (no latency): the one whose time outside the
 /// store was least, with the store's time.
