@@ -28,9 +28,13 @@ use crate::limits::{
 #[derive(Debug, Default)]
 pub(crate) struct Expr {
     names: Vec<String>,
+    /// The place of each name in `names`, once it holds [`INDEXED_NAMES`] or more.
     positions: HashMap<String, usize>,
     values: Vec<AttributeValue>,
 }
+
+/// The number of names from which [`Expr`] looks names up in a map rather than in its list.
+const INDEXED_NAMES: usize = 16;
 
 impl Expr {
     /// The placeholder of an attribute name (one per name).
@@ -50,12 +54,28 @@ impl Expr {
     /// Writes the placeholder of an attribute name at the end of `out` (a request renders one
     /// per shard query: no allocation for a name already seen).
     fn push_name(&mut self, out: &mut String, attribute: &str) {
-        let i = if let Some(&i) = self.positions.get(attribute) {
+        // a request names a few attributes: a search of the list costs less than hashing the
+        // name; the map serves long lists (built once the list reaches `INDEXED_NAMES`)
+        let found = if self.names.len() < INDEXED_NAMES {
+            self.names.iter().position(|n| n == attribute)
+        } else {
+            self.positions.get(attribute).copied()
+        };
+        let i = if let Some(i) = found {
             i
         } else {
             let i = self.names.len();
-            self.positions.insert(attribute.to_owned(), i);
             self.names.push(attribute.to_owned());
+            if self.names.len() == INDEXED_NAMES {
+                self.positions = self
+                    .names
+                    .iter()
+                    .enumerate()
+                    .map(|(i, n)| (n.clone(), i))
+                    .collect();
+            } else if self.names.len() > INDEXED_NAMES {
+                self.positions.insert(attribute.to_owned(), i);
+            }
             i
         };
         out.push_str("#n");
@@ -614,6 +634,22 @@ mod tests {
         );
         let kc = Expr::default().multi_key_condition(&[("a", &s("x"))], &[("c", &s("y"))], None);
         assert_eq!(kc, "#n0 = :v0 AND #n1 = :v1");
+    }
+
+    /// A name given again gets its first placeholder, before and after the list of names is
+    /// long enough to be looked up in a map.
+    #[test]
+    fn a_name_keeps_its_placeholder_in_long_lists() {
+        let mut expr = Expr::default();
+        let names: Vec<String> = (0..40).map(|i| format!("a{i}")).collect();
+        for (i, name) in names.iter().enumerate() {
+            assert_eq!(expr.name(name), format!("#n{i}"));
+            // every name seen so far, again
+            for (j, earlier) in names.iter().enumerate().take(i + 1) {
+                assert_eq!(expr.name(earlier), format!("#n{j}"), "after {i} names");
+            }
+        }
+        assert_eq!(expr.names().map(|n| n.len()), Some(40));
     }
 
     /// Every operator of a key condition, each with the placeholders in the order `DynamoDB`
