@@ -665,10 +665,15 @@ impl<S: Store> Lanes for Source<'_, '_, S> {
     /// The table keys and every index key attribute of an item.
     fn page_key(&self, _source: usize, _shard: usize, item: &Item) -> Option<Item> {
         let table = self.table()?;
-        let names = [&*table.hash_key, &*table.range_key]
-            .into_iter()
-            .chain(self.plan.multi.hash_names())
-            .chain(self.plan.multi.range_names());
+        let (hash_key, range_key) = (&*table.hash_key, &*table.range_key);
+        // a sharded key's first partition attribute is the table hash key: named once
+        let names = [hash_key, range_key].into_iter().chain(
+            self.plan
+                .multi
+                .hash_names()
+                .chain(self.plan.multi.range_names())
+                .filter(|name| *name != hash_key && *name != range_key),
+        );
         let mut key = Item::default();
         for name in names {
             key.insert(name.to_owned(), item.get(name)?.clone());
