@@ -401,6 +401,22 @@ pub(crate) fn key_layout<'s>(schema: &'s EntitySchema<'_>) -> [&'s str; 8] {
     ]
 }
 
+/// A fingerprint: SHA-256 over fields, each prefixed with its length.
+#[derive(Default)]
+pub(crate) struct Fields(Sha256);
+
+impl Fields {
+    /// Adds one field.
+    pub(crate) fn field(&mut self, bytes: &[u8]) {
+        self.0.update((bytes.len() as u64).to_le_bytes());
+        self.0.update(bytes);
+    }
+
+    pub(crate) fn finish(self) -> [u8; 32] {
+        self.0.finalize().into()
+    }
+}
+
 /// A fingerprint's canonical bytes: every part tagged or length-prefixed, so that two
 /// different descriptions never give the same bytes. Written by hand rather than as `Debug`
 /// text: a query renders its fingerprint on every page, and `Debug` (escaping every character
@@ -506,11 +522,8 @@ fn fingerprint(
     projection: Option<&[String]>,
     input: &FingerprintInput<'_>,
 ) -> [u8; 32] {
-    let mut h = Sha256::new();
-    let mut field = |bytes: &[u8]| {
-        h.update((bytes.len() as u64).to_le_bytes());
-        h.update(bytes);
-    };
+    let mut fields = Fields::default();
+    let mut field = |bytes: &[u8]| fields.field(bytes);
     let mut c = Canon::default();
     field(b"entity-manager query v3");
     let model = schema.model();
@@ -572,7 +585,7 @@ fn fingerprint(
                 .written(),
         );
     }
-    h.finalize().into()
+    fields.finish()
 }
 
 impl Lanes for Plan<'_> {

@@ -28,19 +28,19 @@
 use std::collections::HashSet;
 
 use serde_dynamo::{AttributeValue, Item};
-use sha2::{Digest as _, Sha256};
 
 use crate::error::{Error, Result};
-use crate::model::{Index, MultiKey};
+use crate::model::{Index, IndexAttribute, MultiKey};
 use crate::query::engine::Engine;
 use crate::query::lanes::{Key, Lanes};
 use crate::query::page::{QueryPageResult, QueryStats};
 use crate::query::paging::{self, Paging};
-use crate::query::plan::Canon;
+use crate::query::plan::{Canon, Fields};
 use crate::query::token::{self, Boundary, StreamState, TokenState};
 use crate::schema::EntitySchema;
 use crate::store::value::Scalar;
-use crate::store::{KeyType, QueryPage, RangeCondition, Store, StoreError};
+use crate::store::{QueryPage, RangeCondition, Store, StoreError};
+use crate::table::key_type_name;
 
 /// A query of a multi-attribute index over one entity, or over several entities that share
 /// the index (an item collection).
@@ -325,11 +325,8 @@ impl<'a, S: Store> MultiQuery<'a, S> {
         prefix: &[AttributeValue],
         range: Option<&RangeCondition>,
     ) -> [u8; 32] {
-        let mut h = Sha256::new();
-        let mut field = |bytes: &[u8]| {
-            h.update((bytes.len() as u64).to_le_bytes());
-            h.update(bytes);
-        };
+        let mut fields = Fields::default();
+        let mut field = |bytes: &[u8]| fields.field(bytes);
         let mut c = Canon::default();
         field(b"entity-manager multi-attribute query v3");
         // what makes an entity's items and lanes, as the classic fingerprint names it (not the
@@ -351,12 +348,8 @@ impl<'a, S: Store> MultiQuery<'a, S> {
         for attributes in [&multi.hash, &multi.range] {
             c.number(attributes.len() as u64);
             for attribute in attributes.iter() {
-                let key_type = match attribute.key_type {
-                    KeyType::S => b'S',
-                    KeyType::N => b'N',
-                    KeyType::B => b'B',
-                };
-                c.text(&attribute.name).tag(key_type);
+                c.text(&attribute.name)
+                    .text(key_type_name(attribute.key_type));
             }
         }
         c.values(&self.hash)
@@ -364,7 +357,7 @@ impl<'a, S: Store> MultiQuery<'a, S> {
             .range(range)
             .tag(u8::from(self.paging.descending));
         field(c.written());
-        h.finalize().into()
+        fields.finish()
     }
 
     /// The page's plan and where it starts: from the beginning, or as `token` says (checked
@@ -506,30 +499,33 @@ impl<S> Source<'_, '_, S> {
         request
     }
 
+    /// The conditioned attribute when it is the whole sort key: a key is then its value alone
+    /// (it orders as the one-value tuple does, and costs no allocation, as a classic index's
+    /// range key). One plan makes keys of one variant only.
+    fn lone(&self) -> Option<&IndexAttribute> {
+        match (&self.plan.multi.range[..], self.at) {
+            ([one], 0) => Some(one),
+            _ => None,
+        }
+    }
+
     /// The sort tuple of values as a key.
-    fn tuple<'v>(&self, values: impl Iterator<Item = Option<&'v AttributeValue>>) -> Option<Key> {
+    fn tuple<'v>(
+        &self,
+        mut values: impl Iterator<Item = Option<&'v AttributeValue>>,
+    ) -> Option<Key> {
+        if let Some(one) = self.lone() {
+            return Scalar::of(values.next()??, one.key_type).map(Key::One);
+        }
         let range = &self.plan.multi.range;
         let mut parts = Vec::with_capacity(range.len());
         for (p, v) in range.iter().zip(values) {
             parts.push(Scalar::of(v?, p.key_type)?);
         }
-        (parts.len() == range.len()).then(|| self.key_of(parts))
-    }
-
-    /// A key of this plan from its sort tuple: one value when the tuple is the conditioned
-    /// attribute alone (it orders as the tuple does, and costs no allocation per key, as a
-    /// classic index's range key), a tuple otherwise. One plan makes keys of one variant only.
-    fn key_of(&self, mut parts: Vec<Scalar>) -> Key {
-        if self.at == 0
-            && parts.len() == 1
-            && let Some(one) = parts.pop()
-        {
-            return Key::One(one);
-        }
-        Key::Tuple {
+        (parts.len() == range.len()).then(|| Key::Tuple {
             at: self.at,
             parts: parts.into_boxed_slice(),
-        }
+        })
     }
 }
 
@@ -551,12 +547,7 @@ impl<S: Store> Lanes for Source<'_, '_, S> {
     }
 
     fn key(&self, _source: usize, item: &Item) -> Option<Key> {
-        let range = &self.plan.multi.range;
-        if let ([one], 0) = (&range[..], self.at) {
-            // the conditioned attribute alone: its value, with no tuple built
-            return Scalar::of(item.get(&*one.name)?, one.key_type).map(Key::One);
-        }
-        self.tuple(range.iter().map(|p| item.get(&*p.name)))
+        self.tuple(self.plan.multi.range.iter().map(|p| item.get(&*p.name)))
     }
 
     fn value<'i>(&self, _source: usize, item: &'i Item) -> Option<&'i AttributeValue> {
@@ -564,11 +555,11 @@ impl<S: Store> Lanes for Source<'_, '_, S> {
     }
 
     fn key_through(&self, value: &AttributeValue) -> Option<Key> {
-        let range = &self.plan.multi.range;
-        if let ([one], 0) = (&range[..], self.at) {
-            // the conditioned attribute alone: the value is the key (nothing to fill)
+        if let Some(one) = self.lone() {
+            // the value is the key (nothing to fill)
             return Scalar::of(value, one.key_type).map(Key::One);
         }
+        let range = &self.plan.multi.range;
         let conditioned = range.get(self.at)?;
         let mut parts = range
             .iter()
@@ -583,7 +574,10 @@ impl<S: Store> Lanes for Source<'_, '_, S> {
             Scalar::Max
         };
         parts.resize(range.len(), fill);
-        Some(self.key_of(parts))
+        Some(Key::Tuple {
+            at: self.at,
+            parts: parts.into(),
+        })
     }
 
     fn condition(&self, _source: usize) -> Option<&RangeCondition> {
