@@ -343,6 +343,10 @@ fn fanout_rows(out: &mut String, shards: usize, clock: Clock, wait: Duration, ro
 /// product rule), 1 shard and 64 shards; limits 1, 10 and 100 (page size 100).
 const V2_DELAY: Duration = Duration::from_millis(5);
 const V2_PAGES: usize = 40;
+/// Pages of the rows at limits 10 and 1: 40 pages of them return 400 and 40 items, too few to
+/// tell the query kinds apart from the chance of which pages need a third round (a
+/// collection's lanes hold other items than an entity's, dealt between its two entities).
+const V2_SMALL_PAGES: usize = 400;
 /// Pages of a run paged to the end (more than any run has).
 const TO_END: usize = usize::MAX;
 
@@ -491,7 +495,7 @@ fn fanout_v2(records: &[Item]) -> BenchResult<()> {
         .enable_time()
         .build()?;
     println!(
-        "\nQuery v2 fan-out: {} ms per shard query, throttle {THROTTLE}, page size {LIMIT}, up to {V2_PAGES} pages:\n",
+        "\nQuery v2 fan-out: {} ms per shard query, throttle {THROTTLE}, page size {LIMIT}, {V2_PAGES} pages at limit 100 (and to the end), {V2_SMALL_PAGES} at limits 10 and 1:\n",
         V2_DELAY.as_millis()
     );
     println!(
@@ -502,16 +506,16 @@ fn fanout_v2(records: &[Item]) -> BenchResult<()> {
     // (bumps, rule, limit, pages): 40 pages, or to the end (`TO_END`: 200 pages at limit 100)
     let configs = [
         (json!([]), ShardSpace::Power, 100usize, V2_PAGES),
-        (json!([]), ShardSpace::Power, 10, V2_PAGES),
+        (json!([]), ShardSpace::Power, 10, V2_SMALL_PAGES),
         (twenty.clone(), ShardSpace::Product, 100, V2_PAGES),
         (twenty.clone(), ShardSpace::Product, 100, TO_END),
-        (twenty.clone(), ShardSpace::Product, 10, V2_PAGES),
-        (twenty, ShardSpace::Product, 1, V2_PAGES),
+        (twenty.clone(), ShardSpace::Product, 10, V2_SMALL_PAGES),
+        (twenty, ShardSpace::Product, 1, V2_SMALL_PAGES),
         (
             json!([{ "timestamp": 0, "charBits": 3, "chars": 2 }]),
             ShardSpace::Power,
             1,
-            V2_PAGES,
+            V2_SMALL_PAGES,
         ),
     ];
     // the records of `MultiQuery`'s rows, attribute for attribute: the rows compare the query
@@ -521,11 +525,15 @@ fn fanout_v2(records: &[Item]) -> BenchResult<()> {
         .map(with_team)
         .collect::<BenchResult<Vec<_>>>()?;
     for (bumps, space, limit, pages) in configs {
-        if !v2_selected("Query", limit) {
+        if !v2_selected("Query", limit, None) {
             continue;
         }
+        let pages = v2_page_count(pages);
         let schema = schema_with(&bumps, space)?;
         let (inner, populated) = load(&schema, &records)?;
+        if !v2_selected("Query", limit, Some(populated)) {
+            continue;
+        }
         let user = schema.entity("user")?;
         // one configuration on two store types
         macro_rules! query {
@@ -571,12 +579,34 @@ fn with_team(record: &Item) -> BenchResult<Item> {
     Ok(item)
 }
 
-/// Whether `fanout_v2` runs the rows of `kind` at `limit`: every row, or those `V2_ROWS` names
-/// (`kind:limit` items separated by commas, as `MultiQuery:1,Query:1`: a diagnostic for
-/// profiling one row at a time).
-fn v2_selected(kind: &str, limit: usize) -> bool {
+/// The pages of a row of `pages` pages: `V2_PAGES=n` pages the rows not paged to the end for
+/// `n` pages instead (a diagnostic: figures of few pages carry the chance of which pages need
+/// a third round; paging further narrows it).
+fn v2_page_count(pages: usize) -> usize {
+    if pages == TO_END {
+        return pages;
+    }
+    std::env::var("V2_PAGES")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(pages)
+}
+
+/// Whether `fanout_v2` runs the rows of `kind` at `limit` over `populated` lanes (`None`: not
+/// known yet, any): every row, or those `V2_ROWS` names (`kind:limit` or `kind:limit:lanes`
+/// items separated by commas, as `MultiQuery:1,Query:10:20`: a diagnostic for profiling one row
+/// at a time).
+fn v2_selected(kind: &str, limit: usize, populated: Option<usize>) -> bool {
     std::env::var("V2_ROWS").map_or(true, |rows| {
-        rows.split(',').any(|row| row == format!("{kind}:{limit}"))
+        rows.split(',').any(|row| {
+            let mut parts = row.split(':');
+            parts.next() == Some(kind)
+                && parts.next().and_then(|l| l.parse().ok()) == Some(limit)
+                && parts
+                    .next()
+                    .and_then(|n| n.parse::<usize>().ok())
+                    .is_none_or(|lanes| populated.is_none_or(|p| p == lanes))
+        })
     })
 }
 
@@ -740,25 +770,24 @@ fn fanout_v2_multi(
     let configs = [
         (TWENTY, 100usize, V2_PAGES, false),
         (TWENTY, 100, TO_END, false),
-        (TWENTY, 10, V2_PAGES, false),
-        (TWENTY, 1, V2_PAGES, false),
-        (SIXTY_FOUR, 1, V2_PAGES, false),
+        (TWENTY, 10, V2_SMALL_PAGES, false),
+        (TWENTY, 1, V2_SMALL_PAGES, false),
+        (SIXTY_FOUR, 1, V2_SMALL_PAGES, false),
         (TEN, 100, V2_PAGES, true),
         (TEN, 100, TO_END, true),
-        (TEN, 10, V2_PAGES, true),
-        (TEN, 1, V2_PAGES, true),
+        (TEN, 10, V2_SMALL_PAGES, true),
+        (TEN, 1, V2_SMALL_PAGES, true),
     ];
     for (bumps, limit, pages, collection) in configs {
-        if !v2_selected(
-            if collection {
-                "collection"
-            } else {
-                "MultiQuery"
-            },
-            limit,
-        ) {
+        let kind = if collection {
+            "collection"
+        } else {
+            "MultiQuery"
+        };
+        if !v2_selected(kind, limit, None) {
             continue;
         }
+        let pages = v2_page_count(pages);
         let schema = multi_schema(bumps)?;
         let store = MemoryStore::new(TableDefinition::from_schema(&schema)?);
         let members = if collection {
@@ -775,6 +804,9 @@ fn fanout_v2_multi(
             })
             .collect::<BenchResult<_>>()?;
         let populated = stored(&store, keyed)?;
+        if !v2_selected(kind, limit, Some(populated)) {
+            continue;
+        }
         let store = v2_store(Timed::new(store), timer);
         macro_rules! query {
             ($store:expr) => {

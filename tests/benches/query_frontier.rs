@@ -1,7 +1,8 @@
 //! How few items a page of an exact cross-shard query can read, given how many shard queries it
 //! may spend: a simulation of the best schedule of the query's kind, for issue 13's targets
 //! (items read per item returned ≤ 1.2 and shard queries ≤ 1.3 × the lanes needed, at limit 10
-//! over 20 shards, throttle 10).
+//! over 20 shards, throttle 10) and issue 27's (the same items read within 1.2 × the ideal
+//! floor: rounds of the throttle against `ceil(lanes needed / throttle)` a page).
 //!
 //! ```text
 //! cargo bench -p entity-manager-tests --bench query_frontier
@@ -95,7 +96,7 @@ fn quantile(from: f64, found: &[f64], covered: &[f64], rate: f64, need: usize, q
     high
 }
 
-/// Items read per item returned, shard queries per lane needed, rounds per the floor
+/// Items read per item returned, shard queries per lane needed, rounds per the ideal rounds
 /// `ceil(queries / throttle)`, over `PAGES` pages of `limit` items.
 ///
 /// `carry`: the next page knows everything the previous one read beyond its end (how far every
@@ -124,7 +125,7 @@ fn simulate(limit: usize, (q1, q2): (f64, f64), carry: bool, seed: u64) -> (f64,
         let stream = &streams[l];
         &stream[stream.partition_point(|&v| v <= from)..stream.partition_point(|&v| v <= to)]
     };
-    let (mut read, mut queries, mut needed, mut rounds, mut floor) =
+    let (mut read, mut queries, mut needed, mut rounds, mut ideal) =
         (0usize, 0usize, 0usize, 0usize, 0usize);
     let mut from = 0.0;
     // how far each lane is known, from the previous page
@@ -179,22 +180,37 @@ fn simulate(limit: usize, (q1, q2): (f64, f64), carry: bool, seed: u64) -> (f64,
         };
         // the lanes a page must query at least: those holding its items, and those not
         // known to hold nothing up to its end
-        needed += (0..LANES)
+        let page_needed = (0..LANES)
             .filter(|&l| start[l] < end || !slice(l, from, end).is_empty())
             .count();
+        needed += page_needed;
+        // the rounds of an ideal schedule: the lanes needed, a throttle at a time
+        ideal += page_needed.div_ceil(THROTTLE);
         from = end;
         carried = known;
         queries += page_queries;
-        floor += page_queries.div_ceil(THROTTLE);
     }
     #[allow(clippy::cast_precision_loss)]
     let ratios = (
         read as f64 / (PAGES * limit) as f64,
         queries as f64 / needed.max(1) as f64,
-        rounds as f64 / floor.max(1) as f64,
+        rounds as f64 / ideal.max(1) as f64,
     );
     ratios
 }
+
+/// One cell of the grid: its probabilities and what a page costs at them.
+#[derive(Clone, Copy)]
+struct Cell {
+    q1: f64,
+    q2: f64,
+    read: f64,
+    queries: f64,
+    rounds: f64,
+}
+
+/// A budget a cell must keep, named.
+type Budget = (&'static str, fn(&Cell) -> bool);
 
 fn main() {
     let limit = std::env::args()
@@ -206,31 +222,60 @@ fn main() {
     let (q1s, q2s): (&[f64], &[f64]) = if testing {
         (&[0.7], &[0.85])
     } else {
-        (&[0.5, 0.6, 0.7, 0.8, 0.9], &[0.7, 0.8, 0.85, 0.9, 0.95])
+        (
+            &[0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95],
+            &[0.7, 0.8, 0.85, 0.9, 0.95, 0.98],
+        )
     };
     let started = Instant::now();
     println!(
         "\nExact query, {LANES} lanes, throttle {THROTTLE}, limit {limit}, density known, {PAGES} pages a cell:\n"
     );
     println!(
-        "| previous page's reads known | q1 | q2 | items read / returned | queries ÷ needed | rounds ÷ floor |"
+        "| previous page's reads known | q1 | q2 | items read / returned | queries ÷ needed | rounds ÷ ideal |"
     );
     println!("|---|---:|---:|---:|---:|---:|");
+    // the budgets: issue 13's (queries per lane needed), and issue 27's page time within 1.2 ×
+    // the ideal floor, as rounds per ideal round (the v2 bench's one-lane rows show 1.02 × (limit
+    // 10) to 1.09 × (limit 100) of timer and runtime overhead)
+    let budgets: [Budget; 3] = [
+        ("1.3 queries per lane needed", |c| c.queries <= 1.3),
+        ("1.2 rounds per ideal round", |c| c.rounds <= 1.2),
+        ("1.1 rounds per ideal round", |c| c.rounds <= 1.1),
+    ];
     for carry in [false, true] {
-        let mut best: Option<(f64, f64, f64, f64)> = None;
+        let mut best: Vec<Option<Cell>> = vec![None; budgets.len()];
         for &q1 in q1s {
             for &q2 in q2s {
                 let (read, queries, rounds) = simulate(limit, (q1, q2), carry, 0x5EED);
                 println!("| {carry} | {q1} | {q2} | {read:.3} | {queries:.3} | {rounds:.3} |");
-                if queries <= 1.3 && best.is_none_or(|b| read < b.2) {
-                    best = Some((q1, q2, read, queries));
+                let cell = Cell {
+                    q1,
+                    q2,
+                    read,
+                    queries,
+                    rounds,
+                };
+                for ((_, within), best) in budgets.iter().zip(&mut best) {
+                    if within(&cell) && best.is_none_or(|b| cell.read < b.read) {
+                        *best = Some(cell);
+                    }
                 }
             }
         }
-        if let Some((q1, q2, read, queries)) = best {
-            println!(
-                "| {carry} | fewest items read within 1.3 queries per lane needed: **{read:.3}** (q1 {q1}, q2 {q2}) | | | {queries:.3} | |"
-            );
+        for ((budget, _), best) in budgets.iter().zip(best) {
+            if let Some(Cell {
+                q1,
+                q2,
+                read,
+                queries,
+                rounds,
+            }) = best
+            {
+                println!(
+                    "| {carry} | fewest items read within {budget}: **{read:.3}** (q1 {q1}, q2 {q2}) | | | {queries:.3} | {rounds:.3} |"
+                );
+            }
         }
     }
     println!("({:.1} s)", started.elapsed().as_secs_f64());
