@@ -679,9 +679,13 @@ impl<P: Lanes, S: Store> Engine<'_, P, S> {
             // nothing returned: the stream stands where it stood
             return previous.cloned();
         };
+        let shard = ends
+            .last_lane
+            .and_then(|h| merge.lanes.get(h))
+            .map(|l| l.shard);
         let (Some(last), Some(unique)) = (
             plan.boundary_last(last_from, last_item),
-            plan.identity(last_item),
+            shard.and_then(|shard| plan.boundary_unique(shard, last_item)),
         ) else {
             return previous.cloned();
         };

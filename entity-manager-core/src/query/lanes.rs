@@ -95,6 +95,14 @@ pub(crate) trait Lanes {
     /// What identifies a record across the sources of a stream (they may return it twice).
     fn identity(&self, item: &Item) -> Option<String>;
 
+    /// A boundary's `unique`, for an item of lane `shard`: what [`resume_key`](Self::resume_key)
+    /// needs of it beyond what the lane gives. Its [`identity`](Self::identity) unless the
+    /// plan can say it shorter (it is in every page token).
+    fn boundary_unique(&self, shard: usize, item: &Item) -> Option<String> {
+        let _ = shard;
+        self.identity(item)
+    }
+
     /// A boundary's `last`, for an item of `source`.
     fn boundary_last(&self, source: usize, item: &Item) -> Option<AttributeValue>;
 

@@ -76,7 +76,7 @@
 //! lanes beyond). It is rejected, with a typed error, by any other query
 //! ([`TokenError::OtherQuery`]) or table ([`TokenError::OtherTable`]: another table name or
 //! definition), when truncated or altered, when longer than any token of the query can be
-//! ([`TokenError::TooLong`], before it is decoded: a few thousand characters per index), and —
+//! ([`TokenError::TooLong`], before it is decoded: about 11,000 characters per index), and —
 //! with [`TypedQuery::signing_key`] — when signed with another key.
 
 macro_rules! paging_setters {

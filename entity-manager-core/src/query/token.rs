@@ -8,11 +8,11 @@
 //! one bit, "exhausted" (it gave everything; never read again). A token's size therefore does
 //! not depend on where each shard stands, only on the boundary and one bit per lane.
 //!
-//! Layout (version 3; version 2 tokens placed ties by unique value and are refused), before
-//! base64url without padding:
+//! Layout (version 4; tokens of versions 2 and 3 are refused), before base64url without
+//! padding:
 //!
 //! ```text
-//! version u8 = 3, + 0x80 when signed
+//! version u8 = 4, + 0x80 when signed
 //! | query fingerprint [2] | table binding [2]
 //! | from varint | to varint                       (the time window, ms since the epoch)
 //! | per stream (1 in exact mode, 1 per index in union mode):
@@ -374,19 +374,28 @@ pub(crate) struct Shape {
     pub(crate) lanes: usize,
 }
 
-/// The longest range key or unique value a boundary can hold, in bytes: `DynamoDB` sort keys
-/// are at most 1,024 bytes, and a unique value sits inside the table's sort key.
+/// The longest value of a sort attribute a boundary can hold, in bytes: `DynamoDB` sort keys
+/// (and each sort attribute of a multi-attribute key) are at most 1,024 bytes.
 const MAX_VALUE_BYTES: usize = 1024;
-/// Bytes of one stream's boundary at most: flags, then three values with their type and
-/// length.
-const MAX_BOUNDARY_BYTES: usize = 1 + 3 * (1 + 2 + MAX_VALUE_BYTES) + 10;
+/// The longest partition key value, in bytes.
+const MAX_HASH_BYTES: usize = 2048;
+/// Bytes of a boundary's `last` at most: one value, or a tuple of [`MAX_LIST`] values (type
+/// and a two-byte length each).
+#[allow(clippy::cast_possible_truncation)] // MAX_LIST is 4
+const MAX_LAST_BYTES: usize = 2 + MAX_LIST as usize * (1 + 2 + MAX_VALUE_BYTES);
+/// Bytes of a boundary's `unique` at most: a unique value inside the table's sort key, or a
+/// multi-attribute query's tie-breaker (`length:`, the table range key, the table hash key).
+const MAX_UNIQUE_BYTES: usize = 2 + 5 + MAX_VALUE_BYTES + MAX_HASH_BYTES;
+/// Bytes of one stream's boundary at most: flags, `first` (one value), `last`, `unique`, lane.
+const MAX_BOUNDARY_BYTES: usize =
+    1 + (1 + 2 + MAX_VALUE_BYTES) + MAX_LAST_BYTES + MAX_UNIQUE_BYTES + 10;
 /// Bytes of the header, window and tag at most.
 const MAX_FIXED_BYTES: usize = HEADER_LEN + 2 * 10 + SIGNATURE_LEN;
 
 /// The longest token a query of this shape can have written, in characters: a longer one is
 /// refused with [`TokenError::TooLong`] before it is decoded, so memory spent on a token is
-/// bounded by the query, not by the token. About 4,200 characters per stream plus one
-/// character per 6 lanes (a one-index query over 64 shards: 4,175).
+/// bounded by the query, not by the token. About 11,000 characters per stream plus one
+/// character per 6 lanes (a one-index query over 64 shards: 11,035).
 pub(crate) fn max_chars(shape: Shape) -> usize {
     let per_stream = MAX_BOUNDARY_BYTES.saturating_add(shape.lanes.div_ceil(8));
     let bytes = MAX_FIXED_BYTES.saturating_add(shape.streams.saturating_mul(per_stream));
@@ -633,6 +642,25 @@ mod tests {
         });
         let token = encode(&state, B, Some(b"key"));
         assert!(token.len() <= max_chars(SHAPE));
+        assert_eq!(decode(&token, B, Some(b"key"), SHAPE), Ok(state));
+        // nor one of a multi-attribute query: a tuple of four longest sort values, and a
+        // tie-breaker of the longest table range and hash keys (an unsharded key's lane)
+        let mut state = sample();
+        let tie = format!(
+            "{MAX_VALUE_BYTES}:{}{}",
+            "r".repeat(MAX_VALUE_BYTES),
+            "h".repeat(MAX_HASH_BYTES)
+        );
+        assert_eq!(tie.len(), MAX_UNIQUE_BYTES - 2);
+        state.streams[0].boundary = Some(Boundary {
+            first: AttributeValue::S("f".repeat(MAX_VALUE_BYTES)),
+            last: AttributeValue::L(vec![AttributeValue::S("x".repeat(MAX_VALUE_BYTES)); 4]),
+            unique: tie,
+            lane: Some(63),
+            run: true,
+        });
+        let token = encode(&state, B, Some(b"key"));
+        assert!(token.len() <= max_chars(SHAPE), "{}", token.len());
         assert_eq!(decode(&token, B, Some(b"key"), SHAPE), Ok(state));
     }
 

@@ -104,6 +104,9 @@ pub struct MultiQuery<'a, S> {
 struct LaneDef {
     /// The table hash key value of a sharded key; `None` for an unsharded key.
     shard: Option<String>,
+    /// The entity whose shard it is (a position in the plan's entities; 0 for an unsharded
+    /// key's lane, which every entity shares).
+    entity: usize,
 }
 
 /// A validated query: its key, its lanes and what its tokens are bound to.
@@ -286,16 +289,22 @@ impl<'a, S: Store> MultiQuery<'a, S> {
         }
         let mut lanes = Vec::new();
         if multi.sharded {
-            for entity in &self.entities {
+            for (at, entity) in self.entities.iter().enumerate() {
                 let table_hash = &entity.table().hash_key;
                 for shard in
                     entity.hash_key_space(table_hash, &Item::default(), window.0, window.1)?
                 {
-                    lanes.push(LaneDef { shard: Some(shard) });
+                    lanes.push(LaneDef {
+                        shard: Some(shard),
+                        entity: at,
+                    });
                 }
             }
         } else {
-            lanes.push(LaneDef { shard: None });
+            lanes.push(LaneDef {
+                shard: None,
+                entity: 0,
+            });
         }
         let mut prefix = self.prefix.clone();
         let range = match &self.range {
@@ -440,8 +449,44 @@ impl<'a, S: Store> MultiQuery<'a, S> {
     }
 }
 
-/// The tie-breaker of an item as the token writes it: the length of the table range key, `:`,
-/// the range key, then the hash key.
+/// What begins a boundary's `unique` that is a whole table range key, not a unique value
+/// ([`Lanes::boundary_unique`]).
+const WHOLE_KEY: char = '\0';
+
+/// A table range key as a sharded lane's boundary keeps it: the unique value when the key has
+/// the entity's form (`property`, `delimiter`, value), else [`WHOLE_KEY`] and the whole key (so
+/// is a unique value that begins with [`WHOLE_KEY`]: the two forms never mix up).
+fn shorten_range(range: &str, property: &str, delimiter: &str) -> String {
+    match range
+        .strip_prefix(property)
+        .and_then(|rest| rest.strip_prefix(delimiter))
+    {
+        Some(unique) if !unique.starts_with(WHOLE_KEY) => unique.to_owned(),
+        _ => {
+            let mut whole = String::with_capacity(range.len() + 1);
+            whole.push(WHOLE_KEY);
+            whole.push_str(range);
+            whole
+        }
+    }
+}
+
+/// The table range key [`shorten_range`] kept as `unique`.
+fn expand_range(unique: &str, property: &str, delimiter: &str) -> String {
+    if let Some(whole) = unique.strip_prefix(WHOLE_KEY) {
+        return whole.to_owned();
+    }
+    let mut range = String::with_capacity(property.len() + delimiter.len() + unique.len());
+    range.push_str(property);
+    range.push_str(delimiter);
+    range.push_str(unique);
+    range
+}
+
+/// The tie-breaker of an item as the token writes it in a lane that does not give the table
+/// hash key (an unsharded key's one lane): the length of the table range key, `:`, the range
+/// key, then the hash key. A sharded key's lane gives the hash key, and the token then holds
+/// the range key alone ([`Lanes::boundary_unique`]).
 fn join_tie(range: &str, hash: &str) -> String {
     // built by hand: one allocation, no formatting machinery (it runs for every item a page
     // returns)
@@ -526,6 +571,39 @@ impl<S> Source<'_, '_, S> {
             at: self.at,
             parts: parts.into_boxed_slice(),
         })
+    }
+
+    /// The unique property and the generated-value delimiter of the entity of a lane that
+    /// gives the table hash key (a sharded key's): what its items' table range keys begin with.
+    fn lane_entity(&self, shard: usize) -> Option<(&str, &str)> {
+        let lane = self.plan.lanes.get(shard)?;
+        lane.shard.as_ref()?;
+        let entity = self.plan.entities.get(lane.entity)?;
+        Some((
+            &*entity.model().unique_property,
+            &*entity.table().delimiters.generated_value,
+        ))
+    }
+
+    /// The table range key a boundary's `unique` stands for in a lane that gives the table
+    /// hash key ([`Lanes::boundary_unique`]).
+    fn range_key_of(&self, shard: usize, unique: &str) -> Option<String> {
+        let (property, delimiter) = self.lane_entity(shard)?;
+        Some(expand_range(unique, property, delimiter))
+    }
+
+    /// A boundary's sort tuple: its `last`, a value for a key of one sort attribute (as
+    /// [`boundary_last`](Lanes::boundary_last) writes it), else an `L` of one value per sort
+    /// attribute; `None` when it is neither (a token of another shape).
+    fn boundary_tuple<'b>(&self, boundary: &'b Boundary) -> Option<&'b [AttributeValue]> {
+        let tuple = match (&self.plan.multi.range[..], &boundary.last) {
+            (_, AttributeValue::L(values)) if self.plan.multi.range.len() > 1 => &values[..],
+            ([_], value @ (AttributeValue::S(_) | AttributeValue::N(_) | AttributeValue::B(_))) => {
+                std::slice::from_ref(value)
+            }
+            _ => return None,
+        };
+        (tuple.len() == self.plan.multi.range.len()).then_some(tuple)
     }
 }
 
@@ -675,29 +753,30 @@ impl<S: Store> Lanes for Source<'_, '_, S> {
         Some(key)
     }
 
-    /// The boundary's item's keys: the table keys from its tie-breaker, the partition
-    /// attributes from the lane and the query, the sort attributes from its tuple.
+    /// The boundary's item's keys: the table keys from its tie-breaker (the table hash key from
+    /// the lane, when it leads the partition), the partition attributes from the lane and the
+    /// query, the sort attributes from its tuple.
     fn resume_key(&self, _source: usize, shard: usize, boundary: &Boundary) -> Option<Item> {
         let table = self.table()?;
-        let AttributeValue::L(tuple) = &boundary.last else {
-            return None;
-        };
-        let (range, hash) = split_tie(&boundary.unique)?;
+        let tuple = self.boundary_tuple(boundary)?;
         let multi = &self.plan.multi;
-        let lane_hash = self.plan.lanes.get(shard)?.shard.clone();
+        let lane_hash = self.plan.lanes.get(shard)?.shard.as_deref();
+        let (range, hash) = if let Some(hash) = lane_hash {
+            (self.range_key_of(shard, &boundary.unique)?, hash)
+        } else {
+            let (range, hash) = split_tie(&boundary.unique)?;
+            (range.to_owned(), hash)
+        };
         let hash_values: Vec<AttributeValue> = lane_hash
-            .map(AttributeValue::S)
+            .map(|hash| AttributeValue::S(hash.to_owned()))
             .into_iter()
             .chain(self.query.hash.iter().cloned())
             .collect();
-        if multi.hash.len() != hash_values.len() || multi.range.len() != tuple.len() {
+        if multi.hash.len() != hash_values.len() {
             return None;
         }
         let mut key = Item::default();
-        key.insert(
-            table.range_key.to_string(),
-            AttributeValue::S(range.to_owned()),
-        );
+        key.insert(table.range_key.to_string(), AttributeValue::S(range));
         key.insert(
             table.hash_key.to_string(),
             AttributeValue::S(hash.to_owned()),
@@ -722,25 +801,36 @@ impl<S: Store> Lanes for Source<'_, '_, S> {
         }
     }
 
+    /// When the lane gives the table hash key (a sharded key: its items' table hash key is the
+    /// lane's), the table range key alone, as short as a classic query's: its unique value
+    /// when it has the lane's entity's form (`uniqueProperty#value`), else `\0` and the whole
+    /// range key (so is a unique value that begins with `\0`: the two never mix up). Else both
+    /// keys ([`identity`](Self::identity)).
+    fn boundary_unique(&self, shard: usize, item: &Item) -> Option<String> {
+        let Some((property, delimiter)) = self.lane_entity(shard) else {
+            return self.identity(item);
+        };
+        match item.get(&*self.table()?.range_key) {
+            Some(AttributeValue::S(range)) => Some(shorten_range(range, property, delimiter)),
+            _ => None,
+        }
+    }
+
+    /// The sort value of a key of one sort attribute, else the tuple as an `L`.
     fn boundary_last(&self, _source: usize, item: &Item) -> Option<AttributeValue> {
-        Some(tuple_value(&self.plan.multi, item))
+        let multi = &self.plan.multi;
+        if let [one] = &multi.range[..] {
+            return item.get(&*one.name).cloned();
+        }
+        Some(tuple_value(multi, item))
     }
 
     fn boundary_key(&self, boundary: &Boundary) -> Option<Key> {
-        let AttributeValue::L(values) = &boundary.last else {
-            return None;
-        };
-        if values.len() != self.plan.multi.range.len() {
-            return None;
-        }
-        self.tuple(values.iter().map(Some))
+        self.tuple(self.boundary_tuple(boundary)?.iter().map(Some))
     }
 
     fn boundary_value(&self, boundary: &Boundary) -> Option<AttributeValue> {
-        match &boundary.last {
-            AttributeValue::L(values) => values.get(self.at).cloned(),
-            _ => None,
-        }
+        self.boundary_tuple(boundary)?.get(self.at).cloned()
     }
 
     fn shard_error(&self, _source: usize, shard: usize, error: StoreError) -> Error {
@@ -777,9 +867,33 @@ fn tuple_value(multi: &MultiKey, item: &Item) -> AttributeValue {
 mod tests {
     use proptest::prelude::*;
 
-    use super::{join_tie, split_tie};
+    use super::{WHOLE_KEY, expand_range, join_tie, shorten_range, split_tie};
 
     proptest! {
+        /// A sharded lane's boundary keeps any table range key so that it comes back whole:
+        /// as its unique value when it has the entity's form (as short as a classic query's
+        /// token), else whole behind a marker; keys of either form, any text.
+        #[test]
+        fn a_lane_boundary_gives_its_range_key_back(
+            value in "\\PC{0,40}|\\x00\\PC{0,10}",
+            other in "\\PC{0,40}",
+            property in "[a-zA-Z]{1,8}",
+            delimiter in "#|!|::",
+        ) {
+            let formed = format!("{property}{delimiter}{value}");
+            for range in [&formed, &other] {
+                let kept = shorten_range(range, &property, &delimiter);
+                prop_assert_eq!(&expand_range(&kept, &property, &delimiter), range);
+            }
+            // the entity's form keeps the value alone unless it begins with the marker
+            let kept = shorten_range(&formed, &property, &delimiter);
+            if value.starts_with(WHOLE_KEY) {
+                prop_assert_eq!(kept, format!("{WHOLE_KEY}{formed}"));
+            } else {
+                prop_assert_eq!(kept, value);
+            }
+        }
+
         /// The tie-breaker a token carries: the length of the range key in decimal, a colon,
         /// then both keys (tokens written before the hand-built form stay readable), and it
         /// splits back into the two keys, whatever they hold.
