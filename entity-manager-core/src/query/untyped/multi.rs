@@ -289,16 +289,22 @@ impl<'a, S: Store> MultiQuery<'a, S> {
         }
         let mut lanes = Vec::new();
         if multi.sharded {
-            for (at, entity) in self.entities.iter().enumerate() {
-                let table_hash = &entity.table().hash_key;
-                for shard in
-                    entity.hash_key_space(table_hash, &Item::default(), window.0, window.1)?
-                {
-                    lanes.push(LaneDef {
-                        shard: Some(shard),
-                        entity: at,
-                    });
-                }
+            let spaces = self
+                .entities
+                .iter()
+                .map(|entity| {
+                    let table_hash = &entity.table().hash_key;
+                    entity.hash_key_space(table_hash, &Item::default(), window.0, window.1)
+                })
+                .collect::<Result<Vec<_>>>()?;
+            // sized once: a page plans its lanes again, and growing the list block by block
+            // cost a tenth of the plan
+            lanes.reserve_exact(spaces.iter().map(Vec::len).sum());
+            for (at, space) in spaces.into_iter().enumerate() {
+                lanes.extend(space.into_iter().map(|shard| LaneDef {
+                    shard: Some(shard),
+                    entity: at,
+                }));
             }
         } else {
             lanes.push(LaneDef {
