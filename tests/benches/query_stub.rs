@@ -22,7 +22,7 @@
 //!
 //! Under `cargo test --benches` (no `--bench` argument) one short round of each runs, with the
 //! checks (decoded pages equal, one request per page). `STUB_ONLY=ours|alone|hand` runs one
-//! client only, for a profiler (`perf record`).
+//! client only, for a profiler (`perf record`); `STUB_PAGES=n` makes its rounds n pages long.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -328,6 +328,11 @@ fn main() -> BenchResult<()> {
             return Err("the baseline's page differs from the recorded one".into());
         }
         let (pages, rounds) = if measuring { (PAGES, ROUNDS) } else { (5, 1) };
+        // `STUB_PAGES=n`: rounds of n pages (a diagnostic: fewer pages under `valgrind`)
+        let pages = std::env::var("STUB_PAGES")
+            .ok()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(pages);
         let (mut lib, mut base, mut alone) = (Vec::new(), Vec::new(), Vec::new());
         // the hand-written query on the store's own client: the same SDK configuration, with
         // the time limits `DynamoStore::new` gives every call (nothing hangs)
