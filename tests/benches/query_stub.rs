@@ -297,6 +297,15 @@ fn median(mut values: Vec<f64>) -> f64 {
     values.get(values.len() / 2).copied().unwrap_or(0.0)
 }
 
+/// `STUB_PAGES=n`: rounds of n pages instead of `pages` (a diagnostic: fewer pages under
+/// `valgrind`).
+fn stub_pages(pages: usize) -> usize {
+    std::env::var("STUB_PAGES")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(pages)
+}
+
 fn main() -> BenchResult<()> {
     let measuring = std::env::args().any(|a| a == "--bench");
     let users = users();
@@ -328,11 +337,7 @@ fn main() -> BenchResult<()> {
             return Err("the baseline's page differs from the recorded one".into());
         }
         let (pages, rounds) = if measuring { (PAGES, ROUNDS) } else { (5, 1) };
-        // `STUB_PAGES=n`: rounds of n pages (a diagnostic: fewer pages under `valgrind`)
-        let pages = std::env::var("STUB_PAGES")
-            .ok()
-            .and_then(|n| n.parse().ok())
-            .unwrap_or(pages);
+        let pages = stub_pages(pages);
         let (mut lib, mut base, mut alone) = (Vec::new(), Vec::new(), Vec::new());
         // the hand-written query on the store's own client: the same SDK configuration, with
         // the time limits `DynamoStore::new` gives every call (nothing hangs)
