@@ -60,47 +60,30 @@ impl std::fmt::Debug for Digits {
 impl Number {
     /// Parses a number as `DynamoDB` accepts it (`-12.50`, `1e3`, `.5`); `None` otherwise.
     pub(crate) fn parse(text: &str) -> Option<Self> {
-        let s = text.trim();
-        let (negative, s) = match s.as_bytes().first()? {
-            b'-' => (true, &s[1..]),
-            b'+' => (false, &s[1..]),
-            _ => (false, s),
-        };
-        let (mantissa, exp) = match s.find(['e', 'E']) {
-            Some(i) => (&s[..i], s[i + 1..].parse::<i64>().ok()?),
-            None => (s, 0),
-        };
-        let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
-        if int.is_empty() && frac.is_empty() {
-            return None;
-        }
-        if !int.bytes().chain(frac.bytes()).all(|b| b.is_ascii_digit()) {
-            return None;
-        }
-        // the significant digits, without the leading and trailing zeros
-        let all = || int.bytes().chain(frac.bytes()).map(|b| b - b'0');
-        let Some(first) = all().position(|d| d != 0) else {
+        let shape = Shape::of(text)?;
+        let Some((first, significant)) = shape.significant else {
             return Some(Self::zero());
         };
-        let count = int.len() + frac.len();
-        let trailing = all().rev().position(|d| d != 0).unwrap_or(0);
-        let significant = count - trailing - first;
-        if significant > 38 {
-            return None;
-        }
-        let int_len = i64::try_from(int.len()).ok()?;
-        let first_i = i64::try_from(first).ok()?;
-        let exponent = exp.checked_add(int_len)?.checked_sub(first_i)?;
-        let digits = Digits::collect(all().skip(first).take(significant))?;
-        // DynamoDB's range: 1E-130 ..= 9.9999999999999999999999999999999999999E+125.
-        if !(-129..=126).contains(&exponent) {
-            return None;
-        }
+        let digits = Digits::collect(shape.digits().skip(first).take(significant))?;
         Some(Self {
-            negative,
+            negative: shape.negative,
             digits,
-            exponent,
+            exponent: shape.exponent,
         })
+    }
+
+    /// [`stored_bytes`](Self::stored_bytes) of the number `text` is, without collecting its
+    /// digits (an item's size is counted on every read); `None` when `text` is no number.
+    pub(crate) fn stored_bytes_of(text: &str) -> Option<usize> {
+        let shape = Shape::of(text)?;
+        let Some((_, significant)) = shape.significant else {
+            return Some(1);
+        };
+        Some(stored_bytes(
+            shape.negative,
+            shape.exponent,
+            i64::try_from(significant).ok()?,
+        ))
     }
 
     fn zero() -> Self {
@@ -237,16 +220,97 @@ impl Number {
 
     /// The bytes `DynamoDB` counts for this number in an item's size: one per pair of digits
     /// (aligned on the decimal point) from the first significant pair to the last, plus one,
-    /// plus one more when negative.
+    /// plus one more when negative. (What [`stored_bytes_of`](Self::stored_bytes_of) counts
+    /// from the text, which the stores use; this form checks it in tests.)
+    #[cfg(test)]
     pub(crate) fn stored_bytes(&self) -> usize {
         if self.digits.is_empty() {
             return 1;
         }
         let n = i64::try_from(self.digits.len()).unwrap_or(i64::MAX);
-        // the power of ten of the first and last digits
-        let (top, bottom) = (self.exponent - 1, self.exponent - n);
-        let pairs = top.div_euclid(2) - bottom.div_euclid(2) + 1;
-        usize::try_from(pairs).unwrap_or(0) + 1 + usize::from(self.negative)
+        stored_bytes(self.negative, self.exponent, n)
+    }
+}
+
+/// [`Number::stored_bytes`] of a non-zero number of `n` significant digits whose first digit is
+/// at `10^(exponent - 1)`.
+fn stored_bytes(negative: bool, exponent: i64, n: i64) -> usize {
+    // the power of ten of the first and last digits
+    let (top, bottom) = (exponent - 1, exponent - n);
+    let pairs = top.div_euclid(2) - bottom.div_euclid(2) + 1;
+    usize::try_from(pairs).unwrap_or(0) + 1 + usize::from(negative)
+}
+
+/// What [`Number::parse`] checks of a number's text, before it collects the digits.
+struct Shape<'t> {
+    negative: bool,
+    int: &'t str,
+    frac: &'t str,
+    /// The place of the first significant digit among `int` and `frac`'s digits and how many
+    /// there are; `None` for zero.
+    significant: Option<(usize, usize)>,
+    /// The power of ten just above the first significant digit (0 for zero).
+    exponent: i64,
+}
+
+impl<'t> Shape<'t> {
+    /// The shape of a number `DynamoDB` accepts; `None` otherwise.
+    fn of(text: &'t str) -> Option<Self> {
+        let s = text.trim();
+        let (negative, s) = match s.as_bytes().first()? {
+            b'-' => (true, &s[1..]),
+            b'+' => (false, &s[1..]),
+            _ => (false, s),
+        };
+        // most numbers are plain integers: one pass tells them
+        let (int, frac, exp) = if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) {
+            (s, "", 0)
+        } else {
+            let (mantissa, exp) = match s.find(['e', 'E']) {
+                Some(i) => (&s[..i], s[i + 1..].parse::<i64>().ok()?),
+                None => (s, 0),
+            };
+            let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+            if int.is_empty() && frac.is_empty() {
+                return None;
+            }
+            if !int.bytes().chain(frac.bytes()).all(|b| b.is_ascii_digit()) {
+                return None;
+            }
+            (int, frac, exp)
+        };
+        let mut shape = Self {
+            negative,
+            int,
+            frac,
+            significant: None,
+            exponent: 0,
+        };
+        // the significant digits, without the leading and trailing zeros
+        let Some(first) = shape.digits().position(|d| d != 0) else {
+            return Some(shape);
+        };
+        let count = int.len() + frac.len();
+        let trailing = shape.digits().rev().position(|d| d != 0).unwrap_or(0);
+        let significant = count - trailing - first;
+        if significant > 38 {
+            return None;
+        }
+        let int_len = i64::try_from(int.len()).ok()?;
+        let first_i = i64::try_from(first).ok()?;
+        let exponent = exp.checked_add(int_len)?.checked_sub(first_i)?;
+        // DynamoDB's range: 1E-130 ..= 9.9999999999999999999999999999999999999E+125.
+        if !(-129..=126).contains(&exponent) {
+            return None;
+        }
+        shape.significant = Some((first, significant));
+        shape.exponent = exponent;
+        Some(shape)
+    }
+
+    /// The digits of the integer and fraction parts, in order.
+    fn digits(&self) -> impl DoubleEndedIterator<Item = u8> + '_ {
+        self.int.bytes().chain(self.frac.bytes()).map(|b| b - b'0')
     }
 }
 
@@ -301,7 +365,7 @@ fn cmp_digits(a: &[u8], b: &[u8]) -> Ordering {
 /// and nulls 1, lists and maps 3 plus 1 per element (and a map its keys), sets the sum of
 /// their elements.
 pub(crate) fn value_bytes(value: &AttributeValue) -> usize {
-    let number = |n: &String| Number::parse(n).map_or(n.len(), |n| n.stored_bytes());
+    let number = |n: &String| Number::stored_bytes_of(n).unwrap_or(n.len());
     match value {
         AttributeValue::S(s) => s.len(),
         AttributeValue::B(b) => b.len(),
@@ -769,6 +833,23 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        /// A number's size counted from its text is the size of the number parsed, and the
+        /// text is refused exactly when it is no number (digits, signs, points, exponents and
+        /// zeros in any arrangement, long and short).
+        #[test]
+        fn sizes_from_the_text_are_the_parsed_sizes(
+            text in "[+-]?0{0,3}[0-9]{0,45}(\\.[0-9]{0,45})?([eE][+-]?[0-9]{1,4})?|[ +.eE0-9a-]{0,8}"
+        ) {
+            proptest::prop_assert_eq!(
+                Number::stored_bytes_of(&text),
+                Number::parse(&text).map(|n| n.stored_bytes()),
+                "{}",
+                text
+            );
+        }
+    }
+
     #[test]
     fn numbers_add_exactly() {
         let sum = |a: &str, b: &str| n(a).add(&n(b)).map(|x| x.canonical());
@@ -807,8 +888,10 @@ mod tests {
             ("-100", 3),
         ] {
             assert_eq!(n(text).stored_bytes(), bytes, "{text}");
+            assert_eq!(Number::stored_bytes_of(text), Some(bytes), "{text}");
         }
         assert_eq!(n(&"1".repeat(38)).stored_bytes(), 20);
+        assert_eq!(Number::stored_bytes_of(&"1".repeat(38)), Some(20));
         let nested = AttributeValue::L(vec![
             AttributeValue::L(vec![AttributeValue::N("1".into())]),
             AttributeValue::M([("ab".to_owned(), AttributeValue::S("xyz".into()))].into()),
