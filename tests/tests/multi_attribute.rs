@@ -884,13 +884,19 @@ mod query_oracle {
         Ok(())
     }
 
+    /// An in-memory league holding players `0..n`.
+    async fn players(n: u32) -> Result<MemoryStore, BoxError> {
+        let store = MemoryStore::new(league()?);
+        for i in 0..n {
+            player(i).put(&store).await?;
+        }
+        Ok(store)
+    }
+
     /// A token of one query is refused by another.
     #[tokio::test]
     async fn tokens_are_bound_to_their_query() -> TestResult {
-        let store = MemoryStore::new(league()?);
-        for i in 0..6 {
-            player(i).put(&store).await?;
-        }
+        let store = players(6).await?;
         let q = MultiQuery::new(&store, Player::schema()?, "byOrg")
             .hash([s("acme")])
             .shards_between(0, 3_000)
@@ -938,10 +944,7 @@ mod query_oracle {
     /// in order.
     #[tokio::test]
     async fn a_sharded_token_holds_the_unique_value_alone() -> TestResult {
-        let store = MemoryStore::new(league()?);
-        for i in 0..24 {
-            player(i).put(&store).await?;
-        }
+        let store = players(24).await?;
         let schemas = vec![Player::schema()?, Coach::schema()?];
         let q = MultiQuery::collection(&store, schemas, "byOrg")
             .hash([s("acme")])
@@ -981,10 +984,7 @@ mod query_oracle {
     /// plans: one could end on a last empty page the other did not need.)
     #[tokio::test]
     async fn an_equality_condition_is_the_longer_prefix() -> TestResult {
-        let store = MemoryStore::new(league()?);
-        for i in 0..24 {
-            player(i).put(&store).await?;
-        }
+        let store = players(24).await?;
         let schemas = vec![Player::schema()?, Coach::schema()?];
         for (limit, page_size, throttle, descending) in [
             (1, 1, 1, false),

@@ -98,8 +98,7 @@ pub(crate) trait Lanes {
     /// A boundary's `unique`, for an item of lane `shard`: what [`resume_key`](Self::resume_key)
     /// needs of it beyond what the lane gives. Its [`identity`](Self::identity) unless the
     /// plan can say it shorter (it is in every page token).
-    fn boundary_unique(&self, shard: usize, item: &Item) -> Option<String> {
-        let _ = shard;
+    fn boundary_unique(&self, _shard: usize, item: &Item) -> Option<String> {
         self.identity(item)
     }
 

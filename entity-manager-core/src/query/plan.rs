@@ -358,10 +358,10 @@ impl<'a> Plan<'a> {
         );
         key.insert(
             table.range_key.to_string(),
-            AttributeValue::S(format!(
-                "{}{}{unique}",
-                self.schema.model().unique_property,
-                table.delimiters.generated_value
+            AttributeValue::S(range_key_of_unique(
+                unique,
+                &self.schema.model().unique_property,
+                &table.delimiters.generated_value,
             )),
         );
         key.insert(
@@ -376,13 +376,35 @@ impl<'a> Plan<'a> {
     pub(crate) fn unique_of(&self, item: &Item) -> Option<String> {
         let table = self.schema.table();
         match item.get(&*table.range_key) {
-            Some(AttributeValue::S(range_key)) => range_key
-                .strip_prefix(&*self.schema.model().unique_property)
-                .and_then(|rest| rest.strip_prefix(&*table.delimiters.generated_value))
-                .map(str::to_owned),
+            Some(AttributeValue::S(range_key)) => unique_in_range_key(
+                range_key,
+                &self.schema.model().unique_property,
+                &table.delimiters.generated_value,
+            )
+            .map(str::to_owned),
             _ => None,
         }
     }
+}
+
+/// The unique value (encoded) a table range key holds: what follows the unique property and
+/// the generated-value delimiter; `None` for a key of another form.
+pub(crate) fn unique_in_range_key<'k>(
+    range_key: &'k str,
+    property: &str,
+    delimiter: &str,
+) -> Option<&'k str> {
+    range_key.strip_prefix(property)?.strip_prefix(delimiter)
+}
+
+/// The table range key of a unique value (encoded): the unique property, the generated-value
+/// delimiter, the value.
+pub(crate) fn range_key_of_unique(unique: &str, property: &str, delimiter: &str) -> String {
+    let mut range = String::with_capacity(property.len() + delimiter.len() + unique.len());
+    range.push_str(property);
+    range.push_str(delimiter);
+    range.push_str(unique);
+    range
 }
 
 /// What makes an entity's keys, as a query's fingerprint names it: the entity token, the table

@@ -35,7 +35,7 @@ use crate::query::engine::Engine;
 use crate::query::lanes::{Key, Lanes};
 use crate::query::page::{QueryPageResult, QueryStats};
 use crate::query::paging::{self, Paging};
-use crate::query::plan::{Canon, Fields};
+use crate::query::plan::{Canon, Fields, range_key_of_unique, unique_in_range_key};
 use crate::query::token::{self, Boundary, StreamState, TokenState};
 use crate::schema::EntitySchema;
 use crate::store::value::Scalar;
@@ -463,10 +463,7 @@ const WHOLE_KEY: char = '\0';
 /// the entity's form (`property`, `delimiter`, value), else [`WHOLE_KEY`] and the whole key (so
 /// is a unique value that begins with [`WHOLE_KEY`]: the two forms never mix up).
 fn shorten_range(range: &str, property: &str, delimiter: &str) -> String {
-    match range
-        .strip_prefix(property)
-        .and_then(|rest| rest.strip_prefix(delimiter))
-    {
+    match unique_in_range_key(range, property, delimiter) {
         Some(unique) if !unique.starts_with(WHOLE_KEY) => unique.to_owned(),
         _ => {
             let mut whole = String::with_capacity(range.len() + 1);
@@ -479,14 +476,10 @@ fn shorten_range(range: &str, property: &str, delimiter: &str) -> String {
 
 /// The table range key [`shorten_range`] kept as `unique`.
 fn expand_range(unique: &str, property: &str, delimiter: &str) -> String {
-    if let Some(whole) = unique.strip_prefix(WHOLE_KEY) {
-        return whole.to_owned();
+    match unique.strip_prefix(WHOLE_KEY) {
+        Some(whole) => whole.to_owned(),
+        None => range_key_of_unique(unique, property, delimiter),
     }
-    let mut range = String::with_capacity(property.len() + delimiter.len() + unique.len());
-    range.push_str(property);
-    range.push_str(delimiter);
-    range.push_str(unique);
-    range
 }
 
 /// The tie-breaker of an item as the token writes it in a lane that does not give the table
