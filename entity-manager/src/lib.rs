@@ -2,7 +2,16 @@
 #![warn(missing_docs)]
 // docs.rs (nightly, `--cfg docsrs`) labels feature-gated items; on stable their docs say it
 #![cfg_attr(docsrs, feature(doc_cfg))]
-#![deny(rustdoc::broken_intra_doc_links)]
+// the guides link to every feature's items: checked where they all exist (the workspace build
+// and docs.rs enable them), rendered as plain text without a feature
+#![cfg_attr(
+    all(feature = "streams", feature = "lambda"),
+    deny(rustdoc::broken_intra_doc_links)
+)]
+#![cfg_attr(
+    not(all(feature = "streams", feature = "lambda")),
+    allow(rustdoc::broken_intra_doc_links)
+)]
 
 #[doc(inline)]
 pub use entity_manager_core::*;

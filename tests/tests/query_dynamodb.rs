@@ -235,6 +235,27 @@ fn boundary_tokens_resume_ties_exactly_and_stay_on_their_table() -> TestResult {
     })
 }
 
+/// Items written by hand with a range key of another form page once each, in order, on
+/// DynamoDB Local too (`ExclusiveStartKey` takes their keys as they are).
+#[test]
+fn items_of_another_key_form_are_paged_once_each() -> TestResult {
+    let Some(client) = store_support::dynamo_client() else {
+        return Ok(());
+    };
+    runtime()?.block_on(async {
+        let schema = schema(&[(0, 1, 1)], entity_manager::model::ShardSpace::Power)?;
+        let store = entity_manager::store::DynamoStore::new(
+            client,
+            store_support::unique_table("query-foreign"),
+            TableDefinition::from_schema(&schema)?,
+        );
+        store.create_table().await?;
+        query_support::check_foreign_items(&store, &schema).await?;
+        store.delete_table().await?;
+        Ok(())
+    })
+}
+
 // ---------------------------------------------------------------------------------------------
 // the seed's access patterns, through the typed builder
 

@@ -425,3 +425,15 @@ fn token_sizes_by_shards_and_sources() -> TestResult {
     }
     Ok(())
 }
+
+/// Items written by hand into an entity's partitions, with a range key of another form, are
+/// paged once each, in order ([`query_support::check_foreign_items`]; on DynamoDB Local in
+/// `query_dynamodb`).
+#[test]
+fn items_of_another_key_form_are_paged_once_each() -> TestResult {
+    let schema = schema(&[(0, 1, 1)], ShardSpace::Power)?; // 2 shards
+    let store = MemoryStore::new(entity_manager::store::TableDefinition::from_schema(
+        &schema,
+    )?);
+    block_on(check_foreign_items(&store, &schema))
+}

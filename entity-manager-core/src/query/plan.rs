@@ -342,12 +342,12 @@ impl<'a> Plan<'a> {
     }
 
     /// The page key (`ExclusiveStartKey`) that resumes shard `shard` of index `index` after the
-    /// item with this unique value and range key.
+    /// item with this table range key and index range key.
     pub(crate) fn resume_key(
         &self,
         index: usize,
         shard: usize,
-        unique: &str,
+        table_range: String,
         range_key: &AttributeValue,
     ) -> Item {
         let table = self.schema.table();
@@ -356,14 +356,7 @@ impl<'a> Plan<'a> {
             table.hash_key.to_string(),
             AttributeValue::S(self.table_hash_keys[shard].clone()),
         );
-        key.insert(
-            table.range_key.to_string(),
-            AttributeValue::S(range_key_of_unique(
-                unique,
-                &self.schema.model().unique_property,
-                &table.delimiters.generated_value,
-            )),
-        );
+        key.insert(table.range_key.to_string(), AttributeValue::S(table_range));
         key.insert(
             self.hash_attr.clone(),
             AttributeValue::S(self.hash_keys[shard].clone()),
@@ -372,7 +365,32 @@ impl<'a> Plan<'a> {
         key
     }
 
-    /// The unique value (encoded, as written in the range key) of an item or page key.
+    /// What names a record among the entity's items, in a boundary and across the indexes of
+    /// a query: its table range key as [`shorten_range`] keeps it (the unique value, for a key
+    /// of the entity's form); `None` for an item without a string range key.
+    pub(crate) fn record_of(&self, item: &Item) -> Option<String> {
+        let table = self.schema.table();
+        match item.get(&*table.range_key) {
+            Some(AttributeValue::S(range_key)) => Some(shorten_range(
+                range_key,
+                &self.schema.model().unique_property,
+                &table.delimiters.generated_value,
+            )),
+            _ => None,
+        }
+    }
+
+    /// The table range key of what [`record_of`](Self::record_of) kept.
+    fn table_range_of(&self, record: &str) -> String {
+        expand_range(
+            record,
+            &self.schema.model().unique_property,
+            &self.schema.table().delimiters.generated_value,
+        )
+    }
+
+    /// The unique value (encoded, as written in the range key) of an item or page key; `None`
+    /// for a range key of another form.
     pub(crate) fn unique_of(&self, item: &Item) -> Option<String> {
         let table = self.schema.table();
         match item.get(&*table.range_key) {
@@ -405,6 +423,35 @@ pub(crate) fn range_key_of_unique(unique: &str, property: &str, delimiter: &str)
     range.push_str(delimiter);
     range.push_str(unique);
     range
+}
+
+/// What begins a boundary's `unique` that is a whole table range key, not a unique value
+/// ([`shorten_range`]).
+pub(crate) const WHOLE_KEY: char = '\0';
+
+/// A table range key as a boundary (and a classic query's identity of a record) keeps it: the
+/// unique value when the key has the entity's form (`property`, `delimiter`, value), else
+/// [`WHOLE_KEY`] and the whole key, so is a unique value that begins with [`WHOLE_KEY`]: the
+/// two forms never mix up, and an item written by hand in another form is a record like any
+/// other (before, it had no identity: a page that ended on it repeated forever).
+pub(crate) fn shorten_range(range: &str, property: &str, delimiter: &str) -> String {
+    match unique_in_range_key(range, property, delimiter) {
+        Some(unique) if !unique.starts_with(WHOLE_KEY) => unique.to_owned(),
+        _ => {
+            let mut whole = String::with_capacity(range.len() + 1);
+            whole.push(WHOLE_KEY);
+            whole.push_str(range);
+            whole
+        }
+    }
+}
+
+/// The table range key [`shorten_range`] kept.
+pub(crate) fn expand_range(unique: &str, property: &str, delimiter: &str) -> String {
+    match unique.strip_prefix(WHOLE_KEY) {
+        Some(whole) => whole.to_owned(),
+        None => range_key_of_unique(unique, property, delimiter),
+    }
 }
 
 /// What makes an entity's keys, as a query's fingerprint names it: the entity token, the table
@@ -680,12 +727,14 @@ impl Lanes for Plan<'_> {
     }
 
     fn page_key(&self, source: usize, shard: usize, item: &Item) -> Option<Item> {
-        let unique = self.unique_of(item).unwrap_or_default();
+        let Some(AttributeValue::S(table_range)) = item.get(&*self.schema.table().range_key) else {
+            return None;
+        };
         let range_key = self
             .value(source, item)
             .cloned()
             .unwrap_or(AttributeValue::Null(true));
-        Some(self.resume_key(source, shard, &unique, &range_key))
+        Some(self.resume_key(source, shard, table_range.clone(), &range_key))
     }
 
     fn resume_key(&self, source: usize, shard: usize, boundary: &Boundary) -> Option<Item> {
@@ -693,13 +742,13 @@ impl Lanes for Plan<'_> {
             self,
             source,
             shard,
-            &boundary.unique,
+            self.table_range_of(&boundary.unique),
             &boundary.last,
         ))
     }
 
     fn identity(&self, item: &Item) -> Option<String> {
-        self.unique_of(item)
+        self.record_of(item)
     }
 
     fn boundary_last(&self, source: usize, item: &Item) -> Option<AttributeValue> {

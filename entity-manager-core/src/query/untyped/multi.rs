@@ -35,7 +35,7 @@ use crate::query::engine::Engine;
 use crate::query::lanes::{Key, Lanes};
 use crate::query::page::{QueryPageResult, QueryStats};
 use crate::query::paging::{self, Paging};
-use crate::query::plan::{Canon, Fields, range_key_of_unique, unique_in_range_key};
+use crate::query::plan::{Canon, Fields, expand_range, shorten_range};
 use crate::query::token::{self, Boundary, StreamState, TokenState};
 use crate::schema::EntitySchema;
 use crate::store::value::Scalar;
@@ -455,33 +455,6 @@ impl<'a, S: Store> MultiQuery<'a, S> {
     }
 }
 
-/// What begins a boundary's `unique` that is a whole table range key, not a unique value
-/// ([`Lanes::boundary_unique`]).
-const WHOLE_KEY: char = '\0';
-
-/// A table range key as a sharded lane's boundary keeps it: the unique value when the key has
-/// the entity's form (`property`, `delimiter`, value), else [`WHOLE_KEY`] and the whole key (so
-/// is a unique value that begins with [`WHOLE_KEY`]: the two forms never mix up).
-fn shorten_range(range: &str, property: &str, delimiter: &str) -> String {
-    match unique_in_range_key(range, property, delimiter) {
-        Some(unique) if !unique.starts_with(WHOLE_KEY) => unique.to_owned(),
-        _ => {
-            let mut whole = String::with_capacity(range.len() + 1);
-            whole.push(WHOLE_KEY);
-            whole.push_str(range);
-            whole
-        }
-    }
-}
-
-/// The table range key [`shorten_range`] kept as `unique`.
-fn expand_range(unique: &str, property: &str, delimiter: &str) -> String {
-    match unique.strip_prefix(WHOLE_KEY) {
-        Some(whole) => whole.to_owned(),
-        None => range_key_of_unique(unique, property, delimiter),
-    }
-}
-
 /// The tie-breaker of an item as the token writes it in a lane that does not give the table
 /// hash key (an unsharded key's one lane): the length of the table range key, `:`, the range
 /// key, then the hash key. A sharded key's lane gives the hash key, and the token then holds
@@ -866,7 +839,8 @@ fn tuple_value(multi: &MultiKey, item: &Item) -> AttributeValue {
 mod tests {
     use proptest::prelude::*;
 
-    use super::{WHOLE_KEY, expand_range, join_tie, shorten_range, split_tie};
+    use super::{join_tie, split_tie};
+    use crate::query::plan::{WHOLE_KEY, expand_range, shorten_range};
 
     proptest! {
         /// A sharded lane's boundary keeps any table range key so that it comes back whole:
