@@ -21,6 +21,10 @@
 //! as `estimate::Evidence` computes it). Items read beyond the page's end are read again by the
 //! next page. The grid of `(q1, q2)` traces what a page reads against the queries it spends; no
 //! policy of this kind does better than the best cell within the query budget.
+//!
+//! Then (`--bench` only) a bound below every schedule without carry, whatever its kind
+//! ([`lower_bound`]): the first round's bound chosen blind, the second's on what the first
+//! found, and a third round's reads counted as free.
 
 use std::time::Instant;
 
@@ -199,6 +203,131 @@ fn simulate(limit: usize, (q1, q2): (f64, f64), carry: bool, seed: u64) -> (f64,
     ratios
 }
 
+/// Points `(rounds per ideal round, items read per item returned)` below which no schedule
+/// without carry can go, however it chooses its bounds, for pages of `limit` items over
+/// `LANES` lanes at a throttle of half of them (two rounds a page at best, every slot of both
+/// on a distinct lane).
+///
+/// A page that ends in two rounds reads lanes A (the first half) through bounds chosen before
+/// anything of this page is known, and lanes B through bounds chosen on everything A gave; it
+/// ends there only if its `limit`-th item `p` lies within every lane's bound (a lane read short
+/// of `p` may hold an item before it). A lane read beyond the least bound of its half adds reads
+/// without making the page end sooner, so one bound per half, `x` then `y`, loses nothing.
+/// Items read beyond `p` are read again by the next page. A page that needs a third round is
+/// counted as one, but its further reads as free (exactly up to its end): the bound is thus
+/// below what any schedule achieves. `x` is swept; `y` minimises, page by page (on the items of
+/// A up to `x`), the expected extra items plus `mu` times the chance of a third round, over
+/// the possible B lanes; `mu` traces the trade.
+fn lower_bound(limit: usize, seed: u64) -> Vec<(f64, f64)> {
+    const PAGES_A: usize = 1_500;
+    const DRAWS_B: usize = 400;
+    let mut rng = Rng(seed);
+    // a page spans 1.0 on average: `limit` items over both halves
+    #[allow(clippy::cast_precision_loss)]
+    let half_rate = limit as f64 / 2.0;
+    let half = |rng: &mut Rng| -> Vec<f64> {
+        let mut at = 0.0;
+        let mut items = Vec::new();
+        while at < 4.0 {
+            at += rng.gap(half_rate);
+            items.push(at);
+        }
+        items
+    };
+    let a: Vec<Vec<f64>> = (0..PAGES_A).map(|_| half(&mut rng)).collect();
+    let b: Vec<Vec<f64>> = (0..DRAWS_B).map(|_| half(&mut rng)).collect();
+    let count = |items: &[f64], to: f64| items.partition_point(|&v| v <= to);
+    // the page's end for each (A, B) pair, and how many of its items B holds
+    let mut end = vec![vec![0.0; DRAWS_B]; PAGES_A];
+    let mut from_b = vec![vec![0usize; DRAWS_B]; PAGES_A];
+    for (s, a) in a.iter().enumerate() {
+        for (m, b) in b.iter().enumerate() {
+            let (mut i, mut j) = (0, 0);
+            let mut at = 0.0;
+            for _ in 0..limit {
+                if j >= b.len() || (i < a.len() && a[i] <= b[j]) {
+                    at = a[i];
+                    i += 1;
+                } else {
+                    at = b[j];
+                    j += 1;
+                }
+            }
+            end[s][m] = at;
+            from_b[s][m] = j;
+        }
+    }
+    #[allow(clippy::cast_precision_loss)]
+    let ys: Vec<f64> = (0..=100).map(|i| 0.3 + f64::from(i) * 0.025).collect();
+    let b_within: Vec<Vec<usize>> = ys
+        .iter()
+        .map(|&y| b.iter().map(|b| count(b, y)).collect())
+        .collect();
+    let mus = [0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0];
+    let mut points = Vec::new();
+    #[allow(clippy::cast_precision_loss)]
+    let draws = DRAWS_B as f64;
+    for x in (0..=20).map(|i| 0.8 + f64::from(i) * 0.05) {
+        // per A page: its extra reads in A, and for every y those in B and the third rounds
+        let mut waste_a = 0usize;
+        let mut per_page: Vec<Vec<(f64, f64)>> = Vec::with_capacity(PAGES_A);
+        for (s, a) in a.iter().enumerate() {
+            let a_within = count(a, x);
+            for m in 0..DRAWS_B {
+                let p = end[s][m];
+                if p <= x {
+                    waste_a += a_within - (limit - from_b[s][m]);
+                }
+            }
+            let mut choices = Vec::with_capacity(ys.len());
+            for (k, &y) in ys.iter().enumerate() {
+                let (mut waste, mut third) = (0usize, 0usize);
+                for m in 0..DRAWS_B {
+                    let p = end[s][m];
+                    if p <= y {
+                        waste += b_within[k][m] - from_b[s][m];
+                    }
+                    if p > x || p > y {
+                        third += 1;
+                    }
+                }
+                #[allow(clippy::cast_precision_loss)]
+                choices.push((waste as f64 / draws, third as f64 / draws));
+            }
+            per_page.push(choices);
+        }
+        for mu in mus {
+            let (mut waste, mut third) = (0.0, 0.0);
+            for choices in &per_page {
+                let best = choices
+                    .iter()
+                    .copied()
+                    .min_by(|l, r| (l.0 + mu * l.1).total_cmp(&(r.0 + mu * r.1)))
+                    .unwrap_or((0.0, 1.0));
+                waste += best.0;
+                third += best.1;
+            }
+            #[allow(clippy::cast_precision_loss)]
+            let (waste, third) = (
+                (waste_a as f64 / draws + waste) / PAGES_A as f64,
+                third / PAGES_A as f64,
+            );
+            #[allow(clippy::cast_precision_loss)]
+            points.push((1.0 + third / 2.0, 1.0 + waste / limit as f64));
+        }
+    }
+    points
+}
+
+/// The least items read per item returned among `points` within `rounds` per ideal round.
+fn least_within(points: &[(f64, f64)], rounds: f64) -> Option<f64> {
+    points
+        .iter()
+        .filter(|(r, _)| *r <= rounds)
+        .map(|&(_, read)| read)
+        .min_by(f64::total_cmp)
+}
+
 /// One cell of the grid: its probabilities and what a page costs at them.
 #[derive(Clone, Copy)]
 struct Cell {
@@ -275,6 +404,19 @@ fn main() {
                 println!(
                     "| {carry} | fewest items read within {budget}: **{read:.3}** (q1 {q1}, q2 {q2}) | | | {queries:.3} | {rounds:.3} |"
                 );
+            }
+        }
+    }
+    if !testing {
+        let points = lower_bound(limit, 0x5EED);
+        println!(
+            "\nBelow any schedule without carry (first round blind, a third round's reads free):\n"
+        );
+        println!("| within | items read / returned at least |");
+        println!("|---|---:|");
+        for rounds in [1.1, 1.15, 1.2, 1.3] {
+            if let Some(read) = least_within(&points, rounds) {
+                println!("| {rounds} rounds per ideal round | {read:.3} |");
             }
         }
     }
