@@ -133,7 +133,13 @@ pub(crate) fn from_item<E: Entity + DeserializeOwned>(item: &Item) -> Result<E> 
 pub(crate) fn from_item_as<E: Entity, P: DeserializeOwned>(item: &Item) -> Result<P> {
     let schema = schema_of::<E>()?;
     schema.check_entity_token(item)?;
-    decode::<E, P>(schema.remove_keys(item))
+    let table = schema.table();
+    decode::<E, P>(schema.remove_keys(item)).map_err(|failed| {
+        failed.at_keys(
+            item.get(&*table.hash_key).cloned(),
+            item.get(&*table.range_key).cloned(),
+        )
+    })
 }
 
 /// [`from_item`] of an item the caller gives up: its keys are taken off in place.
@@ -145,17 +151,21 @@ pub(crate) fn from_owned_item<E: Entity + DeserializeOwned>(item: Item) -> Resul
 pub(crate) fn from_owned_item_as<E: Entity, P: DeserializeOwned>(mut item: Item) -> Result<P> {
     let schema = schema_of::<E>()?;
     schema.check_entity_token(&item)?;
-    schema.strip_keys(&mut item);
-    decode::<E, P>(item)
+    // the table keys are kept to name the item if it cannot be read
+    let (hash, range) = schema.strip_keys(&mut item);
+    decode::<E, P>(item).map_err(|failed| failed.at_keys(hash, range))
 }
 
-/// The record of an item whose keys are off.
+/// The record of an item whose keys are off; an error is an [`Error::Decode`] without keys
+/// (the caller names them: [`Error::at_keys`]).
 fn decode<E: Entity, P: DeserializeOwned>(mut item: Item) -> Result<P> {
     // the map itself, moved: `serde_dynamo::from_item` would rebuild it (rehashing every
     // attribute name) to read it
     let map = std::mem::take(item.inner_mut());
-    serde_dynamo::from_attribute_value(AttributeValue::M(map)).map_err(|source| Error::Serde {
+    serde_dynamo::from_attribute_value(AttributeValue::M(map)).map_err(|source| Error::Decode {
         entity: E::model().token.to_string(),
+        hash_key: None,
+        range_key: None,
         source,
     })
 }

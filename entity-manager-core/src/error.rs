@@ -184,11 +184,32 @@ pub enum Error {
         found: usize,
     },
 
-    /// A record could not be converted to or from a DynamoDB item.
+    /// A record could not be converted to or from a DynamoDB item (a stored item that cannot
+    /// be read as its entity's record is [`Error::Decode`], which names it).
     #[error("cannot convert a record of entity `{entity}` to or from a DynamoDB item: {source}")]
     Serde {
         /// The entity token.
         entity: String,
+        /// What serde_dynamo reported.
+        #[source]
+        source: serde_dynamo::Error,
+    },
+
+    /// A stored item of an entity could not be read as its record (a field missing or of
+    /// another type: written by hand, by another program, or under an older shape of the
+    /// struct). Names the item by its table keys, so that it can be found and mended; the
+    /// untyped reads ([`query::untyped`](crate::query::untyped), `Store`) still return it.
+    #[error(
+        "the item at {} cannot be read as a record of entity `{entity}`: {source}; mend or delete that item, or read it untyped",
+        key_text(.hash_key.as_deref(), .range_key.as_deref())
+    )]
+    Decode {
+        /// The entity token.
+        entity: String,
+        /// The item's table hash key (`None`: it had none, or not as a string).
+        hash_key: Option<String>,
+        /// The item's table range key (`None`: it had none, or not as a string).
+        range_key: Option<String>,
         /// What serde_dynamo reported.
         #[source]
         source: serde_dynamo::Error,
@@ -454,6 +475,35 @@ pub struct ConfigProblem {
     /// The configuration rule broken, or `None` for a problem of shape (a missing field, a
     /// value of the wrong JSON type, an unknown key).
     pub rule: Option<crate::rules::ConfigRule>,
+}
+
+impl Error {
+    /// An [`Error::Decode`] with the item's table keys (string keys; others are left out).
+    pub(crate) fn at_keys(
+        self,
+        hash: Option<crate::AttributeValue>,
+        range: Option<crate::AttributeValue>,
+    ) -> Self {
+        let text = |key: Option<crate::AttributeValue>| match key {
+            Some(crate::AttributeValue::S(s)) => Some(s),
+            _ => None,
+        };
+        match self {
+            Self::Decode { entity, source, .. } => Self::Decode {
+                entity,
+                hash_key: text(hash),
+                range_key: text(range),
+                source,
+            },
+            other => other,
+        }
+    }
+}
+
+/// An item's table keys as [`Error::Decode`] names them.
+fn key_text(hash_key: Option<&str>, range_key: Option<&str>) -> String {
+    let part = |key: Option<&str>| key.map_or_else(|| "(none)".to_owned(), |k| format!("{k:?}"));
+    format!("hash key {}, range key {}", part(hash_key), part(range_key))
 }
 
 impl fmt::Display for ConfigProblem {

@@ -257,3 +257,75 @@ async fn typed_inputs_that_do_not_fit_the_index_are_refused() -> TestResult {
     );
     Ok(())
 }
+
+/// An item of the entity that cannot be read as its struct (written by hand, without a field
+/// the struct needs) fails a typed read with `Error::Decode`, which names the item by its table
+/// keys and the field at fault, and says what to do; the untyped query still returns it.
+#[tokio::test]
+async fn an_item_that_is_not_a_record_is_named_by_its_keys() -> TestResult {
+    let store = store().await?;
+    let mut item = members()[0].to_item()?;
+    item.remove("score");
+    item.insert(
+        "memberId".into(),
+        entity_manager::AttributeValue::S("m-odd".into()),
+    );
+    let item = Member::schema()?.refresh_keys(&item)?;
+    let (hash, range) = match (item.get("hashKey"), item.get("rangeKey")) {
+        (
+            Some(entity_manager::AttributeValue::S(h)),
+            Some(entity_manager::AttributeValue::S(r)),
+        ) => (h.clone(), r.clone()),
+        other => return Err(format!("no keys: {other:?}").into()),
+    };
+    store.put_item(item, Expect::Any).await?;
+    let check = |error: Error| -> TestResult {
+        let text = error.to_string();
+        match error {
+            Error::Decode {
+                entity,
+                hash_key,
+                range_key,
+                ..
+            } => {
+                assert_eq!(entity, "member");
+                assert_eq!(hash_key.as_deref(), Some(hash.as_str()));
+                assert_eq!(range_key.as_deref(), Some(range.as_str()));
+                for part in [hash.as_str(), range.as_str(), "score", "mend or delete"] {
+                    assert!(text.contains(part), "{text:?} lacks {part:?}");
+                }
+                Ok(())
+            }
+            other => Err(format!("expected Error::Decode, got {other:?}").into()),
+        }
+    };
+    // a typed query over the table
+    match Member::query(&store)?
+        .table()
+        .created_between(0, 10_000)
+        .limit(500)
+        .page(None)
+        .await
+    {
+        Err(error) => check(error)?,
+        Ok(page) => return Err(format!("read {} records", page.items.len()).into()),
+    }
+    // a typed get
+    match Member::get(&store, "m-odd").await {
+        Err(error) => check(error)?,
+        Ok(record) => return Err(format!("read {record:?}").into()),
+    }
+    // the untyped query returns the item as it is
+    let page = entity_manager::query::untyped::Query::new(&store, Member::schema()?)
+        .table()
+        .shards_between(0, 10_000)
+        .limit(500)
+        .page(None)
+        .await?;
+    assert!(
+        page.items
+            .iter()
+            .any(|i| i.get("memberId") == Some(&entity_manager::AttributeValue::S("m-odd".into())))
+    );
+    Ok(())
+}

@@ -826,13 +826,20 @@ impl<'a> EntitySchema<'a> {
         stripped
     }
 
-    /// [`remove_keys`](Self::remove_keys) in place, without copying the item.
-    pub(crate) fn strip_keys(&self, item: &mut Item) {
-        item.remove(&*self.table.hash_key);
-        item.remove(&*self.table.range_key);
+    /// [`remove_keys`](Self::remove_keys) in place, without copying the item; gives back the
+    /// table hash and range key values it took off.
+    pub(crate) fn strip_keys(
+        &self,
+        item: &mut Item,
+    ) -> (Option<AttributeValue>, Option<AttributeValue>) {
+        let keys = (
+            item.remove(&*self.table.hash_key),
+            item.remove(&*self.table.range_key),
+        );
         for generated in self.model.generated.iter() {
             item.remove(&*generated.name);
         }
+        keys
     }
 
     /// The primary key(s) a record may have.
