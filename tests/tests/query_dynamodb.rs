@@ -18,7 +18,8 @@ mod store_support;
 mod user_service;
 
 use query_support::{
-    Record, bumps, condition_on_created, oracle, order, records, schema, score_filter, text, window,
+    Record, bumps, condition_on_created, oracle, order, page_all_on, records, schema, score_filter,
+    text, window,
 };
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
@@ -52,20 +53,6 @@ async fn loaded(
     Ok(store)
 }
 
-/// Pages a query to the end on any store.
-async fn page_all<S: Store>(query: &Query<'_, S>) -> Result<Vec<Vec<Item>>, entity_manager::Error> {
-    let mut pages = Vec::new();
-    let mut token: Option<String> = None;
-    loop {
-        let page = query.page(token.as_deref()).await?;
-        pages.push(page.items);
-        token = page.next;
-        if token.is_none() {
-            return Ok(pages);
-        }
-    }
-}
-
 proptest! {
     #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
 
@@ -90,7 +77,7 @@ proptest! {
                 let mut query = Query::new(&store, user).index("created").shards_between(window.0, window.1).limit(limit).descending(descending);
                 if let Some(c) = condition.clone() { query = query.range(c); }
                 if let Some(f) = score_filter(min_score) { query = query.filter(f); }
-                let pages = page_all(&query).await?;
+                let pages = page_all_on(&query).await?;
                 let mut remaining = expected.len();
                 for page in &pages {
                     assert_eq!(page.len(), limit.min(remaining), "page size");
@@ -207,7 +194,7 @@ fn boundary_tokens_resume_ties_exactly_and_stay_on_their_table() -> TestResult {
                     .limit(limit)
                     .page_size(5)
                     .descending(descending);
-                let pages = page_all(&query).await?;
+                let pages = page_all_on(&query).await?;
                 let got: Vec<&str> = pages
                     .iter()
                     .flatten()
@@ -403,7 +390,7 @@ fn the_seed_access_patterns_run_on_dynamodb_local_through_the_typed_builder() ->
             .shards_between(window.0, window.1)
             .limit(6);
         // that index projects only its keys and two attributes: read items, not records
-        let got: Vec<Item> = page_all(query.untyped())
+        let got: Vec<Item> = page_all_on(query.untyped())
             .await?
             .into_iter()
             .flatten()

@@ -369,13 +369,19 @@ impl<'a> Plan<'a> {
     /// a query: its table range key as [`shorten_range`] keeps it (the unique value, for a key
     /// of the entity's form); `None` for an item without a string range key.
     pub(crate) fn record_of(&self, item: &Item) -> Option<String> {
-        let table = self.schema.table();
-        match item.get(&*table.range_key) {
-            Some(AttributeValue::S(range_key)) => Some(shorten_range(
+        self.table_range(item).map(|range_key| {
+            shorten_range(
                 range_key,
                 &self.schema.model().unique_property,
-                &table.delimiters.generated_value,
-            )),
+                &self.schema.table().delimiters.generated_value,
+            )
+        })
+    }
+
+    /// An item's table range key, when it is a string.
+    fn table_range<'i>(&self, item: &'i Item) -> Option<&'i str> {
+        match item.get(&*self.schema.table().range_key) {
+            Some(AttributeValue::S(range_key)) => Some(range_key),
             _ => None,
         }
     }
@@ -392,16 +398,12 @@ impl<'a> Plan<'a> {
     /// The unique value (encoded, as written in the range key) of an item or page key; `None`
     /// for a range key of another form.
     pub(crate) fn unique_of(&self, item: &Item) -> Option<String> {
-        let table = self.schema.table();
-        match item.get(&*table.range_key) {
-            Some(AttributeValue::S(range_key)) => unique_in_range_key(
-                range_key,
-                &self.schema.model().unique_property,
-                &table.delimiters.generated_value,
-            )
-            .map(str::to_owned),
-            _ => None,
-        }
+        unique_in_range_key(
+            self.table_range(item)?,
+            &self.schema.model().unique_property,
+            &self.schema.table().delimiters.generated_value,
+        )
+        .map(str::to_owned)
     }
 }
 
@@ -727,14 +729,12 @@ impl Lanes for Plan<'_> {
     }
 
     fn page_key(&self, source: usize, shard: usize, item: &Item) -> Option<Item> {
-        let Some(AttributeValue::S(table_range)) = item.get(&*self.schema.table().range_key) else {
-            return None;
-        };
+        let table_range = self.table_range(item)?;
         let range_key = self
             .value(source, item)
             .cloned()
             .unwrap_or(AttributeValue::Null(true));
-        Some(self.resume_key(source, shard, table_range.clone(), &range_key))
+        Some(self.resume_key(source, shard, table_range.to_owned(), &range_key))
     }
 
     fn resume_key(&self, source: usize, shard: usize, boundary: &Boundary) -> Option<Item> {
