@@ -649,27 +649,6 @@ impl<S: Store> Store for Timed<S> {
     }
 }
 
-/// A store that counts the items its shard queries returned, failed pages' included.
-struct ItemsRead<S> {
-    inner: S,
-    read: std::sync::atomic::AtomicUsize,
-}
-
-impl<S: Store> Store for ItemsRead<S> {
-    entity_manager_tests::forward_store!(inner: definition, name, put_item, get_item, delete_item, batch_write);
-    entity_manager_tests::forward_store!(inner: batch_get, transact_write, update_item, transact_get, scan_page);
-
-    async fn query_page(
-        &self,
-        request: &entity_manager::store::QueryPage,
-    ) -> Result<entity_manager::store::Page, entity_manager::store::StoreError> {
-        let page = self.inner.query_page(request).await?;
-        self.read
-            .fetch_add(page.items.len(), std::sync::atomic::Ordering::Relaxed);
-        Ok(page)
-    }
-}
-
 /// Issue 28: `fanout_v2`'s `Query` configurations (5 ms per shard query, throttle 10, page
 /// size 100, 40 pages) without throttling and with 5 % of shard queries throttled by the
 /// store's fault plan, each throttled query failing its page (`attempts(1)`: as a call whose
@@ -710,10 +689,7 @@ fn fanout_throttled(records: &[Item]) -> BenchResult<()> {
                     .only(&[Operation::Query])
                     .attempts(1),
             );
-            let store = ItemsRead {
-                inner: v2_store(inner, &timer),
-                read: std::sync::atomic::AtomicUsize::new(0),
-            };
+            let store = entity_manager_tests::Tally::new(v2_store(inner, &timer));
             let query = Query::new(&store, user)
                 .index("created")
                 .shards_between(WINDOW.0, WINDOW.1)
@@ -736,7 +712,7 @@ fn fanout_throttled(records: &[Item]) -> BenchResult<()> {
             let (per_page, floor, read) = (
                 run.stats.shard_queries as f64 / run.pages.max(1) as f64,
                 run.wall.as_secs_f64() / (run.rounds.max(1) as f64 * wait),
-                store.read.load(std::sync::atomic::Ordering::Relaxed) as f64
+                store.items.load(std::sync::atomic::Ordering::Relaxed) as f64
                     / run.stats.items_returned.max(1) as f64,
             );
             // attempts beyond one per page failed

@@ -78,6 +78,48 @@ impl<S: Store> Store for Observed<S> {
     }
 }
 
+/// A store that forwards every call to `inner` and counts the shard queries that answered and
+/// the items they returned.
+#[derive(Debug)]
+pub struct Tally<S> {
+    /// The store that answers.
+    pub inner: S,
+    /// Shard queries answered.
+    pub queries: std::sync::atomic::AtomicUsize,
+    /// Items they returned.
+    pub items: std::sync::atomic::AtomicUsize,
+}
+
+impl<S> Tally<S> {
+    /// `inner`, counted from zero.
+    pub fn new(inner: S) -> Self {
+        Self {
+            inner,
+            queries: std::sync::atomic::AtomicUsize::new(0),
+            items: std::sync::atomic::AtomicUsize::new(0),
+        }
+    }
+
+    /// The shard queries and items counted since the last call (or since the start).
+    pub fn take(&self) -> (usize, usize) {
+        use std::sync::atomic::Ordering::Relaxed;
+        (self.queries.swap(0, Relaxed), self.items.swap(0, Relaxed))
+    }
+}
+
+impl<S: Store> Store for Tally<S> {
+    crate::forward_store!(inner: definition, name, put_item, get_item, delete_item, batch_write);
+    crate::forward_store!(inner: batch_get, transact_write, update_item, transact_get, scan_page);
+
+    async fn query_page(&self, request: &QueryPage) -> Result<Page, StoreError> {
+        use std::sync::atomic::Ordering::Relaxed;
+        let page = self.inner.query_page(request).await?;
+        self.queries.fetch_add(1, Relaxed);
+        self.items.fetch_add(page.items.len(), Relaxed);
+        Ok(page)
+    }
+}
+
 /// A page of a query (`page`: the query's `page` with the same token each time), retried while
 /// it fails with a retryable shard query error (throttled, transient), as the paging guide
 /// says a caller may; up to 10,000 failures, then the error.

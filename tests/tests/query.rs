@@ -11,10 +11,12 @@ use std::task::{Context, Poll};
 
 use entity_manager::model::ShardSpace;
 use entity_manager::query::untyped::Query;
-use entity_manager::query::{QueryPageResult, QueryStats, TokenError};
+use entity_manager::query::{
+    QueryPageResult, QueryStats, StreamExt as _, TokenError, TryStreamExt as _,
+};
 use entity_manager::store::{Comparison, Filter, MemoryStore, RangeCondition, Store as _};
 use entity_manager::{Error, Item, Schema};
-use entity_manager_tests::{Hooked, QueryHook, block_on};
+use entity_manager_tests::{Hooked, QueryHook, Tally, block_on};
 use proptest::prelude::*;
 use serde_json::json;
 
@@ -69,6 +71,11 @@ proptest! {
                 let o = order(&pair[0][range_attr], &pair[1][range_attr]);
                 assert_ne!(o, if descending { Ordering::Less } else { Ordering::Greater }, "inversion");
             }
+            // one stream, whose pages go on from what the previous one read: the same items
+            // in the same order
+            let streamed: Vec<Item> = block_on(query.stream().try_collect())?;
+            let streamed: Vec<&Item> = streamed.iter().collect();
+            assert_eq!(streamed, got, "the stream differs from the pages");
             Ok(())
         };
         check().map_err(|e| TestCaseError::fail(e.to_string()))?;
@@ -270,6 +277,71 @@ fn pages_stay_exact_and_cheap_when_the_density_changes_between_pages() -> TestRe
             read as f64 / 3_000.0
         );
         assert!(read <= 2 * 3_000, "{read} items read for 3,000");
+    }
+    Ok(())
+}
+
+/// A stream over many shards keeps what each page read beyond its end: paged by tokens, every
+/// page reads again what the previous one read past its end, and queries every lane again
+/// (the token holds no lane's position); the stream reads each item about once and queries a
+/// lane only when the page needs more of it. The same items in the same order either way.
+#[test]
+#[allow(clippy::cast_precision_loss)] // ratios for the printed summary
+fn a_stream_reads_each_item_about_once() -> TestResult {
+    let schema = schema(&[(0, 2, 5)], ShardSpace::Product)?;
+    let records = uniform(20_000, 7);
+    for (limit, page_size) in [(10usize, 100usize), (100, 100), (1, 10)] {
+        let store = Tally::new(load(&schema, &records)?);
+        let user = schema.entity("user")?;
+        let query = Query::new(&store, user)
+            .index("created")
+            .shards_between(0, 20_000_000)
+            .limit(limit)
+            .page_size(page_size)
+            .throttle(10);
+        let paged: Vec<Item> = page_all(&query)?
+            .into_iter()
+            .flat_map(|p| p.items)
+            .collect();
+        let by_tokens = store.take();
+        let streamed: Vec<Item> = block_on(query.stream().try_collect())?;
+        let streaming = store.take();
+        assert_eq!(streamed.len(), 20_000);
+        assert!(
+            streamed == paged,
+            "the stream differs from the pages (limit {limit})"
+        );
+        println!(
+            "limit {limit}: by tokens {} queries, {:.3} items read per item returned; streamed {} queries, {:.3}",
+            by_tokens.0,
+            by_tokens.1 as f64 / 20_000.0,
+            streaming.0,
+            streaming.1 as f64 / 20_000.0,
+        );
+        // each item read about once (a read past the last page's end is all it reads again)
+        assert!(
+            streaming.1 * 100 <= 20_000 * 102,
+            "limit {limit}: the stream read {} items for 20,000",
+            streaming.1
+        );
+        // its pages grow (each twice the one before, up to a page size from each of a
+        // throttle's lanes): a few large reads instead of a small one per lane and page
+        assert!(
+            streaming.0 * 4 <= by_tokens.0,
+            "limit {limit}: {} shard queries streamed, {} by tokens",
+            streaming.0,
+            by_tokens.0
+        );
+        // a stream whose first page only is taken reads what that page reads
+        let first = block_on(query.page(None))?;
+        let first_page = store.take();
+        let taken: Vec<Item> = block_on(query.stream().take(limit).try_collect())?;
+        assert_eq!(taken, first.items);
+        assert_eq!(
+            store.take(),
+            first_page,
+            "limit {limit}: taking a page's items from a stream reads more than the page"
+        );
     }
     Ok(())
 }

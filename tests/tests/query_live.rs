@@ -292,7 +292,15 @@ fn in_order(got: &[Item], range_attr: &str, ask: &Ask, within_lane_order: bool) 
 }
 
 /// Pages `ask` to the end over `churn` (a write between pages too) and checks the contract.
-async fn check<S: Store>(churn: &Churn<'_, S>, ask: &Ask, within_lane_order: bool) -> TestResult {
+/// Pages `ask` to the end on `churn` (by tokens, with writes between pages too; or
+/// `streamed`, as one `Query::stream`, whose pages go on from what the previous one read) and
+/// checks the contract.
+async fn check<S: Store>(
+    churn: &Churn<'_, S>,
+    ask: &Ask,
+    within_lane_order: bool,
+    streamed: bool,
+) -> TestResult {
     let user = churn.schema.entity("user")?;
     let before: HashMap<String, Record> = churn
         .log
@@ -317,22 +325,27 @@ async fn check<S: Store>(churn: &Churn<'_, S>, ask: &Ask, within_lane_order: boo
         .throttle(ask.throttle)
         .descending(ask.descending);
     let range_attr = range_attr_of(ask);
-    let mut token: Option<String> = None;
-    let mut got: Vec<Item> = Vec::new();
-    let mut pages = 0usize;
-    loop {
-        let page = query.page(token.as_deref()).await?;
-        pages += 1;
-        got.extend(page.items);
-        token = page.next;
-        if token.is_none() {
-            break;
+    let got: Vec<Item> = if streamed {
+        use entity_manager::query::TryStreamExt as _;
+        query.stream().try_collect().await?
+    } else {
+        let mut token: Option<String> = None;
+        let mut got = Vec::new();
+        let mut pages = 0usize;
+        loop {
+            let page = query.page(token.as_deref()).await?;
+            pages += 1;
+            got.extend(page.items);
+            token = page.next;
+            if token.is_none() {
+                break got;
+            }
+            if pages > 20_000 {
+                return Err("did not terminate".into());
+            }
+            churn.write().await?;
         }
-        if pages > 20_000 {
-            return Err("did not terminate".into());
-        }
-        churn.write().await?;
-    }
+    };
     // no record twice
     let mut seen: HashSet<&str> = HashSet::new();
     for item in &got {
@@ -404,7 +417,8 @@ fn bumps() -> impl Strategy<Value = Vec<(u64, u8, u8)>> {
 proptest! {
     #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
 
-    /// The contract on `MemoryStore`, with writes before every shard query and between pages.
+    /// The contract on `MemoryStore`, with writes before every shard query and between pages
+    /// (or, `streamed`, within one stream).
     #[test]
     fn pages_keep_the_contract_while_the_table_is_written(
         bumps in bumps(),
@@ -413,6 +427,7 @@ proptest! {
         rate in prop_oneof![Just(20u64), Just(60)],
         seed in any::<u64>(),
         ask in ask(),
+        streamed in any::<bool>(),
     ) {
         let check_one = || -> TestResult {
             let schema = schema(&bumps, ShardSpace::Product)?;
@@ -420,7 +435,7 @@ proptest! {
             let store = MemoryStore::new(TableDefinition::from_schema(&schema)?);
             block_on(store.batch_write(writes_of(&schema, &records)?))?;
             let churn = churn(store, &schema, &records, (rate, spread, seed.rotate_left(17)), &ask);
-            block_on(check(&churn, &ask, true))
+            block_on(check(&churn, &ask, true, streamed))
         };
         check_one().map_err(|e| TestCaseError::fail(e.to_string()))?;
     }
@@ -439,6 +454,7 @@ proptest! {
         spread in prop_oneof![Just(3u64), Just(3_000)],
         seed in any::<u64>(),
         ask in ask(),
+        streamed in any::<bool>(),
     ) {
         let check_one = || -> TestResult {
             let Some(client) = store_support::dynamo_client() else { return Ok(()) };
@@ -454,7 +470,7 @@ proptest! {
                 store.create_table().await?;
                 store.batch_write(writes_of(&schema, &records)?).await?;
                 let churn = churn(store, &schema, &records, (40, spread, seed.rotate_left(17)), &ask);
-                let result = check(&churn, &ask, false).await;
+                let result = check(&churn, &ask, false, streamed).await;
                 churn.inner.delete_table().await?;
                 result
             })

@@ -189,6 +189,9 @@ struct Lane {
     busy: bool,
     /// Not read yet on this page.
     fresh: bool,
+    /// The page (of the merge's stream, see [`Merge::page`]) each buffered item was read on,
+    /// in the buffer's order.
+    read_on: VecDeque<u32>,
 }
 
 /// The cached end of the page.
@@ -223,6 +226,8 @@ struct Merge {
     /// The pages are in a run of ties: the previous one ended at the range key the one before
     /// it ended at.
     in_run: bool,
+    /// The merge's page: 0, and one more for each page of a [`Cursor`].
+    page: u32,
 }
 
 impl Merge {
@@ -288,12 +293,33 @@ impl Merge {
         result
     }
 
+    /// Makes the merge ready for the next page of its stream: every lane is known (read on a
+    /// page before), the page's end is to be found again, and the pages' run of ties is `run`.
+    fn carry(&mut self, run: bool) {
+        for lane in &mut self.lanes {
+            lane.fresh = false;
+        }
+        self.fresh = 0;
+        self.known_end = Known::Stale;
+        self.in_run = run;
+        self.page += 1;
+    }
+
+    /// The earliest page an item still buffered was read on (`None`: nothing is buffered).
+    fn oldest_read(&self) -> Option<u32> {
+        self.lanes
+            .iter()
+            .filter_map(|lane| lane.read_on.front().copied())
+            .min()
+    }
+
     /// Takes the next item in the global order out of its lane: the lane, its position and the
     /// item.
     fn pop(&mut self) -> Option<(usize, Pos, Item)> {
         let Reverse((_, _, h)) = self.heads.pop()?;
         let lane = &mut self.lanes[h];
         let (pos, item) = lane.buffer.pop_front()?;
+        lane.read_on.pop_front();
         self.buffered -= 1;
         if let Some((next, _)) = lane.buffer.front() {
             self.heads.push(Reverse((next.clone(), lane.rank, h)));
@@ -513,11 +539,35 @@ pub(crate) struct Engine<'p, P, S> {
     pub(crate) throttle: usize,
 }
 
+/// A stream kept open from page to page (a [`Stream`](futures::Stream) of one query): its
+/// lanes, with what they buffered beyond the page's end and how far each is read, and the last
+/// page's boundary. The next page goes on from there instead of from a token, so that nothing
+/// read is read again and a lane read past the next page's end is not queried for it.
+///
+/// A buffered item may be stale: its record may have moved since (to another lane, say) and be
+/// met again at its new place. Within a page the unique values emitted tell the two copies
+/// apart; a cursor keeps them from page to page, for as long as an item read on the page they
+/// were emitted on (or earlier) is still buffered: a copy read later is no stale copy of them.
+pub(crate) struct Cursor {
+    merge: Merge,
+    boundary: Option<Boundary>,
+    seen: Seen,
+}
+
+/// The unique values a cursor emitted, with the page each was emitted on, in that order.
+#[derive(Default)]
+struct Seen {
+    values: HashSet<String>,
+    order: Emitted,
+}
+
+/// Unique values emitted, each with the page it was emitted on, in that order.
+type Emitted = VecDeque<(u32, String)>;
+
 impl<P: Lanes, S: Store> Engine<'_, P, S> {
     /// Emits up to `want` items from the lanes of `indexes` (positions into the plan), starting
     /// from `state` (the stream's boundary and one flag per lane, index-major), deduplicating by
     /// unique value against `seen`.
-    #[allow(clippy::too_many_lines)] // one loop: read, take in, emit; its steps are methods
     pub(crate) async fn page(
         &self,
         indexes: &[usize],
@@ -526,7 +576,72 @@ impl<P: Lanes, S: Store> Engine<'_, P, S> {
         seen: &mut HashSet<String>,
         totals: &mut QueryStats,
     ) -> Result<StreamPage> {
-        let boundary = state.boundary.as_ref();
+        let mut merge = self.merge(indexes, state);
+        self.run(
+            &mut merge,
+            state.boundary.as_ref(),
+            want,
+            (seen, None),
+            totals,
+        )
+        .await
+    }
+
+    /// The stream over the lanes of `indexes`, from `state`, for [`next`](Self::next) to page.
+    pub(crate) fn open(&self, indexes: &[usize], state: &StreamState) -> Cursor {
+        Cursor {
+            merge: self.merge(indexes, state),
+            boundary: state.boundary.clone(),
+            seen: Seen::default(),
+        }
+    }
+
+    /// The next page of an open stream: as [`page`](Self::page) from the state the previous
+    /// page's token holds, with what the previous page read kept. Every read of a page resumes
+    /// where its lane was read through, and nothing at or before what was emitted is emitted
+    /// again, within a page and from page to page: the pages of a cursor keep the contract of
+    /// the pages of tokens.
+    pub(crate) async fn next(
+        &self,
+        cursor: &mut Cursor,
+        want: usize,
+        totals: &mut QueryStats,
+    ) -> Result<StreamPage> {
+        let Cursor {
+            merge,
+            boundary,
+            seen,
+        } = cursor;
+        let page = self
+            .run(
+                merge,
+                boundary.as_ref(),
+                want,
+                (&mut seen.values, Some(&mut seen.order)),
+                totals,
+            )
+            .await?;
+        // the values no buffered item can be a stale copy of: emitted on a page before any
+        // buffered item was read
+        let oldest = merge.oldest_read().unwrap_or(merge.page.saturating_add(1));
+        while let Some((_, value)) = seen.order.pop_front_if(|(page, _)| *page < oldest) {
+            seen.values.remove(&value);
+        }
+        merge.carry(page.state.boundary.as_ref().is_some_and(|b| b.run));
+        boundary.clone_from(&page.state.boundary);
+        Ok(page)
+    }
+
+    /// One page of `merge`, whose previous page ended at `boundary`.
+    #[allow(clippy::too_many_lines)] // one loop: read, take in, emit; its steps are methods
+    async fn run(
+        &self,
+        merge: &mut Merge,
+        boundary: Option<&Boundary>,
+        want: usize,
+        (seen, mut order): (&mut HashSet<String>, Option<&mut Emitted>),
+        totals: &mut QueryStats,
+    ) -> Result<StreamPage> {
         let span = boundary.and_then(|b| {
             Some(Span {
                 first: b.first.clone(),
@@ -535,14 +650,13 @@ impl<P: Lanes, S: Store> Engine<'_, P, S> {
             })
         });
         let span = span.as_ref();
-        let mut merge = self.merge(indexes, state);
         let throttle = self.throttle.max(1);
         // where the page probably ends (`predict`)
         let margin = span.map_or(MARGIN, |b| {
             let averaged = estimate::averaged(&b.first, &b.last);
             estimate::margin(want, merge.live(), throttle, averaged)
         });
-        let (staged, mut predicted) = self.predict(&merge, span, want, margin);
+        let (staged, mut predicted) = self.predict(merge, span, want, margin);
         // the previous pages did not move: the page probably ends at the same range key, and
         // the lanes are read in the global order, a few at a time (`allowance` reads in flight,
         // doubled each time they are all back)
@@ -559,7 +673,7 @@ impl<P: Lanes, S: Store> Engine<'_, P, S> {
             let remaining = want - out.len();
             if merge.blocked() {
                 if inflight.len() < throttle {
-                    let known = self.known_end(&mut merge, remaining);
+                    let known = self.known_end(merge, remaining);
                     if known.is_none()
                         && let Some(end) = &predicted
                         && !merge.short_of(end)
@@ -576,7 +690,7 @@ impl<P: Lanes, S: Store> Engine<'_, P, S> {
                         && known.is_none()
                         && repredicted == 0
                         && let Some(end) =
-                            self.refined(&merge, span, (want, remaining), news, &inflight)
+                            self.refined(merge, span, (want, remaining), news, &inflight)
                     {
                         // what the reads back found bounds the next ones
                         predicted = Some(end);
@@ -593,7 +707,7 @@ impl<P: Lanes, S: Store> Engine<'_, P, S> {
                         throttle - inflight.len()
                     };
                     let reads = self.schedule(
-                        &mut merge,
+                        merge,
                         free,
                         remaining,
                         (known.as_ref(), predicted.as_ref()),
@@ -609,7 +723,7 @@ impl<P: Lanes, S: Store> Engine<'_, P, S> {
                             }),
                     );
                 }
-                news += self.take_in(&mut merge, &mut inflight, totals).await?;
+                news += self.take_in(merge, &mut inflight, totals).await?;
                 if inflight.is_empty() {
                     allowance = allowance.saturating_mul(2).min(throttle);
                 }
@@ -624,7 +738,13 @@ impl<P: Lanes, S: Store> Engine<'_, P, S> {
                 rank: merge.lanes[h].rank,
                 lane: h,
             });
-            if !seen.insert(self.plan.identity(&item).unwrap_or_default()) {
+            let identity = self.plan.identity(&item).unwrap_or_default();
+            if let Some(order) = order.as_deref_mut()
+                && !seen.contains(&identity)
+            {
+                order.push_back((merge.page, identity.clone()));
+            }
+            if !seen.insert(identity) {
                 // the same record from another index of the stream, at the same position, or
                 // read twice during the page at two places (it moved meanwhile)
                 totals.duplicates_removed += 1;
@@ -642,9 +762,9 @@ impl<P: Lanes, S: Store> Engine<'_, P, S> {
         // than `throttle` of its reads in flight (measured: it costs little, as they are reads
         // the page needed up to its end)
         while let Some(done) = inflight.next().await {
-            self.settle(&mut merge, done, totals)?;
+            self.settle(merge, done, totals)?;
         }
-        let boundary = self.next_boundary(&merge, &out, ends, predicted.as_ref(), (boundary, span));
+        let boundary = self.next_boundary(merge, &out, ends, predicted.as_ref(), (boundary, span));
         let exhausted = merge
             .lanes
             .iter()
@@ -948,6 +1068,7 @@ impl<P: Lanes, S: Store> Engine<'_, P, S> {
             known_end: Known::Stale,
             mark: None,
             in_run: state.boundary.as_ref().is_some_and(|b| b.run),
+            page: 0,
         };
         for (position, &index) in indexes.iter().enumerate() {
             for (shard, &rank) in rank_of.iter().enumerate() {
@@ -968,6 +1089,7 @@ impl<P: Lanes, S: Store> Engine<'_, P, S> {
                     exhausted,
                     busy: false,
                     fresh: true,
+                    read_on: VecDeque::new(),
                 });
             }
         }
@@ -1346,9 +1468,15 @@ impl<P: Lanes, S: Store> Engine<'_, P, S> {
         totals.items_read += page.items.len();
         totals.consumed_capacity += page.consumed_capacity.unwrap_or(0.0);
         let limit_reached = page.items.len() >= usize::try_from(asked).unwrap_or(usize::MAX);
-        let mark = merge.mark.clone();
+        let (mark, read_on) = (merge.mark.clone(), merge.page);
         merge.update(t, |lane| {
-            self.take(t, lane, page, limit_reached, end, mark.as_ref());
+            self.take(
+                t,
+                lane,
+                page,
+                (limit_reached, end),
+                (mark.as_ref(), read_on),
+            );
         });
         Ok(())
     }
@@ -1361,9 +1489,8 @@ impl<P: Lanes, S: Store> Engine<'_, P, S> {
         t: usize,
         lane: &mut Lane,
         page: Page,
-        limit_reached: bool,
-        end: Option<End>,
-        mark: Option<&Mark>,
+        (limit_reached, end): (bool, Option<End>),
+        (mark, read_on): (Option<&Mark>, u32),
     ) {
         let plan = self.plan;
         let source = lane.index;
@@ -1401,6 +1528,7 @@ impl<P: Lanes, S: Store> Engine<'_, P, S> {
                 continue;
             }
             lane.buffer.push_back((pos, item));
+            lane.read_on.push_back(read_on);
         }
         let advance = |lane: &mut Lane, front: Front| {
             let later = lane

@@ -298,6 +298,18 @@ impl<'a, S: Store, St> Query<'a, S, St> {
 impl<'a, S: Store> Query<'a, S, Indexed> {
     /// One page: the first (`token: None`) or the one after the page that returned `token`.
     pub async fn page(&self, token: Option<&str>) -> Result<QueryPageResult> {
+        let settings = self.settings()?;
+        let (plan, state) = self.plan(token, &settings.sort)?;
+        traced_page(
+            &self.schema.model().token,
+            plan.indexes.len(),
+            self.run(&plan, state.as_ref(), &settings),
+        )
+        .await
+    }
+
+    /// The page settings, checked.
+    fn settings(&self) -> Result<Settings> {
         let model = self.schema.model();
         let limit = self.paging.limit.unwrap_or(model.default_limit);
         let page_size = self.paging.page_size.unwrap_or(model.default_page_size);
@@ -319,39 +331,49 @@ impl<'a, S: Store> Query<'a, S, Indexed> {
         } else {
             self.sort.clone()
         };
+        Ok(Settings {
+            limit,
+            page_size,
+            throttle,
+            sort,
+        })
+    }
+
+    /// The plan of a page, and the state its token resumes from.
+    fn plan(
+        &self,
+        token: Option<&str>,
+        sort: &[(String, bool)],
+    ) -> Result<(Plan<'a>, Option<TokenState>)> {
         let input = PlanInput {
             specs: &self.indexes,
             item: &self.item,
             descending: self.paging.descending,
             projection: self.projection.as_deref(),
-            sort: &sort,
+            sort,
             created: self.created,
             hash_suffix: self.hash_suffix.as_ref(),
         };
         let table = table_binding(self.store, self.table_name.as_deref());
-        let (plan, state) = resume(token, &self.paging, &table, |window| {
+        resume(token, &self.paging, &table, |window| {
             let plan = Plan::new(self.schema, &input, window)?;
             self.check_projection(&plan)?;
             Ok(plan)
-        })?;
-
-        traced_page(
-            &model.token,
-            plan.indexes.len(),
-            self.run(&plan, state.as_ref(), limit, page_size, throttle, &sort),
-        )
-        .await
+        })
     }
 
     async fn run(
         &self,
         plan: &Plan<'a>,
         state: Option<&TokenState>,
-        limit: usize,
-        page_size: usize,
-        throttle: usize,
-        sort: &[(String, bool)],
+        settings: &Settings,
     ) -> Result<QueryPageResult> {
+        let Settings {
+            limit,
+            page_size,
+            throttle,
+            ref sort,
+        } = *settings;
         let engine = Engine {
             plan,
             store: self.store,
@@ -438,22 +460,41 @@ impl<'a, S: Store> Query<'a, S, Indexed> {
     }
 
     /// Every matching item, page after page, until the shards are exhausted.
+    ///
+    /// The pages of a stream are those [`page`](Self::page) would give, with the same
+    /// guarantees while the table is written, but a stream over several shards in one merged
+    /// order keeps what each page read beyond its end: the next page goes on from there,
+    /// instead of reading it again from a token (each page is still traced as one).
     pub fn stream(&self) -> impl Stream<Item = Result<Item>> + '_ {
-        enum Next {
+        enum Next<'a> {
             Start,
             Token(String),
+            Open(Box<Open<'a>>),
             Done,
         }
         futures::stream::unfold(Next::Start, move |next| async move {
-            let token = match next {
+            let page = match next {
                 Next::Done => return None,
-                Next::Start => None,
-                Next::Token(token) => Some(token),
+                Next::Start => self.open().await.map(|(items, open)| {
+                    let next = match open {
+                        Ok(open) => Next::Open(open),
+                        Err(Some(token)) => Next::Token(token),
+                        Err(None) => Next::Done,
+                    };
+                    (items, next)
+                }),
+                Next::Token(token) => self
+                    .page(Some(&token))
+                    .await
+                    .map(|page| (page.items, page.next.map_or(Next::Done, Next::Token))),
+                Next::Open(mut open) => self
+                    .go_on(&mut open)
+                    .await
+                    .map(|(items, done)| (items, if done { Next::Done } else { Next::Open(open) })),
             };
-            match self.page(token.as_deref()).await {
-                Ok(page) => {
-                    let next = page.next.map_or(Next::Done, Next::Token);
-                    let items: Vec<Result<Item>> = page.items.into_iter().map(Ok).collect();
+            match page {
+                Ok((items, next)) => {
+                    let items: Vec<Result<Item>> = items.into_iter().map(Ok).collect();
                     Some((futures::stream::iter(items), next))
                 }
                 Err(e) => Some((futures::stream::iter(vec![Err(e)]), Next::Done)),
@@ -461,6 +502,103 @@ impl<'a, S: Store> Query<'a, S, Indexed> {
         })
         .flatten()
     }
+
+    /// The first page of a stream: kept open when the query is one merged stream (exact
+    /// mode), else paged by tokens (`Err` with the next token).
+    async fn open(
+        &self,
+    ) -> Result<(
+        Vec<Item>,
+        std::result::Result<Box<Open<'a>>, Option<String>>,
+    )> {
+        let settings = self.settings()?;
+        let (plan, _) = self.plan(None, &settings.sort)?;
+        if !plan.exact {
+            let page = traced_page(
+                &self.schema.model().token,
+                plan.indexes.len(),
+                self.run(&plan, None, &settings),
+            )
+            .await?;
+            return Ok((page.items, Err(page.next)));
+        }
+        let all: Vec<usize> = (0..plan.indexes.len()).collect();
+        let cursor = Engine {
+            plan: &plan,
+            store: self.store,
+            page_size: settings.page_size,
+            throttle: settings.throttle,
+        }
+        .open(&all, &StreamState::fresh(plan.lanes()));
+        let mut open = Box::new(Open {
+            plan,
+            cursor,
+            want: settings.limit,
+            settings,
+        });
+        let (items, done) = self.go_on(&mut open).await?;
+        Ok((items, if done { Err(None) } else { Ok(open) }))
+    }
+
+    /// The next page of an open stream, and whether it is the last.
+    async fn go_on(&self, open: &mut Open<'a>) -> Result<(Vec<Item>, bool)> {
+        let Open {
+            plan,
+            cursor,
+            settings,
+            want,
+        } = open;
+        let engine = Engine {
+            plan: &*plan,
+            store: self.store,
+            page_size: settings.page_size,
+            throttle: settings.throttle,
+        };
+        let mut done = false;
+        let page = traced_page(&self.schema.model().token, plan.indexes.len(), async {
+            let mut stats = QueryStats {
+                shards: plan.lanes(),
+                ..QueryStats::default()
+            };
+            let mut page = engine.next(cursor, *want, &mut stats).await?;
+            for item in &mut page.items {
+                plan.restore_unique(item);
+            }
+            stats.items_returned = page.items.len();
+            done = page.state.done();
+            Ok(QueryPageResult {
+                items: page.items,
+                next: None,
+                stats,
+            })
+        })
+        .await?;
+        // the stream's pages grow, twice as large each time, up to what the throttle's reads
+        // of a page size each give: a stream read to its end takes fewer and larger reads,
+        // one whose first items only are taken reads little more than a page
+        let most = settings
+            .limit
+            .max(settings.page_size.saturating_mul(settings.throttle));
+        *want = want.saturating_mul(2).min(most).max(settings.limit);
+        Ok((page.items, done))
+    }
+}
+
+/// The checked page settings of a query.
+struct Settings {
+    limit: usize,
+    page_size: usize,
+    throttle: usize,
+    sort: Vec<(String, bool)>,
+}
+
+/// A stream kept open between its pages (exact mode): its plan, and the engine's cursor.
+struct Open<'a> {
+    plan: Plan<'a>,
+    cursor: engine::Cursor,
+    settings: Settings,
+    /// The size of the next page.
+    want: usize,
 }
 
 /// The streams of a query's token and the lanes of each: one stream over every lane in exact
