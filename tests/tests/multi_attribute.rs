@@ -687,6 +687,14 @@ mod query_oracle {
                 }
             }
             assert_eq!(got, want, "{ask:?}");
+            // one stream, whose pages go on from what the previous one read: the same items
+            let streamed: Vec<Item> =
+                entity_manager::query::TryStreamExt::try_collect(q.stream()).await?;
+            let streamed: Vec<(String, String)> = streamed
+                .iter()
+                .map(|i| (text(i, "rangeKey"), text(i, "hashKey")))
+                .collect();
+            assert_eq!(streamed, want, "the stream differs ({ask:?})");
         }
         Ok(())
     }
@@ -891,6 +899,46 @@ mod query_oracle {
             player(i).put(&store).await?;
         }
         Ok(store)
+    }
+
+    /// A stream over a sharded multi-attribute key reads each item once and takes far fewer
+    /// shard queries than paging by tokens (each page of a stream goes on from what the one
+    /// before read), and gives the same items in the same order.
+    #[tokio::test]
+    async fn a_multi_query_stream_reads_each_item_once() -> TestResult {
+        use entity_manager::query::TryStreamExt as _;
+        let store = entity_manager_tests::Tally::new(players(2_000).await?);
+        let q = MultiQuery::new(&store, Player::schema()?, "byOrg")
+            .hash([s("acme")])
+            .shards_between(0, 5_000)
+            .limit(10)
+            .page_size(50);
+        let mut paged = Vec::new();
+        let mut token: Option<String> = None;
+        loop {
+            let page = q.page(token.as_deref()).await?;
+            paged.extend(page.items);
+            token = page.next;
+            if token.is_none() {
+                break;
+            }
+        }
+        let by_tokens = store.take();
+        let streamed: Vec<Item> = q.stream().try_collect().await?;
+        let streaming = store.take();
+        println!("(shard queries, items read): by tokens {by_tokens:?}, streamed {streaming:?}");
+        assert_eq!(streamed.len(), 2_000);
+        assert!(streamed == paged, "the stream differs from the pages");
+        assert!(
+            streaming.1 * 100 <= 2_000 * 102,
+            "{} items read for 2,000 ({by_tokens:?} by tokens)",
+            streaming.1
+        );
+        assert!(
+            streaming.0 * 4 <= by_tokens.0,
+            "{streaming:?} streamed against {by_tokens:?} by tokens (shard queries, items read)"
+        );
+        Ok(())
     }
 
     /// A token of one query is refused by another.

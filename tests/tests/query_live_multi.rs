@@ -232,7 +232,10 @@ fn position(item: &Item, ask: &Ask) -> Option<Position> {
 }
 
 /// Pages `ask` to the end over `churn` and checks the contract.
-async fn check<S: Store>(churn: &Churn<S>, strict_ties: bool) -> TestResult {
+/// Pages the churn's ask to the end (by tokens, with writes between pages too; or `streamed`,
+/// as one `MultiQuery::stream`, whose pages go on from what the previous one read) and checks
+/// the contract.
+async fn check<S: Store>(churn: &Churn<S>, strict_ties: bool, streamed: bool) -> TestResult {
     let ask = &churn.ask;
     let before: HashMap<(String, String), Rec> = churn
         .log
@@ -247,20 +250,26 @@ async fn check<S: Store>(churn: &Churn<S>, strict_ties: bool) -> TestResult {
         entities.push(Coach::schema()?);
     }
     let q = query(churn, entities, ask);
-    let mut token: Option<String> = None;
-    let mut got: Vec<Item> = Vec::new();
-    for pages in 0.. {
-        let page = q.page(token.as_deref()).await?;
-        got.extend(page.items);
-        token = page.next;
-        if token.is_none() {
-            break;
+    let got: Vec<Item> = if streamed {
+        use entity_manager::query::TryStreamExt as _;
+        q.stream().try_collect().await?
+    } else {
+        let mut token: Option<String> = None;
+        let mut got = Vec::new();
+        for pages in 0.. {
+            let page = q.page(token.as_deref()).await?;
+            got.extend(page.items);
+            token = page.next;
+            if token.is_none() {
+                break;
+            }
+            if pages > 20_000 {
+                return Err("did not terminate".into());
+            }
+            churn.write().await?;
         }
-        if pages > 20_000 {
-            return Err("did not terminate".into());
-        }
-        churn.write().await?;
-    }
+        got
+    };
     let mut seen: HashSet<(String, String)> = HashSet::new();
     for item in &got {
         let key = (text(item, "rangeKey"), text(item, "hashKey"));
@@ -365,20 +374,22 @@ type TestResult2<T> = Result<T, Box<dyn std::error::Error>>;
 proptest! {
     #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
 
-    /// The contract on `MemoryStore`, with writes before every shard query and between pages.
+    /// The contract on `MemoryStore`, with writes before every shard query and between pages
+    /// (or, `streamed`, within one stream).
     #[test]
     fn multi_pages_keep_the_contract_while_the_table_is_written(
         count in 0usize..120,
         rate in prop_oneof![Just(20u64), Just(60)],
         seed in any::<u64>(),
         ask in ask(),
+        streamed in any::<bool>(),
     ) {
         let check_one = || -> TestResult {
             let store = MemoryStore::new(league()?);
             let records = dataset(count, seed);
             block_on(load(&store, &records))?;
             let churn = churn(store, &records, rate, seed.rotate_left(17), ask.clone())?;
-            block_on(check(&churn, true))
+            block_on(check(&churn, true, streamed))
         };
         check_one().map_err(|e| TestCaseError::fail(e.to_string()))?;
     }
@@ -394,6 +405,7 @@ proptest! {
         count in 0usize..60,
         seed in any::<u64>(),
         ask in ask(),
+        streamed in any::<bool>(),
     ) {
         let check_one = || -> TestResult {
             if store_support::dynamo_client().is_none() {
@@ -407,7 +419,7 @@ proptest! {
                 let records = dataset(count, seed);
                 load(&store, &records).await?;
                 let churn = churn(store, &records, 40, seed.rotate_left(17), ask.clone())?;
-                let result = check(&churn, false).await;
+                let result = check(&churn, false, streamed).await;
                 churn.inner.delete_table().await?;
                 result
             })

@@ -632,6 +632,38 @@ impl<P: Lanes, S: Store> Engine<'_, P, S> {
         Ok(page)
     }
 
+    /// The next page of an open stream (see [`next`](Self::next)) as a stream gives it: traced
+    /// (as `entity`'s, over `indexes` indexes) with its stats, each item passed to `finish`;
+    /// with whether it is the last. `want` (the page's size) grows for the next page
+    /// ([`paging::next_stream_page`](super::paging::next_stream_page)).
+    pub(crate) async fn stream_page(
+        &self,
+        cursor: &mut Cursor,
+        (want, limit): (&mut usize, usize),
+        (entity, indexes): (&str, usize),
+        finish: impl Fn(&mut Item),
+    ) -> Result<(Vec<Item>, bool)> {
+        let mut done = false;
+        let page = super::paging::traced_page(entity, indexes, async {
+            let mut stats = QueryStats {
+                shards: cursor.merge.lanes.len(),
+                ..QueryStats::default()
+            };
+            let mut page = self.next(cursor, *want, &mut stats).await?;
+            page.items.iter_mut().for_each(&finish);
+            stats.items_returned = page.items.len();
+            done = page.state.done();
+            Ok(super::page::QueryPageResult {
+                items: page.items,
+                next: None,
+                stats,
+            })
+        })
+        .await?;
+        *want = super::paging::next_stream_page(*want, limit, self.page_size, self.throttle);
+        Ok((page.items, done))
+    }
+
     /// One page of `merge`, whose previous page ended at `boundary`.
     #[allow(clippy::too_many_lines)] // one loop: read, take in, emit; its steps are methods
     async fn run(

@@ -8,7 +8,6 @@
 //! conditions, a combined condition) is an [`Error::InvalidQuery`] that names the entity, the
 //! index and the field, returned by the first page before any read.
 
-use std::future::Future;
 use std::marker::PhantomData;
 
 use futures::Stream;
@@ -174,8 +173,16 @@ impl<'a, S: Store, O: QueryOutput> TypedMultiQuery<'a, S, O> {
 
     /// Every matching record, page after page (a [`Stream`]: bring
     /// [`StreamExt`](super::StreamExt) into scope to use `next`, `try_collect` and the rest).
+    ///
+    /// Each page of the stream goes on from what the previous one read, instead of reading it
+    /// again from a token (see [`Query::stream`](super::untyped::Query::stream)).
     pub fn stream(&self) -> impl Stream<Item = Result<O>> + '_ {
-        pages(move |token| async move { self.page(token.as_deref()).await })
+        use futures::StreamExt as _;
+        use futures::future::Either;
+        match self.core.build(&self.paging) {
+            Ok(query) => Either::Left(query.into_stream().map(|item| item.and_then(O::read))),
+            Err(e) => Either::Right(futures::stream::iter([Err(e)])),
+        }
     }
 }
 
@@ -193,38 +200,6 @@ fn typed<T>(
         next: page.next,
         stats: page.stats,
     })
-}
-
-/// Every item of every page, page after page, until a page has no next token (an error ends the
-/// stream after it).
-fn pages<'s, T, F, Fut>(page: F) -> impl Stream<Item = Result<T>> + 's
-where
-    T: 's,
-    F: Fn(Option<String>) -> Fut + 's,
-    Fut: Future<Output = Result<TypedPage<T>>> + 's,
-{
-    use futures::StreamExt as _;
-    enum Next {
-        Start,
-        Token(String),
-        Done,
-    }
-    futures::stream::unfold((Next::Start, page), |(next, page)| async move {
-        let token = match next {
-            Next::Done => return None,
-            Next::Start => None,
-            Next::Token(token) => Some(token),
-        };
-        match page(token).await {
-            Ok(p) => {
-                let next = p.next.map_or(Next::Done, Next::Token);
-                let items: Vec<Result<T>> = p.items.into_iter().map(Ok).collect();
-                Some((futures::stream::iter(items), (next, page)))
-            }
-            Err(e) => Some((futures::stream::iter(vec![Err(e)]), (Next::Done, page))),
-        }
-    })
-    .flatten()
 }
 
 /// What the typed queries share: the store, the entities, the index and its key, the

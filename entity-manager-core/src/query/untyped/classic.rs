@@ -554,33 +554,14 @@ impl<'a, S: Store> Query<'a, S, Indexed> {
             page_size: settings.page_size,
             throttle: settings.throttle,
         };
-        let mut done = false;
-        let page = traced_page(&self.schema.model().token, plan.indexes.len(), async {
-            let mut stats = QueryStats {
-                shards: plan.lanes(),
-                ..QueryStats::default()
-            };
-            let mut page = engine.next(cursor, *want, &mut stats).await?;
-            for item in &mut page.items {
-                plan.restore_unique(item);
-            }
-            stats.items_returned = page.items.len();
-            done = page.state.done();
-            Ok(QueryPageResult {
-                items: page.items,
-                next: None,
-                stats,
-            })
-        })
-        .await?;
-        // the stream's pages grow, twice as large each time, up to what the throttle's reads
-        // of a page size each give: a stream read to its end takes fewer and larger reads,
-        // one whose first items only are taken reads little more than a page
-        let most = settings
-            .limit
-            .max(settings.page_size.saturating_mul(settings.throttle));
-        *want = want.saturating_mul(2).min(most).max(settings.limit);
-        Ok((page.items, done))
+        engine
+            .stream_page(
+                cursor,
+                (want, settings.limit),
+                (&self.schema.model().token, plan.indexes.len()),
+                |item| plan.restore_unique(item),
+            )
+            .await
     }
 }
 

@@ -25,18 +25,20 @@
 //! bounded at a value reads every tuple with that value; and the span the pages cover, from
 //! which the engine predicts where a page ends, is measured on that attribute.
 
+use std::borrow::Borrow;
 use std::collections::HashSet;
 
 use serde_dynamo::{AttributeValue, Item};
 
 use crate::error::{Error, Result};
 use crate::model::{Index, IndexAttribute, MultiKey};
-use crate::query::engine::Engine;
+use crate::query::engine::{self, Engine};
 use crate::query::lanes::{Key, Lanes};
 use crate::query::page::{QueryPageResult, QueryStats};
 use crate::query::paging::{self, Paging};
 use crate::query::plan::{Canon, Fields, expand_range, shorten_range};
 use crate::query::token::{self, Boundary, StreamState, TokenState};
+use crate::query::{Stream, StreamExt as _};
 use crate::schema::EntitySchema;
 use crate::store::value::Scalar;
 use crate::store::{QueryPage, RangeCondition, Store, StoreError};
@@ -398,19 +400,7 @@ impl<'a, S: Store> MultiQuery<'a, S> {
     }
 
     async fn run_page(&self, token: Option<&str>) -> Result<QueryPageResult> {
-        let first = self
-            .entities
-            .first()
-            .ok_or_else(|| self.invalid("a collection query needs at least one entity"))?;
-        let limit = self.paging.limit.unwrap_or(first.model().default_limit);
-        let page_size = self
-            .paging
-            .page_size
-            .unwrap_or(first.model().default_page_size);
-        let throttle = self.paging.throttle.unwrap_or(first.table().throttle);
-        if limit == 0 || page_size == 0 || throttle == 0 {
-            return Err(self.invalid("the limit, page size and throttle must be at least 1"));
-        }
+        let settings = self.settings()?;
         let table = paging::table_binding(self.store, None);
         let (plan, state) = self.resume(token, &table)?;
         let source = Source {
@@ -421,8 +411,8 @@ impl<'a, S: Store> MultiQuery<'a, S> {
         let engine = Engine {
             plan: &source,
             store: self.store,
-            page_size,
-            throttle,
+            page_size: settings.page_size,
+            throttle: settings.throttle,
         };
         let mut totals = QueryStats {
             shards: plan.lanes.len(),
@@ -430,7 +420,7 @@ impl<'a, S: Store> MultiQuery<'a, S> {
         };
         let mut seen = HashSet::new();
         let page = engine
-            .page(&[0], &state, limit, &mut seen, &mut totals)
+            .page(&[0], &state, settings.limit, &mut seen, &mut totals)
             .await?;
         totals.items_returned = page.items.len();
         let next = (!page.state.done()).then(|| {
@@ -453,6 +443,147 @@ impl<'a, S: Store> MultiQuery<'a, S> {
             stats: totals,
         })
     }
+
+    /// The page settings, checked.
+    fn settings(&self) -> Result<Settings> {
+        let first = self
+            .entities
+            .first()
+            .ok_or_else(|| self.invalid("a collection query needs at least one entity"))?;
+        let limit = self.paging.limit.unwrap_or(first.model().default_limit);
+        let page_size = self
+            .paging
+            .page_size
+            .unwrap_or(first.model().default_page_size);
+        let throttle = self.paging.throttle.unwrap_or(first.table().throttle);
+        if limit == 0 || page_size == 0 || throttle == 0 {
+            return Err(self.invalid("the limit, page size and throttle must be at least 1"));
+        }
+        Ok(Settings {
+            limit,
+            page_size,
+            throttle,
+        })
+    }
+
+    /// Every matching item, page after page, until the shards are exhausted.
+    ///
+    /// As [`Query::stream`](super::Query::stream): the stream's pages are those
+    /// [`page`](Self::page) would give, with the same guarantees while the table is written,
+    /// but each goes on from what the previous one read, instead of reading it again from a
+    /// token (each page is still traced as one).
+    pub fn stream(&self) -> impl Stream<Item = Result<Item>> + '_ {
+        stream_of(self)
+    }
+
+    /// [`stream`](Self::stream) of a query the stream owns.
+    pub(crate) fn into_stream(self) -> impl Stream<Item = Result<Item>> + 'a
+    where
+        S: 'a,
+    {
+        stream_of(self)
+    }
+}
+
+/// The checked page settings of a query.
+#[derive(Clone, Copy)]
+struct Settings {
+    limit: usize,
+    page_size: usize,
+    throttle: usize,
+}
+
+/// A stream kept open between its pages: its plan, the engine's cursor and the size of its
+/// next page.
+struct Open<'a> {
+    plan: Plan<'a>,
+    cursor: engine::Cursor,
+    settings: Settings,
+    want: usize,
+}
+
+/// The stream of `query` (borrowed or owned): each page goes on from the engine's cursor.
+fn stream_of<'q, 'a: 'q, S, Q>(query: Q) -> impl Stream<Item = Result<Item>> + 'q
+where
+    S: Store + 'a,
+    Q: Borrow<MultiQuery<'a, S>> + 'q,
+{
+    enum Next<'a> {
+        Start,
+        Open(Box<Open<'a>>),
+        Done,
+    }
+    futures::stream::unfold((Next::Start, query), |(next, query)| async move {
+        let page = match next {
+            Next::Done => return None,
+            Next::Start => match open(query.borrow()) {
+                Ok(open) => go_on(query.borrow(), open).await,
+                Err(e) => Err(e),
+            },
+            Next::Open(open) => go_on(query.borrow(), open).await,
+        };
+        let (items, next) = match page {
+            Ok((items, Some(open))) => (items.into_iter().map(Ok).collect(), Next::Open(open)),
+            Ok((items, None)) => (items.into_iter().map(Ok).collect(), Next::Done),
+            Err(e) => (vec![Err(e)], Next::Done),
+        };
+        Some((futures::stream::iter(items), (next, query)))
+    })
+    .flatten()
+}
+
+/// A stream of `query`, before its first page.
+fn open<'a, S: Store>(query: &MultiQuery<'a, S>) -> Result<Box<Open<'a>>> {
+    let settings = query.settings()?;
+    let table = paging::table_binding(query.store, None);
+    let (plan, state) = query.resume(None, &table)?;
+    let source = Source {
+        query,
+        plan: &plan,
+        at: plan.prefix.len(),
+    };
+    let cursor = Engine {
+        plan: &source,
+        store: query.store,
+        page_size: settings.page_size,
+        throttle: settings.throttle,
+    }
+    .open(&[0], &state);
+    Ok(Box::new(Open {
+        plan,
+        cursor,
+        settings,
+        want: settings.limit,
+    }))
+}
+
+/// The next page of an open stream, with the stream still open after it (`None`: it was the
+/// last).
+async fn go_on<'a, S: Store>(
+    query: &MultiQuery<'a, S>,
+    mut open: Box<Open<'a>>,
+) -> Result<(Vec<Item>, Option<Box<Open<'a>>>)> {
+    let Open {
+        plan,
+        cursor,
+        settings,
+        want,
+    } = &mut *open;
+    let source = Source {
+        query,
+        plan: &*plan,
+        at: plan.prefix.len(),
+    };
+    let engine = Engine {
+        plan: &source,
+        store: query.store,
+        page_size: settings.page_size,
+        throttle: settings.throttle,
+    };
+    let (items, done) = engine
+        .stream_page(cursor, (want, settings.limit), (&query.tokens(), 1), |_| {})
+        .await?;
+    Ok((items, (!done).then_some(open)))
 }
 
 /// The tie-breaker of an item as the token writes it in a lane that does not give the table
