@@ -443,6 +443,10 @@ impl<'a, S: Store, E: Entity> TypedQuery<'a, S, E> {
 
     /// Every matching record, page after page (a [`Stream`]: bring
     /// [`StreamExt`](super::StreamExt) into scope to use `next`, `try_collect` and the rest).
+    ///
+    /// Each page of the stream goes on from what the previous one read, instead of reading it
+    /// again from a token: each item is read once (see
+    /// [`untyped::Query::stream`](super::untyped::Query::stream)).
     pub fn stream(&self) -> impl Stream<Item = Result<E>> + '_
     where
         E: DeserializeOwned,
