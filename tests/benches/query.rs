@@ -251,10 +251,7 @@ const FANOUT_RUNS: [(u8, Clock); 4] = [
 /// ideal is given with the nominal delay and with the mean time the store's waits really took
 /// in the same pages.
 fn fanout(records: &[Item]) -> BenchResult<()> {
-    let timer = PreciseTimer::start();
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .build()?;
+    let (timer, runtime) = latency_setup()?;
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -486,14 +483,20 @@ fn v2_store<S: Store>(inner: S, timer: &PreciseTimer) -> Hooked<S, Latency<'_>> 
     }
 }
 
-/// Per configuration: page time ÷ the floor `ceil(shard queries / throttle) × delay`, shard
-/// queries per page (and ÷ those the page needs at least), items read per item returned, CPU
-/// per returned item (zero latency) and the largest token; for `Query` and for `MultiQuery`.
-fn fanout_v2(records: &[Item]) -> BenchResult<()> {
+/// The timer of the latency stores and the runtime the latency rows run on.
+fn latency_setup() -> BenchResult<(PreciseTimer, tokio::runtime::Runtime)> {
     let timer = PreciseTimer::start();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .build()?;
+    Ok((timer, runtime))
+}
+
+/// Per configuration: page time ÷ the floor `ceil(shard queries / throttle) × delay`, shard
+/// queries per page (and ÷ those the page needs at least), items read per item returned, CPU
+/// per returned item (zero latency) and the largest token; for `Query` and for `MultiQuery`.
+fn fanout_v2(records: &[Item]) -> BenchResult<()> {
+    let (timer, runtime) = latency_setup()?;
     println!(
         "\nQuery v2 fan-out: {} ms per shard query, throttle {THROTTLE}, page size {LIMIT}, {V2_PAGES} pages at limit 100 (and to the end), {V2_SMALL_PAGES} at limits 10 and 1:\n",
         V2_DELAY.as_millis()
@@ -567,6 +570,75 @@ fn fanout_v2(records: &[Item]) -> BenchResult<()> {
         v2_row("Query", populated, limit, &bare, &latent, wait);
     }
     fanout_v2_multi(&records, &timer, &runtime)
+}
+
+/// A query read to its end, page by page with tokens against one stream, on `fanout_v2`'s
+/// store (5 ms per shard query, throttle 10, page size 100, 20 shards): wall time, shard
+/// queries and items read per item returned. A stream's pages go on from what the previous
+/// one read and grow (`cargo bench -p entity-manager-tests --bench query -- stream`).
+fn streamed_to_the_end(records: &[Item]) -> BenchResult<()> {
+    use entity_manager::query::TryStreamExt as _;
+    let (timer, runtime) = latency_setup()?;
+    println!(
+        "\nTo the end, by tokens and as one stream: {} ms per shard query, throttle {THROTTLE}, page size {LIMIT}, 20 shards, {} items:\n",
+        V2_DELAY.as_millis(),
+        records.len()
+    );
+    println!(
+        "| limit | by tokens: s | shard queries | items read / returned | stream: s | shard queries | items read / returned | time ÷ |"
+    );
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|");
+    let schema = schema_with(
+        &json!([{ "timestamp": 0, "charBits": 2, "chars": 5 }]),
+        ShardSpace::Product,
+    )?;
+    let user = schema.entity("user")?;
+    for limit in [10usize, 100] {
+        let (inner, _) = load(&schema, records)?;
+        let store = entity_manager_tests::Tally::new(v2_store(inner, &timer));
+        let query = Query::new(&store, user)
+            .index("created")
+            .shards_between(WINDOW.0, WINDOW.1)
+            .limit(limit)
+            .page_size(LIMIT)
+            .throttle(THROTTLE);
+        let started = Instant::now();
+        let mut paged = 0usize;
+        let mut token: Option<String> = None;
+        loop {
+            let page = runtime.block_on(query.page(token.as_deref()))?;
+            paged += page.items.len();
+            token = page.next;
+            if token.is_none() {
+                break;
+            }
+        }
+        let by_tokens = (started.elapsed().as_secs_f64(), store.take());
+        let started = Instant::now();
+        let streamed: Vec<Item> = runtime.block_on(query.stream().try_collect())?;
+        let streaming = (started.elapsed().as_secs_f64(), store.take());
+        if paged != records.len() || streamed.len() != records.len() {
+            return Err(format!(
+                "{paged} items paged, {} streamed, of {}",
+                streamed.len(),
+                records.len()
+            )
+            .into());
+        }
+        #[allow(clippy::cast_precision_loss)]
+        let per = |items: usize| items as f64 / records.len() as f64;
+        println!(
+            "| {limit} | {:.2} | {} | {:.3} | {:.2} | {} | {:.3} | {:.1}× |",
+            by_tokens.0,
+            by_tokens.1.0,
+            per(by_tokens.1.1),
+            streaming.0,
+            streaming.1.0,
+            per(streaming.1.1),
+            by_tokens.0 / streaming.0
+        );
+    }
+    Ok(())
 }
 
 /// A record with the attributes `MultiQuery`'s index `byTeam` reads: `team` (one value for
@@ -657,10 +729,7 @@ impl<S: Store> Store for Timed<S> {
 /// attempts included) per item returned.
 fn fanout_throttled(records: &[Item]) -> BenchResult<()> {
     use entity_manager::store::{FaultPlan, Operation};
-    let timer = PreciseTimer::start();
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .build()?;
+    let (timer, runtime) = latency_setup()?;
     println!(
         "\nQuery fan-out under throttling: {} ms per shard query, throttle {THROTTLE}, page size {LIMIT}, up to {V2_PAGES} pages:\n",
         V2_DELAY.as_millis()
@@ -999,6 +1068,11 @@ fn main() -> BenchResult<()> {
             // `cargo bench -p entity-manager-tests --bench query -- v2`: issue 13's table only
             return fanout_v2(&records);
         }
+        if std::env::args().any(|a| a == "stream") {
+            // `cargo bench -p entity-manager-tests --bench query -- stream`: pages by tokens
+            // against one stream, to the end
+            return streamed_to_the_end(&records);
+        }
         if std::env::args().any(|a| a == "throttled") {
             // `cargo bench -p entity-manager-tests --bench query -- throttled`: issue 28's
             // table only
@@ -1007,6 +1081,7 @@ fn main() -> BenchResult<()> {
         token_sizes(&records)?;
         fanout(&records)?;
         fanout_v2(&records)?;
+        streamed_to_the_end(&records)?;
     }
 
     let since = SystemTime::now();
