@@ -54,6 +54,15 @@
 //! ([`estimate::Evidence`]: items buffered, how far each lane is read); the larger the page,
 //! the closer its end is known and the higher the probability ([`estimate::quantiles`]).
 //!
+//! # Streams
+//!
+//! A page by token starts from the boundary alone. A [`Cursor`] (a query's `stream()`) keeps
+//! the merge open instead: the next page goes on with every lane's buffer, frontier and cursor
+//! as the page before left them, so nothing read is read again and a lane read past the next
+//! page's end is not queried for it. The rules above hold across its pages as within one page;
+//! the unique values emitted are kept while an item read before them is still buffered (a
+//! record moved to another lane meanwhile is not emitted twice).
+//!
 //! Range keys are compared as [`Pos`]itions, parsed once per item read, and the lanes are kept
 //! in ordered sets (by next item, by frontier), so that choosing the next item or the next reads
 //! costs a logarithm of the number of lanes, not a pass over them.
