@@ -174,6 +174,21 @@ fn datasets(records: &[Item]) -> BenchResult<Vec<Dataset>> {
         .collect()
 }
 
+/// The `created` query of the fan-out benches on `store`: the window, `limit` items a page,
+/// a page size of `LIMIT` and the throttle `THROTTLE`.
+fn created_query<'s, S: Store>(
+    store: &'s S,
+    user: entity_manager::EntitySchema<'s>,
+    limit: usize,
+) -> Query<'s, S> {
+    Query::new(store, user)
+        .index("created")
+        .shards_between(WINDOW.0, WINDOW.1)
+        .limit(limit)
+        .page_size(LIMIT)
+        .throttle(THROTTLE)
+}
+
 fn cpu_query(data: &Dataset) -> BenchResult<Query<'_, MemoryStore>> {
     Ok(Query::new(&data.store, data.schema.entity("user")?)
         .index("created")
@@ -271,12 +286,7 @@ fn fanout(records: &[Item]) -> BenchResult<()> {
             inner,
             hook: Latency::new(DELAY, clock, &timer),
         };
-        let query = Query::new(&store, schema.entity("user")?)
-            .index("created")
-            .shards_between(WINDOW.0, WINDOW.1)
-            .limit(LIMIT)
-            .page_size(LIMIT)
-            .throttle(THROTTLE);
+        let query = created_query(&store, schema.entity("user")?, LIMIT);
         let rows = runtime.block_on(async {
             let mut rows: Vec<FanoutRow> = Vec::new();
             let mut token: Option<String> = None;
@@ -538,20 +548,9 @@ fn fanout_v2(records: &[Item]) -> BenchResult<()> {
             continue;
         }
         let user = schema.entity("user")?;
-        // one configuration on two store types
-        macro_rules! query {
-            ($store:expr) => {
-                Query::new($store, user)
-                    .index("created")
-                    .shards_between(WINDOW.0, WINDOW.1)
-                    .limit(limit)
-                    .page_size(LIMIT)
-                    .throttle(THROTTLE)
-            };
-        }
         // CPU, zero latency: the same pages on the bare store
         let inner = Timed::new(inner);
-        let bare = query!(&inner);
+        let bare = created_query(&inner, user, limit);
         let bare = least_of(&runtime, &inner, populated, pages, |token| {
             let bare = &bare;
             async move { bare.page(token.as_deref()).await }
@@ -561,7 +560,7 @@ fn fanout_v2(records: &[Item]) -> BenchResult<()> {
             // a diagnostic: the passes without latency only
             continue;
         }
-        let latent = query!(&store);
+        let latent = created_query(&store, user, limit);
         let latent = runtime.block_on(v2_pages(populated, pages, |token| {
             let latent = &latent;
             async move { latent.page(token.as_deref()).await }
@@ -596,12 +595,7 @@ fn streamed_to_the_end(records: &[Item]) -> BenchResult<()> {
     for limit in [10usize, 100] {
         let (inner, _) = load(&schema, records)?;
         let store = entity_manager_tests::Tally::new(v2_store(inner, &timer));
-        let query = Query::new(&store, user)
-            .index("created")
-            .shards_between(WINDOW.0, WINDOW.1)
-            .limit(limit)
-            .page_size(LIMIT)
-            .throttle(THROTTLE);
+        let query = created_query(&store, user, limit);
         let started = Instant::now();
         let mut paged = 0usize;
         let mut token: Option<String> = None;
@@ -759,12 +753,7 @@ fn fanout_throttled(records: &[Item]) -> BenchResult<()> {
                     .attempts(1),
             );
             let store = entity_manager_tests::Tally::new(v2_store(inner, &timer));
-            let query = Query::new(&store, user)
-                .index("created")
-                .shards_between(WINDOW.0, WINDOW.1)
-                .limit(limit)
-                .page_size(LIMIT)
-                .throttle(THROTTLE);
+            let query = created_query(&store, user, limit);
             let failed = std::sync::atomic::AtomicUsize::new(0);
             let run = runtime.block_on(v2_pages(populated, V2_PAGES, |token| {
                 let (query, failed) = (&query, &failed);

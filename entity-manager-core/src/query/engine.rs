@@ -557,10 +557,17 @@ pub(crate) struct Engine<'p, P, S> {
 /// met again at its new place. Within a page the unique values emitted tell the two copies
 /// apart; a cursor keeps them from page to page, for as long as an item read on the page they
 /// were emitted on (or earlier) is still buffered: a copy read later is no stale copy of them.
+///
+/// Its pages grow: the first is the limit, each next one twice the one before, up to a page
+/// size from each of a throttle's lanes. A stream read to its end then takes fewer and larger
+/// reads; one whose first items only are taken reads no more than its first page.
 pub(crate) struct Cursor {
     merge: Merge,
     boundary: Option<Boundary>,
     seen: Seen,
+    /// The size of the next page, and of the first.
+    want: usize,
+    limit: usize,
 }
 
 /// The unique values a cursor emitted, with the page each was emitted on, in that order.
@@ -596,12 +603,15 @@ impl<P: Lanes, S: Store> Engine<'_, P, S> {
         .await
     }
 
-    /// The stream over the lanes of `indexes`, from `state`, for [`next`](Self::next) to page.
-    pub(crate) fn open(&self, indexes: &[usize], state: &StreamState) -> Cursor {
+    /// The stream over the lanes of `indexes`, from `state`, in pages of `limit` items and
+    /// more, for [`stream_page`](Self::stream_page) to page.
+    pub(crate) fn open(&self, indexes: &[usize], state: &StreamState, limit: usize) -> Cursor {
         Cursor {
             merge: self.merge(indexes, state),
             boundary: state.boundary.clone(),
             seen: Seen::default(),
+            want: limit,
+            limit,
         }
     }
 
@@ -610,26 +620,25 @@ impl<P: Lanes, S: Store> Engine<'_, P, S> {
     /// where its lane was read through, and nothing at or before what was emitted is emitted
     /// again, within a page and from page to page: the pages of a cursor keep the contract of
     /// the pages of tokens.
-    pub(crate) async fn next(
-        &self,
-        cursor: &mut Cursor,
-        want: usize,
-        totals: &mut QueryStats,
-    ) -> Result<StreamPage> {
+    async fn next(&self, cursor: &mut Cursor, totals: &mut QueryStats) -> Result<StreamPage> {
         let Cursor {
             merge,
             boundary,
             seen,
+            want,
+            limit,
         } = cursor;
         let page = self
             .run(
                 merge,
                 boundary.as_ref(),
-                want,
+                *want,
                 (&mut seen.values, Some(&mut seen.order)),
                 totals,
             )
             .await?;
+        let most = (*limit).max(self.page_size.saturating_mul(self.throttle));
+        *want = want.saturating_mul(2).min(most).max(*limit);
         // the values no buffered item can be a stale copy of: emitted on a page before any
         // buffered item was read
         let oldest = merge.oldest_read().unwrap_or(merge.page.saturating_add(1));
@@ -643,12 +652,10 @@ impl<P: Lanes, S: Store> Engine<'_, P, S> {
 
     /// The next page of an open stream (see [`next`](Self::next)) as a stream gives it: traced
     /// (as `entity`'s, over `indexes` indexes) with its stats, each item passed to `finish`;
-    /// with whether it is the last. `want` (the page's size) grows for the next page
-    /// ([`paging::next_stream_page`](super::paging::next_stream_page)).
+    /// with whether it is the last.
     pub(crate) async fn stream_page(
         &self,
         cursor: &mut Cursor,
-        (want, limit): (&mut usize, usize),
         (entity, indexes): (&str, usize),
         finish: impl Fn(&mut Item),
     ) -> Result<(Vec<Item>, bool)> {
@@ -658,7 +665,7 @@ impl<P: Lanes, S: Store> Engine<'_, P, S> {
                 shards: cursor.merge.lanes.len(),
                 ..QueryStats::default()
             };
-            let mut page = self.next(cursor, *want, &mut stats).await?;
+            let mut page = self.next(cursor, &mut stats).await?;
             page.items.iter_mut().for_each(&finish);
             stats.items_returned = page.items.len();
             done = page.state.done();
@@ -669,7 +676,6 @@ impl<P: Lanes, S: Store> Engine<'_, P, S> {
             })
         })
         .await?;
-        *want = super::paging::next_stream_page(*want, limit, self.page_size, self.throttle);
         Ok((page.items, done))
     }
 
@@ -780,12 +786,18 @@ impl<P: Lanes, S: Store> Engine<'_, P, S> {
                 lane: h,
             });
             let identity = self.plan.identity(&item).unwrap_or_default();
-            if let Some(order) = order.as_deref_mut()
-                && !seen.contains(&identity)
-            {
-                order.push_back((merge.page, identity.clone()));
-            }
-            if !seen.insert(identity) {
+            let first = match order.as_deref_mut() {
+                // a stream's: kept in order, to be forgotten
+                Some(order) => {
+                    let first = seen.insert(identity.clone());
+                    if first {
+                        order.push_back((merge.page, identity));
+                    }
+                    first
+                }
+                None => seen.insert(identity),
+            };
+            if !first {
                 // the same record from another index of the stream, at the same position, or
                 // read twice during the page at two places (it moved meanwhile)
                 totals.duplicates_removed += 1;

@@ -38,20 +38,6 @@ impl Paging {
     }
 }
 
-/// The size of a stream's next page after one of `want` items: twice as large, up to what the
-/// throttle's reads of a page size each give (never below the limit). A stream read to its end
-/// then takes fewer and larger reads; one whose first items only are taken reads no more than
-/// its first page, of the limit.
-pub(super) fn next_stream_page(
-    want: usize,
-    limit: usize,
-    page_size: usize,
-    throttle: usize,
-) -> usize {
-    let most = limit.max(page_size.saturating_mul(throttle));
-    want.saturating_mul(2).min(most).max(limit)
-}
-
 /// Runs one page inside the `entity_manager.query` tracing span (entity, indexes), and records
 /// the page's stats on the span: shards, shard queries, items read and returned, duplicates
 /// removed and consumed capacity.

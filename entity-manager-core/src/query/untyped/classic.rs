@@ -529,11 +529,10 @@ impl<'a, S: Store> Query<'a, S, Indexed> {
             page_size: settings.page_size,
             throttle: settings.throttle,
         }
-        .open(&all, &StreamState::fresh(plan.lanes()));
+        .open(&all, &StreamState::fresh(plan.lanes()), settings.limit);
         let mut open = Box::new(Open {
             plan,
             cursor,
-            want: settings.limit,
             settings,
         });
         let (items, done) = self.go_on(&mut open).await?;
@@ -546,7 +545,6 @@ impl<'a, S: Store> Query<'a, S, Indexed> {
             plan,
             cursor,
             settings,
-            want,
         } = open;
         let engine = Engine {
             plan: &*plan,
@@ -557,7 +555,6 @@ impl<'a, S: Store> Query<'a, S, Indexed> {
         engine
             .stream_page(
                 cursor,
-                (want, settings.limit),
                 (&self.schema.model().token, plan.indexes.len()),
                 |item| plan.restore_unique(item),
             )
@@ -578,8 +575,6 @@ struct Open<'a> {
     plan: Plan<'a>,
     cursor: engine::Cursor,
     settings: Settings,
-    /// The size of the next page.
-    want: usize,
 }
 
 /// The streams of a query's token and the lanes of each: one stream over every lane in exact

@@ -493,13 +493,11 @@ struct Settings {
     throttle: usize,
 }
 
-/// A stream kept open between its pages: its plan, the engine's cursor and the size of its
-/// next page.
+/// A stream kept open between its pages: its plan and the engine's cursor.
 struct Open<'a> {
     plan: Plan<'a>,
     cursor: engine::Cursor,
     settings: Settings,
-    want: usize,
 }
 
 /// The stream of `query` (borrowed or owned): each page goes on from the engine's cursor.
@@ -548,12 +546,11 @@ fn open<'a, S: Store>(query: &MultiQuery<'a, S>) -> Result<Box<Open<'a>>> {
         page_size: settings.page_size,
         throttle: settings.throttle,
     }
-    .open(&[0], &state);
+    .open(&[0], &state, settings.limit);
     Ok(Box::new(Open {
         plan,
         cursor,
         settings,
-        want: settings.limit,
     }))
 }
 
@@ -567,7 +564,6 @@ async fn go_on<'a, S: Store>(
         plan,
         cursor,
         settings,
-        want,
     } = &mut *open;
     let source = Source {
         query,
@@ -581,7 +577,7 @@ async fn go_on<'a, S: Store>(
         throttle: settings.throttle,
     };
     let (items, done) = engine
-        .stream_page(cursor, (want, settings.limit), (&query.tokens(), 1), |_| {})
+        .stream_page(cursor, (&query.tokens(), 1), |_| {})
         .await?;
     Ok((items, (!done).then_some(open)))
 }
