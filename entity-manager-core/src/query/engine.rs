@@ -375,10 +375,15 @@ impl Merge {
         if !self.unread.is_empty() {
             return true;
         }
-        match (self.read.first(), self.head_threshold()) {
+        // compared in place: this runs before every item the page emits
+        match (self.read.first(), self.heads.peek()) {
             (None, _) => false,
             (Some(_), None) => true,
-            (Some((g, _)), Some(h)) => *g < h,
+            (Some(((pos, rank, upto), _)), Some(Reverse((head, head_rank, _)))) => pos
+                .cmp(head)
+                .then(rank.cmp(head_rank))
+                .then(upto.cmp(&Upto::Before))
+                .is_lt(),
         }
     }
 

@@ -43,6 +43,28 @@ impl Digits {
     }
 }
 
+impl Digits {
+    /// The 38 places, the unused ones 0, as three big-endian words.
+    fn words(&self) -> (u128, u128, u64) {
+        let (mut high, mut middle, mut low) = ([0u8; 16], [0u8; 16], [0u8; 8]);
+        high.copy_from_slice(&self.digits[..16]);
+        middle.copy_from_slice(&self.digits[16..32]);
+        low[2..].copy_from_slice(&self.digits[32..]);
+        (
+            u128::from_be_bytes(high),
+            u128::from_be_bytes(middle),
+            u64::from_be_bytes(low),
+        )
+    }
+
+    /// The order of the digit strings, compared as words (a number key is compared several
+    /// times for every item a query reads): no digit string ends in 0, so one that is a
+    /// prefix of another is less with its unused places 0 as well.
+    fn cmp_strings(&self, other: &Self) -> Ordering {
+        self.words().cmp(&other.words())
+    }
+}
+
 impl std::ops::Deref for Digits {
     type Target = [u8];
 
@@ -60,6 +82,11 @@ impl std::fmt::Debug for Digits {
 impl Number {
     /// Parses a number as `DynamoDB` accepts it (`-12.50`, `1e3`, `.5`); `None` otherwise.
     pub(crate) fn parse(text: &str) -> Option<Self> {
+        Self::plain_integer(text.as_bytes()).or_else(|| Self::parse_shaped(text))
+    }
+
+    /// [`parse`](Self::parse) of any text, through its [`Shape`].
+    fn parse_shaped(text: &str) -> Option<Self> {
         let shape = Shape::of(text)?;
         let Some((first, significant)) = shape.significant else {
             return Some(Self::zero());
@@ -69,6 +96,35 @@ impl Number {
             negative: shape.negative,
             digits,
             exponent: shape.exponent,
+        })
+    }
+
+    /// An integer of at most 38 digits, with no sign but `-` and no space: the number keys
+    /// of most tables (timestamps, counters), parsed in one pass as every item a query reads
+    /// has its key parsed. `None` for any other text, which [`parse`](Self::parse) reads in
+    /// full.
+    fn plain_integer(text: &[u8]) -> Option<Self> {
+        let (negative, text) = match text {
+            [b'-', rest @ ..] => (true, rest),
+            text => (false, text),
+        };
+        if text.is_empty() || text.len() > 38 || !text.iter().all(u8::is_ascii_digit) {
+            return None;
+        }
+        let Some(first) = text.iter().position(|&b| b != b'0') else {
+            return Some(Self::zero());
+        };
+        let last = text.iter().rposition(|&b| b != b'0')?;
+        let significant = &text[first..=last];
+        let mut digits = Digits::EMPTY;
+        for (place, &b) in digits.digits.iter_mut().zip(significant) {
+            *place = b - b'0';
+        }
+        digits.len = u8::try_from(significant.len()).ok()?;
+        Some(Self {
+            negative,
+            digits,
+            exponent: i64::try_from(text.len() - first).ok()?,
         })
     }
 
@@ -417,7 +473,7 @@ impl Ord for Number {
         let magnitude = self
             .exponent
             .cmp(&other.exponent)
-            .then_with(|| (*self.digits).cmp(&*other.digits));
+            .then_with(|| self.digits.cmp_strings(&other.digits));
         if self.negative {
             magnitude.reverse()
         } else {
@@ -833,6 +889,69 @@ mod tests {
         }
     }
 
+    /// The order of two numbers written `[-]int.frac` (no exponent), by their fixed-point
+    /// text: both scaled to the same number of fraction digits, their integers compared by
+    /// length and then digit by digit.
+    fn fixed_point_order(a: (bool, &str, &str), b: (bool, &str, &str)) -> Ordering {
+        let scale = a.2.len().max(b.2.len());
+        let integer = |(_, int, frac): (bool, &str, &str)| {
+            let text = format!("{int}{frac:0<scale$}");
+            text.trim_start_matches('0').to_owned()
+        };
+        let (x, y) = (integer(a), integer(b));
+        // zero has no sign
+        let sign = |negative: bool, digits: &str| match (digits.is_empty(), negative) {
+            (true, _) => 1,
+            (false, true) => 0,
+            (false, false) => 2,
+        };
+        let (sa, sb) = (sign(a.0, &x), sign(b.0, &y));
+        if sa != sb {
+            return sa.cmp(&sb);
+        }
+        let magnitude = x.len().cmp(&y.len()).then_with(|| x.cmp(&y));
+        if sa == 0 {
+            magnitude.reverse()
+        } else {
+            magnitude
+        }
+    }
+
+    proptest::proptest! {
+        /// Numbers compare as their values do, up to 38 significant digits (every place of a
+        /// number's digits takes part), with leading and trailing zeros anywhere.
+        #[test]
+        fn numbers_compare_as_their_values(
+            a in (proptest::bool::ANY, "0{0,2}[0-9]{0,20}", "[0-9]{0,18}0{0,2}"),
+            b in (proptest::bool::ANY, "0{0,2}[0-9]{0,20}", "[0-9]{0,18}0{0,2}"),
+            same_start in proptest::bool::ANY,
+        ) {
+            // half the time, `b` shares `a`'s leading digits: equal and prefix strings
+            let b = if same_start {
+                (b.0, a.1.clone(), format!("{}{}", a.2, &b.2[..b.2.len().min(4)]))
+            } else {
+                b
+            };
+            let text = |(negative, int, frac): &(bool, String, String)| {
+                format!("{}{int}.{frac}0", if *negative { "-" } else { "" })
+            };
+            let (x, y) = (
+                Number::parse(&text(&a)),
+                Number::parse(&text(&b)),
+            );
+            if let (Some(x), Some(y)) = (x, y) {
+                proptest::prop_assert_eq!(
+                    x.cmp(&y),
+                    fixed_point_order((a.0, &a.1, &a.2), (b.0, &b.1, &b.2)),
+                    "{} against {}",
+                    text(&a),
+                    text(&b)
+                );
+                proptest::prop_assert_eq!(x == y, x.cmp(&y).is_eq());
+            }
+        }
+    }
+
     proptest::proptest! {
         /// A number's size counted from its text is the size of the number parsed, and the
         /// text is refused exactly when it is no number (digits, signs, points, exponents and
@@ -847,6 +966,21 @@ mod tests {
                 "{}",
                 text
             );
+        }
+    }
+
+    proptest::proptest! {
+        /// The one-pass integer parse reads every integer text as the full parse does (signs,
+        /// leading and trailing zeros, 38 digits and more), and takes no other text.
+        #[test]
+        fn integers_parse_as_any_number_does(
+            text in "[+-]?0{0,3}[0-9]{0,40}0{0,3}| ?-?[0-9]{1,5} ?|[0-9.eE-]{0,6}"
+        ) {
+            let plain = Number::plain_integer(text.as_bytes());
+            if plain.is_some() {
+                proptest::prop_assert_eq!(&plain, &Number::parse_shaped(&text), "{}", text);
+            }
+            proptest::prop_assert_eq!(Number::parse(&text), Number::parse_shaped(&text), "{}", text);
         }
     }
 
