@@ -1,4 +1,4 @@
-//! Typed entity operations over any [`Store`](crate::Store): read by id, create once, put,
+//! Typed entity operations over any [`Store`](crate::store::Store): read by id, create once, put,
 //! delete, batches and transactions, with keys always derived from the record.
 //!
 //! A record's primary key depends on its timestamp (which picks the shard bump). Reading or

@@ -9,7 +9,7 @@ use super::token::{self, TokenState};
 use crate::error::{Error, Result, TokenError};
 use crate::store::Store;
 
-/// The paging settings of [`Query`] and [`MultiQuery`], and the setters they share (in an
+/// The paging settings of [`Query`](super::untyped::Query) and [`MultiQuery`](super::untyped::MultiQuery), and the setters they share (in an
 /// `impl` of a builder with a `paging: Paging` field).
 #[derive(Clone, Debug, Default)]
 pub(super) struct Paging {

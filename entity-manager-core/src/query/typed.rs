@@ -471,7 +471,7 @@ impl<'a, S: Store, E: Entity> TypedQuery<'a, S, E> {
 
     /// The sharded hash key of the indexes, from its typed key builder with every component
     /// given: `.hash_key(&User::user_beneficiary_hash_key(EVERY_SHARD).beneficiary_id("b1")?)`
-    /// (the query puts each shard's hash key in place of [`EVERY_SHARD`](super::EVERY_SHARD)).
+    /// (the query puts each shard's hash key in place of [`super::EVERY_SHARD`]).
     /// A prefix (not every component given) makes every page fail with
     /// [`Error::InvalidQuery`](crate::Error::InvalidQuery).
     #[must_use]

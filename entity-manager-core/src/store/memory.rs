@@ -49,7 +49,7 @@ type IndexMap = BTreeMap<Vec<Scalar>, BTreeSet<SortKey>>;
 /// - `DynamoDB`'s size limits: partition key values (table and GSI) up to 2,048 bytes, sort key
 ///   values up to 1,024 bytes, items up to 400 KB, counted as `DynamoDB` counts them.
 /// - `DynamoDB`'s 1 MB pages: a query or scan page stops after the item that brings the data
-///   read to 1 MB ([`MAX_PAGE_BYTES`](crate::limits::MAX_PAGE_BYTES)) or past it, counted
+///   read to 1 MB ([`crate::limits::MAX_PAGE_BYTES`]) or past it, counted
 ///   before the filter (a secondary index counts the size of its entries, which hold what it
 ///   projects), with a `last_evaluated_key` when more items follow. Code that reads until
 ///   `last_evaluated_key` is absent, not until `limit` items came back, is correct on both

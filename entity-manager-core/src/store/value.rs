@@ -128,7 +128,7 @@ impl Number {
         })
     }
 
-    /// [`stored_bytes`](Self::stored_bytes) of the number `text` is, without collecting its
+    /// `stored_bytes` (in tests) of the number `text` is, without collecting its
     /// digits (an item's size is counted on every read); `None` when `text` is no number.
     pub(crate) fn stored_bytes_of(text: &str) -> Option<usize> {
         let shape = Shape::of(text)?;
@@ -288,7 +288,7 @@ impl Number {
     }
 }
 
-/// [`Number::stored_bytes`] of a non-zero number of `n` significant digits whose first digit is
+/// `Number::stored_bytes` (in tests) of a non-zero number of `n` significant digits whose first digit is
 /// at `10^(exponent - 1)`.
 fn stored_bytes(negative: bool, exponent: i64, n: i64) -> usize {
     // the power of ten of the first and last digits
@@ -417,7 +417,7 @@ fn cmp_digits(a: &[u8], b: &[u8]) -> Ordering {
 }
 
 /// The bytes `DynamoDB` counts for a value in an item's size (measured on DynamoDB Local):
-/// strings their UTF-8 bytes, binaries their bytes, numbers [`Number::stored_bytes`], booleans
+/// strings their UTF-8 bytes, binaries their bytes, numbers [`Number::stored_bytes_of`], booleans
 /// and nulls 1, lists and maps 3 plus 1 per element (and a map its keys), sets the sum of
 /// their elements.
 pub(crate) fn value_bytes(value: &AttributeValue) -> usize {
