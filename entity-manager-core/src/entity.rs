@@ -150,9 +150,10 @@ pub(crate) fn from_owned_item<E: Entity + DeserializeOwned>(item: Item) -> Resul
 /// [`from_item_as`] of an item the caller gives up: its keys are taken off in place.
 pub(crate) fn from_owned_item_as<E: Entity, P: DeserializeOwned>(mut item: Item) -> Result<P> {
     let schema = schema_of::<E>()?;
-    schema.check_entity_token(&item)?;
-    // the table keys are kept to name the item if it cannot be read
+    // the table keys are kept to name the item if it cannot be read (and its hash key is
+    // checked once taken off: one lookup, not two)
     let (hash, range) = schema.strip_keys(&mut item);
+    schema.check_hash_key(hash.as_ref())?;
     decode::<E, P>(item).map_err(|failed| failed.at_keys(hash, range))
 }
 

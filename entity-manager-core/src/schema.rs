@@ -100,7 +100,13 @@ impl<'a> EntitySchema<'a> {
     /// the entity token and the shard key delimiter. An item without a string hash key (a
     /// record not yet keyed) passes.
     pub fn check_entity_token(&self, item: &Item) -> Result<()> {
-        let Some(AttributeValue::S(hash_key)) = item.get(&*self.table.hash_key) else {
+        self.check_hash_key(item.get(&*self.table.hash_key))
+    }
+
+    /// [`check_entity_token`](Self::check_entity_token) of an item's hash key value, taken
+    /// off it (or absent).
+    pub(crate) fn check_hash_key(&self, hash_key: Option<&AttributeValue>) -> Result<()> {
+        let Some(AttributeValue::S(hash_key)) = hash_key else {
             return Ok(());
         };
         let delimiter = &*self.table.delimiters.shard_key;

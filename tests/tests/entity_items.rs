@@ -308,6 +308,15 @@ fn an_item_of_another_entity_is_refused() -> Result<(), Error> {
     ));
     // Its own items read back.
     assert_eq!(Personnel::from_item(&staff)?.person_id, "p1");
+    // The same verdicts on the path a query's items take (the item given up, its keys taken
+    // off in place before its hash key is checked).
+    let read = <Person as entity_manager::query::QueryOutput>::read;
+    match read(pet) {
+        Err(Error::OtherEntity { hash_key, .. }) => assert_eq!(hash_key, "pet!"),
+        other => panic!("expected OtherEntity, got {other:?}"),
+    }
+    assert!(matches!(read(staff), Err(Error::OtherEntity { .. })));
+    assert_eq!(read(person("p1").to_item()?)?.person_id, "p1");
     Ok(())
 }
 
