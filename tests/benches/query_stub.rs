@@ -17,8 +17,9 @@
 //! - Both run on the bench's thread (a current-thread tokio runtime: the SDK's connection work
 //!   runs there too), in alternating rounds; the CPU of the thread is read from
 //!   `/proc/thread-self/schedstat` (nanoseconds on the CPU) before and after each round, so the
-//!   stub's own work is not counted. The figures are the median round's CPU per page and the least disturbed round's (the
-//!   machine may be shared).
+//!   stub's own work is not counted. The figures are the median round's CPU per page, the
+//!   least disturbed round's, and the median of each round's ratio to the hand-written round
+//!   run beside it (the machine may be shared).
 //!
 //! Under `cargo test --benches` (no `--bench` argument) one short round of each runs, with the
 //! checks (decoded pages equal, one request per page). `STUB_ONLY=ours|alone|hand` runs one
@@ -306,6 +307,61 @@ fn stub_pages(pages: usize) -> usize {
         .unwrap_or(pages)
 }
 
+/// The table of `rounds` (CPU per page of each round: ours, the hand-written query, the store
+/// alone, the hand-written query on the store's client), `limit` the `Limit` our page sent.
+fn report(rounds: [Vec<f64>; 4], limit: usize) {
+    let [lib, base, alone, timed] = rounds;
+    let best = |v: &[f64]| v.iter().copied().fold(f64::INFINITY, f64::min);
+    let (lib_best, base_best, alone_best) = (best(&lib), best(&base), best(&alone));
+    let timed_best = best(&timed);
+    // each round's ratio to the hand-written round run beside it: the drift of a shared
+    // machine between rounds cancels out
+    let paired = |v: &[f64]| median(v.iter().zip(&base).map(|(x, b)| x / b).collect());
+    let (lib_paired, alone_paired, timed_paired) = (paired(&lib), paired(&alone), paired(&timed));
+    let (lib, base, alone, timed) = (median(lib), median(base), median(alone), median(timed));
+    println!(
+        "\nOne page of {PAGE} users, one lane, a loopback stub answering at once ({ROUNDS} rounds of {PAGES} pages, median round, CPU of the client thread):\n"
+    );
+    println!(
+        "| client | µs CPU / page, median round | ÷ hand-written | µs, least disturbed round | ÷ hand-written | ÷ the hand-written round beside it (median) |"
+    );
+    println!("|---|---:|---:|---:|---:|---:|");
+    for (label, median, best, paired) in [
+        (
+            "hand-written aws-sdk Query + serde_dynamo".to_owned(),
+            base,
+            base_best,
+            1.0,
+        ),
+        (
+            "the same, on the store's client (its 30 s / 10 s time limits)".to_owned(),
+            timed,
+            timed_best,
+            timed_paired,
+        ),
+        (
+            "`DynamoStore::query_page` + `serde_dynamo` decode (the store alone)".to_owned(),
+            alone,
+            alone_best,
+            alone_paired,
+        ),
+        (
+            format!("`User::query` … `.page(None)` (`Limit` {limit})"),
+            lib,
+            lib_best,
+            lib_paired,
+        ),
+    ] {
+        println!(
+            "| {label} | {:.1} | {:.2}× | {:.1} | {:.2}× | {paired:.2}× |",
+            median / 1e3,
+            median / base,
+            best / 1e3,
+            best / base_best
+        );
+    }
+}
+
 fn main() -> BenchResult<()> {
     let measuring = std::env::args().any(|a| a == "--bench");
     let users = users();
@@ -331,7 +387,9 @@ fn main() -> BenchResult<()> {
         }
         let ours_limit = limit.load(Ordering::Relaxed);
         if sent != 1 {
-            return Err(format!("our page took {sent} requests, not 1 (last Limit {ours_limit})").into());
+            return Err(
+                format!("our page took {sent} requests, not 1 (last Limit {ours_limit})").into(),
+            );
         }
         if by_hand(&client).await? != expected {
             return Err("the baseline's page differs from the recorded one".into());
@@ -365,48 +423,8 @@ fn main() -> BenchResult<()> {
             alone.push(round(pages, || store_alone(&store)).await?);
             timed.push(round(pages, || by_hand(&bounded)).await?);
         }
-        let best = |v: &[f64]| v.iter().copied().fold(f64::INFINITY, f64::min);
-        let (lib_best, base_best, alone_best) = (best(&lib), best(&base), best(&alone));
-        let timed_best = best(&timed);
-        let (lib, base, alone, timed) = (median(lib), median(base), median(alone), median(timed));
         if measuring {
-            println!(
-                "\nOne page of {PAGE} users, one lane, a loopback stub answering at once ({ROUNDS} rounds of {PAGES} pages, median round, CPU of the client thread):\n"
-            );
-            println!(
-                "| client | µs CPU / page, median round | ÷ hand-written | µs, least disturbed round | ÷ hand-written |"
-            );
-            println!("|---|---:|---:|---:|---:|");
-            for (label, median, best) in [
-                (
-                    "hand-written aws-sdk Query + serde_dynamo".to_owned(),
-                    base,
-                    base_best,
-                ),
-                (
-                    "the same, on the store's client (its 30 s / 10 s time limits)".to_owned(),
-                    timed,
-                    timed_best,
-                ),
-                (
-                    "`DynamoStore::query_page` + `serde_dynamo` decode (the store alone)".to_owned(),
-                    alone,
-                    alone_best,
-                ),
-                (
-                    format!("`User::query` … `.page(None)` (`Limit` {ours_limit})"),
-                    lib,
-                    lib_best,
-                ),
-            ] {
-                println!(
-                    "| {label} | {:.1} | {:.2}× | {:.1} | {:.2}× |",
-                    median / 1e3,
-                    median / base,
-                    best / 1e3,
-                    best / base_best
-                );
-            }
+            report([lib, base, alone, timed], ours_limit);
         }
         Ok(())
     })
