@@ -107,6 +107,32 @@ impl<S> Tally<S> {
     }
 }
 
+/// What a stream that keeps its merge open between pages must save over paging by tokens, from
+/// the counts ([`Tally::take`]: shard queries, items read) of paging `returned` items to the end
+/// both ways: each item read about once (a read past the last page's end is all it reads
+/// again), and at most a quarter of the shard queries (its pages grow: a few large reads
+/// instead of a small one per lane and page). `label` names the case in a failure.
+///
+/// # Panics
+///
+/// When either does not hold.
+pub fn assert_streamed_once(
+    label: &str,
+    returned: usize,
+    by_tokens: (usize, usize),
+    streaming: (usize, usize),
+) {
+    assert!(
+        streaming.1 * 100 <= returned * 102,
+        "{label}: the stream read {} items for {returned} ({by_tokens:?} by tokens)",
+        streaming.1
+    );
+    assert!(
+        streaming.0 * 4 <= by_tokens.0,
+        "{label}: {streaming:?} streamed against {by_tokens:?} by tokens (shard queries, items read)"
+    );
+}
+
 impl<S: Store> Store for Tally<S> {
     crate::forward_store!(inner: definition, name, put_item, get_item, delete_item, batch_write);
     crate::forward_store!(inner: batch_get, transact_write, update_item, transact_get, scan_page);

@@ -1,5 +1,5 @@
-//! Building and reading keys, by job: [`write`](mod@write) builds and reads the keys of one item,
-//! [`space`] lists the hash keys a query visits.
+//! Building and reading keys, by job: [`write`](mod@write) builds and reads the keys of one
+//! item, [`space`] lists the hash keys a query visits.
 //!
 //! Every operation is a method of [`EntitySchema`](crate::EntitySchema); all are pure.
 

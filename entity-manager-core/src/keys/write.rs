@@ -883,8 +883,8 @@ impl<'a> EntitySchema<'a> {
 
 impl EntitySchema<'_> {
     /// [`check_key_sizes`](Self::check_key_sizes) of `item` once the key updates (by slot, see
-    /// [`KeyLimit::slot`](crate::schema::KeyLimit::slot)) are written: the write path's check, which finds each computed key
-    /// by its slot and looks up only the keys it does not write.
+    /// [`KeyLimit::slot`](crate::schema::KeyLimit::slot)) are written: the write path's check,
+    /// which finds each computed key by its slot and looks up only the keys it does not write.
     pub(crate) fn check_key_updates(&self, item: &Item, updates: &[KeyUpdate]) -> Result<()> {
         for limit in self.key_limits {
             let bytes = match limit.slot.and_then(|slot| updates.get(slot)) {

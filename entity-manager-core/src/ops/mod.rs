@@ -1,5 +1,5 @@
-//! Typed entity operations over any [`Store`](crate::store::Store): read by id, create once, put,
-//! delete, batches and transactions, with keys always derived from the record.
+//! Typed entity operations over any [`Store`](crate::store::Store): read by id, create once,
+//! put, delete, batches and transactions, with keys always derived from the record.
 //!
 //! A record's primary key depends on its timestamp (which picks the shard bump). Reading or
 //! deleting by id alone therefore considers one candidate key per bump

@@ -9,8 +9,9 @@ use super::token::{self, TokenState};
 use crate::error::{Error, Result, TokenError};
 use crate::store::Store;
 
-/// The paging settings of [`Query`](super::untyped::Query) and [`MultiQuery`](super::untyped::MultiQuery), and the setters they share (in an
-/// `impl` of a builder with a `paging: Paging` field).
+/// The paging settings of [`Query`](super::untyped::Query) and
+/// [`MultiQuery`](super::untyped::MultiQuery), and the setters they share (in an `impl` of a
+/// builder with a `paging: Paging` field).
 #[derive(Clone, Debug, Default)]
 pub(super) struct Paging {
     pub(super) window: Option<(u64, u64)>,

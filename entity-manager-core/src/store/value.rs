@@ -41,9 +41,7 @@ impl Digits {
         }
         Some(out)
     }
-}
 
-impl Digits {
     /// The 38 places, the unused ones 0, as three big-endian words.
     fn words(&self) -> (u128, u128, u64) {
         let (mut high, mut middle, mut low) = ([0u8; 16], [0u8; 16], [0u8; 8]);
@@ -128,8 +126,8 @@ impl Number {
         })
     }
 
-    /// `stored_bytes` (in tests) of the number `text` is, without collecting its
-    /// digits (an item's size is counted on every read); `None` when `text` is no number.
+    /// `stored_bytes` (a test's check) of the number `text` is, without collecting its digits
+    /// (an item's size is counted on every read); `None` when `text` is no number.
     pub(crate) fn stored_bytes_of(text: &str) -> Option<usize> {
         let shape = Shape::of(text)?;
         let Some((_, significant)) = shape.significant else {
@@ -288,8 +286,8 @@ impl Number {
     }
 }
 
-/// `Number::stored_bytes` (in tests) of a non-zero number of `n` significant digits whose first digit is
-/// at `10^(exponent - 1)`.
+/// `Number::stored_bytes` (a test's check) of a non-zero number of `n` significant digits
+/// whose first digit is at `10^(exponent - 1)`.
 fn stored_bytes(negative: bool, exponent: i64, n: i64) -> usize {
     // the power of ten of the first and last digits
     let (top, bottom) = (exponent - 1, exponent - n);
@@ -417,9 +415,9 @@ fn cmp_digits(a: &[u8], b: &[u8]) -> Ordering {
 }
 
 /// The bytes `DynamoDB` counts for a value in an item's size (measured on DynamoDB Local):
-/// strings their UTF-8 bytes, binaries their bytes, numbers [`Number::stored_bytes_of`], booleans
-/// and nulls 1, lists and maps 3 plus 1 per element (and a map its keys), sets the sum of
-/// their elements.
+/// strings their UTF-8 bytes, binaries their bytes, numbers [`Number::stored_bytes_of`],
+/// booleans and nulls 1, lists and maps 3 plus 1 per element (and a map its keys), sets the sum
+/// of their elements.
 pub(crate) fn value_bytes(value: &AttributeValue) -> usize {
     let number = |n: &String| Number::stored_bytes_of(n).unwrap_or(n.len());
     match value {
