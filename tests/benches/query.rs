@@ -377,19 +377,54 @@ struct V2Run {
     later: (usize, usize),
 }
 
-/// Pages a query from its start, up to `pages` pages, `page` fetching the page after a
-/// token. `populated`: the lanes of the query, every one live over these pages (they cover a
-/// part of the time range).
-async fn v2_pages<F, P>(populated: usize, pages: usize, mut page: F) -> Result<V2Run, Error>
+/// Where `v2_pages` gets its pages: a query's `page` from the last page's token (a closure), or
+/// a stream of pages ([`ByStream`]).
+trait Pager {
+    /// The page after the one that returned `token`.
+    fn next_page(
+        &mut self,
+        token: Option<String>,
+    ) -> impl Future<Output = Result<QueryPageResult, Error>>;
+}
+
+impl<F, P> Pager for F
 where
     F: FnMut(Option<String>) -> P,
     P: Future<Output = Result<QueryPageResult, Error>>,
 {
+    fn next_page(
+        &mut self,
+        token: Option<String>,
+    ) -> impl Future<Output = Result<QueryPageResult, Error>> {
+        self(token)
+    }
+}
+
+/// The pages of a query's `pages` stream (each going on from what the previous one read).
+struct ByStream<St>(std::pin::Pin<Box<St>>);
+
+impl<St: entity_manager::query::Stream<Item = Result<QueryPageResult, Error>>> Pager
+    for ByStream<St>
+{
+    async fn next_page(&mut self, _token: Option<String>) -> Result<QueryPageResult, Error> {
+        use entity_manager::query::StreamExt as _;
+        self.0.next().await.unwrap_or_else(|| {
+            Err(Error::InvalidQuery {
+                entity: "user".into(),
+                reason: "the stream of pages ended before a page without a token".into(),
+            })
+        })
+    }
+}
+
+/// Pages a query from its start, up to `pages` pages, from `source`. `populated`: the lanes of
+/// the query, every one live over these pages (they cover a part of the time range).
+async fn v2_pages(populated: usize, pages: usize, mut source: impl Pager) -> Result<V2Run, Error> {
     let mut run = V2Run::default();
     let mut token: Option<String> = None;
     for _ in 0..pages {
         let started = Instant::now();
-        let page = page(token.take()).await?;
+        let page = source.next_page(token.take()).await?;
         run.wall += started.elapsed();
         // the shard queries a page needs at least: one for every lane holding items of the
         // page or whose next position is unknown; the token keeps no lane's next position, so
@@ -427,23 +462,19 @@ where
 /// Passes without latency for the CPU columns: the least disturbed one counts.
 const CPU_PASSES: usize = 7;
 
-/// `CPU_PASSES` runs of `v2_pages` on `store` (no latency): the one whose time outside the
-/// store was least, with the store's time.
-fn least_of<S, F, P>(
+/// `CPU_PASSES` runs of `v2_pages` on `store` (no latency), each from a pager `source` makes:
+/// the one whose time outside the store was least, with the store's time.
+fn least_of<S, Pg: Pager>(
     runtime: &tokio::runtime::Runtime,
     store: &Timed<S>,
     populated: usize,
     pages: usize,
-    mut page: F,
-) -> Result<V2Run, Error>
-where
-    F: FnMut(Option<String>) -> P,
-    P: Future<Output = Result<QueryPageResult, Error>>,
-{
+    mut source: impl FnMut() -> Pg,
+) -> Result<V2Run, Error> {
     let engine = |r: &V2Run| r.wall.saturating_sub(r.store);
     let mut pass = || {
         store.take();
-        let mut run = runtime.block_on(v2_pages(populated, pages, &mut page))?;
+        let mut run = runtime.block_on(v2_pages(populated, pages, source()))?;
         run.store = store.take();
         Ok::<_, Error>(run)
     };
@@ -550,31 +581,56 @@ fn fanout_v2(records: &[Item]) -> BenchResult<()> {
         let user = schema.entity("user")?;
         // CPU, zero latency: the same pages on the bare store
         let inner = Timed::new(inner);
-        let bare = created_query(&inner, user, limit);
-        let bare = least_of(&runtime, &inner, populated, pages, |token| {
-            let bare = &bare;
-            async move { bare.page(token.as_deref()).await }
+        let query = created_query(&inner, user, limit);
+        let bare = least_of(&runtime, &inner, populated, pages, || {
+            let query = &query;
+            move |token: Option<String>| async move { query.page(token.as_deref()).await }
         })?;
+        // the same pages from one `pages` stream (sharded rows only)
+        let bare_pages = (populated > 1)
+            .then(|| {
+                least_of(&runtime, &inner, populated, pages, || {
+                    ByStream(Box::pin(query.pages(None)))
+                })
+            })
+            .transpose()?;
         let store = v2_store(inner, &timer);
         if std::env::var_os("V2_BARE").is_some() {
             // a diagnostic: the passes without latency only
             continue;
         }
         let latent = created_query(&store, user, limit);
-        let latent = runtime.block_on(v2_pages(populated, pages, |token| {
+        let by_tokens = runtime.block_on(v2_pages(populated, pages, |token: Option<String>| {
             let latent = &latent;
             async move { latent.page(token.as_deref()).await }
         }))?;
         let wait = store.hook.mean_wait().as_secs_f64();
-        v2_row("Query", populated, limit, &bare, &latent, wait);
+        v2_row("Query", populated, limit, &bare, &by_tokens, wait);
+        if let Some(bare_pages) = bare_pages {
+            let streamed = runtime.block_on(v2_pages(
+                populated,
+                pages,
+                ByStream(Box::pin(latent.pages(None))),
+            ))?;
+            let wait = store.hook.mean_wait().as_secs_f64();
+            v2_row(
+                "Query, `pages`",
+                populated,
+                limit,
+                &bare_pages,
+                &streamed,
+                wait,
+            );
+        }
     }
     fanout_v2_multi(&records, &timer, &runtime)
 }
 
-/// A query read to its end, page by page with tokens against one stream, on `fanout_v2`'s
-/// store (5 ms per shard query, throttle 10, page size 100, 20 shards): wall time, shard
-/// queries and items read per item returned. A stream's pages go on from what the previous
-/// one read and grow (`cargo bench -p entity-manager-tests --bench query -- stream`).
+/// A query read to its end, page by page with tokens, as one stream of items and as one stream
+/// of pages (`pages`), on `fanout_v2`'s store (5 ms per shard query, throttle 10, page size
+/// 100, 20 shards): wall time, shard queries and items read per item returned. The pages of
+/// both streams go on from what the previous one read; a stream of items' pages grow, those
+/// of `pages` are of the limit (`cargo bench -p entity-manager-tests --bench query -- stream`).
 fn streamed_to_the_end(records: &[Item]) -> BenchResult<()> {
     use entity_manager::query::TryStreamExt as _;
     let (timer, runtime) = latency_setup()?;
@@ -584,9 +640,9 @@ fn streamed_to_the_end(records: &[Item]) -> BenchResult<()> {
         records.len()
     );
     println!(
-        "| limit | by tokens: s | shard queries | items read / returned | stream: s | shard queries | items read / returned | time ÷ |"
+        "| limit | by tokens: s | shard queries | items read / returned | stream: s | shard queries | items read / returned | time ÷ | `pages`: s | shard queries | items read / returned |"
     );
-    println!("|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     let schema = schema_with(
         &json!([{ "timestamp": 0, "charBits": 2, "chars": 5 }]),
         ShardSpace::Product,
@@ -611,9 +667,14 @@ fn streamed_to_the_end(records: &[Item]) -> BenchResult<()> {
         let started = Instant::now();
         let streamed: Vec<Item> = runtime.block_on(query.stream().try_collect())?;
         let streaming = (started.elapsed().as_secs_f64(), store.take());
-        if paged != records.len() || streamed.len() != records.len() {
+        let started = Instant::now();
+        let as_pages: Vec<QueryPageResult> = runtime.block_on(query.pages(None).try_collect())?;
+        let by_pages = (started.elapsed().as_secs_f64(), store.take());
+        let from_pages: usize = as_pages.iter().map(|p| p.items.len()).sum();
+        if paged != records.len() || streamed.len() != records.len() || from_pages != records.len()
+        {
             return Err(format!(
-                "{paged} items paged, {} streamed, of {}",
+                "{paged} items paged, {} streamed, {from_pages} as pages, of {}",
                 streamed.len(),
                 records.len()
             )
@@ -622,14 +683,17 @@ fn streamed_to_the_end(records: &[Item]) -> BenchResult<()> {
         #[allow(clippy::cast_precision_loss)]
         let per = |items: usize| items as f64 / records.len() as f64;
         println!(
-            "| {limit} | {:.2} | {} | {:.3} | {:.2} | {} | {:.3} | {:.1}× |",
+            "| {limit} | {:.2} | {} | {:.3} | {:.2} | {} | {:.3} | {:.1}× | {:.2} | {} | {:.3} |",
             by_tokens.0,
             by_tokens.1.0,
             per(by_tokens.1.1),
             streaming.0,
             streaming.1.0,
             per(streaming.1.1),
-            by_tokens.0 / streaming.0
+            by_tokens.0 / streaming.0,
+            by_pages.0,
+            by_pages.1.0,
+            per(by_pages.1.1),
         );
     }
     Ok(())
@@ -755,16 +819,17 @@ fn fanout_throttled(records: &[Item]) -> BenchResult<()> {
             let store = entity_manager_tests::Tally::new(v2_store(inner, &timer));
             let query = created_query(&store, user, limit);
             let failed = std::sync::atomic::AtomicUsize::new(0);
-            let run = runtime.block_on(v2_pages(populated, V2_PAGES, |token| {
-                let (query, failed) = (&query, &failed);
-                async move {
-                    entity_manager_tests::page_retrying(|| {
-                        failed.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        query.page(token.as_deref())
-                    })
-                    .await
-                }
-            }))?;
+            let run =
+                runtime.block_on(v2_pages(populated, V2_PAGES, |token: Option<String>| {
+                    let (query, failed) = (&query, &failed);
+                    async move {
+                        entity_manager_tests::page_retrying(|| {
+                            failed.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                            query.page(token.as_deref())
+                        })
+                        .await
+                    }
+                }))?;
             let wait = store.inner.hook.mean_wait().as_secs_f64();
             #[allow(clippy::cast_precision_loss)]
             let (per_page, floor, read) = (
@@ -853,16 +918,16 @@ fn fanout_v2_multi(
             };
         }
         let bare = query!(&store.inner);
-        let bare = least_of(runtime, &store.inner, populated, pages, |token| {
+        let bare = least_of(runtime, &store.inner, populated, pages, || {
             let bare = &bare;
-            async move { bare.page(token.as_deref()).await }
+            move |token: Option<String>| async move { bare.page(token.as_deref()).await }
         })?;
         if std::env::var_os("V2_BARE").is_some() {
             // a diagnostic: the passes without latency only
             continue;
         }
         let latent = query!(&store);
-        let latent = runtime.block_on(v2_pages(populated, pages, |token| {
+        let latent = runtime.block_on(v2_pages(populated, pages, |token: Option<String>| {
             let latent = &latent;
             async move { latent.page(token.as_deref()).await }
         }))?;

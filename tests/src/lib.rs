@@ -383,3 +383,122 @@ impl XorShift {
         self.0 % m.max(1)
     }
 }
+
+/// How a test reads a query's paging to its end ([`read_to_end`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// `page` from each page's token.
+    Tokens,
+    /// One `stream` of items, whose pages go on from what the previous one read.
+    Stream,
+    /// `pages`, whose pages go on from what the previous one read; every third page the stream
+    /// is dropped and a new one resumes from the last page's token (as after a failure).
+    Pages,
+}
+
+impl Mode {
+    /// Every mode.
+    pub const ALL: [Self; 3] = [Self::Tokens, Self::Stream, Self::Pages];
+}
+
+/// A boxed future of `'s`.
+pub type Boxed<'s, T> = std::pin::Pin<Box<dyn Future<Output = T> + 's>>;
+/// A boxed stream of `'s`.
+pub type BoxedStream<'s, T> = std::pin::Pin<Box<dyn entity_manager::query::Stream<Item = T> + 's>>;
+
+type PageResult = Result<entity_manager::query::QueryPageResult, entity_manager::Error>;
+
+/// A query [`read_to_end`] pages: an untyped `Query` or `MultiQuery`.
+pub trait Paged {
+    /// `page(token)`.
+    fn page_at<'s>(&'s self, token: Option<&'s str>) -> Boxed<'s, PageResult>;
+    /// `stream()`.
+    fn items(&self) -> BoxedStream<'_, Result<entity_manager::Item, entity_manager::Error>>;
+    /// `pages(token)`.
+    fn pages_from(&self, token: Option<&str>) -> BoxedStream<'_, PageResult>;
+}
+
+/// `impl Paged` for query types whose `page`, `stream` and `pages` have the untyped queries'
+/// signatures.
+macro_rules! paged {
+    ($($query:ty),+) => {$(
+        impl<S: Store> Paged for $query {
+            fn page_at<'s>(&'s self, token: Option<&'s str>) -> Boxed<'s, PageResult> {
+                Box::pin(self.page(token))
+            }
+            fn items(
+                &self,
+            ) -> BoxedStream<'_, Result<entity_manager::Item, entity_manager::Error>> {
+                Box::pin(self.stream())
+            }
+            fn pages_from(&self, token: Option<&str>) -> BoxedStream<'_, PageResult> {
+                Box::pin(self.pages(token))
+            }
+        }
+    )+};
+}
+
+paged!(
+    entity_manager::query::untyped::Query<'_, S, entity_manager::query::untyped::Indexed>,
+    entity_manager::query::untyped::MultiQuery<'_, S>
+);
+
+/// Every item of `query`'s paging, read as `mode` says, with `between` awaited between two
+/// pages (by tokens or of `pages`: a write to the table, say). Fails after 20,000 pages (the
+/// paging did not end), and when a stream of pages ends before a page without a token.
+///
+/// # Errors
+///
+/// A page's error, `between`'s, or either failure above.
+pub async fn read_to_end<Q, W, E>(
+    query: &Q,
+    mode: Mode,
+    mut between: impl FnMut() -> W,
+) -> Result<Vec<entity_manager::Item>, Box<dyn std::error::Error>>
+where
+    Q: Paged + ?Sized,
+    W: Future<Output = Result<(), E>>,
+    E: std::error::Error + 'static,
+{
+    use entity_manager::query::StreamExt as _;
+    let mut got = Vec::new();
+    let mut token: Option<String> = None;
+    let mut pages = 0usize;
+    match mode {
+        Mode::Stream => {
+            let mut items = query.items();
+            while let Some(item) = items.next().await {
+                got.push(item?);
+            }
+            Ok(got)
+        }
+        Mode::Tokens | Mode::Pages => {
+            // the stream of pages, until it is dropped (every third page)
+            let mut stream = None;
+            loop {
+                let page = if mode == Mode::Tokens {
+                    query.page_at(token.as_deref()).await?
+                } else {
+                    stream
+                        .get_or_insert_with(|| query.pages_from(token.as_deref()))
+                        .next()
+                        .await
+                        .ok_or("the pages ended before a page without a token")??
+                };
+                got.extend(page.items);
+                token = page.next;
+                if token.is_none() {
+                    return Ok(got);
+                }
+                pages += 1;
+                if pages > 20_000 {
+                    return Err("did not terminate".into());
+                }
+                between().await?;
+                if pages.is_multiple_of(3) {
+                    stream = None;
+                }
+            }
+        }
+    }
+}

@@ -17,7 +17,9 @@ mod store_support;
 
 use entity_manager::field::{Condition, Field};
 use entity_manager::query::untyped::MultiQuery;
-use entity_manager::query::{Collection as _, MultiAttribute, TryStreamExt as _, TypedIndex};
+use entity_manager::query::{
+    Collection as _, MultiAttribute, TryStreamExt as _, TypedIndex, TypedPage,
+};
 use entity_manager::store::{MemoryStore, RangeCondition, Store};
 use entity_manager::{AttributeValue, Entity, EntityExt, EntitySchema, Error, Table};
 use league::{Coach, CoachIndex, Player, PlayerIndex, Roster, league};
@@ -992,6 +994,19 @@ async fn a_collection_query_returns_the_members_as_the_enum() -> TestResult {
     assert!(got.iter().any(|r| matches!(r, Roster::Coach(_))));
     let streamed: Vec<Roster> = query.stream().try_collect().await?;
     assert_eq!(streamed, want);
+    // as a stream of pages: the same pages, and from the first page's token the rest
+    let pages: Vec<TypedPage<Roster>> = query.pages(None).try_collect().await?;
+    assert!(pages.iter().all(|p| p.items.len() <= 4));
+    assert!(pages.iter().rev().skip(1).all(|p| p.items.len() == 4));
+    let by_pages: Vec<Roster> = pages.iter().flat_map(|p| p.items.clone()).collect();
+    assert_eq!(by_pages, want);
+    let token = pages
+        .first()
+        .and_then(|p| p.next.clone())
+        .ok_or("a second page")?;
+    let rest: Vec<TypedPage<Roster>> = query.pages(Some(&token)).try_collect().await?;
+    let rest: Vec<Roster> = rest.into_iter().flat_map(|p| p.items).collect();
+    assert_eq!(rest, want[4..]);
     Ok(())
 }
 
@@ -1019,5 +1034,9 @@ async fn the_typed_stream_is_the_pages() -> TestResult {
     want.sort_by_key(|p| std::cmp::Reverse(p.created));
     assert!(want.len() > 3);
     assert_eq!(streamed, want);
+    let pages: Vec<TypedPage<Player>> = query.pages(None).try_collect().await?;
+    assert!(pages.iter().rev().skip(1).all(|p| p.items.len() == 3));
+    let by_pages: Vec<Player> = pages.into_iter().flat_map(|p| p.items).collect();
+    assert_eq!(by_pages, want);
     Ok(())
 }

@@ -281,6 +281,21 @@ fn pages_stay_exact_and_cheap_when_the_density_changes_between_pages() -> TestRe
     Ok(())
 }
 
+/// The `created` index of `schema` on `store`, the 20 shards of `(0, 2, 5)`, throttle 10.
+fn over_twenty_shards<'s, S: entity_manager::store::Store>(
+    store: &'s S,
+    schema: &'s Schema,
+    limit: usize,
+    page_size: usize,
+) -> Result<Query<'s, S>, Error> {
+    Ok(Query::new(store, schema.entity("user")?)
+        .index("created")
+        .shards_between(0, 20_000_000)
+        .limit(limit)
+        .page_size(page_size)
+        .throttle(10))
+}
+
 /// A stream over many shards keeps what each page read beyond its end: paged by tokens, every
 /// page reads again what the previous one read past its end, and queries every lane again
 /// (the token holds no lane's position); the stream reads each item about once and queries a
@@ -292,13 +307,7 @@ fn a_stream_reads_each_item_about_once() -> TestResult {
     let records = uniform(20_000, 7);
     for (limit, page_size) in [(10usize, 100usize), (100, 100), (1, 10)] {
         let store = Tally::new(load(&schema, &records)?);
-        let user = schema.entity("user")?;
-        let query = Query::new(&store, user)
-            .index("created")
-            .shards_between(0, 20_000_000)
-            .limit(limit)
-            .page_size(page_size)
-            .throttle(10);
+        let query = over_twenty_shards(&store, &schema, limit, page_size)?;
         let paged: Vec<Item> = page_all(&query)?
             .into_iter()
             .flat_map(|p| p.items)
@@ -336,6 +345,72 @@ fn a_stream_reads_each_item_about_once() -> TestResult {
             first_page,
             "limit {limit}: taking a page's items from a stream reads more than the page"
         );
+    }
+    Ok(())
+}
+
+/// `Query::pages` gives the pages `page` gives by tokens (the same items, page by page, the
+/// limit each), but each goes on from what the pages before it read: each item is read about
+/// once. Each of its tokens is a page token like any other: a new query (as in another process)
+/// resumes from it with `page` or `pages`, and gets the pages the stream gave after it.
+#[test]
+#[allow(clippy::cast_precision_loss)] // ratios for the printed summary
+fn pages_are_the_pages_of_tokens_and_read_each_item_about_once() -> TestResult {
+    let schema = schema(&[(0, 2, 5)], ShardSpace::Product)?;
+    let records = uniform(20_000, 7);
+    for (limit, page_size) in [(10usize, 100usize), (100, 100), (7, 3)] {
+        let store = Tally::new(load(&schema, &records)?);
+        let query = over_twenty_shards(&store, &schema, limit, page_size)?;
+        let by_tokens = page_all(&query)?;
+        let tokens_read = store.take();
+        let pages: Vec<QueryPageResult> = block_on(query.pages(None).try_collect())?;
+        let pages_read = store.take();
+        println!(
+            "limit {limit}: by tokens {} queries, {:.3} items read per item returned; pages {} queries, {:.3}",
+            tokens_read.0,
+            tokens_read.1 as f64 / 20_000.0,
+            pages_read.0,
+            pages_read.1 as f64 / 20_000.0,
+        );
+        assert_eq!(pages.len(), by_tokens.len(), "limit {limit}: page count");
+        for (i, (page, paged)) in pages.iter().zip(&by_tokens).enumerate() {
+            assert!(
+                page.items == paged.items,
+                "limit {limit}: page {i} differs from the page by tokens"
+            );
+            assert_eq!(page.next.is_none(), i + 1 == pages.len());
+            assert_eq!(page.stats.items_returned, page.items.len());
+        }
+        // each item read once, and the last page's reads
+        assert!(
+            pages_read.1 <= 20_000 + limit * 2,
+            "limit {limit}: the pages read {} items for 20,000 ({tokens_read:?} by tokens)",
+            pages_read.1
+        );
+        assert!(
+            pages_read.0 <= tokens_read.0,
+            "limit {limit}: {pages_read:?} as pages against {tokens_read:?} by tokens"
+        );
+        // every token of the stream resumes, from a new query, where the stream went on
+        let fresh = over_twenty_shards(&store, &schema, limit, page_size)?;
+        for at in [0, 1, pages.len() / 2, pages.len().saturating_sub(2)] {
+            let Some(token) = pages.get(at).and_then(|p| p.next.as_deref()) else {
+                continue;
+            };
+            let next = block_on(fresh.page(Some(token)))?;
+            assert!(
+                next.items == pages[at + 1].items,
+                "limit {limit}: the page after page {at}'s token differs"
+            );
+            let rest: Vec<QueryPageResult> = block_on(fresh.pages(Some(token)).try_collect())?;
+            assert_eq!(rest.len(), pages.len() - at - 1);
+            assert!(
+                rest.iter()
+                    .zip(&pages[at + 1..])
+                    .all(|(a, b)| a.items == b.items),
+                "limit {limit}: the pages resumed from page {at}'s token differ"
+            );
+        }
     }
     Ok(())
 }

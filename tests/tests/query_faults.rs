@@ -4,13 +4,15 @@
 //! page holds `min(limit, remaining)` items in the query's order, and paging to the end returns
 //! every record once. A failed shard query fails its page with a typed error; the caller
 //! retries the page with the same token, which is safe (a page is a function of its token and
-//! the table).
+//! the table); a stream of pages (`Query::pages`) ends with the error, and a new one resumes
+//! from the last page's token.
 //!
 //! On `MemoryStore` (many cases) and, smaller, on DynamoDB Local.
 
 use std::sync::Mutex;
 
 use entity_manager::model::ShardSpace;
+use entity_manager::query::StreamExt as _;
 use entity_manager::query::untyped::Query;
 use entity_manager::store::{
     MemoryStore, Page, QueryPage, RangeCondition, Store, StoreError, StoreErrorKind,
@@ -144,13 +146,15 @@ fn range_attr_of(ask: &Ask) -> &'static str {
     }
 }
 
-/// Pages `ask` to the end over `rough`, retrying a failed page with its token, and checks the
-/// pages against the records in the store's order.
+/// Pages `ask` to the end over `rough`, retrying a failed page with its token (or, `by_pages`,
+/// as `Query::pages`: a failed page ends the stream, and a new one resumes from the last page's
+/// token), and checks the pages against the records in the store's order.
 async fn check<S: Store>(
     rough: &Rough<S>,
     schema: &Schema,
     records: &[Record],
     ask: &Ask,
+    by_pages: bool,
 ) -> TestResult {
     let user = schema.entity("user")?;
     let start = Query::new(rough, user);
@@ -186,8 +190,23 @@ async fn check<S: Store>(
     let mut token: Option<String> = None;
     let mut pages: Vec<Vec<Item>> = Vec::new();
     let mut retries = 0usize;
+    // a stream of pages, while no page failed
+    let mut stream = None;
     loop {
-        let page = match query.page(token.as_deref()).await {
+        let page = if by_pages {
+            let pages = stream.get_or_insert_with(|| Box::pin(query.pages(token.as_deref())));
+            match pages.next().await {
+                Some(page) => page,
+                None => {
+                    return Err(
+                        format!("the pages ended before a page without a token ({ask:?})").into(),
+                    );
+                }
+            }
+        } else {
+            query.page(token.as_deref()).await
+        };
+        let page = match page {
             Ok(page) => page,
             Err(Error::ShardQuery { source, .. })
                 if matches!(
@@ -199,6 +218,8 @@ async fn check<S: Store>(
                 if retries > 100_000 {
                     return Err("too many retries".into());
                 }
+                // the stream ended with its error: the next one resumes from the last token
+                stream = None;
                 continue;
             }
             Err(other) => return Err(other.into()),
@@ -259,6 +280,7 @@ proptest! {
         cut in prop_oneof![Just(0u64), Just(30), Just(90)],
         seed in any::<u64>(),
         ask in ask(),
+        by_pages in any::<bool>(),
     ) {
         let check_one = || -> TestResult {
             let bumps: &[(u64, u8, u8)] = if two_bumps { &[(0, 2, 1), (1_500, 2, 2)] } else { &[(0, 3, 1)] };
@@ -267,7 +289,7 @@ proptest! {
             let store = MemoryStore::new(TableDefinition::from_schema(&schema)?);
             block_on(store.batch_write(writes_of(&schema, &records)?))?;
             let rough = rough(store, &ask, (fail, cut, seed.rotate_left(9)));
-            block_on(check(&rough, &schema, &records, &ask))
+            block_on(check(&rough, &schema, &records, &ask, by_pages))
         };
         check_one().map_err(|e| TestCaseError::fail(e.to_string()))?;
     }
@@ -283,6 +305,7 @@ proptest! {
         spread in prop_oneof![Just(3u64), Just(3_000)],
         seed in any::<u64>(),
         ask in ask(),
+        by_pages in any::<bool>(),
     ) {
         let check_one = || -> TestResult {
             let Some(client) = store_support::dynamo_client() else { return Ok(()) };
@@ -298,7 +321,7 @@ proptest! {
                 store.create_table().await?;
                 store.batch_write(writes_of(&schema, &records)?).await?;
                 let rough = rough(store, &ask, (10, 50, seed.rotate_left(9)));
-                let result = check(&rough, &schema, &records, &ask).await;
+                let result = check(&rough, &schema, &records, &ask, by_pages).await;
                 rough.inner.delete_table().await?;
                 result
             })

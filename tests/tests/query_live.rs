@@ -19,7 +19,7 @@ use entity_manager::store::{
     Expect, MemoryStore, Page, QueryPage, RangeCondition, Store, StoreError, TableDefinition,
 };
 use entity_manager::{AttributeValue, Item, Schema};
-use entity_manager_tests::{block_on, forward_store};
+use entity_manager_tests::{Mode, block_on, forward_store, read_to_end};
 use proptest::prelude::*;
 
 mod query_support;
@@ -291,15 +291,16 @@ fn in_order(got: &[Item], range_attr: &str, ask: &Ask, within_lane_order: bool) 
     Ok(())
 }
 
-/// Pages `ask` to the end over `churn` (a write between pages too) and checks the contract.
-/// Pages `ask` to the end on `churn` (by tokens, with writes between pages too; or
-/// `streamed`, as one `Query::stream`, whose pages go on from what the previous one read) and
-/// checks the contract.
+fn mode() -> impl Strategy<Value = Mode> {
+    proptest::sample::select(Mode::ALL.to_vec())
+}
+
+/// Pages `ask` to the end on `churn` as `mode` says and checks the contract.
 async fn check<S: Store>(
     churn: &Churn<'_, S>,
     ask: &Ask,
     within_lane_order: bool,
-    streamed: bool,
+    mode: Mode,
 ) -> TestResult {
     let user = churn.schema.entity("user")?;
     let before: HashMap<String, Record> = churn
@@ -325,27 +326,7 @@ async fn check<S: Store>(
         .throttle(ask.throttle)
         .descending(ask.descending);
     let range_attr = range_attr_of(ask);
-    let got: Vec<Item> = if streamed {
-        use entity_manager::query::TryStreamExt as _;
-        query.stream().try_collect().await?
-    } else {
-        let mut token: Option<String> = None;
-        let mut got = Vec::new();
-        let mut pages = 0usize;
-        loop {
-            let page = query.page(token.as_deref()).await?;
-            pages += 1;
-            got.extend(page.items);
-            token = page.next;
-            if token.is_none() {
-                break got;
-            }
-            if pages > 20_000 {
-                return Err("did not terminate".into());
-            }
-            churn.write().await?;
-        }
-    };
+    let got = read_to_end(&query, mode, || churn.write()).await?;
     // no record twice
     let mut seen: HashSet<&str> = HashSet::new();
     for item in &got {
@@ -418,7 +399,7 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
 
     /// The contract on `MemoryStore`, with writes before every shard query and between pages
-    /// (or, `streamed`, within one stream).
+    /// (or within one stream; or a stream of pages, resumed from its tokens).
     #[test]
     fn pages_keep_the_contract_while_the_table_is_written(
         bumps in bumps(),
@@ -427,7 +408,7 @@ proptest! {
         rate in prop_oneof![Just(20u64), Just(60)],
         seed in any::<u64>(),
         ask in ask(),
-        streamed in any::<bool>(),
+        mode in mode(),
     ) {
         let check_one = || -> TestResult {
             let schema = schema(&bumps, ShardSpace::Product)?;
@@ -435,7 +416,7 @@ proptest! {
             let store = MemoryStore::new(TableDefinition::from_schema(&schema)?);
             block_on(store.batch_write(writes_of(&schema, &records)?))?;
             let churn = churn(store, &schema, &records, (rate, spread, seed.rotate_left(17)), &ask);
-            block_on(check(&churn, &ask, true, streamed))
+            block_on(check(&churn, &ask, true, mode))
         };
         check_one().map_err(|e| TestCaseError::fail(e.to_string()))?;
     }
@@ -454,7 +435,7 @@ proptest! {
         spread in prop_oneof![Just(3u64), Just(3_000)],
         seed in any::<u64>(),
         ask in ask(),
-        streamed in any::<bool>(),
+        mode in mode(),
     ) {
         let check_one = || -> TestResult {
             let Some(client) = store_support::dynamo_client() else { return Ok(()) };
@@ -470,7 +451,7 @@ proptest! {
                 store.create_table().await?;
                 store.batch_write(writes_of(&schema, &records)?).await?;
                 let churn = churn(store, &schema, &records, (40, spread, seed.rotate_left(17)), &ask);
-                let result = check(&churn, &ask, false, streamed).await;
+                let result = check(&churn, &ask, false, mode).await;
                 churn.inner.delete_table().await?;
                 result
             })

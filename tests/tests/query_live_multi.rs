@@ -23,7 +23,7 @@ use std::sync::Mutex;
 
 use entity_manager::store::{Expect, MemoryStore, Page, QueryPage, Store, StoreError};
 use entity_manager::{AttributeValue, EntityExt as _, EntitySchema, Item};
-use entity_manager_tests::{block_on, forward_store};
+use entity_manager_tests::{Mode, block_on, forward_store, read_to_end};
 use league::{Coach, Player, league};
 use league_query::{Ask, Rec, query, tuple, wanted};
 use proptest::prelude::*;
@@ -231,11 +231,9 @@ fn position(item: &Item, ask: &Ask) -> Option<Position> {
     ))
 }
 
-/// Pages `ask` to the end over `churn` and checks the contract.
-/// Pages the churn's ask to the end (by tokens, with writes between pages too; or `streamed`,
-/// as one `MultiQuery::stream`, whose pages go on from what the previous one read) and checks
-/// the contract.
-async fn check<S: Store>(churn: &Churn<S>, strict_ties: bool, streamed: bool) -> TestResult {
+/// Pages the churn's ask to the end as `mode` says (by tokens or as pages, with writes between
+/// pages too; or as one stream) and checks the contract.
+async fn check<S: Store>(churn: &Churn<S>, strict_ties: bool, mode: Mode) -> TestResult {
     let ask = &churn.ask;
     let before: HashMap<(String, String), Rec> = churn
         .log
@@ -250,26 +248,7 @@ async fn check<S: Store>(churn: &Churn<S>, strict_ties: bool, streamed: bool) ->
         entities.push(Coach::schema()?);
     }
     let q = query(churn, entities, ask);
-    let got: Vec<Item> = if streamed {
-        use entity_manager::query::TryStreamExt as _;
-        q.stream().try_collect().await?
-    } else {
-        let mut token: Option<String> = None;
-        let mut got = Vec::new();
-        for pages in 0.. {
-            let page = q.page(token.as_deref()).await?;
-            got.extend(page.items);
-            token = page.next;
-            if token.is_none() {
-                break;
-            }
-            if pages > 20_000 {
-                return Err("did not terminate".into());
-            }
-            churn.write().await?;
-        }
-        got
-    };
+    let got = read_to_end(&q, mode, || churn.write()).await?;
     let mut seen: HashSet<(String, String)> = HashSet::new();
     for item in &got {
         let key = (text(item, "rangeKey"), text(item, "hashKey"));
@@ -375,21 +354,21 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
 
     /// The contract on `MemoryStore`, with writes before every shard query and between pages
-    /// (or, `streamed`, within one stream).
+    /// (or within one stream; or a stream of pages, resumed from its tokens).
     #[test]
     fn multi_pages_keep_the_contract_while_the_table_is_written(
         count in 0usize..120,
         rate in prop_oneof![Just(20u64), Just(60)],
         seed in any::<u64>(),
         ask in ask(),
-        streamed in any::<bool>(),
+        mode in proptest::sample::select(Mode::ALL.to_vec()),
     ) {
         let check_one = || -> TestResult {
             let store = MemoryStore::new(league()?);
             let records = dataset(count, seed);
             block_on(load(&store, &records))?;
             let churn = churn(store, &records, rate, seed.rotate_left(17), ask.clone())?;
-            block_on(check(&churn, true, streamed))
+            block_on(check(&churn, true, mode))
         };
         check_one().map_err(|e| TestCaseError::fail(e.to_string()))?;
     }
@@ -405,7 +384,7 @@ proptest! {
         count in 0usize..60,
         seed in any::<u64>(),
         ask in ask(),
-        streamed in any::<bool>(),
+        mode in proptest::sample::select(Mode::ALL.to_vec()),
     ) {
         let check_one = || -> TestResult {
             if store_support::dynamo_client().is_none() {
@@ -419,7 +398,7 @@ proptest! {
                 let records = dataset(count, seed);
                 load(&store, &records).await?;
                 let churn = churn(store, &records, 40, seed.rotate_left(17), ask.clone())?;
-                let result = check(&churn, false, streamed).await;
+                let result = check(&churn, false, mode).await;
                 churn.inner.delete_table().await?;
                 result
             })

@@ -5,7 +5,9 @@
 
 use std::collections::BTreeSet;
 
-use entity_manager::query::{EVERY_SHARD, FieldSet, KeyCondition, TryStreamExt as _};
+use entity_manager::query::{
+    EVERY_SHARD, FieldSet, KeyCondition, StreamExt as _, TryStreamExt as _, TypedPage,
+};
 use entity_manager::store::{Expect, MemoryStore, Store as _, TableDefinition};
 use entity_manager::{Entity, EntityExt, Error, Table};
 use serde::{Deserialize, Serialize};
@@ -177,6 +179,19 @@ async fn projections_of_keys_only_and_include_indexes_read_into_structs() -> Tes
             .map(|m| (m.member_id.clone(), m.joined))
             .collect::<Vec<_>>()
     );
+    // the same, as one stream of pages read into the projected struct
+    let pages: Vec<TypedPage<Id>> = query.pages_as::<Id>(None).try_collect().await?;
+    let by_pages: Vec<(String, u64)> = pages
+        .into_iter()
+        .flat_map(|p| p.items)
+        .map(|i| (i.member_id, i.joined))
+        .collect();
+    assert_eq!(
+        by_pages,
+        got.iter()
+            .map(|i| (i.member_id.clone(), i.joined))
+            .collect::<Vec<_>>()
+    );
     // INCLUDE `score`: a field set read into a projected struct
     let query = Member::query(&store)?
         .index(MemberIndex::ByName)
@@ -326,6 +341,58 @@ async fn an_item_that_is_not_a_record_is_named_by_its_keys() -> TestResult {
         page.items
             .iter()
             .any(|i| i.get("memberId") == Some(&entity_manager::AttributeValue::S("m-odd".into())))
+    );
+    Ok(())
+}
+
+/// `pages` gives the typed pages `page` gives by tokens, the limit each; a failed stream is
+/// resumed from the last page's token, by a new stream of pages or by `page`.
+#[tokio::test]
+async fn typed_pages_are_the_pages_by_tokens_and_resume_from_any_token() -> TestResult {
+    let store = store().await?;
+    let query = Member::query(&store)?
+        .table()
+        .shards_between(0, 10_000)
+        .limit(7);
+    let mut by_tokens: Vec<Vec<Member>> = Vec::new();
+    let mut token = None;
+    loop {
+        let page = query.page(token.as_deref()).await?;
+        by_tokens.push(page.items);
+        token = page.next;
+        if token.is_none() {
+            break;
+        }
+    }
+    let pages: Vec<TypedPage<Member>> = query.pages(None).try_collect().await?;
+    let items: Vec<Vec<Member>> = pages.iter().map(|p| p.items.clone()).collect();
+    assert_eq!(items, by_tokens);
+    // 120 members, 7 a page: 17 full pages and one of 1
+    assert_eq!(pages.len(), 18);
+    assert!(pages[..17].iter().all(|p| p.items.len() == 7));
+    // a stream of pages stopped after its fifth page goes on, from that page's token, in a
+    // new stream and with `page`
+    let mut stream = std::pin::pin!(query.pages(None));
+    let mut fifth = None;
+    for _ in 0..5 {
+        fifth = stream.next().await.transpose()?;
+    }
+    let token = fifth
+        .and_then(|p| p.next)
+        .ok_or("a token after the fifth page")?;
+    let rest: Vec<TypedPage<Member>> = query.pages(Some(&token)).try_collect().await?;
+    let rest: Vec<Vec<Member>> = rest.into_iter().map(|p| p.items).collect();
+    assert_eq!(rest, by_tokens[5..]);
+    assert_eq!(query.page(Some(&token)).await?.items, by_tokens[5]);
+    // a token of another query is refused by the stream's first page
+    let other = Member::query(&store)?
+        .index(MemberIndex::ByJoined)
+        .shards_between(0, 10_000)
+        .limit(7);
+    let refused: Vec<Result<TypedPage<Member>, Error>> = other.pages(Some(&token)).collect().await;
+    assert!(
+        matches!(refused.as_slice(), [Err(Error::Token(_))]),
+        "{refused:?}"
     );
     Ok(())
 }

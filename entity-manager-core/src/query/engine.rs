@@ -563,9 +563,10 @@ pub(crate) struct Engine<'p, P, S> {
 /// apart; a cursor keeps them from page to page, for as long as an item read on the page they
 /// were emitted on (or earlier) is still buffered: a copy read later is no stale copy of them.
 ///
-/// Its pages grow: the first is the limit, each next one twice the one before, up to a page
-/// size from each of a throttle's lanes. A stream read to its end then takes fewer and larger
-/// reads; one whose first items only are taken reads no more than its first page.
+/// The pages of a stream of items grow: the first is the limit, each next one twice the one
+/// before, up to a page size from each of a throttle's lanes. A stream read to its end then
+/// takes fewer and larger reads; one whose first items only are taken reads no more than its
+/// first page. The pages of a stream of pages ([`Growth::Fixed`]) are all of the limit.
 pub(crate) struct Cursor {
     merge: Merge,
     boundary: Option<Boundary>,
@@ -573,6 +574,16 @@ pub(crate) struct Cursor {
     /// The size of the next page, and of the first.
     want: usize,
     limit: usize,
+    growth: Growth,
+}
+
+/// Whether the pages of a [`Cursor`] grow.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Growth {
+    /// Each page twice the one before (a stream of items: its pages are not seen).
+    Doubling,
+    /// Every page of the limit (a stream of pages, each with its token).
+    Fixed,
 }
 
 /// The unique values a cursor emitted, with the page each was emitted on, in that order.
@@ -608,15 +619,23 @@ impl<P: Lanes, S: Store> Engine<'_, P, S> {
         .await
     }
 
-    /// The stream over the lanes of `indexes`, from `state`, in pages of `limit` items and
-    /// more, for [`stream_page`](Self::stream_page) to page.
-    pub(crate) fn open(&self, indexes: &[usize], state: &StreamState, limit: usize) -> Cursor {
+    /// The stream over the lanes of `indexes`, from `state` (fresh, or a token's), in pages of
+    /// `limit` items (and more, as `growth` says), for [`stream_page`](Self::stream_page) to
+    /// page.
+    pub(crate) fn open(
+        &self,
+        indexes: &[usize],
+        state: &StreamState,
+        limit: usize,
+        growth: Growth,
+    ) -> Cursor {
         Cursor {
             merge: self.merge(indexes, state),
             boundary: state.boundary.clone(),
             seen: Seen::default(),
             want: limit,
             limit,
+            growth,
         }
     }
 
@@ -632,6 +651,7 @@ impl<P: Lanes, S: Store> Engine<'_, P, S> {
             seen,
             want,
             limit,
+            growth,
         } = cursor;
         let page = self
             .run(
@@ -642,8 +662,10 @@ impl<P: Lanes, S: Store> Engine<'_, P, S> {
                 totals,
             )
             .await?;
-        let most = (*limit).max(self.page_size.saturating_mul(self.throttle));
-        *want = want.saturating_mul(2).min(most).max(*limit);
+        if *growth == Growth::Doubling {
+            let most = (*limit).max(self.page_size.saturating_mul(self.throttle));
+            *want = want.saturating_mul(2).min(most).max(*limit);
+        }
         // the values no buffered item can be a stale copy of: emitted on a page before any
         // buffered item was read
         let oldest = merge.oldest_read().unwrap_or(merge.page.saturating_add(1));
@@ -657,14 +679,14 @@ impl<P: Lanes, S: Store> Engine<'_, P, S> {
 
     /// The next page of an open stream (see [`next`](Self::next)) as a stream gives it: traced
     /// (as `entity`'s, over `indexes` indexes) with its stats, each item passed to `finish`;
-    /// with whether it is the last.
+    /// with the state a token of the page after it holds (no token is written here).
     pub(crate) async fn stream_page(
         &self,
         cursor: &mut Cursor,
         (entity, indexes): (&str, usize),
         finish: impl Fn(&mut Item),
-    ) -> Result<(Vec<Item>, bool)> {
-        let mut done = false;
+    ) -> Result<(super::page::QueryPageResult, StreamState)> {
+        let mut after = None;
         let page = super::paging::traced_page(entity, indexes, async {
             let mut stats = QueryStats {
                 shards: cursor.merge.lanes.len(),
@@ -673,7 +695,7 @@ impl<P: Lanes, S: Store> Engine<'_, P, S> {
             let mut page = self.next(cursor, &mut stats).await?;
             page.items.iter_mut().for_each(&finish);
             stats.items_returned = page.items.len();
-            done = page.state.done();
+            after = Some(page.state);
             Ok(super::page::QueryPageResult {
                 items: page.items,
                 next: None,
@@ -681,7 +703,9 @@ impl<P: Lanes, S: Store> Engine<'_, P, S> {
             })
         })
         .await?;
-        Ok((page.items, done))
+        // a page that ran to its end has its state
+        let after = after.unwrap_or_else(|| StreamState::fresh(0));
+        Ok((page, after))
     }
 
     /// One page of `merge`, whose previous page ended at `boundary`.

@@ -184,6 +184,29 @@ impl<'a, S: Store, O: QueryOutput> TypedMultiQuery<'a, S, O> {
             Err(e) => Either::Right(futures::stream::iter([Err(e)])),
         }
     }
+
+    /// The pages of records from the first (`token: None`) or from the one after the page that
+    /// returned `token`, each as [`page`](Self::page) gives it, until the last.
+    ///
+    /// Each page goes on from what the pages before it read (each item is read once) and
+    /// carries the token of the page after it: a failed page ends the stream with its error,
+    /// and the last page's token resumes it (see
+    /// [`Query::pages`](super::untyped::Query::pages)).
+    pub fn pages(
+        &self,
+        token: Option<&str>,
+    ) -> impl Stream<Item = Result<TypedPage<O>>> + use<'_, 'a, S, O> {
+        use futures::StreamExt as _;
+        use futures::future::Either;
+        match self.core.build(&self.paging) {
+            Ok(query) => Either::Left(
+                query
+                    .into_pages(token.map(str::to_owned))
+                    .map(|page| page.and_then(|page| typed(page, O::read))),
+            ),
+            Err(e) => Either::Right(futures::stream::iter([Err(e)])),
+        }
+    }
 }
 
 /// A page's items read as `T`.

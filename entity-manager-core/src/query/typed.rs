@@ -412,33 +412,13 @@ impl<'a, S: Store, E: Entity> TypedQuery<'a, S, E> {
     where
         E: DeserializeOwned,
     {
-        let page = self.inner.page(token).await?;
-        let items = page
-            .items
-            .into_iter()
-            .map(from_owned_item::<E>)
-            .collect::<Result<Vec<E>>>()?;
-        Ok(TypedPage {
-            items,
-            next: page.next,
-            stats: page.stats,
-        })
+        read_page::<E, E>(self.inner.page(token).await?)
     }
 
     /// One page, each item read as a `P` (a struct of the [`projection`](Self::projection)'s
     /// fields, or any other view of the entity's items).
     pub async fn page_as<P: DeserializeOwned>(&self, token: Option<&str>) -> Result<TypedPage<P>> {
-        let page = self.inner.page(token).await?;
-        let items = page
-            .items
-            .into_iter()
-            .map(from_owned_item_as::<E, P>)
-            .collect::<Result<Vec<P>>>()?;
-        Ok(TypedPage {
-            items,
-            next: page.next,
-            stats: page.stats,
-        })
+        read_page::<E, P>(self.inner.page(token).await?)
     }
 
     /// Every matching record, page after page (a [`Stream`]: bring
@@ -462,6 +442,47 @@ impl<'a, S: Store, E: Entity> TypedQuery<'a, S, E> {
             .stream()
             .map(|item| item.and_then(from_owned_item_as::<E, P>))
     }
+
+    /// The pages of records from the first (`token: None`) or from the one after the page that
+    /// returned `token`, each as [`page`](Self::page) gives it (its records, its stats and the
+    /// token of the page after it), until the last.
+    ///
+    /// Each page goes on from what the pages before it read, as [`stream`](Self::stream)
+    /// does: a query paged to its end this way reads each item once. A failed page ends the
+    /// stream with its error, and nothing is lost: the last page's token resumes it, here or in
+    /// another process (see [`untyped::Query::pages`](super::untyped::Query::pages)).
+    pub fn pages(
+        &self,
+        token: Option<&str>,
+    ) -> impl Stream<Item = Result<TypedPage<E>>> + use<'_, 'a, S, E>
+    where
+        E: DeserializeOwned,
+    {
+        self.pages_as::<E>(token)
+    }
+
+    /// [`pages`](Self::pages), each item read as a `P`.
+    pub fn pages_as<P: DeserializeOwned>(
+        &self,
+        token: Option<&str>,
+    ) -> impl Stream<Item = Result<TypedPage<P>>> + use<'_, 'a, S, E, P> {
+        self.inner
+            .pages(token)
+            .map(|page| page.and_then(read_page::<E, P>))
+    }
+}
+
+/// A page's items read as records of `E`, each as a `P`.
+fn read_page<E: Entity, P: DeserializeOwned>(page: super::QueryPageResult) -> Result<TypedPage<P>> {
+    Ok(TypedPage {
+        items: page
+            .items
+            .into_iter()
+            .map(from_owned_item_as::<E, P>)
+            .collect::<Result<Vec<P>>>()?,
+        next: page.next,
+        stats: page.stats,
+    })
 }
 
 impl<'a, S: Store, E: Entity> TypedQuery<'a, S, E> {

@@ -7,7 +7,7 @@ use std::marker::PhantomData;
 use serde_dynamo::Item;
 
 use crate::error::{Error, Result};
-use crate::query::engine::{self, Engine};
+use crate::query::engine::{self, Engine, Growth};
 use crate::query::page::{QueryPageResult, QueryStats};
 use crate::query::paging::{Paging, Resumable, resume, table_binding, traced_page};
 use crate::query::plan::{IndexSpec, Plan, PlanInput};
@@ -436,27 +436,32 @@ impl<'a, S: Store> Query<'a, S, Indexed> {
             sort_items(&mut items, sort);
         }
         totals.items_returned = items.len();
-        let done = next_states.iter().all(StreamState::done);
-        let next = (!done).then(|| {
-            let table = table_binding(self.store, self.table_name.as_deref());
-            token::encode(
-                &TokenState {
-                    from: plan.window.0,
-                    to: plan.window.1,
-                    streams: next_states,
-                },
-                token::Binding {
-                    query: &plan.fingerprint,
-                    table: &table,
-                },
-                self.paging.signing_key.as_deref(),
-            )
-        });
         Ok(QueryPageResult {
             items,
-            next,
+            next: self.token_after(plan, next_states),
             stats: totals,
         })
+    }
+
+    /// The token of the page after one that left its streams in `states` (`None`: every lane
+    /// gave everything, it was the last).
+    fn token_after(&self, plan: &Plan<'_>, states: Vec<StreamState>) -> Option<String> {
+        if states.iter().all(StreamState::done) {
+            return None;
+        }
+        let table = table_binding(self.store, self.table_name.as_deref());
+        Some(token::encode(
+            &TokenState {
+                from: plan.window.0,
+                to: plan.window.1,
+                streams: states,
+            },
+            token::Binding {
+                query: &plan.fingerprint,
+                table: &table,
+            },
+            self.paging.signing_key.as_deref(),
+        ))
     }
 
     /// Every matching item, page after page, until the shards are exhausted.
@@ -475,22 +480,26 @@ impl<'a, S: Store> Query<'a, S, Indexed> {
         futures::stream::unfold(Next::Start, move |next| async move {
             let page = match next {
                 Next::Done => return None,
-                Next::Start => self.open().await.map(|(items, open)| {
+                Next::Start => self.open(None, Growth::Doubling).await.map(|(page, open)| {
                     let next = match open {
                         Ok(open) => Next::Open(open),
                         Err(Some(token)) => Next::Token(token),
                         Err(None) => Next::Done,
                     };
-                    (items, next)
+                    (page.items, next)
                 }),
                 Next::Token(token) => self
                     .page(Some(&token))
                     .await
                     .map(|page| (page.items, page.next.map_or(Next::Done, Next::Token))),
-                Next::Open(mut open) => self
-                    .go_on(&mut open)
-                    .await
-                    .map(|(items, done)| (items, if done { Next::Done } else { Next::Open(open) })),
+                Next::Open(mut open) => self.go_on(&mut open).await.map(|page| {
+                    let next = if page.next.is_some() {
+                        Next::Open(open)
+                    } else {
+                        Next::Done
+                    };
+                    (page.items, next)
+                }),
             };
             match page {
                 Ok((items, next)) => {
@@ -503,44 +512,165 @@ impl<'a, S: Store> Query<'a, S, Indexed> {
         .flatten()
     }
 
-    /// The first page of a stream: kept open when the query is one merged stream (exact
-    /// mode), else paged by tokens (`Err` with the next token).
+    /// The pages from the first (`token: None`) or from the one after the page that returned
+    /// `token`, each as [`page`](Self::page) gives it (its items, its stats and the token of
+    /// the page after it), until the last.
+    ///
+    /// Each page goes on from what the pages before it read, as a [`stream`](Self::stream)
+    /// does, instead of reading it again from the token: a query paged to its end this way
+    /// reads each item once (a page that starts from a token reads every shard beyond its end
+    /// to know where it ends, and the next page reads that again). Every page holds the
+    /// limit's number of items (the last one what is left), with the guarantees of
+    /// [`page`](Self::page) while the table is written.
+    ///
+    /// A failed page ends the stream with its error; nothing is lost: the token of the last
+    /// page received resumes it, with `pages(Some(token))` or [`page`](Self::page) (in this
+    /// process or another one).
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use entity_manager_core::query::{StreamExt as _, TryStreamExt as _, untyped::Query};
+    /// # use entity_manager_core::store::{MemoryStore, Store, TableDefinition};
+    /// # use entity_manager_core::Schema;
+    /// # use entity_manager_core::model::ShardSpace;
+    /// # use serde_json::json;
+    /// # let schema = Schema::from_ts_config(
+    /// #     &json!({
+    /// #         "hashKey": "hashKey",
+    /// #         "rangeKey": "rangeKey",
+    /// #         "entities": { "user": {
+    /// #             "uniqueProperty": "userId",
+    /// #             "timestampProperty": "created",
+    /// #             "shardBumps": [{ "timestamp": 0, "charBits": 2, "chars": 1 }]
+    /// #         } },
+    /// #         "indexes": { "created": { "hashKey": "hashKey", "rangeKey": "created" } },
+    /// #         "propertyTranscodes": { "userId": "string", "created": "timestamp" }
+    /// #     }),
+    /// #     ShardSpace::Power,
+    /// # )?;
+    /// # let store = MemoryStore::new(TableDefinition::from_schema(&schema)?);
+    /// # let user = schema.entity("user")?;
+    /// # for n in 0..25u64 {
+    /// #     let item = serde_dynamo::to_item(json!({ "userId": format!("u{n}"), "created": 1_000 + n }))?;
+    /// #     store.put_item(user.add_keys(&item)?, Default::default()).await?;
+    /// # }
+    /// // 25 users over 4 shards
+    /// let query = Query::new(&store, user).index("created").shards_between(0, 10_000).limit(10);
+    /// let mut pages = std::pin::pin!(query.pages(None));
+    /// let (mut sizes, mut resume_from) = (Vec::new(), None);
+    /// while let Some(page) = pages.next().await {
+    ///     let page = page?; // on an error, `query.pages(resume_from.as_deref())` goes on
+    ///     sizes.push(page.items.len());
+    ///     resume_from = page.next;
+    /// }
+    /// assert_eq!(sizes, [10, 10, 5]);
+    /// assert_eq!(resume_from, None); // the last page has no token
+    ///
+    /// // a stream of pages resumes from any page's token, as `page` does
+    /// let first = query.page(None).await?;
+    /// let rest: Vec<_> = query.pages(first.next.as_deref()).try_collect().await?;
+    /// assert_eq!(rest[0].items[0]["created"], serde_dynamo::AttributeValue::N("1010".into()));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn pages(
+        &self,
+        token: Option<&str>,
+    ) -> impl Stream<Item = Result<QueryPageResult>> + use<'_, 'a, S> {
+        enum Next<'a> {
+            Start(Option<String>),
+            Token(String),
+            Open(Box<Open<'a>>),
+            Done,
+        }
+        let start = Next::Start(token.map(str::to_owned));
+        futures::stream::unfold(start, move |next| async move {
+            let page = match next {
+                Next::Done => return None,
+                Next::Start(token) => {
+                    self.open(token.as_deref(), Growth::Fixed)
+                        .await
+                        .map(|(page, open)| {
+                            let next = match open {
+                                Ok(open) => Next::Open(open),
+                                Err(Some(token)) => Next::Token(token),
+                                Err(None) => Next::Done,
+                            };
+                            (page, next)
+                        })
+                }
+                Next::Token(token) => self.page(Some(&token)).await.map(|page| {
+                    let next = page.next.clone().map_or(Next::Done, Next::Token);
+                    (page, next)
+                }),
+                Next::Open(mut open) => self.go_on(&mut open).await.map(|page| {
+                    let next = if page.next.is_some() {
+                        Next::Open(open)
+                    } else {
+                        Next::Done
+                    };
+                    (page, next)
+                }),
+            };
+            Some(match page {
+                Ok((page, next)) => (Ok(page), next),
+                Err(e) => (Err(e), Next::Done),
+            })
+        })
+    }
+
+    /// The first page of a stream, from the beginning or after `token`: kept open when the
+    /// query is one merged stream (exact mode), else paged by tokens (`Err` with the next
+    /// token).
     async fn open(
         &self,
+        token: Option<&str>,
+        growth: Growth,
     ) -> Result<(
-        Vec<Item>,
+        QueryPageResult,
         std::result::Result<Box<Open<'a>>, Option<String>>,
     )> {
         let settings = self.settings()?;
-        let (plan, _) = self.plan(None, &settings.sort)?;
+        let (plan, state) = self.plan(token, &settings.sort)?;
         if !plan.exact {
             let page = traced_page(
                 &self.schema.model().token,
                 plan.indexes.len(),
-                self.run(&plan, None, &settings),
+                self.run(&plan, state.as_ref(), &settings),
             )
             .await?;
-            return Ok((page.items, Err(page.next)));
+            let next = page.next.clone();
+            return Ok((page, Err(next)));
         }
         let all: Vec<usize> = (0..plan.indexes.len()).collect();
+        let state = state
+            .and_then(|mut s| s.streams.pop())
+            .unwrap_or_else(|| StreamState::fresh(plan.lanes()));
         let cursor = Engine {
             plan: &plan,
             store: self.store,
             page_size: settings.page_size,
             throttle: settings.throttle,
         }
-        .open(&all, &StreamState::fresh(plan.lanes()), settings.limit);
+        .open(&all, &state, settings.limit, growth);
         let mut open = Box::new(Open {
             plan,
             cursor,
             settings,
         });
-        let (items, done) = self.go_on(&mut open).await?;
-        Ok((items, if done { Err(None) } else { Ok(open) }))
+        let page = self.go_on(&mut open).await?;
+        let next = if page.next.is_some() {
+            Ok(open)
+        } else {
+            Err(None)
+        };
+        Ok((page, next))
     }
 
-    /// The next page of an open stream, and whether it is the last.
-    async fn go_on(&self, open: &mut Open<'a>) -> Result<(Vec<Item>, bool)> {
+    /// The next page of an open stream, with the token of the page after it (`None`: it was
+    /// the last).
+    async fn go_on(&self, open: &mut Open<'a>) -> Result<QueryPageResult> {
         let Open {
             plan,
             cursor,
@@ -552,13 +682,15 @@ impl<'a, S: Store> Query<'a, S, Indexed> {
             page_size: settings.page_size,
             throttle: settings.throttle,
         };
-        engine
+        let (mut page, state) = engine
             .stream_page(
                 cursor,
                 (&self.schema.model().token, plan.indexes.len()),
                 |item| plan.restore_unique(item),
             )
-            .await
+            .await?;
+        page.next = self.token_after(plan, vec![state]);
+        Ok(page)
     }
 }
 

@@ -32,7 +32,7 @@ use serde_dynamo::{AttributeValue, Item};
 
 use crate::error::{Error, Result};
 use crate::model::{Index, IndexAttribute, MultiKey};
-use crate::query::engine::{self, Engine};
+use crate::query::engine::{self, Engine, Growth};
 use crate::query::lanes::{Key, Lanes};
 use crate::query::page::{QueryPageResult, QueryStats};
 use crate::query::paging::{self, Paging};
@@ -423,24 +423,29 @@ impl<'a, S: Store> MultiQuery<'a, S> {
             .page(&[0], &state, settings.limit, &mut seen, &mut totals)
             .await?;
         totals.items_returned = page.items.len();
-        let next = (!page.state.done()).then(|| {
+        Ok(QueryPageResult {
+            items: page.items,
+            next: self.token_after(&plan, &table, page.state),
+            stats: totals,
+        })
+    }
+
+    /// The token of the page after one that left the stream in `state` (`None`: every lane
+    /// gave everything, it was the last).
+    fn token_after(&self, plan: &Plan<'_>, table: &[u8; 32], state: StreamState) -> Option<String> {
+        (!state.done()).then(|| {
             token::encode(
                 &TokenState {
                     from: plan.window.0,
                     to: plan.window.1,
-                    streams: vec![page.state],
+                    streams: vec![state],
                 },
                 token::Binding {
                     query: &plan.fingerprint,
-                    table: &table,
+                    table,
                 },
                 self.paging.signing_key.as_deref(),
             )
-        });
-        Ok(QueryPageResult {
-            items: page.items,
-            next,
-            stats: totals,
         })
     }
 
@@ -483,6 +488,31 @@ impl<'a, S: Store> MultiQuery<'a, S> {
     {
         stream_of(self)
     }
+
+    /// The pages from the first (`token: None`) or from the one after the page that returned
+    /// `token`, each as [`page`](Self::page) gives it, until the last.
+    ///
+    /// As [`Query::pages`](super::Query::pages): each page goes on from what the pages before
+    /// it read (each item is read once), holds the limit's number of items, and carries the
+    /// token of the page after it; a failed page ends the stream with its error, and the last
+    /// page's token resumes it.
+    pub fn pages(
+        &self,
+        token: Option<&str>,
+    ) -> impl Stream<Item = Result<QueryPageResult>> + use<'_, 'a, S> {
+        pages_of(self, token.map(str::to_owned))
+    }
+
+    /// [`pages`](Self::pages) of a query the stream owns.
+    pub(crate) fn into_pages(
+        self,
+        token: Option<String>,
+    ) -> impl Stream<Item = Result<QueryPageResult>> + 'a
+    where
+        S: 'a,
+    {
+        pages_of(self, token)
+    }
 }
 
 /// The checked page settings of a query.
@@ -493,11 +523,13 @@ struct Settings {
     throttle: usize,
 }
 
-/// A stream kept open between its pages: its plan and the engine's cursor.
+/// A stream kept open between its pages: its plan, the engine's cursor, and the table
+/// binding of its pages' tokens.
 struct Open<'a> {
     plan: Plan<'a>,
     cursor: engine::Cursor,
     settings: Settings,
+    table: [u8; 32],
 }
 
 /// The stream of `query` (borrowed or owned): each page goes on from the engine's cursor.
@@ -514,15 +546,15 @@ where
     futures::stream::unfold((Next::Start, query), |(next, query)| async move {
         let page = match next {
             Next::Done => return None,
-            Next::Start => match open(query.borrow()) {
+            Next::Start => match open(query.borrow(), None, Growth::Doubling) {
                 Ok(open) => go_on(query.borrow(), open).await,
                 Err(e) => Err(e),
             },
             Next::Open(open) => go_on(query.borrow(), open).await,
         };
         let (items, next) = match page {
-            Ok((items, Some(open))) => (items.into_iter().map(Ok).collect(), Next::Open(open)),
-            Ok((items, None)) => (items.into_iter().map(Ok).collect(), Next::Done),
+            Ok((page, Some(open))) => (page.items.into_iter().map(Ok).collect(), Next::Open(open)),
+            Ok((page, None)) => (page.items.into_iter().map(Ok).collect(), Next::Done),
             Err(e) => (vec![Err(e)], Next::Done),
         };
         Some((futures::stream::iter(items), (next, query)))
@@ -530,11 +562,49 @@ where
     .flatten()
 }
 
-/// A stream of `query`, before its first page.
-fn open<'a, S: Store>(query: &MultiQuery<'a, S>) -> Result<Box<Open<'a>>> {
+/// The pages of `query` (borrowed or owned), from the beginning or after `token`: each goes on
+/// from the engine's cursor.
+fn pages_of<'q, 'a: 'q, S, Q>(
+    query: Q,
+    token: Option<String>,
+) -> impl Stream<Item = Result<QueryPageResult>> + 'q
+where
+    S: Store + 'a,
+    Q: Borrow<MultiQuery<'a, S>> + 'q,
+{
+    enum Next<'a> {
+        Start(Option<String>),
+        Open(Box<Open<'a>>),
+        Done,
+    }
+    futures::stream::unfold((Next::Start(token), query), |(next, query)| async move {
+        let page = match next {
+            Next::Done => return None,
+            Next::Start(token) => match open(query.borrow(), token.as_deref(), Growth::Fixed) {
+                Ok(open) => go_on(query.borrow(), open).await,
+                Err(e) => Err(e),
+            },
+            Next::Open(open) => go_on(query.borrow(), open).await,
+        };
+        let (page, next) = match page {
+            Ok((page, Some(open))) => (Ok(page), Next::Open(open)),
+            Ok((page, None)) => (Ok(page), Next::Done),
+            Err(e) => (Err(e), Next::Done),
+        };
+        Some((page, (next, query)))
+    })
+}
+
+/// A stream of `query`, before its first page, from the beginning or after `token`, its
+/// pages growing as `growth` says.
+fn open<'a, S: Store>(
+    query: &MultiQuery<'a, S>,
+    token: Option<&str>,
+    growth: Growth,
+) -> Result<Box<Open<'a>>> {
     let settings = query.settings()?;
     let table = paging::table_binding(query.store, None);
-    let (plan, state) = query.resume(None, &table)?;
+    let (plan, state) = query.resume(token, &table)?;
     let source = Source {
         query,
         plan: &plan,
@@ -546,11 +616,12 @@ fn open<'a, S: Store>(query: &MultiQuery<'a, S>) -> Result<Box<Open<'a>>> {
         page_size: settings.page_size,
         throttle: settings.throttle,
     }
-    .open(&[0], &state, settings.limit);
+    .open(&[0], &state, settings.limit, growth);
     Ok(Box::new(Open {
         plan,
         cursor,
         settings,
+        table,
     }))
 }
 
@@ -559,11 +630,12 @@ fn open<'a, S: Store>(query: &MultiQuery<'a, S>) -> Result<Box<Open<'a>>> {
 async fn go_on<'a, S: Store>(
     query: &MultiQuery<'a, S>,
     mut open: Box<Open<'a>>,
-) -> Result<(Vec<Item>, Option<Box<Open<'a>>>)> {
+) -> Result<(QueryPageResult, Option<Box<Open<'a>>>)> {
     let Open {
         plan,
         cursor,
         settings,
+        table,
     } = &mut *open;
     let source = Source {
         query,
@@ -576,10 +648,12 @@ async fn go_on<'a, S: Store>(
         page_size: settings.page_size,
         throttle: settings.throttle,
     };
-    let (items, done) = engine
+    let (mut page, state) = engine
         .stream_page(cursor, (&query.tokens(), 1), |_| {})
         .await?;
-    Ok((items, (!done).then_some(open)))
+    page.next = query.token_after(plan, table, state);
+    let open = page.next.is_some().then_some(open);
+    Ok((page, open))
 }
 
 /// The tie-breaker of an item as the token writes it in a lane that does not give the table
