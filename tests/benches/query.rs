@@ -516,6 +516,28 @@ fn v2_row(label: &str, populated: usize, limit: usize, bare: &V2Run, timed: &V2R
     );
 }
 
+/// The row of a stream of pages beside the row of `label` (its populated lanes, limit and
+/// pages): `streamed`, the query's `pages(None)` on the store with latency, paged as the row by
+/// tokens was; `bare`, its passes without latency; `wait`, the store's mean wait once paged.
+fn v2_pages_row(
+    runtime: &tokio::runtime::Runtime,
+    (label, populated, limit, pages): (&str, usize, usize, usize),
+    bare: &V2Run,
+    streamed: impl entity_manager::query::Stream<Item = Result<QueryPageResult, Error>>,
+    wait: impl FnOnce() -> f64,
+) -> Result<(), Error> {
+    let timed = runtime.block_on(v2_pages(populated, pages, ByStream(Box::pin(streamed))))?;
+    v2_row(
+        &format!("{label}, `pages`"),
+        populated,
+        limit,
+        bare,
+        &timed,
+        wait(),
+    );
+    Ok(())
+}
+
 /// The fan-out store of `fanout_v2`: `inner` behind a 5 ms precise wait.
 fn v2_store<S: Store>(inner: S, timer: &PreciseTimer) -> Hooked<S, Latency<'_>> {
     Hooked {
@@ -607,20 +629,11 @@ fn fanout_v2(records: &[Item]) -> BenchResult<()> {
         let wait = store.hook.mean_wait().as_secs_f64();
         v2_row("Query", populated, limit, &bare, &by_tokens, wait);
         if let Some(bare_pages) = bare_pages {
-            let streamed = runtime.block_on(v2_pages(
-                populated,
-                pages,
-                ByStream(Box::pin(latent.pages(None))),
-            ))?;
-            let wait = store.hook.mean_wait().as_secs_f64();
-            v2_row(
-                "Query, `pages`",
-                populated,
-                limit,
-                &bare_pages,
-                &streamed,
-                wait,
-            );
+            let streamed = latent.pages(None);
+            let row = ("Query", populated, limit, pages);
+            v2_pages_row(&runtime, row, &bare_pages, streamed, || {
+                store.hook.mean_wait().as_secs_f64()
+            })?;
         }
     }
     fanout_v2_multi(&records, &timer, &runtime)
@@ -917,17 +930,25 @@ fn fanout_v2_multi(
                     .throttle(THROTTLE)
             };
         }
-        let bare = query!(&store.inner);
+        let query = query!(&store.inner);
         let bare = least_of(runtime, &store.inner, populated, pages, || {
-            let bare = &bare;
-            move |token: Option<String>| async move { bare.page(token.as_deref()).await }
+            let query = &query;
+            move |token: Option<String>| async move { query.page(token.as_deref()).await }
         })?;
+        // the same pages from one `pages` stream (sharded rows only)
+        let bare_pages = (populated > 1)
+            .then(|| {
+                least_of(runtime, &store.inner, populated, pages, || {
+                    ByStream(Box::pin(query.pages(None)))
+                })
+            })
+            .transpose()?;
         if std::env::var_os("V2_BARE").is_some() {
             // a diagnostic: the passes without latency only
             continue;
         }
         let latent = query!(&store);
-        let latent = runtime.block_on(v2_pages(populated, pages, |token: Option<String>| {
+        let by_tokens = runtime.block_on(v2_pages(populated, pages, |token: Option<String>| {
             let latent = &latent;
             async move { latent.page(token.as_deref()).await }
         }))?;
@@ -937,7 +958,14 @@ fn fanout_v2_multi(
         } else {
             "MultiQuery"
         };
-        v2_row(label, populated, limit, &bare, &latent, wait);
+        v2_row(label, populated, limit, &bare, &by_tokens, wait);
+        if let Some(bare_pages) = bare_pages {
+            let streamed = latent.pages(None);
+            let row = (label, populated, limit, pages);
+            v2_pages_row(runtime, row, &bare_pages, streamed, || {
+                store.hook.mean_wait().as_secs_f64()
+            })?;
+        }
     }
     Ok(())
 }
