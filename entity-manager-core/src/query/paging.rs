@@ -69,6 +69,20 @@ pub(super) async fn traced_page(
     Ok(result)
 }
 
+/// The items of a stream of pages, page after page; a failed page's error ends them.
+pub(super) fn items_of(
+    pages: impl futures::Stream<Item = Result<QueryPageResult>>,
+) -> impl futures::Stream<Item = Result<serde_dynamo::Item>> {
+    use futures::StreamExt as _;
+    pages.flat_map(|page| {
+        let items: Vec<Result<serde_dynamo::Item>> = match page {
+            Ok(page) => page.items.into_iter().map(Ok).collect(),
+            Err(e) => vec![Err(e)],
+        };
+        futures::stream::iter(items)
+    })
+}
+
 /// What a token is bound to besides its query: the table, by its definition (keys and
 /// indexes), the name the store knows it by ([`Store::name`]) and the name the query was given
 /// (`Query::table_name`).

@@ -9,10 +9,10 @@ use serde_dynamo::Item;
 use crate::error::{Error, Result};
 use crate::query::engine::{self, Engine, Growth};
 use crate::query::page::{QueryPageResult, QueryStats};
-use crate::query::paging::{Paging, Resumable, resume, table_binding, traced_page};
+use crate::query::paging::{Paging, Resumable, items_of, resume, table_binding, traced_page};
 use crate::query::plan::{IndexSpec, Plan, PlanInput};
 use crate::query::token::{self, StreamState, TokenState};
-use crate::query::{Stream, StreamExt as _, estimate};
+use crate::query::{Stream, estimate};
 use crate::schema::EntitySchema;
 use crate::store::{Filter, RangeCondition, Store};
 
@@ -471,45 +471,7 @@ impl<'a, S: Store> Query<'a, S, Indexed> {
     /// order keeps what each page read beyond its end: the next page goes on from there,
     /// instead of reading it again from a token (each page is still traced as one).
     pub fn stream(&self) -> impl Stream<Item = Result<Item>> + '_ {
-        enum Next<'a> {
-            Start,
-            Token(String),
-            Open(Box<Open<'a>>),
-            Done,
-        }
-        futures::stream::unfold(Next::Start, move |next| async move {
-            let page = match next {
-                Next::Done => return None,
-                Next::Start => self.open(None, Growth::Doubling).await.map(|(page, open)| {
-                    let next = match open {
-                        Ok(open) => Next::Open(open),
-                        Err(Some(token)) => Next::Token(token),
-                        Err(None) => Next::Done,
-                    };
-                    (page.items, next)
-                }),
-                Next::Token(token) => self
-                    .page(Some(&token))
-                    .await
-                    .map(|page| (page.items, page.next.map_or(Next::Done, Next::Token))),
-                Next::Open(mut open) => self.go_on(&mut open).await.map(|page| {
-                    let next = if page.next.is_some() {
-                        Next::Open(open)
-                    } else {
-                        Next::Done
-                    };
-                    (page.items, next)
-                }),
-            };
-            match page {
-                Ok((items, next)) => {
-                    let items: Vec<Result<Item>> = items.into_iter().map(Ok).collect();
-                    Some((futures::stream::iter(items), next))
-                }
-                Err(e) => Some((futures::stream::iter(vec![Err(e)]), Next::Done)),
-            }
-        })
-        .flatten()
+        items_of(self.pages_growing(None, Growth::Doubling))
     }
 
     /// The pages from the first (`token: None`) or from the one after the page that returned
@@ -578,18 +540,27 @@ impl<'a, S: Store> Query<'a, S, Indexed> {
         &self,
         token: Option<&str>,
     ) -> impl Stream<Item = Result<QueryPageResult>> + use<'_, 'a, S> {
+        self.pages_growing(token.map(str::to_owned), Growth::Fixed)
+    }
+
+    /// The pages of a stream from the beginning or after `token`, growing as `growth` says
+    /// (kept open in exact mode, by tokens in union mode), until the last or the first error.
+    fn pages_growing(
+        &self,
+        token: Option<String>,
+        growth: Growth,
+    ) -> impl Stream<Item = Result<QueryPageResult>> + use<'_, 'a, S> {
         enum Next<'a> {
             Start(Option<String>),
             Token(String),
             Open(Box<Open<'a>>),
             Done,
         }
-        let start = Next::Start(token.map(str::to_owned));
-        futures::stream::unfold(start, move |next| async move {
+        futures::stream::unfold(Next::Start(token), move |next| async move {
             let page = match next {
                 Next::Done => return None,
                 Next::Start(token) => {
-                    self.open(token.as_deref(), Growth::Fixed)
+                    self.open(token.as_deref(), growth)
                         .await
                         .map(|(page, open)| {
                             let next = match open {

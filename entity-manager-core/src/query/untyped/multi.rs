@@ -32,13 +32,13 @@ use serde_dynamo::{AttributeValue, Item};
 
 use crate::error::{Error, Result};
 use crate::model::{Index, IndexAttribute, MultiKey};
+use crate::query::Stream;
 use crate::query::engine::{self, Engine, Growth};
 use crate::query::lanes::{Key, Lanes};
 use crate::query::page::{QueryPageResult, QueryStats};
 use crate::query::paging::{self, Paging};
 use crate::query::plan::{Canon, Fields, expand_range, shorten_range};
 use crate::query::token::{self, Boundary, StreamState, TokenState};
-use crate::query::{Stream, StreamExt as _};
 use crate::schema::EntitySchema;
 use crate::store::value::Scalar;
 use crate::store::{QueryPage, RangeCondition, Store, StoreError};
@@ -500,7 +500,7 @@ impl<'a, S: Store> MultiQuery<'a, S> {
         &self,
         token: Option<&str>,
     ) -> impl Stream<Item = Result<QueryPageResult>> + use<'_, 'a, S> {
-        pages_of(self, token.map(str::to_owned))
+        pages_of(self, token.map(str::to_owned), Growth::Fixed)
     }
 
     /// [`pages`](Self::pages) of a query the stream owns.
@@ -511,7 +511,7 @@ impl<'a, S: Store> MultiQuery<'a, S> {
     where
         S: 'a,
     {
-        pages_of(self, token)
+        pages_of(self, token, Growth::Fixed)
     }
 }
 
@@ -538,35 +538,15 @@ where
     S: Store + 'a,
     Q: Borrow<MultiQuery<'a, S>> + 'q,
 {
-    enum Next<'a> {
-        Start,
-        Open(Box<Open<'a>>),
-        Done,
-    }
-    futures::stream::unfold((Next::Start, query), |(next, query)| async move {
-        let page = match next {
-            Next::Done => return None,
-            Next::Start => match open(query.borrow(), None, Growth::Doubling) {
-                Ok(open) => go_on(query.borrow(), open).await,
-                Err(e) => Err(e),
-            },
-            Next::Open(open) => go_on(query.borrow(), open).await,
-        };
-        let (items, next) = match page {
-            Ok((page, Some(open))) => (page.items.into_iter().map(Ok).collect(), Next::Open(open)),
-            Ok((page, None)) => (page.items.into_iter().map(Ok).collect(), Next::Done),
-            Err(e) => (vec![Err(e)], Next::Done),
-        };
-        Some((futures::stream::iter(items), (next, query)))
-    })
-    .flatten()
+    paging::items_of(pages_of(query, None, Growth::Doubling))
 }
 
-/// The pages of `query` (borrowed or owned), from the beginning or after `token`: each goes on
-/// from the engine's cursor.
+/// The pages of `query` (borrowed or owned), from the beginning or after `token`, growing as
+/// `growth` says: each goes on from the engine's cursor.
 fn pages_of<'q, 'a: 'q, S, Q>(
     query: Q,
     token: Option<String>,
+    growth: Growth,
 ) -> impl Stream<Item = Result<QueryPageResult>> + 'q
 where
     S: Store + 'a,
@@ -577,22 +557,25 @@ where
         Open(Box<Open<'a>>),
         Done,
     }
-    futures::stream::unfold((Next::Start(token), query), |(next, query)| async move {
-        let page = match next {
-            Next::Done => return None,
-            Next::Start(token) => match open(query.borrow(), token.as_deref(), Growth::Fixed) {
-                Ok(open) => go_on(query.borrow(), open).await,
-                Err(e) => Err(e),
-            },
-            Next::Open(open) => go_on(query.borrow(), open).await,
-        };
-        let (page, next) = match page {
-            Ok((page, Some(open))) => (Ok(page), Next::Open(open)),
-            Ok((page, None)) => (Ok(page), Next::Done),
-            Err(e) => (Err(e), Next::Done),
-        };
-        Some((page, (next, query)))
-    })
+    futures::stream::unfold(
+        (Next::Start(token), query),
+        move |(next, query)| async move {
+            let page = match next {
+                Next::Done => return None,
+                Next::Start(token) => match open(query.borrow(), token.as_deref(), growth) {
+                    Ok(open) => go_on(query.borrow(), open).await,
+                    Err(e) => Err(e),
+                },
+                Next::Open(open) => go_on(query.borrow(), open).await,
+            };
+            let (page, next) = match page {
+                Ok((page, Some(open))) => (Ok(page), Next::Open(open)),
+                Ok((page, None)) => (Ok(page), Next::Done),
+                Err(e) => (Err(e), Next::Done),
+            };
+            Some((page, (next, query)))
+        },
+    )
 }
 
 /// A stream of `query`, before its first page, from the beginning or after `token`, its
