@@ -142,6 +142,17 @@ mod keys_and_query {
         assert_eq!(recent.len(), 31);
         assert!(recent.windows(2).all(|w| w[0].created <= w[1].created));
 
+        // pages with their tokens, each item read once: a failed stream resumes from the last token
+        let mut by_pages = Vec::new();
+        let mut pages = std::pin::pin!(query.pages(None));
+        while let Some(page) = pages.next().await {
+            let page = page?;
+            println!("{} users, then {:?}", page.items.len(), page.next);
+            assert!(page.items.len() == 10 || page.next.is_none());
+            by_pages.extend(page.items);
+        }
+        assert_eq!(by_pages[..first.items.len()], first.items[..]);
+
         // a projection read into a struct of its fields (the unique value always comes back, even
         // from a KEYS_ONLY index), and the table itself across its shards
         #[derive(Deserialize)]
