@@ -4,7 +4,7 @@ use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
 use std::ops::Bound;
-use std::sync::{PoisonError, RwLock};
+use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
 use serde_dynamo::{AttributeValue, Item};
@@ -29,8 +29,9 @@ use crate::table::fnv1a;
 type SortKey = (Vec<Scalar>, PrimaryKey);
 /// The primary key of an item.
 type PrimaryKey = (Scalar, Scalar);
-/// One index: partition attribute values (in key order) → the positions of its items.
-type IndexMap = BTreeMap<Vec<Scalar>, BTreeSet<SortKey>>;
+/// One index: partition attribute values (in key order) → the positions of its items, each
+/// with the item (shared with the table's map: a query reads it without looking it up).
+type IndexMap = BTreeMap<Vec<Scalar>, BTreeMap<SortKey, Arc<Stored>>>;
 
 /// An in-memory table with `DynamoDB` semantics: the embedded default store.
 ///
@@ -95,13 +96,36 @@ pub struct MemoryStore {
 
 #[derive(Clone, Debug, Default)]
 struct State {
-    items: BTreeMap<PrimaryKey, Item>,
+    items: BTreeMap<PrimaryKey, Arc<Stored>>,
     table: IndexMap,
     gsis: Vec<IndexMap>,
     /// Under a fault plan with a lag: what eventually consistent reads see, and the writes not
     /// yet applied to it (the call after which each becomes visible, the key, the new item or
     /// `None` for a delete).
     lagged: Option<Box<Lagged>>,
+}
+
+/// A stored item and the size `DynamoDB` counts for it ([`value::item_bytes`]), computed once
+/// when it is written: every read of the item sums it into the read's capacity and 1 MB cut.
+#[derive(Clone, Debug)]
+struct Stored {
+    item: Item,
+    bytes: usize,
+}
+
+impl Stored {
+    fn new(item: Item) -> Self {
+        let bytes = value::item_bytes(&item);
+        Self { item, bytes }
+    }
+}
+
+impl std::ops::Deref for Stored {
+    type Target = Item;
+
+    fn deref(&self) -> &Item {
+        &self.item
+    }
 }
 
 #[derive(Clone, Debug, Default)]
@@ -346,7 +370,7 @@ impl MemoryStore {
     /// Every item, in primary key order (the table stamp left out).
     pub fn items(&self) -> Vec<Item> {
         let state = self.read();
-        let items = state.items.values();
+        let items = state.items.values().map(|stored| &stored.item);
         items
             .filter(|i| !crate::table::is_stamp(i, &self.definition))
             .cloned()
@@ -570,19 +594,22 @@ impl MemoryStore {
 
     fn insert_in(&self, state: &mut State, pk: PrimaryKey, item: Item) {
         self.unindex_in(state, &pk);
+        let stored = Arc::new(Stored::new(item));
         state
             .table
             .entry(vec![pk.0.clone()])
             .or_default()
-            .insert((vec![pk.1.clone()], pk.clone()));
+            .insert((vec![pk.1.clone()], pk.clone()), Arc::clone(&stored));
         for i in 0..self.indexes.len() {
-            if let Ok(Some((h, r))) = self.gsi_key(i, &item, "index")
+            if let Ok(Some((h, r))) = self.gsi_key(i, &stored.item, "index")
                 && let Some(map) = state.gsis.get_mut(i)
             {
-                map.entry(h).or_default().insert((r, pk.clone()));
+                map.entry(h)
+                    .or_default()
+                    .insert((r, pk.clone()), Arc::clone(&stored));
             }
         }
-        state.items.insert(pk, item);
+        state.items.insert(pk, stored);
     }
 
     /// Renders a write's expressions as `DynamoStore` sends them and checks their limits.
@@ -655,7 +682,7 @@ impl MemoryStore {
         let actions = update::check(update, &self.definition).map_err(|m| validation(OP, m))?;
         let mut state = self.write();
         check_expect(&state, &pk, expect, OP)?;
-        let old = state.items.get(&pk).cloned();
+        let old = state.items.get(&pk).map(|stored| stored.item.clone());
         let (_, new) = self.updated(old.as_ref(), key, &actions, OP)?;
         let out = update::returned(returns, &actions, old.as_ref(), &new);
         self.insert(&mut state, pk, new);
@@ -679,7 +706,10 @@ impl MemoryStore {
             "Transaction request cannot include multiple operations on one item",
         )?;
         let state = self.read();
-        Ok(pks.iter().map(|pk| state.items.get(pk).cloned()).collect())
+        Ok(pks
+            .iter()
+            .map(|pk| state.items.get(pk).map(|stored| stored.item.clone()))
+            .collect())
     }
 
     fn write_chunk(&self, batch: Vec<WriteRequest>) -> Result<(), StoreError> {
@@ -800,7 +830,7 @@ impl MemoryStore {
                     CancellationReason::NONE
                 } else {
                     CancellationReason {
-                        item: state.items.get(pk).cloned(),
+                        item: state.items.get(pk).map(|stored| stored.item.clone()),
                         ..CancellationReason::conditional_check_failed()
                     }
                 }
@@ -815,7 +845,12 @@ impl MemoryStore {
         for (pk, _, op) in ops {
             writes.push(match op {
                 Op::Update(key, actions) => {
-                    let (_, item) = self.updated(state.items.get(&pk), &key, &actions, OP)?;
+                    let (_, item) = self.updated(
+                        state.items.get(&pk).map(|stored| &stored.item),
+                        &key,
+                        &actions,
+                        OP,
+                    )?;
                     (pk, Op::Put(item))
                 }
                 op => (pk, op),
@@ -908,13 +943,13 @@ impl MemoryStore {
                 ..Page::default()
             });
         }
-        let in_prefix = |k: &&SortKey| {
+        let in_prefix = |(k, _): &(&SortKey, &Arc<Stored>)| {
             prefix
                 .as_ref()
                 .is_none_or(|p| k.0.get(at).is_some_and(|v| v.begins_with(p)))
         };
         let range = partition.range((lower, upper));
-        let keys: Box<dyn Iterator<Item = &SortKey>> = if request.descending {
+        let keys: Box<dyn Iterator<Item = (&SortKey, &Arc<Stored>)>> = if request.descending {
             Box::new(
                 range
                     .rev()
@@ -932,11 +967,9 @@ impl MemoryStore {
         let mut evaluated = 0usize;
         let mut read_bytes = 0usize;
         let mut keys = keys.peekable();
-        // the index's position ends with the item's primary key: looked up as it is, not cloned
-        while let Some((_, pk)) = keys.next() {
-            let Some(item) = state.items.get(pk) else {
-                continue;
-            };
+        // the index holds the item with its position: no lookup by primary key
+        while let Some((_, stored)) = keys.next() {
+            let item = &stored.item;
             evaluated += 1;
             // what the index holds of the item (a GSI may project only some attributes)
             let index_item = match &projected {
@@ -944,7 +977,10 @@ impl MemoryStore {
                 // an LSI's filter names only what it projects (checked above)
                 _ => Cow::Borrowed(item),
             };
-            read_bytes += value::item_bytes(&index_item);
+            read_bytes += match &index_item {
+                Cow::Owned(projected) => value::item_bytes(projected),
+                Cow::Borrowed(_) => stored.bytes,
+            };
             if request
                 .filter
                 .as_ref()
@@ -1018,9 +1054,10 @@ impl MemoryStore {
             .range((start, Bound::Unbounded))
             .filter(|((hash, _), _)| segment_of(hash, request.total_segments) == request.segment)
             .peekable();
-        while let Some((_, item)) = items.next() {
+        while let Some((_, stored)) = items.next() {
+            let item = &stored.item;
             evaluated += 1;
-            read_bytes += value::item_bytes(item);
+            read_bytes += stored.bytes;
             if request
                 .filter
                 .as_ref()
@@ -1248,7 +1285,7 @@ fn check_expect(
             "The conditional request failed",
         )
         .with_code("ConditionalCheckFailedException")
-        .with_item(state.items.get(pk).cloned()))
+        .with_item(state.items.get(pk).map(|stored| stored.item.clone())))
     }
 }
 
