@@ -1040,3 +1040,45 @@ async fn the_typed_stream_is_the_pages() -> TestResult {
     assert_eq!(by_pages, want);
     Ok(())
 }
+
+/// A collection whose window holds one partition (an unsharded index both members share)
+/// reads each page in one request of the page's limit, as a hand-written `Query` would,
+/// although the page size (2) is smaller than the page.
+#[tokio::test]
+async fn a_collection_of_one_lane_reads_each_page_in_one_request() -> TestResult {
+    let tally = entity_manager_tests::Tally::new(roster_store().await?);
+    let f = Player::FIELDS;
+    let query = Roster::query(&tally)?
+        .index(CoachIndex::ByTeam)
+        .hash(f.team_id.eq("t1"))
+        .hash(f.region.eq("eu"))
+        .limit(4)
+        .page_size(2);
+    let mut token = None;
+    let mut got = Vec::new();
+    loop {
+        let page = query.page(token.as_deref()).await?;
+        let (queries, read) = tally.take();
+        assert_eq!(queries, 1, "one request for page {}", got.len() / 4);
+        assert_eq!(
+            read,
+            page.items.len(),
+            "no item read twice or past the page"
+        );
+        got.extend(page.items);
+        match page.next {
+            Some(next) => token = Some(next),
+            None => break,
+        }
+    }
+    // the team's players that have a nickname (the index's last sort attribute: without it
+    // a record is not in the index) and its six coaches, each once
+    let players = self::players()
+        .iter()
+        .filter(|p| p.team_id == "t1" && p.nickname.is_some())
+        .count();
+    assert_eq!(got.len(), players + 6);
+    let coaches = got.iter().filter(|r| matches!(r, Roster::Coach(_))).count();
+    assert_eq!(coaches, 6);
+    Ok(())
+}
