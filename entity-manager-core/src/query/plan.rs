@@ -351,7 +351,9 @@ impl<'a> Plan<'a> {
         range_key: &AttributeValue,
     ) -> Item {
         let table = self.schema.table();
+        // its four keys, sized once (not grown and rehashed twice)
         let mut key = Item::default();
+        key.reserve(4);
         key.insert(
             table.hash_key.to_string(),
             AttributeValue::S(self.table_hash_keys[shard].clone()),

@@ -902,7 +902,10 @@ impl<S: Store> Lanes for Source<'_, '_, S> {
                 .chain(self.plan.multi.range_names())
                 .filter(|name| *name != hash_key && *name != range_key),
         );
+        // sized once: four or so keys, not grown (and rehashed) twice on the way
+        let multi = &self.plan.multi;
         let mut key = Item::default();
+        key.reserve(2 + multi.hash.len() + multi.range.len());
         for name in names {
             key.insert(name.to_owned(), item.get(name)?.clone());
         }
@@ -932,6 +935,7 @@ impl<S: Store> Lanes for Source<'_, '_, S> {
             return None;
         }
         let mut key = Item::default();
+        key.reserve(2 + multi.hash.len() + multi.range.len());
         key.insert(table.range_key.to_string(), AttributeValue::S(range));
         key.insert(
             table.hash_key.to_string(),
