@@ -504,6 +504,28 @@ impl Request {
         Ok(r)
     }
 
+    /// The verdict of [`query`](Self::query) without its expressions, for a store that sends
+    /// none (`MemoryStore`): a key condition alone (no filter, no projection) whose placeholders
+    /// and substitutions are surely within `DynamoDB`'s limits is accepted without rendering it
+    /// (its names and values are placeholders: the expression's length and operators follow
+    /// from their count, its substitutions from their sizes); anything else is rendered and
+    /// checked as `DynamoStore` does. The same verdict either way, for a tenth of the cost of
+    /// the rendering on a shard query.
+    pub(crate) fn check_query(
+        operation: &'static str,
+        request: &QueryPage,
+        hash: &[&str],
+        range: &[&str],
+    ) -> Result<(), StoreError> {
+        if request.filter.is_none()
+            && request.projection.is_none()
+            && key_condition_fits(request, hash, range)
+        {
+            return Ok(());
+        }
+        Self::query(operation, request, hash, range).map(drop)
+    }
+
     /// A scan (filter) or a get (projection).
     pub(crate) fn read(
         operation: &'static str,
@@ -552,6 +574,52 @@ impl Request {
         }
         Ok(())
     }
+}
+
+/// Whether the key condition [`Request::query`] renders for `request` is surely within the
+/// limits [`check`] and [`Request::check_substitutions`] apply: bounds from the count of its
+/// names and values (each a placeholder of at most `#n` or `:v` and three digits) and from
+/// their sizes. `false` when unsure (the caller then renders it).
+fn key_condition_fits(request: &QueryPage, hash: &[&str], range: &[&str]) -> bool {
+    // what `Request::query` pairs: partition attributes with the request's values, the sort
+    // prefix with its values, and the condition on the next sort attribute, if there is one
+    let hash_values = std::iter::once(&request.hash_key).chain(&request.more_hash_keys);
+    let equalities = hash
+        .iter()
+        .zip(hash_values)
+        .chain(range.iter().zip(&request.range_prefix));
+    let condition = request
+        .range
+        .as_ref()
+        .and_then(|c| Some((*range.get(request.range_prefix.len().min(range.len()))?, c)));
+    let mut names = 0usize;
+    let mut substitutions = 0usize;
+    for (name, value) in equalities {
+        names += 1;
+        // `#n` or `:v`, three digits at most (checked below), the name or the value
+        substitutions += 5 + name.len() + 5 + value_bytes(value);
+    }
+    if let Some((name, c)) = condition {
+        names += 1;
+        substitutions += 5 + name.len();
+        substitutions += match c {
+            RangeCondition::Between(a, b) => 10 + value_bytes(a) + value_bytes(b),
+            RangeCondition::Eq(v)
+            | RangeCondition::Lt(v)
+            | RangeCondition::Le(v)
+            | RangeCondition::Gt(v)
+            | RangeCondition::Ge(v)
+            | RangeCondition::BeginsWith(v) => 5 + value_bytes(v),
+        };
+    }
+    // every placeholder below 1,000 (three digits); an equality renders as at most
+    // `#n999 = :v999 AND ` (19 bytes), the condition as at most
+    // ` AND #n999 BETWEEN :v999 AND :v999` or `begins_with(#n999, :v999)` (40)
+    let operators = 2 * names.max(1) - 1;
+    names < 300
+        && 19 * names + 40 <= MAX_EXPRESSION_BYTES
+        && operators <= MAX_EXPRESSION_OPERATORS
+        && substitutions <= MAX_SUBSTITUTION_BYTES
 }
 
 /// A placeholder: `prefix` and `i` in decimal.
@@ -857,5 +925,90 @@ mod tests {
                 .map(|d| (d.expression, d.limit, d.size)),
             Some((ExpressionKind::Condition, ExpressionLimit::Operators, 301))
         );
+    }
+
+    /// A value of `size` bytes as the store counts it (a string, or a number of `size` digits).
+    fn sized(size: usize, number: bool) -> AttributeValue {
+        if number {
+            AttributeValue::N(format!("1{}", "0".repeat(size.saturating_sub(1).min(37))))
+        } else {
+            AttributeValue::S("x".repeat(size))
+        }
+    }
+
+    fn condition(kind: u8, value: AttributeValue) -> RangeCondition {
+        match kind {
+            0 => RangeCondition::Eq(value),
+            1 => RangeCondition::Lt(value),
+            2 => RangeCondition::Ge(value),
+            3 => RangeCondition::BeginsWith(value),
+            _ => RangeCondition::Between(value.clone(), value),
+        }
+    }
+
+    proptest::proptest! {
+        /// The verdict without rendering is the rendering's: whenever the bounds accept a key
+        /// condition, `Request::query` accepts it too (and otherwise `check_query` is it), over
+        /// names and values up to and past the limits.
+        #[test]
+        fn a_key_condition_accepted_unrendered_is_accepted_rendered(
+            names in proptest::collection::vec(0usize..400, 1..10),
+            values in proptest::collection::vec((0usize..900_000, proptest::bool::ANY), 1..10),
+            prefix in 0usize..5,
+            range in proptest::option::of((0u8..5, 0usize..900_000)),
+            filtered in proptest::bool::ANY,
+        ) {
+            let hash_count = (names.len() / 2).max(1);
+            let names: Vec<String> = names.iter().enumerate()
+                .map(|(i, len)| format!("{i}{}", "a".repeat(*len)))
+                .collect();
+            let (hash, sort) = names.split_at(hash_count);
+            let hash: Vec<&str> = hash.iter().map(String::as_str).collect();
+            let sort: Vec<&str> = sort.iter().map(String::as_str).collect();
+            let mut values = values.into_iter().map(|(size, number)| sized(size, number));
+            let mut q = QueryPage::new(values.next().unwrap_or(AttributeValue::S(String::new())));
+            q.more_hash_keys = values.by_ref().take(hash.len().saturating_sub(1)).collect();
+            q.range_prefix = values.by_ref().take(prefix).collect();
+            q.range = range.map(|(kind, size)| condition(kind, sized(size, false)));
+            if filtered {
+                q.filter = Some(Filter::compare("f", crate::store::Comparison::Lt, AttributeValue::N("1".into())));
+            }
+            let rendered = Request::query("Query", &q, &hash, &sort).map(drop);
+            if q.filter.is_none() && key_condition_fits(&q, &hash, &sort) {
+                proptest::prop_assert!(rendered.is_ok(), "accepted unrendered, refused rendered: {rendered:?}");
+            }
+            let unrendered = Request::check_query("Query", &q, &hash, &sort);
+            proptest::prop_assert_eq!(
+                unrendered.map_err(|e| e.to_string()),
+                rendered.map_err(|e| e.to_string())
+            );
+        }
+    }
+
+    /// Substitutions past 2 MB are refused without a filter too: the bounds do not accept them.
+    #[test]
+    fn oversized_key_values_are_refused_unrendered_as_rendered() {
+        let big = || AttributeValue::S("x".repeat(800_000));
+        let mut q = QueryPage::new(big());
+        q.more_hash_keys = vec![big()];
+        q.range = Some(RangeCondition::Between(big(), big()));
+        let hash = ["h1", "h2"];
+        assert!(!key_condition_fits(&q, &hash, &["r"]));
+        let refused = Request::check_query("Query", &q, &hash, &["r"]);
+        assert!(
+            matches!(
+                refused
+                    .as_ref()
+                    .err()
+                    .and_then(StoreError::expression_too_large)
+                    .map(|d| d.limit),
+                Some(ExpressionLimit::SubstitutionBytes)
+            ),
+            "{refused:?}"
+        );
+        // one value of 800 KB is within the limits either way
+        let q = QueryPage::new(big()).range(RangeCondition::Eq(AttributeValue::N("1".into())));
+        assert!(key_condition_fits(&q, &["h"], &["r"]));
+        assert!(Request::query("Query", &q, &["h"], &["r"]).is_ok());
     }
 }

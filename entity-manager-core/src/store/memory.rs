@@ -912,7 +912,7 @@ impl MemoryStore {
         check_query(request, &view, projected.as_deref())?;
         let hash_names: Vec<&str> = view.hash.iter().map(|a| a.name.as_str()).collect();
         let range_names: Vec<&str> = view.range.iter().map(|a| a.name.as_str()).collect();
-        Request::query("Query", request, &hash_names, &range_names)?;
+        Request::check_query("Query", request, &hash_names, &range_names)?;
         if let Some(start) = &request.exclusive_start_key {
             let pos = self.start_position(&view, start)?;
             if request.descending {
