@@ -612,12 +612,11 @@ fn key_condition_fits(request: &QueryPage, hash: &[&str], range: &[&str]) -> boo
             | RangeCondition::BeginsWith(v) => 5 + value_bytes(v),
         };
     }
-    // every placeholder below 1,000 (three digits); an equality renders as at most
-    // `#n999 = :v999 AND ` (19 bytes), the condition as at most
-    // ` AND #n999 BETWEEN :v999 AND :v999` or `begins_with(#n999, :v999)` (40)
+    // at most 300 operators leaves at most 150 names and 151 values: every placeholder below
+    // 1,000 (three digits); an equality renders as at most `#n999 = :v999 AND ` (19 bytes),
+    // the condition as at most ` AND #n999 BETWEEN :v999 AND :v999` (40)
     let operators = 2 * names.max(1) - 1;
-    names < 300
-        && 19 * names + 40 <= MAX_EXPRESSION_BYTES
+    19 * names + 40 <= MAX_EXPRESSION_BYTES
         && operators <= MAX_EXPRESSION_OPERATORS
         && substitutions <= MAX_SUBSTITUTION_BYTES
 }

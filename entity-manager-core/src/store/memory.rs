@@ -120,14 +120,6 @@ impl Stored {
     }
 }
 
-impl std::ops::Deref for Stored {
-    type Target = Item;
-
-    fn deref(&self) -> &Item {
-        &self.item
-    }
-}
-
 #[derive(Clone, Debug, Default)]
 struct Lagged {
     view: State,
@@ -580,7 +572,7 @@ impl MemoryStore {
             }
         }
         for i in 0..self.indexes.len() {
-            if let Ok(Some((h, r))) = self.gsi_key(i, &old, "index")
+            if let Ok(Some((h, r))) = self.gsi_key(i, &old.item, "index")
                 && let Some(map) = state.gsis.get_mut(i)
                 && let Some(set) = map.get_mut(&h)
             {
@@ -642,7 +634,10 @@ impl MemoryStore {
         let pk = self.prepare_key(key, "GetItem")?;
         let guard = self.read();
         let state = self.seen(&guard, false, false);
-        Ok(state.items.get(&pk).map(|item| project(item, projection)))
+        Ok(state
+            .items
+            .get(&pk)
+            .map(|stored| project(&stored.item, projection)))
     }
 
     fn delete_sync(&self, key: &Item, expect: &Expect) -> Result<(), StoreError> {
@@ -773,7 +768,12 @@ impl MemoryStore {
         let state = self.seen(&guard, false, false);
         Ok(pks
             .iter()
-            .filter_map(|pk| state.items.get(pk).map(|item| project(item, projection)))
+            .filter_map(|pk| {
+                state
+                    .items
+                    .get(pk)
+                    .map(|stored| project(&stored.item, projection))
+            })
             .collect())
     }
 
@@ -1251,7 +1251,7 @@ fn holds(state: &State, pk: &PrimaryKey, expect: &Expect) -> bool {
         Expect::Absent => !state.items.contains_key(pk),
         Expect::Present => state.items.contains_key(pk),
         Expect::Matches(filter) => match state.items.get(pk) {
-            Some(item) => value::matches(filter, item),
+            Some(stored) => value::matches(filter, &stored.item),
             None => value::matches(filter, &Item::default()),
         },
     }
