@@ -396,14 +396,18 @@ fn records_get_put_delete_query_pages_and_create_only() -> TestResult {
             range.as_str(),
             "--filter",
             "someProperty < 200",
+            "--filter",
+            "someProperty >= 100",
         ]);
         let out = run(&ranged)?;
         assert_code(&out, 0);
+        // repeated filters: every one holds
         let mut expected: Vec<&Value> = users
             .iter()
             .filter(|u| {
                 let c = u["created"].as_u64().unwrap_or(0);
-                (low..=high).contains(&c) && u["someProperty"].as_u64().unwrap_or(0) < 200
+                let p = u["someProperty"].as_u64().unwrap_or(0);
+                (low..=high).contains(&c) && (100..200).contains(&p)
             })
             .collect();
         expected.sort_by_key(|u| u["created"].as_u64());

@@ -121,6 +121,36 @@ async fn typed_inputs_select_what_the_records_say() -> TestResult {
     });
     assert_eq!(ids(&got), ids(want));
 
+    // filters given one after the other: every one must hold (the later does not replace
+    // the earlier), in both orders
+    let f = Member::FIELDS;
+    for (first, second) in [
+        (f.score.ge(0), f.first_name.begins_with("f3")),
+        (f.first_name.begins_with("f3"), f.score.ge(0)),
+    ] {
+        let got: Vec<Member> = Member::query(&store)?
+            .index(MemberIndex::TeamJoined)
+            .hash_key(&Member::team_hash_key(EVERY_SHARD).team("red")?)
+            .filter(first)
+            .filter(second)
+            .shards_between(0, 10_000)
+            .limit(4)
+            .stream()
+            .try_collect()
+            .await?;
+        let mut want: Vec<&Member> = all
+            .iter()
+            .filter(|m| m.team == "red" && m.score >= 0 && m.first_name.starts_with("f3"))
+            .collect();
+        want.sort_by_key(|m| (m.joined, m.member_id.clone()));
+        assert!(
+            !want.is_empty() && want.len() < 30,
+            "{} of the red",
+            want.len()
+        );
+        assert_eq!(ids(&got), ids(want));
+    }
+
     // a range condition on a field: the `byJoined` index is KEYS_ONLY, so read a projection
     let got: Vec<Member> = Member::query(&store)?
         .table()

@@ -1094,6 +1094,50 @@ mod suite2 {
         Ok(())
     }
 
+    /// A key condition's sort key values are sort keys: each is at most 1,024 bytes (UTF-8
+    /// bytes of a string), whatever the operator, on the table and on a GSI; two values of
+    /// `BETWEEN` count apart. Both stores refuse 1,025 with the same validation error.
+    pub(crate) async fn key_condition_sort_values_at_the_limit<S: Store>(store: &S) -> TestResult {
+        let conditions = |v: AttributeValue| {
+            [
+                RangeCondition::Eq(v.clone()),
+                RangeCondition::Lt(v.clone()),
+                RangeCondition::Ge(v.clone()),
+                RangeCondition::Between(s("a"), v.clone()),
+                RangeCondition::BeginsWith(v),
+            ]
+        };
+        for (value, ok) in [
+            (s(&"r".repeat(1_024)), true),
+            (s(&"r".repeat(1_025)), false),
+            (s(&"é".repeat(512)), true),
+            (s(&format!("{}r", "é".repeat(512))), false),
+        ] {
+            for condition in conditions(value.clone()) {
+                for query in [
+                    QueryPage::new(s("h")).range(condition.clone()),
+                    QueryPage::new(s("g"))
+                        .index("byName")
+                        .range(condition.clone()),
+                ] {
+                    let verdict = store.query_page(&query).await;
+                    assert_eq!(verdict.is_ok(), ok, "{query:?}: {verdict:?}");
+                    if let Err(e) = verdict {
+                        assert!(e.is_validation(), "{e:?}");
+                        assert!(e.to_string().contains("1024 bytes"), "{e}");
+                    }
+                }
+            }
+        }
+        // two values of 600 bytes: each within the limit
+        let both = QueryPage::new(s("h")).range(RangeCondition::Between(
+            s(&"a".repeat(600)),
+            s(&"b".repeat(600)),
+        ));
+        store.query_page(&both).await?;
+        Ok(())
+    }
+
     /// Key and item sizes at the limits: both stores give the same verdict at 2,047/2,048/2,049
     /// and 1,023/1,024/1,025 bytes, for table keys and GSI keys, and at 400 KB.
     pub(crate) async fn size_limits<S: Store>(store: &S) -> TestResult {
@@ -1537,6 +1581,7 @@ conformance!(
     updates,
     conditions_on_attributes,
     size_limits,
+    key_condition_sort_values_at_the_limit,
     transactional_updates_and_reads,
     expression_limits,
 );
@@ -1920,6 +1965,32 @@ mod multi_attribute {
                 .err()
                 .ok_or("b is a number")?;
             assert!(e.is_validation(), "{e:?}");
+            // each sort value of the condition at most 1,024 bytes, the equality prefix too;
+            // a prefix and a condition of 1,000 bytes each are within it
+            let two = one.clone().and_hash_key(n(1));
+            for (query, ok) in [
+                (two.clone().range_prefix([s(&"c".repeat(1_025))]), false),
+                (
+                    two.clone().range(RangeCondition::Ge(s(&"c".repeat(1_025)))),
+                    false,
+                ),
+                (
+                    two.clone().range(RangeCondition::Ge(s(&"c".repeat(1_024)))),
+                    true,
+                ),
+                (
+                    two.clone()
+                        .range_prefix([s(&"c".repeat(1_000))])
+                        .range(RangeCondition::Ge(n(1))),
+                    true,
+                ),
+            ] {
+                let verdict = store.query_page(&query).await;
+                assert_eq!(verdict.is_ok(), ok, "{verdict:?}");
+                if let Err(e) = verdict {
+                    assert!(e.is_validation(), "{e:?}");
+                }
+            }
             Ok(())
         }
 

@@ -78,7 +78,7 @@ use super::QueryStats;
 use super::estimate::{self, MARGIN};
 use super::lanes::{Key, Lanes};
 use super::token::{Boundary, StreamState};
-use crate::error::Result;
+use crate::error::{Error, Result, TokenError};
 use crate::store::value::Scalar;
 use crate::store::{Page, QueryPage, RangeCondition, Store};
 
@@ -608,7 +608,7 @@ impl<P: Lanes, S: Store> Engine<'_, P, S> {
         seen: &mut HashSet<String>,
         totals: &mut QueryStats,
     ) -> Result<StreamPage> {
-        let mut merge = self.merge(indexes, state);
+        let mut merge = self.merge(indexes, state)?;
         self.run(
             &mut merge,
             state.boundary.as_ref(),
@@ -628,15 +628,15 @@ impl<P: Lanes, S: Store> Engine<'_, P, S> {
         state: &StreamState,
         limit: usize,
         growth: Growth,
-    ) -> Cursor {
-        Cursor {
-            merge: self.merge(indexes, state),
+    ) -> Result<Cursor> {
+        Ok(Cursor {
+            merge: self.merge(indexes, state)?,
             boundary: state.boundary.clone(),
             seen: Seen::default(),
             want: limit,
             limit,
             growth,
-        }
+        })
     }
 
     /// The next page of an open stream: as [`page`](Self::page) from the state the previous
@@ -1121,7 +1121,7 @@ impl<P: Lanes, S: Store> Engine<'_, P, S> {
     /// lanes ranked before `b` were read through `v`, `b` (and the lanes of other sources over
     /// its shard) resume right after the boundary's item, and the lanes ranked after `b` were
     /// read up to `v`, none of their items at `v` returned yet.
-    fn merge(&self, indexes: &[usize], state: &StreamState) -> Merge {
+    fn merge(&self, indexes: &[usize], state: &StreamState) -> Result<Merge> {
         let plan = self.plan;
         let shards = plan.shards();
         // lanes rank by their table hash key (then shard), in scan order
@@ -1175,10 +1175,19 @@ impl<P: Lanes, S: Store> Engine<'_, P, S> {
                 });
             }
         }
-        let after = state.boundary.as_ref().and_then(|b| {
-            let pos = self.scan(plan.boundary_key(b)?);
-            Some((b, pos, plan.boundary_value(b)))
-        });
+        // a boundary that is no key of the stream is refused, not passed over (which would
+        // start the paging again): only a forger writes one
+        let after = match state.boundary.as_ref() {
+            None => None,
+            Some(b) => {
+                let key = indexes
+                    .first()
+                    .filter(|_| sort_key_sized(&b.last) && sort_key_sized(&b.first))
+                    .and_then(|&source| plan.boundary_key(source, b))
+                    .ok_or(Error::Token(TokenError::Malformed("boundary")))?;
+                Some((b, self.scan(key), plan.boundary_value(b)))
+            }
+        };
         if let Some((b, pos, value)) = after {
             let mark = match b.lane.and_then(|t| merge.lanes.get(t).map(|l| (t, l.rank))) {
                 Some((t, rank)) => Mark { pos, rank, lane: t },
@@ -1216,7 +1225,7 @@ impl<P: Lanes, S: Store> Engine<'_, P, S> {
         for t in 0..merge.lanes.len() {
             merge.attach(t);
         }
-        merge
+        Ok(merge)
     }
 
     /// Where the page is known to end: the `remaining`-th buffered item in the global order, if
@@ -1752,6 +1761,17 @@ fn starts_with(value: &AttributeValue, prefix: &AttributeValue) -> bool {
         (AttributeValue::S(v), AttributeValue::S(p)) => v.starts_with(p.as_str()),
         (AttributeValue::B(v), AttributeValue::B(p)) => v.starts_with(p),
         _ => false,
+    }
+}
+
+/// Whether a boundary's value (or each value of its tuple) can be a sort key: at most
+/// [`MAX_SORT_KEY_BYTES`](crate::limits::MAX_SORT_KEY_BYTES), as every item's key is. A longer
+/// one (only a forged token holds it) would make every shard query fail.
+fn sort_key_sized(value: &AttributeValue) -> bool {
+    match value {
+        AttributeValue::L(values) => values.iter().all(sort_key_sized),
+        value => crate::limits::key_value_bytes(value)
+            .is_none_or(|bytes| bytes <= crate::limits::MAX_SORT_KEY_BYTES),
     }
 }
 

@@ -300,6 +300,20 @@ pub(crate) fn extrapolate(
     last: &AttributeValue,
     factor: f64,
 ) -> Option<AttributeValue> {
+    // a bound is a sort key in a key condition: one longer than a sort key may be (a long
+    // common prefix, then digits of up to 4 bytes each) would fail the read, so none is
+    // predicted
+    let sized = |v: &AttributeValue| {
+        crate::limits::key_value_bytes(v).is_none_or(|n| n <= crate::limits::MAX_SORT_KEY_BYTES)
+    };
+    extrapolate_any(first, last, factor).filter(sized)
+}
+
+fn extrapolate_any(
+    first: &AttributeValue,
+    last: &AttributeValue,
+    factor: f64,
+) -> Option<AttributeValue> {
     match (first, last) {
         (AttributeValue::N(a), AttributeValue::N(b)) => {
             let (a, b) = (a.parse::<f64>().ok()?, b.parse::<f64>().ok()?);

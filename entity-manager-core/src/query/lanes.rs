@@ -105,8 +105,10 @@ pub(crate) trait Lanes {
     /// A boundary's `last`, for an item of `source`.
     fn boundary_last(&self, source: usize, item: &Item) -> Option<AttributeValue>;
 
-    /// The key of a boundary's item.
-    fn boundary_key(&self, boundary: &Boundary) -> Option<Key>;
+    /// The key of a boundary's item, read as a key of `source` (the stream's first source:
+    /// the sources of one stream share their range key); `None` when the boundary is not a
+    /// key of it (a forged token).
+    fn boundary_key(&self, source: usize, boundary: &Boundary) -> Option<Key>;
 
     /// The value of the conditioned attribute of a boundary's item.
     fn boundary_value(&self, boundary: &Boundary) -> Option<AttributeValue>;

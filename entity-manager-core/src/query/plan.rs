@@ -7,6 +7,7 @@ use serde_dynamo::{AttributeValue, Item};
 use super::lanes::{Key, Lanes};
 use super::token::Boundary;
 use crate::error::{Error, Result};
+use crate::key_type::KeyType;
 use crate::schema::EntitySchema;
 use crate::store::value::Scalar;
 use crate::store::{Filter, QueryPage, RangeCondition, StoreError};
@@ -34,6 +35,18 @@ impl IndexSpec {
             problem: None,
         }
     }
+
+    /// Adds a filter: every filter given must hold (the first alone, then `And` of them all).
+    pub(crate) fn and_filter(&mut self, filter: Filter) {
+        self.filter = Some(match self.filter.take() {
+            None => filter,
+            Some(Filter::And(mut all)) => {
+                all.push(filter);
+                Filter::And(all)
+            }
+            Some(first) => Filter::And(vec![first, filter]),
+        });
+    }
 }
 
 /// One index of a validated query.
@@ -43,6 +56,9 @@ pub(crate) struct PlanIndex {
     pub(crate) name: Option<String>,
     /// The index's range key attribute.
     pub(crate) range_attr: String,
+    /// Its key type, when the entity says it (table keys and generated properties are strings,
+    /// a property is its transcode's type): a token's boundary must be a value of it.
+    pub(crate) range_type: Option<KeyType>,
     pub(crate) range: Option<RangeCondition>,
     pub(crate) filter: Option<Filter>,
 }
@@ -266,9 +282,20 @@ impl<'a> Plan<'a> {
                     AttributeValue::N(to.to_string()),
                 ));
             }
+            let range_type = if range_key == *table.range_key
+                || range_key == *table.hash_key
+                || model.generated_property(&range_key).is_some()
+            {
+                Some(KeyType::S)
+            } else {
+                model
+                    .property(&range_key)
+                    .and_then(|p| p.transcode.key_type())
+            };
             indexes.push(PlanIndex {
                 name: spec.name.clone(),
                 range_attr: range_key,
+                range_type,
                 range,
                 filter: spec.filter.clone(),
             });
@@ -757,8 +784,11 @@ impl Lanes for Plan<'_> {
         self.value(source, item).cloned()
     }
 
-    fn boundary_key(&self, boundary: &Boundary) -> Option<Key> {
-        self.key_through(&boundary.last)
+    fn boundary_key(&self, source: usize, boundary: &Boundary) -> Option<Key> {
+        match self.indexes.get(source)?.range_type {
+            Some(key_type) => Scalar::of(&boundary.last, key_type).map(Key::One),
+            None => self.key_through(&boundary.last),
+        }
     }
 
     fn boundary_value(&self, boundary: &Boundary) -> Option<AttributeValue> {

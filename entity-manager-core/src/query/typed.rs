@@ -390,12 +390,13 @@ impl<'a, S: Store, E: Entity> TypedQuery<'a, S, E> {
     }
 
     /// A filter on the fields of the items of the last index (or table) added (applied after
-    /// each shard query's limit, as `DynamoDB` does).
+    /// each shard query's limit, as `DynamoDB` does). Given more than once, every filter must
+    /// hold, as with [`Condition::and`].
     #[must_use]
     pub fn filter(mut self, condition: Condition<E>) -> Self {
         if let Some(spec) = self.inner.last_spec() {
             match condition.into_filter() {
-                Ok(filter) => spec.filter = Some(filter),
+                Ok(filter) => spec.and_filter(filter),
                 Err(invalid) => {
                     spec.problem = Some(format!(
                         "a value of `{}` in the filter cannot be stored: {}",

@@ -1191,6 +1191,31 @@ fn check_query(
     if request.limit == Some(0) {
         return Err(validation(OP, "Limit must be greater than or equal to 1"));
     }
+    // each sort key value of the condition, as a stored sort key: at most 1024 bytes
+    // (`DynamoDB` refuses more, whatever the operator, summed with no other value)
+    let range_values = request.range_prefix.iter().chain(
+        request
+            .range
+            .iter()
+            .flat_map(|c| match c {
+                RangeCondition::Between(low, high) => [Some(low), Some(high)],
+                RangeCondition::Eq(v)
+                | RangeCondition::Lt(v)
+                | RangeCondition::Le(v)
+                | RangeCondition::Gt(v)
+                | RangeCondition::Ge(v)
+                | RangeCondition::BeginsWith(v) => [Some(v), None],
+            })
+            .flatten(),
+    );
+    for value in range_values {
+        if crate::limits::key_value_bytes(value).is_some_and(|n| n > MAX_SORT_KEY_BYTES) {
+            return Err(validation(
+                OP,
+                "One or more parameter values were invalid: Aggregated size of all range keys has exceeded the size limit of 1024 bytes",
+            ));
+        }
+    }
     Ok(())
 }
 

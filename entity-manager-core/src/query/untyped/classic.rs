@@ -125,11 +125,11 @@ impl<S: Store> Query<'_, S, Indexed> {
     }
 
     /// A filter on the items of the last index (or table) added (applied after each shard
-    /// query's limit, as DynamoDB does).
+    /// query's limit, as DynamoDB does). Given more than once, every filter must hold.
     #[must_use]
     pub fn filter(mut self, filter: Filter) -> Self {
         if let Some(index) = self.indexes.last_mut() {
-            index.filter = Some(filter);
+            index.and_filter(filter);
         }
         self
     }
@@ -624,7 +624,7 @@ impl<'a, S: Store> Query<'a, S, Indexed> {
             page_size: settings.page_size,
             throttle: settings.throttle,
         }
-        .open(&all, &state, settings.limit, growth);
+        .open(&all, &state, settings.limit, growth)?;
         let mut open = Box::new(Open {
             plan,
             cursor,
@@ -728,4 +728,344 @@ fn sort_items(items: &mut [Item], sort: &[(String, bool)]) {
         }
         std::cmp::Ordering::Equal
     });
+}
+
+#[cfg(test)]
+mod tests {
+    //! Tokens a forger writes: an unsigned token's checksum is no secret from whoever knows
+    //! the query and the table, so any state the format can hold may come back. None of them
+    //! may widen the query: every item of every page from such a token is one the query
+    //! itself admits, each once, and the paging ends.
+
+    use std::cmp::Ordering::{Greater, Less};
+    use std::collections::HashSet;
+
+    use proptest::prelude::*;
+    use serde_dynamo::{AttributeValue, Item};
+
+    use super::Query;
+    use crate::Schema;
+    use crate::error::Error;
+    use crate::model::ShardSpace;
+    use crate::query::paging::table_binding;
+    use crate::query::token::{self, Boundary, StreamState, TokenState};
+    use crate::store::{Expect, MemoryStore, RangeCondition, Store as _, TableDefinition};
+
+    const USERS: u64 = 40;
+    /// The most pages a paging of the users can take (a page holds one at least).
+    const MOST_PAGES: usize = 2 * 40 + 4;
+
+    fn schema() -> Schema {
+        let config = serde_json::json!({
+            "hashKey": "hashKey",
+            "rangeKey": "rangeKey",
+            "entities": {
+                "user": {
+                    "uniqueProperty": "userId",
+                    "timestampProperty": "created",
+                    "shardBumps": [{ "timestamp": 0, "charBits": 2, "chars": 1 }]
+                },
+                "other": {
+                    "uniqueProperty": "otherId",
+                    "timestampProperty": "created",
+                    "shardBumps": [{ "timestamp": 0, "charBits": 2, "chars": 1 }]
+                }
+            },
+            "indexes": {
+                "created": { "hashKey": "hashKey", "rangeKey": "created" },
+                "name": { "hashKey": "hashKey", "rangeKey": "name" }
+            },
+            "propertyTranscodes": {
+                "userId": "string", "otherId": "string", "created": "timestamp", "name": "string"
+            }
+        });
+        match Schema::from_ts_config(&config, ShardSpace::Power) {
+            Ok(schema) => schema,
+            Err(e) => panic!("the test's schema: {e}"),
+        }
+    }
+
+    /// Users and others created at 1000 + n, named from a small alphabet (ties included).
+    fn store(
+        schema: &Schema,
+        runtime: &tokio::runtime::Runtime,
+    ) -> Result<MemoryStore, Box<dyn std::error::Error>> {
+        let store = MemoryStore::new(TableDefinition::from_schema(schema)?);
+        for (name, id) in [("user", "userId"), ("other", "otherId")] {
+            let entity = schema.entity(name)?;
+            for n in 0..USERS {
+                let first = ["ann", "bea", "bob", "cy"][usize::try_from(n % 4).unwrap_or(0)];
+                let item: std::collections::HashMap<String, AttributeValue> = [
+                    (id.to_string(), AttributeValue::S(format!("{name}-{n:02}"))),
+                    (
+                        "created".to_string(),
+                        AttributeValue::N((1_000 + n).to_string()),
+                    ),
+                    (
+                        "name".to_string(),
+                        AttributeValue::S(format!("{first}{}", n % 3)),
+                    ),
+                ]
+                .into_iter()
+                .collect();
+                runtime
+                    .block_on(store.put_item(entity.add_keys(&Item::from(item))?, Expect::Any))?;
+            }
+        }
+        Ok(store)
+    }
+
+    fn value() -> impl Strategy<Value = AttributeValue> {
+        prop_oneof![
+            (-3_000i64..3_000).prop_map(|n| AttributeValue::N(n.to_string())),
+            "-?[0-9]{1,40}(\\.[0-9]{1,5})?".prop_map(AttributeValue::N),
+            "[a-d]{0,4}[0-9]?|\\PC{0,6}|b[a-z]{1020,1030}".prop_map(AttributeValue::S),
+            proptest::collection::vec(any::<u8>(), 0..6).prop_map(AttributeValue::B),
+            proptest::collection::vec("[a-c]{0,3}".prop_map(AttributeValue::S), 0..3)
+                .prop_map(AttributeValue::L),
+        ]
+    }
+
+    fn boundary() -> impl Strategy<Value = Option<Boundary>> {
+        proptest::option::of(
+            (
+                value(),
+                value(),
+                "(user|other)-[0-9]{2}|\\PC{0,8}|[a-z]{1000,1100}",
+                proptest::option::of(0usize..8),
+                any::<bool>(),
+            )
+                .prop_map(|(first, last, unique, lane, run)| Boundary {
+                    first,
+                    last,
+                    unique,
+                    lane,
+                    run,
+                }),
+        )
+    }
+
+    /// What the query asks: the index (`name` or `created`), a range condition of its type,
+    /// the order.
+    fn ask() -> impl Strategy<Value = (bool, Option<RangeCondition>, bool)> {
+        let n = |v: u64| AttributeValue::N(v.to_string());
+        let s = |v: &str| AttributeValue::S(v.to_string());
+        let created = prop_oneof![
+            Just(None),
+            (1_000u64..1_045, 0u64..30)
+                .prop_map(move |(a, w)| Some(RangeCondition::Between(n(a), n(a + w)))),
+            (1_000u64..1_045).prop_map(move |a| Some(RangeCondition::Gt(n(a)))),
+            (1_000u64..1_045).prop_map(move |a| Some(RangeCondition::Le(n(a)))),
+            (1_000u64..1_045).prop_map(move |a| Some(RangeCondition::Eq(n(a)))),
+        ]
+        .prop_map(|c| (false, c));
+        let name = prop_oneof![
+            Just(None),
+            prop_oneof![Just("b"), Just("bo"), Just("c"), Just("")]
+                .prop_map(move |p| Some(RangeCondition::BeginsWith(s(p)))),
+            prop_oneof![Just("bea1"), Just("ann0")]
+                .prop_map(move |p| Some(RangeCondition::Eq(s(p)))),
+            prop_oneof![Just("b"), Just("bob2")].prop_map(move |p| Some(RangeCondition::Lt(s(p)))),
+            (
+                prop_oneof![Just("ann"), Just("bea0")],
+                prop_oneof![Just("bob"), Just("cy1")]
+            )
+                .prop_map(move |(a, b)| Some(RangeCondition::Between(s(a), s(b)))),
+        ]
+        .prop_map(|c| (true, c));
+        (prop_oneof![created, name], any::<bool>())
+            .prop_map(|((by_name, condition), descending)| (by_name, condition, descending))
+    }
+
+    /// Whether the query admits `item`: a user, created in the window, its range key within
+    /// the condition.
+    fn admitted(item: &Item, by_name: bool, condition: Option<&RangeCondition>) -> bool {
+        let user = matches!(item.get("userId"), Some(AttributeValue::S(_)))
+            && matches!(item.get("hashKey"), Some(AttributeValue::S(h)) if h.starts_with("user!"));
+        let key = if by_name { "name" } else { "created" };
+        let Some(value) = item.get(key) else {
+            return false;
+        };
+        let number = |v: &AttributeValue| match v {
+            AttributeValue::N(n) => n.parse::<i64>().ok(),
+            _ => None,
+        };
+        let cmp = |a: &AttributeValue, b: &AttributeValue| match (a, b) {
+            (AttributeValue::S(a), AttributeValue::S(b)) => Some(a.cmp(b)),
+            _ => Some(number(a)?.cmp(&number(b)?)),
+        };
+        let within = match condition {
+            None => true,
+            Some(RangeCondition::Eq(v)) => value == v,
+            Some(RangeCondition::Lt(v)) => cmp(value, v) == Some(Less),
+            Some(RangeCondition::Le(v)) => matches!(cmp(value, v), Some(o) if o != Greater),
+            Some(RangeCondition::Gt(v)) => cmp(value, v) == Some(Greater),
+            Some(RangeCondition::Ge(v)) => matches!(cmp(value, v), Some(o) if o != Less),
+            Some(RangeCondition::Between(a, b)) => {
+                matches!(cmp(value, a), Some(o) if o != Less)
+                    && matches!(cmp(value, b), Some(o) if o != Greater)
+            }
+            Some(RangeCondition::BeginsWith(p)) => match (value, p) {
+                (AttributeValue::S(v), AttributeValue::S(p)) => v.starts_with(p.as_str()),
+                _ => false,
+            },
+        };
+        user && within
+    }
+
+    /// Range keys as long as a sort key may be (1,021 bytes, a long common prefix): the
+    /// bounds a page predicts from them are sort keys too, so every page is read, by tokens
+    /// and as a stream, in order, each record once.
+    #[test]
+    fn range_keys_at_the_size_limit_page_to_the_end() -> Result<(), Box<dyn std::error::Error>> {
+        let runtime = tokio::runtime::Builder::new_current_thread().build()?;
+        let schema = schema();
+        let store = MemoryStore::new(TableDefinition::from_schema(&schema)?);
+        let user = schema.entity("user")?;
+        let prefix = "n".repeat(1_018);
+        for n in 0..150u64 {
+            let item: std::collections::HashMap<String, AttributeValue> = [
+                (
+                    "userId".to_string(),
+                    AttributeValue::S(format!("user-{n:03}")),
+                ),
+                (
+                    "created".to_string(),
+                    AttributeValue::N((1_000 + n).to_string()),
+                ),
+                (
+                    "name".to_string(),
+                    AttributeValue::S(format!("{prefix}{:03}", (n * 7) % 150)),
+                ),
+            ]
+            .into_iter()
+            .collect();
+            runtime.block_on(store.put_item(user.add_keys(&Item::from(item))?, Expect::Any))?;
+        }
+        for descending in [false, true] {
+            let query = Query::new(&store, user)
+                .index("name")
+                .shards_between(0, 10_000)
+                .limit(4)
+                .page_size(3)
+                .descending(descending);
+            let mut names = Vec::new();
+            let mut next: Option<String> = None;
+            loop {
+                let page = runtime.block_on(query.page(next.as_deref()))?;
+                for item in &page.items {
+                    if let Some(AttributeValue::S(name)) = item.get("name") {
+                        names.push(name.clone());
+                    }
+                }
+                next = page.next;
+                if next.is_none() {
+                    break;
+                }
+            }
+            let mut expected = names.clone();
+            expected.sort();
+            if descending {
+                expected.reverse();
+            }
+            assert_eq!(names, expected, "in order");
+            let streamed: Vec<Item> =
+                runtime.block_on(futures::TryStreamExt::try_collect(query.stream()))?;
+            let streamed: Vec<String> = streamed
+                .iter()
+                .filter_map(|item| match item.get("name") {
+                    Some(AttributeValue::S(name)) => Some(name.clone()),
+                    _ => None,
+                })
+                .collect();
+            assert_eq!(streamed, names, "the stream gives the pages' records");
+            expected.dedup();
+            assert_eq!(expected.len(), 150, "every record once");
+        }
+        Ok(())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+        /// A token with a valid checksum and any state the format holds (boundaries of any
+        /// type and value, any lane, any run flag, any lanes marked exhausted): each page
+        /// from it is a typed error or items the query admits, none twice, and the paging ends.
+        #[test]
+        fn a_forged_token_never_widens_the_query(
+            (by_name, condition, descending) in ask(),
+            forged in boundary(),
+            exhausted in proptest::collection::vec(any::<bool>(), 4),
+            limit in 1usize..7,
+        ) {
+            let runtime = match tokio::runtime::Builder::new_current_thread().build() {
+                Ok(runtime) => runtime,
+                Err(e) => return Err(TestCaseError::fail(e.to_string())),
+            };
+            let schema = schema();
+            let store = match store(&schema, &runtime) {
+                Ok(store) => store,
+                Err(e) => return Err(TestCaseError::fail(e.to_string())),
+            };
+            let user = match schema.entity("user") {
+                Ok(user) => user,
+                Err(e) => return Err(TestCaseError::fail(e.to_string())),
+            };
+            let mut query = Query::new(&store, user)
+                .index(if by_name { "name" } else { "created" })
+                .shards_between(0, 10_000)
+                .limit(limit)
+                .page_size(3)
+                .descending(descending);
+            if let Some(c) = &condition {
+                query = query.range(c.clone());
+            }
+            let sort = match query.settings() {
+                Ok(settings) => settings.sort,
+                Err(e) => return Err(TestCaseError::fail(e.to_string())),
+            };
+            let plan = match query.plan(None, &sort) {
+                Ok((plan, _)) => plan,
+                Err(e) => return Err(TestCaseError::fail(e.to_string())),
+            };
+            let table = table_binding(&store, None);
+            let token = token::encode(
+                &TokenState {
+                    from: plan.window.0,
+                    to: plan.window.1,
+                    streams: vec![StreamState { boundary: forged.clone(), exhausted }],
+                },
+                token::Binding { query: &plan.fingerprint, table: &table },
+                None,
+            );
+            // a boundary of another type than the index's range key is no key of it
+            let foreign = forged.as_ref().is_some_and(|b| {
+                !matches!(
+                    (by_name, &b.last),
+                    (true, AttributeValue::S(_)) | (false, AttributeValue::N(_))
+                )
+            });
+            let mut next = Some(token);
+            let mut seen = HashSet::new();
+            let mut pages = 0;
+            while let Some(token) = next.take() {
+                pages += 1;
+                prop_assert!(pages <= MOST_PAGES, "the paging does not end");
+                let page = match runtime.block_on(query.page(Some(&token))) {
+                    Ok(_) if foreign && pages == 1 => {
+                        return Err(TestCaseError::fail("a foreign boundary was passed over"));
+                    }
+                    Ok(page) => page,
+                    Err(Error::Token(_)) => break,
+                    Err(e) => return Err(TestCaseError::fail(format!("not a token error: {e}"))),
+                };
+                for item in &page.items {
+                    prop_assert!(admitted(item, by_name, condition.as_ref()), "not admitted: {item:?}");
+                    let id = format!("{:?}", item.get("userId"));
+                    prop_assert!(seen.insert(id.clone()), "{id} returned twice");
+                }
+                next = page.next;
+            }
+        }
+    }
 }

@@ -599,7 +599,7 @@ fn open<'a, S: Store>(
         page_size: settings.page_size,
         throttle: settings.throttle,
     }
-    .open(&[0], &state, settings.limit, growth);
+    .open(&[0], &state, settings.limit, growth)?;
     Ok(Box::new(Open {
         plan,
         cursor,
@@ -985,7 +985,7 @@ impl<S: Store> Lanes for Source<'_, '_, S> {
         Some(tuple_value(multi, item))
     }
 
-    fn boundary_key(&self, boundary: &Boundary) -> Option<Key> {
+    fn boundary_key(&self, _source: usize, boundary: &Boundary) -> Option<Key> {
         self.tuple(self.boundary_tuple(boundary)?.iter().map(Some))
     }
 
