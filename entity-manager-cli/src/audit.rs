@@ -162,7 +162,7 @@ pub(crate) fn run_audit(args: &AuditArgs, json: bool) -> Result<(), Failure> {
     let merged = file.journal.report();
     file.complete("audit")?;
     if range.len() != range.total && json {
-        eprintln!(
+        say!(
             "{}",
             json!({ "worker": worker_json(&merged, range), "journal": file.path, "usage": usage_json(&store.usage()) })
         );

@@ -184,8 +184,48 @@ fn root(err: &(dyn StdError + 'static)) -> String {
 fn store_error<'e>(err: &'e (dyn StdError + 'static)) -> Option<&'e StoreError> {
     let mut next = Some(err);
     while let Some(e) = next {
-        if let Some(store) = e.downcast_ref::<StoreError>() {
+        if let Some(store) = as_store_error(e) {
             return Some(store);
+        }
+        next = e.source();
+    }
+    None
+}
+
+/// `e` as a store error: itself, or boxed (a shard query's error holds its store error in a
+/// `Box`, which is the type its `source` has).
+fn as_store_error<'e>(e: &'e (dyn StdError + 'static)) -> Option<&'e StoreError> {
+    e.downcast_ref::<StoreError>()
+        .or_else(|| e.downcast_ref::<Box<StoreError>>().map(|b| &**b))
+}
+
+/// What the operator gave that cannot be used (exit 2, as any bad input), if that is what
+/// the error says: a page token that is not this query's, a query or value the library
+/// refuses, or a request DynamoDB refused as invalid (a value of the wrong type for a key).
+fn bad_input(err: &(dyn StdError + 'static)) -> Option<String> {
+    use entity_manager::Error as E;
+    let mut next = Some(err);
+    while let Some(e) = next {
+        if let Some(error) = e.downcast_ref::<E>() {
+            match error {
+                E::Token(_)
+                | E::InvalidQuery { .. }
+                | E::DelimiterInValue { .. }
+                | E::Transcode { .. }
+                | E::InvalidTimestamp { .. }
+                | E::MissingTimestamp { .. }
+                | E::MissingUnique { .. }
+                | E::MissingComponent { .. }
+                | E::KeyTooLong { .. } => return Some(error.to_string()),
+                _ => {}
+            }
+        }
+        if let Some(store) = as_store_error(e) {
+            // DynamoDB's own refusal of a request as invalid (not the stores' refusals of a
+            // table's state, such as a stamp of other keys, which carry codes of their own)
+            return (store.kind() == StoreErrorKind::Validation
+                && store.code() == Some("ValidationException"))
+            .then(|| format!("{} ({})", store.message(), store.operation()));
         }
         next = e.source();
     }
@@ -238,6 +278,9 @@ fn trouble(err: &(dyn StdError + 'static), detail: &str) -> Trouble {
 /// `err` of `what` (e.g. "purge of every record of entity `user`") on `table`, as an operator
 /// reads it: what failed, where, and what to do; the whole chain goes with it for `-v`.
 pub(crate) fn explain(what: &str, table: &str, err: &(dyn StdError + 'static)) -> Failure {
+    if let Some(why) = bad_input(err) {
+        return Failure::Input(format!("{what} on table {table}: {why}"));
+    }
     let at = endpoint_described();
     let detail = chain(err);
     let message = match trouble(err, &detail) {

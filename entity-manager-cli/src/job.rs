@@ -90,7 +90,12 @@ pub(crate) fn confirm(yes: bool, action: &str, hint: &str) -> Result<(), Failure
             "refusing to {action} without confirmation: stdin is not a terminal; pass --yes{hint}"
         )));
     }
-    eprint!("{action}? [y/N] ");
+    {
+        use std::io::Write as _;
+        // the prompt, then the answer on the same line (a closed stderr loses the prompt only)
+        let mut stderr = io::stderr();
+        let _ = write!(stderr, "{action}? [y/N] ").and_then(|()| stderr.flush());
+    }
     let mut answer = String::new();
     io::stdin()
         .lock()

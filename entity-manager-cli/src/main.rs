@@ -26,6 +26,15 @@ macro_rules! outln {
     };
 }
 
+/// `eprintln!` that does not panic when stderr is closed (`2>&1 | head -1`): what could not be
+/// written is dropped, and the command ends with its own exit code.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use entity_manager::model::{Profile, ShardSpace};
 use entity_manager::store::TableStamp;
@@ -334,7 +343,7 @@ fn report(failure: &Failure, json: bool) {
         Failure::ClosedPipe => return,
         Failure::Findings(message) | Failure::Unfinished(message) => {
             if !json {
-                eprintln!("error: {message}");
+                say!("error: {message}");
             }
             return;
         }
@@ -367,10 +376,10 @@ fn report(failure: &Failure, json: bool) {
         // a closed stdout: nothing more to say
         let _ = out::line(format_args!("{out}"));
     } else {
-        eprintln!("error: {}", failure.message());
+        say!("error: {}", failure.message());
         if let Failure::Config(e) = failure {
             for p in &e.problems {
-                eprintln!(
+                say!(
                     "  {}: {}",
                     if p.path.is_empty() { "(root)" } else { &p.path },
                     p.message
@@ -378,9 +387,9 @@ fn report(failure: &Failure, json: bool) {
             }
         }
         match detail {
-            Some(detail) => eprintln!("detail: {detail}"),
+            Some(detail) => say!("detail: {detail}"),
             None if matches!(failure, Failure::Detailed { .. }) => {
-                eprintln!("(run with -v for the AWS SDK's detail)");
+                say!("(run with -v for the AWS SDK's detail)");
             }
             None => {}
         }
@@ -505,13 +514,13 @@ pub(crate) fn item_count(store: &DynamoStore) -> Option<u64> {
 /// The stamp warning of the data commands: a table without a stamp, or with another profile's.
 fn warn_stamp(table: &str, ours: &TableStamp, found: Option<&TableStamp>) {
     match found {
-        None => eprintln!(
+        None => say!(
             "warning: table {table} has no stamp recording how its keys are made; stamp it once with `entity-manager table stamp --table {table} --config <config.json> --key-profile {}`",
             ours.profile().map_or("<profile>", Profile::as_str)
         ),
         Some(stamp) => {
             if let Some(why) = stamp.refuses(ours) {
-                eprintln!("warning: table {table}: {why}");
+                say!("warning: table {table}: {why}");
             }
         }
     }

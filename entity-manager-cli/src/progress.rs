@@ -96,7 +96,7 @@ impl Progress {
             return;
         }
         if self.last_line.is_none_or(|t| t.elapsed() >= self.every) {
-            eprintln!("{}", self.text(detail));
+            say!("{}", self.text(detail));
             self.last_line = Some(Instant::now());
         }
     }

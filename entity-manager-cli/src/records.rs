@@ -7,9 +7,11 @@ use std::io::{self, BufRead, Write};
 use std::path::PathBuf;
 
 use clap::Args;
+use entity_manager::limits::MAX_ITEM_BYTES;
 use entity_manager::query::untyped::Query;
 use entity_manager::store::{
     Comparison, DynamoStore, Expect, Filter, KeyType, RangeCondition, Store, WriteRequest,
+    item_size,
 };
 use entity_manager::{AttributeValue, EntitySchema, Item, Schema};
 use futures::StreamExt;
@@ -327,19 +329,25 @@ pub(crate) fn get(args: &GetArgs, json: bool) -> Result<(), Failure> {
     let opened = args.target.open()?;
     let entity = opened.entity(&args.target.entity)?;
     let unique = entity.model().unique_property.to_string();
-    let ids: Vec<AttributeValue> = args
-        .id
+    // an id given twice is read and printed once
+    let mut given = std::collections::HashSet::new();
+    let asked: Vec<&String> = args.id.iter().filter(|id| given.insert(*id)).collect();
+    let ids: Vec<AttributeValue> = asked
         .iter()
         .map(|id| typed_value(&entity, &unique, id))
         .collect();
+    // the unique value is always read (it names the record), once: DynamoDB refuses a
+    // projection that names an attribute twice
     let projection = args.projection.as_ref().map(|p| {
         let mut p = p.clone();
         p.push(unique.clone());
+        let mut seen = std::collections::HashSet::new();
+        p.retain(|name| seen.insert(name.clone()));
         p
     });
     let found = runtime()?.block_on(find(&opened.store, &entity, &ids, projection.as_deref()))?;
     let mut missing = Vec::new();
-    for id in &args.id {
+    for id in asked {
         match found.get(id) {
             Some(items) => print_records(&opened.schema, &entity, items, &args.output)?,
             None => missing.push(id.as_str()),
@@ -349,7 +357,7 @@ pub(crate) fn get(args: &GetArgs, json: bool) -> Result<(), Failure> {
         return Ok(());
     }
     if json {
-        eprintln!(
+        say!(
             "{}",
             json!({ "ok": false, "table": args.target.table, "entity": args.target.entity, "notFound": missing })
         );
@@ -561,16 +569,14 @@ pub(crate) fn query(args: &QueryArgs, json: bool) -> Result<(), Failure> {
         }
     }
     if json {
-        eprintln!(
+        say!(
             "{}",
             json!({ "ok": true, "table": args.target.table, "records": count, "pages": pages, "nextPageToken": token })
         );
     } else if let Some(token) = &token {
-        eprintln!(
-            "{count} records in {pages} page(s); more remain: continue with --page-token {token}"
-        );
+        say!("{count} records in {pages} page(s); more remain: continue with --page-token {token}");
     } else {
-        eprintln!("{count} records in {pages} page(s); no more");
+        say!("{count} records in {pages} page(s); no more");
     }
     Ok(())
 }
@@ -603,9 +609,27 @@ async fn write_batch(
     let table = store.table_name().to_owned();
     if !create_only {
         let n = batch.len() as u64;
+        // a record whose key comes again later in the batch is replaced by it, as writing the
+        // lines one after the other would (a batch write refuses a key named twice)
+        let hash_key = &*entity.table().hash_key;
+        let range_key = &*entity.table().range_key;
+        let key_of = |item: &Item| match (item.get(hash_key), item.get(range_key)) {
+            (Some(AttributeValue::S(h)), Some(AttributeValue::S(r))) => {
+                Some((h.clone(), r.clone()))
+            }
+            _ => None,
+        };
+        let mut last: HashMap<(String, String), usize> = HashMap::new();
+        for (at, (_, item)) in batch.iter().enumerate() {
+            if let Some(key) = key_of(item) {
+                last.insert(key, at);
+            }
+        }
         let writes = batch
             .into_iter()
-            .map(|(_, item)| WriteRequest::Put(item))
+            .enumerate()
+            .filter(|(at, (_, item))| key_of(item).is_none_or(|key| last.get(&key) == Some(at)))
+            .map(|(_, (_, item))| WriteRequest::Put(item))
             .collect();
         store
             .batch_write(writes)
@@ -734,14 +758,28 @@ pub(crate) fn import(args: &ImportArgs, json: bool) -> Result<(), Failure> {
                 continue;
             }
             let parsed = serde_json::from_str::<Value>(&text)
-                .map_err(|e| format!("not JSON: {e}"))
-                .and_then(|v| out::parse_item(v, args.format))
-                .and_then(|item| entity.refresh_keys(&item).map_err(|e| e.to_string()));
+                .map_err(|e| (None, format!("not JSON: {e}")))
+                .and_then(|v| out::parse_item(v, args.format).map_err(|e| (None, e)))
+                .and_then(|item| {
+                    // a refusal names the record's id when it has one
+                    let id = id_of(&entity, &item);
+                    let keyed = entity.refresh_keys(&item).map_err(|e| (id.clone(), e.to_string()))?;
+                    let size = item_size(&keyed);
+                    if size > MAX_ITEM_BYTES {
+                        return Err((
+                            id,
+                            format!(
+                                "the item is {size} bytes with its keys, over DynamoDB's {MAX_ITEM_BYTES}; make it smaller"
+                            ),
+                        ));
+                    }
+                    Ok(keyed)
+                });
             match parsed {
                 Ok(item) => batch.push((line_no, item)),
-                Err(reason) => refused.push(Refused {
+                Err((id, reason)) => refused.push(Refused {
                     line: line_no,
-                    id: None,
+                    id,
                     reason,
                 }),
             }
@@ -784,7 +822,7 @@ pub(crate) fn import(args: &ImportArgs, json: bool) -> Result<(), Failure> {
     }
     progress.finish();
     for r in &refused {
-        eprintln!(
+        say!(
             "line {}: refused{}: {}",
             r.line,
             r.id.as_ref()
@@ -866,6 +904,10 @@ fn interrupted_failure(
             ),
             detail,
         },
+        Failure::Input(message) => Failure::Input(format!(
+            "{message}; {} records written before; to resume after the line at fault, run the same command with {resume}",
+            state.written
+        )),
         other => other,
     }
 }
@@ -910,30 +952,58 @@ pub(crate) fn put(args: &PutArgs, json: bool) -> Result<(), Failure> {
         .map_err(|e| Failure::Input(format!("the record: {e}")))?;
     let id = id_of(&entity, &item).unwrap_or_default();
     let rt = runtime()?;
+    // the record as stored, under any shard bump its id may sit under
+    let unique = entity.model().unique_property.to_string();
+    let ids: Vec<AttributeValue> = item.get(&unique).cloned().into_iter().collect();
+    let stored: Vec<Item> = rt
+        .block_on(find(&opened.store, &entity, &ids, None))?
+        .remove(&id)
+        .unwrap_or_default();
+    if args.create_only && !stored.is_empty() {
+        return Err(refusal(json, table, &id, "exists"));
+    }
+    let hash = &*entity.table().hash_key;
+    let range = &*entity.table().range_key;
+    if let Some(other) = stored
+        .iter()
+        .find(|o| o.get(hash) != item.get(hash) || o.get(range) != item.get(range))
+    {
+        let shown = match other.get(hash) {
+            Some(AttributeValue::S(h)) => h.clone(),
+            _ => String::new(),
+        };
+        let why = format!(
+            "stored under hash key {shown}, another shard than this record's (its timestamp differs): a put would leave two records; keep the stored timestamp, or delete it first (delete --id {id})"
+        );
+        return Err(refusal(json, table, &id, &why));
+    }
     let expect = match (args.create_only, args.version.if_version) {
-        (true, _) => {
-            let unique = entity.model().unique_property.to_string();
-            let ids: Vec<AttributeValue> = item.get(&unique).cloned().into_iter().collect();
-            if !rt
-                .block_on(find(&opened.store, &entity, &ids, None))?
-                .is_empty()
-            {
-                return Err(refusal(json, table, &id, "exists"));
-            }
-            Expect::Absent
-        }
+        (true, _) => Expect::Absent,
         (false, Some(n)) => version_condition(&args.version, n),
         (false, None) => Expect::Any,
     };
     match rt.block_on(opened.store.put_item(item, expect)) {
         Ok(()) => {}
         Err(e) if e.is_conditional_check_failed() => {
+            let version = &args.version.version_attribute;
             let why = if args.create_only {
-                "exists"
+                "exists".to_owned()
             } else {
-                "the stored version differs"
+                // read again: what the condition met
+                let now: Vec<Item> = rt
+                    .block_on(find(&opened.store, &entity, &ids, None))?
+                    .remove(&id)
+                    .unwrap_or_default();
+                match now.first().map(|o| o.get(version)) {
+                    None => "not found: there is no stored version".to_owned(),
+                    Some(Some(AttributeValue::N(v))) => format!(
+                        "the stored {version} is {v}, not {}",
+                        args.version.if_version.unwrap_or_default()
+                    ),
+                    Some(_) => format!("the stored record has no number {version}"),
+                }
             };
-            return Err(refusal(json, table, &id, why));
+            return Err(refusal(json, table, &id, &why));
         }
         Err(e) => return Err(explain("put", table, &e)),
     }
@@ -951,7 +1021,7 @@ pub(crate) fn put(args: &PutArgs, json: bool) -> Result<(), Failure> {
 /// A refused write: exit 3 with the reason.
 fn refusal(json: bool, table: &str, id: &str, why: &str) -> Failure {
     if json {
-        eprintln!(
+        say!(
             "{}",
             json!({ "ok": false, "table": table, "id": id, "refused": why })
         );

@@ -286,12 +286,12 @@ pub(crate) fn scan(args: &ScanArgs, json: bool) -> Result<(), Failure> {
     lock.flush().map_err(|e| out::write_failure(&e))?;
     progress.finish();
     if json {
-        eprintln!(
+        say!(
             "{}",
             json!({ "ok": true, "table": args.table, "scanned": total, "counts": counts_json(&counts) })
         );
     } else {
-        eprintln!("scanned {total} items ({})", counts_text(&counts));
+        say!("scanned {total} items ({})", counts_text(&counts));
     }
     Ok(())
 }

@@ -41,10 +41,10 @@ pub(crate) fn listen() -> Result<(), Failure> {
                 return;
             }
             if INTERRUPTED.swap(true, Ordering::SeqCst) {
-                eprintln!("interrupted again: stopping now (the last saved checkpoint stands)");
+                say!("interrupted again: stopping now (the last saved checkpoint stands)");
                 std::process::exit(130);
             }
-            eprintln!(
+            say!(
                 "interrupted: stopping after the page in flight (interrupt again to stop at once)"
             );
         }

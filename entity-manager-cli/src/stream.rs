@@ -201,12 +201,12 @@ pub(crate) fn stream(args: &StreamArgs, json: bool) -> Result<(), Failure> {
     outcome?;
     let total: u64 = counts.values().sum();
     if json {
-        eprintln!(
+        say!(
             "{}",
             json!({ "ok": errors == 0, "table": args.table, "changes": total, "counts": counts_json(&counts), "errors": errors })
         );
     } else {
-        eprintln!(
+        say!(
             "{total} changes ({}){}",
             counts_text(&counts),
             if errors > 0 {

@@ -107,6 +107,49 @@ fn assert_quiet_end(what: &str, code: Option<i32>, stderr: &str) {
     assert_eq!(code, Some(0), "{what}: {stderr}");
 }
 
+/// Commands whose stdout and stderr both go to a pipe whose reader is gone (`2>&1 | head -1`
+/// once `head` has left): the exit code the command has for its outcome, never a panic (101).
+#[test]
+fn a_closed_stderr_keeps_the_exit_code() -> TestResult {
+    let mut invalid = user_service_config()?;
+    invalid["hashKey"] = json!("");
+    invalid["entities"]["user"]["shardBumps"] =
+        json!([{ "timestamp": 0, "charBits": 9, "chars": 1 }]);
+    let invalid = temp_json("stderr", "invalid", &invalid)?;
+    let config = temp_json("stderr", "config", &user_service_config()?)?;
+    let bad_lines = "not json\n{\"userId\": 1}\n".repeat(200);
+    for (args, stdin, code) in [
+        (vec!["validate", "--config", arg(&invalid)?], "", 1),
+        (
+            vec!["validate", "--config", "/nonexistent/config.json"],
+            "",
+            2,
+        ),
+        (
+            vec!["keys", "add", "--config", arg(&config)?, "--entity", "user"],
+            bad_lines.as_str(),
+            2,
+        ),
+    ] {
+        let mut child = bin()
+            .args(&args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()?;
+        drop(child.stdout.take());
+        drop(child.stderr.take());
+        if let Some(mut input) = child.stdin.take() {
+            use std::io::Write;
+            // the command may stop reading early: a refused write is no failure of the test
+            let _ = input.write_all(stdin.as_bytes());
+        }
+        let status = child.wait()?;
+        assert_eq!(status.code(), Some(code), "{}", args.join(" "));
+    }
+    Ok(())
+}
+
 /// Every command that prints, with a reader that is gone, and the long outputs through
 /// `| head -1` as well: exit 0, no panic, no error message.
 #[test]

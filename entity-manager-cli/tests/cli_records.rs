@@ -349,6 +349,71 @@ fn records_get_put_delete_query_pages_and_create_only() -> TestResult {
         assert_code(&out, 0);
         let out = run_with_stdin(&versioned, &item)?;
         assert_code(&out, 3); // the stored version is 2 now
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("the stored version is 2, not 1"),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        // a versioned put of a record that is not there: said so
+        let mut absent = user(90_003);
+        absent["version"] = json!(4);
+        let out = run_with_stdin(&versioned, &absent.to_string())?;
+        assert_code(&out, 3);
+        assert!(String::from_utf8_lossy(&out.stderr).contains("not found"));
+        // a put of a stored id with another timestamp (another shard) would leave two
+        // records: refused, the stored one kept
+        let mut moved = user(5);
+        moved["created"] = json!(1_790_000_000_000u64);
+        let mut put_moved = on("put", &config, &table, &endpoint)?;
+        put_moved.extend(["--item"]);
+        let moved_text = moved.to_string();
+        put_moved.push(moved_text.as_str());
+        let out = run(&put_moved)?;
+        assert_code(&out, 3);
+        assert!(String::from_utf8_lossy(&out.stderr).contains("another shard"));
+        let mut get5 = on("get", &config, &table, &endpoint)?;
+        get5.extend(["--id", "u00005", "--id", "u00005"]);
+        let out = run(&get5)?;
+        assert_code(&out, 0);
+        assert_eq!(stdout_lines(&out)?, [user(5)], "one record, printed once");
+        // a projection that names the unique id itself
+        let mut projected = on("get", &config, &table, &endpoint)?;
+        projected.extend(["--id", "u00005", "--projection", "userId,beneficiaryId"]);
+        let out = run(&projected)?;
+        assert_code(&out, 0);
+        assert_eq!(
+            stdout_lines(&out)?,
+            [json!({ "beneficiaryId": "b0", "userId": "u00005" })]
+        );
+
+        // import: a key twice in one batch (the later line wins, as line by line), and an
+        // item over 400 KB refused on its own with its id, the rest written
+        let mut first = user(91_000);
+        first["someProperty"] = json!(1);
+        let mut second = user(91_000);
+        second["someProperty"] = json!(2);
+        let mut huge = user(91_001);
+        huge["blob"] = json!("x".repeat(410_000));
+        let batch = [first, user(91_002), second, huge, user(91_003)];
+        let file = jsonl("records-dupes", &batch)?;
+        let mut import = on("import", &config, &table, &endpoint)?;
+        import.extend(["--file", arg(&file)?, "--json"]);
+        let out = run(&import)?;
+        assert_code(&out, 3);
+        let report = stdout_json(&out)?;
+        let refused = report["refused"].as_array().ok_or("refused")?;
+        assert_eq!(refused.len(), 1, "{report}");
+        assert_eq!(
+            (refused[0]["line"].clone(), refused[0]["id"].clone()),
+            (json!(4), json!("u91001"))
+        );
+        let mut get = on("get", &config, &table, &endpoint)?;
+        get.extend(["--id", "u91000", "--id", "u91002", "--id", "u91003"]);
+        let out = run(&get)?;
+        assert_code(&out, 0);
+        let printed = stdout_lines(&out)?;
+        assert_eq!(printed.len(), 3);
+        assert_eq!(printed[0]["someProperty"], json!(2));
         let mut get = on("get", &config, &table, &endpoint)?;
         get.extend(["--id", "u90002"]);
         let stored = stdout_json(&run(&get)?)?;
@@ -383,6 +448,24 @@ fn records_get_put_delete_query_pages_and_create_only() -> TestResult {
             .ok_or("no page token on stderr")?;
         let out = run(&[&paged[..], &["--page-token", token]].concat())?;
         let second = ids(&out)?;
+        // what the operator gave and cannot be used is bad input (exit 2): a token altered or
+        // of another query, a range value of the wrong type for its key
+        let mut altered = token.to_owned();
+        altered.insert(5, 'x');
+        for bad in [
+            altered.as_str(),
+            "garbage",
+            token.get(..token.len() - 2).unwrap_or(""),
+        ] {
+            let out = run(&[&paged[..], &["--page-token", bad]].concat())?;
+            assert_code(&out, 2);
+        }
+        let mut other = on("query", &config, &table, &endpoint)?;
+        other.extend(["--index", "updated", "--limit", "7", "--page-token", token]);
+        assert_code(&run(&other)?, 2);
+        let mut mistyped = on("query", &config, &table, &endpoint)?;
+        mistyped.extend(["--index", "created", "--all", "--range", "> abc"]);
+        assert_code(&run(&mistyped)?, 2);
         assert_eq!([first, second].concat(), everything[..28]);
         let created = |i: u64| user(i)["created"].as_u64().unwrap_or(0);
         let (low, high) = (created(50), created(250));

@@ -70,6 +70,27 @@ pub(crate) mod value;
 
 pub use crate::key_type::KeyType;
 pub use batch::{MAX_BATCH_GET, MAX_BATCH_WRITE, RetryPolicy};
+
+/// The size `DynamoDB` counts for an item against its 400 KB limit
+/// ([`MAX_ITEM_BYTES`](crate::limits::MAX_ITEM_BYTES)): every attribute's name plus its value
+/// (strings and binaries their bytes, numbers their digits, sets, lists and maps their members).
+/// Both stores refuse a write of a larger item; check it first to refuse one record of many.
+///
+/// ```
+/// use entity_manager_core::limits::MAX_ITEM_BYTES;
+/// use entity_manager_core::store::item_size;
+/// use entity_manager_core::{AttributeValue, Item};
+///
+/// let mut item = Item::default();
+/// item.insert("id".into(), AttributeValue::S("u1".into()));
+/// assert_eq!(item_size(&item), 4); // "id" and "u1"
+/// item.insert("blob".into(), AttributeValue::B(vec![0; MAX_ITEM_BYTES]));
+/// assert!(item_size(&item) > MAX_ITEM_BYTES);
+/// ```
+#[must_use]
+pub fn item_size(item: &crate::Item) -> usize {
+    value::item_bytes(item)
+}
 // The batch loops `DynamoStore` runs, exposed for the fault-injection tests only.
 /// The AWS SDK for `DynamoDB` this crate is built on, at the version [`DynamoStore`] takes: build
 /// the client of [`DynamoStore::new`] or make raw calls with it, with no second
