@@ -445,8 +445,15 @@ fn read_items() -> Result<(Vec<Value>, bool), Failure> {
         .read_to_string(&mut text)
         .map_err(|e| Failure::Input(format!("cannot read stdin: {e}")))?;
     if text.trim_start().starts_with('[') {
-        let items: Vec<Value> = serde_json::from_str(&text)
-            .map_err(|e| Failure::Input(format!("stdin is not a JSON array of items: {e}")))?;
+        let items: Vec<Value> = match out::parse_json(&text) {
+            Ok(Value::Array(items)) => items,
+            Ok(_) => {
+                return Err(Failure::Input(
+                    "stdin is not a JSON array of items".to_owned(),
+                ));
+            }
+            Err(e) => return Err(Failure::Input(format!("stdin: {e}"))),
+        };
         return Ok((items, true));
     }
     let mut items = Vec::new();
@@ -455,8 +462,8 @@ fn read_items() -> Result<(Vec<Value>, bool), Failure> {
         if line.trim().is_empty() {
             continue;
         }
-        let item = serde_json::from_str(&line)
-            .map_err(|e| Failure::Input(format!("line {}: not a JSON item: {e}", n + 1)))?;
+        let item =
+            out::parse_json(&line).map_err(|e| Failure::Input(format!("line {}: {e}", n + 1)))?;
         items.push(item);
     }
     Ok((items, false))

@@ -176,6 +176,80 @@ fn number(n: &str) -> Value {
     }
 }
 
+/// JSON text read as a value, refused when a number in it cannot be read exactly: plain JSON
+/// numbers are read as 64-bit integers or floats, and DynamoDB keeps 38 digits, so a longer
+/// number (or a decimal a float cannot hold) would otherwise be stored rounded, silently.
+pub(crate) fn parse_json(text: &str) -> Result<Value, String> {
+    let value: Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
+    let read = serde_json::to_string(&value).map_err(|e| format!("not JSON: {e}"))?;
+    for (given, kept) in numbers(text).zip(numbers(&read)) {
+        if decimal(given) != decimal(kept) {
+            return Err(format!(
+                "the number {given} cannot be read exactly from plain JSON (it would be stored as {kept}); give the item in DynamoDB JSON (--format dynamodb), the number as {{\"N\": \"{given}\"}}"
+            ));
+        }
+    }
+    Ok(value)
+}
+
+/// The number literals of JSON text, in order (outside its strings).
+fn numbers(text: &str) -> impl Iterator<Item = &str> {
+    let bytes = text.as_bytes();
+    let mut at = 0;
+    let mut in_string = false;
+    std::iter::from_fn(move || {
+        while at < bytes.len() {
+            let b = bytes[at];
+            if in_string {
+                match b {
+                    b'\\' => at += 2,
+                    b'"' => {
+                        in_string = false;
+                        at += 1;
+                    }
+                    _ => at += 1,
+                }
+            } else if b == b'"' {
+                in_string = true;
+                at += 1;
+            } else if b == b'-' || b.is_ascii_digit() {
+                let start = at;
+                while at < bytes.len()
+                    && matches!(bytes[at], b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E')
+                {
+                    at += 1;
+                }
+                return text.get(start..at);
+            } else {
+                at += 1;
+            }
+        }
+        None
+    })
+}
+
+/// A JSON number's decimal value, normalised: its sign, its significant digits and the power
+/// of ten of the last one (`1e3`, `1000` and `1000.0` are one value).
+fn decimal(literal: &str) -> (bool, String, i64) {
+    let (negative, rest) = literal
+        .strip_prefix('-')
+        .map_or((false, literal), |r| (true, r));
+    let (mantissa, exponent) = match rest.find(['e', 'E']) {
+        Some(i) => (&rest[..i], rest[i + 1..].parse::<i64>().unwrap_or(0)),
+        None => (rest, 0),
+    };
+    let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let digits: String = int.chars().chain(frac.chars()).collect();
+    let mut power = exponent - i64::try_from(frac.len()).unwrap_or(0);
+    let trimmed = digits.trim_start_matches('0');
+    let significant = trimmed.trim_end_matches('0');
+    power += i64::try_from(trimmed.len() - significant.len()).unwrap_or(0);
+    if significant.is_empty() {
+        return (false, String::new(), 0);
+    }
+    (negative, significant.to_owned(), power)
+}
+
 /// An item from a JSON object of `format`.
 pub(crate) fn parse_item(value: Value, format: Format) -> Result<Item, String> {
     match format {
@@ -191,6 +265,51 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
+
+    #[test]
+    fn numbers_plain_json_cannot_hold_are_refused_not_rounded() {
+        for exact in [
+            r#"{"a":1,"b":-12.5,"c":1e3,"d":0.1,"e":18446744073709551615,"f":-9223372036854775808}"#,
+            r#"{"s":"123456789012345678901234567890","n":[0,-0.0,2.50,"1e999"],"m":{"x":1.0E-7}}"#,
+            r#"{"escaped":"a\"1234567890123456789012345\\","n":7}"#,
+        ] {
+            assert!(
+                parse_json(exact).is_ok(),
+                "{exact}: {:?}",
+                parse_json(exact)
+            );
+        }
+        for (lossy, number) in [
+            (
+                r#"{"big":123456789012345678901234567890}"#,
+                "123456789012345678901234567890",
+            ),
+            (r#"{"u":18446744073709551617}"#, "18446744073709551617"),
+            (
+                r#"{"d":0.1000000000000000055511151231257827}"#,
+                "0.1000000000000000055511151231257827",
+            ),
+            (
+                r#"{"l":[1,{"x":12345678901234567890123}]}"#,
+                "12345678901234567890123",
+            ),
+        ] {
+            let refused = parse_json(lossy).err().unwrap_or_default();
+            assert!(
+                refused.contains(number) && refused.contains("--format dynamodb"),
+                "{refused}"
+            );
+        }
+    }
+
+    proptest! {
+        /// Any integer of 64 bits and any float is read exactly, written as Rust writes it.
+        #[test]
+        fn machine_numbers_are_read_exactly(i in any::<i64>(), u in any::<u64>(), f in any::<f64>().prop_filter("finite", |f| f.is_finite())) {
+            let text = format!(r#"{{"i":{i},"u":{u},"f":{f:?},"g":{f:e}}}"#);
+            prop_assert!(parse_json(&text).is_ok(), "{}", text);
+        }
+    }
 
     /// Any attribute value (nested up to two levels).
     fn value() -> impl Strategy<Value = AttributeValue> {

@@ -757,8 +757,8 @@ pub(crate) fn import(args: &ImportArgs, json: bool) -> Result<(), Failure> {
             if line_no < state.line || text.trim().is_empty() {
                 continue;
             }
-            let parsed = serde_json::from_str::<Value>(&text)
-                .map_err(|e| (None, format!("not JSON: {e}")))
+            let parsed = out::parse_json(&text)
+                .map_err(|e| (None, e))
                 .and_then(|v| out::parse_item(v, args.format).map_err(|e| (None, e)))
                 .and_then(|item| {
                     // a refusal names the record's id when it has one
@@ -922,8 +922,8 @@ fn read_record(args: &PutArgs) -> Result<Item, Failure> {
             .map_err(|e| Failure::Input(format!("cannot read stdin: {e}")))?;
         text
     };
-    let value: Value = serde_json::from_str(&text)
-        .map_err(|e| Failure::Input(format!("the record is not JSON: {e}")))?;
+    let value: Value =
+        out::parse_json(&text).map_err(|e| Failure::Input(format!("the record: {e}")))?;
     out::parse_item(value, args.format).map_err(|e| Failure::Input(format!("the record: {e}")))
 }
 

@@ -414,6 +414,34 @@ fn records_get_put_delete_query_pages_and_create_only() -> TestResult {
         let printed = stdout_lines(&out)?;
         assert_eq!(printed.len(), 3);
         assert_eq!(printed[0]["someProperty"], json!(2));
+
+        // a number plain JSON cannot hold exactly is refused, not stored rounded; in DynamoDB
+        // JSON it is stored as given
+        let big = "123456789012345678901234567890";
+        let line = format!(r#"{{"userId":"u92000","created":1725000000000,"someProperty":{big}}}"#);
+        let mut put = on("put", &config, &table, &endpoint)?;
+        put.extend(["--item", line.as_str()]);
+        let out = run(&put)?;
+        assert_code(&out, 2);
+        assert!(String::from_utf8_lossy(&out.stderr).contains(big));
+        let file = std::env::temp_dir().join(format!("em-cli-big-{}.jsonl", std::process::id()));
+        std::fs::write(&file, format!("{line}\n"))?;
+        let mut import = on("import", &config, &table, &endpoint)?;
+        import.extend(["--file", arg(&file)?]);
+        let out = run(&import)?;
+        assert_code(&out, 3);
+        assert!(String::from_utf8_lossy(&out.stderr).contains(big));
+        let typed = format!(
+            r#"{{"userId":{{"S":"u92000"}},"created":{{"N":"1725000000000"}},"someProperty":{{"N":"{big}"}}}}"#
+        );
+        let mut put = on("put", &config, &table, &endpoint)?;
+        put.extend(["--item", typed.as_str(), "--format", "dynamodb"]);
+        assert_code(&run(&put)?, 0);
+        let mut get = on("get", &config, &table, &endpoint)?;
+        get.extend(["--id", "u92000", "--format", "dynamodb"]);
+        let out = run(&get)?;
+        assert_code(&out, 0);
+        assert_eq!(stdout_json(&out)?["someProperty"], json!({ "N": big }));
         let mut get = on("get", &config, &table, &endpoint)?;
         get.extend(["--id", "u90002"]);
         let stored = stdout_json(&run(&get)?)?;
