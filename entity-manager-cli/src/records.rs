@@ -222,7 +222,7 @@ fn typed_value(entity: &EntitySchema<'_>, attribute: &str, text: &str) -> Attrib
         .and_then(|p| p.transcode.key_type());
     match key_type {
         Some(KeyType::N) => return AttributeValue::N(text.to_owned()),
-        Some(_) => return AttributeValue::S(text.to_owned()),
+        Some(_) => return AttributeValue::S(unquoted(text)),
         None => {}
     }
     match serde_json::from_str::<Value>(text) {
@@ -230,6 +230,14 @@ fn typed_value(entity: &EntitySchema<'_>, attribute: &str, text: &str) -> Attrib
             serde_dynamo::to_attribute_value(v).unwrap_or_else(|_| AttributeValue::S(text.into()))
         }
         _ => AttributeValue::S(text.to_owned()),
+    }
+}
+
+/// A string given as a JSON literal (`"b1"`) or as plain text (`b1`): its text.
+fn unquoted(text: &str) -> String {
+    match serde_json::from_str::<Value>(text.trim()) {
+        Ok(Value::String(s)) => s,
+        _ => text.to_owned(),
     }
 }
 
@@ -402,7 +410,7 @@ fn range_condition(
                 .ok_or_else(|| bad("`between A and B`"))?;
             RangeCondition::Between(value(low), value(high))
         }
-        "begins_with" => RangeCondition::BeginsWith(AttributeValue::S(rest.trim().to_owned())),
+        "begins_with" => RangeCondition::BeginsWith(AttributeValue::S(unquoted(rest.trim()))),
         other => {
             return Err(bad(&format!(
                 "unknown operator `{other}`; expected `= V`, `< V`, `<= V`, `> V`, `>= V`, `between A and B` or `begins_with P`"
@@ -457,7 +465,7 @@ fn filter(entity: &EntitySchema<'_>, text: &str) -> Result<Filter, Failure> {
         }
         "begins_with" => Filter::BeginsWith {
             attribute: attribute.clone(),
-            prefix: AttributeValue::S(value.to_owned()),
+            prefix: AttributeValue::S(unquoted(value)),
         },
         "contains" => Filter::Contains {
             attribute: attribute.clone(),
@@ -478,15 +486,40 @@ pub(crate) fn query(args: &QueryArgs, json: bool) -> Result<(), Failure> {
             "--range needs exactly one --index (a range key belongs to one index)".to_owned(),
         ));
     }
+    // --where fills the components of the indexes' sharded hash keys: a name that is none of
+    // them, or given twice, is a mistake, not something to pass over
+    let components: Vec<String> = args
+        .indexes
+        .iter()
+        .filter_map(|name| entity.model().index(name))
+        .filter_map(|index| entity.model().generated_property(&index.hash_key))
+        .flat_map(|generated| generated.components.iter().map(ToString::to_string))
+        .collect();
     let mut fills: HashMap<String, AttributeValue> = HashMap::new();
     for pair in &args.wheres {
         let (name, value) = pair
             .split_once('=')
             .ok_or_else(|| Failure::Input(format!("--where `{pair}` is not NAME=VALUE")))?;
-        fills.insert(
-            name.trim().to_owned(),
-            typed_value(&entity, name.trim(), value),
-        );
+        let name = name.trim();
+        if !components.iter().any(|c| c == name) {
+            return Err(Failure::Input(format!(
+                "--where {name}: not a component of the hash key of {}; {}",
+                args.indexes.join(", "),
+                if components.is_empty() {
+                    "their hash keys have no components to fill: drop --where".to_owned()
+                } else {
+                    format!("fill {}", components.join(", "))
+                }
+            )));
+        }
+        if fills
+            .insert(name.to_owned(), typed_value(&entity, name, value))
+            .is_some()
+        {
+            return Err(Failure::Input(format!(
+                "--where {name} is given twice: a query reads one partition of it (run one query per value)"
+            )));
+        }
     }
     let filters: Vec<Filter> = args
         .filter
@@ -721,6 +754,14 @@ pub(crate) fn import(args: &ImportArgs, json: bool) -> Result<(), Failure> {
                 saved.file.as_deref().unwrap_or("stdin")
             )));
         }
+        if args.start_line > 1 && args.start_line != saved.line {
+            say!(
+                "note: the checkpoint {} resumes at line {}; --start-line {} is not used",
+                path.display(),
+                saved.line,
+                args.start_line
+            );
+        }
         state = saved;
         resumed = true;
     }
@@ -747,6 +788,7 @@ pub(crate) fn import(args: &ImportArgs, json: bool) -> Result<(), Failure> {
     let mut lines = reader.lines();
     let mut line_no = 0u64;
     let mut stopped = false;
+    let first_line = state.line;
     loop {
         let line = lines.next();
         let at_end = line.is_none();
@@ -821,6 +863,9 @@ pub(crate) fn import(args: &ImportArgs, json: bool) -> Result<(), Failure> {
         }
     }
     progress.finish();
+    if line_no + 1 < first_line {
+        say!("note: the input has {line_no} lines; starting at line {first_line} imported nothing");
+    }
     for r in &refused {
         say!(
             "line {}: refused{}: {}",

@@ -414,6 +414,14 @@ fn records_get_put_delete_query_pages_and_create_only() -> TestResult {
         let printed = stdout_lines(&out)?;
         assert_eq!(printed.len(), 3);
         assert_eq!(printed[0]["someProperty"], json!(2));
+        // a start past the end of the input is said, not passed over in silence
+        let out = run(&[&import[..], &["--start-line", "99"]].concat())?;
+        assert_code(&out, 0);
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("imported nothing"),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
 
         // a number plain JSON cannot hold exactly is refused, not stored rounded; in DynamoDB
         // JSON it is stored as given
@@ -494,6 +502,16 @@ fn records_get_put_delete_query_pages_and_create_only() -> TestResult {
         let mut mistyped = on("query", &config, &table, &endpoint)?;
         mistyped.extend(["--index", "created", "--all", "--range", "> abc"]);
         assert_code(&run(&mistyped)?, 2);
+        // --where naming no component of the index's hash key, or one component twice
+        let mut unknown = on("query", &config, &table, &endpoint)?;
+        unknown.extend(["--index", "created", "--all", "--where", "nosuch=1"]);
+        let out = run(&unknown)?;
+        assert_code(&out, 2);
+        assert!(String::from_utf8_lossy(&out.stderr).contains("nosuch"));
+        let mut twice = on("query", &config, &table, &endpoint)?;
+        twice.extend(["--index", "userBeneficiaryCreated", "--all"]);
+        twice.extend(["--where", "beneficiaryId=b1", "--where", "beneficiaryId=b2"]);
+        assert_code(&run(&twice)?, 2);
         assert_eq!([first, second].concat(), everything[..28]);
         let created = |i: u64| user(i)["created"].as_u64().unwrap_or(0);
         let (low, high) = (created(50), created(250));
@@ -527,6 +545,20 @@ fn records_get_put_delete_query_pages_and_create_only() -> TestResult {
             stdout_lines(&out)?,
             expected.into_iter().cloned().collect::<Vec<_>>()
         );
+        // a string value as a JSON literal or as plain text: the same records
+        let by = |filter: &str| -> Result<Vec<String>, BoxError> {
+            let mut q = on("query", &config, &table, &endpoint)?;
+            q.extend(["--index", "created", "--all", "--filter", filter]);
+            let out = run(&q)?;
+            assert_code(&out, 0);
+            ids(&out)
+        };
+        let plain = by("beneficiaryId = b1")?;
+        assert!(!plain.is_empty());
+        assert_eq!(by(r#"beneficiaryId = "b1""#)?, plain);
+        let prefixed = by("firstNameCanonical begins_with cid")?;
+        assert!(!prefixed.is_empty());
+        assert_eq!(by(r#"firstNameCanonical begins_with "cid""#)?, prefixed);
         Ok(())
     })();
     drop_table(&config, &table, &endpoint)?;
