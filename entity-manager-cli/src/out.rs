@@ -252,6 +252,19 @@ fn decimal(literal: &str) -> (bool, String, i64) {
 
 /// An item from a JSON object of `format`.
 pub(crate) fn parse_item(value: Value, format: Format) -> Result<Item, String> {
+    let kind = match &value {
+        Value::Object(_) => None,
+        Value::Array(_) => Some("an array"),
+        Value::String(_) => Some("a string"),
+        Value::Number(_) => Some("a number"),
+        Value::Bool(_) => Some("a boolean"),
+        Value::Null => Some("null"),
+    };
+    if let Some(kind) = kind {
+        return Err(format!(
+            "an item is one JSON object of attributes, not {kind} (in a file, one object a line)"
+        ));
+    }
     match format {
         Format::Json => serde_dynamo::to_item(value).map_err(|e| e.to_string()),
         Format::Dynamodb => serde_json::from_value(value).map_err(|e| e.to_string()),
@@ -265,6 +278,27 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
+
+    #[test]
+    fn an_item_is_an_object() {
+        for (text, kind) in [
+            ("[1,2]", "an array"),
+            ("\"x\"", "a string"),
+            ("null", "null"),
+        ] {
+            for format in [Format::Json, Format::Dynamodb] {
+                let refused = parse_json(text)
+                    .and_then(|v| parse_item(v, format))
+                    .err()
+                    .unwrap_or_default();
+                assert!(
+                    refused.contains(kind) && refused.contains("one JSON object"),
+                    "{refused}"
+                );
+            }
+        }
+        assert!(parse_item(serde_json::json!({ "a": 1 }), Format::Json).is_ok());
+    }
 
     #[test]
     fn numbers_plain_json_cannot_hold_are_refused_not_rounded() {
