@@ -70,6 +70,45 @@ pub(crate) fn save<T: Serialize>(path: &Path, command: &str, state: &T) -> Resul
         })
 }
 
+/// A checkpoint this process holds: `<checkpoint>.lock`, locked by the operating system for as
+/// long as the job runs (released when the process ends, killed or not), so that two jobs
+/// never write one checkpoint. The lock file is removed when the job ends.
+pub(crate) struct Held {
+    path: PathBuf,
+    _file: std::fs::File,
+}
+
+/// Holds `checkpoint` for this job, or says that another job holds it.
+pub(crate) fn hold(checkpoint: &Path) -> Result<Held, Failure> {
+    let mut path = checkpoint.as_os_str().to_owned();
+    path.push(".lock");
+    let path = PathBuf::from(path);
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|e| Failure::Operation(format!("cannot open {}: {e}", path.display())))?;
+    match file.try_lock() {
+        Ok(()) => Ok(Held { path, _file: file }),
+        Err(std::fs::TryLockError::WouldBlock) => Err(Failure::Input(format!(
+            "another job is running with the checkpoint {} (it holds {}): wait for it to end, or give this one another --checkpoint",
+            checkpoint.display(),
+            path.display()
+        ))),
+        Err(std::fs::TryLockError::Error(e)) => Err(Failure::Operation(format!(
+            "cannot lock {}: {e}",
+            path.display()
+        ))),
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
 /// ` at <endpoint> (~N items in the table, estimated by DynamoDB)`: what a confirmation names.
 pub(crate) fn at(estimate: Option<u64>) -> String {
     let place = crate::connection::endpoint_described();

@@ -742,6 +742,7 @@ pub(crate) fn import(args: &ImportArgs, json: bool) -> Result<(), Failure> {
         refused: 0,
     };
     let mut resumed = args.start_line > 1;
+    let _held = args.checkpoint.as_deref().map(job::hold).transpose()?;
     if let Some(path) = &args.checkpoint
         && let Some(saved) = job::load::<ImportState>(path, "import")?
     {

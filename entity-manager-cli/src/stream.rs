@@ -118,6 +118,7 @@ pub(crate) fn stream(args: &StreamArgs, json: bool) -> Result<(), Failure> {
         From::TrimHorizon => StartAt::TrimHorizon,
         From::Latest => StartAt::Latest,
     });
+    let _held = args.checkpoint.as_deref().map(job::hold).transpose()?;
     if let Some(path) = &args.checkpoint
         && let Some(saved) = job::load::<StreamState>(path, "stream")?
     {

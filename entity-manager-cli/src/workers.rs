@@ -104,6 +104,8 @@ pub(crate) struct JournalFile {
     /// Whether this worker owns only part of the segments (its journal is then kept when it
     /// completes, for `report merge`).
     pub(crate) split: bool,
+    /// The journal held for this run: another job given it is refused.
+    _held: crate::job::Held,
 }
 
 impl JournalFile {
@@ -128,6 +130,9 @@ impl JournalFile {
             },
             Path::to_path_buf,
         );
+        // held before anything is read or removed: another run of the job on this journal
+        // (the same --checkpoint, or the same default name) is refused
+        let held = crate::job::hold(&path)?;
         if checkpoint.is_none() {
             // no --checkpoint: a new job, whatever an earlier stopped run left here
             match std::fs::remove_file(&path) {
@@ -149,6 +154,7 @@ impl JournalFile {
             journal,
             path,
             split,
+            _held: held,
         })
     }
 

@@ -107,6 +107,69 @@ fn assert_quiet_end(what: &str, code: Option<i32>, stderr: &str) {
     assert_eq!(code, Some(0), "{what}: {stderr}");
 }
 
+/// Two jobs given one checkpoint: the second is refused (exit 2) while the first runs, before
+/// it reads or writes anything; once the first has ended (here killed, as a crash would), the
+/// checkpoint is free again.
+#[test]
+fn one_checkpoint_one_job() -> TestResult {
+    let Some(endpoint) = endpoint() else {
+        return Ok(());
+    };
+    let (config, table) = user_table("held", &endpoint)?;
+    let result = one_checkpoint_one_job_on(&config, &table, &endpoint);
+    drop_table(&config, &table, &endpoint)?;
+    result
+}
+
+fn one_checkpoint_one_job_on(config: &Path, table: &str, endpoint: &str) -> TestResult {
+    let checkpoint = std::env::temp_dir().join(format!("em-cli-held-{}.json", std::process::id()));
+    let _ = std::fs::remove_file(&checkpoint);
+    let args = [
+        "import",
+        "--config",
+        arg(config)?,
+        "--table",
+        table,
+        "--entity",
+        "user",
+        "--endpoint-url",
+        endpoint,
+        "--checkpoint",
+        arg(&checkpoint)?,
+    ];
+    // the first waits on its stdin, holding the checkpoint
+    let mut first = bin()
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()?;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let lock = std::path::PathBuf::from(format!("{}.lock", checkpoint.display()));
+    while !lock.exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let second = bin().args(args).stdin(Stdio::null()).output()?;
+    let _ = first.kill();
+    let _ = first.wait();
+    assert_code(&second, 2);
+    assert!(
+        String::from_utf8_lossy(&second.stderr).contains("another job"),
+        "{}",
+        String::from_utf8_lossy(&second.stderr)
+    );
+    // the first is gone: the next run holds the checkpoint (its empty input imports nothing)
+    let third = bin().args(args).stdin(Stdio::null()).output()?;
+    assert!(
+        !String::from_utf8_lossy(&third.stderr).contains("another job"),
+        "{}",
+        String::from_utf8_lossy(&third.stderr)
+    );
+    assert!(!lock.exists(), "the lock file is removed when the job ends");
+    let _ = std::fs::remove_file(&checkpoint);
+    Ok(())
+}
+
 /// Commands whose stdout and stderr both go to a pipe whose reader is gone (`2>&1 | head -1`
 /// once `head` has left): the exit code the command has for its outcome, never a panic (101).
 #[test]
