@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 mod support;
 
 use support::{
-    BoxError, TestResult, arg, assert_code, bin, drop_table, endpoint, run, run_with_stdin,
+    BoxError, TestResult, arg, assert_code, bin, drop_table, endpoint, on, run, run_with_stdin,
     stdout_json, stdout_lines, temp_json, user_service_config, user_table,
 };
 
@@ -124,22 +124,11 @@ fn one_checkpoint_one_job() -> TestResult {
 fn one_checkpoint_one_job_on(config: &Path, table: &str, endpoint: &str) -> TestResult {
     let checkpoint = std::env::temp_dir().join(format!("em-cli-held-{}.json", std::process::id()));
     let _ = std::fs::remove_file(&checkpoint);
-    let args = [
-        "import",
-        "--config",
-        arg(config)?,
-        "--table",
-        table,
-        "--entity",
-        "user",
-        "--endpoint-url",
-        endpoint,
-        "--checkpoint",
-        arg(&checkpoint)?,
-    ];
+    let mut args = on("import", config, table, endpoint)?;
+    args.extend(["--checkpoint", arg(&checkpoint)?]);
     // the first waits on its stdin, holding the checkpoint
     let mut first = bin()
-        .args(args)
+        .args(&args)
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -149,7 +138,7 @@ fn one_checkpoint_one_job_on(config: &Path, table: &str, endpoint: &str) -> Test
     while !lock.exists() && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(20));
     }
-    let second = bin().args(args).stdin(Stdio::null()).output()?;
+    let second = bin().args(&args).stdin(Stdio::null()).output()?;
     let _ = first.kill();
     let _ = first.wait();
     assert_code(&second, 2);
@@ -159,7 +148,7 @@ fn one_checkpoint_one_job_on(config: &Path, table: &str, endpoint: &str) -> Test
         String::from_utf8_lossy(&second.stderr)
     );
     // the first is gone: the next run holds the checkpoint (its empty input imports nothing)
-    let third = bin().args(args).stdin(Stdio::null()).output()?;
+    let third = bin().args(&args).stdin(Stdio::null()).output()?;
     assert!(
         !String::from_utf8_lossy(&third.stderr).contains("another job"),
         "{}",

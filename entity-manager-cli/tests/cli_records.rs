@@ -7,7 +7,7 @@
 //! printed reason otherwise, except under `CI=true`.
 
 use std::cmp::Ordering;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use entity_manager::model::Profile;
 use entity_manager::{AttributeValue, Item, Schema};
@@ -16,8 +16,8 @@ use serde_json::{Value, json};
 mod support;
 
 use support::{
-    BoxError, TestResult, arg, assert_code, drop_table, endpoint, run, run_with_stdin, stdout_json,
-    stdout_lines, user_service_config, user_table,
+    BoxError, TestResult, arg, assert_code, drop_table, endpoint, on, run, run_with_stdin,
+    stdout_json, stdout_lines, user_service_config, user_table,
 };
 
 const FIRST: [&str; 7] = ["ann", "bob", "cid", "dee", "eve", "fay", "gus"];
@@ -116,26 +116,6 @@ fn ids(out: &std::process::Output) -> Result<Vec<String>, BoxError> {
         .iter()
         .map(|l| l["userId"].as_str().unwrap_or_default().to_owned())
         .collect())
-}
-
-/// The arguments of a record command on `table`.
-fn on<'a>(
-    command: &'a str,
-    config: &'a Path,
-    table: &'a str,
-    endpoint: &'a str,
-) -> Result<Vec<&'a str>, BoxError> {
-    Ok(vec![
-        command,
-        "--config",
-        arg(config)?,
-        "--table",
-        table,
-        "--entity",
-        "user",
-        "--endpoint-url",
-        endpoint,
-    ])
 }
 
 /// 20,000 users imported from a file, then every index of the User service configuration

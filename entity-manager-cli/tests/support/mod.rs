@@ -260,3 +260,23 @@ pub(crate) fn sorted(mut items: Vec<entity_manager::Item>) -> Vec<entity_manager
     items.sort_by_key(|i| (text(i, "hashKey"), text(i, "rangeKey")));
     items
 }
+
+/// The arguments of a record command on `table`.
+pub(crate) fn on<'a>(
+    command: &'a str,
+    config: &'a std::path::Path,
+    table: &'a str,
+    endpoint: &'a str,
+) -> Result<Vec<&'a str>, BoxError> {
+    Ok(vec![
+        command,
+        "--config",
+        arg(config)?,
+        "--table",
+        table,
+        "--entity",
+        "user",
+        "--endpoint-url",
+        endpoint,
+    ])
+}
