@@ -100,6 +100,17 @@ impl Connection {
                 )));
             }
         };
+        // a region names the endpoint's host: anything else fails every request obscurely
+        let name = region.as_ref();
+        if name.is_empty()
+            || !name
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        {
+            return Err(Failure::Input(format!(
+                "`{name}` is not an AWS region name (lower-case letters, digits and dashes, like eu-west-1); check --region, AWS_REGION and the profile's `region`"
+            )));
+        }
         let described = endpoint.map_or_else(
             || format!("DynamoDB in {region}"),
             |url| format!("{url} ({region})"),

@@ -185,21 +185,33 @@ fn no_test_can_reach_a_real_aws_endpoint() -> TestResult {
         );
     }
     let config = temp_json("no-aws", "config", &user_service_config()?)?;
-    let out = bin()
-        .args([
-            "get",
-            "--config",
-            arg(&config)?,
-            "--table",
-            "T",
-            "--entity",
-            "user",
-            "--id",
-            "u1",
-        ])
-        .stdin(Stdio::null())
-        .output()?;
+    let get = [
+        "get",
+        "--config",
+        arg(&config)?,
+        "--table",
+        "T",
+        "--entity",
+        "user",
+        "--id",
+        "u1",
+    ];
+    let out = bin().args(get).stdin(Stdio::null()).output()?;
     assert_code(&out, 2);
     assert!(String::from_utf8_lossy(&out.stderr).contains("no AWS region"));
+    // a region that cannot name a host: said before anything is sent
+    for region in ["bad region!", "EU-WEST-1", ""] {
+        let out = bin()
+            .args(get)
+            .args(["--region", region])
+            .stdin(Stdio::null())
+            .output()?;
+        assert_code(&out, 2);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains("is not an AWS region name"),
+            "{region}: {stderr}"
+        );
+    }
     Ok(())
 }

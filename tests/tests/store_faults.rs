@@ -467,3 +467,47 @@ async fn a_silent_server_gives_a_typed_timeout_on_every_call() -> TestResult {
     held.abort();
     Ok(())
 }
+
+/// An endpoint that is not DynamoDB (a proxy's error page): the error says what answered, not
+/// the SDK's bare "service error".
+#[tokio::test]
+async fn an_endpoint_that_is_not_dynamodb_is_named_for_what_it_answered() -> TestResult {
+    use entity_manager::store::DynamoStore;
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let endpoint = format!("http://{}", listener.local_addr()?);
+    let server = tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let mut buffer = vec![0u8; 64 * 1024];
+                let _ = socket.read(&mut buffer).await;
+                let body = "<html><body>403 Forbidden by the proxy</body></html>";
+                let answer = format!(
+                    "HTTP/1.1 403 Forbidden\r\ncontent-type: text/html\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = socket.write_all(answer.as_bytes()).await;
+            });
+        }
+    });
+    let store = DynamoStore::new(store_support::client_at(&endpoint), "proxied", definition())
+        .with_timeouts(Duration::from_secs(5), Duration::from_secs(5));
+    let result = tokio::time::timeout(
+        Duration::from_secs(20),
+        store.get_item(&key("h", "r"), None),
+    )
+    .await;
+    server.abort();
+    let error = match result {
+        Ok(Err(e)) => e,
+        other => return Err(format!("expected a store error, got {other:?}").into()),
+    };
+    let message = error.to_string();
+    assert!(
+        message.contains("HTTP 403") && message.contains("Forbidden by the proxy"),
+        "{message}"
+    );
+    assert!(message.contains("is it a DynamoDB endpoint"), "{message}");
+    Ok(())
+}

@@ -120,9 +120,28 @@ where
         }
         _ => StoreErrorKind::Other,
     });
-    let message = match (err.message(), &code) {
-        (Some(m), Some(c)) => format!("{c}: {m}"),
-        (Some(m), None) => m.to_owned(),
+    let message = match (err.message(), &code, &err) {
+        (Some(m), Some(c), _) => format!("{c}: {m}"),
+        (Some(m), None, _) => m.to_owned(),
+        // an answer that is not DynamoDB's (a proxy's error page, another service): what it
+        // was, rather than the SDK's bare "service error"
+        (None, None, SdkError::ServiceError(context)) => {
+            let raw = context.raw();
+            let body = raw
+                .body()
+                .bytes()
+                .map(|b| String::from_utf8_lossy(&b[..b.len().min(200)]).into_owned())
+                .unwrap_or_default();
+            format!(
+                "the endpoint answered HTTP {} without a DynamoDB error ({}); is it a DynamoDB endpoint?",
+                raw.status().as_u16(),
+                if body.trim().is_empty() {
+                    "empty body".to_owned()
+                } else {
+                    format!("body: {}", body.trim())
+                }
+            )
+        }
         _ => DisplayErrorContext(&err).to_string(),
     };
     let e = StoreError::new(kind, operation, message);
