@@ -197,11 +197,25 @@ where
 pub trait VersionField {
     /// Names the check.
     const OK: () = ();
+    /// The largest value of the type, in decimal: a write that would increment the version past
+    /// it is refused (the record could not be read back).
+    const MAX: &'static str;
 }
 macro_rules! version_fields {
-    ($($t:ty),*) => { $(impl VersionField for $t {})* };
+    ($($t:ty => $max:literal),*) => {
+        $(impl VersionField for $t {
+            const MAX: &'static str = $max;
+        })*
+    };
 }
-version_fields!(u8, u16, u32, u64, usize, i8, i16, i32, i64, isize);
+version_fields!(
+    u8 => "255", u16 => "65535", u32 => "4294967295", u64 => "18446744073709551615",
+    i8 => "127", i16 => "32767", i32 => "2147483647", i64 => "9223372036854775807"
+);
+#[cfg(target_pointer_width = "64")]
+version_fields!(usize => "18446744073709551615", isize => "9223372036854775807");
+#[cfg(target_pointer_width = "32")]
+version_fields!(usize => "4294967295", isize => "2147483647");
 
 pub use crate::field::{Field, KeyPart, Optional, Required};
 

@@ -92,6 +92,11 @@ pub trait Entity: Sized + 'static {
     /// an integer field that every write checks and increments (optimistic locking).
     const VERSION: Option<&'static str> = None;
 
+    /// The largest value the version field's type holds, in decimal (`"255"` for a `u8`): a
+    /// write that would increment the version past it is refused with
+    /// [`Error::InvalidUpdate`](crate::Error::InvalidUpdate), so the record stays readable.
+    const VERSION_MAX: Option<&'static str> = None;
+
     /// The entity's model.
     fn model() -> &'static EntityModel;
 }

@@ -84,8 +84,50 @@ pub(super) fn bump_version<E: Entity>(item: &mut Item) -> Result<Option<Attribut
             ),
         });
     };
+    if let Some(max) = E::VERSION_MAX.and_then(Number::parse)
+        && next > max
+    {
+        return Err(version_exhausted::<E>(String::new(), name));
+    }
     item.insert(name.to_owned(), AttributeValue::N(next.canonical()));
     Ok(Some(expected))
+}
+
+/// [`Error::InvalidUpdate`] of a write that would increment the version field past its type's
+/// largest value.
+pub(super) fn version_exhausted<E: Entity>(unique: String, name: &str) -> Error {
+    Error::InvalidUpdate {
+        entity: E::model().token.to_string(),
+        unique,
+        reason: format!(
+            "the version field `{name}` is at the largest value its type holds ({}): another write would store a version the record cannot be read back with; give the field a wider type (`u64`)",
+            E::VERSION_MAX.unwrap_or("?")
+        ),
+    }
+}
+
+/// The condition, for a write that adds one to the stored version, that the version is below
+/// its type's largest value (or absent): past it, the record could not be read back.
+pub(super) fn below_version_max<E: Entity>() -> Option<Filter> {
+    let (name, max) = (E::VERSION?, E::VERSION_MAX?);
+    Some(Filter::Or(vec![
+        Filter::NotExists(name.to_owned()),
+        Filter::compare(name, Comparison::Lt, AttributeValue::N(max.to_owned())),
+    ]))
+}
+
+/// Whether the stored item's version is at (or past) its type's largest value.
+fn version_at_max<E: Entity>(current: Option<&Item>) -> bool {
+    let (Some(name), Some(max)) = (E::VERSION, E::VERSION_MAX.and_then(Number::parse)) else {
+        return false;
+    };
+    current
+        .and_then(|item| item.get(name))
+        .and_then(|v| match v {
+            AttributeValue::N(n) => Number::parse(n),
+            _ => None,
+        })
+        .is_some_and(|stored| stored >= max)
 }
 
 /// The condition that the stored version is `expected` (a stored record without the field
@@ -155,6 +197,11 @@ pub(super) fn condition_failure<E: Entity>(
         && version_conflict(name, expected, current.as_ref(), absent_ok)
     {
         return conflict_error(entity, unique, name, expected, current);
+    }
+    if let Some(name) = E::VERSION
+        && version_at_max::<E>(current.as_ref())
+    {
+        return version_exhausted::<E>(unique, name);
     }
     Error::ConditionFailed {
         entity,

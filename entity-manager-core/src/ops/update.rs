@@ -16,8 +16,8 @@ use crate::store::value::matches;
 use crate::store::{Expect, Filter, ReturnValues, Store, StoreError, Update, UpdateAction};
 
 use super::condition::{
-    all_of, bump_version, condition_failure, id_text, invalid_operand, read_guard, store_error,
-    unique_text, version_filter,
+    all_of, below_version_max, bump_version, condition_failure, id_text, invalid_operand,
+    read_guard, store_error, unique_text, version_filter,
 };
 use super::read::{candidates, key_item, key_of, read_by_id};
 use super::write::MODIFY_ATTEMPTS;
@@ -318,6 +318,8 @@ fn existing_record_conditions<E: Entity>(
     if let (Some(name), Some(expected)) = (E::VERSION, expected) {
         conditions.push(version_filter(name, hash_key, expected, false));
     }
+    // the version is incremented in place: refused at its type's largest value
+    conditions.extend(below_version_max::<E>());
     conditions.extend(condition);
     conditions
 }

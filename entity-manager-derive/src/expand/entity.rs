@@ -107,6 +107,8 @@ pub(crate) fn expand_entity(c: &Container<'_>) -> Option<TokenStream> {
                 let () = #check;
                 _em::__private::Option::Some(#stored)
             };
+            const VERSION_MAX: _em::__private::Option<&'static str> =
+                _em::__private::Option::Some(<#ty as _em::__private::VersionField>::MAX);
         }
     });
     let fields = field_tokens(c);

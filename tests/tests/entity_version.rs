@@ -1,0 +1,96 @@
+//! A version field at the largest value of its type: a write that would increment it past that
+//! is refused with `Error::InvalidUpdate` before anything is stored, on both stores, and the
+//! record stays readable (it used to be written with a version its type cannot hold, and then
+//! every read of it failed).
+
+use entity_manager::field::Changes;
+use entity_manager::store::{MemoryStore, Store, TableDefinition};
+use entity_manager::{Entity, EntityExt, Error, Table};
+use serde::{Deserialize, Serialize};
+
+mod store_support;
+
+type TestResult = Result<(), Box<dyn std::error::Error>>;
+
+#[derive(Table)]
+#[table(entities(Counter))]
+struct Counters;
+
+#[derive(Entity, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+#[entity(table = Counters, unique = id, timestamp = created, version = version)]
+struct Counter {
+    #[transcode("string")]
+    id: String,
+    #[transcode("timestamp")]
+    created: u64,
+    hits: u64,
+    version: u8,
+}
+
+async fn at_the_largest_version<S: Store>(store: &S) -> TestResult {
+    let f = Counter::FIELDS;
+    Counter {
+        id: "c".into(),
+        created: 1,
+        hits: 0,
+        version: 0,
+    }
+    .create(store)
+    .await?;
+    // 254 updates: version 255, the largest a u8 holds
+    for _ in 0..254 {
+        Counter::update(store, "c", Changes::new().add(f.hits, 1)).await?;
+    }
+    let read = Counter::get(store, "c").await?.ok_or("gone")?;
+    assert_eq!((read.version, read.hits), (255, 254));
+    // an update, a read-modify-write and a replace would each make it 256: refused
+    let refused = [
+        Counter::update(store, "c", Changes::new().add(f.hits, 1))
+            .await
+            .err(),
+        Counter::modify(store, "c", |c| c.hits += 1).await.err(),
+        read.put(store).await.err(),
+    ];
+    for error in refused {
+        match error {
+            Some(Error::InvalidUpdate { reason, .. }) => {
+                assert!(
+                    reason.contains("255") && reason.contains("version"),
+                    "{reason}"
+                );
+            }
+            other => return Err(format!("expected InvalidUpdate, got {other:?}").into()),
+        }
+    }
+    // nothing was written: the record reads back as it was
+    assert_eq!(Counter::get(store, "c").await?, Some(read));
+    // a new record given the largest version is refused too
+    let full = Counter {
+        id: "d".into(),
+        created: 1,
+        hits: 0,
+        version: 255,
+    };
+    assert!(matches!(
+        full.create(store).await,
+        Err(Error::InvalidUpdate { .. })
+    ));
+    assert_eq!(Counter::get(store, "d").await?, None);
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_version_at_its_largest_value_is_refused_on_memory() -> TestResult {
+    let store = MemoryStore::new(TableDefinition::from_schema(Counters::schema()?)?);
+    at_the_largest_version(&store).await
+}
+
+#[tokio::test]
+async fn a_version_at_its_largest_value_is_refused_on_dynamodb() -> TestResult {
+    let definition = TableDefinition::from_schema(Counters::schema()?)?;
+    store_support::on_dynamodb("version_max", definition, |store| async move {
+        at_the_largest_version(&store).await
+    })
+    .await
+}
