@@ -300,6 +300,41 @@ async fn typed_inputs_that_do_not_fit_the_index_are_refused() -> TestResult {
             .await,
         "begins_with",
     );
+    // a second range condition is not passed over (nor ANDed): refused
+    invalid(
+        Member::query(&store)?
+            .index(MemberIndex::ByJoined)
+            .range(Member::FIELDS.joined.ge(1_100))
+            .range(Member::FIELDS.joined.le(1_200))
+            .shards_between(0, 10_000)
+            .page(None)
+            .await,
+        "second range condition",
+    );
+    // a hash key on indexes keyed by the table's hash key: refused, not ignored (the query
+    // would read every team)
+    let red = Member::team_hash_key(EVERY_SHARD).team("red")?;
+    invalid(
+        Member::query(&store)?
+            .index(MemberIndex::ByJoined)
+            .hash_key(&red)
+            .shards_between(0, 10_000)
+            .page(None)
+            .await,
+        "drop `.hash_key",
+    );
+    // two hash keys: one partition a query
+    let blue = Member::team_hash_key(EVERY_SHARD).team("blue")?;
+    invalid(
+        Member::query(&store)?
+            .index(MemberIndex::TeamJoined)
+            .hash_key(&red)
+            .hash_key(&blue)
+            .shards_between(0, 10_000)
+            .page(None)
+            .await,
+        "second hash key",
+    );
     Ok(())
 }
 

@@ -145,19 +145,28 @@ impl<'a> Plan<'a> {
         }
         let table_hash_keys = schema.hash_key_space(&table.hash_key, item, window.0, window.1)?;
         let hash_keys = match hash_suffix {
-            _ if hash_attr == table.hash_key => table_hash_keys.clone(),
-            Some((property, suffix)) if *property == hash_attr => table_hash_keys
-                .iter()
-                .map(|hash_key| format!("{hash_key}{suffix}"))
-                .collect(),
-            Some((property, _)) => {
+            // a hash key of another attribute than the indexes' is refused, not passed over
+            // (the query would read every record of the table's partitions instead)
+            Some((property, _)) if *property != hash_attr => {
+                let fix = if hash_attr == table.hash_key {
+                    format!(
+                        "these indexes are keyed by the table's `{hash_attr}`, which needs no hash key: drop `.hash_key(…)`, or query an index keyed by `{property}`"
+                    )
+                } else {
+                    format!("build a `{hash_attr}` value")
+                };
                 return Err(invalid(
                     &schema,
                     format!(
-                        "the hash key given is a value of `{property}`, but the query's hash key is `{hash_attr}`; build a `{hash_attr}` value"
+                        "the hash key given is a value of `{property}`, but the query's hash key is `{hash_attr}`; {fix}"
                     ),
                 ));
             }
+            _ if hash_attr == table.hash_key => table_hash_keys.clone(),
+            Some((_, suffix)) => table_hash_keys
+                .iter()
+                .map(|hash_key| format!("{hash_key}{suffix}"))
+                .collect(),
             None => schema.hash_key_space(&hash_attr, item, window.0, window.1)?,
         };
         let exact = indexes

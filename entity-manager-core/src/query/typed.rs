@@ -380,6 +380,14 @@ impl<'a, S: Store, E: Entity> TypedQuery<'a, S, E> {
     pub fn range(mut self, condition: impl Into<KeyCondition<E>>) -> Self {
         let condition = condition.into();
         if let Some(spec) = self.inner.last_spec() {
+            if spec.range.is_some() {
+                // an index takes one key condition: a second is not ANDed, and replacing the
+                // first would read other records than asked
+                spec.problem = Some(
+                    "a second range condition on the same index: a query takes one (write the two bounds as one `between`, or filter on the field)"
+                        .to_owned(),
+                );
+            }
             spec.range_on = condition.attribute;
             match condition.condition {
                 Ok(c) => spec.range = Some(c),
@@ -499,6 +507,13 @@ impl<'a, S: Store, E: Entity> TypedQuery<'a, S, E> {
     #[must_use]
     pub fn hash_key<K: KeyValue<E>>(mut self, key: &K) -> Self {
         let text = key.key_text();
+        if self.inner.hash_suffix.is_some() {
+            // one partition per query: a second hash key is not a union
+            self.inner.problem = Some(format!(
+                "a second hash key ({text:?} of `{}`): a query reads one; run one query per value",
+                K::PROPERTY
+            ));
+        }
         if !key.is_complete() {
             self.inner.problem = Some(format!(
                 "the hash key {text:?} of `{}` is a prefix: give every component",
