@@ -94,7 +94,7 @@ pub trait Entity: Sized + 'static {
 
     /// The largest value the version field's type holds, in decimal (`"255"` for a `u8`): a
     /// write that would increment the version past it is refused with
-    /// [`Error::InvalidUpdate`](crate::Error::InvalidUpdate), so the record stays readable.
+    /// [`Error::InvalidUpdate`], so the record stays readable.
     const VERSION_MAX: Option<&'static str> = None;
 
     /// The entity's model.
