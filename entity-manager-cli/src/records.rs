@@ -487,7 +487,8 @@ pub(crate) fn query(args: &QueryArgs, json: bool) -> Result<(), Failure> {
         ));
     }
     // --where fills the components of the indexes' sharded hash keys: a name that is none of
-    // them, or given twice, is a mistake, not something to pass over
+    // them, or given twice, is a mistake, not something to pass over; one not given is asked
+    // for (the library's message speaks of its Rust calls)
     let components: Vec<String> = args
         .indexes
         .iter()
@@ -520,6 +521,12 @@ pub(crate) fn query(args: &QueryArgs, json: bool) -> Result<(), Failure> {
                 "--where {name} is given twice: a query reads one partition of it (run one query per value)"
             )));
         }
+    }
+    if let Some(missing) = components.iter().find(|c| !fills.contains_key(*c)) {
+        return Err(Failure::Input(format!(
+            "--index {} is keyed by a sharded hash key of `{missing}`: give its value with --where {missing}=VALUE",
+            args.indexes.join(", ")
+        )));
     }
     let filters: Vec<Filter> = args
         .filter

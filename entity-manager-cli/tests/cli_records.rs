@@ -492,6 +492,12 @@ fn records_get_put_delete_query_pages_and_create_only() -> TestResult {
         twice.extend(["--index", "userBeneficiaryCreated", "--all"]);
         twice.extend(["--where", "beneficiaryId=b1", "--where", "beneficiaryId=b2"]);
         assert_code(&run(&twice)?, 2);
+        // and none where the index needs it: asked for by its flag
+        let mut none = on("query", &config, &table, &endpoint)?;
+        none.extend(["--index", "userBeneficiaryCreated", "--all"]);
+        let out = run(&none)?;
+        assert_code(&out, 2);
+        assert!(String::from_utf8_lossy(&out.stderr).contains("--where beneficiaryId="));
         assert_eq!([first, second].concat(), everything[..28]);
         let created = |i: u64| user(i)["created"].as_u64().unwrap_or(0);
         let (low, high) = (created(50), created(250));

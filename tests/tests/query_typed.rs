@@ -323,6 +323,15 @@ async fn typed_inputs_that_do_not_fit_the_index_are_refused() -> TestResult {
             .await,
         "drop `.hash_key",
     );
+    // no hash key where the index needs one: the error says which and how to give it
+    invalid(
+        Member::query(&store)?
+            .index(MemberIndex::TeamJoined)
+            .shards_between(0, 10_000)
+            .page(None)
+            .await,
+        "give one with `.hash_key(",
+    );
     // two hash keys: one partition a query
     let blue = Member::team_hash_key(EVERY_SHARD).team("blue")?;
     invalid(

@@ -167,7 +167,22 @@ impl<'a> Plan<'a> {
                 .iter()
                 .map(|hash_key| format!("{hash_key}{suffix}"))
                 .collect(),
-            None => schema.hash_key_space(&hash_attr, item, window.0, window.1)?,
+            None => schema
+                .hash_key_space(&hash_attr, item, window.0, window.1)
+                .map_err(|e| match e {
+                    // the query's partition was not given: say how to give it
+                    Error::MissingComponent {
+                        property,
+                        component,
+                        ..
+                    } => invalid(
+                        &schema,
+                        format!(
+                            "the indexes are keyed by `{property}`, whose partitions are named by `{component}`: give one with `.hash_key(…)` and the entity's key builder of `{property}` (its `{component}` set), or set `{component}` in the query's item"
+                        ),
+                    ),
+                    other => other,
+                })?,
         };
         let exact = indexes
             .iter()
