@@ -218,3 +218,12 @@ pub(crate) fn key_value_bytes(value: &AttributeValue) -> Option<usize> {
         _ => None,
     }
 }
+
+/// Whether a value can stand as a sort key value in a key condition: at most
+/// [`MAX_SORT_KEY_BYTES`] (DynamoDB refuses a longer one, each value of a condition on its own:
+/// the equality prefix of a multi-attribute key, the condition, either end of `BETWEEN`).
+/// The one home of that rule: the stores check key conditions with it, the query engine the
+/// boundaries of page tokens and the bounds it predicts.
+pub(crate) fn sort_value_fits(value: &AttributeValue) -> bool {
+    key_value_bytes(value).is_none_or(|bytes| bytes <= MAX_SORT_KEY_BYTES)
+}

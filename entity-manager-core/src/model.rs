@@ -863,6 +863,21 @@ impl EntityModel {
         self.indexes.iter().find(|i| i.name == name)
     }
 
+    /// What holds the value of a classic (one-attribute) index key attribute of this entity,
+    /// and so its type: the table's keys and the generated properties are strings, a
+    /// transcoded property has its transcode's key type. `None` when the entity neither holds
+    /// nor generates the attribute. The one home of that rule: the query plan types a range key
+    /// with it, the table definition an index's key attributes.
+    pub(crate) fn key_source(&self, table: &TableModel, attribute: &str) -> Option<KeySource<'_>> {
+        if attribute == table.hash_key || attribute == table.range_key {
+            Some(KeySource::TableKey)
+        } else if self.generated_property(attribute).is_some() {
+            Some(KeySource::Generated)
+        } else {
+            self.property(attribute).map(KeySource::Property)
+        }
+    }
+
     /// The bump that applies to a record created at `timestamp`: the last one whose timestamp is
     /// not after it. `None` only for an unvalidated schedule that does not start at 0.
     pub fn shard_bump(&self, timestamp: u64) -> Option<ShardBump> {
@@ -871,5 +886,26 @@ impl EntityModel {
             .rev()
             .find(|b| b.timestamp <= timestamp)
             .copied()
+    }
+}
+
+/// What holds a classic index key attribute's value (see [`EntityModel::key_source`]).
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum KeySource<'m> {
+    /// One of the table's own keys.
+    TableKey,
+    /// A generated property.
+    Generated,
+    /// A transcoded property.
+    Property(&'m Property),
+}
+
+impl KeySource<'_> {
+    /// The attribute's type in a key: `None` for a property whose transcode cannot be a key.
+    pub(crate) fn key_type(self) -> Option<KeyType> {
+        match self {
+            Self::TableKey | Self::Generated => Some(KeyType::S),
+            Self::Property(property) => property.transcode.key_type(),
+        }
     }
 }

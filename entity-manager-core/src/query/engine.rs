@@ -54,6 +54,42 @@
 //! ([`estimate::Evidence`]: items buffered, how far each lane is read); the larger the page,
 //! the closer its end is known and the higher the probability ([`estimate::quantiles`]).
 //!
+//! # When a lane is done
+//!
+//! A lane is *exhausted* (never read again, and its flag is set in the page token) only when a
+//! read that ran out covered everything from where it started to the last key the user's
+//! condition admits, in scan order. What a read that runs out covers:
+//! - a read with the user's condition alone (no bound of the engine's): every key the condition
+//!   admits from its start on: the lane is done;
+//! - a read bounded at a value `t` of the conditioned attribute (the attribute the condition
+//!   is on: the range key of a classic index; on a multi-attribute key, the one after the
+//!   equality prefix): every tuple whose conditioned attribute is up to `t` in scan order,
+//!   whatever its free attributes after it hold (the key *through* `t`, see
+//!   [`Lanes::key_through`]). The lane is read through there, not done;
+//! - a read *within* a value, which resumes after a sort tuple `(v, w, x)` (the conditioned
+//!   attribute `v`, free attributes after it) with an equality on its leading attributes and a
+//!   condition on its deepest one (`(v, w, > x)`, see [`Lanes::request_within`]): the tuples
+//!   that share that prefix, through `(v, w, MAX)`. Only a read whose prefix is `v` alone
+//!   (`(v, > w)`) covers the rest of `v`; a deeper one leaves `(v, > w, …)` unread, and the
+//!   next read goes one attribute up (`(v, > w)`), then past `v`.
+//!
+//! Whether the rest of a lane can hold anything once it is read through every tuple of a value
+//! `v` of the conditioned attribute depends on the condition and the direction alone
+//! ([`ends_at`]); the positions of the equality prefix play no part, as every read carries it:
+//!
+//! | condition on the conditioned attribute | ascending: done through `v` when | descending: done through `v` when |
+//! |---|---|---|
+//! | `eq(x)` (also the equality that ends a prefix) | `v >= x` | `v <= x` |
+//! | `lt(x)`, `le(x)` | `v >= x` | never (read to the end) |
+//! | `gt(x)`, `ge(x)` | never (read to the end) | `v <= x` |
+//! | `between(a, b)` | `v >= b` | `v <= a` |
+//! | `begins_with(p)`, none | never (read to the end) | never (read to the end) |
+//!
+//! "Never" means a read with no bound of the engine's must run out (which is exact: the key
+//! condition ends where the user's does). A read within a value counts as "through every tuple
+//! of `v`" only when its prefix is `v` alone; the regression of issue 46 (`tests/query_lanes.rs`)
+//! took a deeper one for it and lost the tuples after the deeper prefix.
+//!
 //! # Streams
 //!
 //! A page by token starts from the boundary alone. A [`Cursor`] (a query's `stream()`) keeps
@@ -1465,15 +1501,19 @@ impl<P: Lanes, S: Store> Engine<'_, P, S> {
         let (request, through) =
             self.plan
                 .request_within(lane.index, lane.shard, key, front.upto == Upto::Before)?;
-        // where the user's condition holds nothing after that value, running out means the
-        // lane has nothing left
-        let last = ends_at(
-            self.plan.condition(lane.index),
-            &value,
-            self.plan.descending(),
-        );
-        let stop = (!last).then(|| End {
-            pos: self.scan(through),
+        // running out means the lane has nothing left only where the read covers the rest of
+        // the value (its prefix is the conditioned attribute alone: a deeper one leaves the
+        // tuples after it within the value unread) and the user's condition holds nothing
+        // after that value; otherwise the lane is read through `through`
+        let through = self.scan(through);
+        let last = self.through(&value).as_ref() == Some(&through)
+            && ends_at(
+                self.plan.condition(lane.index),
+                &value,
+                self.plan.descending(),
+            );
+        let stop = (!last).then_some(End {
+            pos: through,
             value,
             rank: None,
         });
@@ -1770,8 +1810,7 @@ fn starts_with(value: &AttributeValue, prefix: &AttributeValue) -> bool {
 fn sort_key_sized(value: &AttributeValue) -> bool {
     match value {
         AttributeValue::L(values) => values.iter().all(sort_key_sized),
-        value => crate::limits::key_value_bytes(value)
-            .is_none_or(|bytes| bytes <= crate::limits::MAX_SORT_KEY_BYTES),
+        value => crate::limits::sort_value_fits(value),
     }
 }
 

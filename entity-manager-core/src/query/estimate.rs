@@ -303,10 +303,7 @@ pub(crate) fn extrapolate(
     // a bound is a sort key in a key condition: one longer than a sort key may be (a long
     // common prefix, then digits of up to 4 bytes each) would fail the read, so none is
     // predicted
-    let sized = |v: &AttributeValue| {
-        crate::limits::key_value_bytes(v).is_none_or(|n| n <= crate::limits::MAX_SORT_KEY_BYTES)
-    };
-    extrapolate_any(first, last, factor).filter(sized)
+    extrapolate_any(first, last, factor).filter(crate::limits::sort_value_fits)
 }
 
 fn extrapolate_any(

@@ -8,6 +8,7 @@ use super::lanes::{Key, Lanes};
 use super::token::Boundary;
 use crate::error::{Error, Result};
 use crate::key_type::KeyType;
+use crate::model::KeySource;
 use crate::schema::EntitySchema;
 use crate::store::value::Scalar;
 use crate::store::{Filter, QueryPage, RangeCondition, StoreError};
@@ -306,16 +307,9 @@ impl<'a> Plan<'a> {
                     AttributeValue::N(to.to_string()),
                 ));
             }
-            let range_type = if range_key == *table.range_key
-                || range_key == *table.hash_key
-                || model.generated_property(&range_key).is_some()
-            {
-                Some(KeyType::S)
-            } else {
-                model
-                    .property(&range_key)
-                    .and_then(|p| p.transcode.key_type())
-            };
+            let range_type = model
+                .key_source(table, &range_key)
+                .and_then(KeySource::key_type);
             indexes.push(PlanIndex {
                 name: spec.name.clone(),
                 range_attr: range_key,

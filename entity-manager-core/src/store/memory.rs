@@ -1209,7 +1209,7 @@ fn check_query(
             .flatten(),
     );
     for value in range_values {
-        if crate::limits::key_value_bytes(value).is_some_and(|n| n > MAX_SORT_KEY_BYTES) {
+        if !crate::limits::sort_value_fits(value) {
             return Err(validation(
                 OP,
                 "One or more parameter values were invalid: Aggregated size of all range keys has exceeded the size limit of 1024 bytes",

@@ -10,7 +10,7 @@ use serde_dynamo::{AttributeValue, Item};
 use serde_json::{Value, json};
 
 use crate::limits::{MAX_LOCAL_INDEXES, MAX_PROJECTED_ATTRIBUTES, MAX_TAGS};
-use crate::model::{EntityModel, Index, MultiKey, Projection, TableModel};
+use crate::model::{EntityModel, Index, KeySource, MultiKey, Projection, TableModel};
 
 use super::stamp::{STAMP_ATTRIBUTE, STAMP_HASH_KEY, STAMP_RANGE_KEY, TableStamp};
 use crate::key_type::KeyType;
@@ -1060,37 +1060,42 @@ fn key_attribute(
     index: &str,
     attribute: &str,
 ) -> Result<KeyAttribute, TableDefinitionError> {
-    if attribute == table.hash_key || attribute == table.range_key {
-        return Ok(KeyAttribute::new(attribute, KeyType::S));
-    }
-    if entity.generated_property(attribute).is_some()
-        || (entity.property(attribute).is_none()
-            && entities
+    // the entity's own attribute; else one another entity generates, else holds
+    let source = entity
+        .key_source(table, attribute)
+        .map(|source| (entity, source))
+        .or_else(|| {
+            entities
                 .iter()
-                .any(|e| e.generated_property(attribute).is_some()))
-    {
-        return Ok(KeyAttribute::new(attribute, KeyType::S));
-    }
-    let owner = std::iter::once(entity)
-        .chain(entities.iter())
-        .find(|e| e.property(attribute).is_some());
-    let Some(property) = owner.and_then(|e| e.property(attribute)) else {
-        return Err(TableDefinitionError::UnknownKeyAttribute {
-            entity: entity.token.to_string(),
-            index: index.to_owned(),
-            attribute: attribute.to_owned(),
+                .find(|e| e.generated_property(attribute).is_some())
+                .map(|e| (e, KeySource::Generated))
+        })
+        .or_else(|| {
+            entities
+                .iter()
+                .find_map(|e| e.key_source(table, attribute).map(|source| (e, source)))
         });
-    };
-    let key_type =
-        property
-            .transcode
-            .key_type()
-            .ok_or_else(|| TableDefinitionError::UnkeyableTranscode {
+    let (owner, property) = match source {
+        None => {
+            return Err(TableDefinitionError::UnknownKeyAttribute {
                 entity: entity.token.to_string(),
                 index: index.to_owned(),
                 attribute: attribute.to_owned(),
-                transcode: property.transcode.name().to_owned(),
-            })?;
+            });
+        }
+        Some((_, KeySource::TableKey | KeySource::Generated)) => {
+            return Ok(KeyAttribute::new(attribute, KeyType::S));
+        }
+        Some((owner, KeySource::Property(property))) => (owner, property),
+    };
+    let key_type = KeySource::Property(property).key_type().ok_or_else(|| {
+        TableDefinitionError::UnkeyableTranscode {
+            entity: entity.token.to_string(),
+            index: index.to_owned(),
+            attribute: attribute.to_owned(),
+            transcode: property.transcode.name().to_owned(),
+        }
+    })?;
     // Every entity that transcodes this attribute must agree on its type.
     for other in entities {
         if let Some(p) = other.property(attribute)
@@ -1100,7 +1105,7 @@ fn key_attribute(
             return Err(TableDefinitionError::ConflictingKeyType {
                 attribute: attribute.to_owned(),
                 first: key_type,
-                first_in: format!("entity `{}`", owner.map_or("?", |e| &*e.token)),
+                first_in: format!("entity `{}`", owner.token),
                 second: t,
                 second_in: format!("entity `{}`", other.token),
             });
