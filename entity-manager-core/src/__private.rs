@@ -228,7 +228,7 @@ pub use crate::field::{Field, KeyPart, Optional, Required};
 #[diagnostic::on_unimplemented(
     message = "the entity `{Self}` is not (de)serializable: it needs `serde::Serialize` and `serde::Deserialize`",
     label = "add `#[derive(serde::Serialize, serde::Deserialize)]` to `{Self}`",
-    note = "records are written and read through serde: derive both beside `#[derive(Entity)]` (serde's attributes such as `rename_all` then name the stored attributes)"
+    note = "records are written and read through serde: derive both beside `#[derive(Entity)]` (serde's attributes such as `rename_all` then name the stored attributes); where they are derived, fix the error serde's derive reports"
 )]
 pub trait Stored {}
 

@@ -757,6 +757,8 @@ pub(crate) struct SerdeAttrs {
     pub(crate) flatten: Option<Span>,
     /// `with` or `serialize_with`: serde does not write the field's type as such.
     pub(crate) custom: bool,
+    /// A `#[serde(…)]` that does not parse: serde's derive reports it (and writes no impl).
+    pub(crate) malformed: bool,
 }
 
 impl SerdeAttrs {
@@ -818,7 +820,7 @@ impl SerdeAttrs {
                 Ok(())
             });
             // a malformed `#[serde(…)]` is serde's to report, once
-            let _ = result;
+            out.malformed |= result.is_err();
         }
         if let Some(path) = disagreeing {
             errors.at(

@@ -20,7 +20,14 @@ use proc_macro::TokenStream;
 use syn::{DeriveInput, parse_macro_input};
 
 /// Derives `Entity`; documented on the `entity-manager` re-export.
-#[proc_macro_derive(Entity, attributes(entity, transcode, generated, index, shard_bumps))]
+///
+/// `serde` is a helper attribute too (the derive reads serde's names): an entity that forgot
+/// `#[derive(Serialize, Deserialize)]` but kept its `#[serde(...)]` attributes then gets the
+/// derive's own error saying so, not the compiler's "cannot find attribute `serde`" alone.
+#[proc_macro_derive(
+    Entity,
+    attributes(entity, transcode, generated, index, shard_bumps, serde)
+)]
 pub fn derive_entity(input: TokenStream) -> TokenStream {
     let input = parse_macro_input!(input as DeriveInput);
     expand::derive_entity(&input).into()

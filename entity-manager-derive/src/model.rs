@@ -43,9 +43,10 @@ pub(crate) struct Container<'a> {
     /// The schedule they make: sorted, with the implied zero bump in front.
     pub(crate) bumps: Vec<Bump>,
     pub(crate) index_enum: Ident,
-    /// A `#[serde(…)]` attribute is on the struct or a field: the serde derives are there (the
-    /// attribute is theirs), so a missing `Serialize` is their failure, already reported.
-    pub(crate) serde_attributes: bool,
+    /// A `#[serde(…)]` attribute serde's derive refuses (an unknown `rename_all` rule, one
+    /// that does not parse): serde reports it and writes no impl, so a missing `Serialize` is
+    /// not reported again.
+    pub(crate) serde_fails: bool,
 }
 
 pub(crate) struct Field<'a> {

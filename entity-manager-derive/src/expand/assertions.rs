@@ -32,11 +32,13 @@ pub(crate) fn first_span(tokens: &TokenStream) -> Span {
 }
 
 /// The struct derives serde's traits: checked at its name (the bound is on a local function so
-/// that the error's notes point at the user's code, not the runtime's). Not when a `#[serde(…)]`
-/// attribute shows that serde's derives are there: a failure of theirs is theirs to report.
+/// that the error's notes point at the user's code, not the runtime's). `serde` is a helper
+/// attribute of the derive, so a `#[serde(…)]` attribute does not show that serde's derives
+/// are there (without them it was the compiler's "cannot find attribute" alone): checked unless
+/// a serde attribute is one serde's derive refuses (its error is the one to read).
 fn stored_assertion(c: &Container<'_>) -> TokenStream {
     let ident = c.ident;
-    if c.serde_attributes {
+    if c.serde_fails {
         return TokenStream::new();
     }
     quote_spanned! {ident.span()=>

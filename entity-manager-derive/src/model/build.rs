@@ -65,9 +65,11 @@ impl<'a> Container<'a> {
         let (options, lenient) = read_options(attrs, errors);
         let serde = SerdeAttrs::from_attrs(&attrs.attrs, errors);
         // an unknown rule is serde's to report; names then stay as written
-        let rename_all = serde
+        let unknown_rule = serde
             .rename_all
-            .filter(|rule| case::rename(rule, rule).is_some());
+            .as_ref()
+            .is_some_and(|rule| case::rename(rule, rule).is_none());
+        let rename_all = serde.rename_all.filter(|_| !unknown_rule);
         let stored_name = |ident: &Ident| {
             let name = ident.to_string();
             let name = name.strip_prefix("r#").unwrap_or(&name).to_owned();
@@ -90,13 +92,13 @@ impl<'a> Container<'a> {
             .take_struct()
             .map(|s| s.fields)
             .unwrap_or_default();
+        let serde_fails = unknown_rule || serde.malformed || serde_fails_on_fields(&fields);
         let fields: Vec<Field<'a>> = fields
             .into_iter()
             .filter_map(|f| Field::from_attrs(f, &stored_name, errors))
             .collect();
 
         let generated_names = generated_names(attrs);
-        let serde_attributes = serde_attributes(attrs);
         let (unique, timestamp) = options.as_ref().map_or((None, None), |o| {
             resolve_key_properties(o, &fields, &generated_names, errors)
         });
@@ -166,7 +168,7 @@ impl<'a> Container<'a> {
             bump_defs,
             bumps,
             index_enum,
-            serde_attributes,
+            serde_fails,
         }
     }
 }
@@ -265,15 +267,13 @@ fn check_emitted_names(
     index_enum.clone()
 }
 
-/// Whether a `#[serde(…)]` attribute is on the struct or one of its fields.
-fn serde_attributes(attrs: &EntityAttrs) -> bool {
-    let is_serde = |a: &syn::Attribute| a.path().is_ident("serde");
-    attrs.attrs.iter().any(is_serde)
-        || attrs
-            .data
-            .as_ref()
-            .take_struct()
-            .is_some_and(|s| s.fields.iter().any(|f| f.attrs.iter().any(is_serde)))
+/// Whether serde's derive fails on a field's own `#[serde(…)]` (one that does not parse): it
+/// then writes no `Serialize`, and its error is the one to read, so the derive does not add
+/// that the entity is not serializable.
+fn serde_fails_on_fields(fields: &[&FieldAttrs]) -> bool {
+    fields
+        .iter()
+        .any(|f| SerdeAttrs::from_attrs(&f.attrs, &mut Errors::default()).malformed)
 }
 
 /// The generated properties' names as written, for the message of a unique or timestamp that
