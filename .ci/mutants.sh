@@ -45,6 +45,10 @@ writes)
     ;;
 *) usage ;;
 esac
+# MUTANTS_TESTS="--test a --test b" replaces the area's test targets (a quicker sample)
+if [[ -n ${MUTANTS_TESTS:-} ]]; then
+    read -r -a tests <<<"$MUTANTS_TESTS"
+fi
 
 if ! command -v cargo-mutants >/dev/null; then
     cargo install cargo-mutants --locked --version 27.1.0
