@@ -222,6 +222,12 @@ mod records {
         User::update(&store, "user-123", Changes::new().set(f.last_name, "king")).await?; // one UpdateItem: the lastName key is rewritten
         User::update(&store, "user-123", Changes::new().remove(f.phone)).await?; // the attribute goes: she leaves the phone index
         User::update(&store, "user-123", Changes::new().add(f.logins, 1).when(f.logins.lt(100))).await?; // atomic, conditional
+        let seen = User::get(&store, "user-123").await?.ok_or("gone")?;
+        User::update(&store, "user-123", Changes::new().add(f.logins, 1).if_version(seen.version)).await?; // VersionConflict if written since `seen`
+        assert!(matches!( // a stale copy's version is refused, and nothing is written
+            User::update(&store, "user-123", Changes::new().add(f.logins, 1).if_version(seen.version)).await,
+            Err(entity_manager::Error::VersionConflict { .. })
+        ));
         let ann = User::modify(&store, "user-123", |u| u.first_name = "anne".into()).await?.ok_or("gone")?; // read, change, guarded write
         (ann, f)
         };
@@ -229,8 +235,8 @@ mod records {
             first_name: "anne".into(),
             last_name: "king".into(),
             phone: None,
-            logins: 1,
-            version: 5,
+            logins: 2,
+            version: 6,
             ..ann.clone()
         };
         assert_eq!(ann, expected);
@@ -272,6 +278,38 @@ mod on_dynamodb {
         let store = DynamoStore::from_sdk_config(sdk_config, "Users", TableDefinition::from_schema(Users::schema()?)?);
         Ok(store)
     }
+
+    pub(super) fn local(endpoint: &str) -> Result<DynamoStore, Box<dyn std::error::Error>> {
+        local_users_table(endpoint)
+    }
+
+    use entity_manager::store::aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
+    use entity_manager::store::aws_sdk_dynamodb::{Client, Config};
+
+    fn local_users_table(endpoint: &str) -> Result<DynamoStore, Box<dyn std::error::Error>> { // endpoint = "http://127.0.0.1:8000"
+        let config = Config::builder()
+            .behavior_version(BehaviorVersion::latest())
+            .endpoint_url(endpoint)
+            .region(Region::new("us-east-1"))
+            .credentials_provider(Credentials::new("local", "local", None, None, "static"))
+            .build();
+        Ok(DynamoStore::new(Client::from_conf(config), "Users", TableDefinition::from_schema(Users::schema()?)?))
+    }
+}
+
+/// The DynamoDB Local block: a store of the table at a loopback endpoint, its client in the
+/// region and with the credentials the block gives (nothing is sent).
+#[test]
+fn the_dynamodb_local_block_builds_a_store_at_the_endpoint()
+-> Result<(), Box<dyn std::error::Error>> {
+    use entity_manager::store::Store as _;
+    let store = on_dynamodb::local("http://127.0.0.1:8000")?;
+    assert_eq!(store.table_name(), "Users");
+    assert_eq!(
+        store.definition(),
+        &entity_manager::store::TableDefinition::from_schema(Users::schema()?)?
+    );
+    Ok(())
 }
 
 #[test]
