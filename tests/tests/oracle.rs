@@ -9,6 +9,13 @@
 //!   sort attribute after an equality prefix; both directions; limits 1 to 100, page sizes
 //!   1 to 20, throttles 1 to 8; paged by tokens, resumed from every token, `pages` from the
 //!   start and from a token, `stream`.
+//! - Classic indexes of one entity (a run-time configuration, 1 to 3 shard bumps): the table
+//!   (its range key), a timestamp index, an int index with negatives, a sparse string index
+//!   (non-ASCII values, one of 1,000 bytes), generated range keys (`name|id`, and `score|name`
+//!   whose int component is transcoded), a sharded generated hash key; `created_between` and
+//!   `shards_between` windows, filters on a non-key attribute (empty and absent values),
+//!   projections; the same conditions, directions, limits and ways of paging; and the union of
+//!   two indexes with different range keys against the union-mode contract.
 //!
 //! `MemoryStore` runs `ORACLE_CASES` cases (default 5,000 split between the parts) and prints
 //! the count and the seconds:
@@ -33,9 +40,10 @@ use std::time::Instant;
 
 use entity_manager::store::{Expect, MemoryStore, Store, TableDefinition};
 use entity_manager::{Item, Schema};
+use oracle_support::classic;
 use oracle_support::multi::{self, Ask, Rec, Shape};
 use oracle_support::paging::{self, Key, Ties};
-use oracle_support::{BoxError, model};
+use oracle_support::{BoxError, Way, model};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, FileFailurePersistence, TestRunner};
 
@@ -213,6 +221,125 @@ fn generative_oracle_multi_attribute() {
     );
 }
 
+// =============================================================================================
+// classic indexes, the table, unions, windows, filters and projections
+
+/// A classic case: shard bumps, records, queries.
+type ClassicCase = (Vec<(u64, u8, u8)>, Vec<classic::Rec>, Vec<classic::Ask>);
+
+fn classic_case() -> impl Strategy<Value = ClassicCase> {
+    (
+        multi::bumps(),
+        proptest::collection::vec(classic::rec(), 0..100),
+        proptest::collection::vec(classic::ask(), 1..4),
+    )
+}
+
+/// Writes the records (the last of one id wins): the model's view and the stored items.
+async fn load_classic<S: Store>(
+    store: &S,
+    schema: &Schema,
+    recs: &[classic::Rec],
+) -> Result<(Vec<classic::Stored>, HashMap<Key, Item>), BoxError> {
+    let mut latest: Vec<&classic::Rec> = Vec::new();
+    for r in recs {
+        latest.retain(|o| o.id != r.id);
+        latest.push(r);
+    }
+    let user = schema.entity("user")?;
+    let mut stored = Vec::new();
+    let mut items = HashMap::new();
+    for r in latest {
+        let keyed = user.add_keys(&r.item()?)?;
+        store.put_item(keyed.clone(), Expect::Any).await?;
+        stored.push(classic::Stored::of(r, &keyed));
+        items.insert(paging::key(&keyed), keyed);
+    }
+    Ok((stored, items))
+}
+
+async fn check_classic<S: Store>(
+    store: &S,
+    schema: &Schema,
+    bumps: &[(u64, u8, u8)],
+    recs: &[classic::Rec],
+    asks: &[classic::Ask],
+    ties: Ties,
+) -> Result<(), String> {
+    let (stored, items) = load_classic(store, schema, recs)
+        .await
+        .map_err(|e| format!("loading: {e}"))?;
+    for (i, ask) in asks.iter().enumerate() {
+        let q = ask
+            .query(store, schema, &stored)
+            .map_err(|e| format!("query {i}: {e}"))?;
+        if ask.is_union() {
+            let selected = ask.union_expected(&stored, bumps);
+            tally(selected.len());
+            paging::check_union(&q, &selected, "id", ask.limit, ask.way == Way::Stream)
+                .await
+                .map_err(|e| format!("query {i}: {e}"))?;
+            continue;
+        }
+        let want = ask.expected(&stored, bumps);
+        tally(want.len());
+        let items = (!ask.projection).then_some(&items);
+        paging::check(&q, &want, ask.limit, ask.way, ties, items)
+            .await
+            .map_err(|e| format!("query {i}: {e}"))?;
+    }
+    Ok(())
+}
+
+/// The model's view of a classic case, for its description.
+fn describe_classic(
+    bumps: &[(u64, u8, u8)],
+    recs: &[classic::Rec],
+    asks: &[classic::Ask],
+) -> String {
+    runtime().block_on(describe_classic_async(bumps, recs, asks))
+}
+
+async fn describe_classic_async(
+    bumps: &[(u64, u8, u8)],
+    recs: &[classic::Rec],
+    asks: &[classic::Ask],
+) -> String {
+    let mut stored = Vec::new();
+    if let Ok(schema) = classic::schema(bumps)
+        && let Ok(definition) = TableDefinition::from_schema(&schema)
+        && let Ok((s, _)) = load_classic(&MemoryStore::new(definition), &schema, recs).await
+    {
+        stored = s;
+    }
+    classic::describe(bumps, recs, &stored, asks)
+}
+
+#[test]
+fn generative_oracle_classic_indexes() {
+    let rt = runtime();
+    run(
+        "classic indexes",
+        total_cases() * 2 / 5,
+        classic_case(),
+        |(bumps, recs, asks)| {
+            let schema = classic::schema(bumps).map_err(|e| format!("schema: {e}"))?;
+            let definition =
+                TableDefinition::from_schema(&schema).map_err(|e| format!("table: {e}"))?;
+            let store = MemoryStore::new(definition);
+            rt.block_on(check_classic(
+                &store,
+                &schema,
+                bumps,
+                recs,
+                asks,
+                Ties::Exact,
+            ))
+        },
+        |(bumps, recs, asks)| describe_classic(bumps, recs, asks),
+    );
+}
+
 /// The number of cases of each `DynamoDB` Local slice: `ORACLE_DYNAMODB_CASES`, default 16.
 fn dynamodb_cases() -> u32 {
     std::env::var("ORACLE_DYNAMODB_CASES")
@@ -267,6 +394,48 @@ async fn generative_oracle_multi_attribute_on_dynamodb() -> Result<(), BoxError>
     }
     println!(
         "oracle multi-attribute on DynamoDB Local: {cases} cases, {:.1} s",
+        start.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+/// A slice of the classic generator on `DynamoDB` Local, as the multi-attribute slice.
+#[tokio::test]
+async fn generative_oracle_classic_indexes_on_dynamodb() -> Result<(), BoxError> {
+    let Some(client) = store_support::dynamo_client() else {
+        return Ok(());
+    };
+    let mut runner = TestRunner::deterministic();
+    let start = Instant::now();
+    let cases = dynamodb_cases();
+    for i in 0..cases {
+        let (bumps, recs, asks) = proptest::strategy::ValueTree::current(
+            &classic_case()
+                .new_tree(&mut runner)
+                .map_err(|e| e.to_string())?,
+        );
+        let schema = classic::schema(&bumps)?;
+        let definition = TableDefinition::from_schema(&schema)?;
+        let memory = MemoryStore::new(definition.clone());
+        if let Err(e) = check_classic(&memory, &schema, &bumps, &recs, &asks, Ties::Exact).await {
+            let case = describe_classic_async(&bumps, &recs, &asks).await;
+            return Err(format!("case {i} on MemoryStore: {e}\n{case}").into());
+        }
+        let store = entity_manager::store::DynamoStore::new(
+            client.clone(),
+            store_support::unique_table("oracle-classic"),
+            definition,
+        );
+        store.create_table().await?;
+        let result = check_classic(&store, &schema, &bumps, &recs, &asks, Ties::WithinLane).await;
+        store.delete_table().await?;
+        if let Err(e) = result {
+            let case = describe_classic_async(&bumps, &recs, &asks).await;
+            return Err(format!("case {i} on DynamoDB Local: {e}\n{case}").into());
+        }
+    }
+    println!(
+        "oracle classic indexes on DynamoDB Local: {cases} cases, {:.1} s",
         start.elapsed().as_secs_f64()
     );
     Ok(())
