@@ -16,6 +16,9 @@
 //!   `shards_between` windows, filters on a non-key attribute (empty and absent values),
 //!   projections; the same conditions, directions, limits and ways of paging; and the union of
 //!   two indexes with different range keys against the union-mode contract.
+//! - While the table is written (PRODUCT.md §13): a multi-attribute query paged by tokens, by
+//!   `pages` or as a stream while records are inserted, deleted and moved between its pages,
+//!   checked against the written contract from the records' histories (`oracle_support/live.rs`).
 //!
 //! `MemoryStore` runs `ORACLE_CASES` cases (default 5,000 split between the parts) and prints
 //! the count and the seconds:
@@ -337,6 +340,42 @@ fn generative_oracle_classic_indexes() {
             ))
         },
         |(bumps, recs, asks)| describe_classic(bumps, recs, asks),
+    );
+}
+
+// =============================================================================================
+// while the table is written
+
+#[test]
+fn generative_oracle_while_written() {
+    use oracle_support::live;
+    let rt = runtime();
+    run(
+        "while written",
+        total_cases() / 5,
+        live::case(),
+        |case| {
+            let (shape, recs, ask, _) = case;
+            let resolved = ask.resolve(shape, recs);
+            if skip_known() && ask.known_defect(&resolved) {
+                return Ok(());
+            }
+            let schema = shape.schema().map_err(|e| format!("schema: {e}"))?;
+            let definition =
+                TableDefinition::from_schema(&schema).map_err(|e| format!("table: {e}"))?;
+            let store = MemoryStore::new(definition);
+            let selected = rt
+                .block_on(live::run(&store, &schema, case))
+                .map_err(|e| e.to_string())?;
+            tally(selected);
+            Ok(())
+        },
+        |(shape, recs, ask, writes)| {
+            format!(
+                "{}writes after each page: {writes:?}\n",
+                multi::describe(shape, recs, std::slice::from_ref(ask))
+            )
+        },
     );
 }
 

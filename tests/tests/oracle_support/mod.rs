@@ -1,6 +1,7 @@
 //! The oracle's generators, model and paging checks (`oracle.rs`).
 
 pub(crate) mod classic;
+pub(crate) mod live;
 pub(crate) mod model;
 pub(crate) mod multi;
 pub(crate) mod paging;

@@ -171,14 +171,17 @@ pub(crate) fn select(records: &[Stored], sel: &Selection<'_>) -> Vec<Hit> {
             range_key: r.range_key.clone(),
         });
     }
-    hits.sort_by(|x, y| {
-        order_tuples(&x.tuple, &y.tuple)
-            .then_with(|| x.lane.as_bytes().cmp(y.lane.as_bytes()))
-            .then_with(|| x.hash_key.as_bytes().cmp(y.hash_key.as_bytes()))
-            .then_with(|| x.range_key.as_bytes().cmp(y.range_key.as_bytes()))
-    });
+    hits.sort_by(order_hits);
     if sel.descending {
         hits.reverse();
     }
     hits
+}
+
+/// The ascending order of selected records: sort tuple, lane, then table hash and range key.
+pub(crate) fn order_hits(x: &Hit, y: &Hit) -> Ordering {
+    order_tuples(&x.tuple, &y.tuple)
+        .then_with(|| x.lane.as_bytes().cmp(y.lane.as_bytes()))
+        .then_with(|| x.hash_key.as_bytes().cmp(y.hash_key.as_bytes()))
+        .then_with(|| x.range_key.as_bytes().cmp(y.range_key.as_bytes()))
 }
