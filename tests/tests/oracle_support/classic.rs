@@ -338,18 +338,6 @@ impl Ask {
         })
     }
 
-    /// The bumps in force in `from..=to`, by their `chars` (distinct: they increase).
-    fn chars_in_force(bumps: &[(u64, u8, u8)], from: u64, to: u64) -> Vec<u8> {
-        bumps
-            .iter()
-            .enumerate()
-            .filter(|(i, (t, _, _))| {
-                *t <= to && bumps.get(i + 1).is_none_or(|(next, _, _)| *next > from)
-            })
-            .map(|(_, (_, _, chars))| *chars)
-            .collect()
-    }
-
     /// Whether this is a union-mode query.
     pub(crate) fn is_union(&self) -> bool {
         self.source == SOURCES.len()
@@ -392,15 +380,13 @@ impl Ask {
         bumps: &[(u64, u8, u8)],
         sources: &[(usize, Option<Cond>)],
     ) -> Vec<super::model::Hit> {
-        let in_force = match self.window {
-            Window::All => Self::chars_in_force(bumps, 0, 3_000),
-            Window::Shards(a, b) | Window::Created(a, b) => Self::chars_in_force(bumps, a, b),
+        let (from, to) = match self.window {
+            Window::All => (0, 3_000),
+            Window::Shards(a, b) | Window::Created(a, b) => (a, b),
         };
         let mut hits: Vec<super::model::Hit> = Vec::new();
         for s in stored {
-            // the shard suffix's length names its bump (chars increase)
-            let suffix = s.key.0.split_once('!').map_or(0, |(_, x)| x.len());
-            if !in_force.iter().any(|&c| usize::from(c) == suffix) {
+            if !super::model::visits(&s.key.0, bumps, from, to) {
                 continue;
             }
             if let Window::Created(a, b) = self.window

@@ -119,9 +119,11 @@ pub(crate) async fn check<S: Store>(
     let resolved = ask.resolve(shape, recs);
     let selection = resolved.selection(ask, shape);
     let selects = |item: &Item| -> Option<Hit> {
-        model::select(&[view(shape, entity_of(item), item)], &selection)
-            .into_iter()
-            .next()
+        let mut seen = view(shape, entity_of(item), item);
+        if let (Some((from, to)), true) = (ask.window, shape.sharded) {
+            seen.visited = model::visits(&seen.hash_key, &shape.bumps, from, to);
+        }
+        model::select(&[seen], &selection).into_iter().next()
     };
     let initially: Vec<Key> = current
         .iter()

@@ -185,3 +185,25 @@ pub(crate) fn order_hits(x: &Hit, y: &Hit) -> Ordering {
         .then_with(|| x.hash_key.as_bytes().cmp(y.hash_key.as_bytes()))
         .then_with(|| x.range_key.as_bytes().cmp(y.range_key.as_bytes()))
 }
+
+/// The `chars` of the shard bumps in force in `from..=to` (a bump is in force from its
+/// timestamp until the next one's).
+pub(crate) fn chars_in_force(bumps: &[(u64, u8, u8)], from: u64, to: u64) -> Vec<u8> {
+    bumps
+        .iter()
+        .enumerate()
+        .filter(|(i, (t, _, _))| {
+            *t <= to && bumps.get(i + 1).is_none_or(|(next, _, _)| *next > from)
+        })
+        .map(|(_, (_, _, chars))| *chars)
+        .collect()
+}
+
+/// Whether a window `from..=to` visits the shard of table hash key `hash_key`: its suffix's
+/// length is the `chars` of its bump, which names the bump (`chars` increase along a schedule).
+pub(crate) fn visits(hash_key: &str, bumps: &[(u64, u8, u8)], from: u64, to: u64) -> bool {
+    let suffix = hash_key.split_once('!').map_or(0, |(_, x)| x.len());
+    chars_in_force(bumps, from, to)
+        .iter()
+        .any(|&c| usize::from(c) == suffix)
+}

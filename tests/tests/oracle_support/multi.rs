@@ -26,10 +26,12 @@ pub(crate) const STRINGS: &[&str] = &["a", "a b", "ab", "b", "é", "z\u{1F600}"]
 /// The number values: negatives, fractions, a large value.
 pub(crate) const NUMBERS: &[&str] = &["-20", "-2.5", "0", "1", "2.75", "100"];
 
-/// A value of a key attribute of type `t`, from its pool.
+/// A value of a key attribute of type `t`, from its pool; string 6 is 1,022 bytes (a sort
+/// attribute holds up to 1,024) extending `"ab"`.
 pub(crate) fn value(t: KeyType, i: u8) -> Val {
     match t {
         KeyType::N => Val::N(NUMBERS[usize::from(i) % NUMBERS.len()].to_owned()),
+        _ if i == 6 => Val::S(format!("ab{}", "c".repeat(1_020))),
         _ => Val::S(STRINGS[usize::from(i) % STRINGS.len()].to_owned()),
     }
 }
@@ -253,6 +255,8 @@ pub(crate) struct Ask {
     pub(crate) page_size: usize,
     pub(crate) throttle: usize,
     pub(crate) way: Way,
+    /// `shards_between(from, to)`; `None`: every shard (`0..=3000`).
+    pub(crate) window: Option<(u64, u64)>,
 }
 
 pub(crate) fn ask() -> impl Strategy<Value = Ask> {
@@ -274,12 +278,16 @@ pub(crate) fn ask() -> impl Strategy<Value = Ask> {
             1_usize..=20,
             1_usize..=8,
             way(),
+            proptest::option::weighted(
+                0.25,
+                (0_u64..3_000, 0_u64..3_000).prop_map(|(a, b)| (a.min(b), a.max(b))),
+            ),
         ),
     )
         .prop_map(
             |(
                 (template, hash, prefix_len, prefix, cond),
-                (collection, descending, limit, page_size, throttle, way),
+                (collection, descending, limit, page_size, throttle, way, window),
             )| Ask {
                 template,
                 hash,
@@ -292,6 +300,7 @@ pub(crate) fn ask() -> impl Strategy<Value = Ask> {
                 page_size,
                 throttle,
                 way,
+                window,
             },
         )
 }
@@ -418,7 +427,10 @@ impl Ask {
             .collect::<Result<Vec<_>, _>>()?;
         let mut q = MultiQuery::collection(store, entities, INDEX)
             .hash(resolved.partition.iter().map(attribute))
-            .shards_between(0, 3_000)
+            .shards_between(
+                self.window.map_or(0, |w| w.0),
+                self.window.map_or(3_000, |w| w.1),
+            )
             .descending(self.descending)
             .limit(self.limit)
             .page_size(self.page_size)
@@ -432,16 +444,16 @@ impl Ask {
         Ok(q)
     }
 
-    /// Whether this is the known defect's shape (issue 46): ascending with an upper bound on
-    /// the first sort attribute, or its mirror, descending with a lower bound.
+    /// Whether this is the shape of the known defect of issue 46: an upper bound on the
+    /// conditioned sort attribute ascending (`le`, `between`), or a lower bound descending
+    /// (`ge`, `between`), on the first sort attribute or after an equality prefix.
     pub(crate) fn known_defect(&self, resolved: &Resolved) -> bool {
-        resolved.prefix.is_empty()
-            && match resolved.cond {
-                Some(Cond::Between(..)) => true,
-                Some(Cond::Le(_)) => !self.descending,
-                Some(Cond::Ge(_)) => self.descending,
-                _ => false,
-            }
+        match resolved.cond {
+            Some(Cond::Between(..)) => true,
+            Some(Cond::Le(_)) => !self.descending,
+            Some(Cond::Ge(_)) => self.descending,
+            _ => false,
+        }
     }
 }
 
@@ -499,7 +511,7 @@ pub(crate) fn describe(shape: &Shape, recs: &[Rec], asks: &[Ask]) -> String {
         let q = ask.resolve(shape, recs);
         let _ = writeln!(
             out,
-            "query {i}: entities {:?}, partition {:?}, prefix {:?}, condition {:?}, {}, limit {}, page size {}, throttle {}, {:?}",
+            "query {i}: entities {:?}, partition {:?}, prefix {:?}, condition {:?}, {}, limit {}, page size {}, throttle {}, {:?}, window {:?}",
             q.entities.iter().map(|&e| TOKENS[e]).collect::<Vec<_>>(),
             q.partition,
             q.prefix,
@@ -512,7 +524,8 @@ pub(crate) fn describe(shape: &Shape, recs: &[Rec], asks: &[Ask]) -> String {
             ask.limit,
             ask.page_size,
             ask.throttle,
-            ask.way
+            ask.way,
+            ask.window
         );
     }
     out
