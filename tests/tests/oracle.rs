@@ -18,7 +18,8 @@
 //!   two indexes with different range keys against the union-mode contract.
 //! - While the table is written (PRODUCT.md §13): a multi-attribute query paged by tokens, by
 //!   `pages` or as a stream while records are inserted, deleted and moved between its pages,
-//!   checked against the written contract from the records' histories (`oracle_support/live.rs`).
+//!   checked against the written contract from the records' histories (`oracle_support/live.rs`);
+//!   the same on the classic sources (`oracle_support/live_classic.rs`).
 //!
 //! `MemoryStore` runs `ORACLE_CASES` cases (default 5,000 split between the parts) and prints
 //! the count and the seconds:
@@ -219,7 +220,7 @@ fn generative_oracle_multi_attribute() {
     let rt = runtime();
     run(
         "multi-attribute",
-        total_cases() * 3 / 5,
+        total_cases() / 2,
         multi_case(),
         |(shape, recs, asks)| {
             let schema = shape.schema().map_err(|e| format!("schema: {e}"))?;
@@ -331,7 +332,7 @@ fn generative_oracle_classic_indexes() {
     let rt = runtime();
     run(
         "classic indexes",
-        total_cases() * 2 / 5,
+        total_cases() * 3 / 10,
         classic_case(),
         |(bumps, recs, asks)| {
             let schema = classic::schema(bumps).map_err(|e| format!("schema: {e}"))?;
@@ -360,7 +361,7 @@ fn generative_oracle_while_written() {
     let rt = runtime();
     run(
         "while written",
-        total_cases() / 5,
+        total_cases() * 3 / 25,
         live::case(),
         |case| {
             let (shape, recs, ask, _) = case;
@@ -382,6 +383,34 @@ fn generative_oracle_while_written() {
             format!(
                 "{}writes after each page: {writes:?}\n",
                 multi::describe(shape, recs, std::slice::from_ref(ask))
+            )
+        },
+    );
+}
+
+#[test]
+fn generative_oracle_classic_while_written() {
+    use oracle_support::live_classic;
+    let rt = runtime();
+    run(
+        "classic while written",
+        total_cases() * 2 / 25,
+        live_classic::case(),
+        |case| {
+            let schema = classic::schema(&case.0).map_err(|e| format!("schema: {e}"))?;
+            let definition =
+                TableDefinition::from_schema(&schema).map_err(|e| format!("table: {e}"))?;
+            let store = MemoryStore::new(definition);
+            let selected = rt
+                .block_on(live_classic::run(&store, &schema, case))
+                .map_err(|e| e.to_string())?;
+            tally(selected);
+            Ok(())
+        },
+        |(bumps, recs, ask, writes)| {
+            format!(
+                "{}writes after each page: {writes:?}\n",
+                describe_classic(bumps, recs, std::slice::from_ref(ask))
             )
         },
     );

@@ -374,7 +374,7 @@ impl Ask {
         self.expected_with(stored, bumps, &self.sources(stored))
     }
 
-    fn expected_with(
+    pub(crate) fn expected_with(
         &self,
         stored: &[Stored],
         bumps: &[(u64, u8, u8)],

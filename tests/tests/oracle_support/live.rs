@@ -20,7 +20,7 @@ use proptest::prelude::*;
 
 use super::model::{self, Hit, Stored, Val};
 use super::multi::{Ask, Rec, Shape, TOKENS};
-use super::paging::{Key, key};
+use super::paging::{Key, Paged, key};
 use super::{BoxError, Way};
 
 /// A write between two pages.
@@ -134,7 +134,6 @@ pub(crate) async fn check<S: Store>(
     let mut fresh = 0_u16;
 
     let q = ask.query(store, schema, &resolved).map_err(|x| e(&x))?;
-    let mut returned: Vec<Item> = Vec::new();
     // applies the writes of step `k`
     let apply = async |k: usize,
                        current: &mut Vec<(Key, Item)>,
@@ -202,14 +201,56 @@ pub(crate) async fn check<S: Store>(
         Ok(())
     };
     let most = initially.len() + writes.iter().map(Vec::len).sum::<usize>() + 2;
-    match ask.way {
+    let mut between_pages = MultiWriter {
+        apply: &apply,
+        current: &mut current,
+        touched: &mut touched,
+        fresh: &mut fresh,
+    };
+    let returned = drive(&q, ask.way, ask.limit, most, &mut between_pages).await?;
+    judge(&returned, selects, ask.descending, &initially, &touched)?;
+    Ok(initially.len())
+}
+
+/// What applies the writes of one step, between two pages.
+pub(crate) trait Writer {
+    async fn write(&mut self, step: usize) -> Result<(), String>;
+}
+
+struct MultiWriter<'w, F> {
+    apply: &'w F,
+    current: &'w mut Vec<(Key, Item)>,
+    touched: &'w mut HashSet<Key>,
+    fresh: &'w mut u16,
+}
+
+impl<F> Writer for MultiWriter<'_, F>
+where
+    F: AsyncFn(usize, &mut Vec<(Key, Item)>, &mut HashSet<Key>, &mut u16) -> Result<(), String>,
+{
+    async fn write(&mut self, step: usize) -> Result<(), String> {
+        (self.apply)(step, self.current, self.touched, self.fresh).await
+    }
+}
+
+/// Pages `q` the way `way` says, writing between pages (after every `limit` items of a
+/// stream): the items returned.
+pub(crate) async fn drive<Q: Paged, W: Writer>(
+    q: &Q,
+    way: Way,
+    limit: usize,
+    most: usize,
+    writer: &mut W,
+) -> Result<Vec<Item>, String> {
+    let mut returned: Vec<Item> = Vec::new();
+    match way {
         Way::Stream => {
-            let mut stream = pin!(q.stream());
+            let mut stream = pin!(q.lazy_items());
             let mut step = 0;
             while let Some(item) = stream.next().await {
                 returned.push(item.map_err(|x| format!("stream: {x}"))?);
-                if returned.len().is_multiple_of(ask.limit) {
-                    apply(step, &mut current, &mut touched, &mut fresh).await?;
+                if returned.len().is_multiple_of(limit) {
+                    writer.write(step).await?;
                     step += 1;
                 }
                 if returned.len() > most {
@@ -218,11 +259,11 @@ pub(crate) async fn check<S: Store>(
             }
         }
         Way::Pages | Way::PagesFrom(_) => {
-            let mut pages = pin!(q.pages(None));
+            let mut pages = pin!(q.lazy_pages());
             let mut step = 0;
             while let Some(page) = pages.next().await {
                 returned.extend(page.map_err(|x| format!("pages: {x}"))?.items);
-                apply(step, &mut current, &mut touched, &mut fresh).await?;
+                writer.write(step).await?;
                 step += 1;
                 if step > most {
                     return Err("the pages did not end".into());
@@ -237,7 +278,7 @@ pub(crate) async fn check<S: Store>(
                     .await
                     .map_err(|x| format!("page {step}: {x}"))?;
                 returned.extend(page.items);
-                apply(step, &mut current, &mut touched, &mut fresh).await?;
+                writer.write(step).await?;
                 match page.next {
                     Some(next) => token = Some(next),
                     None => break,
@@ -248,6 +289,18 @@ pub(crate) async fn check<S: Store>(
             }
         }
     }
+    Ok(returned)
+}
+
+/// The written contract, from the items returned, what selects an item (and where), the
+/// records selected at the start and the records written meanwhile.
+pub(crate) fn judge(
+    returned: &[Item],
+    selects: impl Fn(&Item) -> Option<Hit>,
+    descending: bool,
+    initially: &[Key],
+    touched: &HashSet<Key>,
+) -> Result<(), String> {
     // every item selected, in order
     let show = |items: &[Item]| {
         items
@@ -257,14 +310,14 @@ pub(crate) async fn check<S: Store>(
             .join(", ")
     };
     let mut hits = Vec::new();
-    for item in &returned {
+    for item in returned {
         let hit = selects(item)
             .ok_or_else(|| format!("{:?} returned but not selected: {item:?}", key(item)))?;
         hits.push(hit);
     }
     for (i, pair) in hits.windows(2).enumerate() {
         let step = model::order_hits(&pair[0], &pair[1]);
-        let forward = if ask.descending {
+        let forward = if descending {
             step.is_gt()
         } else {
             step.is_lt()
@@ -275,34 +328,34 @@ pub(crate) async fn check<S: Store>(
                 i + 1,
                 pair[0],
                 pair[1],
-                show(&returned)
+                show(returned)
             ));
         }
     }
     // no record twice, unless written after it was returned
     let mut counts: HashMap<Key, usize> = HashMap::new();
-    for item in &returned {
+    for item in returned {
         *counts.entry(key(item)).or_default() += 1;
     }
     for (k, c) in &counts {
         if *c > 1 && !touched.contains(k) {
             return Err(format!(
                 "{k:?} returned {c} times, never written\n  returned: [{}]",
-                show(&returned)
+                show(returned)
             ));
         }
     }
     // every record unchanged for the whole paging, once
-    for k in &initially {
+    for k in initially {
         if !touched.contains(k) && counts.get(k).copied().unwrap_or(0) != 1 {
             return Err(format!(
                 "{k:?}, unchanged for the whole paging, returned {} times\n  returned: [{}]\n  selected at the start: {initially:?}\n  written: {touched:?}",
                 counts.get(k).copied().unwrap_or(0),
-                show(&returned)
+                show(returned)
             ));
         }
     }
-    Ok(initially.len())
+    Ok(())
 }
 
 /// A case of the live variant: the multi-attribute case and the writes.

@@ -2,6 +2,7 @@
 
 pub(crate) mod classic;
 pub(crate) mod live;
+pub(crate) mod live_classic;
 pub(crate) mod model;
 pub(crate) mod multi;
 pub(crate) mod paging;

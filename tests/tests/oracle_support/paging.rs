@@ -35,6 +35,10 @@ pub(crate) trait Paged {
     async fn page(&self, token: Option<&str>) -> entity_manager::Result<QueryPageResult>;
     async fn all_pages(&self, token: Option<&str>) -> entity_manager::Result<Vec<QueryPageResult>>;
     async fn streamed(&self) -> entity_manager::Result<Vec<Item>>;
+    /// `pages(None)`, as it comes.
+    fn lazy_pages(&self) -> impl futures::Stream<Item = entity_manager::Result<QueryPageResult>>;
+    /// `stream()`, as it comes.
+    fn lazy_items(&self) -> impl futures::Stream<Item = entity_manager::Result<Item>>;
 }
 
 impl<S: Store> Paged for MultiQuery<'_, S> {
@@ -47,6 +51,12 @@ impl<S: Store> Paged for MultiQuery<'_, S> {
     async fn streamed(&self) -> entity_manager::Result<Vec<Item>> {
         self.stream().try_collect().await
     }
+    fn lazy_pages(&self) -> impl futures::Stream<Item = entity_manager::Result<QueryPageResult>> {
+        self.pages(None)
+    }
+    fn lazy_items(&self) -> impl futures::Stream<Item = entity_manager::Result<Item>> {
+        self.stream()
+    }
 }
 
 impl<S: Store> Paged for Query<'_, S, Indexed> {
@@ -58,6 +68,12 @@ impl<S: Store> Paged for Query<'_, S, Indexed> {
     }
     async fn streamed(&self) -> entity_manager::Result<Vec<Item>> {
         self.stream().try_collect().await
+    }
+    fn lazy_pages(&self) -> impl futures::Stream<Item = entity_manager::Result<QueryPageResult>> {
+        self.pages(None)
+    }
+    fn lazy_items(&self) -> impl futures::Stream<Item = entity_manager::Result<Item>> {
+        self.stream()
     }
 }
 
