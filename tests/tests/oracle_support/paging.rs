@@ -30,6 +30,54 @@ pub(crate) fn key(item: &Item) -> Key {
     (text("hashKey"), text("rangeKey"))
 }
 
+/// What a projected query returns of each record: the projected attributes it has, and none of
+/// `absent` (attributes neither projected nor a key).
+pub(crate) struct Projected<'a> {
+    pub(crate) attributes: &'a [&'a str],
+    pub(crate) absent: &'a [&'a str],
+}
+
+/// A returned item against the stored one: equal, or (projected) a part of it holding the
+/// projected attributes and none of the absent ones.
+fn check_item(
+    item: &Item,
+    stored: &HashMap<Key, Item>,
+    projection: Option<&Projected<'_>>,
+) -> Result<(), String> {
+    let k = key(item);
+    let Some(whole) = stored.get(&k) else {
+        return Err(format!("{k:?} returned, never stored: {item:?}"));
+    };
+    let Some(p) = projection else {
+        return if whole == item {
+            Ok(())
+        } else {
+            Err(format!("{k:?} returned as {item:?}, stored as {whole:?}"))
+        };
+    };
+    for (name, value) in item.iter() {
+        if whole.get(name) != Some(value) {
+            return Err(format!(
+                "{k:?}: {name} returned as {value:?}, stored as {:?}",
+                whole.get(name)
+            ));
+        }
+    }
+    for name in p.attributes {
+        if whole.get(*name).is_some() && item.get(*name).is_none() {
+            return Err(format!("{k:?}: projected {name} missing from {item:?}"));
+        }
+    }
+    for name in p.absent {
+        if item.get(*name).is_some() {
+            return Err(format!(
+                "{k:?}: {name}, not projected, returned in {item:?}"
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// The query kinds, paged alike.
 pub(crate) trait Paged {
     async fn page(&self, token: Option<&str>) -> entity_manager::Result<QueryPageResult>;
@@ -158,7 +206,8 @@ pub(crate) async fn check<Q: Paged>(
     limit: usize,
     way: Way,
     ties: Ties,
-    stored: Option<&HashMap<Key, Item>>,
+    stored: &HashMap<Key, Item>,
+    projection: Option<&Projected<'_>>,
 ) -> Result<(), String> {
     let e = |what: &str, e: entity_manager::Error| format!("{what}: {e}");
     if ONLY_THE_WAY.with(std::cell::Cell::get) && matches!(way, Way::Pages | Way::Stream) {
@@ -190,12 +239,8 @@ pub(crate) async fn check<Q: Paged>(
                 },
             ));
         }
-        if let Some(stored) = stored {
-            for item in &page.items {
-                if stored.get(&key(item)) != Some(item) {
-                    return Err(format!("{:?} returned as {item:?}", key(item)));
-                }
-            }
+        for item in &page.items {
+            check_item(item, stored, projection)?;
         }
         returned += keys.len();
         let next = page.next.clone();
