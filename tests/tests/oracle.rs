@@ -645,3 +645,48 @@ fn generative_oracle_saved_cases() {
         cases.join("\n")
     );
 }
+
+/// The saved cases on `DynamoDB` Local (a table a case), paged every way.
+#[tokio::test]
+async fn generative_oracle_saved_cases_on_dynamodb() -> Result<(), BoxError> {
+    use oracle_support::Way;
+    let Some(client) = store_support::dynamo_client() else {
+        return Ok(());
+    };
+    paging::ONLY_THE_WAY.with(|only| only.set(true));
+    let mut failures = Vec::new();
+    for (name, shape, recs, ask) in saved_cases() {
+        let schema = shape.schema()?;
+        let store = entity_manager::store::DynamoStore::new(
+            client.clone(),
+            store_support::unique_table("oracle-saved"),
+            TableDefinition::from_schema(&schema)?,
+        );
+        store.create_table().await?;
+        for way in [Way::Tokens, Way::Resumed, Way::Pages, Way::Stream] {
+            let ask = Ask { way, ..ask.clone() };
+            if let Err(e) = check_multi(
+                &store,
+                &schema,
+                &shape,
+                &recs,
+                std::slice::from_ref(&ask),
+                Ties::WithinLane,
+            )
+            .await
+            {
+                failures.push(format!("{name}, {way:?}: {e}"));
+            }
+        }
+        store.delete_table().await?;
+    }
+    println!(
+        "oracle saved cases on DynamoDB Local: {} failing",
+        failures.len()
+    );
+    if failures.is_empty() {
+        Ok(())
+    } else {
+        Err(failures.join("\n").into())
+    }
+}
