@@ -527,7 +527,7 @@ async fn generative_oracle_classic_indexes_on_dynamodb() -> Result<(), BoxError>
 
 /// A saved case: its name, and a multi-attribute case of one query.
 fn saved_cases() -> Vec<(&'static str, Shape, Vec<Rec>, Ask)> {
-    use entity_manager::store::KeyType::S;
+    use entity_manager::store::KeyType::{N, S};
     let rec = |id: u8, created: u64, sort: [u8; 4]| Rec {
         entity: 0,
         id,
@@ -535,13 +535,14 @@ fn saved_cases() -> Vec<(&'static str, Shape, Vec<Rec>, Ask)> {
         hash: vec![Some(0); 3],
         sort: sort.iter().map(|&v| Some(v)).collect(),
     };
-    // pool values: 0 = "a", 1 = "a b"; condition operators: 2 = le, 4 = ge
-    let ask = |prefix_len: usize, op: u8, value: u8, descending: bool, throttle: usize| Ask {
+    // pool values: strings 0 = "a", 1 = "a b"; numbers 4 = 2.75, 5 = 100; operators 2 = le,
+    // 4 = ge, 5 = between
+    let ask = |prefix_len: usize, (op, value, other): (u8, u8, u8), descending, throttle| Ask {
         template: None,
         hash: vec![0; 3],
         prefix_len,
         prefix: vec![0; 4],
-        cond: Some((op, value, value, false)),
+        cond: Some((op, value, other, false)),
         collection: false,
         descending,
         limit: 1,
@@ -550,9 +551,9 @@ fn saved_cases() -> Vec<(&'static str, Shape, Vec<Rec>, Ask)> {
         way: oracle_support::Way::Tokens,
         window: None,
     };
-    let shape = |sort: usize, bumps: Vec<(u64, u8, u8)>| Shape {
+    let shape = |sort: Vec<entity_manager::store::KeyType>, bumps: Vec<(u64, u8, u8)>| Shape {
         hash: vec![S],
-        sort: vec![S; sort],
+        sort,
         sharded: true,
         bumps,
         entities: 1,
@@ -562,7 +563,7 @@ fn saved_cases() -> Vec<(&'static str, Shape, Vec<Rec>, Ask)> {
             // issue 46's defect: the last page returned ("a","a","a") in ea!3 and ended; lost
             // r09 ("a","a b","a") in ea!2, tied with the bound in the first attribute
             "ascending, le on the first sort attribute",
-            shape(3, vec![(0, 2, 1)]),
+            shape(vec![S; 3], vec![(0, 2, 1)]),
             vec![
                 rec(3, 0, [0, 0, 0, 0]),
                 rec(6, 0, [0, 0, 0, 0]),
@@ -570,28 +571,48 @@ fn saved_cases() -> Vec<(&'static str, Shape, Vec<Rec>, Ask)> {
                 rec(26, 0, [0, 0, 0, 0]),
                 rec(9, 0, [0, 1, 0, 0]),
             ],
-            ask(0, 2, 0, false, 1),
+            ask(0, (2, 0, 0), false, 1),
         ),
         (
             // its mirror: r00 ("a","a b","a") then r13 ("a","a","a") in ea!1, and the paging
             // ends; lost r10 ("a","a","a") in ea!0
             "descending, ge on the first sort attribute",
-            shape(3, vec![(0, 1, 1)]),
+            shape(vec![S; 3], vec![(0, 1, 1)]),
             vec![
                 rec(10, 0, [0, 0, 0, 0]),
                 rec(13, 0, [0, 0, 0, 0]),
                 rec(0, 0, [0, 1, 0, 0]),
             ],
-            ask(0, 4, 0, true, 1),
+            ask(0, (4, 0, 0), true, 1),
         ),
         (
             // after an equality prefix: page 0 returns r57 ("a","a b","a","a b") in ea!1 with
             // no next token; lost r08 ("a","a b","a b","a") in ea!, tied with the bound in the
             // conditioned attribute
             "ascending, le on the second sort attribute after a prefix",
-            shape(4, vec![(0, 1, 0), (1_000, 1, 1)]),
+            shape(vec![S; 4], vec![(0, 1, 0), (1_000, 1, 1)]),
             vec![rec(57, 2_000, [0, 1, 0, 1]), rec(8, 0, [0, 1, 1, 0])],
-            ask(1, 2, 1, false, 8),
+            ask(1, (2, 1, 1), false, 8),
+        ),
+        (
+            // `between("a", "a")`: r01 ("a","a","a") in ea!, then no next token; lost r02
+            // ("a","a b","a") in ea!1
+            "ascending, between on the first sort attribute",
+            shape(vec![S; 3], vec![(0, 1, 0), (1_000, 1, 1)]),
+            vec![rec(1, 0, [0, 0, 0, 0]), rec(2, 1_000, [0, 1, 0, 0])],
+            ask(0, (5, 0, 0), false, 1),
+        ),
+        (
+            // `between(2.75, 100)` descending: r01 (100,"a","a") in ea!, r02 (2.75,"a b","a") in
+            // ea!1, then no next token; lost r00 (2.75,"a","a") in ea!
+            "descending, between on the first sort attribute",
+            shape(vec![N, S, S], vec![(0, 1, 0), (1_000, 1, 1)]),
+            vec![
+                rec(0, 0, [4, 0, 0, 0]),
+                rec(1, 0, [5, 0, 0, 0]),
+                rec(2, 1_000, [4, 1, 0, 0]),
+            ],
+            ask(0, (5, 4, 5), true, 1),
         ),
     ]
 }
