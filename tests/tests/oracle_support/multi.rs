@@ -36,6 +36,15 @@ pub(crate) fn value(t: KeyType, i: u8) -> Val {
     }
 }
 
+/// A value of a partition attribute of type `t`: string 1 is 2,000 bytes (a partition
+/// attribute holds up to 2,048).
+pub(crate) fn partition_value(t: KeyType, i: u8) -> Val {
+    match t {
+        KeyType::S if i == 1 => Val::S(format!("p{}", "é".repeat(999)) + "q"),
+        _ => value(t, i),
+    }
+}
+
 /// A model value as an attribute value.
 pub(crate) fn attribute(v: &Val) -> AttributeValue {
     match v {
@@ -196,7 +205,7 @@ impl Rec {
         );
         for (i, t) in shape.hash.iter().enumerate() {
             if let Some(v) = self.hash[i] {
-                item.insert(format!("h{i}"), attribute(&value(*t, v)));
+                item.insert(format!("h{i}"), attribute(&partition_value(*t, v)));
             }
         }
         for (i, t) in shape.sort.iter().enumerate() {
@@ -221,7 +230,7 @@ impl Rec {
                 .hash
                 .iter()
                 .enumerate()
-                .map(|(i, t)| self.hash[i].map(|v| value(*t, v)))
+                .map(|(i, t)| self.hash[i].map(|v| partition_value(*t, v)))
                 .collect(),
             sort: shape
                 .sort
@@ -390,7 +399,7 @@ impl Ask {
             .hash
             .iter()
             .enumerate()
-            .map(|(i, t)| value(*t, hash(i)))
+            .map(|(i, t)| partition_value(*t, hash(i)))
             .collect();
         let room = if self.cond.is_some() {
             shape.sort.len() - 1
@@ -461,6 +470,13 @@ impl Ask {
 /// created, partition and sort values), and each query as built.
 pub(crate) fn describe(shape: &Shape, recs: &[Rec], asks: &[Ask]) -> String {
     let show = |v: Option<Val>| match v {
+        Some(Val::S(s)) if s.len() > 40 => {
+            format!(
+                "{:?}…({} bytes)",
+                s.chars().take(3).collect::<String>(),
+                s.len()
+            )
+        }
         Some(Val::S(s)) => format!("{s:?}"),
         Some(Val::N(n)) => n,
         None => "-".to_owned(),
@@ -489,7 +505,7 @@ pub(crate) fn describe(shape: &Shape, recs: &[Rec], asks: &[Ask]) -> String {
             .hash
             .iter()
             .enumerate()
-            .map(|(i, t)| show(r.hash[i].map(|v| value(*t, v))))
+            .map(|(i, t)| show(r.hash[i].map(|v| partition_value(*t, v))))
             .collect();
         let sort: Vec<String> = shape
             .sort
@@ -511,9 +527,14 @@ pub(crate) fn describe(shape: &Shape, recs: &[Rec], asks: &[Ask]) -> String {
         let q = ask.resolve(shape, recs);
         let _ = writeln!(
             out,
-            "query {i}: entities {:?}, partition {:?}, prefix {:?}, condition {:?}, {}, limit {}, page size {}, throttle {}, {:?}, window {:?}",
+            "query {i}: entities {:?}, partition [{}], prefix {:?}, condition {:?}, {}, limit {}, page size {}, throttle {}, {:?}, window {:?}",
             q.entities.iter().map(|&e| TOKENS[e]).collect::<Vec<_>>(),
-            q.partition,
+            q.partition
+                .iter()
+                .cloned()
+                .map(|v| show(Some(v)))
+                .collect::<Vec<_>>()
+                .join(", "),
             q.prefix,
             q.cond,
             if ask.descending {
