@@ -38,17 +38,7 @@ pub(crate) fn write() -> impl Strategy<Value = Write> {
     prop_oneof![
         super::multi::rec().prop_map(Write::Insert),
         (0_usize..200).prop_map(Write::Delete),
-        (
-            0_usize..200,
-            proptest::collection::vec(
-                proptest::option::weighted(
-                    0.95,
-                    prop_oneof![6 => 0_u8..2, 2 => 2_u8..4, 1 => 4_u8..6]
-                ),
-                4
-            )
-        )
-            .prop_map(|(i, sort)| Write::Move(i, sort)),
+        (0_usize..200, super::multi::sort_values()).prop_map(|(i, sort)| Write::Move(i, sort)),
     ]
 }
 
