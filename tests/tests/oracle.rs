@@ -5,10 +5,11 @@
 //! - Multi-attribute indexes and their item collections: run-time schemas of 1 to 3 partition
 //!   attributes (after the shard attribute when sharded) and 1 to 4 sort attributes of either
 //!   type, 1 to 3 shard bumps; ties in every attribute, negatives, fractions, non-ASCII strings,
-//!   absent (sparse) values; `eq`, `lt`, `le`, `gt`, `ge`, `between` and `begins_with` on every
-//!   sort attribute after an equality prefix; both directions; limits 1 to 100, page sizes
-//!   1 to 20, throttles 1 to 8; paged by tokens, resumed from every token, `pages` from the
-//!   start and from a token, `stream`.
+//!   values at the key-size limits, absent (sparse) values; `eq`, `lt`, `le`, `gt`, `ge`,
+//!   `between` and `begins_with` on every sort attribute after an equality prefix; both
+//!   directions; limits 1 to 100, page sizes 1 to 20, throttles 1 to 8; `shards_between`
+//!   windows; paged by tokens, resumed from every token, `pages` from the start and from a
+//!   token, `stream`.
 //! - Classic indexes of one entity (a run-time configuration, 1 to 3 shard bumps): the table
 //!   (its range key), a timestamp index, an int index with negatives, a sparse string index
 //!   (non-ASCII values, one of 1,000 bytes), generated range keys (`name|id`, and `score|name`
@@ -22,7 +23,7 @@
 //!   the same on the classic sources (`oracle_support/live_classic.rs`).
 //!
 //! `MemoryStore` runs `ORACLE_CASES` cases (default 5,000 split between the parts) and prints
-//! the count and the seconds:
+//! the count, the seconds and the seed (`ORACLE_SEED` replays a run):
 //!
 //! ```text
 //! cargo test -p entity-manager-tests --test oracle -- --nocapture
@@ -80,8 +81,18 @@ fn run<T: std::fmt::Debug>(
     test: impl Fn(&T) -> Result<(), String>,
     describe: impl Fn(&T) -> String,
 ) {
+    // a seed of its own, printed, so that any run can be replayed (`ORACLE_SEED`)
+    let seed = std::env::var("ORACLE_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(17, |d| d.as_secs() ^ u64::from(d.subsec_nanos()))
+        });
     let mut runner = TestRunner::new(Config {
         cases,
+        rng_seed: proptest::test_runner::RngSeed::Fixed(seed),
         source_file: Some(file!()),
         failure_persistence: Some(Box::new(FileFailurePersistence::WithSource(
             "proptest-regressions",
@@ -97,7 +108,7 @@ fn run<T: std::fmt::Debug>(
     });
     let (queries, selected, empty) = TALLY.with(|t| t.replace((0, 0, 0)));
     println!(
-        "oracle {name}: {cases} cases ({} runs with shrinking), {:.1} s; {queries} queries, {} records selected a query, {empty} selecting none",
+        "oracle {name}: {cases} cases ({} runs with the saved seeds and shrinking), {:.1} s; {queries} queries, {} records selected a query, {empty} selecting none; seed {seed} (replay with ORACLE_SEED={seed})",
         runs.get(),
         start.elapsed().as_secs_f64(),
         selected / queries.max(1),
