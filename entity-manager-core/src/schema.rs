@@ -216,7 +216,8 @@ impl EntitySchema<'_> {
     /// Checks every key value of a keyed item against DynamoDB's limits: the table's hash and
     /// range keys and the hash and range key of every index the entity declares. The first
     /// value over its limit is a [`Error::KeyTooLong`] naming the entity, the attribute, the key
-    /// (table or index) and the byte length.
+    /// (table or index) and the byte length; an empty plain property keyed on by an index is
+    /// an [`Error::EmptyKey`] (`DynamoDB` refuses empty key values).
     pub fn check_key_sizes(&self, item: &Item) -> Result<()> {
         self.check_key_sizes_with(item, &[])
     }
@@ -269,9 +270,18 @@ impl EntitySchema<'_> {
 }
 
 impl KeyLimit {
-    /// [`Error::KeyTooLong`] when `bytes` exceeds the limit of this key.
+    /// [`Error::KeyTooLong`] when `bytes` exceeds the limit of this key; [`Error::EmptyKey`]
+    /// when a plain property keyed on by an index is empty.
     pub(crate) fn check(&self, schema: &EntitySchema<'_>, bytes: Option<usize>) -> Result<()> {
         match bytes {
+            // a plain property keyed on by an index: `DynamoDB` refuses an empty value (a
+            // computed key is never empty: it holds at least its entity token or property)
+            Some(0) if !self.computed => Err(Error::EmptyKey {
+                entity: schema.model().token.to_string(),
+                property: self.attribute.clone(),
+                index: self.index.clone().unwrap_or_default(),
+                role: self.role,
+            }),
             Some(bytes) if bytes > self.role.max_bytes() => Err(Error::KeyTooLong {
                 entity: schema.model().token.to_string(),
                 attribute: self.attribute.clone(),
