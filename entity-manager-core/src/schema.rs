@@ -165,11 +165,21 @@ impl KeyLimit {
         ]
         .into_iter()
         .map(|(attribute, role)| (None, attribute, role));
+        // every key attribute of an index: of a multi-attribute key, the later partition and
+        // sort attributes as well (each is a key attribute of its own to `DynamoDB`)
         let index_keys = entity.indexes.iter().flat_map(|index| {
-            [
-                (Some(&*index.name), &*index.hash_key, KeyRole::Partition),
-                (Some(&*index.name), &*index.range_key, KeyRole::Sort),
-            ]
+            let name = Some(&*index.name);
+            let mut keys = vec![
+                (name, &*index.hash_key, KeyRole::Partition),
+                (name, &*index.range_key, KeyRole::Sort),
+            ];
+            if let Some(multi) = &index.multi {
+                keys.extend(
+                    (multi.hash.iter().skip(1)).map(|a| (name, &*a.name, KeyRole::Partition)),
+                );
+                keys.extend((multi.range.iter().skip(1)).map(|a| (name, &*a.name, KeyRole::Sort)));
+            }
+            keys
         });
         let mut limits: Vec<Self> = Vec::new();
         for (index, attribute, role) in table_keys.chain(index_keys) {

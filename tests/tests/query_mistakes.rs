@@ -646,11 +646,50 @@ async fn empty_index_key<S: Store>(store: &Counting<S>) -> TestResult {
     Ok(())
 }
 
+/// A later sort attribute of a multi-attribute index is a key attribute too.
+async fn empty_multi_attribute_key<S: Store>(store: &Counting<S>) -> TestResult {
+    let player = |nickname: Option<&str>| league::Player {
+        player_id: "p1".into(),
+        created: 10,
+        team_id: "t1".into(),
+        region: "eu".into(),
+        org_id: "o1".into(),
+        score: 3,
+        nickname: nickname.map(str::to_owned),
+    };
+    let empty = player(Some(""));
+    for (what, result) in [
+        ("to_item", empty.to_item().map(drop)),
+        ("create", empty.create(store).await),
+    ] {
+        match result {
+            Err(Error::EmptyKey {
+                entity,
+                property,
+                index,
+                ..
+            }) => assert_eq!(
+                (entity.as_str(), property.as_str(), index.as_str()),
+                ("player", "nickname", "byTeam"),
+                "{what}"
+            ),
+            other => panic!("{what}: expected EmptyKey, got {other:?}"),
+        }
+    }
+    assert_eq!(store.take(), 0, "a request reached the store");
+    // absent, it is not in that index
+    player(None).create(store).await?;
+    Ok(())
+}
+
 #[tokio::test]
 async fn an_empty_string_in_a_plain_index_key_is_refused_by_to_item() -> TestResult {
+    empty_multi_attribute_key(&Counting::new(MemoryStore::new(both()?))).await?;
     empty_index_key(&Counting::new(MemoryStore::new(arena()?))).await?;
-    on_dynamodb("mistake-empty-key", arena()?, |store| async move {
-        empty_index_key(&Counting::new(store)).await
+    on_dynamodb("mistake-empty-key", both()?, |store| async move {
+        let store = Counting::new(store);
+        empty_multi_attribute_key(&store).await?;
+        empty_index_key(&store).await
     })
     .await
 }
