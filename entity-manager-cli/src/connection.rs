@@ -227,7 +227,8 @@ fn bad_input(err: &(dyn StdError + 'static)) -> Option<String> {
                 | E::MissingTimestamp { .. }
                 | E::MissingUnique { .. }
                 | E::MissingComponent { .. }
-                | E::KeyTooLong { .. } => return Some(error.to_string()),
+                | E::KeyTooLong { .. }
+                | E::EmptyKey { .. } => return Some(error.to_string()),
                 _ => {}
             }
         }

@@ -482,6 +482,23 @@ fn records_get_put_delete_query_pages_and_create_only() -> TestResult {
         let mut mistyped = on("query", &config, &table, &endpoint)?;
         mistyped.extend(["--index", "created", "--all", "--range", "> abc"]);
         assert_code(&run(&mistyped)?, 2);
+        // query mistakes refused before any read (InvalidQuery, naming the fix): a reversed
+        // between, a filter on the index's range key, `between` bounds that are not numbers
+        for (flag, mistake, fix) in [
+            ("--range", "between 300 and 200", "give the lower one first"),
+            ("--filter", "created > 1", "range condition"),
+            ("--range", "> NaN", "give a finite number"),
+        ] {
+            let mut refused = on("query", &config, &table, &endpoint)?;
+            refused.extend(["--index", "created", "--all", flag, mistake]);
+            let out = run(&refused)?;
+            assert_code(&out, 2);
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(
+                stderr.contains("invalid query") && stderr.contains(fix),
+                "{mistake}: {stderr}"
+            );
+        }
         // --where naming no component of the index's hash key, or one component twice
         let mut unknown = on("query", &config, &table, &endpoint)?;
         unknown.extend(["--index", "created", "--all", "--where", "nosuch=1"]);

@@ -262,6 +262,39 @@ pub enum Error {
         bytes: usize,
     },
 
+    /// A property that is a key attribute of an index (a plain index key, not a generated
+    /// property) holds an empty string or binary, which DynamoDB refuses in any key attribute;
+    /// nothing was written. A missing value (`None`) is not an error: the record is then not in
+    /// the index (a sparse index).
+    #[error(
+        "property `{property}` of entity `{entity}` is empty, and it is the {role} key of index `{index}`: DynamoDB refuses empty strings and binaries in key attributes; give it a non-empty value, or none (`None`: the record then stays out of the index)",
+        role = role.as_str()
+    )]
+    EmptyKey {
+        /// The entity token.
+        entity: String,
+        /// The property (the index's key attribute).
+        property: String,
+        /// The index whose key it is.
+        index: String,
+        /// Partition or sort key.
+        role: crate::limits::KeyRole,
+    },
+
+    /// A write transaction holds more actions than DynamoDB takes in one (100); nothing was
+    /// sent.
+    #[error(
+        "a transaction of {actions} actions is more than the {limit} DynamoDB takes in one ({parts}); split it into transactions of at most {limit} actions (each commits on its own), or write fewer records in it"
+    )]
+    TransactionTooLarge {
+        /// The actions the transaction holds.
+        actions: usize,
+        /// The most DynamoDB takes.
+        limit: usize,
+        /// Where the actions came from: per operation and entity, how many records and actions.
+        parts: String,
+    },
+
     /// An item of another entity was read as this one: its hash key does not start with this
     /// entity's token.
     #[error(

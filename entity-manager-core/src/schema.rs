@@ -165,11 +165,21 @@ impl KeyLimit {
         ]
         .into_iter()
         .map(|(attribute, role)| (None, attribute, role));
+        // every key attribute of an index: of a multi-attribute key, the later partition and
+        // sort attributes as well (each is a key attribute of its own to `DynamoDB`)
         let index_keys = entity.indexes.iter().flat_map(|index| {
-            [
-                (Some(&*index.name), &*index.hash_key, KeyRole::Partition),
-                (Some(&*index.name), &*index.range_key, KeyRole::Sort),
-            ]
+            let name = Some(&*index.name);
+            let mut keys = vec![
+                (name, &*index.hash_key, KeyRole::Partition),
+                (name, &*index.range_key, KeyRole::Sort),
+            ];
+            if let Some(multi) = &index.multi {
+                keys.extend(
+                    (multi.hash.iter().skip(1)).map(|a| (name, &*a.name, KeyRole::Partition)),
+                );
+                keys.extend((multi.range.iter().skip(1)).map(|a| (name, &*a.name, KeyRole::Sort)));
+            }
+            keys
         });
         let mut limits: Vec<Self> = Vec::new();
         for (index, attribute, role) in table_keys.chain(index_keys) {
@@ -216,7 +226,8 @@ impl EntitySchema<'_> {
     /// Checks every key value of a keyed item against DynamoDB's limits: the table's hash and
     /// range keys and the hash and range key of every index the entity declares. The first
     /// value over its limit is a [`Error::KeyTooLong`] naming the entity, the attribute, the key
-    /// (table or index) and the byte length.
+    /// (table or index) and the byte length; an empty plain property keyed on by an index is
+    /// an [`Error::EmptyKey`] (`DynamoDB` refuses empty key values).
     pub fn check_key_sizes(&self, item: &Item) -> Result<()> {
         self.check_key_sizes_with(item, &[])
     }
@@ -269,9 +280,18 @@ impl EntitySchema<'_> {
 }
 
 impl KeyLimit {
-    /// [`Error::KeyTooLong`] when `bytes` exceeds the limit of this key.
+    /// [`Error::KeyTooLong`] when `bytes` exceeds the limit of this key; [`Error::EmptyKey`]
+    /// when a plain property keyed on by an index is empty.
     pub(crate) fn check(&self, schema: &EntitySchema<'_>, bytes: Option<usize>) -> Result<()> {
         match bytes {
+            // a plain property keyed on by an index: `DynamoDB` refuses an empty value (a
+            // computed key is never empty: it holds at least its entity token or property)
+            Some(0) if !self.computed => Err(Error::EmptyKey {
+                entity: schema.model().token.to_string(),
+                property: self.attribute.clone(),
+                index: self.index.clone().unwrap_or_default(),
+                role: self.role,
+            }),
             Some(bytes) if bytes > self.role.max_bytes() => Err(Error::KeyTooLong {
                 entity: schema.model().token.to_string(),
                 attribute: self.attribute.clone(),

@@ -712,14 +712,37 @@ proptest! {
     }
 }
 
+/// A store that refuses every shard query (as a store refuses a request it cannot serve).
+#[derive(Debug)]
+struct Refusing<S> {
+    inner: S,
+}
+
+impl<S: entity_manager::store::Store> entity_manager::store::Store for Refusing<S> {
+    entity_manager_tests::forward_store!(inner: definition, name, put_item, get_item, delete_item, batch_write);
+    entity_manager_tests::forward_store!(inner: batch_get, transact_write, update_item, transact_get, scan_page);
+
+    async fn query_page(
+        &self,
+        _request: &entity_manager::store::QueryPage,
+    ) -> Result<entity_manager::store::Page, entity_manager::store::StoreError> {
+        Err(entity_manager::store::StoreError::validation(
+            "Query",
+            "refused by the test store",
+        ))
+    }
+}
+
 #[test]
 fn a_failing_shard_fails_the_page() -> TestResult {
     let (schema, store) = token_fixture()?;
     let user = schema.entity("user")?;
-    // a filter on a key attribute is a validation error of every shard query
+    // every shard query fails (a filter on a key attribute, which failed every shard query
+    // before, is now refused before any read: `query_mistakes.rs`)
+    let store = Refusing { inner: store };
     let query = Query::new(&store, user)
         .index("created")
-        .filter(Filter::compare("created", Comparison::Gt, n(1)))
+        .filter(Filter::compare("score", Comparison::Gt, n(1)))
         .shards_between(0, 1_000)
         .limit(10);
     assert!(matches!(

@@ -23,6 +23,9 @@ struct Origin {
     entity: String,
     unique: String,
     kind: OriginKind,
+    /// The call that made it (`create`, `put`…): where an action came from, when a
+    /// transaction holds too many.
+    call: &'static str,
     /// The version the operation expects stored, for an entity with a version field.
     version: Option<(&'static str, AttributeValue)>,
 }
@@ -119,6 +122,7 @@ impl Transaction {
             entity: schema.model().token.to_string(),
             unique: unique_text(schema, &item),
             kind: OriginKind::Create,
+            call: "create",
             version: None,
         };
         for write in create_writes(schema, item)? {
@@ -165,6 +169,7 @@ impl Transaction {
                 } else {
                     OriginKind::Elsewhere
                 },
+                call: "put",
                 version: version.clone(),
             };
             self.push(write, origin);
@@ -218,6 +223,7 @@ impl Transaction {
             entity,
             unique,
             kind: OriginKind::Existing,
+            call: "update",
             version,
         };
         self.push(
@@ -248,6 +254,7 @@ impl Transaction {
             entity,
             unique: unique_text(schema, &item),
             kind: OriginKind::Existing,
+            call: "check",
             version: None,
         };
         self.push(
@@ -272,6 +279,7 @@ impl Transaction {
                 entity: schema.model().token.to_string(),
                 unique: id_text(id),
                 kind: OriginKind::Delete,
+                call: "delete",
                 version: None,
             };
             self.push(
@@ -301,6 +309,7 @@ impl Transaction {
             entity: schema.model().token.to_string(),
             unique: unique_text(schema, &item),
             kind: OriginKind::Existing,
+            call: "delete_record",
             version,
         };
         self.push(
@@ -335,6 +344,17 @@ impl Transaction {
         let Self { writes, origins } = self;
         if writes.is_empty() {
             return Ok(());
+        }
+        if writes.len() > MAX_ACTIONS {
+            return Err(Error::TransactionTooLarge {
+                actions: writes.len(),
+                limit: MAX_ACTIONS,
+                parts: parts(
+                    origins
+                        .iter()
+                        .map(|o| (o.call, o.entity.as_str(), o.unique.as_str())),
+                ),
+            });
         }
         let entities = || {
             let mut names: Vec<&str> = origins.iter().map(|o| &*o.entity).collect();
@@ -380,6 +400,55 @@ impl Transaction {
             }
         })
     }
+}
+
+/// The most actions `DynamoDB` takes in one transaction (`TransactWriteItems` and
+/// `TransactGetItems` alike).
+const MAX_ACTIONS: usize = 100;
+
+/// Where the actions of a transaction came from, from each action's call, entity and record
+/// (in order: a call's actions are consecutive): per call and entity, how many records and
+/// actions, and why a record takes several.
+fn parts<'o>(actions: impl Iterator<Item = (&'static str, &'o str, &'o str)>) -> String {
+    // (call, entity, records, actions), in order of first appearance
+    let mut groups: Vec<(&str, &str, usize, usize)> = Vec::new();
+    let mut last: Option<(&str, &str, &str)> = None;
+    for action in actions {
+        let (call, entity, _) = action;
+        let new_record = last != Some(action);
+        last = Some(action);
+        match groups
+            .iter_mut()
+            .find(|(c, e, _, _)| *c == call && *e == entity)
+        {
+            Some(group) => {
+                group.2 += usize::from(new_record);
+                group.3 += 1;
+            }
+            None => groups.push((call, entity, 1, 1)),
+        }
+    }
+    groups
+        .iter()
+        .map(|&(call, entity, records, actions)| {
+            let why = match call {
+                "create" => ": a create puts the record and checks that every other candidate shard of its unique value (one per shard bump) holds none",
+                "put" => ": a put checks that every other candidate shard of its unique value (one per shard bump) holds no copy",
+                "delete" => ": a delete by id deletes at every candidate shard of the value (one per shard bump)",
+                "get" => ": a get reads every candidate shard of the value (one per shard bump)",
+                _ => "",
+            };
+            if records == actions {
+                format!("{records} `{call}` of `{entity}`: {actions} actions")
+            } else {
+                format!(
+                    "{records} `{call}` of `{entity}`: {actions} actions, about {} each{why}",
+                    actions.div_ceil(records)
+                )
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 /// A consistent read of records of one or more entities by id, in one `TransactGetItems`: every
@@ -483,6 +552,20 @@ impl ReadTransaction {
             slots,
             entities,
         } = self;
+        if keys.len() > MAX_ACTIONS {
+            let calls = slots.iter().zip(&entities).flat_map(|(slot, entity)| {
+                // each get's keys are one record's
+                let record = slot.start.to_string();
+                slot.clone()
+                    .map(move |_| ("get", entity.as_str(), record.clone()))
+            });
+            let calls: Vec<(&'static str, &str, String)> = calls.collect();
+            return Err(Error::TransactionTooLarge {
+                actions: keys.len(),
+                limit: MAX_ACTIONS,
+                parts: parts(calls.iter().map(|(c, e, r)| (*c, *e, r.as_str()))),
+            });
+        }
         let items = if keys.is_empty() {
             Vec::new()
         } else {

@@ -121,6 +121,7 @@ macro_rules! paging_setters {
     };
 }
 
+mod check;
 mod collection;
 mod door;
 mod engine;

@@ -7,7 +7,9 @@ use std::marker::PhantomData;
 use serde_dynamo::Item;
 
 use crate::error::{Error, Result};
+use crate::query::check::Target;
 use crate::query::engine::{self, Engine, Growth};
+use crate::query::lanes::Lanes as _;
 use crate::query::page::{QueryPageResult, QueryStats};
 use crate::query::paging::{Paging, Resumable, items_of, resume, table_binding, traced_page};
 use crate::query::plan::{IndexSpec, Plan, PlanInput};
@@ -287,6 +289,23 @@ impl<'a, S: Store, St> Query<'a, S, St> {
         Ok(())
     }
 
+    /// Refuses, before any read, what the store would refuse of a shard query of each source
+    /// (its conditions, filter and projection: see [`check`](crate::query::check)).
+    fn check_requests(&self, plan: &Plan<'_>) -> Result<()> {
+        let definition = self.store.definition();
+        for (source, index) in plan.indexes.iter().enumerate() {
+            let Some(target) = Target::of(definition, index.name.as_deref()) else {
+                continue;
+            };
+            let mut request = plan.request(source, 0);
+            request.range.clone_from(&index.range);
+            target
+                .check(&request)
+                .map_err(|reason| self.invalid(reason))?;
+        }
+        Ok(())
+    }
+
     fn invalid(&self, reason: impl Into<String>) -> Error {
         Error::InvalidQuery {
             entity: self.schema.model().token.to_string(),
@@ -358,6 +377,7 @@ impl<'a, S: Store> Query<'a, S, Indexed> {
         resume(token, &self.paging, &table, |window| {
             let plan = Plan::new(self.schema, &input, window)?;
             self.check_projection(&plan)?;
+            self.check_requests(&plan)?;
             Ok(plan)
         })
     }

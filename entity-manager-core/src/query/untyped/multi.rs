@@ -33,6 +33,7 @@ use serde_dynamo::{AttributeValue, Item};
 use crate::error::{Error, Result};
 use crate::model::{Index, IndexAttribute, MultiKey};
 use crate::query::Stream;
+use crate::query::check::Target;
 use crate::query::engine::{self, Engine, Growth};
 use crate::query::lanes::{Key, Lanes};
 use crate::query::page::{QueryPageResult, QueryStats};
@@ -323,7 +324,7 @@ impl<'a, S: Store> MultiQuery<'a, S> {
             other => other.clone(),
         };
         let fingerprint = self.fingerprint(&multi, &prefix, range.as_ref());
-        Ok(Plan {
+        let plan = Plan {
             entities: self.entities.clone(),
             multi,
             prefix,
@@ -331,7 +332,27 @@ impl<'a, S: Store> MultiQuery<'a, S> {
             lanes,
             window,
             fingerprint,
-        })
+        };
+        self.check_request(&plan)?;
+        Ok(plan)
+    }
+
+    /// Refuses, before any read, what the store would refuse of the query's shard queries (the
+    /// types of its values, its condition: see [`check`](crate::query::check)).
+    fn check_request(&self, plan: &Plan<'a>) -> Result<()> {
+        let Some(target) = Target::of(self.store.definition(), Some(&self.index)) else {
+            return Ok(());
+        };
+        let source = Source {
+            query: self,
+            plan,
+            at: plan.prefix.len(),
+        };
+        let mut request = source.request(0, 0);
+        request.range.clone_from(&plan.range);
+        target
+            .check(&request)
+            .map_err(|reason| self.invalid(reason))
     }
 
     /// SHA-256 over what identifies the query across its pages (not its window, limit, page
