@@ -34,8 +34,8 @@ pub(crate) enum TableAction {
     /// Compares the live table with the configuration and `--settings`: exit 0 when they
     /// match, 1 with the list of differences.
     Drift(SettingsArgs),
-    /// Records how the table's keys are made (the profile of `--profile` and a fingerprint of
-    /// the configuration) in the table, for a table created without it (by a TypeScript
+    /// Records how the table's keys are made (the key profile of `--key-profile` or
+    /// `--shard-space`, and a fingerprint of the configuration) in the table, for a table created without it (by a TypeScript
     /// service, or before stamps): from then on a service with another profile cannot write to
     /// it. `table create` stamps the tables it creates.
     Stamp {
