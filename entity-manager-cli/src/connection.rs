@@ -48,6 +48,8 @@ pub(crate) struct Connection {
 pub(crate) struct Resolved {
     sdk: aws_config::SdkConfig,
     region: Region,
+    /// The DynamoDB endpoint URL, when one is configured (flag, environment or profile).
+    endpoint: Option<String>,
 }
 
 /// The endpoint of this run, for messages (set once the configuration is loaded).
@@ -111,13 +113,17 @@ impl Connection {
                 "`{name}` is not an AWS region name (lower-case letters, digits and dashes, like eu-west-1); check --region, AWS_REGION and the profile's `region`"
             )));
         }
-        let described = endpoint.map_or_else(
+        let described = endpoint.as_ref().map_or_else(
             || format!("DynamoDB in {region}"),
             |url| format!("{url} ({region})"),
         );
         let _ = WHERE.set(described);
         let _ = TIMEOUT.set(self.timeout);
-        Ok(Resolved { sdk, region })
+        Ok(Resolved {
+            sdk,
+            region,
+            endpoint,
+        })
     }
 
     /// `--timeout` for connecting and for each whole call.
@@ -155,17 +161,54 @@ impl Resolved {
         DynamoStore::new(self.client(), table.to_owned(), definition)
     }
 
-    /// A DynamoDB Streams client of this configuration, at `endpoint` when given (on AWS the
-    /// Streams endpoint is `https://streams.dynamodb.<region>.amazonaws.com`; DynamoDB Local
-    /// serves both APIs at one URL).
-    pub(crate) fn streams_client(&self, endpoint: Option<&str>) -> aws_sdk_dynamodbstreams::Client {
+    /// A DynamoDB Streams client of this configuration, and where it goes as a message names
+    /// it. The endpoint is the first of: `explicit` (`--streams-endpoint`),
+    /// `AWS_ENDPOINT_URL_DYNAMODB_STREAMS`, the DynamoDB endpoint of this run (`--endpoint-url`,
+    /// `AWS_ENDPOINT_URL_DYNAMODB`, `AWS_ENDPOINT_URL`, the profile's: DynamoDB Local serves
+    /// both APIs at one URL), else the region's AWS Streams endpoint
+    /// (`https://streams.dynamodb.<region>.amazonaws.com`).
+    pub(crate) fn streams_client(
+        &self,
+        explicit: Option<&str>,
+    ) -> (aws_sdk_dynamodbstreams::Client, String) {
+        let endpoint = streams_endpoint(
+            explicit,
+            std::env::var("AWS_ENDPOINT_URL_DYNAMODB_STREAMS").ok(),
+            self.endpoint.as_deref(),
+        );
         let mut config =
             aws_sdk_dynamodbstreams::config::Builder::from(&self.sdk).region(self.region.clone());
-        if let Some(url) = endpoint {
-            config = config.endpoint_url(url);
-        }
-        aws_sdk_dynamodbstreams::Client::from_conf(config.build())
+        let region = &self.region;
+        let described = match endpoint {
+            Some(url) => {
+                let described = format!("{url} ({region})");
+                config = config.endpoint_url(url);
+                described
+            }
+            None => {
+                format!("DynamoDB Streams in {region} (streams.dynamodb.{region}.amazonaws.com)")
+            }
+        };
+        (
+            aws_sdk_dynamodbstreams::Client::from_conf(config.build()),
+            described,
+        )
     }
+}
+
+/// The Streams endpoint URL of a run: the explicit one, the Streams variable, else the
+/// DynamoDB endpoint (empty values count as unset, as in the SDK).
+fn streams_endpoint(
+    explicit: Option<&str>,
+    streams_variable: Option<String>,
+    dynamodb: Option<&str>,
+) -> Option<String> {
+    let given = |url: &str| !url.trim().is_empty();
+    explicit
+        .filter(|url| given(url))
+        .map(str::to_owned)
+        .or(streams_variable.filter(|url| given(url)))
+        .or_else(|| dynamodb.filter(|url| given(url)).map(str::to_owned))
 }
 
 /// Every error of `err`'s chain, outermost first, one per line (what `-v` shows).
@@ -290,10 +333,42 @@ fn trouble(err: &(dyn StdError + 'static), detail: &str) -> Trouble {
 /// `err` of `what` (e.g. "purge of every record of entity `user`") on `table`, as an operator
 /// reads it: what failed, where, and what to do; the whole chain goes with it for `-v`.
 pub(crate) fn explain(what: &str, table: &str, err: &(dyn StdError + 'static)) -> Failure {
+    explain_at(what, table, &Place::dynamodb(), err)
+}
+
+/// The service a failed call went to, as a message names it.
+pub(crate) struct Place<'a> {
+    /// The service's name (`DynamoDB`, `DynamoDB Streams`).
+    pub(crate) service: &'a str,
+    /// Its endpoint and region, as [`endpoint_described`].
+    pub(crate) at: &'a str,
+    /// What sets its endpoint, for the advice.
+    pub(crate) flags: &'a str,
+}
+
+impl Place<'static> {
+    /// DynamoDB, at this run's endpoint.
+    pub(crate) fn dynamodb() -> Self {
+        Place {
+            service: "DynamoDB",
+            at: endpoint_described(),
+            flags: "--endpoint-url and --region",
+        }
+    }
+}
+
+/// [`explain`], for an error of a call to `place` (e.g. the DynamoDB Streams endpoint, which
+/// is not the DynamoDB one on AWS).
+pub(crate) fn explain_at(
+    what: &str,
+    table: &str,
+    place: &Place<'_>,
+    err: &(dyn StdError + 'static),
+) -> Failure {
+    let Place { service, at, flags } = *place;
     if let Some(why) = bad_input(err) {
         return Failure::Input(format!("{what} on table {table}: {why}"));
     }
-    let at = endpoint_described();
     let detail = chain(err);
     let message = match trouble(err, &detail) {
         Trouble::NoTable => format!(
@@ -311,7 +386,7 @@ pub(crate) fn explain(what: &str, table: &str, err: &(dyn StdError + 'static)) -
             "{what}: DynamoDB throttled the requests on table {table} ({at}); retry later, or raise the table's capacity"
         ),
         Trouble::Unreachable => format!(
-            "{what}: cannot reach DynamoDB at {at}: {}; check --endpoint-url and --region, and that the endpoint is up",
+            "{what}: cannot reach {service} at {at}: {}; check {flags}, and that the endpoint is up",
             root(err)
         ),
         Trouble::Other => match store_error(err) {
@@ -337,4 +412,33 @@ fn is_credentials(store: &StoreError) -> bool {
             | "AccessDeniedException"
             | "MissingAuthenticationTokenException"
     ) || store.message().contains("credential")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::streams_endpoint;
+
+    #[test]
+    fn the_streams_endpoint_is_the_flag_then_the_streams_variable_then_dynamodb_s() {
+        let local = Some("http://127.0.0.1:8000");
+        let var = || Some("http://127.0.0.1:9000".to_owned());
+        assert_eq!(
+            streams_endpoint(Some("http://a:1"), var(), local).as_deref(),
+            Some("http://a:1")
+        );
+        assert_eq!(
+            streams_endpoint(None, var(), local).as_deref(),
+            Some("http://127.0.0.1:9000")
+        );
+        assert_eq!(
+            streams_endpoint(None, None, local).as_deref(),
+            Some("http://127.0.0.1:8000")
+        );
+        // empty values count as unset
+        assert_eq!(
+            streams_endpoint(Some(" "), Some(String::new()), local).as_deref(),
+            Some("http://127.0.0.1:8000")
+        );
+        assert_eq!(streams_endpoint(None, None, None), None);
+    }
 }

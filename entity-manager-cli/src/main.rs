@@ -37,8 +37,8 @@ macro_rules! say {
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use entity_manager::model::{Profile, ShardSpace};
-use entity_manager::store::TableStamp;
 use entity_manager::store::{DynamoStore, Store, TableDefinition};
+use entity_manager::store::{Inference, TableStamp};
 use entity_manager::{ConfigError, Schema};
 use serde_json::{Value, json};
 
@@ -243,17 +243,37 @@ impl ConfigArgs {
     pub(crate) fn load(&self) -> Result<Schema, Failure> {
         load(self.path(), &self.space)
     }
+
+    /// Whether `--key-profile` or `--shard-space` was given.
+    pub(crate) fn profile_named(&self) -> bool {
+        self.space.key_profile.is_some() || self.space.shard_space.is_some()
+    }
+
+    /// The configuration, loaded with `profile` whatever the flags say.
+    pub(crate) fn load_with(&self, profile: Profile) -> Result<Schema, Failure> {
+        load(
+            self.path(),
+            &SpaceArg {
+                key_profile: Some(match profile {
+                    Profile::Native => ProfileArg::Native,
+                    Profile::Npm6_14 => ProfileArg::Npm6_14,
+                    Profile::Upstream8 => ProfileArg::Upstream8,
+                }),
+                shard_space: None,
+            },
+        )
+    }
 }
 
 #[derive(Debug, Args)]
 pub(crate) struct TableArgs {
     #[command(flatten)]
-    config: ConfigArgs,
+    pub(crate) config: ConfigArgs,
     /// The table name.
     #[arg(long)]
-    table: String,
+    pub(crate) table: String,
     #[command(flatten)]
-    connection: Connection,
+    pub(crate) connection: Connection,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -495,7 +515,19 @@ pub(crate) fn connect(
         store.definition().stamp.as_ref(),
         runtime()?.block_on(store.table_stamp()),
     ) {
-        warn_stamp(table, ours, found.as_ref());
+        match found {
+            Some(stamp) => {
+                if let Some(why) = stamp.refuses(ours) {
+                    say!("warning: table {table}: {why}");
+                }
+            }
+            // no stamp: what the records show (the store refuses writes they disagree with)
+            None => {
+                if let Ok(inference) = runtime()?.block_on(store.infer_profile()) {
+                    warn_unstamped(table, ours, &inference);
+                }
+            }
+        }
     }
     Ok(store)
 }
@@ -518,18 +550,32 @@ pub(crate) fn item_count(store: &DynamoStore) -> Option<u64> {
         .and_then(|n| u64::try_from(n).ok())
 }
 
-/// The stamp warning of the data commands: a table without a stamp, or with another profile's.
-fn warn_stamp(table: &str, ours: &TableStamp, found: Option<&TableStamp>) {
-    match found {
-        None => say!(
-            "warning: table {table} has no stamp recording how its keys are made; stamp it once with `entity-manager table stamp --table {table} --config <config.json> --key-profile {}`",
-            ours.profile().map_or("<profile>", Profile::as_str)
+/// The warning of the data commands on a table without a stamp: what its records show, and
+/// the profile they show as the fix (never this run's own by default).
+fn warn_unstamped(table: &str, ours: &TableStamp, inference: &Inference) {
+    let mine = ours.profile();
+    let stamp = |profile: &str| {
+        format!(
+            "`entity-manager table stamp --table {table} --config <config.json> --key-profile {profile}`"
+        )
+    };
+    match (inference, inference.shown()) {
+        // an empty table: the first write stamps it
+        (Inference::Empty { .. }, _) => {}
+        (_, Some(shown)) if Some(shown) == mine => {}
+        (_, Some(shown)) => say!(
+            "warning: table {table} has no stamp, and {inference}; this run makes keys with {}, so its writes are refused: use --key-profile {shown}, and record it in the table with {}",
+            ours.describe(),
+            stamp(shown.as_str())
         ),
-        Some(stamp) => {
-            if let Some(why) = stamp.refuses(ours) {
-                say!("warning: table {table}: {why}");
-            }
-        }
+        (Inference::Reproduced { .. }, None) if mine.is_some_and(|m| inference.admits(m)) => say!(
+            "warning: table {table} has no stamp, and {inference}; stamp it with the profile of the services that wrote it, {}",
+            stamp("<profile>")
+        ),
+        _ => say!(
+            "warning: table {table} has no stamp, and {inference}; writes of this run are refused until the table is stamped with the profile of the services that wrote it, {}",
+            stamp("<profile>")
+        ),
     }
 }
 

@@ -8,10 +8,11 @@ use std::time::Duration;
 
 use clap::{Args, ValueEnum};
 use entity_manager::store::{TableDefinition, is_stamp};
-use entity_manager::stream::{Change, Checkpoint, StartAt, StreamReader};
+use entity_manager::stream::{Change, Checkpoint, StartAt, StreamError, StreamReader};
 use entity_manager::{Item, Schema};
 use serde_json::{Value, json};
 
+use crate::connection::{Place, explain_at};
 use crate::scan::{counts_json, counts_text};
 use crate::{ConfigArgs, Connection, Failure, connect, job, out, runtime};
 
@@ -38,8 +39,10 @@ pub(crate) struct StreamArgs {
     /// How long to wait between polls once caught up, in milliseconds.
     #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(10..=60_000))]
     poll_interval: u64,
-    /// The DynamoDB Streams endpoint URL, when it is not `--endpoint-url` (on AWS:
-    /// `https://streams.dynamodb.<region>.amazonaws.com`; DynamoDB Local serves both at one URL).
+    /// The DynamoDB Streams endpoint URL (default: `AWS_ENDPOINT_URL_DYNAMODB_STREAMS`, else
+    /// the DynamoDB endpoint of `--endpoint-url`, `AWS_ENDPOINT_URL_DYNAMODB`,
+    /// `AWS_ENDPOINT_URL` or the profile, since DynamoDB Local serves both APIs at one URL;
+    /// else the region's `https://streams.dynamodb.<region>.amazonaws.com`).
     #[arg(long, env = "DYNAMODB_STREAMS_ENDPOINT")]
     streams_endpoint: Option<String>,
     #[command(flatten)]
@@ -96,6 +99,18 @@ fn change_json(schema: &Schema, change: &Change<Item>) -> Result<Value, Failure>
     Ok(line)
 }
 
+/// Whether `err` is of a call to the DynamoDB Streams API (not DynamoDB's `DescribeTable`).
+fn is_streams_call(err: &StreamError) -> bool {
+    match err {
+        StreamError::Store(e) => STREAMS_CALLS.contains(&e.operation()),
+        StreamError::Trimmed { .. } => true,
+        _ => false,
+    }
+}
+
+/// The operations of the DynamoDB Streams API the reader calls.
+const STREAMS_CALLS: [&str; 3] = ["DescribeStream", "GetShardIterator", "GetRecords"];
+
 fn write_line(out: &mut impl Write, line: &Value) -> io::Result<()> {
     serde_json::to_writer(&mut *out, line)?;
     writeln!(out)
@@ -110,10 +125,15 @@ pub(crate) fn stream(args: &StreamArgs, json: bool) -> Result<(), Failure> {
             .map_err(|e| Failure::Input(e.to_string()))?;
     }
     let store = connect(&schema, &args.table, &args.connection)?;
-    let streams = args
+    let (streams, streams_at) = args
         .connection
         .resolve()?
         .streams_client(args.streams_endpoint.as_deref());
+    let streams_place = Place {
+        service: "DynamoDB Streams",
+        at: &streams_at,
+        flags: "--streams-endpoint (or AWS_ENDPOINT_URL_DYNAMODB_STREAMS), --endpoint-url and --region",
+    };
     let mut reader = StreamReader::new(&store, streams).start_at(match args.from {
         From::TrimHorizon => StartAt::TrimHorizon,
         From::Latest => StartAt::Latest,
@@ -141,10 +161,15 @@ pub(crate) fn stream(args: &StreamArgs, json: bool) -> Result<(), Failure> {
     let interval = Duration::from_millis(args.poll_interval);
     let outcome = runtime()?.block_on(async {
         loop {
-            let records = reader
-                .poll()
-                .await
-                .map_err(|e| crate::connection::explain("stream", &args.table, &e))?;
+            let records = reader.poll().await.map_err(|e| {
+                // the table's description comes from DynamoDB, the records from the Streams
+                // endpoint: name the one that failed
+                if is_streams_call(&e) {
+                    explain_at("stream", &args.table, &streams_place, &e)
+                } else {
+                    crate::connection::explain("stream", &args.table, &e)
+                }
+            })?;
             if records.is_empty() {
                 if args.no_follow {
                     return Ok(());

@@ -34,10 +34,13 @@ pub(crate) enum TableAction {
     /// Compares the live table with the configuration and `--settings`: exit 0 when they
     /// match, 1 with the list of differences.
     Drift(SettingsArgs),
-    /// Records how the table's keys are made (the profile of `--profile` and a fingerprint of
-    /// the configuration) in the table, for a table created without it (by a TypeScript
-    /// service, or before stamps): from then on a service with another profile cannot write to
-    /// it. `table create` stamps the tables it creates.
+    /// Records how the table's keys are made (a key profile and a fingerprint of the
+    /// configuration) in the table, for a table created without it (by a TypeScript service,
+    /// or before stamps): from then on a service with another profile cannot write to it.
+    /// Without `--key-profile` (or `--shard-space`) the profile is the one the table shows:
+    /// for a table without a stamp, the one its records' keys were made with (refused when
+    /// they cannot tell); with one, refused when the records show another (unless `--force`).
+    /// `table create` stamps the tables it creates.
     Stamp {
         #[command(flatten)]
         table: TableArgs,
@@ -56,6 +59,45 @@ pub(crate) enum TableAction {
         #[arg(long)]
         settings: Option<PathBuf>,
     },
+}
+
+/// The store `table stamp` stamps with: of the profile named (`--key-profile`,
+/// `--shard-space`), else of the one the table shows: its stamp's, or for a table without one
+/// the profile its records show. Without a profile named, a table whose records cannot tell is
+/// refused (exit 2), saying what they show.
+fn stamp_store(args: &TableArgs) -> Result<entity_manager::store::DynamoStore, Failure> {
+    let named = store(args)?;
+    if args.config.profile_named() {
+        return Ok(named);
+    }
+    let what = "table stamp";
+    let rt = runtime()?;
+    let found = rt
+        .block_on(named.table_stamp())
+        .map_err(|e| explain(what, &args.table, &e))?;
+    let shown = if let Some(stamp) = found {
+        stamp.profile().ok_or_else(|| {
+            Failure::Input(format!(
+                "table {} is stamped with {}, which no --key-profile names; stamp it with --key-profile and --force",
+                args.table,
+                stamp.describe()
+            ))
+        })?
+    } else {
+        let inference = rt
+            .block_on(named.infer_profile())
+            .map_err(|e| explain(what, &args.table, &e))?;
+        inference.shown().ok_or_else(|| {
+            Failure::Input(format!(
+                "{what}: table {} has no stamp, and {inference}; name the profile of the services that wrote it with --key-profile",
+                args.table
+            ))
+        })?
+    };
+    let schema = args.config.load_with(shown)?;
+    let definition =
+        TableDefinition::from_schema(&schema).map_err(|e| Failure::Operation(e.to_string()))?;
+    args.connection.store(definition, &args.table)
 }
 
 #[derive(Debug, Args)]
@@ -271,7 +313,7 @@ pub(crate) fn table(action: TableAction, json: bool) -> Result<(), Failure> {
             done(json, "created", &args.table.table)
         }
         TableAction::Stamp { table, force } => {
-            let store = store(&table)?;
+            let store = stamp_store(&table)?;
             let stamp = runtime()?
                 .block_on(store.stamp_table(force))
                 .map_err(|e| explain("table stamp", &table.table, &e))?;
@@ -313,8 +355,13 @@ pub(crate) fn table(action: TableAction, json: bool) -> Result<(), Failure> {
             let report = runtime()?
                 .block_on(store.drift())
                 .map_err(|e| explain("table drift", &args.table.table, &e))?;
-            print_drift(&report, &args.table.table, json)?;
-            if report.is_clean() {
+            let found = runtime()?
+                .block_on(store.table_stamp())
+                .map_err(|e| explain("table drift", &args.table.table, &e))?;
+            let (state, message) = runtime()?.block_on(stamp_state(&store, found.as_ref()));
+            let stamp = (state != "as-configured").then_some((state, message.as_str()));
+            print_drift(&report, stamp, &args.table.table, json)?;
+            if report.is_clean() && stamp.is_none() {
                 Ok(())
             } else {
                 // exit 3: a finding (the differences are the output), not a failure to check
@@ -327,29 +374,43 @@ pub(crate) fn table(action: TableAction, json: bool) -> Result<(), Failure> {
     }
 }
 
-fn print_drift(report: &DriftReport, table: &str, json: bool) -> Result<(), Failure> {
+/// The drift report, and the stamp's state when it is not as configured (`stamp`: the state
+/// and its message), as one more difference of kind `stamp`.
+fn print_drift(
+    report: &DriftReport,
+    stamp: Option<(&str, &str)>,
+    table: &str,
+    json: bool,
+) -> Result<(), Failure> {
     let unchecked: Vec<&str> = report.unchecked.iter().map(|s| s.name()).collect();
+    let clean = report.is_clean() && stamp.is_none();
     if json {
-        let drifts: Vec<Value> = report
+        let mut drifts: Vec<Value> = report
             .drifts
             .iter()
             .map(|d| json!({ "kind": d.kind(), "message": d.to_string() }))
             .collect();
+        if let Some((state, message)) = stamp {
+            drifts.push(json!({ "kind": "stamp", "state": state, "message": message }));
+        }
         outln!(
             "{}",
-            json!({ "ok": report.is_clean(), "table": table, "drift": drifts, "unchecked": unchecked })
+            json!({ "ok": clean, "table": table, "drift": drifts, "unchecked": unchecked })
         );
         return Ok(());
     }
-    if report.is_clean() {
+    if clean {
         outln!("table {table} matches its definition");
     } else {
         outln!(
             "table {table} differs from its definition in {} way(s):",
-            report.drifts.len()
+            report.drifts.len() + usize::from(stamp.is_some())
         );
         for d in &report.drifts {
             outln!("  {}: {d}", d.kind());
+        }
+        if let Some((state, message)) = stamp {
+            outln!("  stamp ({state}): {message}");
         }
     }
     for s in &report.unchecked {
@@ -476,5 +537,49 @@ pub(crate) async fn describe(store: &DynamoStore) -> Result<Value, Failure> {
         .await
         .map_err(|e| explain("table describe", store.table_name(), &e))?;
     described["stamp"] = stamp.as_ref().map_or(Value::Null, stamp_json);
+    let (state, message) = stamp_state(store, stamp.as_ref()).await;
+    described["stampState"] = json!({ "state": state, "message": message });
     Ok(described)
+}
+
+/// How the table's stamp stands against the configuration: `as-configured`, `missing` (with
+/// what the records show), `other-profile` or `changed-configuration`, and in words.
+async fn stamp_state(
+    store: &entity_manager::store::DynamoStore,
+    found: Option<&TableStamp>,
+) -> (&'static str, String) {
+    let table = store.table_name();
+    let Some(ours) = entity_manager::store::Store::definition(store)
+        .stamp
+        .as_ref()
+    else {
+        return ("as-configured", String::new());
+    };
+    let Some(stamp) = found else {
+        let shows = match store.infer_profile().await {
+            Ok(inference) => inference.to_string(),
+            Err(e) => format!("its records could not be read ({e})"),
+        };
+        return (
+            "missing",
+            format!(
+                "table {table} has no stamp, and {shows}; writes are judged by the records until it is stamped (`entity-manager table stamp --table {table} --config <config.json>` infers the profile from them)"
+            ),
+        );
+    };
+    if let Some(why) = stamp.refuses(ours) {
+        return ("other-profile", why);
+    }
+    let changed = stamp.changed_entities(ours);
+    if changed.is_empty() {
+        ("as-configured", String::new())
+    } else {
+        (
+            "changed-configuration",
+            format!(
+                "the key configuration of entities [{}] differs from the one the table was stamped with; if the change is deliberate, stamp the table again (`entity-manager table stamp --force`)",
+                changed.join(", ")
+            ),
+        )
+    }
 }

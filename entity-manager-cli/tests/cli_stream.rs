@@ -189,3 +189,83 @@ fn support_text(item: &Item, name: &str) -> String {
         other => format!("{other:?}"),
     }
 }
+
+/// Issue 47: `stream` finds DynamoDB Local as every other command does, from
+/// `AWS_ENDPOINT_URL_DYNAMODB` alone (no `--endpoint-url`, no region: DynamoDB Local serves
+/// both APIs at one URL); `AWS_ENDPOINT_URL_DYNAMODB_STREAMS` wins for the Streams calls, and a
+/// Streams endpoint that cannot be reached is named, not the DynamoDB one (the Streams client
+/// went to the AWS Streams host, and the message named `127.0.0.1`).
+#[test]
+fn stream_takes_its_endpoint_from_the_environment_and_names_the_streams_host_that_failed()
+-> TestResult {
+    let Some(endpoint) = endpoint() else {
+        return Ok(());
+    };
+    let config_value = support::user_service_config()?;
+    let schema = Schema::from_ts_config(&config_value, ShardSpace::Product)?;
+    let config_path = temp_json("stream-env", "config", &config_value)?;
+    let config = arg(&config_path)?;
+    let table = format!("cli-stream-env-{}", std::process::id());
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let store = DynamoStore::new(
+        client(&endpoint),
+        table.clone(),
+        TableDefinition::from_schema(&schema)?.with_stream(StreamView::NewAndOldImages),
+    );
+    let ann = json!({ "userId": "u1", "created": 1_730_000_000_000u64, "firstNameCanonical": "ann", "lastNameCanonical": "lee" });
+    rt.block_on(async {
+        store.create_table().await?;
+        put(&store, &schema, "user", &ann).await?;
+        Ok::<(), BoxError>(())
+    })?;
+    let args = [
+        "stream",
+        "--config",
+        config,
+        "--table",
+        &table,
+        "--no-follow",
+        "--timeout",
+        "5",
+    ];
+
+    // only the DynamoDB endpoint variable: both APIs at DynamoDB Local
+    let out = support::bin()
+        .args(args)
+        .env("AWS_ENDPOINT_URL_DYNAMODB", &endpoint)
+        .stdin(std::process::Stdio::null())
+        .output()?;
+    assert_code(&out, 0);
+    let printed = lines(&out)?;
+    assert_eq!(printed.len(), 1, "{printed:?}");
+    assert_eq!(printed[0]["kind"], json!("INSERT"));
+    assert_eq!(printed[0]["new"], ann);
+
+    // the Streams variable wins for the Streams calls: a port nobody listens on is named
+    let closed = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+        format!("http://127.0.0.1:{}", listener.local_addr()?.port())
+    };
+    let out = support::bin()
+        .args(args)
+        .env("AWS_ENDPOINT_URL_DYNAMODB", &endpoint)
+        .env("AWS_ENDPOINT_URL_DYNAMODB_STREAMS", &closed)
+        .stdin(std::process::Stdio::null())
+        .output()?;
+    assert_code(&out, 1);
+    let stderr = String::from_utf8(out.stderr.clone())?;
+    assert!(
+        stderr.contains(&format!("cannot reach DynamoDB Streams at {closed}")),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("AWS_ENDPOINT_URL_DYNAMODB_STREAMS"),
+        "the advice names the variable: {stderr}"
+    );
+    assert!(lines(&out)?.is_empty());
+
+    rt.block_on(store.delete_table())?;
+    Ok(())
+}

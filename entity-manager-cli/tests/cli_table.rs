@@ -386,3 +386,127 @@ fn table_create_stamps_and_table_stamp_restamps_on_dynamodb_local() -> TestResul
     assert_code(&out, 0);
     result
 }
+
+/// Issue 47: a table a TypeScript service (npm 6.14) created and wrote, without a stamp.
+/// `table describe` and `drift` report the missing stamp and what the records show; `table
+/// stamp --key-profile native` is refused (it would lock out the services that wrote them),
+/// naming the profile the records show; `table stamp` without a profile infers it and stamps
+/// the table with it; on an empty table without a profile it is refused, asking for one.
+#[test]
+#[allow(clippy::too_many_lines)] // one scenario, step by step
+fn table_stamp_infers_the_profile_of_an_unstamped_table_on_dynamodb_local() -> TestResult {
+    use entity_manager::Schema;
+    use entity_manager::model::Profile;
+    use entity_manager::store::{DynamoStore, Store, TableDefinition, WriteRequest};
+
+    let Some(endpoint) = endpoint() else {
+        return Ok(());
+    };
+    let config_value = json!({
+        "hashKey": "hashKey",
+        "rangeKey": "rangeKey",
+        "entities": { "player": {
+            "uniqueProperty": "playerId", "timestampProperty": "created",
+            "shardBumps": [{ "timestamp": 0, "charBits": 2, "chars": 2 }]
+        } },
+        "generatedProperties": { "unsharded": { "scoreRangeKey": ["score", "created"] } },
+        "indexes": { "score": { "hashKey": "hashKey", "rangeKey": "scoreRangeKey" } },
+        "propertyTranscodes": { "playerId": "string", "created": "timestamp", "score": "int" }
+    });
+    let config = temp_file("infer", "config", &config_value)?;
+    let table = format!("cli-table-infer-{}", std::process::id());
+    let empty = format!("cli-table-infer-empty-{}", std::process::id());
+    let npm = Schema::from_ts_config(&config_value, Profile::Npm6_14)?;
+    let unstamped = TableDefinition::from_schema(&npm)?.with_stamp(None);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let creator = DynamoStore::new(support::client(&endpoint), table.clone(), unstamped.clone());
+    let creator_empty = DynamoStore::new(support::client(&endpoint), empty.clone(), unstamped);
+    rt.block_on(async {
+        creator.create_table().await?;
+        creator_empty.create_table().await?;
+        let players = (0..40)
+            .map(|i| {
+                let value = json!({ "playerId": format!("p{i}"), "created": 1_700_000_000_000u64, "score": i });
+                Ok(WriteRequest::Put(npm.entity("player")?.add_keys(&serde_dynamo::to_item(value)?)?))
+            })
+            .collect::<Result<Vec<_>, BoxError>>()?;
+        creator.batch_write(players).await?;
+        Ok::<(), BoxError>(())
+    })?;
+    let with = |args: &[&str], table: &str, profile: Option<&str>| {
+        let mut all: Vec<&str> = args.to_vec();
+        all.extend([
+            "--config",
+            config.as_str(),
+            "--table",
+            table,
+            "--endpoint",
+            &endpoint,
+        ]);
+        if let Some(profile) = profile {
+            all.extend(["--key-profile", profile]);
+        }
+        run(&all)
+    };
+    let stderr = |out: &Output| String::from_utf8_lossy(&out.stderr).into_owned();
+    let result = (|| -> TestResult {
+        // describe and drift report the missing stamp, and what the records show
+        let out = with(&["table", "describe", "--json"], &table, Some("native"))?;
+        assert_code(&out, 0);
+        let described = stdout_json(&out)?;
+        assert_eq!(described["stamp"], Value::Null);
+        assert_eq!(described["stampState"]["state"], json!("missing"));
+        let message = described["stampState"]["message"]
+            .as_str()
+            .unwrap_or_default();
+        assert!(
+            message.contains("profile `npm-6.14` and no other"),
+            "{message}"
+        );
+        let out = with(&["table", "drift", "--json"], &table, None)?;
+        assert_code(&out, 3);
+        let drift = stdout_json(&out)?["drift"].clone();
+        assert_eq!(drift[0]["kind"], json!("stamp"), "{drift}");
+        assert_eq!(drift[0]["state"], json!("missing"), "{drift}");
+
+        // stamping with a profile the records disagree with: refused, naming theirs
+        let out = with(&["table", "stamp"], &table, Some("native"))?;
+        assert_code(&out, 1);
+        let text = stderr(&out);
+        assert!(
+            text.contains("--key-profile npm-6.14") && text.contains("lock out"),
+            "{text}"
+        );
+        assert!(!text.contains("--key-profile native`"), "{text}");
+
+        // without a profile: the one the records show
+        let out = with(&["table", "stamp", "--json"], &table, None)?;
+        assert_code(&out, 0);
+        assert_eq!(stdout_json(&out)?["stamp"]["profile"], json!("npm-6.14"));
+        let out = with(&["table", "describe", "--json"], &table, None)?;
+        assert_eq!(
+            stdout_json(&out)?["stampState"]["state"],
+            json!("as-configured")
+        );
+        // and now a data command under another profile is told of the stamp
+        let out = with(&["table", "describe", "--json"], &table, Some("upstream-8"))?;
+        assert_eq!(
+            stdout_json(&out)?["stampState"]["state"],
+            json!("other-profile")
+        );
+
+        // an empty table has nothing to infer from: a profile must be named
+        let out = with(&["table", "stamp"], &empty, None)?;
+        assert_code(&out, 2);
+        assert!(stderr(&out).contains("--key-profile"), "{}", stderr(&out));
+        Ok(())
+    })();
+    rt.block_on(async {
+        creator.delete_table().await?;
+        creator_empty.delete_table().await?;
+        Ok::<(), BoxError>(())
+    })?;
+    result
+}

@@ -4,8 +4,8 @@ use serde_dynamo::{AttributeValue, Item};
 
 use crate::error::{ConfigError, Error, Result};
 use crate::limits::{KeyRole, key_value_bytes};
-use crate::model::{EntityModel, TableModel};
-use crate::store::{TableDefinition, TableDefinitionError};
+use crate::model::{EntityModel, Profile, TableModel};
+use crate::store::{Inference, TableDefinition, TableDefinitionError};
 use crate::transcode::KeyType;
 
 /// A validated table configuration with its entities.
@@ -132,8 +132,17 @@ impl<'a> EntitySchema<'a> {
 // depends on `error`, which holds the stores' errors).
 impl TableDefinition {
     /// The table of a validated schema: its keys and every index of every entity.
+    ///
+    /// The definition keeps the schema, with which a store meeting a table without a stamp
+    /// works out from its records which profile made their keys ([`Schema::infer_profile`]).
     pub fn from_schema(schema: &Schema) -> Result<Self, TableDefinitionError> {
-        Self::from_entities(schema.table(), schema.entities())
+        let mut definition = Self::from_entities(schema.table(), schema.entities())?;
+        let inferring = schema.clone();
+        definition.models = Some(crate::table::KeyModels {
+            infer: std::sync::Arc::new(move |records| inferring.infer_profile(records)),
+            entities: schema.entities().len(),
+        });
+        Ok(definition)
     }
 }
 
@@ -362,5 +371,167 @@ pub(crate) mod registry {
         };
         LOCAL.with_borrow_mut(|local| local.push((key, value)));
         Ok(value)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// which profile made a table's keys
+
+impl Schema {
+    /// Which profile made the keys of `records` (items as stored, keys included): see
+    /// [`Inference`]. The profile configured in this schema plays no part: the configuration
+    /// is loaded under every profile in turn.
+    ///
+    /// ```
+    /// use entity_manager_core::Schema;
+    /// use entity_manager_core::model::Profile;
+    /// use entity_manager_core::store::Inference;
+    /// use serde_json::json;
+    ///
+    /// let config = json!({
+    ///     "hashKey": "hashKey",
+    ///     "rangeKey": "rangeKey",
+    ///     "entities": { "player": {
+    ///         "uniqueProperty": "playerId", "timestampProperty": "created",
+    ///         "shardBumps": [{ "timestamp": 0, "charBits": 2, "chars": 2 }]
+    ///     } },
+    ///     "generatedProperties": { "unsharded": { "scoreRangeKey": ["score", "created"] } },
+    ///     "propertyTranscodes": { "playerId": "string", "created": "timestamp", "score": "int" }
+    /// });
+    /// // records a TypeScript service (npm 6.14.0: 8 shards; upstream 8 has 16) wrote
+    /// let npm = Schema::from_ts_config(&config, Profile::Npm6_14)?;
+    /// let stored = (0..20)
+    ///     .map(|i| {
+    ///         let record = serde_dynamo::to_item(json!({ "playerId": format!("p{i}"), "created": 1000, "score": 42 }))?;
+    ///         Ok(npm.entity("player")?.add_keys(&record)?)
+    ///     })
+    ///     .collect::<Result<Vec<_>, Box<dyn std::error::Error>>>()?;
+    ///
+    /// // a service loaded with any profile reads the same answer from them
+    /// let native = Schema::from_ts_config(&config, Profile::Native)?;
+    /// let inference = native.infer_profile(&stored);
+    /// assert_eq!(inference.shown(), Some(Profile::Npm6_14));
+    /// assert!(!inference.admits(Profile::Native));
+    /// assert_eq!(native.infer_profile(&[]), Inference::Empty { read: 0 });
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn infer_profile(&self, records: &[Item]) -> Inference {
+        let read = records.len();
+        let schemas: Vec<(Profile, Option<Schema>)> = Profile::ALL
+            .into_iter()
+            .map(|p| {
+                let table = self.table().clone().with_profile(p);
+                (p, Schema::new(table, self.entities().to_vec()).ok())
+            })
+            .collect();
+        let mut telling = 0usize;
+        let mut counts = [0usize; Profile::ALL.len()];
+        let mut missed: [Option<String>; Profile::ALL.len()] = Default::default();
+        for record in records {
+            let Some(token) = self.entity_of(record) else {
+                continue;
+            };
+            let reproduced: Vec<Option<bool>> =
+                schemas
+                    .iter()
+                    .map(|(_, schema)| {
+                        schema
+                            .as_ref()
+                            .and_then(|s| s.entity(token).ok())
+                            .and_then(|entity| {
+                                let made = entity.refresh_keys(record).ok()?;
+                                Some(self.key_names(token).iter().all(|name| {
+                                    record.get(name.as_str()) == made.get(name.as_str())
+                                }))
+                            })
+                    })
+                    .collect();
+            // a record whose keys no profile can make tells nothing
+            if reproduced.iter().all(Option::is_none) {
+                continue;
+            }
+            telling += 1;
+            for (i, r) in reproduced.iter().enumerate() {
+                if *r == Some(true) {
+                    counts[i] += 1;
+                } else if missed[i].is_none() {
+                    missed[i] = Some(self.describe_record(token, record));
+                }
+            }
+        }
+        if telling == 0 {
+            return Inference::Empty { read };
+        }
+        let profiles: Vec<Profile> = Profile::ALL
+            .into_iter()
+            .zip(counts)
+            .filter(|(_, n)| *n == telling)
+            .map(|(p, _)| p)
+            .collect();
+        if !profiles.is_empty() {
+            return Inference::Reproduced {
+                profiles,
+                records: telling,
+                read,
+            };
+        }
+        let most = counts.iter().copied().max().unwrap_or(0);
+        let best: Vec<(Profile, usize)> = Profile::ALL
+            .into_iter()
+            .zip(counts)
+            .filter(|(_, n)| *n == most)
+            .collect();
+        let example = Profile::ALL
+            .iter()
+            .position(|p| best.first().is_some_and(|(b, _)| b == p))
+            .and_then(|i| missed[i].clone())
+            .unwrap_or_default();
+        Inference::Unexplained {
+            records: telling,
+            unexplained: telling - most,
+            best,
+            example,
+            read,
+        }
+    }
+
+    /// The token of the entity whose hash key `record` has (`<token><shard key delimiter>…`).
+    fn entity_of<'s>(&'s self, record: &Item) -> Option<&'s str> {
+        let Some(AttributeValue::S(hash_key)) = record.get(&*self.table().hash_key) else {
+            return None;
+        };
+        let delimiter = &*self.table().delimiters.shard_key;
+        self.entities().iter().map(|e| &*e.token).find(|token| {
+            hash_key
+                .strip_prefix(token)
+                .is_some_and(|rest| rest.starts_with(delimiter))
+        })
+    }
+
+    /// The attributes the keys of entity `token` are made of: the table keys and its
+    /// generated properties.
+    fn key_names(&self, token: &str) -> Vec<String> {
+        let mut names = vec![
+            self.table().hash_key.to_string(),
+            self.table().range_key.to_string(),
+        ];
+        if let Some(entity) = self.entities().iter().find(|e| e.token == token) {
+            names.extend(entity.generated.iter().map(|g| g.name.to_string()));
+        }
+        names
+    }
+
+    /// `entity <token>, key <hash>/<range>`, for messages.
+    fn describe_record(&self, token: &str, record: &Item) -> String {
+        let text = |name: &str| match record.get(name) {
+            Some(AttributeValue::S(s)) => s.clone(),
+            Some(other) => format!("{other:?}"),
+            None => "(none)".to_owned(),
+        };
+        format!(
+            "entity `{token}`, key `{}` / `{}`",
+            text(&self.table().hash_key),
+            text(&self.table().range_key)
+        )
     }
 }

@@ -880,3 +880,210 @@ fn run(
     assert!(mismatches > PER_WRITER, "{summary}");
     Ok(())
 }
+
+/// Issue 47: a Rust service joins a table a TypeScript service created and wrote, without a
+/// stamp. Writers on the wrong profile (native), the wrong shard space and numeric hashing
+/// (upstream 8) and the wrong shard space alone write 0 records, each error naming the
+/// profile the records show (npm 6.14) as the fix; the right profile writes, and its first
+/// write stamps the table; TypeScript still finds every record by key and by paging every
+/// index.
+#[test]
+fn a_rust_service_joins_an_unstamped_typescript_table_on_dynamodb_local() -> TestResult {
+    let Some(node_path) = node_path() else {
+        return Ok(());
+    };
+    let Some(client) = store_support::dynamo_client() else {
+        return Ok(());
+    };
+    let endpoint = std::env::var("DYNAMODB_ENDPOINT")?;
+    let config = config()?;
+    let npm = Schema::from_ts_config(&config, Profile::Npm6_14)?;
+    let table = store_support::unique_table("fleet-join");
+    let definition = entity_manager::store::TableDefinition::from_schema(&npm)?;
+    // the table as a TypeScript service has it: no stamp
+    let creator = DynamoStore::new(client.clone(), table.clone(), definition.with_stamp(None));
+    let rt = runtime()?;
+    rt.block_on(creator.create_table())?;
+    let scratch = std::env::temp_dir().join(format!("em-fleet-join-{}", std::process::id()));
+    std::fs::create_dir_all(&scratch)?;
+    let result = join(
+        &node_path, &endpoint, &client, &creator, &config, &scratch, &rt,
+    );
+    let _ = std::fs::remove_dir_all(&scratch);
+    rt.block_on(creator.delete_table())?;
+    result
+}
+
+/// Every item of the table (the creator's store does not check the stamp; scans leave it out).
+async fn scan_all(store: &DynamoStore) -> AnyResult<Vec<Item>> {
+    let mut items = Vec::new();
+    let mut start = None;
+    loop {
+        let page = store
+            .scan_page(&entity_manager::store::ScanPage::new().start_after(start))
+            .await?;
+        items.extend(page.items);
+        match page.last_evaluated_key {
+            Some(key) => start = Some(key),
+            None => return Ok(items),
+        }
+    }
+}
+
+#[allow(clippy::too_many_lines)] // one scenario, step by step
+fn join(
+    node_path: &str,
+    endpoint: &str,
+    client: &aws_sdk_dynamodb::Client,
+    creator: &DynamoStore,
+    config: &Value,
+    scratch: &Path,
+    rt: &tokio::runtime::Runtime,
+) -> TestResult {
+    let config_path = dir().join("fleet.json");
+    let table = creator.table_name().to_owned();
+    let theirs = players(TS)?;
+    let ours = players(RUST)?;
+
+    // TypeScript writes its players to the unstamped table.
+    let ts_records = scratch.join("ts.jsonl");
+    write_jsonl(&ts_records, &theirs.iter().collect::<Vec<_>>())?;
+    let written = node(
+        node_path,
+        &[
+            &"write",
+            &endpoint,
+            &table,
+            &config_path,
+            &"player",
+            &ts_records,
+        ],
+    )?;
+    assert_eq!(written["written"], json!(PER_WRITER), "{written}");
+    assert_eq!(rt.block_on(creator.table_stamp())?, None);
+
+    // Rust writers on the wrong profile or shard space: refused before their first write.
+    let npm = Schema::from_ts_config(config, Profile::Npm6_14)?;
+    let npm_in_power = Schema::new(
+        npm.table()
+            .clone()
+            .with_shard_space(entity_manager::model::ShardSpace::Power),
+        npm.entities().to_vec(),
+    )?;
+    let wrong = [
+        (Schema::from_ts_config(config, Profile::Native)?, "native"),
+        (
+            Schema::from_ts_config(config, Profile::Upstream8)?,
+            "upstream-8",
+        ),
+        (npm_in_power, "npm-6.14 in the power shard space"),
+    ];
+    let mut refused = Vec::new();
+    for (schema, name) in &wrong {
+        let store = DynamoStore::new(
+            client.clone(),
+            table.clone(),
+            entity_manager::store::TableDefinition::from_schema(schema)?,
+        );
+        let entity = schema.entity("player")?;
+        let writes = ours
+            .iter()
+            .map(|p| Ok(WriteRequest::Put(entity.add_keys(&p.item)?)))
+            .collect::<AnyResult<Vec<_>>>()?;
+        let error = rt
+            .block_on(store.batch_write(writes))
+            .err()
+            .ok_or_else(|| format!("{name}: a batch write to TypeScript's table went ahead"))?;
+        assert_eq!(error.unwritten.len(), PER_WRITER, "{name}");
+        assert_eq!(
+            error.cause.code(),
+            Some(STAMP_MISMATCH_CODE),
+            "{name}: {}",
+            error.cause
+        );
+        let message = error.cause.to_string();
+        for part in [
+            "has no stamp",
+            "are those of profile `npm-6.14` and no other",
+            "--key-profile npm-6.14",
+            "nothing was written",
+        ] {
+            assert!(message.contains(part), "{name}: `{part}` not in: {message}");
+        }
+        for own in ["--key-profile native", "--key-profile upstream-8"] {
+            assert!(!message.contains(own), "{name}: advises `{own}`: {message}");
+        }
+        let item = entity.add_keys(&ours[0].item)?;
+        let error = rt
+            .block_on(store.put_item(item, Expect::Any))
+            .err()
+            .ok_or_else(|| format!("{name}: a put to TypeScript's table went ahead"))?;
+        assert_eq!(error.code(), Some(STAMP_MISMATCH_CODE), "{name}: {error}");
+        refused.push(format!("{name}: 0 of {} written", PER_WRITER + 1));
+    }
+    let after_wrong = rt.block_on(scan_all(creator))?;
+    assert_eq!(after_wrong.len(), PER_WRITER, "the wrong writers wrote");
+    assert_eq!(rt.block_on(creator.table_stamp())?, None);
+
+    // The right profile writes; its first write stamps the table with it.
+    let store = DynamoStore::new(
+        client.clone(),
+        table.clone(),
+        entity_manager::store::TableDefinition::from_schema(&npm)?,
+    );
+    let player = npm.entity("player")?;
+    let writes = ours
+        .iter()
+        .map(|p| Ok(WriteRequest::Put(player.add_keys(&p.item)?)))
+        .collect::<AnyResult<Vec<_>>>()?;
+    rt.block_on(store.batch_write(writes))?;
+    let stamp = rt
+        .block_on(creator.table_stamp())?
+        .ok_or("the right profile's first write did not stamp the table")?;
+    assert_eq!(stamp.profile(), Some(Profile::Npm6_14));
+    assert_eq!(rt.block_on(scan_all(creator))?.len(), 2 * PER_WRITER);
+
+    // TypeScript finds every record by key and by paging every index (not the stamp).
+    let both: Vec<&Player> = ours.iter().chain(&theirs).collect();
+    let all_records = scratch.join("all.jsonl");
+    write_jsonl(&all_records, &both)?;
+    let options = scratch.join("whole.json");
+    std::fs::write(
+        &options,
+        json!({ "pageSize": TS_WHOLE_SHARD_PAGE, "limit": 50 }).to_string(),
+    )?;
+    let read = ts_read(&node(
+        node_path,
+        &[
+            &"read",
+            &endpoint,
+            &table,
+            &config_path,
+            &"player",
+            &all_records,
+            &options,
+        ],
+    )?)?;
+    let want: BTreeSet<String> = both.iter().map(|p| p.id.clone()).collect();
+    assert_eq!(read.by_key, want, "TypeScript by key");
+    let all: Vec<Player> = players(RUST)?.into_iter().chain(players(TS)?).collect();
+    let mut paged = Vec::new();
+    for (index, found) in &read.indexes {
+        assert!(found.errors.is_empty(), "{index}: {:?}", found.errors);
+        assert_eq!(
+            found.ids,
+            expected(index, &all),
+            "TypeScript paging {index}"
+        );
+        paged.push(format!("{index} {}", found.ids.len()));
+    }
+    eprintln!(
+        "join of an unstamped TypeScript table: {}; npm-6.14: {PER_WRITER} written, table stamped {}; TypeScript found {}/{} by key, by paging {}",
+        refused.join(", "),
+        stamp.describe(),
+        read.by_key.len(),
+        want.len(),
+        paged.join(", ")
+    );
+    Ok(())
+}

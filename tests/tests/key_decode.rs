@@ -69,9 +69,10 @@ fn typescript_key(
 }
 
 /// A user id holding the generated key and value delimiters splits its key into components
-/// of no layout of the entity (`userId`, then `created` with value `é`): a typed
-/// `MalformedKey`, found before any value is decoded (it was a timestamp decode error: the
-/// property test above drew this input once).
+/// of no layout of the entity (`userId`, then `created` with value `é`): a typed error found
+/// before any value is decoded (it was a timestamp decode error: the property test above drew
+/// this input once). Since issue 47 it is the `AmbiguousKey` of the user id `|created#é`
+/// (the one layout that reads the key); a key no layout reads is `MalformedKey`.
 #[test]
 fn a_key_of_no_layout_is_malformed_before_its_values_decode()
 -> Result<(), Box<dyn std::error::Error>> {
@@ -79,6 +80,18 @@ fn a_key_of_no_layout_is_malformed_before_its_values_decode()
         let schema = Schema::from_ts_config(&config(DEFAULT), profile)?;
         let user = schema.entity("user")?;
         for key in ["user!0|userId#|created#é", "userId#|created#é"] {
+            match user.decode_generated(key) {
+                Err(Error::AmbiguousKey {
+                    property, value, ..
+                }) => assert_eq!(
+                    (property.as_str(), value.as_str()),
+                    ("userId", "|created#é"),
+                    "{profile}, {key}"
+                ),
+                other => panic!("{profile}, {key}: expected AmbiguousKey, got {other:?}"),
+            }
+        }
+        for key in ["user!0|created#é|userId#u", "created#é|userId#"] {
             match user.decode_generated(key) {
                 Err(Error::MalformedKey { .. }) => {}
                 other => panic!("{profile}, {key}: expected MalformedKey, got {other:?}"),
@@ -119,6 +132,67 @@ fn ann_e_is_an_ambiguous_key_not_a_hash_key() -> Result<(), Box<dyn std::error::
             "{profile}"
         );
         assert!(!clean.contains_key("hashKey"), "{profile}");
+    }
+    Ok(())
+}
+
+/// Issue 47: a first name holding the generated key delimiter (`ann|b!e`) split its key into a
+/// segment `b!e`, and the `AmbiguousKey` named a property `b` the entity does not have. The
+/// error names the property whose value holds the delimiter, with that whole value.
+#[test]
+fn an_ambiguous_key_names_the_property_whose_value_holds_the_delimiter()
+-> Result<(), Box<dyn std::error::Error>> {
+    let cases = [
+        // the value cut at `|`: the piece after it reads as a component `b` whose value holds
+        // `!` (was AmbiguousKey naming `b`)
+        (
+            "firstNameCanonical#ann|b#e!x|lastNameCanonical#smith|created#1726880933000",
+            "firstNameCanonical",
+            "ann|b#e!x",
+            "|",
+        ),
+        // the piece after it reads as `b` with value `e` (was UnknownTranscodedProperty `b`)
+        (
+            "firstNameCanonical#ann|b#e|lastNameCanonical#smith|created#1726880933000",
+            "firstNameCanonical",
+            "ann|b#e",
+            "|",
+        ),
+        // the second component's value
+        (
+            "lastNameCanonical#lee|firstNameCanonical#jo|b!x|created#1726880933000",
+            "firstNameCanonical",
+            "jo|b!x",
+            "|",
+        ),
+        // a sharded key's only component
+        ("user!1|userId#u|b!c", "userId", "u|b!c", "|"),
+        // a piece with no value delimiter (was MalformedKey of segment `b!e`)
+        (
+            "firstNameCanonical#ann|b!e|lastNameCanonical#smith|created#1726880933000",
+            "firstNameCanonical",
+            "ann|b!e",
+            "|",
+        ),
+    ];
+    for profile in Profile::ALL {
+        let schema = Schema::from_ts_config(&config(DEFAULT), profile)?;
+        let user = schema.entity("user")?;
+        for (key, want_property, want_value, want_delimiter) in cases {
+            match user.decode_generated(key) {
+                Err(Error::AmbiguousKey {
+                    property,
+                    value,
+                    delimiter,
+                    ..
+                }) => assert_eq!(
+                    (property.as_str(), value.as_str(), delimiter.as_str()),
+                    (want_property, want_value, want_delimiter),
+                    "{profile}, {key}"
+                ),
+                other => panic!("{profile}, {key}: expected AmbiguousKey, got {other:?}"),
+            }
+        }
     }
     Ok(())
 }
@@ -207,7 +281,15 @@ proptest! {
                     }
                     prop_assert_eq!(decoded, want, "{} ({})", key, profile);
                 }
-                Err(Error::AmbiguousKey { .. } | Error::MalformedKey { .. } | Error::UnknownTranscodedProperty { .. }) => {
+                Err(Error::AmbiguousKey { property, .. }) => {
+                    prop_assert!(ambiguous, "{} refused ({})", key, profile);
+                    // it names a component of the key, never a piece of a value
+                    prop_assert!(
+                        components.iter().any(|(n, _)| *n == property),
+                        "{} names `{}` ({})", key, property, profile
+                    );
+                }
+                Err(Error::MalformedKey { .. } | Error::UnknownTranscodedProperty { .. }) => {
                     prop_assert!(ambiguous, "{} refused ({})", key, profile);
                 }
                 Err(e) => return Err(TestCaseError::fail(format!("{key}: unexpected error {e}"))),

@@ -324,3 +324,248 @@ fn the_stamp_item_is_in_no_index_and_no_entity_partition() -> TestResult {
     }
     Ok(())
 }
+
+// ---------------------------------------------------------------------------------------------
+// issue 47: a table without a stamp is judged by its records; the stamp is re-checked
+
+/// The configuration with two shard characters: 8 shards in the `product` space (npm 6.14),
+/// 16 in the `power` space (upstream 8). (With one character both spaces have 4 shards, and no
+/// record tells npm 6.14 from upstream 8: their keys are alike.)
+fn schema2(profile: Profile) -> Result<Schema, Box<dyn std::error::Error>> {
+    let mut config = config();
+    config["entities"]["player"]["shardBumps"] =
+        json!([{ "timestamp": 0, "charBits": 2, "chars": 2 }]);
+    Ok(Schema::from_ts_config(&config, profile)?)
+}
+
+/// Forty players keyed by `schema` (under [`schema2`], npm 6.14 and upstream 8 place about
+/// half of them in other shards; native writes their scores transcoded).
+fn players(schema: &Schema) -> Result<Vec<Item>, Box<dyn std::error::Error>> {
+    (0..40)
+        .map(|n| player(schema, &format!("p{n}"), n - 7))
+        .collect()
+}
+
+/// A write refused because the table's records show another profile: the code, and a message
+/// that names the profile the data shows as the fix, never the writer's own.
+fn assert_refused_by_data(e: &StoreError, shown: &str, writer: &str) {
+    assert_eq!(e.code(), Some(STAMP_MISMATCH_CODE), "{e}");
+    let message = e.to_string();
+    for part in [
+        "has no stamp".to_owned(),
+        format!("profile `{shown}` and no other"),
+        format!("--key-profile {shown}"),
+        "nothing was written".to_owned(),
+    ] {
+        assert!(message.contains(&part), "`{part}` not in: {message}");
+    }
+    assert!(
+        !message.contains(&format!("--key-profile {writer}")),
+        "advises the writer's own profile: {message}"
+    );
+}
+
+/// A memory table whose stamp was deleted behind its store's back (as a TypeScript
+/// `purgeItems` does): once the re-check interval is over, the store judges the table by its
+/// records again, and a write of its own profile stamps it again.
+#[test]
+fn a_memory_table_whose_stamp_disappears_is_judged_by_its_records_again() -> TestResult {
+    let npm = schema2(Profile::Npm6_14)?;
+    let def = TableDefinition::from_schema(&npm)?;
+    let store =
+        MemoryStore::new(def.clone()).with_stamp_recheck(std::time::Duration::from_millis(50));
+    let stamp_key = entity_manager::store::stamp_key(&def);
+    block_on(async {
+        for item in players(&npm)? {
+            store.put_item(item, Expect::Any).await?;
+        }
+        // the stamp goes; the store's verdict is still fresh
+        store.delete_item(&stamp_key, Expect::Any).await?;
+        assert_eq!(store.table_stamp()?, None);
+        std::thread::sleep(std::time::Duration::from_millis(60));
+        // judged by the records (npm 6.14: this store's), and stamped again on this write
+        store
+            .put_item(player(&npm, "again", 1)?, Expect::Any)
+            .await?;
+        assert_eq!(store.table_stamp()?, def.stamp);
+        // the inference the store made, as the API gives it
+        let inference = store.infer_profile()?;
+        assert_eq!(inference.shown(), Some(Profile::Npm6_14), "{inference}");
+        Ok::<_, Box<dyn std::error::Error>>(())
+    })??;
+    Ok(())
+}
+
+/// An unstamped table a TypeScript service (npm 6.14) wrote: writers of another profile or
+/// shard space are refused before their first write (0 records written), by put, batch write,
+/// delete, update and transaction, each error naming the profile the data shows; the right
+/// profile writes and the table ends stamped with it. `stamp_table` under another profile is
+/// refused too.
+async fn dynamo_unstamped_with_records(
+    client: aws_sdk_dynamodb::Client,
+    table: &str,
+) -> TestResult {
+    let npm = schema2(Profile::Npm6_14)?;
+    let def = TableDefinition::from_schema(&npm)?;
+    let creator = DynamoStore::new(client.clone(), table, def.clone().with_stamp(None));
+    creator.create_table().await?;
+    let written = players(&npm)?;
+    creator
+        .batch_write(written.iter().cloned().map(WriteRequest::Put).collect())
+        .await?;
+    let count = || async {
+        Ok::<usize, StoreError>(creator.scan_page(&ScanPage::new()).await?.items.len())
+    };
+    assert_eq!(count().await?, written.len());
+    for (other, writer) in [
+        (schema2(Profile::Native)?, "native"),
+        (schema2(Profile::Upstream8)?, "upstream-8"),
+    ] {
+        let wrong = DynamoStore::new(client.clone(), table, TableDefinition::from_schema(&other)?);
+        let item = player(&other, "wrong", -5)?;
+        let e = wrong
+            .put_item(item.clone(), Expect::Any)
+            .await
+            .err()
+            .ok_or("a put under another profile went ahead")?;
+        assert_refused_by_data(&e, "npm-6.14", writer);
+        let batch = wrong
+            .batch_write(
+                players(&other)?
+                    .into_iter()
+                    .map(WriteRequest::Put)
+                    .collect(),
+            )
+            .await
+            .err()
+            .ok_or("a batch under another profile went ahead")?;
+        assert_eq!(batch.unwritten.len(), 40);
+        assert_refused_by_data(&batch.cause, "npm-6.14", writer);
+        let e = wrong
+            .delete_item(&key_of(&written[0]), Expect::Any)
+            .await
+            .err()
+            .ok_or("a delete under another profile went ahead")?;
+        assert_refused_by_data(&e, "npm-6.14", writer);
+        let e = wrong
+            .stamp_table(false)
+            .await
+            .err()
+            .ok_or("stamped against the records")?;
+        assert_eq!(e.code(), Some(STAMP_MISMATCH_CODE), "{e}");
+        assert!(e.to_string().contains("--key-profile npm-6.14"), "{e}");
+        // reads go ahead; nothing was written, nothing stamped
+        assert_eq!(
+            wrong.get_item(&key_of(&written[0]), None).await?,
+            Some(written[0].clone())
+        );
+        assert_eq!(count().await?, written.len());
+        assert_eq!(creator.table_stamp().await?, None);
+        // the same records, one by one as stored: nothing was overwritten
+        for item in &written {
+            assert_eq!(
+                creator.get_item(&key_of(item), None).await?.as_ref(),
+                Some(item)
+            );
+        }
+    }
+    // the table's own profile writes, and the first write stamps the table
+    let right = DynamoStore::new(client.clone(), table, def.clone());
+    right
+        .put_item(player(&npm, "right", 3)?, Expect::Absent)
+        .await?;
+    assert_eq!(right.table_stamp().await?, def.stamp);
+    assert_eq!(count().await?, written.len() + 1);
+    creator.delete_table().await?;
+    Ok(())
+}
+
+/// Two long-lived stores on one table: another profile's operator re-stamps it; the npm store
+/// keeps its verdict within the re-check interval and is refused after it. Then the stamp is
+/// deleted behind both stores' backs: the native store, judging the records, is still refused
+/// (now by the data), and the npm store's next write stamps the table again.
+async fn dynamo_recheck(client: aws_sdk_dynamodb::Client, table: &str) -> TestResult {
+    use std::time::Duration;
+    let npm = schema2(Profile::Npm6_14)?;
+    let native = schema2(Profile::Native)?;
+    let interval = Duration::from_millis(800);
+    let npm_store = DynamoStore::new(client.clone(), table, TableDefinition::from_schema(&npm)?)
+        .with_stamp_recheck(interval);
+    npm_store.create_table().await?;
+    for item in players(&npm)? {
+        npm_store.put_item(item, Expect::Any).await?;
+    }
+    let native_store = DynamoStore::new(
+        client.clone(),
+        table,
+        TableDefinition::from_schema(&native)?,
+    )
+    .with_stamp_recheck(interval);
+    assert!(
+        native_store
+            .put_item(player(&native, "n", 1)?, Expect::Any)
+            .await
+            .is_err()
+    );
+    // another operator stamps the table for the native profile
+    native_store.stamp_table(true).await?;
+    native_store
+        .put_item(player(&native, "n", 1)?, Expect::Any)
+        .await?;
+    tokio::time::sleep(interval + Duration::from_millis(200)).await;
+    let e = npm_store
+        .put_item(player(&npm, "late", 1)?, Expect::Any)
+        .await
+        .err()
+        .ok_or("the npm store wrote after the table was re-stamped")?;
+    assert_refused(&e, "native", "profile `npm-6.14`");
+
+    // the stamp deleted behind the stores' backs (a TypeScript purge), and the native record
+    // with it: the records are npm 6.14's again
+    let raw = DynamoStore::new(
+        client.clone(),
+        table,
+        TableDefinition::from_schema(&npm)?.with_stamp(None),
+    );
+    raw.delete_item(
+        &entity_manager::store::stamp_key(&TableDefinition::from_schema(&npm)?),
+        Expect::Present,
+    )
+    .await?;
+    raw.delete_item(&key_of(&player(&native, "n", 1)?), Expect::Present)
+        .await?;
+    tokio::time::sleep(interval + Duration::from_millis(200)).await;
+    let e = native_store
+        .put_item(player(&native, "n2", 1)?, Expect::Any)
+        .await
+        .err()
+        .ok_or("the native store wrote over npm records once the stamp was gone")?;
+    assert_refused_by_data(&e, "npm-6.14", "native");
+    npm_store
+        .put_item(player(&npm, "back", 1)?, Expect::Any)
+        .await?;
+    assert_eq!(
+        npm_store.table_stamp().await?.and_then(|s| s.profile()),
+        Some(Profile::Npm6_14)
+    );
+    npm_store.delete_table().await?;
+    Ok(())
+}
+
+#[test]
+fn dynamodb_local_an_unstamped_table_is_judged_by_its_records() -> TestResult {
+    let Some(client) = store_support::dynamo_client() else {
+        return Ok(());
+    };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    rt.block_on(dynamo_unstamped_with_records(
+        client.clone(),
+        &store_support::unique_table("unstamped-records"),
+    ))?;
+    rt.block_on(dynamo_recheck(
+        client,
+        &store_support::unique_table("recheck"),
+    ))
+}

@@ -602,24 +602,40 @@ impl<'a> EntitySchema<'a> {
         for segment in segments {
             let mut parts = segment.split(&*d.generated_value);
             let (Some(name), Some(value), None) = (parts.next(), parts.next(), parts.next()) else {
-                return Err(self.malformed(
-                    segment,
-                    format!("expected `<property>{}<value>`", d.generated_value),
-                ));
+                // a value holding a delimiter cuts the key at it: name that value's property
+                return Err(self.ambiguity(encoded).unwrap_or_else(|| {
+                    self.malformed(
+                        segment,
+                        format!("expected `<property>{}<value>`", d.generated_value),
+                    )
+                }));
             };
             if let Some(delimiter) = d.find_in(value) {
-                return Err(Error::AmbiguousKey {
-                    entity: self.entity(),
-                    property: name.to_owned(),
-                    value: value.to_owned(),
-                    delimiter: delimiter.to_owned(),
-                });
+                // the segment may be a piece of an earlier value cut at a delimiter (`ann|b!e`
+                // reads as a component `b`): name the property whose value holds it
+                return Err(self.ambiguity(encoded).unwrap_or_else(|| {
+                    if self.model.property(name).is_some() {
+                        Error::AmbiguousKey {
+                            entity: self.entity(),
+                            property: name.to_owned(),
+                            value: value.to_owned(),
+                            delimiter: delimiter.to_owned(),
+                        }
+                    } else {
+                        self.malformed(
+                            segment,
+                            format!("`{name}` is no property of the entity, and `{value}` holds the delimiter {delimiter:?}"),
+                        )
+                    }
+                }));
             }
             if self.model.property(name).is_none() {
-                return Err(Error::UnknownTranscodedProperty {
-                    entity: self.entity(),
-                    property: name.to_owned(),
-                });
+                return Err(self.ambiguity(encoded).unwrap_or_else(|| {
+                    Error::UnknownTranscodedProperty {
+                        entity: self.entity(),
+                        property: name.to_owned(),
+                    }
+                }));
             }
             if names.contains(&name) {
                 return Err(self.malformed(segment, format!("property `{name}` appears twice")));
@@ -631,6 +647,9 @@ impl<'a> EntitySchema<'a> {
         // decode to (a value that holds a delimiter can split into components that decode to
         // nothing)
         if !self.is_key_layout(sharded, &names) {
+            if let Some(ambiguous) = self.ambiguity(encoded) {
+                return Err(ambiguous);
+            }
             return Err(self.malformed(
                 encoded,
                 format!(
@@ -646,6 +665,74 @@ impl<'a> EntitySchema<'a> {
             }
         }
         Ok(item)
+    }
+
+    /// The ambiguity of a key that is read as one of the entity's layouts (a generated
+    /// property, or the range key) only when a value holds a delimiter: the first component
+    /// whose value does, as [`Error::AmbiguousKey`]. Each value is taken to end where the
+    /// next component's `<delimiter><name><gvd>` begins. `None` when no layout reads it so.
+    fn ambiguity(&self, encoded: &str) -> Option<Error> {
+        let d = &self.table.delimiters;
+        let (gk, gv) = (&*d.generated_key, &*d.generated_value);
+        if gk.is_empty() || gv.is_empty() {
+            return None;
+        }
+        let unique = [&*self.model.unique_property];
+        let layouts = self
+            .model
+            .generated
+            .iter()
+            .map(|g| {
+                (
+                    g.kind == GeneratedKind::Sharded,
+                    g.components.iter().map(|c| &**c).collect::<Vec<&str>>(),
+                )
+            })
+            .chain(std::iter::once((false, unique.to_vec())));
+        for (sharded, names) in layouts {
+            let mut rest = encoded;
+            if sharded {
+                let Some(end) = rest.find(gk) else { continue };
+                if !self.is_hash_key_segment(&rest[..end]) {
+                    continue;
+                }
+                rest = &rest[end + gk.len()..];
+            }
+            let mut values: Vec<&str> = Vec::with_capacity(names.len());
+            for (i, name) in names.iter().enumerate() {
+                let Some(after) = rest.strip_prefix(*name).and_then(|r| r.strip_prefix(gv)) else {
+                    break;
+                };
+                match names.get(i + 1) {
+                    None => {
+                        values.push(after);
+                        rest = "";
+                    }
+                    Some(next) => {
+                        let marker = format!("{gk}{next}{gv}");
+                        let Some(end) = after.find(&marker) else {
+                            break;
+                        };
+                        values.push(&after[..end]);
+                        rest = &after[end + gk.len()..];
+                    }
+                }
+            }
+            if values.len() != names.len() || names.is_empty() {
+                continue;
+            }
+            for (name, value) in names.iter().zip(values) {
+                if let Some(delimiter) = d.find_in(value) {
+                    return Some(Error::AmbiguousKey {
+                        entity: self.entity(),
+                        property: (*name).to_owned(),
+                        value: value.to_owned(),
+                        delimiter: delimiter.to_owned(),
+                    });
+                }
+            }
+        }
+        None
     }
 
     /// Whether a leading key segment is a hash key of this entity:

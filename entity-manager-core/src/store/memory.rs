@@ -321,6 +321,11 @@ impl MemoryStore {
         let found = self.read_stamp_item()?;
         let (stamp, item) =
             super::stamp::stamp_to_write(&self.definition, NAME, found.as_ref(), force)?;
+        if found.is_none() && !force {
+            // a table without a stamp: its records decide, as for a write
+            super::stamp::refuse_stamp_against(&self.definition, NAME, &self.infer_profile()?)?;
+        }
+        self.stamp_guard.expire();
         self.put_sync(item, &Expect::Any)?;
         Ok(stamp)
     }
@@ -329,13 +334,50 @@ impl MemoryStore {
         self.get_sync(&crate::table::stamp_key(&self.definition), None)
     }
 
-    /// The first-use check of the table stamp before `operation` (see `DynamoStore`).
+    /// The stamp check before `operation` (see `DynamoStore`).
     async fn check_stamp(&self, operation: &'static str, write: bool) -> Result<(), StoreError> {
         self.stamp_guard
-            .check(&self.definition, NAME, operation, write, || {
-                std::future::ready(self.read_stamp_item())
-            })
+            .check(&self.definition, NAME, operation, write, self)
             .await
+    }
+
+    /// How long this store trusts what it found about the table's stamp before reading it
+    /// again: as `DynamoStore::with_stamp_recheck` (by default
+    /// [`STAMP_RECHECK`](super::STAMP_RECHECK), 60 s).
+    ///
+    /// ```
+    /// # use entity_manager_core::store::{MemoryStore, TableDefinition, KeyType};
+    /// # use std::time::Duration;
+    /// let store = MemoryStore::new(TableDefinition::new(("pk", KeyType::S), ("sk", KeyType::S)))
+    ///     .with_stamp_recheck(Duration::from_millis(50));
+    /// assert_eq!(store.stamp_recheck(), Duration::from_millis(50));
+    /// ```
+    #[must_use]
+    pub fn with_stamp_recheck(mut self, interval: Duration) -> Self {
+        self.stamp_guard = super::stamp::StampGuard::new(interval);
+        self
+    }
+
+    /// The stamp re-check interval ([`with_stamp_recheck`](Self::with_stamp_recheck)).
+    pub fn stamp_recheck(&self) -> Duration {
+        self.stamp_guard.interval()
+    }
+
+    /// Which profile made the keys of the table's records, from a sample of them: as
+    /// `DynamoStore::infer_profile`.
+    pub fn infer_profile(&self) -> Result<super::Inference, StoreError> {
+        let limit = super::stamp::sample_limit(&self.definition);
+        let sample = self.sample_sync(limit)?;
+        super::stamp::infer(&self.definition, &sample)
+    }
+
+    /// Up to `limit` records, in one scan page.
+    fn sample_sync(&self, limit: usize) -> Result<Vec<Item>, StoreError> {
+        let limit = u32::try_from(limit).unwrap_or(u32::MAX);
+        let mut page = self.scan_sync(&ScanPage::new().limit(limit))?;
+        page.items
+            .retain(|item| !crate::table::is_stamp(item, &self.definition));
+        Ok(page.items)
     }
 
     /// The table as this store holds it: the definition it was built with, with every setting
@@ -1606,6 +1648,20 @@ impl MemoryStore {
     }
 }
 
+impl super::stamp::StampIo for MemoryStore {
+    fn read_stamp(&self) -> impl Future<Output = Result<Option<Item>, StoreError>> + Send {
+        std::future::ready(self.read_stamp_item())
+    }
+
+    fn sample(&self, limit: usize) -> impl Future<Output = Result<Vec<Item>, StoreError>> + Send {
+        std::future::ready(self.sample_sync(limit))
+    }
+
+    fn write_stamp(&self, item: Item) -> impl Future<Output = Result<(), StoreError>> + Send {
+        std::future::ready(self.put_sync(item, &Expect::Absent))
+    }
+}
+
 impl Store for MemoryStore {
     fn definition(&self) -> &TableDefinition {
         &self.definition
@@ -1614,7 +1670,7 @@ impl Store for MemoryStore {
     async fn put_item(&self, item: Item, expect: Expect) -> Result<(), StoreError> {
         self.check_stamp("PutItem", true).await?;
         self.admit(Operation::PutItem)?;
-        self.put_sync(item, &expect)
+        self.stamp_guard.note(self.put_sync(item, &expect))
     }
 
     async fn get_item(
@@ -1630,7 +1686,7 @@ impl Store for MemoryStore {
     async fn delete_item(&self, key: &Item, expect: Expect) -> Result<(), StoreError> {
         self.check_stamp("DeleteItem", true).await?;
         self.admit(Operation::DeleteItem)?;
-        self.delete_sync(key, &expect)
+        self.stamp_guard.note(self.delete_sync(key, &expect))
     }
 
     async fn update_item(
@@ -1642,7 +1698,8 @@ impl Store for MemoryStore {
     ) -> Result<Option<Item>, StoreError> {
         self.check_stamp("UpdateItem", true).await?;
         self.admit_as(Operation::UpdateItem, update.is_repeatable())?;
-        self.update_sync(key, update, &expect, returns)
+        self.stamp_guard
+            .note(self.update_sync(key, update, &expect, returns))
     }
 
     async fn transact_get(&self, keys: Vec<Item>) -> Result<Vec<Option<Item>>, StoreError> {
@@ -1672,7 +1729,7 @@ impl Store for MemoryStore {
     async fn transact_write(&self, writes: Vec<TransactWrite>) -> Result<(), StoreError> {
         self.check_stamp("TransactWriteItems", true).await?;
         self.admit(Operation::TransactWriteItems)?;
-        self.transact_sync(writes)
+        self.stamp_guard.note(self.transact_sync(writes))
     }
 
     async fn query_page(&self, request: &QueryPage) -> Result<Page, StoreError> {

@@ -65,6 +65,7 @@ mod rate;
 mod request;
 mod shape;
 mod stamp;
+pub use stamp::STAMP_RECHECK;
 pub(crate) mod update;
 pub(crate) mod value;
 
@@ -127,9 +128,10 @@ pub use request::{
 };
 // the table's definition, drift check and stamp (`crate::table`), at the paths the stores take
 pub use crate::table::{
-    Billing, Capacity, Drift, DriftReport, GlobalIndex, IndexKind, KeyAttribute, KeySchemaNames,
-    LiveTable, LocalIndex, STAMP_ATTRIBUTE, STAMP_HASH_KEY, STAMP_MISMATCH_CODE, STAMP_RANGE_KEY,
-    Setting, StreamView, TableDefinition, TableDefinitionError, TableStamp, is_stamp, stamp_key,
+    Billing, Capacity, Drift, DriftReport, GlobalIndex, IndexKind, Inference, KeyAttribute,
+    KeySchemaNames, LiveTable, LocalIndex, SAMPLE_MAX, SAMPLE_PER_ENTITY, STAMP_ATTRIBUTE,
+    STAMP_HASH_KEY, STAMP_MISMATCH_CODE, STAMP_RANGE_KEY, Setting, StreamView, TableDefinition,
+    TableDefinitionError, TableStamp, is_stamp, stamp_key,
 };
 
 /// The storage trait: the calls the entity manager makes on one table.

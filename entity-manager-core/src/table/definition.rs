@@ -508,6 +508,9 @@ pub struct TableDefinition {
     /// first use ([`TableStamp`]); set by [`from_schema`](Self::from_schema), `None` otherwise
     /// (no stamp written, no check).
     pub stamp: Option<TableStamp>,
+    /// The configuration the definition was made from ([`from_schema`](Self::from_schema)),
+    /// with which a store infers the profile of a table without a stamp from its records.
+    pub(crate) models: Option<super::KeyModels>,
 }
 
 impl TableDefinition {
@@ -526,6 +529,7 @@ impl TableDefinition {
             deletion_protection: false,
             tags: BTreeMap::new(),
             stamp: None,
+            models: None,
         }
     }
 

@@ -9,6 +9,7 @@
 
 mod definition;
 mod drift;
+mod infer;
 mod stamp;
 
 pub use definition::{
@@ -17,6 +18,8 @@ pub use definition::{
 };
 pub(crate) use definition::{key_type_name, stampable};
 pub use drift::{Drift, DriftReport, IndexKind, KeySchemaNames, LiveTable, Setting};
+pub(crate) use infer::KeyModels;
+pub use infer::{Inference, SAMPLE_MAX, SAMPLE_PER_ENTITY};
 pub(crate) use stamp::fnv1a;
 pub use stamp::{
     STAMP_ATTRIBUTE, STAMP_HASH_KEY, STAMP_MISMATCH_CODE, STAMP_RANGE_KEY, TableStamp,

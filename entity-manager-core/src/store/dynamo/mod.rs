@@ -26,7 +26,7 @@ use self::trace::{Counted as _, Counting, consumed};
 use super::batch::{BatchSender, GetBatch, RetryPolicy, get_batches, write_batches};
 use super::expression::Request;
 use super::shape::check_transaction_shape;
-use super::stamp::StampGuard;
+use super::stamp::{StampGuard, StampIo};
 
 use super::{
     BatchGetError, BatchWriteError, CancellationReason, Expect, Page, QueryPage, ReturnValues,
@@ -299,14 +299,38 @@ impl DynamoStore {
         out.item.map(|i| from_aws(i, "GetItem")).transpose()
     }
 
-    /// The first-use check of the table stamp before `operation`: a write is refused when the
-    /// table is stamped with other settings.
+    /// The stamp check before `operation`: a write is refused when the table is stamped with
+    /// other settings, or has no stamp and records whose keys are not this store's.
     async fn check_stamp(&self, operation: &'static str, write: bool) -> Result<(), StoreError> {
         self.stamp_guard
-            .check(&self.definition, &self.table_name, operation, write, || {
-                self.read_stamp_item()
-            })
+            .check(&self.definition, &self.table_name, operation, write, self)
             .await
+    }
+
+    /// How long this store trusts what it found about the table's stamp before reading it
+    /// again (the stamp, and for a table without one a sample of its records): by default
+    /// [`STAMP_RECHECK`](crate::store::STAMP_RECHECK), 60 s. A write refused by a condition
+    /// reads it again at once. Clones share the check.
+    ///
+    /// ```
+    /// # use entity_manager_core::store::{DynamoStore, TableDefinition, KeyType};
+    /// # use std::time::Duration;
+    /// # fn demo(client: entity_manager_core::store::aws_sdk_dynamodb::Client) {
+    /// let store = DynamoStore::new(client, "Users", TableDefinition::new(("pk", KeyType::S), ("sk", KeyType::S)))
+    ///     .with_stamp_recheck(Duration::from_secs(10));
+    /// assert_eq!(store.stamp_recheck(), Duration::from_secs(10));
+    /// # }
+    /// # let _ = demo;
+    /// ```
+    #[must_use]
+    pub fn with_stamp_recheck(mut self, interval: Duration) -> Self {
+        self.stamp_guard = std::sync::Arc::new(StampGuard::new(interval));
+        self
+    }
+
+    /// The stamp re-check interval ([`with_stamp_recheck`](Self::with_stamp_recheck)).
+    pub fn stamp_recheck(&self) -> Duration {
+        self.stamp_guard.interval()
     }
 
     /// The most attempts the SDK makes of one call (its retry configuration; 3 by default).
@@ -890,6 +914,21 @@ fn written_capacity() -> aws::ReturnConsumedCapacity {
     }
 }
 
+impl StampIo for DynamoStore {
+    fn read_stamp(&self) -> impl Future<Output = Result<Option<Item>, StoreError>> + Send {
+        self.read_stamp_item()
+    }
+
+    async fn sample(&self, limit: usize) -> Result<Vec<Item>, StoreError> {
+        let limit = u32::try_from(limit).unwrap_or(u32::MAX);
+        Ok(self.scan(&ScanPage::new().limit(limit)).await?.items)
+    }
+
+    fn write_stamp(&self, item: Item) -> impl Future<Output = Result<(), StoreError>> + Send {
+        self.put(item, Expect::Absent)
+    }
+}
+
 impl Store for DynamoStore {
     fn definition(&self) -> &TableDefinition {
         &self.definition
@@ -901,7 +940,7 @@ impl Store for DynamoStore {
 
     async fn put_item(&self, item: Item, expect: Expect) -> Result<(), StoreError> {
         self.check_stamp("PutItem", true).await?;
-        self.put(item, expect).await
+        self.stamp_guard.note(self.put(item, expect).await)
     }
 
     async fn get_item(
@@ -915,7 +954,7 @@ impl Store for DynamoStore {
 
     async fn delete_item(&self, key: &Item, expect: Expect) -> Result<(), StoreError> {
         self.check_stamp("DeleteItem", true).await?;
-        self.delete(key, expect).await
+        self.stamp_guard.note(self.delete(key, expect).await)
     }
 
     async fn batch_write(&self, writes: Vec<WriteRequest>) -> Result<(), BatchWriteError> {
@@ -944,7 +983,7 @@ impl Store for DynamoStore {
         let mut attempt = 0;
         loop {
             attempt += 1;
-            match self.transact(writes.clone()).await {
+            match self.stamp_guard.note(self.transact(writes.clone()).await) {
                 Err(e) if e.is_transaction_conflict() => {
                     let pause = self.retry.backoff(attempt, super::batch::entropy(attempt));
                     if attempt >= self.retry.max_attempts.max(1)
@@ -968,7 +1007,8 @@ impl Store for DynamoStore {
         returns: ReturnValues,
     ) -> Result<Option<Item>, StoreError> {
         self.check_stamp("UpdateItem", true).await?;
-        self.update(key, update, expect, returns).await
+        self.stamp_guard
+            .note(self.update(key, update, expect, returns).await)
     }
 
     async fn transact_get(&self, keys: Vec<Item>) -> Result<Vec<Option<Item>>, StoreError> {

@@ -198,8 +198,28 @@ impl DynamoStore {
         let found = self.read_stamp_item().await?;
         let (stamp, item) =
             stamp::stamp_to_write(&self.definition, &self.table_name, found.as_ref(), force)?;
+        if found.is_none() && !force {
+            // a table without a stamp: its records decide, as for a write
+            let inference = self.infer_profile().await?;
+            stamp::refuse_stamp_against(&self.definition, &self.table_name, &inference)?;
+        }
         self.put(item, Expect::Any).await?;
+        self.stamp_guard.expire();
         Ok(stamp)
+    }
+
+    /// Which profile made the keys of the table's records, from a sample of them (one scan page
+    /// of up to [`SAMPLE_PER_ENTITY`](crate::store::SAMPLE_PER_ENTITY) items per entity, at
+    /// most [`SAMPLE_MAX`](crate::store::SAMPLE_MAX)): [`Schema::infer_profile`](crate::Schema::infer_profile)
+    /// with the schema of this store's definition. What a store does with it on a table without
+    /// a stamp is in the README ("A table without a stamp").
+    ///
+    /// Fails with [`StoreError::is_validation`] when the definition was not made from a schema
+    /// ([`TableDefinition::from_schema`]).
+    pub async fn infer_profile(&self) -> Result<crate::store::Inference, StoreError> {
+        let limit = stamp::sample_limit(&self.definition);
+        let sample = stamp::StampIo::sample(self, limit).await?;
+        stamp::infer(&self.definition, &sample)
     }
 
     /// The live table: `DescribeTable`, `DescribeTimeToLive`, `DescribeContinuousBackups` and
