@@ -1,6 +1,7 @@
 //! The table stamp: a table records how its keys are made (profile and configuration
 //! fingerprint), a store of another profile or shard space refuses to write to it before
-//! anything is written, an unstamped table keeps working, and the stamp is never a record.
+//! anything is written, an unstamped table is judged by its records (issue 47) and the stamp
+//! re-checked, and the stamp is never a record.
 //!
 //! The `MemoryStore` tests always run; the `DynamoStore` ones when `DYNAMODB_ENDPOINT` is set.
 

@@ -88,7 +88,7 @@ pub struct MemoryStore {
     globals: usize,
     projections: Vec<Option<Vec<String>>>,
     state: RwLock<State>,
-    /// The first-use check of the table stamp.
+    /// The stamp check (read again once older than its interval).
     stamp_guard: super::stamp::StampGuard,
     /// The fault plan in force, if any.
     faults: Option<Faults>,

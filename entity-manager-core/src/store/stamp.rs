@@ -157,6 +157,12 @@ impl StampGuard {
                 Verdict::Clear => return Ok(()),
                 _ if !write => return Ok(()),
                 Verdict::Refused(message) => return Err(refusal(operation, table, &message)),
+                // a definition that cannot be stamped (table keys that are not strings) writes
+                // without: there is no stamp to write
+                Verdict::StampFirst if !stampable(definition) => {
+                    self.keep(&Verdict::Clear);
+                    return Ok(());
+                }
                 Verdict::StampFirst => {
                     let (stamp, item) = stamp_to_write(definition, table, None, false)?;
                     match io.write_stamp(item).await {

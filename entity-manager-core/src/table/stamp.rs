@@ -35,9 +35,10 @@ const VERSION: &str = "1";
 ///
 /// [`TableDefinition::from_schema`](super::TableDefinition::from_schema) computes the stamp of a schema; a store built from such a
 /// definition writes it when it creates the table (`MemoryStore::new`,
-/// `DynamoStore::create_table`) and checks it on first use: a write under another profile or
-/// shard space is refused before anything is written, a read of such a table logs a warning,
-/// and a table without a stamp keeps working with a one-time warning. A differing
+/// `DynamoStore::create_table`) and checks it on first use and again once the check is older
+/// than the re-check interval: a write under another profile or shard space is refused before
+/// anything is written, a read of such a table logs a warning, and a table without a stamp is
+/// judged by its records ([`Inference`](super::Inference)). A differing
 /// fingerprint (a configuration changed since the stamp) is a warning only.
 ///
 /// ```

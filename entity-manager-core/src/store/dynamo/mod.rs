@@ -73,7 +73,7 @@ pub struct DynamoStore {
     batch_limit: Duration,
     consistent_read: bool,
     table_wait: Duration,
-    /// The first-use check of the table stamp, shared by clones.
+    /// The stamp check (read again once older than its interval), shared by clones.
     stamp_guard: std::sync::Arc<StampGuard>,
 }
 
