@@ -51,6 +51,25 @@ use oracle_support::{BoxError, Way, model};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, FileFailurePersistence, TestRunner};
 
+/// Prints a line of the oracle's figures and appends it to `oracle-summary.txt` in the test
+/// target's scratch directory (`target/tmp/`), which `.ci/run` prints after the test command of
+/// README.md: the figures are in CI's log without a second run of the oracle with `--nocapture`.
+macro_rules! report {
+    ($($arg:tt)*) => {{
+        let line = format!($($arg)*);
+        println!("{line}");
+        let path = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("oracle-summary.txt");
+        let appended = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .and_then(|mut file| std::io::Write::write_all(&mut file, format!("{line}\n").as_bytes()));
+        if let Err(e) = appended {
+            println!("(not written to {}: {e})", path.display());
+        }
+    }};
+}
+
 /// The number of cases of the whole oracle: `ORACLE_CASES`, default 5,000.
 fn total_cases() -> u32 {
     std::env::var("ORACLE_CASES")
@@ -107,7 +126,7 @@ fn run<T: std::fmt::Debug>(
         test(&case).map_err(TestCaseError::fail)
     });
     let (queries, selected, empty) = TALLY.with(|t| t.replace((0, 0, 0)));
-    println!(
+    report!(
         "oracle {name}: {cases} cases ({} runs with the saved seeds and shrinking), {:.1} s; {queries} queries, {} records selected a query, {empty} selecting none; seed {seed} (replay with ORACLE_SEED={seed})",
         runs.get(),
         start.elapsed().as_secs_f64(),
@@ -483,7 +502,7 @@ async fn generative_oracle_multi_attribute_on_dynamodb() -> Result<(), BoxError>
             )
         })?;
     }
-    println!(
+    report!(
         "oracle multi-attribute on DynamoDB Local: {cases} cases, {:.1} s",
         start.elapsed().as_secs_f64()
     );
@@ -525,7 +544,7 @@ async fn generative_oracle_classic_indexes_on_dynamodb() -> Result<(), BoxError>
             return Err(format!("case {i} on DynamoDB Local: {e}\n{case}").into());
         }
     }
-    println!(
+    report!(
         "oracle classic indexes on DynamoDB Local: {cases} cases, {:.1} s",
         start.elapsed().as_secs_f64()
     );
@@ -660,7 +679,7 @@ fn generative_oracle_saved_cases() {
             }
         }
     }
-    println!("oracle saved cases: {} failing", failures.len());
+    report!("oracle saved cases: {} failing", failures.len());
     let cases: Vec<String> = saved_cases()
         .iter()
         .map(|(name, shape, recs, ask)| {
@@ -712,7 +731,7 @@ async fn generative_oracle_saved_cases_on_dynamodb() -> Result<(), BoxError> {
         }
         store.delete_table().await?;
     }
-    println!(
+    report!(
         "oracle saved cases on DynamoDB Local: {} failing",
         failures.len()
     );
