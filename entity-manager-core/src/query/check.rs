@@ -293,10 +293,8 @@ fn key_value(attr: &KeyAttribute, value: &AttributeValue, sort: bool) -> Result<
             "is {n:?}, which is not a number DynamoDB stores (NaN and infinities are not, nor is text that is not a decimal number): give a finite number"
         ));
     }
-    if sort
-        && let Some(bytes) = crate::limits::key_value_bytes(value)
-        && bytes > MAX_SORT_KEY_BYTES
-    {
+    if sort && !crate::limits::sort_value_fits(value) {
+        let bytes = crate::limits::key_value_bytes(value).unwrap_or_default();
         return Err(format!(
             "is {bytes} bytes long, and DynamoDB takes sort key values of at most {MAX_SORT_KEY_BYTES} bytes (no stored value can be longer): give a shorter one"
         ));
