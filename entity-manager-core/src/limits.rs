@@ -219,6 +219,40 @@ pub(crate) fn key_value_bytes(value: &AttributeValue) -> Option<usize> {
     }
 }
 
+/// The values of a key's attributes over DynamoDB's limit together: `Some(total)` when the
+/// `sizes` of its present values (the partition attributes of an index together, or its sort
+/// attributes together; one attribute for a classic key) add up to more than
+/// [`KeyRole::max_bytes`]. The one home of the rule for written items, checked by `MemoryStore`
+/// on every write and by the entity layer (`add_keys`, `to_item`) before any store call.
+///
+/// Each present value counts its size as an item's size counts it (a string its UTF-8 bytes, a
+/// binary its bytes, a number its stored size: 1 byte, and 1 more per two significant digits);
+/// an absent attribute counts nothing, and an item lacking one is checked all the same (so a
+/// sparse index does not exempt it). Checked against DynamoDB Local 2.x: `PutItem` of sort
+/// attributes of 1,022 bytes, the number `1` and `"a"` is refused ("Aggregate size for RANGE key
+/// attributes s0, s1, s2 of index multi has exceeded limit 1024 bytes, with actual size 1025
+/// bytes"), of 1,021 bytes accepted; partition attributes of 2,000 and 49 bytes refused, of
+/// 2,000 and 48 accepted. A key condition is not held to it (DynamoDB Local accepts an equality
+/// prefix and a condition of 600 bytes each, and partition values of 1,500 bytes each: a bound
+/// need not be a stored value); each sort value of a condition is ([`sort_value_fits`]).
+pub(crate) fn key_total_over(
+    role: KeyRole,
+    sizes: impl IntoIterator<Item = usize>,
+) -> Option<usize> {
+    let total: usize = sizes.into_iter().sum();
+    (total > role.max_bytes()).then_some(total)
+}
+
+/// Whether a key value is empty: an empty string or binary, which DynamoDB refuses as a key
+/// attribute's value, in an item and in every value of a key condition alike (the partition
+/// values, the equality prefix, the condition of every operator, `begins_with` and either end of
+/// `BETWEEN` included: checked against DynamoDB Local 2.x, "The `AttributeValue` for a key
+/// attribute cannot contain an empty string value"). The one home of that rule: `MemoryStore`
+/// checks items and key conditions with it, the query builders their conditions.
+pub(crate) fn empty_key_value(value: &AttributeValue) -> bool {
+    key_value_bytes(value) == Some(0)
+}
+
 /// Whether a value can stand as a sort key value in a key condition: at most
 /// [`MAX_SORT_KEY_BYTES`] (DynamoDB refuses a longer one, each value of a condition on its own:
 /// the equality prefix of a multi-attribute key, the condition, either end of `BETWEEN`).

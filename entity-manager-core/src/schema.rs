@@ -18,6 +18,8 @@ pub struct Schema {
     entities: Vec<EntityModel>,
     /// Per entity (same order), the key attributes whose values DynamoDB limits.
     key_limits: Vec<Vec<KeyLimit>>,
+    /// Per entity (same order), the keys of its multi-attribute indexes, limited together.
+    key_groups: Vec<Vec<KeyGroup>>,
 }
 
 impl Schema {
@@ -33,10 +35,15 @@ impl Schema {
             .iter()
             .map(|entity| KeyLimit::of(&table, entity))
             .collect();
+        let key_groups = entities
+            .iter()
+            .map(|entity| KeyGroup::of(&table, entity))
+            .collect();
         Ok(Self {
             table,
             entities,
             key_limits,
+            key_groups,
         })
     }
 
@@ -54,12 +61,13 @@ impl Schema {
     pub fn entity(&self, token: &str) -> Result<EntitySchema<'_>> {
         self.entities
             .iter()
-            .zip(&self.key_limits)
+            .zip(self.key_limits.iter().zip(&self.key_groups))
             .find(|(e, _)| e.token == token)
-            .map(|(model, key_limits)| EntitySchema {
+            .map(|(model, (key_limits, key_groups))| EntitySchema {
                 table: &self.table,
                 model,
                 key_limits,
+                key_groups,
             })
             .ok_or_else(|| Error::UnknownEntity {
                 entity: token.to_owned(),
@@ -83,6 +91,7 @@ pub struct EntitySchema<'a> {
     pub(crate) table: &'a TableModel,
     pub(crate) model: &'a EntityModel,
     pub(crate) key_limits: &'a [KeyLimit],
+    pub(crate) key_groups: &'a [KeyGroup],
 }
 
 impl<'a> EntitySchema<'a> {
@@ -199,17 +208,7 @@ impl KeyLimit {
                 }
                 Some(_) => {}
                 None => {
-                    let slot = if attribute == &*table.hash_key {
-                        Some(0)
-                    } else if attribute == &*table.range_key {
-                        Some(1)
-                    } else {
-                        entity
-                            .generated
-                            .iter()
-                            .position(|g| g.name == attribute)
-                            .map(|i| 2 + i)
-                    };
+                    let slot = slot_of(table, entity, attribute);
                     limits.push(Self {
                         attribute: attribute.to_owned(),
                         computed: slot.is_some(),
@@ -231,11 +230,98 @@ impl KeyLimit {
     }
 }
 
+/// For a key attribute the key core computes (table keys, generated properties), its slot
+/// among the key updates: 0 the table's hash key, 1 its range key, `2 + i` the entity's `i`-th
+/// generated property; `None` for a stored property.
+fn slot_of(table: &TableModel, entity: &EntityModel, attribute: &str) -> Option<usize> {
+    if attribute == &*table.hash_key {
+        Some(0)
+    } else if attribute == &*table.range_key {
+        Some(1)
+    } else {
+        entity
+            .generated
+            .iter()
+            .position(|g| g.name == attribute)
+            .map(|i| 2 + i)
+    }
+}
+
+/// The partition or the sort attributes of a multi-attribute index, whose present values
+/// DynamoDB limits together ([`crate::limits::key_total_over`]): computed once per validated
+/// schema.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct KeyGroup {
+    index: String,
+    role: KeyRole,
+    /// Each attribute, with its slot among the key updates when the key core computes it.
+    pub(crate) attributes: Vec<(String, Option<usize>)>,
+}
+
+impl KeyGroup {
+    /// The keys of `entity`'s multi-attribute indexes that have more than one attribute.
+    pub(crate) fn of(table: &TableModel, entity: &EntityModel) -> Vec<Self> {
+        let mut groups = Vec::new();
+        for index in entity.indexes.iter() {
+            let Some(multi) = &index.multi else {
+                continue;
+            };
+            for (attributes, role) in [
+                (&multi.hash, KeyRole::Partition),
+                (&multi.range, KeyRole::Sort),
+            ] {
+                if attributes.len() > 1 {
+                    groups.push(Self {
+                        index: index.name.to_string(),
+                        role,
+                        attributes: attributes
+                            .iter()
+                            .map(|a| (a.name.to_string(), slot_of(table, entity, &a.name)))
+                            .collect(),
+                    });
+                }
+            }
+        }
+        groups
+    }
+
+    /// [`Error::KeyTooLong`] when the values of the group are over its limit together, each
+    /// attribute's value size given by `size` (`None`: absent); the error names the attributes
+    /// joined with ` + ` and their total.
+    pub(crate) fn check(
+        &self,
+        schema: &EntitySchema<'_>,
+        size: impl Fn(&str, Option<usize>) -> Option<usize>,
+    ) -> Result<()> {
+        let sizes = self
+            .attributes
+            .iter()
+            .filter_map(|(a, slot)| size(a, *slot));
+        match crate::limits::key_total_over(self.role, sizes) {
+            None => Ok(()),
+            Some(bytes) => Err(Error::KeyTooLong {
+                entity: schema.model().token.to_string(),
+                attribute: self
+                    .attributes
+                    .iter()
+                    .map(|(a, _)| a.as_str())
+                    .collect::<Vec<_>>()
+                    .join(" + "),
+                index: Some(self.index.clone()),
+                role: self.role,
+                bytes,
+            }),
+        }
+    }
+}
+
 impl EntitySchema<'_> {
     /// Checks every key value of a keyed item against DynamoDB's limits: the table's hash and
-    /// range keys and the hash and range key of every index the entity declares. The first
-    /// value over its limit is a [`Error::KeyTooLong`] naming the entity, the attribute, the key
-    /// (table or index) and the byte length; an empty plain property keyed on by an index is
+    /// range keys and the hash and range key of every index the entity declares, and the
+    /// partition and the sort attributes of a multi-attribute index together (2,048 and 1,024
+    /// bytes). The first value over its limit is a [`Error::KeyTooLong`] naming the entity, the
+    /// attribute (the attributes joined with ` + `, for a multi-attribute key), the key (table
+    /// or index) and the byte length; an empty plain property keyed on by an index is
     /// an [`Error::EmptyKey`] (`DynamoDB` refuses empty key values).
     pub fn check_key_sizes(&self, item: &Item) -> Result<()> {
         self.check_key_sizes_with(item, &[])
@@ -259,6 +345,14 @@ impl EntitySchema<'_> {
                 None => item.get(&limit.attribute).and_then(key_value_bytes),
             };
             limit.check(self, bytes)?;
+        }
+        for group in self.key_groups {
+            group.check(self, |name, slot| {
+                match slot.and_then(|_| updates.iter().find(|(n, _)| *n == name)) {
+                    Some((_, value)) => value.as_ref().map(String::len),
+                    None => item.get(name).map(crate::store::value::value_bytes),
+                }
+            })?;
         }
         Ok(())
     }

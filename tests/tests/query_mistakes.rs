@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use entity_manager::field::Changes;
 use entity_manager::query::untyped::{MultiQuery, Query};
 use entity_manager::store::{
-    Comparison, Filter, MemoryStore, RangeCondition, Store, TableDefinition,
+    Comparison, Filter, MemoryStore, QueryPage, RangeCondition, Store, StoreError, TableDefinition,
 };
 use entity_manager::{
     AttributeValue, Entity, EntityExt, Error, ReadTransaction, Table, Transaction,
@@ -781,6 +781,337 @@ async fn a_transaction_over_100_actions_says_so_before_sending() -> TestResult {
     large_transactions(&Counting::new(MemoryStore::new(arena()?))).await?;
     on_dynamodb("mistake-transaction", arena()?, |store| async move {
         large_transactions(&Counting::new(store)).await
+    })
+    .await
+}
+
+// --- empty key values in a key condition (issue 46, the stores' divergences) ----------------
+
+/// `DynamoDB` refuses an empty string or binary as any value of a key condition (checked on
+/// DynamoDB Local: the partition values, the equality prefix, every operator's value,
+/// `begins_with("")` and either end of `between`): so does `MemoryStore`, and the builders
+/// refuse it before the first read, naming the fix.
+async fn empty_key_values<S: Store>(store: &Counting<S>) -> TestResult {
+    store.take(); // what an earlier case on the same store sent
+    let user = Arena::schema()?.entity("gamer")?;
+    let q = |index: &str| {
+        Query::new(store, user)
+            .index(index)
+            .shards_between(0, 3_000)
+    };
+    for (what, condition, words) in [
+        (
+            "begins_with(\"\")",
+            RangeCondition::BeginsWith(s("")),
+            &[
+                "`begins_with`",
+                "`nick`",
+                "empty",
+                "drop the range condition",
+            ][..],
+        ),
+        (
+            "eq(\"\")",
+            RangeCondition::Eq(s("")),
+            &["`eq`", "`nick`", "empty", "matches nothing"][..],
+        ),
+        (
+            "ge(\"\")",
+            RangeCondition::Ge(s("")),
+            &["`ge`", "empty", "drop the range condition"][..],
+        ),
+        (
+            "between(\"\", \"n\")",
+            RangeCondition::Between(s(""), s("n")),
+            &["`between`", "empty", "`le(\"n\")`"][..],
+        ),
+        (
+            "between(\"a\", \"\")",
+            RangeCondition::Between(s("a"), s("")),
+            &["`between`", "empty", "matches nothing"][..],
+        ),
+    ] {
+        refused(
+            what,
+            q("byNick").range(condition).page(None).await,
+            store,
+            words,
+        );
+    }
+    let league = league::League::schema()?;
+    let player = league.entity("player")?;
+    refused(
+        "an empty partition value of a multi-attribute key",
+        MultiQuery::new(store, player, "byTeam")
+            .hash([s("t1"), s("")])
+            .shards_between(0, 3_000)
+            .page(None)
+            .await,
+        store,
+        &["partition value", "`region`", "empty"],
+    );
+    let p = league::Player::FIELDS;
+    refused(
+        "typed begins_with(\"\") after an equality prefix",
+        league::Player::query(store)?
+            .index(league::PlayerIndex::ByTeam)
+            .hash(p.team_id.eq("t1"))
+            .hash(p.region.eq("eu"))
+            .range(p.score.eq(1))
+            .range(p.nickname.begins_with(""))
+            .shards_between(0, 3_000)
+            .page(None)
+            .await,
+        store,
+        &["`begins_with`", "`nickname`", "empty"],
+    );
+    accepted(
+        "begins_with(\"n\")",
+        q("byNick")
+            .range(RangeCondition::BeginsWith(s("n")))
+            .page(None)
+            .await,
+        store,
+    );
+
+    raw_empty_key_values(store).await
+}
+
+/// The store's own verdict on empty key values, request by request: a validation error on
+/// both stores.
+async fn raw_empty_key_values<S: Store>(store: &Counting<S>) -> TestResult {
+    let raw = [
+        QueryPage::new(s("")),
+        QueryPage::new(s("gamer!0")).range(RangeCondition::BeginsWith(s(""))),
+        QueryPage::new(s("gamer!0"))
+            .index("byNick")
+            .range(RangeCondition::Lt(s(""))),
+        QueryPage::new(s("t1")).and_hash_key(s("")).index("byTeam"),
+        QueryPage::new(s("t1"))
+            .and_hash_key(s("eu"))
+            .index("byTeam")
+            .range_prefix([n(1)])
+            .range(RangeCondition::Ge(s(""))),
+    ];
+    for request in &raw {
+        let verdict = store.inner.query_page(request).await;
+        assert!(
+            verdict.as_ref().is_err_and(StoreError::is_validation),
+            "{request:?}: {verdict:?}"
+        );
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn an_empty_key_value_in_a_key_condition_is_refused_before_any_read() -> TestResult {
+    empty_key_values(&Counting::new(MemoryStore::new(both()?))).await?;
+    on_dynamodb("mistake-empty-condition", both()?, |store| async move {
+        empty_key_values(&Counting::new(store)).await
+    })
+    .await
+}
+
+// --- the aggregate size of a multi-attribute key --------------------------------------------
+
+/// `DynamoDB` limits the sort attributes of a multi-attribute key to 1,024 bytes together and
+/// its partition attributes to 2,048 (a number counting its stored size; checked on DynamoDB
+/// Local): `to_item` and every write refuse a record over it with `KeyTooLong`, before any
+/// request; `MemoryStore` refuses such an item as `DynamoDB` does; a record at the limit is
+/// written on both.
+async fn aggregate_key_sizes<S: Store>(store: &Counting<S>) -> TestResult {
+    store.take();
+    let player = |team: usize, region: usize, nickname: usize, org: usize| league::Player {
+        player_id: format!("p{team}-{region}-{nickname}-{org}"),
+        created: 10,
+        team_id: "t".repeat(team),
+        region: "r".repeat(region),
+        org_id: "o".repeat(org),
+        score: 3,
+        nickname: Some("n".repeat(nickname)),
+    };
+    // the score 3 counts 2 bytes: 1,022 + 2 fit, 1,023 + 2 do not
+    let too_long =
+        |what: &str, result: Result<(), Error>, attribute: &str, bytes: usize| match result {
+            Err(Error::KeyTooLong {
+                attribute: a,
+                index,
+                bytes: b,
+                ..
+            }) => assert_eq!((a.as_str(), b), (attribute, bytes), "{what} ({index:?})"),
+            other => panic!("{what}: expected KeyTooLong, got {other:?}"),
+        };
+    let sort_over = player(5, 2, 1_023, 5);
+    too_long(
+        "to_item, sort attributes",
+        sort_over.to_item().map(drop),
+        "score + nickname",
+        1_025,
+    );
+    too_long(
+        "create, sort attributes",
+        sort_over.create(store).await,
+        "score + nickname",
+        1_025,
+    );
+    let partition_over = player(1_500, 549, 5, 5);
+    too_long(
+        "put, partition attributes",
+        partition_over.put(store).await,
+        "teamId + region",
+        2_049,
+    );
+    // the table's hash key leads the partition attributes of a sharded index: "player!" and
+    // one shard character (8 bytes) with an organisation of 2,041 bytes is 2,049
+    too_long(
+        "create, a sharded index's partition attributes",
+        player(5, 2, 5, 2_041).create(store).await,
+        "hashKey + orgId",
+        2_049,
+    );
+    assert_eq!(store.take(), 0, "a request reached the store");
+    // at the limits, written on both stores
+    for fits in [
+        player(5, 2, 1_022, 5),
+        player(1_500, 548, 5, 5),
+        player(5, 2, 5, 2_040),
+    ] {
+        fits.create(store).await?;
+    }
+    assert_eq!(store.take(), 3);
+    // the store's own verdict on items over the limits, written past the entity layer: a
+    // record at the limit, keyed, with one attribute one byte longer
+    let league = league::League::schema()?;
+    let keyed = league.entity("player")?;
+    for (attribute, value) in [("nickname", "n".repeat(1_023)), ("region", "r".repeat(549))] {
+        let mut item = keyed.add_keys(&serde_dynamo::to_item(player(1_500, 548, 1_022, 5))?)?;
+        item.insert(attribute.to_owned(), s(&value));
+        let verdict = store
+            .inner
+            .put_item(item, entity_manager::store::Expect::Any)
+            .await;
+        assert!(
+            verdict.as_ref().is_err_and(StoreError::is_validation),
+            "{attribute}: {verdict:?}"
+        );
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_multi_attribute_key_over_its_aggregate_limit_is_refused_before_any_write() -> TestResult
+{
+    aggregate_key_sizes(&Counting::new(MemoryStore::new(both()?))).await?;
+    on_dynamodb("mistake-aggregate-key", both()?, |store| async move {
+        aggregate_key_sizes(&Counting::new(store)).await
+    })
+    .await
+}
+
+// --- the most candidate shards a single create or put checks ---------------------------------
+
+#[derive(Table)]
+#[table(entities(Crowd))]
+struct Crowded;
+
+/// The most shard bumps an entity can have: `chars` strictly increases within 0..=40, so 40
+/// declared bumps after the implied one (0 characters). A record's unique value has one
+/// candidate shard per bump: 41.
+#[derive(Entity, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+#[entity(table = Crowded, unique = crowd_id, timestamp = joined)]
+#[shard_bumps(bumps = [
+    bump(timestamp = 1, char_bits = 1, chars = 1),
+    bump(timestamp = 2, char_bits = 1, chars = 2),
+    bump(timestamp = 3, char_bits = 1, chars = 3),
+    bump(timestamp = 4, char_bits = 1, chars = 4),
+    bump(timestamp = 5, char_bits = 1, chars = 5),
+    bump(timestamp = 6, char_bits = 1, chars = 6),
+    bump(timestamp = 7, char_bits = 1, chars = 7),
+    bump(timestamp = 8, char_bits = 1, chars = 8),
+    bump(timestamp = 9, char_bits = 1, chars = 9),
+    bump(timestamp = 10, char_bits = 1, chars = 10),
+    bump(timestamp = 11, char_bits = 1, chars = 11),
+    bump(timestamp = 12, char_bits = 1, chars = 12),
+    bump(timestamp = 13, char_bits = 1, chars = 13),
+    bump(timestamp = 14, char_bits = 1, chars = 14),
+    bump(timestamp = 15, char_bits = 1, chars = 15),
+    bump(timestamp = 16, char_bits = 1, chars = 16),
+    bump(timestamp = 17, char_bits = 1, chars = 17),
+    bump(timestamp = 18, char_bits = 1, chars = 18),
+    bump(timestamp = 19, char_bits = 1, chars = 19),
+    bump(timestamp = 20, char_bits = 1, chars = 20),
+    bump(timestamp = 21, char_bits = 1, chars = 21),
+    bump(timestamp = 22, char_bits = 1, chars = 22),
+    bump(timestamp = 23, char_bits = 1, chars = 23),
+    bump(timestamp = 24, char_bits = 1, chars = 24),
+    bump(timestamp = 25, char_bits = 1, chars = 25),
+    bump(timestamp = 26, char_bits = 1, chars = 26),
+    bump(timestamp = 27, char_bits = 1, chars = 27),
+    bump(timestamp = 28, char_bits = 1, chars = 28),
+    bump(timestamp = 29, char_bits = 1, chars = 29),
+    bump(timestamp = 30, char_bits = 1, chars = 30),
+    bump(timestamp = 31, char_bits = 1, chars = 31),
+    bump(timestamp = 32, char_bits = 1, chars = 32),
+    bump(timestamp = 33, char_bits = 1, chars = 33),
+    bump(timestamp = 34, char_bits = 1, chars = 34),
+    bump(timestamp = 35, char_bits = 1, chars = 35),
+    bump(timestamp = 36, char_bits = 1, chars = 36),
+    bump(timestamp = 37, char_bits = 1, chars = 37),
+    bump(timestamp = 38, char_bits = 1, chars = 38),
+    bump(timestamp = 39, char_bits = 1, chars = 39),
+    bump(timestamp = 40, char_bits = 1, chars = 40)
+])]
+struct Crowd {
+    #[transcode("string")]
+    crowd_id: String,
+    #[transcode("timestamp")]
+    joined: u64,
+}
+
+/// A create or a put checks every other candidate shard of its unique value in the same
+/// transaction: one action per shard bump. The shard schedule bounds that below DynamoDB's 100
+/// actions (at most 41 bumps), so a single create or put never needs more; at the bound it is
+/// one transaction of 41 actions, written on both stores, and its uniqueness holds across
+/// every candidate.
+async fn most_candidates<S: Store>(store: &Counting<S>) -> TestResult {
+    store.take();
+    let schema = Crowded::schema()?;
+    let crowd = schema.entity("crowd")?;
+    assert_eq!(crowd.model().shard_bumps.len(), 41);
+    let first = Crowd {
+        crowd_id: "c1".into(),
+        joined: 40,
+    };
+    first.create(store).await?;
+    assert_eq!(store.take(), 1, "one transaction");
+    // the same unique value created under another bump: refused by the check of its shard
+    let again = Crowd {
+        crowd_id: "c1".into(),
+        joined: 3,
+    };
+    assert!(
+        matches!(again.create(store).await, Err(Error::AlreadyExists { .. })),
+        "a second create of c1"
+    );
+    assert!(
+        matches!(again.put(store).await, Err(Error::StoredElsewhere { .. })),
+        "a put of c1 under another bump"
+    );
+    assert_eq!(Crowd::get(store, "c1").await?, Some(first));
+    assert!(Crowd::delete(store, "c1").await?.is_some());
+    assert_eq!(Crowd::get(store, "c1").await?, None);
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_create_checks_at_most_41_candidate_shards_in_one_transaction() -> TestResult {
+    let definition = || -> Result<TableDefinition, Box<dyn std::error::Error>> {
+        Ok(TableDefinition::from_schema(Crowded::schema()?)?)
+    };
+    most_candidates(&Counting::new(MemoryStore::new(definition()?))).await?;
+    on_dynamodb("mistake-candidates", definition()?, |store| async move {
+        most_candidates(&Counting::new(store)).await
     })
     .await
 }

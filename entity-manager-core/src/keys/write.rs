@@ -983,6 +983,17 @@ impl EntitySchema<'_> {
             };
             limit.check(self, bytes)?;
         }
+        for group in self.key_groups {
+            group.check(self, |name, slot| {
+                match slot.and_then(|slot| updates.get(slot)) {
+                    Some(KeyUpdate::Write(value)) => Some(value.len()),
+                    Some(KeyUpdate::Remove | KeyUpdate::Absent) => None,
+                    Some(KeyUpdate::Keep) | None => {
+                        attribute(item, name).map(crate::store::value::value_bytes)
+                    }
+                }
+            })?;
+        }
         Ok(())
     }
 }

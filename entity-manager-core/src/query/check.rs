@@ -6,7 +6,8 @@
 //! What is checked, on the request the first lane of each source sends (every lane of a source
 //! sends the same conditions, filter and projection; the engine's later reads narrow them):
 //! - each partition value, equality value of the sort prefix and condition value is of its key
-//!   attribute's type, a number a finite `DynamoDB` number (not `NaN`, not an infinity), and a
+//!   attribute's type, a number a finite `DynamoDB` number (not `NaN`, not an infinity), a
+//!   string or binary not empty (`begins_with("")` and the bounds of `between` included), and a
 //!   string or binary sort value at most 1,024 bytes;
 //! - `between` bounds are in order (`DynamoDB`'s: numbers by value, strings and binaries by
 //!   their bytes), and `begins_with` is not asked of a number;
@@ -132,6 +133,9 @@ impl Target {
                 attr.name
             )
         };
+        if condition.values().any(crate::limits::empty_key_value) {
+            return Err(named(empty_condition(condition)));
+        }
         match condition {
             RangeCondition::Between(low, high) => {
                 key_value(attr, low, true).map_err(|why| named(format!("(low bound) {why}")))?;
@@ -293,6 +297,12 @@ fn key_value(attr: &KeyAttribute, value: &AttributeValue, sort: bool) -> Result<
             "is {n:?}, which is not a number DynamoDB stores (NaN and infinities are not, nor is text that is not a decimal number): give a finite number"
         ));
     }
+    if crate::limits::empty_key_value(value) {
+        return Err(format!(
+            "is empty ({}), and {EMPTY_KEY}: give the value of the records to read",
+            shown(value)
+        ));
+    }
     if sort && !crate::limits::sort_value_fits(value) {
         let bytes = crate::limits::key_value_bytes(value).unwrap_or_default();
         return Err(format!(
@@ -300,6 +310,38 @@ fn key_value(attr: &KeyAttribute, value: &AttributeValue, sort: bool) -> Result<
         ));
     }
     Ok(())
+}
+
+/// Why `DynamoDB` refuses an empty key value in a query.
+const EMPTY_KEY: &str = "DynamoDB refuses an empty string or binary as a key value in a query, as in an item (no stored key value is empty)";
+
+/// Why a range condition with an empty value is refused, and what to write instead (what the
+/// condition would have matched, given that no stored sort value is empty).
+fn empty_condition(condition: &RangeCondition) -> String {
+    let fix = match condition {
+        RangeCondition::BeginsWith(_) => {
+            "every value begins with the empty prefix: drop the range condition (or give a non-empty prefix)"
+                .to_owned()
+        }
+        RangeCondition::Gt(_) | RangeCondition::Ge(_) => {
+            "every stored value is above it: drop the range condition".to_owned()
+        }
+        RangeCondition::Eq(_) | RangeCondition::Lt(_) | RangeCondition::Le(_) => {
+            "no stored value is at or below it, so it matches nothing: give a non-empty value (or skip the query)"
+                .to_owned()
+        }
+        RangeCondition::Between(_, high) if !crate::limits::empty_key_value(high) => {
+            format!(
+                "no stored value is below the empty low bound: use `le({})` instead",
+                shown(high)
+            )
+        }
+        RangeCondition::Between(..) => {
+            "no stored value is at or below the empty high bound, so it matches nothing: give non-empty bounds (or skip the query)"
+                .to_owned()
+        }
+    };
+    format!("has an empty value, and {EMPTY_KEY}; {fix}")
 }
 
 /// A projection: each attribute once, none empty.

@@ -20,7 +20,9 @@ use super::{
     Store, StoreError, StoreErrorKind, TableDefinition, TransactWrite, Update, WriteRequest,
     update,
 };
-use crate::limits::{MAX_ITEM_BYTES, MAX_PAGE_BYTES, MAX_PARTITION_KEY_BYTES, MAX_SORT_KEY_BYTES};
+use crate::limits::{
+    KeyRole, MAX_ITEM_BYTES, MAX_PAGE_BYTES, MAX_PARTITION_KEY_BYTES, MAX_SORT_KEY_BYTES,
+};
 use crate::table::fnv1a;
 
 /// A position in an index partition: (index sort attribute values in key order, table hash
@@ -520,27 +522,35 @@ impl MemoryStore {
         let pk = self.primary_key(&item, operation, false)?;
         for (i, index) in self.indexes.iter().enumerate() {
             self.gsi_key(i, &item, operation)?;
-            let sized = index
-                .hash_keys()
-                .into_iter()
-                .map(|a| (a, MAX_PARTITION_KEY_BYTES))
-                .chain(
-                    index
-                        .range_keys()
-                        .into_iter()
-                        .map(|a| (a, MAX_SORT_KEY_BYTES)),
-                );
-            for (attr, max) in sized {
-                if item
-                    .get(&attr.name)
-                    .and_then(crate::limits::key_value_bytes)
-                    .is_some_and(|n| n > max)
-                {
-                    return Err(validation(
-                        operation,
-                        "One or more parameter values were invalid: Size limit exceeded",
-                    ));
-                }
+            // the present values of each key together (`DynamoDB` checks an item lacking one
+            // too, although the index leaves it out)
+            for (attrs, role, kind) in [
+                (index.hash_keys(), KeyRole::Partition, "HASH"),
+                (index.range_keys(), KeyRole::Sort, "RANGE"),
+            ] {
+                let present: Vec<(&str, usize)> = attrs
+                    .iter()
+                    .filter_map(|a| Some((a.name.as_str(), value::value_bytes(item.get(&a.name)?))))
+                    .collect();
+                let Some(total) =
+                    crate::limits::key_total_over(role, present.iter().map(|(_, n)| *n))
+                else {
+                    continue;
+                };
+                let names: Vec<&str> = present.iter().map(|(name, _)| *name).collect();
+                return Err(validation(
+                    operation,
+                    if attrs.len() == 1 {
+                        "One or more parameter values were invalid: Size limit exceeded".to_owned()
+                    } else {
+                        format!(
+                            "Aggregate size for {kind} key attributes {} of index {} has exceeded limit {} bytes, with actual size {total} bytes",
+                            names.join(", "),
+                            index.name,
+                            role.max_bytes()
+                        )
+                    },
+                ));
             }
         }
         if value::item_bytes(&item) > MAX_ITEM_BYTES {
@@ -1233,23 +1243,35 @@ fn check_query(
     if request.limit == Some(0) {
         return Err(validation(OP, "Limit must be greater than or equal to 1"));
     }
+    // no value of a key condition may be empty: the partition values, the equality prefix,
+    // the condition (`begins_with` and either end of `BETWEEN` too)
+    let partition = view
+        .hash
+        .iter()
+        .zip(std::iter::once(&request.hash_key).chain(&request.more_hash_keys));
+    let sort = view.range.iter().zip(&request.range_prefix).chain(
+        view.range
+            .get(request.range_prefix.len())
+            .into_iter()
+            .flat_map(|attr| {
+                request
+                    .range
+                    .iter()
+                    .flat_map(move |c| c.values().map(move |v| (attr, v)))
+            }),
+    );
+    if let Some((attr, value)) = partition
+        .chain(sort)
+        .find(|(_, v)| crate::limits::empty_key_value(v))
+    {
+        return Err(empty_key(OP, attr, value, view.name));
+    }
     // each sort key value of the condition, as a stored sort key: at most 1024 bytes
     // (`DynamoDB` refuses more, whatever the operator, summed with no other value)
-    let range_values = request.range_prefix.iter().chain(
-        request
-            .range
-            .iter()
-            .flat_map(|c| match c {
-                RangeCondition::Between(low, high) => [Some(low), Some(high)],
-                RangeCondition::Eq(v)
-                | RangeCondition::Lt(v)
-                | RangeCondition::Le(v)
-                | RangeCondition::Gt(v)
-                | RangeCondition::Ge(v)
-                | RangeCondition::BeginsWith(v) => [Some(v), None],
-            })
-            .flatten(),
-    );
+    let range_values = request
+        .range_prefix
+        .iter()
+        .chain(request.range.iter().flat_map(RangeCondition::values));
     for value in range_values {
         if !crate::limits::sort_value_fits(value) {
             return Err(validation(
@@ -1287,21 +1309,37 @@ fn key_scalar(
             },
         ));
     };
-    let empty = match &s {
-        Scalar::S(x) => x.is_empty(),
-        Scalar::B(x) => x.is_empty(),
-        _ => false,
-    };
-    if empty {
-        return Err(validation(
-            operation,
-            format!(
-                "One or more parameter values are not valid. The AttributeValue for a key attribute cannot contain an empty string value. Key: {}",
-                attr.name
-            ),
-        ));
+    if crate::limits::empty_key_value(v) {
+        return Err(empty_key(operation, attr, v, index));
     }
     Ok(s)
+}
+
+/// `DynamoDB`'s refusal of an empty key value (in an item or a key condition).
+fn empty_key(
+    operation: &'static str,
+    attr: &KeyAttribute,
+    value: &AttributeValue,
+    index: Option<&str>,
+) -> StoreError {
+    let kind = if matches!(value, AttributeValue::B(_)) {
+        "binary"
+    } else {
+        "string"
+    };
+    validation(
+        operation,
+        match index {
+            None => format!(
+                "One or more parameter values are not valid. The AttributeValue for a key attribute cannot contain an empty {kind} value. Key: {}",
+                attr.name
+            ),
+            Some(index) => format!(
+                "One or more parameter values are not valid. A value specified for a secondary index key is not supported. The AttributeValue for a key attribute cannot contain an empty {kind} value. IndexName: {index}, IndexKey: {}",
+                attr.name
+            ),
+        },
+    )
 }
 
 /// One write of a transaction, once validated.

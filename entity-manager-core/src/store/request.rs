@@ -22,6 +22,22 @@ pub enum RangeCondition {
     BeginsWith(AttributeValue),
 }
 
+impl RangeCondition {
+    /// The values of the condition: one, or the two bounds of `BETWEEN`.
+    pub(crate) fn values(&self) -> impl Iterator<Item = &AttributeValue> {
+        let (first, second) = match self {
+            Self::Between(low, high) => (low, Some(high)),
+            Self::Eq(v)
+            | Self::Lt(v)
+            | Self::Le(v)
+            | Self::Gt(v)
+            | Self::Ge(v)
+            | Self::BeginsWith(v) => (v, None),
+        };
+        std::iter::once(first).chain(second)
+    }
+}
+
 /// A comparison operator of a [`Filter`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Comparison {

@@ -881,7 +881,7 @@ mod tests {
         .prop_map(|c| (false, c));
         let name = prop_oneof![
             Just(None),
-            prop_oneof![Just("b"), Just("bo"), Just("c"), Just("")]
+            prop_oneof![Just("b"), Just("bo"), Just("c"), Just("a")]
                 .prop_map(move |p| Some(RangeCondition::BeginsWith(s(p)))),
             prop_oneof![Just("bea1"), Just("ann0")]
                 .prop_map(move |p| Some(RangeCondition::Eq(s(p)))),
