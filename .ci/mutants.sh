@@ -32,9 +32,13 @@ shift
 case $area in
 query)
     files=(-f 'entity-manager-core/src/query/**')
-    # the oracles and contract tests of every query kind, tokens and streams
+    # the oracles and contract tests of every query kind, tokens and streams, the checks made
+    # before the first read, and the generative oracle (a small run: ORACLE_CASES below)
     tests=(--test query_lanes --test query --test query_v2 --test query_ties --test query_typed
-        --test multi_attribute --test multi_typed --test query_token)
+        --test multi_attribute --test multi_typed --test query_token --test query_mistakes
+        --test oracle)
+    # the generative oracle's cases per mutant (CI runs 5,000; a mutant needs a quick verdict)
+    export ORACLE_CASES=${ORACLE_CASES:-200}
     ;;
 writes)
     files=(-f 'entity-manager-core/src/ops/**' -f 'entity-manager-core/src/migrate.rs'

@@ -184,10 +184,31 @@ fn three_values_over_64_lanes() -> TestResult {
     )
 }
 
-/// A store that records the `Limit` of every query it serves.
+/// A request as [`Counting`] records it: the partition read and the limit.
+type Request = (String, Option<u32>);
+
+/// A store that records the `Limit` (and the partition) of every query it serves.
 struct Counting {
     inner: MemoryStore,
     limits: Mutex<Vec<Option<u32>>>,
+    partitions: Mutex<Vec<String>>,
+}
+
+impl Counting {
+    fn new(inner: MemoryStore) -> Self {
+        Self {
+            inner,
+            limits: Mutex::new(Vec::new()),
+            partitions: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// The requests served since the last call: the partition read and the limit of each.
+    fn take(&self) -> Result<Vec<Request>, Box<dyn std::error::Error>> {
+        let limits = std::mem::take(&mut *self.limits.lock().map_err(|_| "poisoned")?);
+        let partitions = std::mem::take(&mut *self.partitions.lock().map_err(|_| "poisoned")?);
+        Ok(partitions.into_iter().zip(limits).collect())
+    }
 }
 
 impl Store for Counting {
@@ -201,6 +222,11 @@ impl Store for Counting {
         if let Ok(mut limits) = self.limits.lock() {
             limits.push(request.limit);
         }
+        if let (Ok(mut partitions), entity_manager::AttributeValue::S(hash)) =
+            (self.partitions.lock(), &request.hash_key)
+        {
+            partitions.push(hash.clone());
+        }
         self.inner.query_page(request)
     }
 }
@@ -212,10 +238,7 @@ impl Store for Counting {
 fn a_window_of_one_lane_reads_each_page_in_one_request() -> TestResult {
     let schema = schema(&[(0, 1, 0), (1_000, 2, 1)])?;
     let store = loaded(&schema, 200, 2_000, 50)?;
-    let counting = Counting {
-        inner: store,
-        limits: Mutex::new(Vec::new()),
-    };
+    let counting = Counting::new(store);
     let user = schema.entity("user")?;
     let query = Query::new(&counting, user)
         .index("score")
@@ -225,7 +248,7 @@ fn a_window_of_one_lane_reads_each_page_in_one_request() -> TestResult {
     let mut returned = 0;
     loop {
         let page = block_on(query.page(token.as_deref()))?;
-        let limits = std::mem::take(&mut *counting.limits.lock().map_err(|_| "poisoned")?);
+        let limits: Vec<_> = counting.take()?.into_iter().map(|(_, l)| l).collect();
         assert_eq!(limits, [Some(25)], "one request of the page's limit");
         assert_eq!(page.stats.shards, 1);
         returned += page.items.len();
@@ -360,10 +383,7 @@ fn three_tuples_over_68_lanes() -> TestResult {
 /// A `MultiQuery` whose window holds one lane sends one request of the page's limit a page.
 #[test]
 fn a_multi_query_of_one_lane_reads_each_page_in_one_request() -> TestResult {
-    let counting = Counting {
-        inner: club(200, 50)?,
-        limits: Mutex::new(Vec::new()),
-    };
+    let counting = Counting::new(club(200, 50)?);
     let mut token: Option<String> = None;
     let mut returned = 0;
     loop {
@@ -375,7 +395,7 @@ fn a_multi_query_of_one_lane_reads_each_page_in_one_request() -> TestResult {
                 .page_size(10)
                 .page(token.as_deref()),
         )?;
-        let limits = std::mem::take(&mut *counting.limits.lock().map_err(|_| "poisoned")?);
+        let limits: Vec<_> = counting.take()?.into_iter().map(|(_, l)| l).collect();
         assert_eq!(limits, [Some(25)], "one request of the page's limit");
         assert_eq!(page.stats.shards, 1);
         returned += page.items.len();
@@ -386,5 +406,111 @@ fn a_multi_query_of_one_lane_reads_each_page_in_one_request() -> TestResult {
     }
     let expected = (0..200u64).filter(|i| (i * 7_919) % 2_000 < 1_000).count();
     assert_eq!(returned, expected);
+    Ok(())
+}
+
+// --- how a page schedules its reads over two lanes (the merge's counts, not only its results) --
+
+/// Two lanes (one bump of two shards), each with its records' scores: the store (counting its
+/// requests) and the two partitions, in the order of `scores`.
+fn two_lanes(
+    scores: [&[i64]; 2],
+) -> Result<(Schema, Counting, [String; 2]), Box<dyn std::error::Error>> {
+    let schema = schema(&[(0, 1, 1)])?;
+    let store = MemoryStore::new(TableDefinition::from_schema(&schema)?);
+    let user = schema.entity("user")?;
+    let mut partitions: Vec<String> = Vec::new();
+    let mut left = [scores[0].iter(), scores[1].iter()];
+    let mut writes = Vec::new();
+    for i in 0..1_000 {
+        let record = |score: i64| {
+            serde_dynamo::to_item(
+                json!({ "userId": format!("u{i:05}"), "created": 5, "score": score }),
+            )
+        };
+        let keyed = user.add_keys(&record(0)?)?;
+        let Some(entity_manager::AttributeValue::S(hash)) = keyed.get("hashKey") else {
+            return Err("no hash key".into());
+        };
+        if !partitions.contains(hash) {
+            partitions.push(hash.clone());
+        }
+        let lane = partitions
+            .iter()
+            .position(|p| p == hash)
+            .unwrap_or_default();
+        if let Some(&score) = left[lane].next() {
+            writes.push(WriteRequest::Put(user.add_keys(&record(score)?)?));
+        }
+    }
+    block_on(store.batch_write(writes))?;
+    let [a, b] = <[String; 2]>::try_from(partitions).map_err(|_| "not two partitions")?;
+    Ok((schema, Counting::new(store), [a, b]))
+}
+
+/// The first page of 40 of the `score` index over the two lanes.
+fn first_page(
+    schema: &Schema,
+    counting: &Counting,
+) -> Result<QueryPageResult, Box<dyn std::error::Error>> {
+    let user = schema.entity("user")?;
+    Ok(block_on(
+        Query::new(counting, user)
+            .index("score")
+            .shards_between(0, 10)
+            .limit(40)
+            .page(None),
+    )?)
+}
+
+/// A lane that runs out with its last item still buffered is dead once that item is emitted:
+/// the one lane left then reads what the page still wants in one request. (Mutation testing:
+/// the count of dead lanes in `Merge::pop`, `+=` → `*=`, survived the oracles, which check
+/// results only; with it, the live lane reads shares of a page size, one request after another.)
+#[test]
+fn the_last_live_lane_reads_the_rest_of_the_page_in_one_request() -> TestResult {
+    let many: Vec<i64> = (1..=60).collect();
+    let (schema, counting, [one, other]) = two_lanes([&[0], &many])?;
+    let page = first_page(&schema, &counting)?;
+    let scores: Vec<i64> = page
+        .items
+        .iter()
+        .filter_map(|item| match item.get("score") {
+            Some(entity_manager::AttributeValue::N(n)) => n.parse().ok(),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(scores, (0..40).collect::<Vec<i64>>());
+    let requests = counting.take()?;
+    println!("{requests:?}");
+    assert_eq!(
+        requests.iter().filter(|(p, _)| *p == one).count(),
+        1,
+        "{requests:?}"
+    );
+    let rest: Vec<_> = requests.iter().filter(|(p, _)| *p == other).collect();
+    assert!(rest.len() <= 2, "{requests:?}");
+    Ok(())
+}
+
+/// A lane read past the next item to emit is not read again before the lanes short of it:
+/// the head of the merge bounds which lanes a round reads. (Mutation testing:
+/// `Merge::head_threshold` → `None` survived the oracles; with it, every lane not in flight
+/// is read each round, the one already far ahead too.)
+#[test]
+fn a_lane_read_past_the_head_waits_for_the_others() -> TestResult {
+    let early: Vec<i64> = (0..60).collect();
+    let late: Vec<i64> = (1_000..1_020).collect();
+    let (schema, counting, [first, ahead]) = two_lanes([&early, &late])?;
+    let page = first_page(&schema, &counting)?;
+    assert_eq!(page.items.len(), 40);
+    let requests = counting.take()?;
+    println!("{requests:?}");
+    assert!(requests.iter().any(|(p, _)| *p == first), "{requests:?}");
+    assert_eq!(
+        requests.iter().filter(|(p, _)| *p == ahead).count(),
+        1,
+        "{requests:?}"
+    );
     Ok(())
 }
