@@ -16,14 +16,17 @@
 //!   attributes the index projects;
 //! - a projection names each attribute once, none empty;
 //! - the expressions fit `DynamoDB`'s limits (length, operators, substitutions).
+//!
+//! The rules have one home, `store::verdict`, which `MemoryStore` applies to every request it
+//! serves: this module words its refusals for the query's author, with the fix.
 
 use serde_dynamo::AttributeValue;
 
 use crate::key_type::KeyType;
 use crate::limits::MAX_SORT_KEY_BYTES;
-use crate::store::expression::Request;
-use crate::store::value::{self, Number, Scalar};
-use crate::store::{Filter, GlobalIndex, KeyAttribute, QueryPage, RangeCondition, TableDefinition};
+use crate::store::value;
+use crate::store::verdict::{self, KeyValue, Keys, Place, Refusal};
+use crate::store::{GlobalIndex, KeyAttribute, QueryPage, RangeCondition, TableDefinition};
 
 /// What a query reads, as the store's table definition declares it: its key attributes and
 /// what it projects.
@@ -78,238 +81,144 @@ impl Target {
         })
     }
 
-    /// Why the store would refuse `request` as invalid, with the fix; `Ok` when it would not.
+    /// Why the store would refuse `request` as invalid, with the fix; `Ok` when it would not:
+    /// the store's own rules ([`verdict::check`]), worded for the query's author.
     pub(crate) fn check(&self, request: &QueryPage) -> Result<(), String> {
+        let hash: Vec<&KeyAttribute> = self.hash.iter().collect();
+        let range: Vec<&KeyAttribute> = self.range.iter().collect();
+        let keys = Keys {
+            hash: &hash,
+            range: &range,
+            projected: self.projected.as_deref(),
+            local: self.local,
+        };
+        verdict::check(request, &keys).map_err(|refusal| self.reason(refusal))
+    }
+
+    /// A refusal, worded for the query's author: the source, the attribute, the value, the fix.
+    fn reason(&self, refusal: Refusal<'_>) -> String {
         let source = &self.source;
-        let partition = std::iter::once(&request.hash_key).chain(&request.more_hash_keys);
-        for (attr, value) in self.hash.iter().zip(partition) {
-            key_value(attr, value, false).map_err(|why| {
-                format!("the partition value of `{}` for {source} {why}", attr.name)
-            })?;
-        }
-        for (attr, value) in self.range.iter().zip(&request.range_prefix) {
-            key_value(attr, value, true).map_err(|why| {
-                format!(
-                    "the sort value of `{}` for {source} (an equality of the prefix) {why}",
-                    attr.name
-                )
-            })?;
-        }
-        if let (Some(condition), Some(attr)) =
-            (&request.range, self.range.get(request.range_prefix.len()))
-        {
-            self.condition(attr, condition)?;
-        }
-        if let Some(filter) = &request.filter {
-            self.filter(filter)?;
-        }
-        if let Some(projection) = &request.projection {
-            check_projection(projection).map_err(|why| format!("the projection {why}"))?;
-            if let (Some(projected), false) = (&self.projected, self.local)
-                && let Some(missing) = projection.iter().find(|a| !projected.contains(a))
-            {
-                return Err(format!(
-                    "the query reads `{missing}` of {source} (asked by the projection, or needed to sort or to check the items), which the index does not project (it holds {projected:?}): read only those, or project it"
-                ));
+        match refusal {
+            Refusal::KeyType(key)
+            | Refusal::NotANumber(key)
+            | Refusal::EmptyKey(key)
+            | Refusal::SortTooLong(key) => self.key_reason(&refusal_why(&refusal), key),
+            Refusal::BetweenReversed(attr, low, high) => format!(
+                "the range condition `between` on `{}` of {source} has its low bound {} above its high bound {} ({}): give the lower one first",
+                attr.name,
+                shown(low),
+                shown(high),
+                order_of(attr.key_type)
+            ),
+            Refusal::BeginsWithNumber(attr) => format!(
+                "the range condition `begins_with` on `{}` of {source} cannot be: `begins_with` takes a string or binary sort key, and this one is a number; use `between` (or `ge` and `lt`) on the numbers instead",
+                attr.name
+            ),
+            Refusal::FilterOnKey(name, true) => format!(
+                "the filter of {source} names `{name}`, a partition key attribute of it; DynamoDB filters only non-key attributes, and the query already fixes it: drop it from the filter"
+            ),
+            Refusal::FilterOnKey(name, false) => format!(
+                "the filter of {source} names `{name}`, a sort key attribute of it; DynamoDB filters only non-key attributes: give that condition as the range condition of the index instead (`range(…)`)"
+            ),
+            Refusal::FilterNotANumber(attribute, n) => format!(
+                "the filter of {source} compares `{attribute}` with {n:?}, which is not a number DynamoDB stores (NaN and infinities are not, nor is text that is not a decimal number): give a finite number"
+            ),
+            Refusal::InSize(attribute, 0) => format!(
+                "the filter of {source} has `is_in` on `{attribute}` with no value; DynamoDB takes 1 to 100 values: give at least one (an empty `is_in` matches nothing)"
+            ),
+            Refusal::InSize(attribute, count) => format!(
+                "the filter of {source} has `is_in` on `{attribute}` with {count} values; DynamoDB takes 1 to 100: split them into `is_in`s of at most 100 joined with `or`"
+            ),
+            Refusal::FilterBetweenReversed(attribute, low, high) => format!(
+                "the filter of {source} has `between` on `{attribute}` with its low bound {} above its high bound {} (DynamoDB orders numbers by value, strings and binaries by their bytes): give the lower one first",
+                shown(low),
+                shown(high)
+            ),
+            Refusal::Filter(why) => {
+                format!("the filter of {source} is refused: {why}; fix that condition")
             }
-        }
-        let hash: Vec<&str> = self.hash.iter().map(|a| a.name.as_str()).collect();
-        let range: Vec<&str> = self.range.iter().map(|a| a.name.as_str()).collect();
-        Request::check_query("Query", request, &hash, &range).map_err(|e| {
-            format!(
+            Refusal::FilterNotProjected(missing) => format!(
+                "the filter of {source} names {missing:?}, which the index does not project (it holds {:?}): filter on those, or project the attributes",
+                self.projected.as_deref().unwrap_or_default()
+            ),
+            Refusal::ProjectionNoName => {
+                "the projection names no attribute: name at least one".to_owned()
+            }
+            Refusal::ProjectionEmptyName => {
+                "the projection names an empty attribute: drop it".to_owned()
+            }
+            Refusal::ProjectionTwice(name) => {
+                format!("the projection names `{name}` twice: name it once")
+            }
+            Refusal::NotProjected(missing) => format!(
+                "the query reads `{missing}` of {source} (asked by the projection, or needed to sort or to check the items), which the index does not project (it holds {:?}): read only those, or project it",
+                self.projected.as_deref().unwrap_or_default()
+            ),
+            Refusal::ZeroLimit => {
+                "the query asks for 0 items: give a limit of at least 1".to_owned()
+            }
+            Refusal::Expression(e) => format!(
                 "the request to {source} would be refused by DynamoDB: {}; make the filter (or the projection) shorter, or split the query",
                 e.message()
-            )
-        })
+            ),
+        }
     }
 
-    /// A range condition on the sort attribute `attr`.
-    fn condition(&self, attr: &KeyAttribute, condition: &RangeCondition) -> Result<(), String> {
+    /// A refusal of one key value: "the … value of `x` for index `i` …" and `why`.
+    fn key_reason(&self, why: &str, key: KeyValue<'_>) -> String {
         let source = &self.source;
-        let named = |why: String| {
-            format!(
-                "the range condition {} on `{}` of {source} {why}",
-                operator(condition),
-                attr.name
-            )
-        };
-        if condition.values().any(crate::limits::empty_key_value) {
-            return Err(named(empty_condition(condition)));
-        }
-        match condition {
-            RangeCondition::Between(low, high) => {
-                key_value(attr, low, true).map_err(|why| named(format!("(low bound) {why}")))?;
-                key_value(attr, high, true).map_err(|why| named(format!("(high bound) {why}")))?;
-                if let (Some(l), Some(h)) = (
-                    Scalar::of(low, attr.key_type),
-                    Scalar::of(high, attr.key_type),
-                ) && l > h
-                {
-                    return Err(named(format!(
-                        "has its low bound {} above its high bound {} ({}): give the lower one first",
-                        shown(low),
-                        shown(high),
-                        order_of(attr.key_type)
-                    )));
-                }
+        let name = &key.attr.name;
+        match key.place {
+            Place::Partition => format!("the partition value of `{name}` for {source} {why}"),
+            Place::Prefix => {
+                format!("the sort value of `{name}` for {source} (an equality of the prefix) {why}")
             }
-            RangeCondition::BeginsWith(prefix) => {
-                if attr.key_type == KeyType::N {
-                    return Err(named(
-                        "cannot be: `begins_with` takes a string or binary sort key, and this one is a number; use `between` (or `ge` and `lt`) on the numbers instead"
-                            .to_owned(),
-                    ));
-                }
-                key_value(attr, prefix, true).map_err(named)?;
+            Place::Condition(condition, bound) => {
+                let bound = match bound {
+                    Some(true) => "(low bound) ",
+                    Some(false) => "(high bound) ",
+                    None => "",
+                };
+                format!(
+                    "the range condition {} on `{name}` of {source} {bound}{why}",
+                    operator(condition)
+                )
             }
-            RangeCondition::Eq(v)
-            | RangeCondition::Lt(v)
-            | RangeCondition::Le(v)
-            | RangeCondition::Gt(v)
-            | RangeCondition::Ge(v) => key_value(attr, v, true).map_err(named)?,
-        }
-        Ok(())
-    }
-
-    /// A filter on the items of this source.
-    fn filter(&self, filter: &Filter) -> Result<(), String> {
-        let source = &self.source;
-        self.filter_parts(filter)?;
-        // anything else the store checks of a filter's operands (sets, `and`/`or` of nothing…)
-        value::check_filter(filter, &[]).map_err(|why| {
-            format!("the filter of {source} is refused: {why}; fix that condition")
-        })?;
-        if let Some(projected) = &self.projected {
-            let mut missing: Vec<&str> = filter
-                .attributes()
-                .into_iter()
-                .filter(|a| !projected.iter().any(|p| p == a))
-                .collect();
-            missing.dedup();
-            if !missing.is_empty() {
-                return Err(format!(
-                    "the filter of {source} names {missing:?}, which the index does not project (it holds {projected:?}): filter on those, or project the attributes"
-                ));
-            }
-        }
-        Ok(())
-    }
-
-    /// The conditions of a filter, one by one: no key attribute, `is_in` of 1 to 100 values,
-    /// `between` in order.
-    fn filter_parts(&self, filter: &Filter) -> Result<(), String> {
-        let source = &self.source;
-        match filter {
-            Filter::And(all) | Filter::Or(all) => {
-                return all.iter().try_for_each(|f| self.filter_parts(f));
-            }
-            Filter::Not(inner) => return self.filter_parts(inner),
-            _ => {}
-        }
-        for attribute in filter.attributes() {
-            if let Some(key) = self.hash.iter().find(|a| a.name == attribute) {
-                return Err(format!(
-                    "the filter of {source} names `{}`, a partition key attribute of it; DynamoDB filters only non-key attributes, and the query already fixes it: drop it from the filter",
-                    key.name
-                ));
-            }
-            if let Some(key) = self.range.iter().find(|a| a.name == attribute) {
-                return Err(format!(
-                    "the filter of {source} names `{}`, a sort key attribute of it; DynamoDB filters only non-key attributes: give that condition as the range condition of the index instead (`range(…)`)",
-                    key.name
-                ));
-            }
-        }
-        let operands: Vec<(&str, &AttributeValue)> = match filter {
-            Filter::Compare {
-                attribute, value, ..
-            }
-            | Filter::Contains { attribute, value } => vec![(attribute, value)],
-            Filter::BeginsWith { attribute, prefix } => vec![(attribute, prefix)],
-            Filter::Between {
-                attribute,
-                low,
-                high,
-            } => vec![(attribute, low), (attribute, high)],
-            Filter::In { attribute, values } => values.iter().map(|v| (&**attribute, v)).collect(),
-            _ => Vec::new(),
-        };
-        for (attribute, value) in operands {
-            if let AttributeValue::N(n) = value
-                && Number::parse(n).is_none()
-            {
-                return Err(format!(
-                    "the filter of {source} compares `{attribute}` with {n:?}, which is not a number DynamoDB stores (NaN and infinities are not, nor is text that is not a decimal number): give a finite number"
-                ));
-            }
-        }
-        match filter {
-            Filter::In { attribute, values } if values.is_empty() => Err(format!(
-                "the filter of {source} has `is_in` on `{attribute}` with no value; DynamoDB takes 1 to 100 values: give at least one (an empty `is_in` matches nothing)"
-            )),
-            Filter::In { attribute, values } if values.len() > 100 => Err(format!(
-                "the filter of {source} has `is_in` on `{attribute}` with {} values; DynamoDB takes 1 to 100: split them into `is_in`s of at most 100 joined with `or`",
-                values.len()
-            )),
-            Filter::Between {
-                attribute,
-                low,
-                high,
-            } => match (Scalar::any(low), Scalar::any(high)) {
-                (Some(l), Some(h))
-                    if std::mem::discriminant(&l) == std::mem::discriminant(&h) && l > h =>
-                {
-                    Err(format!(
-                        "the filter of {source} has `between` on `{attribute}` with its low bound {} above its high bound {} (DynamoDB orders numbers by value, strings and binaries by their bytes): give the lower one first",
-                        shown(low),
-                        shown(high)
-                    ))
-                }
-                _ => Ok(()),
-            },
-            _ => Ok(()),
         }
     }
 }
 
-/// A value of key attribute `attr`: of its type, a finite number, a sort value within 1,024
-/// bytes. The reason completes "the … value of `x` …".
-fn key_value(attr: &KeyAttribute, value: &AttributeValue, sort: bool) -> Result<(), String> {
-    let fits = matches!(
-        (attr.key_type, value),
-        (KeyType::S, AttributeValue::S(_))
-            | (KeyType::N, AttributeValue::N(_))
-            | (KeyType::B, AttributeValue::B(_))
-    );
-    if !fits {
-        return Err(format!(
+/// Why a key value is refused, with the fix: completes "the … value of `x` …".
+fn refusal_why(refusal: &Refusal<'_>) -> String {
+    match refusal {
+        Refusal::KeyType(key) => format!(
             "is {} (type {}), and the attribute is {}: give {}",
-            shown(value),
-            value::type_name(value),
-            type_words(attr.key_type),
-            article_type(attr.key_type)
-        ));
-    }
-    if let AttributeValue::N(n) = value
-        && Number::parse(n).is_none()
-    {
-        return Err(format!(
-            "is {n:?}, which is not a number DynamoDB stores (NaN and infinities are not, nor is text that is not a decimal number): give a finite number"
-        ));
-    }
-    if crate::limits::empty_key_value(value) {
-        return Err(format!(
+            shown(key.value),
+            value::type_name(key.value),
+            type_words(key.attr.key_type),
+            article_type(key.attr.key_type)
+        ),
+        Refusal::NotANumber(key) => format!(
+            "is {:?}, which is not a number DynamoDB stores (NaN and infinities are not, nor is text that is not a decimal number): give a finite number",
+            match key.value {
+                AttributeValue::N(n) => n.as_str(),
+                _ => "",
+            }
+        ),
+        Refusal::EmptyKey(KeyValue {
+            place: Place::Condition(condition, _),
+            ..
+        }) => empty_condition(condition),
+        Refusal::EmptyKey(key) => format!(
             "is empty ({}), and {EMPTY_KEY}: give the value of the records to read",
-            shown(value)
-        ));
+            shown(key.value)
+        ),
+        Refusal::SortTooLong(key) => format!(
+            "is {} bytes long, and DynamoDB takes sort key values of at most {MAX_SORT_KEY_BYTES} bytes (no stored value can be longer): give a shorter one",
+            crate::limits::key_value_bytes(key.value).unwrap_or_default()
+        ),
+        _ => String::new(),
     }
-    if sort && !crate::limits::sort_value_fits(value) {
-        let bytes = crate::limits::key_value_bytes(value).unwrap_or_default();
-        return Err(format!(
-            "is {bytes} bytes long, and DynamoDB takes sort key values of at most {MAX_SORT_KEY_BYTES} bytes (no stored value can be longer): give a shorter one"
-        ));
-    }
-    Ok(())
 }
 
 /// Why `DynamoDB` refuses an empty key value in a query.
@@ -342,19 +251,6 @@ fn empty_condition(condition: &RangeCondition) -> String {
         }
     };
     format!("has an empty value, and {EMPTY_KEY}; {fix}")
-}
-
-/// A projection: each attribute once, none empty.
-fn check_projection(names: &[String]) -> Result<(), String> {
-    for (i, name) in names.iter().enumerate() {
-        if name.is_empty() {
-            return Err("names an empty attribute: drop it".to_owned());
-        }
-        if names[..i].contains(name) {
-            return Err(format!("names `{name}` twice: name it once"));
-        }
-    }
-    Ok(())
 }
 
 /// The operator of a range condition, as the builders name it.

@@ -148,16 +148,6 @@ struct View<'a> {
     local: bool,
 }
 
-impl View<'_> {
-    fn key_names(&self) -> Vec<&str> {
-        self.hash
-            .iter()
-            .chain(&self.range)
-            .map(|a| a.name.as_str())
-            .collect()
-    }
-}
-
 /// The table name in messages about the stamp of a memory store.
 const NAME: &str = "(in memory)";
 
@@ -959,12 +949,9 @@ impl MemoryStore {
         let projected = view
             .gsi
             .and_then(|i| self.projections.get(i).cloned().flatten());
+        check_request(request, &view, projected.as_deref())?;
         let hash = partition_values(request, &view)?;
         let (at, (mut lower, mut upper, prefix)) = condition_bounds(request, &view)?;
-        check_query(request, &view, projected.as_deref())?;
-        let hash_names: Vec<&str> = view.hash.iter().map(|a| a.name.as_str()).collect();
-        let range_names: Vec<&str> = view.range.iter().map(|a| a.name.as_str()).collect();
-        Request::check_query("Query", request, &hash_names, &range_names)?;
         if let Some(start) = &request.exclusive_start_key {
             let pos = self.start_position(&view, start)?;
             if request.descending {
@@ -1197,90 +1184,21 @@ impl MemoryStore {
     }
 }
 
-/// The checks of a query request that do not depend on the stored items: filter and projection
-/// against the index, limit.
-fn check_query(
+/// The rules of a query request that do not depend on the stored items: the shape of its key
+/// condition, then the rules the query builders check too (`verdict`, their one home).
+fn check_request(
     request: &QueryPage,
     view: &View<'_>,
     projected: Option<&[String]>,
 ) -> Result<(), StoreError> {
-    const OP: &str = "Query";
-    if let Some(filter) = &request.filter {
-        check_filter(filter, &view.key_names()).map_err(|m| validation(OP, m))?;
-    }
-    if let (Some(filter), Some(projected)) = (&request.filter, projected) {
-        let mut missing: Vec<&str> = filter
-            .attributes()
-            .into_iter()
-            .filter(|a| !projected.iter().any(|p| p == a))
-            .collect();
-        missing.dedup();
-        if !missing.is_empty() {
-            return Err(validation(
-                OP,
-                format!(
-                    "One or more parameter values were invalid: Secondary index {} does not project one or more filter attributes: [{}]",
-                    view.name.unwrap_or_default(),
-                    missing.join(", ")
-                ),
-            ));
-        }
-    }
-    check_projection(request.projection.as_deref(), OP)?;
-    // an LSI reads the attributes it does not project from the table (a filter still sees only
-    // what it projects); a GSI refuses them
-    if let (Some(asked), Some(projected), false) = (&request.projection, projected, view.local)
-        && let Some(missing) = asked.iter().find(|a| !projected.contains(a))
-    {
-        return Err(validation(
-            OP,
-            format!(
-                "One or more parameter values were invalid: Global secondary index {} does not project attribute `{missing}`; ask only for projected attributes, or project it",
-                view.name.unwrap_or_default()
-            ),
-        ));
-    }
-    if request.limit == Some(0) {
-        return Err(validation(OP, "Limit must be greater than or equal to 1"));
-    }
-    // no value of a key condition may be empty: the partition values, the equality prefix,
-    // the condition (`begins_with` and either end of `BETWEEN` too)
-    let partition = view
-        .hash
-        .iter()
-        .zip(std::iter::once(&request.hash_key).chain(&request.more_hash_keys));
-    let sort = view.range.iter().zip(&request.range_prefix).chain(
-        view.range
-            .get(request.range_prefix.len())
-            .into_iter()
-            .flat_map(|attr| {
-                request
-                    .range
-                    .iter()
-                    .flat_map(move |c| c.values().map(move |v| (attr, v)))
-            }),
-    );
-    if let Some((attr, value)) = partition
-        .chain(sort)
-        .find(|(_, v)| crate::limits::empty_key_value(v))
-    {
-        return Err(empty_key(OP, attr, value, view.name));
-    }
-    // each sort key value of the condition, as a stored sort key: at most 1024 bytes
-    // (`DynamoDB` refuses more, whatever the operator, summed with no other value)
-    let range_values = request
-        .range_prefix
-        .iter()
-        .chain(request.range.iter().flat_map(RangeCondition::values));
-    for value in range_values {
-        if !crate::limits::sort_value_fits(value) {
-            return Err(validation(
-                OP,
-                "One or more parameter values were invalid: Aggregated size of all range keys has exceeded the size limit of 1024 bytes",
-            ));
-        }
-    }
-    Ok(())
+    super::shape::check_key_condition(request, &view.hash, &view.range)?;
+    let keys = super::verdict::Keys {
+        hash: &view.hash,
+        range: &view.range,
+        projected,
+        local: view.local,
+    };
+    super::verdict::check(request, &keys).map_err(|r| r.store_error("Query", view.name))
 }
 
 /// A key attribute's scalar, with `DynamoDB`'s messages for a wrong type or an empty value.
@@ -1310,36 +1228,9 @@ fn key_scalar(
         ));
     };
     if crate::limits::empty_key_value(v) {
-        return Err(empty_key(operation, attr, v, index));
+        return Err(super::verdict::empty_key(operation, attr, v, index));
     }
     Ok(s)
-}
-
-/// `DynamoDB`'s refusal of an empty key value (in an item or a key condition).
-fn empty_key(
-    operation: &'static str,
-    attr: &KeyAttribute,
-    value: &AttributeValue,
-    index: Option<&str>,
-) -> StoreError {
-    let kind = if matches!(value, AttributeValue::B(_)) {
-        "binary"
-    } else {
-        "string"
-    };
-    validation(
-        operation,
-        match index {
-            None => format!(
-                "One or more parameter values are not valid. The AttributeValue for a key attribute cannot contain an empty {kind} value. Key: {}",
-                attr.name
-            ),
-            Some(index) => format!(
-                "One or more parameter values are not valid. A value specified for a secondary index key is not supported. The AttributeValue for a key attribute cannot contain an empty {kind} value. IndexName: {index}, IndexKey: {}",
-                attr.name
-            ),
-        },
-    )
 }
 
 /// One write of a transaction, once validated.
@@ -1398,32 +1289,9 @@ fn check_projection(
     projection: Option<&[String]>,
     operation: &'static str,
 ) -> Result<(), StoreError> {
-    let Some(names) = projection else {
-        return Ok(());
-    };
-    if names.is_empty() {
-        return Err(validation(
-            operation,
-            "Invalid ProjectionExpression: the projection must name at least one attribute",
-        ));
-    }
-    for (i, n) in names.iter().enumerate() {
-        if n.is_empty() {
-            return Err(validation(
-                operation,
-                "Invalid ProjectionExpression: an attribute name is empty",
-            ));
-        }
-        if names[..i].contains(n) {
-            return Err(validation(
-                operation,
-                format!(
-                    "Invalid ProjectionExpression: Two document paths overlap with each other: {n}"
-                ),
-            ));
-        }
-    }
-    Ok(())
+    projection.map_or(Ok(()), |names| {
+        super::verdict::projection(names).map_err(|r| r.store_error(operation, None))
+    })
 }
 
 /// The read capacity units of a query that evaluated items of `bytes` in all, by `DynamoDB`'s
@@ -1454,7 +1322,7 @@ fn project(item: &Item, projection: Option<&[String]>) -> Item {
 /// of its attribute's type.
 fn partition_values(request: &QueryPage, view: &View<'_>) -> Result<Vec<Scalar>, StoreError> {
     const OP: &str = "Query";
-    super::shape::check_key_condition(request, &view.hash, &view.range)?;
+    // the shape of the key condition: checked by `query_sync` before
     let values = std::iter::once(&request.hash_key).chain(&request.more_hash_keys);
     view.hash
         .iter()
@@ -1557,26 +1425,12 @@ fn range_bounds(
         RangeCondition::Le(v) => (floor, Bound::Included(high(scalar(v)?)), None),
         RangeCondition::Gt(v) => (Bound::Excluded(high(scalar(v)?)), ceiling, None),
         RangeCondition::Ge(v) => (Bound::Included(low(scalar(v)?)), ceiling, None),
+        // in order, and `begins_with` of a string or binary: `verdict::check` saw to it
         RangeCondition::Between(a, b) => {
             let (a, b) = (scalar(a)?, scalar(b)?);
-            if a > b {
-                return Err(validation(
-                    OP,
-                    "Invalid KeyConditionExpression: The BETWEEN operator requires upper bound to be greater than or equal to lower bound",
-                ));
-            }
             (Bound::Included(low(a)), Bound::Included(high(b)), None)
         }
         RangeCondition::BeginsWith(v) => {
-            if range.key_type == super::KeyType::N {
-                return Err(validation(
-                    OP,
-                    format!(
-                        "Invalid KeyConditionExpression: Incorrect operand type for operator or function; operator or function: begins_with, operand type: N (range key `{}` is a number)",
-                        range.name
-                    ),
-                ));
-            }
             let s = scalar(v)?;
             (Bound::Included(low(s.clone())), ceiling, Some(s))
         }

@@ -65,6 +65,7 @@ mod rate;
 mod request;
 mod shape;
 mod stamp;
+pub(crate) mod verdict;
 pub use stamp::STAMP_RECHECK;
 pub(crate) mod update;
 pub(crate) mod value;
