@@ -243,7 +243,9 @@ pub enum Error {
     },
 
     /// A key value is longer than DynamoDB allows (partition keys 2,048 bytes, sort keys
-    /// 1,024 bytes, for the table and every index); nothing was written.
+    /// 1,024 bytes, for the table and every index; the partition attributes of a
+    /// multi-attribute key together, and its sort attributes together, likewise); nothing was
+    /// written.
     #[error(
         "the {role} key `{attribute}`{} of entity `{entity}` is {bytes} bytes long, more than the {max} bytes DynamoDB allows; shorten the values of its components",
         index.as_ref().map(|i| format!(" (index `{i}`)")).unwrap_or_default(),
@@ -252,13 +254,14 @@ pub enum Error {
     KeyTooLong {
         /// The entity token.
         entity: String,
-        /// The key attribute.
+        /// The key attribute (for a multi-attribute key over its aggregate limit, its
+        /// partition or its sort attributes joined with ` + `, e.g. `teamId + region`).
         attribute: String,
         /// The index whose key it is, or `None` for the table's own key.
         index: Option<String>,
         /// Partition or sort key.
         role: crate::limits::KeyRole,
-        /// The value's length in bytes.
+        /// The value's length in bytes (the values' total, for a multi-attribute key).
         bytes: usize,
     },
 
