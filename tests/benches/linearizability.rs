@@ -105,10 +105,10 @@ fn simulate(seed: u64) -> (History<Register>, Vec<(RegisterOp, RegisterOut)>) {
                         RegisterOut::Refused,
                     ),
                 };
-                if let (RegisterOp::Write(writes), RegisterOut::Applied) = (&input, &output) {
-                    if let Some(v) = &writes[0].set {
-                        state.insert(key, v.clone());
-                    }
+                if let (RegisterOp::Write(writes), RegisterOut::Applied) = (&input, &output)
+                    && let Some(v) = &writes[0].set
+                {
+                    state.insert(key, v.clone());
                 }
                 order.push((input.clone(), output.clone()));
                 if kind == 99 {
@@ -131,7 +131,7 @@ fn simulate(seed: u64) -> (History<Register>, Vec<(RegisterOp, RegisterOut)>) {
 /// The baseline: the calls through the model in the order they took effect.
 fn replay(order: &[(RegisterOp, RegisterOut)]) -> bool {
     let model = Register::new();
-    let mut states: BTreeMap<String, BTreeMap<String, Versioned>> = BTreeMap::new();
+    let mut states: BTreeMap<String, <Register as Model>::State> = BTreeMap::new();
     for (input, output) in order {
         let key = model.keys(input).remove(0);
         let state = states

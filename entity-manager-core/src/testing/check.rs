@@ -376,9 +376,20 @@ struct Event {
 /// Whether the calls of one partition are linearizable: Wing and Gong's search, with Lowe's
 /// cache of (calls linearized, state) pairs already explored, as Porcupine does.
 fn linearizable<M: Model>(model: &M, keys: &[String], entries: &[Entry<M>]) -> bool {
+    search(model, keys, entries, usize::MAX) != Some(false)
+}
+
+/// The search: `Some(true)` if linearizable, `Some(false)` if not, `None` if it explored more
+/// than `budget` (calls linearized, state) pairs without an answer.
+fn search<M: Model>(
+    model: &M,
+    keys: &[String],
+    entries: &[Entry<M>],
+    budget: usize,
+) -> Option<bool> {
     let n = entries.len();
     if n == 0 {
-        return true;
+        return Some(true);
     }
     // the events, by time: calls before returns at equal times (they overlap), open returns last
     let mut times: Vec<(u64, bool, usize)> = Vec::with_capacity(2 * n);
@@ -433,9 +444,17 @@ fn linearizable<M: Model>(model: &M, keys: &[String], entries: &[Entry<M>]) -> b
             let event = events[node - 1];
             let entry = &entries[event.op];
             if event.call {
-                if let Some(after) = model.step(&state, &entry.input, entry.output.as_ref()) {
+                if let Some(after) = model
+                    .step(&state, &entry.input, entry.output.as_ref())
+                    // an open call that changes nothing now is better left out: it need not
+                    // take effect at all, and leaving it out keeps it for later
+                    .filter(|after| entry.output.is_some() || *after != state)
+                {
                     let mut tried = linearized.clone();
                     tried[event.op / 64] |= 1 << (event.op % 64);
+                    if cache.len() >= budget {
+                        return None;
+                    }
                     if cache.insert((tried.clone(), after.clone())) {
                         stack.push((node, std::mem::replace(&mut state, after)));
                         linearized = tried;
@@ -450,13 +469,13 @@ fn linearizable<M: Model>(model: &M, keys: &[String], entries: &[Entry<M>]) -> b
             }
             if entry.output.is_none() {
                 // only open calls are left before their (infinite) returns: each may never apply
-                return true;
+                return Some(true);
             }
         }
         // a call returned that could not be placed before it (or every remaining call was
         // tried here): take the last choice back
         let Some((back, before)) = stack.pop() else {
-            return false;
+            return Some(false);
         };
         let event = events[back - 1];
         linearized[event.op / 64] &= !(1 << (event.op % 64));
@@ -466,21 +485,54 @@ fn linearizable<M: Model>(model: &M, keys: &[String], entries: &[Entry<M>]) -> b
         state = before;
         node = next[back];
     }
-    true
+    Some(true)
 }
 
-/// The smallest refused sub-history found: calls that only observe are dropped, and calls that
+/// The most (calls linearized, state) pairs one search of the shrinker explores: past it, the
+/// smaller history is taken as not refused (the call stays).
+const SHRINK_STATES: usize = 200_000;
+/// The most searches the shrinker makes after the bisection.
+const SHRINK_CHECKS: usize = 2_000;
+
+/// The smallest refused sub-history found: the shortest refused prefix, then calls that only observe are dropped, and calls that
 /// changed state have their answer set aside (made open), one at a time, as long as the
 /// partition stays refused. Both only make a history easier to linearize, so what is left is
 /// refused on its own.
-fn shrink<M: Model>(model: &M, keys: &[String], entries: Vec<Entry<M>>) -> NotLinearizable<M> {
+fn shrink<M: Model>(model: &M, keys: &[String], mut entries: Vec<Entry<M>>) -> NotLinearizable<M> {
     let partition_len = entries.len();
+    // first the shortest refused prefix, by bisection: the calls invoked before a cut, those
+    // that had not returned by then set aside (open). Any linearization of the whole history
+    // gives one of such a prefix, so a refused prefix is a witness
+    entries.sort_by_key(|e| e.invoked);
+    let cut = |k: usize| -> Vec<(Entry<M>, Option<M::Output>)> {
+        let at = entries.get(k).map_or(u64::MAX, |e| e.invoked);
+        entries[..k]
+            .iter()
+            .map(|e| {
+                let mut e = e.clone();
+                let original = if e.end() >= at { e.output.take() } else { None };
+                (e, original)
+            })
+            .collect()
+    };
+    let plain = |calls: &[(Entry<M>, Option<M::Output>)]| -> Vec<Entry<M>> {
+        calls.iter().map(|(e, _)| e.clone()).collect()
+    };
+    let (mut lo, mut hi) = (0, entries.len());
+    while lo + 1 < hi {
+        let mid = lo + (hi - lo) / 2;
+        if search(model, keys, &plain(&cut(mid)), SHRINK_STATES) == Some(false) {
+            hi = mid;
+        } else {
+            lo = mid;
+        }
+    }
     // each call, with its observed answer once that is set aside
-    let mut current: Vec<(Entry<M>, Option<M::Output>)> =
-        entries.into_iter().map(|e| (e, None)).collect();
-    let refused = |calls: &[(Entry<M>, Option<M::Output>)]| {
-        let entries: Vec<Entry<M>> = calls.iter().map(|(e, _)| e.clone()).collect();
-        !linearizable(model, keys, &entries)
+    let mut current = cut(hi);
+    let mut checks = 0;
+    let mut refused = |calls: &[(Entry<M>, Option<M::Output>)]| {
+        checks += 1;
+        checks <= SHRINK_CHECKS && search(model, keys, &plain(calls), SHRINK_STATES) == Some(false)
     };
     loop {
         let mut changed = false;

@@ -107,10 +107,18 @@ pub enum Require {
 impl Require {
     /// Whether the requirement holds of a slot: `None` when the slot is unknown.
     fn holds_of(&self, slot: Option<&Slot>) -> Option<bool> {
-        match slot {
-            Some(Slot::Unknown) => None,
-            Some(Slot::Known(v)) => Some(self.holds(Some(v))),
-            None => Some(self.holds(None)),
+        match (slot, self) {
+            (Some(Slot::Known(v)), _) => Some(self.holds(Some(v))),
+            (None, _) => Some(self.holds(None)),
+            (Some(Slot::Unknown { .. }), Self::Any) => Some(true),
+            (Some(Slot::Unknown { version: None }), _) => None,
+            (Some(Slot::Unknown { version: Some(n) }), _) => match self {
+                Self::Version(v) | Self::AbsentOrVersion(v) => Some(v == n),
+                Self::Equals(x) if x.version == Some(*n) => None,
+                // it exists, at version `n`
+                Self::Absent | Self::Equals(_) => Some(false),
+                Self::Any | Self::Present => Some(true),
+            },
         }
     }
 
@@ -182,10 +190,10 @@ pub enum RegisterOp {
     /// does: one write for `create`, `put`, `update`, `modify`, `delete`; several for a
     /// transaction or a `move_record` to another id.
     Write(Vec<Write>),
-    /// A write whose effect is not known (an `update` that failed with `may_have_applied`:
-    /// what it would have left depends on the record it met). Recorded open: from the instant
-    /// it may have taken effect, the record may hold anything until a read or a write shows
-    /// what it holds.
+    /// An update whose result is not known (an `update` that failed with `may_have_applied`:
+    /// what it would have left depends on the record it met). Recorded open: if it took
+    /// effect, on a record that existed, the record went to the next version with a value not
+    /// known, until a read or a write shows what it holds; on no record it does nothing.
     Unknown(String),
 }
 
@@ -259,14 +267,19 @@ impl fmt::Display for RegisterOut {
     }
 }
 
-/// A record's state in the [`Register`]'s search: what it holds, or unknown after a write
-/// whose effect is not known ([`RegisterOp::Unknown`]). An absent record has no slot.
+/// A record's state in the [`Register`]'s search: what it holds, or what is known of it after
+/// a write whose effect is not known. An absent record has no slot.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Slot {
     /// The record holds this.
     Known(Versioned),
-    /// The record may be absent or hold anything.
-    Unknown,
+    /// The record's value is not known: it exists at this version (after a
+    /// [`RegisterOp::Unknown`] update), or, with no version, it may be absent or hold anything
+    /// (after a transaction of unknown outcome met an unknown record).
+    Unknown {
+        /// The record's version, when known.
+        version: Option<u64>,
+    },
 }
 
 /// The versioned register: what `get`, `create`, `put`, `update`, `modify`, `delete`,
@@ -301,11 +314,15 @@ impl Register {
         seen: Option<&Versioned>,
     ) -> Option<()> {
         match (state.get(key), seen) {
-            (Some(Slot::Unknown), _) => {
+            (Some(Slot::Unknown { version: None }), _) => {
                 match seen {
                     Some(v) => state.insert(key.to_owned(), Slot::Known(v.clone())),
                     None => state.remove(key),
                 };
+                Some(())
+            }
+            (Some(Slot::Unknown { version: Some(n) }), Some(v)) if v.version == Some(*n) => {
+                state.insert(key.to_owned(), Slot::Known(v.clone()));
                 Some(())
             }
             (Some(Slot::Known(now)), Some(seen)) if now == seen => Some(()),
@@ -348,7 +365,14 @@ impl Model for Register {
         match (input, output) {
             (RegisterOp::Read(_) | RegisterOp::ReadMany(_), None) => {}
             (RegisterOp::Unknown(key), _) => {
-                next.insert(key.clone(), Slot::Unknown);
+                let version = match state.get(key) {
+                    // an update of no record does nothing
+                    None => return Some(next),
+                    Some(Slot::Known(v)) => v.version,
+                    Some(Slot::Unknown { version }) => *version,
+                };
+                let version = version.map(|v| v + 1);
+                next.insert(key.clone(), Slot::Unknown { version });
             }
             (RegisterOp::Read(key), Some(RegisterOut::Read(seen))) => {
                 Self::observe(&mut next, key, seen.as_ref())?;
@@ -390,7 +414,7 @@ impl Model for Register {
                     // open on an unknown record: it may have applied or not
                     (None, None) => {
                         for w in writes {
-                            next.insert(w.key.clone(), Slot::Unknown);
+                            next.insert(w.key.clone(), Slot::Unknown { version: None });
                         }
                     }
                     _ => return None,
