@@ -508,6 +508,13 @@ fn shrink<M: Model>(model: &M, keys: &[String], mut entries: Vec<Entry<M>>) -> N
         let at = entries.get(k).map_or(u64::MAX, |e| e.invoked);
         entries[..k]
             .iter()
+            // a call that only observes, set aside, does nothing: left out
+            .filter(|e| {
+                e.end() < at
+                    || e.output
+                        .as_ref()
+                        .is_none_or(|o| !model.observes_only(&e.input, o))
+            })
             .map(|e| {
                 let mut e = e.clone();
                 let original = if e.end() >= at { e.output.take() } else { None };
