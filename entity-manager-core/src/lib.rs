@@ -66,6 +66,9 @@ pub mod shard;
 pub mod store;
 pub mod stream;
 mod table;
+#[cfg(feature = "testing")]
+#[cfg_attr(docsrs, doc(cfg(feature = "testing")))]
+pub mod testing;
 mod trace;
 pub mod transcode;
 mod ts;

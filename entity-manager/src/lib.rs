@@ -34,6 +34,11 @@ pub mod guide {
 
     #[doc = include_str!("../docs/bulk.md")]
     pub mod bulk {}
+
+    #[cfg(feature = "testing")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "testing")))]
+    #[doc = include_str!("../docs/testing.md")]
+    pub mod testing {}
 }
 
 /// Derives [`Table`](trait@Table) for a unit struct: the settings of one DynamoDB table and the

@@ -446,3 +446,113 @@ async fn an_increment_is_never_retried_after_a_failure_that_may_have_applied_it(
     }
     Ok(())
 }
+
+/// Lost acknowledgements: a write applied and then failed with a timeout or an internal error
+/// that may have applied it; the write is stored all the same, and the store does not send it
+/// again. Reads never lose one.
+#[tokio::test]
+async fn a_lost_acknowledgement_fails_a_write_that_was_applied() -> TestResult {
+    let store = MemoryStore::new(table()).with_faults(FaultPlan::new(seed()).lost_acks(0.3));
+    let mut lost = 0;
+    for i in 0..200 {
+        let it = item(serde_json::json!({ "hashKey": "h", "rangeKey": format!("r{i}") }))?;
+        match store.put_item(it, Expect::Absent).await {
+            Ok(()) => {}
+            Err(e) if e.may_have_applied() => {
+                assert!(
+                    e.is_timeout() || e.code() == Some("InternalServerError"),
+                    "{e}"
+                );
+                assert_eq!(e.attempts(), Some(1), "sent once: {e}");
+                lost += 1;
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    let counts = store.fault_counts();
+    assert_eq!(counts.lost_acks, lost);
+    assert!(lost > 20 && lost < 100, "about 30 % of 200: {lost}");
+    // every write is stored, those whose answer was lost too
+    assert_eq!(store.len(), 200);
+    for i in 0..200 {
+        let key = store_support::key("h", &format!("r{i}"));
+        assert!(store.get_item(&key, None).await?.is_some());
+    }
+    assert_eq!(store.fault_counts().lost_acks, lost, "a read loses nothing");
+    Ok(())
+}
+
+/// Latency on the tokio clock: in paused time a call takes exactly its delay, without waiting;
+/// with jitter, calls started together take effect in the order of their delays.
+#[tokio::test(start_paused = true)]
+async fn latency_runs_on_the_tokio_clock() -> TestResult {
+    let fixed = MemoryStore::new(table())
+        .with_faults(FaultPlan::new(seed()).latency(Duration::from_millis(40), Duration::ZERO));
+    let started = tokio::time::Instant::now();
+    fixed
+        .put_item(
+            item(serde_json::json!({ "hashKey": "h", "rangeKey": "a" }))?,
+            Expect::Any,
+        )
+        .await?;
+    assert_eq!(started.elapsed(), Duration::from_millis(40));
+
+    let jittered = Arc::new(MemoryStore::new(table()).with_faults(
+        FaultPlan::new(seed()).latency(Duration::from_millis(10), Duration::from_millis(100)),
+    ));
+    let mut tasks = Vec::new();
+    for i in 0..20 {
+        let store = jittered.clone();
+        tasks.push(tokio::spawn(async move {
+            let it = item(serde_json::json!({ "hashKey": "h", "rangeKey": "same", "n": i }))
+                .map_err(|e| e.to_string())?;
+            store
+                .put_item(it, Expect::Any)
+                .await
+                .map_err(|e| e.to_string())?;
+            Ok::<_, String>(tokio::time::Instant::now())
+        }));
+    }
+    let mut done = Vec::new();
+    for (i, t) in tasks.into_iter().enumerate() {
+        done.push((t.await??, i));
+    }
+    let last = done.iter().max().map(|&(_, i)| i).ok_or("no task")?;
+    let stored = jittered
+        .get_item(&store_support::key("h", "same"), None)
+        .await?
+        .ok_or("missing")?;
+    // the write that finished last is the one stored
+    assert_eq!(stored["n"], AttributeValue::N(last.to_string()));
+    assert_eq!(jittered.fault_counts().delayed, 21);
+    Ok(())
+}
+
+/// A call that hangs fails with a timeout after the operation timeout (in paused time, at
+/// once); half of the hanging writes were applied.
+#[tokio::test(start_paused = true)]
+async fn a_hanging_call_times_out_after_the_operation_timeout() -> TestResult {
+    let store = MemoryStore::new(table()).with_faults(
+        FaultPlan::new(seed())
+            .hangs(1.0)
+            .operation_timeout(Duration::from_secs(5))
+            .only(&[entity_manager::store::Operation::PutItem]),
+    );
+    let mut applied = 0;
+    for i in 0..40 {
+        let started = tokio::time::Instant::now();
+        let it = item(serde_json::json!({ "hashKey": "h", "rangeKey": format!("r{i}") }))?;
+        let Err(e) = store.put_item(it, Expect::Any).await else {
+            return Err("a hanging call answered".into());
+        };
+        assert!(e.is_timeout() && e.may_have_applied(), "{e}");
+        assert_eq!(started.elapsed(), Duration::from_secs(5));
+        let key = store_support::key("h", &format!("r{i}"));
+        if store.get_item(&key, None).await?.is_some() {
+            applied += 1;
+        }
+    }
+    assert!(applied > 5 && applied < 35, "about half of 40: {applied}");
+    assert_eq!(store.fault_counts().hangs, 40);
+    Ok(())
+}

@@ -2,6 +2,7 @@
 //! seeded, for tests of code that uses a store.
 
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 use super::{CancellationReason, StoreError, StoreErrorKind};
 
@@ -34,6 +35,22 @@ pub enum Operation {
 impl Operation {
     /// The `DynamoDB` name of the call.
     pub const fn as_str(self) -> &'static str {
+        self.name()
+    }
+
+    /// Whether the call writes (an acknowledgement of it can be lost after it applied).
+    pub const fn writes(self) -> bool {
+        matches!(
+            self,
+            Self::PutItem
+                | Self::DeleteItem
+                | Self::UpdateItem
+                | Self::BatchWriteItem
+                | Self::TransactWriteItems
+        )
+    }
+
+    const fn name(self) -> &'static str {
         match self {
             Self::GetItem => "GetItem",
             Self::PutItem => "PutItem",
@@ -72,7 +89,23 @@ impl Operation {
 ///   one, or see an old version. Conditions, updates and `TransactGetItems` always see the
 ///   latest state, as on `DynamoDB`.
 ///
-/// Every fault happens *before* the call does anything, so a failed call wrote nothing. Like the
+/// Faults *after the fact*, production's hardest ones, are opt-in:
+///
+/// - **Lost acknowledgements** ([`lost_acks`](Self::lost_acks)): a write (put, delete, update,
+///   transaction, batch chunk) is applied, then its answer is lost: the caller gets a timeout
+///   or an `InternalServerError` whose [`StoreError::may_have_applied`] is true. It is not
+///   retried by the store (as when the SDK's retries are spent, or the request is not
+///   repeatable): what to do is the caller's decision.
+/// - **Latency** ([`latency`](Self::latency)): every call waits a fixed delay plus a seeded
+///   jitter before it is carried out, on the tokio clock, so that a test in paused time
+///   (`#[tokio::test(start_paused = true)]`) runs at once and slow calls interleave.
+/// - **Hangs** ([`hangs`](Self::hangs)): a call never answers; after the client's
+///   [`operation_timeout`](Self::operation_timeout) (30 s by default, as `DynamoStore`'s) it
+///   fails with a timeout ([`StoreError::is_timeout`]). Half of the hanging writes were
+///   applied before the answer was lost, half were not (seeded), as on a real network.
+///
+/// Every other fault happens *before* the call does anything, so a call failed by it wrote
+/// nothing. Like the
 /// AWS SDK does for `DynamoStore`, the store retries a throttled or transient single call, up to
 /// [`attempts`](Self::attempts) times (10 by default) without waiting; a batch leaves its
 /// unprocessed requests and its failed chunks to the batch loop, which retries them under the
@@ -113,6 +146,11 @@ pub struct FaultPlan {
     consistent_reads: bool,
     attempts: u32,
     only: Option<Vec<Operation>>,
+    lost_acks: f64,
+    latency: Duration,
+    jitter: Duration,
+    hangs: f64,
+    operation_timeout: Duration,
 }
 
 impl FaultPlan {
@@ -128,6 +166,11 @@ impl FaultPlan {
             consistent_reads: false,
             attempts: 10,
             only: None,
+            lost_acks: 0.0,
+            latency: Duration::ZERO,
+            jitter: Duration::ZERO,
+            hangs: 0.0,
+            operation_timeout: Duration::from_secs(30),
         }
     }
 
@@ -187,8 +230,45 @@ impl FaultPlan {
         self
     }
 
-    /// Injects throttling, transient errors and transaction conflicts only into these calls
-    /// (unprocessed batch requests and lag are not affected).
+    /// Loses the acknowledgement of this fraction of writes after they applied: the caller
+    /// gets a timeout or an `InternalServerError` with
+    /// [`may_have_applied`](StoreError::may_have_applied) true, and the write is stored.
+    #[must_use]
+    pub fn lost_acks(mut self, rate: f64) -> Self {
+        self.lost_acks = rate;
+        self
+    }
+
+    /// Delays every call by `fixed` plus a seeded uniform share of `jitter`, on the tokio clock
+    /// (`tokio::time::sleep`: a test in paused time does not wait). The delay comes before the
+    /// call is carried out, so calls started together take effect in the order of their delays.
+    #[must_use]
+    pub fn latency(mut self, fixed: Duration, jitter: Duration) -> Self {
+        self.latency = fixed;
+        self.jitter = jitter;
+        self
+    }
+
+    /// Makes this fraction of calls hang until the
+    /// [`operation_timeout`](Self::operation_timeout), then fail with a timeout; half of the
+    /// writes among them were applied (seeded).
+    #[must_use]
+    pub fn hangs(mut self, rate: f64) -> Self {
+        self.hangs = rate;
+        self
+    }
+
+    /// The client's operation timeout, after which a hanging call fails (30 s by default, as
+    /// `DynamoStore`'s `DEFAULT_OPERATION_TIMEOUT`).
+    #[must_use]
+    pub fn operation_timeout(mut self, timeout: Duration) -> Self {
+        self.operation_timeout = timeout;
+        self
+    }
+
+    /// Injects throttling, transient errors, transaction conflicts, lost acknowledgements,
+    /// latency and hangs only into these calls (unprocessed batch requests and lag are not
+    /// affected).
     #[must_use]
     pub fn only(mut self, operations: &[Operation]) -> Self {
         self.only = Some(operations.to_vec());
@@ -223,6 +303,12 @@ pub struct FaultCounts {
     pub unprocessed: u64,
     /// Store calls made (the clock of the lag).
     pub calls: u64,
+    /// Writes applied whose acknowledgement was lost.
+    pub lost_acks: u64,
+    /// Calls that hung until the operation timeout.
+    pub hangs: u64,
+    /// Calls delayed by latency.
+    pub delayed: u64,
 }
 
 /// A plan in force: the plan, its call counter and its counts.
@@ -234,6 +320,23 @@ pub(super) struct Faults {
     transient: AtomicU64,
     conflicts: AtomicU64,
     unprocessed: AtomicU64,
+    lost_acks: AtomicU64,
+    hangs: AtomicU64,
+    delayed: AtomicU64,
+}
+
+/// What happens to a call after it was admitted (see [`Faults::after`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum After {
+    /// It answers normally.
+    Answers,
+    /// It is applied and its answer lost.
+    LosesAck,
+    /// It hangs until the operation timeout, applied or not.
+    Hangs {
+        /// Whether it was applied before its answer was lost.
+        applied: bool,
+    },
 }
 
 /// splitmix64: a well-mixed 64-bit value of `x`.
@@ -253,7 +356,82 @@ impl Faults {
             transient: AtomicU64::new(0),
             conflicts: AtomicU64::new(0),
             unprocessed: AtomicU64::new(0),
+            lost_acks: AtomicU64::new(0),
+            hangs: AtomicU64::new(0),
+            delayed: AtomicU64::new(0),
         }
+    }
+
+    /// Whether the plan injects faults into `operation` (its [`FaultPlan::only`] list).
+    fn targets(&self, operation: Operation) -> bool {
+        self.plan
+            .only
+            .as_ref()
+            .is_none_or(|only| only.contains(&operation))
+    }
+
+    /// The delay of call `call`: the plan's latency plus its share of the jitter.
+    pub(super) fn delay(&self, call: u64, operation: Operation) -> Duration {
+        if !self.targets(operation) || (self.plan.latency.is_zero() && self.plan.jitter.is_zero()) {
+            return Duration::ZERO;
+        }
+        self.delayed.fetch_add(1, Ordering::SeqCst);
+        self.plan.latency + self.plan.jitter.mul_f64(self.draw(call, 6))
+    }
+
+    /// What happens to call `call` after it was admitted: it answers, loses its answer after it
+    /// applied (writes only), or hangs.
+    pub(super) fn after(&self, call: u64, operation: Operation) -> After {
+        if !self.targets(operation) {
+            return After::Answers;
+        }
+        if self.draw(call, 7) < self.plan.hangs {
+            self.hangs.fetch_add(1, Ordering::SeqCst);
+            return After::Hangs {
+                applied: operation.writes() && self.draw(call, 8) < 0.5,
+            };
+        }
+        if operation.writes() && self.draw(call, 4) < self.plan.lost_acks {
+            self.lost_acks.fetch_add(1, Ordering::SeqCst);
+            return After::LosesAck;
+        }
+        After::Answers
+    }
+
+    /// The error of a call whose answer was lost after it applied: a timeout or an
+    /// `InternalServerError` (seeded).
+    pub(super) fn lost_ack_error(&self, call: u64, operation: Operation) -> StoreError {
+        let op = operation.as_str();
+        if self.draw(call, 5) < 0.5 {
+            StoreError::new(
+                StoreErrorKind::Timeout,
+                op,
+                "the request timed out; it was applied, and its answer was lost (injected by the fault plan)",
+            )
+        } else {
+            StoreError::new(
+                StoreErrorKind::Transient,
+                op,
+                "Internal server error after the request was applied (injected by the fault plan)",
+            )
+            .with_code("InternalServerError")
+        }
+    }
+
+    /// The error of a call that hung until the operation timeout.
+    pub(super) fn hang_error(&self, operation: Operation) -> StoreError {
+        StoreError::new(
+            StoreErrorKind::Timeout,
+            operation.as_str(),
+            format!(
+                "no answer within the operation timeout of {:?} (a hang injected by the fault plan)",
+                self.plan.operation_timeout
+            ),
+        )
+    }
+
+    pub(super) fn operation_timeout(&self) -> Duration {
+        self.plan.operation_timeout
     }
 
     /// A uniform draw in `[0, 1)` for call `call` and purpose `salt`.
@@ -272,12 +450,7 @@ impl Faults {
 
     /// The error injected into call number `call` of `operation`, if any.
     pub(super) fn error(&self, call: u64, operation: Operation) -> Option<StoreError> {
-        if self
-            .plan
-            .only
-            .as_ref()
-            .is_some_and(|only| !only.contains(&operation))
-        {
+        if !self.targets(operation) {
             return None;
         }
         let op = operation.as_str();
@@ -336,6 +509,9 @@ impl Faults {
             transaction_conflicts: self.conflicts.load(Ordering::SeqCst),
             unprocessed: self.unprocessed.load(Ordering::SeqCst),
             calls: self.calls.load(Ordering::SeqCst),
+            lost_acks: self.lost_acks.load(Ordering::SeqCst),
+            hangs: self.hangs.load(Ordering::SeqCst),
+            delayed: self.delayed.load(Ordering::SeqCst),
         }
     }
 }

@@ -11,7 +11,7 @@ use serde_dynamo::{AttributeValue, Item};
 
 use super::batch::{BatchSender, GetBatch, RetryPolicy, get_batches, write_batches};
 use super::expression::Request;
-use super::faults::Faults;
+use super::faults::{After, Faults};
 use super::shape::{MAX_TRANSACTION, check_transaction_shape};
 use super::value::{self, Scalar, check_filter, normalize};
 use super::{
@@ -258,25 +258,22 @@ impl MemoryStore {
 
     /// Admits a single call under the fault plan: an injected throttling or transient error
     /// (or, for a transaction, conflict) is retried up to the plan's attempts, as the SDK
-    /// retries `DynamoStore`'s calls; an attempt that failed this way did nothing.
-    fn admit(&self, operation: Operation) -> Result<(), StoreError> {
-        self.admit_as(operation, true)
-    }
-
-    /// [`admit`](Self::admit) for a request that is `repeatable` or not (an update with an
-    /// increment or an append): one that is not is sent again only after throttling, as
+    /// retries `DynamoStore`'s calls; an attempt that failed this way did nothing. A request
+    /// that is not `repeatable` (an update with an increment or an append) is sent again only
+    /// after throttling, as
     /// `DynamoStore` does, since a transient error or a timeout on `DynamoDB` may have applied
     /// it. The error that ends the call says how many attempts were made
     /// ([`StoreError::gave_up`]).
-    fn admit_as(&self, operation: Operation, repeatable: bool) -> Result<(), StoreError> {
+    /// Returns the number of the admitted call and of its attempts.
+    fn admit_as(&self, operation: Operation, repeatable: bool) -> Result<(u64, u32), StoreError> {
         let Some(faults) = &self.faults else {
-            return Ok(());
+            return Ok((0, 1));
         };
         let mut attempt = 0;
         loop {
             attempt += 1;
             match self.inject(operation) {
-                Ok(_) => return Ok(()),
+                Ok(call) => return Ok((call, attempt)),
                 Err(e)
                     if e.is_retryable()
                         && (repeatable || e.is_throttled())
@@ -285,6 +282,66 @@ impl MemoryStore {
                     crate::trace::retry();
                 }
                 Err(e) => return Err(e.gave_up(attempt, repeatable)),
+            }
+        }
+    }
+
+    /// Carries out a single call under the fault plan: admitted (throttling, transient errors
+    /// and conflicts retried), delayed by the plan's latency, then `apply`ed, unless it hangs
+    /// (then a timeout after the operation timeout, applied or not) or loses its answer after
+    /// it applied (then a timeout or an internal error that may have applied it).
+    async fn run<T>(
+        &self,
+        operation: Operation,
+        repeatable: bool,
+        apply: impl FnOnce() -> Result<T, StoreError> + Send,
+    ) -> Result<T, StoreError> {
+        let (call, attempts) = self.admit_as(operation, repeatable)?;
+        let Some(faults) = &self.faults else {
+            return apply();
+        };
+        match Self::after_admission(faults, call, operation).await {
+            None => apply(),
+            Some(after) => Self::finish(faults, call, operation, after, apply)
+                .map_err(|e| e.gave_up(attempts, repeatable)),
+        }
+    }
+
+    /// Waits the call's latency; `None` when it then answers normally, else what happens.
+    async fn after_admission(faults: &Faults, call: u64, operation: Operation) -> Option<After> {
+        let delay = faults.delay(call, operation);
+        if !delay.is_zero() {
+            tokio::time::sleep(delay).await;
+        }
+        match faults.after(call, operation) {
+            After::Answers => None,
+            After::Hangs { applied } => {
+                tokio::time::sleep(faults.operation_timeout()).await;
+                Some(After::Hangs { applied })
+            }
+            After::LosesAck => Some(After::LosesAck),
+        }
+    }
+
+    /// A call that hung or lost its answer: applied or not, it fails.
+    fn finish<T>(
+        faults: &Faults,
+        call: u64,
+        operation: Operation,
+        after: After,
+        apply: impl FnOnce() -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        match after {
+            After::Answers => apply(),
+            After::LosesAck => {
+                apply()?;
+                Err(faults.lost_ack_error(call, operation))
+            }
+            After::Hangs { applied } => {
+                if applied {
+                    let _ = apply();
+                }
+                Err(faults.hang_error(operation))
             }
         }
     }
@@ -1501,7 +1558,15 @@ impl BatchSender for MemoryStore {
     ) -> Result<Vec<WriteRequest>, StoreError> {
         let call = self.inject(Operation::BatchWriteItem)?;
         let (batch, unprocessed) = self.split(call, batch);
-        self.write_chunk(batch).map(|()| unprocessed)
+        let Some(faults) = &self.faults else {
+            return self.write_chunk(batch).map(|()| unprocessed);
+        };
+        match Self::after_admission(faults, call, Operation::BatchWriteItem).await {
+            None => self.write_chunk(batch).map(|()| unprocessed),
+            Some(after) => Self::finish(faults, call, Operation::BatchWriteItem, after, || {
+                self.write_chunk(batch).map(|()| unprocessed)
+            }),
+        }
     }
 
     async fn send_get_batch(
@@ -1511,8 +1576,17 @@ impl BatchSender for MemoryStore {
     ) -> Result<GetBatch, StoreError> {
         let call = self.inject(Operation::BatchGetItem)?;
         let (keys, unprocessed) = self.split(call, keys);
-        self.get_chunk(&keys, projection)
-            .map(|items| GetBatch { items, unprocessed })
+        let read = || {
+            self.get_chunk(&keys, projection)
+                .map(|items| GetBatch { items, unprocessed })
+        };
+        let Some(faults) = &self.faults else {
+            return read();
+        };
+        match Self::after_admission(faults, call, Operation::BatchGetItem).await {
+            None => read(),
+            Some(after) => Self::finish(faults, call, Operation::BatchGetItem, after, read),
+        }
     }
 
     fn pause(&self, _delay: Duration) -> impl Future<Output = ()> + Send {
@@ -1561,8 +1635,10 @@ impl Store for MemoryStore {
 
     async fn put_item(&self, item: Item, expect: Expect) -> Result<(), StoreError> {
         self.check_stamp("PutItem", true).await?;
-        self.admit(Operation::PutItem)?;
-        self.stamp_guard.note(self.put_sync(item, &expect))
+        self.run(Operation::PutItem, true, || {
+            self.stamp_guard.note(self.put_sync(item, &expect))
+        })
+        .await
     }
 
     async fn get_item(
@@ -1571,14 +1647,16 @@ impl Store for MemoryStore {
         projection: Option<&[String]>,
     ) -> Result<Option<Item>, StoreError> {
         self.check_stamp("GetItem", false).await?;
-        self.admit(Operation::GetItem)?;
-        self.get_sync(key, projection)
+        self.run(Operation::GetItem, true, || self.get_sync(key, projection))
+            .await
     }
 
     async fn delete_item(&self, key: &Item, expect: Expect) -> Result<(), StoreError> {
         self.check_stamp("DeleteItem", true).await?;
-        self.admit(Operation::DeleteItem)?;
-        self.stamp_guard.note(self.delete_sync(key, &expect))
+        self.run(Operation::DeleteItem, true, || {
+            self.stamp_guard.note(self.delete_sync(key, &expect))
+        })
+        .await
     }
 
     async fn update_item(
@@ -1589,15 +1667,19 @@ impl Store for MemoryStore {
         returns: ReturnValues,
     ) -> Result<Option<Item>, StoreError> {
         self.check_stamp("UpdateItem", true).await?;
-        self.admit_as(Operation::UpdateItem, update.is_repeatable())?;
-        self.stamp_guard
-            .note(self.update_sync(key, update, &expect, returns))
+        self.run(Operation::UpdateItem, update.is_repeatable(), || {
+            self.stamp_guard
+                .note(self.update_sync(key, update, &expect, returns))
+        })
+        .await
     }
 
     async fn transact_get(&self, keys: Vec<Item>) -> Result<Vec<Option<Item>>, StoreError> {
         self.check_stamp("TransactGetItems", false).await?;
-        self.admit(Operation::TransactGetItems)?;
-        self.transact_get_sync(&keys)
+        self.run(Operation::TransactGetItems, true, || {
+            self.transact_get_sync(&keys)
+        })
+        .await
     }
 
     async fn batch_write(&self, writes: Vec<WriteRequest>) -> Result<(), BatchWriteError> {
@@ -1620,22 +1702,26 @@ impl Store for MemoryStore {
 
     async fn transact_write(&self, writes: Vec<TransactWrite>) -> Result<(), StoreError> {
         self.check_stamp("TransactWriteItems", true).await?;
-        self.admit(Operation::TransactWriteItems)?;
-        self.stamp_guard.note(self.transact_sync(writes))
+        self.run(Operation::TransactWriteItems, true, || {
+            self.stamp_guard.note(self.transact_sync(writes))
+        })
+        .await
     }
 
     async fn query_page(&self, request: &QueryPage) -> Result<Page, StoreError> {
         self.check_stamp("Query", false).await?;
-        self.admit(Operation::Query)?;
-        let page = self.query_sync(request)?;
+        let page = self
+            .run(Operation::Query, true, || self.query_sync(request))
+            .await?;
         crate::trace::capacity(page.consumed_capacity.unwrap_or(0.0));
         Ok(page)
     }
 
     async fn scan_page(&self, request: &ScanPage) -> Result<Page, StoreError> {
         self.check_stamp("Scan", false).await?;
-        self.admit(Operation::Scan)?;
-        let mut page = self.scan_sync(request)?;
+        let mut page = self
+            .run(Operation::Scan, true, || self.scan_sync(request))
+            .await?;
         // the table stamp is no record
         page.items
             .retain(|item| !crate::table::is_stamp(item, &self.definition));
