@@ -99,7 +99,11 @@ fn u128_json(n: u128) -> Value {
 }
 
 pub(crate) fn run_audit(args: &AuditArgs, json: bool) -> Result<(), Failure> {
-    let schema = args.config.load()?;
+    // the bump dry run needs no table; the audit takes the table's schema when it has one
+    let schema = match args.table.as_deref() {
+        Some(table) if args.bump.is_empty() => args.config.resolve(table, &args.connection)?,
+        _ => args.config.load()?,
+    };
     if !args.bump.is_empty() {
         return bump(args, &schema, json);
     }

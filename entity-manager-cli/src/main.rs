@@ -1,6 +1,7 @@
-//! `entity-manager`: the command line of entity-manager, over the JSON configuration a
-//! TypeScript Entity Manager service uses (or one exported from Rust entities with
-//! `Schema::to_ts_config`).
+//! `entity-manager`: the command line of entity-manager, on a table that describes itself (its
+//! stamp carries its schema: `--table` alone), or over a configuration file: a schema file
+//! written from Rust entities (`Schema::to_json`) or the JSON configuration a TypeScript Entity
+//! Manager service uses.
 //!
 //! Exit codes (also in `--help`):
 //! - 0: success (also when stdout closed early, as in `| head -1`);
@@ -99,6 +100,7 @@ Examples (DynamoDB Local at http://127.0.0.1:8000):
   entity-manager table create --config users.json --table Users --endpoint-url http://127.0.0.1:8000
   entity-manager import --config users.json --table Users --entity user --file users.jsonl --endpoint-url ...
   entity-manager get --config users.json --table Users --entity user --id u1 --endpoint-url ...
+  entity-manager get --table Users --entity user --id u1 --endpoint-url ...   (a table stamped with its schema)
   entity-manager query --config users.json --table Users --entity user --index created --range 'between 1726000000000 and 1736000000000' --all --endpoint-url ...
   entity-manager purge --config users.json --table Users --entity user --checkpoint purge.json --yes --endpoint-url ...
   entity-manager migrate --from v1.json --to v2.json --table Users --checkpoint migrate.json --yes --endpoint-url ...
@@ -216,12 +218,16 @@ impl From<ProfileArg> for Profile {
     }
 }
 
-/// The configuration: `--config FILE` in every command (the positional form of `validate`,
-/// `scan`, `purge` and `stream` is kept as a hidden alias).
+/// The configuration: `--config FILE` (the positional form of `validate`, `scan`, `purge` and
+/// `stream` is kept as a hidden alias). A command on a table takes the schema its stamp
+/// carries when `--config` is left out.
 #[derive(Debug, Args)]
 pub(crate) struct ConfigArgs {
-    /// The JSON configuration file (a TypeScript Entity Manager configuration).
-    #[arg(long, value_name = "FILE", required_unless_present = "config_file")]
+    /// The JSON configuration file: a schema file (`Schema::to_json`, written from Rust
+    /// entities) or a TypeScript Entity Manager configuration. On a table whose stamp carries
+    /// its schema, leave it out (the table's is used), or give it to check it against the
+    /// table's: a difference is a finding (exit 3) naming what differs.
+    #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
     /// The configuration file, positionally (the older form of `--config`).
     #[arg(value_name = "CONFIG", hide = true, conflicts_with = "config")]
@@ -231,17 +237,90 @@ pub(crate) struct ConfigArgs {
 }
 
 impl ConfigArgs {
-    /// The configuration file named.
-    pub(crate) fn path(&self) -> &Path {
-        self.config
-            .as_deref()
-            .or(self.config_file.as_deref())
-            .unwrap_or_else(|| Path::new("config.json"))
+    /// The configuration file named, if any.
+    pub(crate) fn given(&self) -> Option<&Path> {
+        self.config.as_deref().or(self.config_file.as_deref())
     }
 
-    /// The configuration, loaded and checked.
+    /// The configuration file named (`config.json` when none is, for messages).
+    pub(crate) fn path(&self) -> &Path {
+        self.given().unwrap_or_else(|| Path::new("config.json"))
+    }
+
+    /// The configuration, loaded and checked: required (`--config`) where no table is named.
     pub(crate) fn load(&self) -> Result<Schema, Failure> {
-        load(self.path(), &self.space)
+        let path = self.given().ok_or_else(|| {
+            Failure::Input(
+                "--config FILE is required here: a schema file (`Schema::to_json`) or a TypeScript Entity Manager configuration".to_owned(),
+            )
+        })?;
+        load(path, &self.space, None)
+    }
+
+    /// The schema of a command on `table`: the one the table's stamp carries, or `--config`'s.
+    ///
+    /// - `--key-profile` (or `--shard-space`) that disagrees with the table's stamp is refused
+    ///   (exit 2): the table says how its keys are made.
+    /// - Without `--config`, the schema the stamp carries; a table whose stamp carries none
+    ///   (stamped by an older release, or not stamped) needs `--config` (exit 2 saying so).
+    /// - With `--config`, that configuration (a TypeScript one under the table's profile
+    ///   unless one is named); when the stamp carries a schema too, they must make the same
+    ///   keys and indexes: a difference is a finding (exit 3) naming each.
+    pub(crate) fn resolve(&self, table: &str, c: &Connection) -> Result<Schema, Failure> {
+        let stamp = table_stamp(table, c)?;
+        let stamped = stamp.as_ref().and_then(TableStamp::profile);
+        if let (Some(stamp), true) = (&stamp, self.profile_named()) {
+            let named = self.space.profile();
+            if stamped != Some(named) {
+                return Err(Failure::Input(format!(
+                    "table {table} is stamped with {}, but --key-profile names `{named}`: the table says how its keys are made, so leave --key-profile out (to change the table's profile, migrate its records and stamp it again with `table stamp --force`)",
+                    stamp.describe()
+                )));
+            }
+        }
+        let carried = match stamp.as_ref().and_then(TableStamp::schema) {
+            Some(Ok(schema)) => Some(schema),
+            Some(Err(e)) => return Err(Failure::Config(e)),
+            None => None,
+        };
+        let Some(path) = self.given() else {
+            return carried.ok_or_else(|| {
+                let why = if stamp.is_some() {
+                    "its stamp carries no schema (it was stamped by an older release, or its schema has a transcode of its own)"
+                } else {
+                    "it has no stamp"
+                };
+                Failure::Input(format!(
+                    "table {table} does not describe itself: {why}; pass --config FILE, and record the schema in the table with `entity-manager table stamp --table {table} --config FILE`"
+                ))
+            });
+        };
+        let loaded = load(path, &self.space, stamped)?;
+        let Some(carried) = carried else {
+            return Ok(loaded);
+        };
+        let differences = carried.differences(&loaded);
+        if differences.is_empty() {
+            return Ok(loaded);
+        }
+        if JSON.get().copied().unwrap_or(false) {
+            let found: Vec<Value> = differences
+                .iter()
+                .map(|d| json!({ "path": d.path, "table": d.left, "config": d.right }))
+                .collect();
+            outln!(
+                "{}",
+                json!({ "ok": false, "finding": "schema", "table": table, "config": path.display().to_string(), "differences": found })
+            );
+        }
+        let listed: Vec<String> = differences.iter().map(|d| format!("  {d}")).collect();
+        Err(Failure::Findings(format!(
+            "{} differs from the schema table {table} carries in its stamp in {} place(s) (table ≠ config):\n{}\nleave --config out to use the table's schema, or stamp the table with this configuration (`entity-manager table stamp --table {table} --config {}`) once its records are keyed by it",
+            path.display(),
+            differences.len(),
+            listed.join("\n"),
+            path.display()
+        )))
     }
 
     /// Whether `--key-profile` or `--shard-space` was given.
@@ -249,7 +328,8 @@ impl ConfigArgs {
         self.space.key_profile.is_some() || self.space.shard_space.is_some()
     }
 
-    /// The configuration, loaded with `profile` whatever the flags say.
+    /// The configuration, loaded with `profile` whatever the flags say (a schema file names
+    /// its own).
     pub(crate) fn load_with(&self, profile: Profile) -> Result<Schema, Failure> {
         load(
             self.path(),
@@ -261,6 +341,7 @@ impl ConfigArgs {
                 }),
                 shard_space: None,
             },
+            None,
         )
     }
 }
@@ -343,11 +424,15 @@ impl Failure {
 
 /// `-v`: show the error chain with a failure.
 static VERBOSE: OnceLock<bool> = OnceLock::new();
+/// `--json`: machine-readable output (a finding found while loading the schema prints its
+/// report as JSON).
+static JSON: OnceLock<bool> = OnceLock::new();
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let json = cli.json;
     let _ = VERBOSE.set(cli.verbose);
+    let _ = JSON.set(cli.json);
     progress::set_quiet(cli.quiet);
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
@@ -448,12 +533,74 @@ fn run(cli: Cli) -> Result<(), Failure> {
     }
 }
 
-fn load(path: &Path, space: &SpaceArg) -> Result<Schema, Failure> {
+/// The configuration file at `path`: a schema file (which names its key profile: a
+/// disagreeing `--key-profile` is refused), or a TypeScript configuration loaded under the
+/// profile named, else `fallback` (the table's), else `npm-6.14`.
+fn load(path: &Path, space: &SpaceArg, fallback: Option<Profile>) -> Result<Schema, Failure> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| Failure::Input(format!("cannot read {}: {e}", path.display())))?;
     let value: Value = serde_json::from_str(&text)
         .map_err(|e| Failure::Input(format!("{} is not JSON: {e}", path.display())))?;
-    Schema::from_ts_config(&value, space.profile()).map_err(Failure::Config)
+    if !Schema::is_schema_file(&value) {
+        let profile = match (space.key_profile, space.shard_space, fallback) {
+            (None, None, Some(table)) => table,
+            _ => space.profile(),
+        };
+        return Schema::from_ts_config(&value, profile).map_err(Failure::Config);
+    }
+    let schema = Schema::from_json(&value).map_err(Failure::Config)?;
+    let t = schema.table();
+    let own = Profile::matching(t.key_mode, t.shard_space, t.numeric_hash);
+    let named = space.key_profile.is_some() || space.shard_space.is_some();
+    if named && own != Some(space.profile()) {
+        return Err(Failure::Input(format!(
+            "{} is a schema file of key profile {}, but --key-profile names `{}`: a schema file says how its keys are made, so leave --key-profile out",
+            path.display(),
+            own.map_or_else(|| "(none named)".to_owned(), |p| format!("`{p}`")),
+            space.profile()
+        )));
+    }
+    Ok(schema)
+}
+
+/// The stamp of `table` as it stands, read with only its name (its key attribute names come
+/// from `DescribeTable`): `None` for a table without one, or whose keys are not strings (no
+/// stamp fits them).
+fn table_stamp(table: &str, c: &Connection) -> Result<Option<TableStamp>, Failure> {
+    use aws_sdk_dynamodb::types::{KeyType as Role, ScalarAttributeType};
+    use entity_manager::store::KeyType;
+    let probe = c.store(
+        TableDefinition::new(("hashKey", KeyType::S), ("rangeKey", KeyType::S)),
+        table,
+    )?;
+    let described = runtime()?
+        .block_on(probe.client().describe_table().table_name(table).send())
+        .map_err(|e| connection::explain("reading the table", table, &e))?;
+    let Some(live) = described.table() else {
+        return Ok(None);
+    };
+    let key = |role: Role| {
+        let name = live
+            .key_schema()
+            .iter()
+            .find(|k| *k.key_type() == role)?
+            .attribute_name();
+        let string = live
+            .attribute_definitions()
+            .iter()
+            .any(|d| d.attribute_name() == name && *d.attribute_type() == ScalarAttributeType::S);
+        string.then(|| name.to_owned())
+    };
+    let (Some(hash), Some(range)) = (key(Role::Hash), key(Role::Range)) else {
+        return Ok(None);
+    };
+    let store = c.store(
+        TableDefinition::new((hash, KeyType::S), (range, KeyType::S)),
+        table,
+    )?;
+    runtime()?
+        .block_on(store.table_stamp())
+        .map_err(|e| connection::explain("reading the table's stamp", table, &e))
 }
 
 /// The items on stdin: one JSON array, or one JSON object per line. Returns them and whether
@@ -490,7 +637,7 @@ fn read_items() -> Result<(Vec<Value>, bool), Failure> {
 }
 
 pub(crate) fn store(args: &TableArgs) -> Result<DynamoStore, Failure> {
-    let schema = args.config.load()?;
+    let schema = args.config.resolve(&args.table, &args.connection)?;
     let definition =
         TableDefinition::from_schema(&schema).map_err(|e| Failure::Operation(e.to_string()))?;
     args.connection.store(definition, &args.table)

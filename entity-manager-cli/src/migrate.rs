@@ -137,8 +137,8 @@ fn counts_text(counts: &MigrateCounts) -> String {
 #[allow(clippy::too_many_lines)] // one command, start to end (as purge)
 pub(crate) fn migrate(args: &MigrateArgs, json: bool) -> Result<(), Failure> {
     let (text_a, text_b) = (read(&args.from)?, read(&args.to)?);
-    let a = load(&args.from, &args.space)?;
-    let b = load(&args.to, &args.space)?;
+    let a = load(&args.from, &args.space, None)?;
+    let b = load(&args.to, &args.space, None)?;
     let migration = migration(&a, &b, args.entity.as_deref())?;
     let store = args
         .parallel
@@ -221,6 +221,26 @@ pub(crate) fn migrate(args: &MigrateArgs, json: bool) -> Result<(), Failure> {
     match outcome {
         Ok(this) if this.complete => {
             file.complete("migrate")?;
+            // the records are keyed by B: the table's stamp says so from now on (B's profile
+            // and schema), so that every command takes B from the table. A worker of a split
+            // job leaves it to `table stamp --config B --force` once every worker is done.
+            if range.len() == range.total {
+                let definition = entity_manager::store::TableDefinition::from_schema(&b)
+                    .map_err(|e| Failure::Operation(e.to_string()))?;
+                runtime()?
+                    .block_on(
+                        args.connection
+                            .store(definition, &args.table)?
+                            .stamp_table(true),
+                    )
+                    .map_err(|e| {
+                        crate::connection::explain(
+                            "migrate (stamping the table with schema B)",
+                            &args.table,
+                            &e,
+                        )
+                    })?;
+            }
             if json {
                 let scanned = this.counts.total().scanned + this.counts.other;
                 outln!(

@@ -194,7 +194,7 @@ struct Opened {
 
 impl Target {
     fn open(&self) -> Result<Opened, Failure> {
-        let schema = self.config.load()?;
+        let schema = self.config.resolve(&self.table, &self.connection)?;
         schema
             .entity(&self.entity)
             .map_err(|e| Failure::Input(e.to_string()))?;
@@ -486,6 +486,12 @@ pub(crate) fn query(args: &QueryArgs, json: bool) -> Result<(), Failure> {
             "--range needs exactly one --index (a range key belongs to one index)".to_owned(),
         ));
     }
+    // one multi-attribute index: its partition attributes from --where
+    if let [name] = args.indexes.as_slice()
+        && let Some(multi) = entity.model().index(name).and_then(|i| i.multi.clone())
+    {
+        return query_multi(args, json, &opened, &entity, name, &multi);
+    }
     // --where fills the components of the indexes' sharded hash keys: a name that is none of
     // them, or given twice, is a mistake, not something to pass over; one not given is asked
     // for (the library's message speaks of its Rust calls)
@@ -588,6 +594,113 @@ pub(crate) fn query(args: &QueryArgs, json: bool) -> Result<(), Failure> {
             query = query.filter(f.clone());
         }
     }
+    let query = &query;
+    print_pages(args, json, &opened, &entity, move |token| async move {
+        query.page(token.as_deref()).await
+    })
+}
+
+/// A query of one multi-attribute index: `--where` gives each partition attribute (but the
+/// shard attribute of a sharded key, over which the query fans out), `--range` a condition on
+/// the first sort attribute.
+fn query_multi(
+    args: &QueryArgs,
+    json: bool,
+    opened: &Opened,
+    entity: &EntitySchema<'_>,
+    name: &str,
+    multi: &entity_manager::model::MultiKey,
+) -> Result<(), Failure> {
+    use entity_manager::query::untyped::MultiQuery;
+    use entity_manager::store::KeyType;
+    let unsupported = [
+        (!args.filter.is_empty(), "--filter"),
+        (args.projection.is_some(), "--projection"),
+        (args.created.is_some(), "--created"),
+    ];
+    if let Some((_, flag)) = unsupported.iter().find(|(given, _)| *given) {
+        return Err(Failure::Input(format!(
+            "{flag} is not supported on the multi-attribute index {name} yet: drop it"
+        )));
+    }
+    let partition = multi.user_hash();
+    let mut values = Vec::new();
+    for attribute in partition {
+        let prefix = format!("{}=", attribute.name);
+        let given: Vec<&str> = args
+            .wheres
+            .iter()
+            .filter_map(|w| w.strip_prefix(&prefix))
+            .collect();
+        let [value] = given.as_slice() else {
+            return Err(Failure::Input(format!(
+                "--index {name} has the partition attribute `{}`: give its value once with --where {}=VALUE",
+                attribute.name, attribute.name
+            )));
+        };
+        values.push(match attribute.key_type {
+            KeyType::N if value.parse::<f64>().is_ok() => AttributeValue::N((*value).to_owned()),
+            KeyType::S => AttributeValue::S((*value).to_owned()),
+            _ => {
+                return Err(Failure::Input(format!(
+                    "--where {}: `{value}` is not a value of its type ({:?})",
+                    attribute.name, attribute.key_type
+                )));
+            }
+        });
+    }
+    if let Some(extra) = args.wheres.iter().find(|w| {
+        !partition
+            .iter()
+            .any(|a| w.starts_with(&format!("{}=", a.name)))
+    }) {
+        let names: Vec<&str> = partition.iter().map(|a| &*a.name).collect();
+        return Err(Failure::Input(format!(
+            "--where {extra}: not a partition attribute of {name}; its partition attributes are {}",
+            names.join(", ")
+        )));
+    }
+    let mut query = MultiQuery::new(&opened.store, *entity, name)
+        .hash(values)
+        .descending(args.descending)
+        .limit(args.limit.map_or(
+            if args.all {
+                1000
+            } else {
+                entity.model().default_limit
+            },
+            |l| usize::try_from(l).unwrap_or(usize::MAX),
+        ));
+    if let Some(range) = &args.range {
+        let first = multi.range.first().map_or("", |a| &*a.name);
+        query = query.range(range_condition(entity, first, range)?);
+    }
+    if let Some(size) = args.page_size {
+        query = query.page_size(usize::try_from(size).unwrap_or(usize::MAX));
+    }
+    if let Some(w) = &args.window {
+        let (from, to) = window(w, "--window")?;
+        query = query.shards_between(from, to);
+    }
+    let query = &query;
+    print_pages(args, json, opened, entity, move |token| async move {
+        query.page(token.as_deref()).await
+    })
+}
+
+/// Reads the pages `--all`, `--pages` and `--page-token` ask for with `page`, printing each
+/// page's records and, on stderr, the count and the token of the next page.
+fn print_pages<F, P>(
+    args: &QueryArgs,
+    json: bool,
+    opened: &Opened,
+    entity: &EntitySchema<'_>,
+    page: P,
+) -> Result<(), Failure>
+where
+    P: Fn(Option<String>) -> F,
+    F: std::future::Future<Output = entity_manager::Result<entity_manager::query::QueryPageResult>>,
+{
     let max_pages = if args.all {
         u64::MAX
     } else {
@@ -598,9 +711,9 @@ pub(crate) fn query(args: &QueryArgs, json: bool) -> Result<(), Failure> {
     let rt = runtime()?;
     loop {
         let page = rt
-            .block_on(query.page(token.as_deref()))
+            .block_on(page(token.clone()))
             .map_err(|e| explain("query", &args.target.table, &e))?;
-        print_records(&opened.schema, &entity, &page.items, &args.output)?;
+        print_records(&opened.schema, entity, &page.items, &args.output)?;
         pages += 1;
         count += page.items.len() as u64;
         token = page.next;

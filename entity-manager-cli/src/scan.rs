@@ -231,7 +231,7 @@ pub(crate) fn counts_text(counts: &BTreeMap<String, u64>) -> String {
 pub(crate) fn scan(args: &ScanArgs, json: bool) -> Result<(), Failure> {
     use futures::TryStreamExt;
 
-    let schema = args.config.load()?;
+    let schema = args.config.resolve(&args.table, &args.connection)?;
     let store = args
         .parallel
         .limited(connect(&schema, &args.table, &args.connection)?);
@@ -298,7 +298,7 @@ pub(crate) fn scan(args: &ScanArgs, json: bool) -> Result<(), Failure> {
 
 #[allow(clippy::too_many_lines)] // one command, start to end
 pub(crate) fn purge(args: &PurgeArgs, json: bool) -> Result<(), Failure> {
-    let schema = args.config.load()?;
+    let schema = args.config.resolve(&args.table, &args.connection)?;
     let target = match &args.entity {
         Some(entity) => format!("entity:{entity}"),
         None => "all".to_owned(),

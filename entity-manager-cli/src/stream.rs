@@ -118,7 +118,7 @@ fn write_line(out: &mut impl Write, line: &Value) -> io::Result<()> {
 
 #[allow(clippy::too_many_lines)] // one command, start to end
 pub(crate) fn stream(args: &StreamArgs, json: bool) -> Result<(), Failure> {
-    let schema = args.config.load()?;
+    let schema = args.config.resolve(&args.table, &args.connection)?;
     if let Some(entity) = &args.entity {
         schema
             .entity(entity)

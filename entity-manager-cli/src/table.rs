@@ -20,6 +20,7 @@ use serde_json::{Value, json};
 
 use crate::connection::explain;
 use crate::{ConfigArgs, Failure, TableArgs, runtime, store};
+use entity_manager::Schema;
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum TableAction {
@@ -66,7 +67,15 @@ pub(crate) enum TableAction {
 /// the profile its records show. Without a profile named, a table whose records cannot tell is
 /// refused (exit 2), saying what they show.
 fn stamp_store(args: &TableArgs) -> Result<entity_manager::store::DynamoStore, Failure> {
-    let named = store(args)?;
+    if args.config.given().is_none() {
+        // stamped again with the schema its stamp carries
+        return store(args);
+    }
+    // not `store`: a profile other than the stamp's is how a migrated table is stamped anew
+    let schema = args.config.load()?;
+    let definition =
+        TableDefinition::from_schema(&schema).map_err(|e| Failure::Operation(e.to_string()))?;
+    let named = args.connection.store(definition, &args.table)?;
     if args.config.profile_named() {
         return Ok(named);
     }
@@ -179,11 +188,10 @@ enum ProjectionSettings {
     Include(Vec<String>),
 }
 
-/// The table definition of a configuration with a settings file's settings applied.
-fn definition(config: &ConfigArgs, settings: Option<&Path>) -> Result<TableDefinition, Failure> {
-    let schema = config.load()?;
+/// The table definition of a schema with a settings file's settings applied.
+fn definition(schema: &Schema, settings: Option<&Path>) -> Result<TableDefinition, Failure> {
     let definition =
-        TableDefinition::from_schema(&schema).map_err(|e| Failure::Operation(e.to_string()))?;
+        TableDefinition::from_schema(schema).map_err(|e| Failure::Operation(e.to_string()))?;
     let Some(path) = settings else {
         return Ok(definition);
     };
@@ -274,16 +282,17 @@ fn apply(mut def: TableDefinition, settings: Settings) -> Result<TableDefinition
     Ok(def)
 }
 
-/// The store of the table, laid out as the configuration plus the settings.
-fn settings_store(args: &SettingsArgs) -> Result<DynamoStore, Failure> {
-    let definition = definition(&args.table.config, args.settings.as_deref())?;
-    let store = store(&args.table)?;
-    // The connection (endpoint, credentials, timeouts) of `store`, with the fuller definition.
-    Ok(DynamoStore::new(
-        store.client().clone(),
-        store.table_name().to_owned(),
-        definition,
-    ))
+/// The store of the table, laid out as the schema plus the settings: `--config`'s for a table
+/// to create, else the table's own ([`ConfigArgs::resolve`](crate::ConfigArgs::resolve)).
+fn settings_store(args: &SettingsArgs, create: bool) -> Result<DynamoStore, Failure> {
+    let table = &args.table;
+    let schema = if create {
+        table.config.load()?
+    } else {
+        table.config.resolve(&table.table, &table.connection)?
+    };
+    let definition = definition(&schema, args.settings.as_deref())?;
+    table.connection.store(definition, &table.table)
 }
 
 fn text(e: &impl ToString) -> Failure {
@@ -297,7 +306,7 @@ pub(crate) fn table(action: TableAction, json: bool) -> Result<(), Failure> {
             table,
             settings,
         } => {
-            let definition = definition(&config, settings.as_deref())?;
+            let definition = definition(&config.load()?, settings.as_deref())?;
             let resource = definition
                 .cloudformation(table.as_deref())
                 .map_err(|e| text(&e))?;
@@ -306,7 +315,7 @@ pub(crate) fn table(action: TableAction, json: bool) -> Result<(), Failure> {
             Ok(())
         }
         TableAction::Create(args) => {
-            let store = settings_store(&args)?;
+            let store = settings_store(&args, true)?;
             runtime()?
                 .block_on(store.create_table())
                 .map_err(|e| explain("table create", &args.table.table, &e))?;
@@ -333,7 +342,15 @@ pub(crate) fn table(action: TableAction, json: bool) -> Result<(), Failure> {
             Ok(())
         }
         TableAction::Delete(args) => {
-            let store = store(&args)?;
+            // deleting needs no schema: a `--config` is not checked against the table's
+            let store = if args.config.given().is_some() {
+                let schema = args.config.load()?;
+                let definition = TableDefinition::from_schema(&schema)
+                    .map_err(|e| Failure::Operation(e.to_string()))?;
+                args.connection.store(definition, &args.table)?
+            } else {
+                store(&args)?
+            };
             runtime()?
                 .block_on(store.delete_table())
                 .map_err(|e| explain("table delete", &args.table, &e))?;
@@ -351,7 +368,7 @@ pub(crate) fn table(action: TableAction, json: bool) -> Result<(), Failure> {
             Ok(())
         }
         TableAction::Drift(args) => {
-            let store = settings_store(&args)?;
+            let store = settings_store(&args, false)?;
             let report = runtime()?
                 .block_on(store.drift())
                 .map_err(|e| explain("table drift", &args.table.table, &e))?;
@@ -427,6 +444,11 @@ fn stamp_json(stamp: &TableStamp) -> Value {
         "numericHash": stamp.numeric_hash.as_str(),
         "fingerprint": stamp.fingerprint,
         "entities": stamp.entities,
+        // the schema file the table carries (`null`: none; `--config` is then needed)
+        "schema": stamp
+            .schema_json
+            .as_deref()
+            .and_then(|text| serde_json::from_str::<Value>(text).ok()),
     })
 }
 

@@ -347,7 +347,8 @@ fn table_create_stamps_and_table_stamp_restamps_on_dynamodb_local() -> TestResul
         assert_eq!(stamp["shardSpace"], json!("product"));
         assert!(stamp["entities"]["user"].is_string(), "{stamp}");
 
-        // a data command under another profile is told before it starts
+        // a data command under another profile is refused before it starts (issue 48: never
+        // a warning)
         let out = run(&[
             "scan",
             config.as_str(),
@@ -358,12 +359,11 @@ fn table_create_stamps_and_table_stamp_restamps_on_dynamodb_local() -> TestResul
             "--key-profile",
             "native",
         ])?;
-        assert_code(&out, 0);
+        assert_code(&out, 2);
         let text = stderr(&out);
         assert!(
-            text.contains(&format!(
-                "warning: table {table}: the table is stamped with profile `npm-6.14`"
-            )) && text.contains("--key-profile npm-6.14"),
+            text.contains(&format!("table {table} is stamped with profile `npm-6.14`"))
+                && text.contains("leave --key-profile out"),
             "{text}"
         );
 
@@ -490,12 +490,11 @@ fn table_stamp_infers_the_profile_of_an_unstamped_table_on_dynamodb_local() -> T
             stdout_json(&out)?["stampState"]["state"],
             json!("as-configured")
         );
-        // and now a data command under another profile is told of the stamp
+        // and now a command under another profile is refused (issue 48)
         let out = with(&["table", "describe", "--json"], &table, Some("upstream-8"))?;
-        assert_eq!(
-            stdout_json(&out)?["stampState"]["state"],
-            json!("other-profile")
-        );
+        assert_code(&out, 2);
+        // (`--json`: the error is a JSON line on stdout)
+        assert!(String::from_utf8_lossy(&out.stdout).contains("stamped with profile `npm-6.14`"));
 
         // an empty table has nothing to infer from: a profile must be named
         let out = with(&["table", "stamp"], &empty, None)?;

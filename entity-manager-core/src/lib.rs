@@ -62,6 +62,7 @@ pub mod query;
 mod rules;
 pub mod scan;
 mod schema;
+mod schema_json;
 pub mod shard;
 pub mod store;
 pub mod stream;
@@ -82,6 +83,7 @@ pub use keys::{MAX_HASH_KEY_SPACE, PrimaryKey};
 pub use ops::{ReadHandle, ReadResults, ReadTransaction, Transaction};
 pub use rules::ConfigRule;
 pub use schema::{EntitySchema, Schema};
+pub use schema_json::{SCHEMA_VERSION, SCHEMA_VERSION_KEY, SchemaDifference};
 /// `serde_dynamo`'s attribute value and item (attribute map), the shapes every store and key
 /// function takes: **not** `aws_sdk_dynamodb::types::AttributeValue`. Code that mixes raw SDK
 /// calls converts with `.into()` either way (`serde_dynamo`'s `From` impls, feature

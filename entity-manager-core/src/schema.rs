@@ -146,6 +146,10 @@ impl TableDefinition {
     /// works out from its records which profile made their keys ([`Schema::infer_profile`]).
     pub fn from_schema(schema: &Schema) -> Result<Self, TableDefinitionError> {
         let mut definition = Self::from_entities(schema.table(), schema.entities())?;
+        // the stamp carries the whole schema, so that the table describes itself
+        if let Some(stamp) = definition.stamp.as_mut() {
+            stamp.schema_json = schema.stamp_schema();
+        }
         let inferring = schema.clone();
         definition.models = Some(crate::table::KeyModels {
             infer: std::sync::Arc::new(move |records| inferring.infer_profile(records)),

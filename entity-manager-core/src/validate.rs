@@ -706,3 +706,42 @@ fn check_across_entities(entities: &[EntityModel], layout: &Layout<'_>, problems
         problems.add(path, rules::problem(ConfigRule::IndexCount, &message));
     }
 }
+
+/// The problem of an unknown key in a JSON configuration, with the known key it most likely
+/// misspells (shared by the TypeScript loader and the schema file's reader).
+pub(crate) fn unknown_key_message(key: &str, known: &[&str]) -> String {
+    match closest(key, known) {
+        Some(suggestion) => format!("unknown key `{key}`; did you mean `{suggestion}`?"),
+        None => format!(
+            "unknown key `{key}`; the known keys here are {}",
+            list(known.iter().copied())
+        ),
+    }
+}
+
+/// The known key closest to `key` (ignoring case), if it is close enough to be a likely typo.
+fn closest<'k>(key: &str, known: &[&'k str]) -> Option<&'k str> {
+    let key = key.to_lowercase();
+    known
+        .iter()
+        .map(|k| (edit_distance(&key, &k.to_lowercase()), *k))
+        .filter(|(distance, k)| *distance <= (k.len() / 3).max(1))
+        .min_by_key(|(distance, _)| *distance)
+        .map(|(_, k)| k)
+}
+
+/// The Levenshtein distance between two strings, by characters.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let substitution = diagonal + usize::from(ca != *cb);
+            diagonal = row[j + 1];
+            row[j + 1] = substitution.min(row[j] + 1).min(diagonal + 1);
+        }
+    }
+    row[b.len()]
+}

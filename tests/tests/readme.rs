@@ -324,6 +324,43 @@ fn the_dynamodb_block_builds_a_store_of_the_table() -> Result<(), Box<dyn std::e
     Ok(())
 }
 
+/// The schema file block: the file of the tour's table, and the check that a committed one is
+/// up to date.
+#[rustfmt::skip] // the README's lines as the README writes them
+mod schema_file {
+    use super::Users;
+    use entity_manager::Table as _;
+    use entity_manager::{Schema, SchemaDifference};
+
+    pub(super) fn run() -> Result<(), Box<dyn std::error::Error>> {
+        let file = schema_file()?;
+        assert!(file.ends_with("}\n") && file.contains("\"keyProfile\": \"native\""));
+        assert!(stale(&file)?.is_empty());
+        // a file of another version of the code: each difference named by its path
+        let older = file.replace("\"lastName\": {", "\"surname\": {");
+        let found = stale(&older)?;
+        let paths: Vec<&str> = found.iter().map(|d| d.path.as_str()).collect();
+        assert_eq!(paths, ["entities.user.indexes.lastName", "entities.user.indexes.surname"]);
+        Ok(())
+    }
+
+/// `cargo run --example schema -- users.schema.json` writes it (examples/schema.rs).
+fn schema_file() -> Result<String, Box<dyn std::error::Error>> {
+    Ok(Users::schema()?.to_json_string()?)
+}
+
+/// What differs between a committed schema file and the code: empty when it is up to date.
+fn stale(committed: &str) -> Result<Vec<SchemaDifference>, Box<dyn std::error::Error>> {
+    let committed = Schema::from_json(&serde_json::from_str(committed)?)?;
+    Ok(Users::schema()?.differences(&committed))
+}
+}
+
+#[test]
+fn the_schema_file_block_writes_and_checks_the_file() -> Result<(), Box<dyn std::error::Error>> {
+    schema_file::run()
+}
+
 #[test]
 fn the_keys_and_query_blocks_run() -> Result<(), Box<dyn std::error::Error>> {
     keys_and_query::run()

@@ -130,9 +130,9 @@ pub use request::{
 // the table's definition, drift check and stamp (`crate::table`), at the paths the stores take
 pub use crate::table::{
     Billing, Capacity, Drift, DriftReport, GlobalIndex, IndexKind, Inference, KeyAttribute,
-    KeySchemaNames, LiveTable, LocalIndex, SAMPLE_MAX, SAMPLE_PER_ENTITY, STAMP_ATTRIBUTE,
-    STAMP_HASH_KEY, STAMP_MISMATCH_CODE, STAMP_RANGE_KEY, Setting, StreamView, TableDefinition,
-    TableDefinitionError, TableStamp, is_stamp, stamp_key,
+    KeySchemaNames, LiveTable, LocalIndex, MAX_STAMP_SCHEMA_BYTES, SAMPLE_MAX, SAMPLE_PER_ENTITY,
+    STAMP_ATTRIBUTE, STAMP_HASH_KEY, STAMP_MISMATCH_CODE, STAMP_RANGE_KEY, Setting, StreamView,
+    TableDefinition, TableDefinitionError, TableStamp, is_stamp, stamp_key,
 };
 
 /// The storage trait: the calls the entity manager makes on one table.

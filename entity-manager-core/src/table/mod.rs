@@ -22,5 +22,6 @@ pub(crate) use infer::KeyModels;
 pub use infer::{Inference, SAMPLE_MAX, SAMPLE_PER_ENTITY};
 pub(crate) use stamp::fnv1a;
 pub use stamp::{
-    STAMP_ATTRIBUTE, STAMP_HASH_KEY, STAMP_MISMATCH_CODE, STAMP_RANGE_KEY, TableStamp,
+    MAX_STAMP_SCHEMA_BYTES, STAMP_ATTRIBUTE, STAMP_HASH_KEY, STAMP_MISMATCH_CODE, STAMP_RANGE_KEY,
+    TableStamp,
 };

@@ -75,7 +75,23 @@ pub struct TableStamp {
     pub fingerprint: String,
     /// The fingerprint of each entity's key-relevant configuration, by entity token.
     pub entities: BTreeMap<String, String>,
+    /// The table's whole schema as its schema file ([`Schema::to_json`](crate::Schema::to_json),
+    /// compact JSON), so that the table describes itself (the CLI needs only `--table`); read
+    /// it back with [`TableStamp::schema`]. Set by
+    /// [`TableDefinition::from_schema`](super::TableDefinition::from_schema) (not by
+    /// [`TableStamp::of`], whose models are not yet validated); `None` for a stamp written
+    /// before stamps carried it, or for a schema that has no schema file (a transcode of your
+    /// own) or whose file would pass [`MAX_STAMP_SCHEMA_BYTES`].
+    pub schema_json: Option<String>,
 }
+
+/// The largest schema file a stamp carries: a `DynamoDB` item holds at most 400 KB, and the
+/// rest of the stamp is a few hundred bytes. A schema file is under 1 KB per entity with a few
+/// indexes (the two entities and three indexes of `examples/schema.rs` take 1,685 bytes
+/// pretty-printed, less as the stamp's compact JSON), so only a schema of hundreds of entities
+/// passes it; its stamp then carries the profile and the
+/// fingerprints alone, and the CLI asks for `--config`.
+pub const MAX_STAMP_SCHEMA_BYTES: usize = 300 * 1024;
 
 impl TableStamp {
     /// The stamp of a table with these settings and entities.
@@ -105,6 +121,8 @@ impl TableStamp {
             numeric_hash: table.numeric_hash,
             fingerprint: hex(text.as_bytes()),
             entities,
+            // a schema's own (`TableDefinition::from_schema`): the models alone may not be valid
+            schema_json: None,
         }
     }
 
@@ -185,6 +203,9 @@ impl TableStamp {
         if let Some(p) = self.profile() {
             stamp.insert("profile".to_owned(), s(p.as_str()));
         }
+        if let Some(schema) = &self.schema_json {
+            stamp.insert("schema".to_owned(), s(schema));
+        }
         AttributeValue::M(stamp)
     }
 
@@ -236,6 +257,10 @@ impl TableStamp {
             numeric_hash,
             fingerprint: text("fingerprint")?.to_owned(),
             entities,
+            schema_json: match stamp.get("schema") {
+                Some(AttributeValue::S(schema)) => Some(schema.clone()),
+                _ => None,
+            },
         })
     }
 }

@@ -19,7 +19,7 @@ use crate::model::{
 };
 use crate::schema::Schema;
 use crate::transcode::{self, BUILTIN_NAMES, Transcoder};
-use crate::validate::{self, Globals, Layout, Problems, join, list};
+use crate::validate::{self, Globals, Layout, Problems, join, list, unknown_key_message};
 
 /// The keys of the root object.
 const ROOT_KEYS: &[&str] = &[
@@ -862,43 +862,6 @@ fn kind_of(value: &Value) -> &'static str {
         Value::Array(_) => "an array",
         Value::Object(_) => "an object",
     }
-}
-
-fn unknown_key_message(key: &str, known: &[&str]) -> String {
-    match closest(key, known) {
-        Some(suggestion) => format!("unknown key `{key}`; did you mean `{suggestion}`?"),
-        None => format!(
-            "unknown key `{key}`; the known keys here are {}",
-            list(known.iter().copied())
-        ),
-    }
-}
-
-/// The known key closest to `key` (ignoring case), if it is close enough to be a likely typo.
-fn closest<'k>(key: &str, known: &[&'k str]) -> Option<&'k str> {
-    let key = key.to_lowercase();
-    known
-        .iter()
-        .map(|k| (edit_distance(&key, &k.to_lowercase()), *k))
-        .filter(|(distance, k)| *distance <= (k.len() / 3).max(1))
-        .min_by_key(|(distance, _)| *distance)
-        .map(|(_, k)| k)
-}
-
-/// The Levenshtein distance between two strings, by characters.
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut diagonal = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let substitution = diagonal + usize::from(ca != *cb);
-            diagonal = row[j + 1];
-            row[j + 1] = substitution.min(row[j] + 1).min(diagonal + 1);
-        }
-    }
-    row[b.len()]
 }
 
 /// The per-entity shape of seed 001 (TypeScript v6.1–v6.4): each entity declares its own

@@ -7,7 +7,10 @@
 //! - one name with different definitions in different entities (a property with two
 //!   transcodes, a generated property or index declared two ways);
 //! - an unsharded generated property declared atomic (TypeScript's unsharded properties are
-//!   never atomic).
+//!   never atomic);
+//! - a multi-attribute index (one hash and one range attribute per index in TypeScript).
+//!
+//! The schema file ([`Schema::to_json`]) holds all of them.
 //!
 //! Generated properties and indexes belong to the entity that declares them in Rust; the
 //! TypeScript library adds every generated property and index to every entity (PRODUCT.md §9,
@@ -19,10 +22,11 @@
 use serde_json::{Map, Value, json};
 
 use crate::error::{ConfigError, ConfigProblem};
-use crate::model::{GeneratedKind, Index, Projection};
+use crate::model::{GeneratedKind, Index, Profile};
 use crate::schema::Schema;
+use crate::schema_json::{entity_json, index_json};
 use crate::transcode;
-use crate::validate::join;
+use crate::validate::{join, list};
 
 impl Schema {
     /// The TypeScript Entity Manager config of this schema, in the shape
@@ -41,9 +45,11 @@ impl Schema {
     ///
     /// # Errors
     ///
-    /// A [`ConfigError`] listing everything the TypeScript shape cannot express: transcodes of
-    /// your own, a name defined differently by two entities, and atomic unsharded generated
-    /// properties. Generated properties and indexes are merged into the table-wide lists; see
+    /// A [`ConfigError`] listing everything the TypeScript shape cannot express, each problem at
+    /// the path of the index or property at fault: multi-attribute indexes (TypeScript has one
+    /// hash and one range attribute per index; a key attribute is never dropped), transcodes
+    /// of your own, a name defined differently by two entities, and atomic unsharded generated
+    /// properties. [`Schema::to_json`] writes the schema file, which holds all of them. Generated properties and indexes are merged into the table-wide lists; see
     /// the notes below for what that means on the TypeScript side.
     ///
     /// ```
@@ -120,6 +126,12 @@ impl Schema {
             }
             for index in entity.indexes.iter() {
                 let path = join("indexes", &index.name);
+                // one hash and one range attribute per index in TypeScript: exporting the first
+                // of each would drop key attributes, so a multi-attribute index is refused
+                if index.multi.is_some() {
+                    problems.push(multi_index_problem(&entity.token, index, &path));
+                    continue;
+                }
                 merge(
                     &mut indexes,
                     &index.name,
@@ -128,26 +140,21 @@ impl Schema {
                     &mut problems,
                 );
             }
-            let bumps: Vec<Value> = entity
-                .shard_bumps
-                .iter()
-                .map(|b| json!({ "timestamp": b.timestamp, "charBits": b.char_bits, "chars": b.chars }))
-                .collect();
-            entities.insert(
-                entity.token.to_string(),
-                json!({
-                    "uniqueProperty": entity.unique_property,
-                    "timestampProperty": entity.timestamp_property,
-                    "defaultLimit": entity.default_limit,
-                    "defaultPageSize": entity.default_page_size,
-                    "shardBumps": bumps,
-                }),
-            );
+            entities.insert(entity.token.to_string(), Value::Object(entity_json(entity)));
+        }
+        // one name, two roles across entities: TypeScript's table-wide lists cannot hold both
+        for name in sharded.keys().filter(|n| unsharded.contains_key(*n)) {
+            problems.push(problem(
+                &join("generatedProperties.unsharded", name),
+                format!(
+                    "`{name}` is a sharded generated property in one entity and an unsharded one in another; the TypeScript config has one table-wide definition per name, so give them different names"
+                ),
+            ));
         }
         if !problems.is_empty() {
             return Err(ConfigError { problems });
         }
-        Ok(json!({
+        let config = json!({
             "hashKey": table.hash_key,
             "rangeKey": table.range_key,
             "generatedKeyDelimiter": table.delimiters.generated_key,
@@ -158,26 +165,29 @@ impl Schema {
             "generatedProperties": { "sharded": sharded, "unsharded": unsharded },
             "indexes": indexes,
             "propertyTranscodes": transcodes,
-        }))
+        });
+        // the merged lists give every entity every name: whatever rule that breaks (a name that
+        // is a property of one entity and a generated property of another, …) is a refusal,
+        // never a configuration that does not load
+        Self::from_ts_config(&config, Profile::Native)?;
+        Ok(config)
     }
 }
 
-/// An index as the TypeScript config writes it.
-fn index_json(index: &Index) -> Value {
-    let mut fields = Map::new();
-    fields.insert("hashKey".into(), json!(index.hash_key));
-    fields.insert("rangeKey".into(), json!(index.range_key));
-    match &index.projection {
-        Projection::All => {}
-        Projection::KeysOnly => {
-            fields.insert("projections".into(), json!([]));
-        }
-        Projection::Include(names) => {
-            let names: Vec<&str> = names.iter().map(|n| &**n).collect();
-            fields.insert("projections".into(), json!(names));
-        }
-    }
-    Value::Object(fields)
+/// The refusal of a multi-attribute index: TypeScript has one hash and one range attribute per
+/// index, and exporting the first of each would drop key attributes.
+fn multi_index_problem(entity: &str, index: &Index, path: &str) -> ConfigProblem {
+    let sharded = index.multi.as_ref().is_some_and(|m| m.sharded);
+    problem(
+        path,
+        format!(
+            "entity `{entity}` has the multi-attribute index `{}` (partition {}{}, sort {}), which the TypeScript configuration cannot express (one hash and one range attribute per index); write the schema file instead (`Schema::to_json`), which the command line reads",
+            index.name,
+            list(index.hash_names()),
+            if sharded { ", sharded" } else { "" },
+            list(index.range_names()),
+        ),
+    )
 }
 
 fn problem(path: &str, message: String) -> ConfigProblem {
