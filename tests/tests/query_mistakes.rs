@@ -349,6 +349,17 @@ async fn reversed_between<S: Store>(store: &Counting<S>) -> TestResult {
         store,
         &["`between`", "`level`"],
     );
+    // and one in order passes the check (the mutation sample found no target sending one)
+    accepted(
+        "typed filter between, in order",
+        Gamer::query(store)?
+            .index(GamerIndex::ByRating)
+            .filter(f.level.between(1, 3))
+            .shards_between(0, 3_000)
+            .page(None)
+            .await,
+        store,
+    );
     // on a multi-attribute index, untyped and typed
     let league = league::League::schema()?;
     let player = league.entity("player")?;

@@ -1804,13 +1804,15 @@ fn starts_with(value: &AttributeValue, prefix: &AttributeValue) -> bool {
     }
 }
 
-/// Whether a boundary's value (or each value of its tuple) can be a sort key: at most
-/// [`MAX_SORT_KEY_BYTES`](crate::limits::MAX_SORT_KEY_BYTES), as every item's key is. A longer
-/// one (only a forged token holds it) would make every shard query fail.
+/// Whether a boundary's value (or each value of its tuple) can be a sort key: not empty and at
+/// most [`MAX_SORT_KEY_BYTES`](crate::limits::MAX_SORT_KEY_BYTES), as every item's key is. Any
+/// other (only a forged token holds one) would make every shard query fail.
 fn sort_key_sized(value: &AttributeValue) -> bool {
     match value {
         AttributeValue::L(values) => values.iter().all(sort_key_sized),
-        value => crate::limits::sort_value_fits(value),
+        value => {
+            crate::limits::sort_value_fits(value) && !crate::limits::empty_key_value(value)
+        }
     }
 }
 

@@ -303,7 +303,9 @@ pub(crate) fn extrapolate(
     // a bound is a sort key in a key condition: one longer than a sort key may be (a long
     // common prefix, then digits of up to 4 bytes each) would fail the read, so none is
     // predicted
-    extrapolate_any(first, last, factor).filter(crate::limits::sort_value_fits)
+    // a bound the stores take in a key condition: not empty, not over the size limit
+    extrapolate_any(first, last, factor)
+        .filter(|v| crate::limits::sort_value_fits(v) && !crate::limits::empty_key_value(v))
 }
 
 fn extrapolate_any(
