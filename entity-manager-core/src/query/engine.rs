@@ -1810,9 +1810,7 @@ fn starts_with(value: &AttributeValue, prefix: &AttributeValue) -> bool {
 fn sort_key_sized(value: &AttributeValue) -> bool {
     match value {
         AttributeValue::L(values) => values.iter().all(sort_key_sized),
-        value => {
-            crate::limits::sort_value_fits(value) && !crate::limits::empty_key_value(value)
-        }
+        value => crate::limits::sort_value_fits(value) && !crate::limits::empty_key_value(value),
     }
 }
 
