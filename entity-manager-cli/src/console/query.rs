@@ -1,0 +1,376 @@
+//! The query view: an entity and index picked from the configuration, typed conditions (a
+//! number field takes a number), run across every shard by the library's query engine
+//! (`records::prepare`, the `query` command's own), paged with its tokens forward and back,
+//! each page with its records decoded, its statistics and a bar per shard read.
+//!
+//! Bad input — a condition that does not parse, a value of the wrong type, a key component
+//! left out — is refused inline by `prepare`, before any request.
+
+use std::sync::Arc;
+
+use axum::extract::{Query, State};
+use axum::response::Response;
+use entity_manager::query::QueryPageResult;
+use entity_manager::store::KeyType;
+use entity_manager::{EntitySchema, Schema};
+use maud::{Markup, html};
+
+use super::watch::Watched;
+use super::{page, svg};
+use crate::Failure;
+use crate::connection::explain;
+use crate::records::{Conditions, key_type_of, prepare};
+
+/// The range operators of the form, as `query --range` writes them.
+const OPERATORS: [&str; 8] = ["", "=", "<", "<=", ">", ">=", "between", "begins_with"];
+
+/// The query form's fields, as sent.
+struct Form(super::Params);
+
+impl Form {
+    fn get(&self, name: &str) -> &str {
+        self.0.get(name)
+    }
+
+    /// The fields of the query itself (not its page): what the paging forms carry over.
+    fn query_fields(&self) -> impl Iterator<Item = &(String, String)> {
+        self.0
+            .0
+            .iter()
+            .filter(|(k, _)| !matches!(k.as_str(), "token" | "trail" | "run"))
+    }
+}
+
+/// A field of the index's partition to fill: its name and whether it takes a number.
+struct Fill {
+    name: String,
+    number: bool,
+}
+
+/// The partition fields an index of `entity` needs: the components of a sharded generated
+/// hash key, or the partition attributes of a multi-attribute key (but its shard attribute).
+fn fills(entity: &EntitySchema<'_>, index: &str) -> Vec<Fill> {
+    let model = entity.model();
+    let Some(index) = model.index(index) else {
+        return Vec::new();
+    };
+    if let Some(multi) = &index.multi {
+        return multi
+            .user_hash()
+            .iter()
+            .map(|a| Fill {
+                name: a.name.to_string(),
+                number: a.key_type == KeyType::N,
+            })
+            .collect();
+    }
+    model
+        .generated_property(&index.hash_key)
+        .map(|g| {
+            g.components
+                .iter()
+                .map(|c| Fill {
+                    name: c.to_string(),
+                    number: key_type_of(entity, c) == Some(KeyType::N),
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The attribute the range condition is on (the first sort attribute of a multi-attribute
+/// key), and whether it takes a number.
+fn range_of(entity: &EntitySchema<'_>, index: &str) -> Option<(String, bool)> {
+    let index = entity.model().index(index)?;
+    let name = match &index.multi {
+        Some(multi) => {
+            let first = multi.range.first()?;
+            return Some((first.name.to_string(), first.key_type == KeyType::N));
+        }
+        None => index.range_key.to_string(),
+    };
+    let number = key_type_of(entity, &name) == Some(KeyType::N);
+    Some((name, number))
+}
+
+/// The query's conditions from the form, in `query`'s terms (checked by `prepare`).
+fn conditions(form: &Form, entity: &EntitySchema<'_>) -> Result<Conditions, Failure> {
+    let index = form.get("index").to_owned();
+    let mut c = Conditions {
+        indexes: vec![index.clone()],
+        ..Conditions::default()
+    };
+    for fill in fills(entity, &index) {
+        let value = form.get(&format!("w.{}", fill.name)).trim();
+        if !value.is_empty() {
+            c.wheres.push(format!("{}={value}", fill.name));
+        }
+    }
+    let op = form.get("op");
+    let (v1, v2) = (form.get("v1").trim(), form.get("v2").trim());
+    if !OPERATORS.contains(&op) {
+        return Err(Failure::Input(format!("unknown range operator `{op}`")));
+    }
+    if !op.is_empty() {
+        if v1.is_empty() || (op == "between" && v2.is_empty()) {
+            return Err(Failure::Input(format!(
+                "the range condition `{op}` needs {}",
+                if op == "between" {
+                    "two values (from and to)"
+                } else {
+                    "a value"
+                }
+            )));
+        }
+        c.range = Some(if op == "between" {
+            format!("between {v1} and {v2}")
+        } else {
+            format!("{op} {v1}")
+        });
+    }
+    let filter = form.get("filter").trim();
+    if !filter.is_empty() {
+        c.filter.push(filter.to_owned());
+    }
+    let limit = form.get("limit").trim();
+    if !limit.is_empty() {
+        c.limit = Some(
+            limit
+                .parse::<u64>()
+                .ok()
+                .filter(|l| (1..=1000).contains(l))
+                .ok_or_else(|| {
+                    Failure::Input(format!(
+                        "records per page `{limit}` is not a whole number from 1 to 1000"
+                    ))
+                })?,
+        );
+    }
+    c.descending = form.get("desc") == "on";
+    Ok(c)
+}
+
+/// What one page of the query shows.
+struct Ran {
+    page: QueryPageResult,
+    /// Items read per shard (hash key value, over every index queried).
+    shards: Vec<(String, f64)>,
+    /// The most shard queries one partition needed.
+    rounds: usize,
+}
+
+pub(super) async fn view(
+    State(state): State<Arc<super::State>>,
+    Query(params): Query<super::Params>,
+) -> Result<Response, super::Unavailable> {
+    let opened = state.opened()?;
+    let form = Form(params);
+    let schema = &opened.schema;
+    let chosen = match form.get("entity") {
+        "" => schema.entities().first().map(|e| e.token.to_string()),
+        token => Some(token.to_owned()),
+    };
+    let entity = chosen.as_deref().and_then(|t| schema.entity(t).ok());
+    let index = match (form.get("index"), &entity) {
+        ("", Some(entity)) => entity.model().indexes.first().map(|i| i.name.to_string()),
+        (name, _) => Some(name.to_owned()),
+    };
+    let mut outcome: Option<Result<Ran, String>> = None;
+    if let (Some(entity), Some(index), false) = (entity, &index, form.get("run").is_empty()) {
+        let mut fields = form.0.0.clone();
+        fields.retain(|(k, _)| k != "index");
+        fields.push(("index".to_owned(), index.clone()));
+        let form = Form(super::Params(fields));
+        outcome = Some(run(&form, entity, &opened.store, &state.table).await);
+    }
+    let body = html! {
+        h1 { "Query" }
+        (form_markup(schema, &form, chosen.as_deref(), index.as_deref()))
+        @match &outcome {
+            None => {}
+            Some(Err(message)) => { (page::refused(message)) }
+            Some(Ok(ran)) => { (results(schema, entity, &form, ran)) }
+        }
+    };
+    Ok(page::layout(&state.table, "Query", &body))
+}
+
+async fn run(
+    form: &Form,
+    entity: EntitySchema<'_>,
+    store: &entity_manager::store::DynamoStore,
+    table: &str,
+) -> Result<Ran, String> {
+    let conditions = conditions(form, &entity).map_err(|f| f.message())?;
+    let watched = Watched::new(store);
+    let prepared = prepare(&conditions, false, &watched, entity).map_err(|f| f.message())?;
+    let token = Some(form.get("token")).filter(|t| !t.is_empty());
+    let page = prepared.page(token).await.map_err(|e| {
+        let failure = explain("query", table, &e);
+        match failure {
+            // a token or value the library refuses: bad input, said as such
+            Failure::Input(m) => m,
+            other => other.message(),
+        }
+    })?;
+    let reads = watched.reads();
+    let rounds = reads.values().map(|r| r.queries).max().unwrap_or(0);
+    let mut per_shard = std::collections::BTreeMap::<String, usize>::new();
+    for ((_, hash), r) in &reads {
+        *per_shard.entry(hash.clone()).or_default() += r.items;
+    }
+    #[allow(clippy::cast_precision_loss)] // item counts
+    let shards = per_shard
+        .into_iter()
+        .map(|(hash, items)| (hash, items as f64))
+        .collect();
+    Ok(Ran {
+        page,
+        shards,
+        rounds,
+    })
+}
+
+fn form_markup(schema: &Schema, form: &Form, entity: Option<&str>, index: Option<&str>) -> Markup {
+    let chosen = entity.and_then(|t| schema.entity(t).ok());
+    let index = index.unwrap_or_default();
+    let fills = chosen.map(|e| fills(&e, index)).unwrap_or_default();
+    let range = chosen.and_then(|e| range_of(&e, index));
+    let input_type = |number: bool| if number { "number" } else { "text" };
+    html! {
+        form.query id="query-form" method="get" action="/query" {
+            label for="entity" { "entity" }
+            select id="entity" name="entity" data-submit {
+                @for e in schema.entities() {
+                    option value=(e.token) selected[Some(&*e.token) == entity] { (e.token) }
+                }
+            }
+            label for="index" { "index" }
+            select id="index" name="index" data-submit {
+                @if let Some(e) = chosen {
+                    @for i in e.model().indexes.iter() {
+                        option value=(i.name) selected[*i.name == *index] { (i.name) }
+                    }
+                }
+            }
+            @for fill in &fills {
+                label for={ "w." (fill.name) } { (fill.name) " =" }
+                input id={ "w." (fill.name) } name={ "w." (fill.name) } type=(input_type(fill.number))
+                    step=[fill.number.then_some("any")] value=(form.get(&format!("w.{}", fill.name)));
+            }
+            @if let Some((name, number)) = &range {
+                label for="op" { code { (name) } }
+                span {
+                    select id="op" name="op" {
+                        @for op in OPERATORS {
+                            option value=(op) selected[op == form.get("op")] { @if op.is_empty() { "(any)" } @else { (op) } }
+                        }
+                    }
+                    " "
+                    input id="v1" name="v1" type=(input_type(*number)) step=[number.then_some("any")] value=(form.get("v1"));
+                    " and "
+                    input id="v2" name="v2" type=(input_type(*number)) step=[number.then_some("any")] value=(form.get("v2")) placeholder="(between only)";
+                }
+            }
+            label for="filter" { "filter" }
+            input id="filter" name="filter" type="text" size="40" placeholder="e.g. phone begins_with +1555" value=(form.get("filter"));
+            label for="limit" { "records per page" }
+            input id="limit" name="limit" type="number" min="1" max="1000" value=(form.get("limit"));
+            label for="desc" { "descending" }
+            input id="desc" name="desc" type="checkbox" checked[form.get("desc") == "on"];
+            span {}
+            span { button id="run" type="submit" name="run" value="1" { "Run across every shard" } }
+        }
+    }
+}
+
+/// A hidden-field form that runs the same query from `token`, with `trail` (the tokens of
+/// the pages before, space-separated; `-` for the first page).
+fn page_form(form: &Form, id: &str, label: &str, token: &str, trail: &str) -> Markup {
+    html! {
+        form.inline method="get" action="/query" {
+            @for (name, value) in form.query_fields() {
+                input type="hidden" name=(name) value=(value);
+            }
+            input type="hidden" name="token" value=(token);
+            input type="hidden" name="trail" value=(trail);
+            button id=(id) type="submit" name="run" value="1" { (label) }
+        }
+    }
+}
+
+fn results(schema: &Schema, entity: Option<EntitySchema<'_>>, form: &Form, ran: &Ran) -> Markup {
+    let stats = &ran.page.stats;
+    let trail: Vec<&str> = form.get("trail").split_whitespace().collect();
+    let here = match form.get("token") {
+        "" => "-",
+        token => token,
+    };
+    let number = trail.len() + 1;
+    let after = trail
+        .iter()
+        .copied()
+        .chain([here])
+        .collect::<Vec<_>>()
+        .join(" ");
+    #[allow(clippy::cast_precision_loss)] // item counts
+    let per_item = if stats.items_returned == 0 {
+        "–".to_owned()
+    } else {
+        format!(
+            "{:.2}",
+            stats.items_read as f64 / stats.items_returned as f64
+        )
+    };
+    let records: Vec<serde_json::Value> = entity
+        .map(|e| {
+            ran.page
+                .items
+                .iter()
+                .map(|i| page::decoded(schema, &e, i))
+                .collect()
+        })
+        .unwrap_or_default();
+    let columns = page::columns(&records);
+    let unique = entity
+        .map(|e| e.model().unique_property.to_string())
+        .unwrap_or_default();
+    html! {
+        section.card id="results" data-page=(number) {
+            h2 { "Page " (number) ": " (ran.page.items.len()) " records" }
+            dl.stats {
+                dt { "shards" } dd id="stat-shards" { (stats.shards) }
+                dt { "shard queries" } dd id="stat-shard-queries" { (stats.shard_queries) }
+                dt { "items read" } dd id="stat-items-read" { (stats.items_read) }
+                dt { "items returned" } dd id="stat-items-returned" { (stats.items_returned) }
+                dt { "read per returned" } dd id="stat-read-per-item" { (per_item) }
+                dt { "consumed capacity" } dd id="stat-capacity" { (stats.consumed_capacity) }
+                dt { "rounds" } dd id="stat-rounds" { (ran.rounds) }
+                dt { "duplicates removed" } dd id="stat-duplicates" { (stats.duplicates_removed) }
+            }
+            p {
+                @if let Some((previous, before)) = trail.split_last() {
+                    @let previous = if *previous == "-" { "" } else { *previous };
+                    (page_form(form, "previous", "← previous page", previous, &before.join(" ")))
+                    " "
+                }
+                @if let Some(next) = &ran.page.next {
+                    (page_form(form, "next", "next page →", next, &after))
+                } @else {
+                    span.muted id="end" { "last page" }
+                }
+            }
+            table id="records" {
+                tr { @for c in &columns { th { (c) } } }
+                @for record in &records {
+                    tr data-id=(record.get(&unique).map(page::cell).unwrap_or_default()) {
+                        @for c in &columns { td { (record.get(c).map(page::cell).unwrap_or_default()) } }
+                    }
+                }
+            }
+            h3 { "Items read per shard" }
+            p.small { "Each bar: the items the shard queries of this page read from one partition (hash key value)." }
+            (svg::bars("shard-reads", &ran.shards, "items"))
+        }
+    }
+}

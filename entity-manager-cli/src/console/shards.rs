@@ -1,0 +1,359 @@
+//! The shards view: records per shard per entity as a heat map, from a sample of the table
+//! (its size shown) or from a whole-table parallel scan the user starts, that shows its
+//! progress and can be stopped. A shard holding 2× the mean of its bump's shards is flagged,
+//! with what that means for throughput and what a shard bump would change.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use axum::extract::{Form, Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Redirect, Response};
+use entity_manager::model::ShardBump;
+use entity_manager::scan::ParallelScan;
+use entity_manager::store::is_stamp;
+use entity_manager::{Item, Schema};
+use futures::StreamExt;
+use maud::{Markup, html};
+
+use super::{design, page, svg};
+use crate::connection::explain;
+
+/// Segments of the console's whole-table scan, and how many are read at once.
+const SEGMENTS: u32 = 4;
+
+/// Where the whole-table scan stands.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(super) enum Phase {
+    /// Not started.
+    #[default]
+    Idle,
+    Running,
+    Done,
+    Stopped,
+    Failed(String),
+}
+
+impl Phase {
+    fn name(&self) -> &'static str {
+        match self {
+            Self::Idle => "idle",
+            Self::Running => "running",
+            Self::Done => "done",
+            Self::Stopped => "stopped",
+            Self::Failed(_) => "failed",
+        }
+    }
+}
+
+/// The whole-table scan of this run: its counts per hash key so far.
+#[derive(Debug, Default)]
+pub(super) struct ScanJob {
+    phase: Phase,
+    counts: BTreeMap<String, u64>,
+    scanned: u64,
+    estimate: Option<u64>,
+    stop: Arc<AtomicBool>,
+}
+
+/// Records counted per hash key value, and how many records were read.
+type Counted = (BTreeMap<String, u64>, usize);
+
+/// Records per hash key value (the table's stamp left out).
+fn count(schema: &Schema, counts: &mut BTreeMap<String, u64>, item: &Item) {
+    let hash = &*schema.table().hash_key;
+    if let Some(entity_manager::AttributeValue::S(h)) = item.get(hash) {
+        *counts.entry(h.clone()).or_default() += 1;
+    }
+}
+
+pub(super) async fn view(
+    State(state): State<Arc<super::State>>,
+    Query(params): Query<super::Params>,
+) -> Result<Response, super::Unavailable> {
+    let opened = state.opened()?;
+    let schema = &opened.schema;
+    let sample_size = Some(params.get("sample").trim().to_owned()).filter(|s| !s.is_empty());
+    let job = match state.scan.lock() {
+        Ok(job) => (
+            job.phase.clone(),
+            job.counts.clone(),
+            job.scanned,
+            job.estimate,
+        ),
+        Err(_) => (
+            Phase::Failed("the scan's state was lost".to_owned()),
+            BTreeMap::new(),
+            0,
+            None,
+        ),
+    };
+    let (phase, scan_counts, scanned, estimate) = job;
+    let sampled: Option<Result<Counted, String>> = match &sample_size {
+        None => None,
+        Some(text) => Some(match text.parse::<u32>() {
+            Ok(n) if (1..=100_000).contains(&n) => {
+                design::sample(&opened.store, n).await.map(|items| {
+                    let mut counts = BTreeMap::new();
+                    for item in &items {
+                        count(schema, &mut counts, item);
+                    }
+                    (counts, items.len())
+                })
+            }
+            _ => Err(format!(
+                "sample size `{text}` is not a whole number from 1 to 100000"
+            )),
+        }),
+    };
+    let body = html! {
+        h1 { "Records per shard" }
+        section.card {
+            form.inline method="get" action="/shards" {
+                label for="sample" { "Sample the first " }
+                input id="sample" name="sample" type="number" min="1" max="100000" value=(sample_size.as_deref().unwrap_or("1000"));
+                " records "
+                button id="run-sample" type="submit" { "Sample" }
+            }
+            " or "
+            @if phase == Phase::Running {
+                form.inline method="post" action="/shards" {
+                    input type="hidden" name="token" value=(state.token);
+                    input type="hidden" name="action" value="stop";
+                    button.secondary id="stop-scan" type="submit" { "Stop the scan" }
+                }
+            } @else {
+                form.inline method="post" action="/shards" {
+                    input type="hidden" name="token" value=(state.token);
+                    input type="hidden" name="action" value="scan";
+                    button id="start-scan" type="submit" { "Scan the whole table" }
+                }
+                span.small { " (reads every item: " (SEGMENTS) " segments in parallel; it can be stopped)" }
+            }
+        }
+        @match &sampled {
+            Some(Err(message)) => { (page::refused(message)) }
+            Some(Ok((counts, n))) => {
+                section.card id="heat" data-source="sample" data-size=(n) {
+                    h2 { "Sample of " (n) " records" }
+                    p.small { "The first records of a scan, not the whole table: counts show where these records are." }
+                    (heat_map(schema, counts))
+                }
+            }
+            None => {
+                @if phase != Phase::Idle {
+                    section.card id="heat" data-source="scan" data-state=(phase.name()) data-scanned=(scanned)
+                        data-refresh=[(phase == Phase::Running).then_some("1000")] {
+                        h2 id="scan-state" data-state=(phase.name()) {
+                            "Whole-table scan: " (phase.name()) ", " (scanned) " records"
+                        }
+                        @if let Some(total) = estimate {
+                            progress id="scan-progress" value=(scanned.min(total)) max=(total.max(1)) {}
+                            span.small { " of about " (total) " (DynamoDB's estimate)" }
+                        } @else {
+                            progress id="scan-progress" {}
+                        }
+                        @if let Phase::Failed(message) = &phase { (page::refused(message)) }
+                        @if phase == Phase::Stopped { p { "Stopped: the counts are those of the records read until then." } }
+                        (heat_map(schema, &scan_counts))
+                    }
+                } @else {
+                    p.muted { "Nothing is read until you ask: take a sample, or scan the whole table." }
+                }
+            }
+        }
+    };
+    Ok(page::layout(&state.table, "Shards", &body))
+}
+
+/// The suffixes of each bump of `entity` and the records counted in each.
+fn eras(schema: &Schema, token: &str, counts: &BTreeMap<String, u64>) -> Vec<svg::HeatRow> {
+    let Ok(entity) = schema.entity(token) else {
+        return Vec::new();
+    };
+    let model = entity.model();
+    let mut bumps: Vec<ShardBump> = model.shard_bumps.to_vec();
+    if bumps.first().is_none_or(|b| b.timestamp > 0) {
+        bumps.insert(0, ShardBump::UNSHARDED);
+    }
+    let hash = schema.table().hash_key.to_string();
+    let mut rows = Vec::new();
+    for (i, bump) in bumps.iter().enumerate() {
+        let to = bumps
+            .get(i + 1)
+            .map_or(u64::MAX, |next| next.timestamp.saturating_sub(1));
+        let Ok(space) = entity.hash_key_space(&hash, &Item::default(), bump.timestamp, to) else {
+            continue;
+        };
+        let cells: Vec<(String, u64)> = space
+            .into_iter()
+            .map(|key| {
+                let n = counts.get(&key).copied().unwrap_or(0);
+                (key, n)
+            })
+            .collect();
+        let total: u64 = cells.iter().map(|c| c.1).sum();
+        #[allow(clippy::cast_precision_loss)] // counts
+        let flag = if total == 0 || cells.len() < 2 {
+            0.0
+        } else {
+            2.0 * total as f64 / cells.len() as f64
+        };
+        rows.push((
+            format!("{token} from {}", svg::date(bump.timestamp)),
+            cells,
+            flag,
+        ));
+    }
+    rows
+}
+
+fn heat_map(schema: &Schema, counts: &BTreeMap<String, u64>) -> Markup {
+    let mut rows = Vec::new();
+    for entity in schema.entities() {
+        rows.extend(eras(schema, &entity.token, counts));
+    }
+    let known: u64 = rows.iter().flat_map(|r| r.1.iter().map(|c| c.1)).sum();
+    let all: u64 = counts.values().sum();
+    let hot: Vec<(String, String, u64, f64)> = rows
+        .iter()
+        .flat_map(|(label, cells, flag)| {
+            cells
+                .iter()
+                .filter(|c| svg::flag_of(c.1, *flag))
+                .map(move |c| (label.clone(), c.0.clone(), c.1, flag / 2.0))
+        })
+        .collect();
+    html! {
+        (svg::heat("heat-map", &rows))
+        @if all > known {
+            p.small { (all - known) " records have a hash key of no entity of the configuration." }
+        }
+        @if hot.is_empty() {
+            p id="no-hot-shard" { "No shard holds 2× the mean of its bump's shards." }
+        } @else {
+            div id="hot-shards" {
+                p.flag { (hot.len()) " shard(s) hold 2× the mean of their bump's shards or more:" }
+                ul {
+                    @for (label, shard, n, mean) in &hot {
+                        li data-hot=(shard) { code { (shard) } " (" (label) "): " (n) " records, mean " (format!("{mean:.1}")) }
+                    }
+                }
+                p.small {
+                    "DynamoDB serves one partition key with at most 3,000 reads and 1,000 writes per second: "
+                    "the entity's throughput is bounded by its hottest shard, and its queries wait on it. "
+                    "Uneven shards come from uneven unique ids or from records made before a bump. "
+                    "A shard bump (more suffix characters or a larger radix, from a date on) spreads the "
+                    "records created after it over more shards; records already written stay where they "
+                    "are until migrated (" code { "entity-manager audit --bump" } " shows the dry run)."
+                }
+            }
+        }
+        table id="shard-counts" {
+            tr { th { "bump" } th { "shard" } th { "records" } }
+            @for (label, cells, _) in &rows {
+                @for (shard, n) in cells {
+                    @if *n > 0 {
+                        tr data-shard=(shard) data-count=(n) { td { (label) } td.mono { (shard) } td { (n) } }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// `POST /shards`: `action=scan` starts the whole-table scan, `action=stop` stops it. The form
+/// must carry this run's token (another page cannot start a scan of the table).
+pub(super) async fn act(
+    State(state): State<Arc<super::State>>,
+    Form(fields): Form<super::Params>,
+) -> Response {
+    if fields.get("token") != state.token {
+        return (
+            StatusCode::FORBIDDEN,
+            "refused: the form does not carry this console's token (reload the page and try again)\n",
+        )
+            .into_response();
+    }
+    match fields.get("action") {
+        "scan" => start(&state).await,
+        "stop" => {
+            if let Ok(job) = state.scan.lock() {
+                job.stop.store(true, Ordering::SeqCst);
+            }
+        }
+        _ => {}
+    }
+    Redirect::to("/shards").into_response()
+}
+
+/// Starts the whole-table scan, unless one runs.
+async fn start(state: &Arc<super::State>) {
+    let Ok(opened) = state.opened.as_ref() else {
+        return;
+    };
+    let estimate = opened
+        .store
+        .client()
+        .describe_table()
+        .table_name(opened.store.table_name())
+        .send()
+        .await
+        .ok()
+        .and_then(|out| {
+            out.table()
+                .and_then(aws_sdk_dynamodb::types::TableDescription::item_count)
+        })
+        .and_then(|n| u64::try_from(n).ok());
+    let stop = Arc::new(AtomicBool::new(false));
+    if let Ok(mut job) = state.scan.lock() {
+        if job.phase == Phase::Running {
+            return;
+        }
+        *job = ScanJob {
+            phase: Phase::Running,
+            estimate,
+            stop: Arc::clone(&stop),
+            ..ScanJob::default()
+        };
+    }
+    let task = Arc::clone(state);
+    tokio::spawn(async move { scan(&task, &stop).await });
+}
+
+/// The whole-table scan, counting into the state's job until done, stopped or failed.
+async fn scan(state: &super::State, stop: &AtomicBool) {
+    let Ok(opened) = state.opened.as_ref() else {
+        return;
+    };
+    let store = &opened.store;
+    let mut pages = std::pin::pin!(
+        ParallelScan::new(store)
+            .segments(SEGMENTS)
+            .throttle(SEGMENTS as usize)
+            .pages()
+    );
+    let phase = loop {
+        if stop.load(Ordering::SeqCst) {
+            break Phase::Stopped;
+        }
+        match pages.next().await {
+            None => break Phase::Done,
+            Some(Err(e)) => break Phase::Failed(explain("scan", store.table_name(), &e).message()),
+            Some(Ok(batch)) => {
+                if let Ok(mut job) = state.scan.lock() {
+                    for item in &batch.items {
+                        if !is_stamp(item, entity_manager::store::Store::definition(store)) {
+                            count(&opened.schema, &mut job.counts, item);
+                            job.scanned += 1;
+                        }
+                    }
+                }
+            }
+        }
+    };
+    if let Ok(mut job) = state.scan.lock() {
+        job.phase = phase;
+    }
+}
