@@ -122,6 +122,10 @@ pub(crate) struct Conditions {
     /// The largest `Limit` of one shard query.
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=100_000))]
     pub(crate) page_size: Option<u64>,
+    /// At most this many shard queries in flight (default: the table's throttle); 1 reads the
+    /// shards one after the other, which makes a page's statistics the same on every run.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1000))]
+    pub(crate) throttle: Option<u64>,
 }
 
 #[derive(Debug, Args)]
@@ -239,7 +243,8 @@ fn typed_value(
     match key_type_of(entity, attribute) {
         Some(KeyType::N) => {
             let number = text.trim();
-            return if number.parse::<f64>().is_ok_and(f64::is_finite) {
+            // `NaN` and infinities parse: the library refuses them with its own reason
+            return if number.parse::<f64>().is_ok() {
                 Ok(AttributeValue::N(number.to_owned()))
             } else {
                 Err(Failure::Input(format!(
@@ -650,6 +655,9 @@ pub(crate) fn prepare<'a, S: Store>(
     if let Some(size) = c.page_size {
         unindexed = unindexed.page_size(usize::try_from(size).unwrap_or(usize::MAX));
     }
+    if let Some(throttle) = c.throttle {
+        unindexed = unindexed.throttle(usize::try_from(throttle).unwrap_or(usize::MAX));
+    }
     let mut ranges = ranges.into_iter();
     let Some((first, range)) = ranges.next() else {
         return Err(Failure::Input("give at least one --index".to_owned()));
@@ -745,6 +753,9 @@ fn prepare_multi<'a, S: Store>(
     }
     if let Some(size) = c.page_size {
         query = query.page_size(usize::try_from(size).unwrap_or(usize::MAX));
+    }
+    if let Some(throttle) = c.throttle {
+        query = query.throttle(usize::try_from(throttle).unwrap_or(usize::MAX));
     }
     if let Some(w) = &c.window {
         let (from, to) = window(w, "--window")?;

@@ -8,12 +8,12 @@
 //! read-only: it never writes to the table. The one form that is not a plain read (starting
 //! and stopping a whole-table scan) carries a token of this run.
 //!
-//! Each view is a module: [`design`], [`query`], [`shards`]. What is not about the web — the
+//! Each view is a module: [`design`], [`query`], [`shards`], [`jobs`], [`changes`]. What is not about the web — the
 //! schema, the query engine, the scan, the table's description and the messages of failures —
 //! is the library's and the other commands' code, called from here.
 
 use std::fmt::Write as _;
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
 use axum::Router;
@@ -28,7 +28,9 @@ use entity_manager::store::DynamoStore;
 
 use crate::{ConfigArgs, Connection, Failure, connect, runtime};
 
+mod changes;
 mod design;
+mod jobs;
 mod page;
 mod query;
 mod shards;
@@ -52,6 +54,10 @@ pub(crate) struct ConsoleArgs {
     /// Records read for the design view's sample (the first of a scan).
     #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u32).range(1..=10_000), value_name = "N")]
     sample: u32,
+    /// The journals of a bulk job to follow in the jobs view: a directory its workers write
+    /// their `--checkpoint` journals to, or the files (repeatable); merged as `report merge`.
+    #[arg(long = "journals", value_name = "DIR|FILE")]
+    journals: Vec<std::path::PathBuf>,
 }
 
 /// What every view reads: the table, its schema and store (or what failed while opening
@@ -60,16 +66,24 @@ pub(crate) struct State {
     table: String,
     opened: Result<Opened, String>,
     hosts: Vec<String>,
+    /// The address listened on.
+    listen: SocketAddr,
     sample: u32,
+    /// `--journals`.
+    journals: Vec<std::path::PathBuf>,
     /// The token of this run that a form that is not a plain read must carry.
     token: String,
     scan: Mutex<shards::ScanJob>,
+    tail: Mutex<changes::Tail>,
 }
 
-/// The table opened: its schema and store.
+/// The table opened: its schema and store, and the client of its stream.
 pub(crate) struct Opened {
     schema: Schema,
     store: DynamoStore,
+    streams: aws_sdk_dynamodbstreams::Client,
+    /// Where the stream is read, as a message names it.
+    streams_at: String,
 }
 
 impl State {
@@ -109,10 +123,23 @@ impl Params {
 fn allowed_hosts(address: SocketAddr) -> Vec<String> {
     let port = address.port();
     let mut hosts = vec![address.to_string()];
-    if address.ip().is_loopback() {
+    if address.ip().is_loopback() || address.ip().is_unspecified() {
         hosts.push(format!("localhost:{port}"));
     }
     hosts
+}
+
+/// Whether a request naming `host` is one for this console: a host it answers for, or — when
+/// it listens on every interface (`--listen 0.0.0.0:…`) — any IP address with its port (a
+/// rebound DNS name is never an IP address).
+fn host_allowed(state: &State, host: &str) -> bool {
+    if state.hosts.iter().any(|h| h == host) {
+        return true;
+    }
+    state.listen.ip().is_unspecified()
+        && host
+            .parse::<SocketAddr>()
+            .is_ok_and(|a| a.port() == state.listen.port())
 }
 
 /// Refuses (421) a request whose `Host` is not one the console listens on.
@@ -127,7 +154,7 @@ async fn check_host(
         .and_then(|h| h.to_str().ok())
         .unwrap_or_default()
         .to_ascii_lowercase();
-    if !state.hosts.contains(&host) {
+    if !host_allowed(&state, &host) {
         return (
             StatusCode::MISDIRECTED_REQUEST,
             format!(
@@ -176,6 +203,8 @@ fn router(state: Arc<State>) -> Router {
         .route("/query", get(query::view))
         .route("/shards", get(shards::view))
         .route("/shards", post(shards::act))
+        .route("/jobs", get(jobs::view))
+        .route("/changes", get(changes::view))
         .route("/console.css", get(page::css))
         .route("/console.js", get(page::js))
         .layer(axum::middleware::from_fn_with_state(
@@ -193,23 +222,31 @@ pub(crate) fn console(args: &ConsoleArgs) -> Result<(), Failure> {
     let address = listener
         .local_addr()
         .map_err(|e| Failure::Operation(format!("cannot read the address listened on: {e}")))?;
-    // the first line: where to point the browser (tests read it)
-    outln!("http://{address}/");
-    if !args.listen.ip().is_loopback() {
-        let open = args.listen.ip() == IpAddr::V4(Ipv4Addr::UNSPECIFIED)
-            || args.listen.ip().is_unspecified();
+    if !address.ip().is_loopback() {
         say!(
             "warning: the console listens on {address}{}: anyone who reaches it can read table {} (listen on 127.0.0.1 unless you mean it)",
-            if open { " (every interface)" } else { "" },
+            if address.ip().is_unspecified() {
+                " (every interface)"
+            } else {
+                ""
+            },
             args.table
         );
     }
+    // the first line: where to point the browser (tests read it)
+    outln!("http://{address}/");
     let opened = args
         .config
         .resolve(&args.table, &args.connection)
         .and_then(|schema| {
             let store = connect(&schema, &args.table, &args.connection)?;
-            Ok(Opened { schema, store })
+            let (streams, streams_at) = args.connection.resolve()?.streams_client(None);
+            Ok(Opened {
+                schema,
+                store,
+                streams,
+                streams_at,
+            })
         })
         .map_err(|failure| failure.message());
     if let Err(message) = &opened {
@@ -219,9 +256,12 @@ pub(crate) fn console(args: &ConsoleArgs) -> Result<(), Failure> {
         table: args.table.clone(),
         opened,
         hosts: allowed_hosts(address),
+        listen: address,
         sample: args.sample,
+        journals: args.journals.clone(),
         token: run_token(),
         scan: Mutex::new(shards::ScanJob::default()),
+        tail: Mutex::new(changes::Tail::default()),
     });
     say!(
         "console of table {} on http://{address}/ (Ctrl-C stops it)",

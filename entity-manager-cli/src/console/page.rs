@@ -10,7 +10,13 @@ use serde_json::Value;
 use crate::out::{self, Format, Order};
 
 /// The views, in the navigation's order: path and title.
-const VIEWS: [(&str, &str); 3] = [("/", "Design"), ("/query", "Query"), ("/shards", "Shards")];
+const VIEWS: [(&str, &str); 5] = [
+    ("/", "Design"),
+    ("/query", "Query"),
+    ("/shards", "Shards"),
+    ("/jobs", "Jobs"),
+    ("/changes", "Changes"),
+];
 
 /// A whole page: `title` in the navigation is the current view.
 pub(super) fn layout(table: &str, title: &str, body: &Markup) -> Response {

@@ -132,22 +132,27 @@ fn conditions(form: &Form, entity: &EntitySchema<'_>) -> Result<Conditions, Fail
     if !filter.is_empty() {
         c.filter.push(filter.to_owned());
     }
-    let limit = form.get("limit").trim();
-    if !limit.is_empty() {
-        c.limit = Some(
-            limit
-                .parse::<u64>()
-                .ok()
-                .filter(|l| (1..=1000).contains(l))
-                .ok_or_else(|| {
-                    Failure::Input(format!(
-                        "records per page `{limit}` is not a whole number from 1 to 1000"
-                    ))
-                })?,
-        );
-    }
+    c.limit = whole(form, "limit", "records per page")?;
+    c.throttle = whole(form, "throttle", "shard queries in flight")?;
     c.descending = form.get("desc") == "on";
     Ok(c)
+}
+
+/// The whole number from 1 to 1000 in field `name` (`what` in a refusal), if given.
+fn whole(form: &Form, name: &str, what: &str) -> Result<Option<u64>, Failure> {
+    let text = form.get(name).trim();
+    if text.is_empty() {
+        return Ok(None);
+    }
+    text.parse::<u64>()
+        .ok()
+        .filter(|n| (1..=1000).contains(n))
+        .map(Some)
+        .ok_or_else(|| {
+            Failure::Input(format!(
+                "{what} `{text}` is not a whole number from 1 to 1000"
+            ))
+        })
 }
 
 /// What one page of the query shows.
@@ -276,6 +281,8 @@ fn form_markup(schema: &Schema, form: &Form, entity: Option<&str>, index: Option
             input id="filter" name="filter" type="text" size="40" placeholder="e.g. phone begins_with +1555" value=(form.get("filter"));
             label for="limit" { "records per page" }
             input id="limit" name="limit" type="number" min="1" max="1000" value=(form.get("limit"));
+            label for="throttle" { "shard queries in flight" }
+            input id="throttle" name="throttle" type="number" min="1" max="1000" placeholder="(the table's)" value=(form.get("throttle"));
             label for="desc" { "descending" }
             input id="desc" name="desc" type="checkbox" checked[form.get("desc") == "on"];
             span {}

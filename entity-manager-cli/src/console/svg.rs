@@ -87,6 +87,30 @@ pub(super) fn timeline(id: &str, steps: &[(u64, u128)], now: u64) -> Markup {
     }
 }
 
+/// The segments of a job as a strip, each span of one state a rectangle (done green, in
+/// progress amber, not started grey), carrying `data-state`, `data-first` and `data-end`.
+pub(super) fn segments(id: &str, report: &entity_manager::job::JobReport) -> Markup {
+    use entity_manager::job::SegmentState;
+    const W: f64 = 800.0;
+    let total = f64::from(report.total_segments.max(1));
+    html! {
+        svg id=(id) xmlns="http://www.w3.org/2000/svg" width=(W) height="22" role="img" aria-label="segments" {
+            @for span in &report.segments {
+                @let (fill, state) = match span.state {
+                    SegmentState::Done => ("#2e8b57", "done"),
+                    SegmentState::InProgress => ("#e0a800", "in-progress"),
+                    SegmentState::NotStarted => ("#c9d0da", "not-started"),
+                };
+                rect x=(f64::from(span.first) / total * W) y="2" height="18"
+                    width=((f64::from(span.end - span.first) / total * W).max(1.0)) fill=(fill)
+                    data-state=(state) data-first=(span.first) data-end=(span.end) {
+                    title { (state) " " (span.first) ".." (span.end) }
+                }
+            }
+        }
+    }
+}
+
 /// Milliseconds since the epoch as a UTC date, `YYYY-MM-DD`.
 pub(super) fn date(ms: u64) -> String {
     // days since 1970-01-01 to a civil date (Howard Hinnant's algorithm)
