@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use entity_manager::model::Profile;
 use entity_manager::query::untyped::Query;
 use entity_manager::scan::ParallelScan;
-use entity_manager::store::{RangeCondition, Store, is_stamp};
+use entity_manager::store::{RangeCondition, Store, is_stamp, item_size};
 use entity_manager::{AttributeValue, Schema};
 use fantoccini::{Client, ClientBuilder, Locator};
 use futures::TryStreamExt;
@@ -468,7 +468,7 @@ async fn refusals(client: &Client, console: &Console, seen: &Seen, low: &str) ->
 }
 
 /// The heat map of a whole-table scan started in the page counts what a scan of the table
-/// counts, per shard; a sample shows its size.
+/// counts, records and bytes per shard; a sample shows its size.
 async fn shards(client: &Client, console: &Console, store: &impl Store) -> TestResult {
     client.goto(&format!("{}shards", console.url)).await?;
     client
@@ -497,12 +497,15 @@ async fn shards(client: &Client, console: &Console, store: &impl Store) -> TestR
     {
         let shard = row.attr("data-shard").await?.unwrap_or_default();
         let count: u64 = row.attr("data-count").await?.unwrap_or_default().parse()?;
-        shown.insert(shard, count);
+        let bytes: u64 = row.attr("data-bytes").await?.unwrap_or_default().parse()?;
+        shown.insert(shard, (count, bytes));
     }
-    let mut scanned: BTreeMap<String, u64> = BTreeMap::new();
+    let mut scanned: BTreeMap<String, (u64, u64)> = BTreeMap::new();
     let items: Vec<entity_manager::Item> = ParallelScan::new(store).items().try_collect().await?;
     for item in items.iter().filter(|i| !is_stamp(i, store.definition())) {
-        *scanned.entry(text(item, "hashKey")).or_default() += 1;
+        let shard = scanned.entry(text(item, "hashKey")).or_default();
+        shard.0 += 1;
+        shard.1 += u64::try_from(item_size(item))?;
     }
     assert_eq!(shown, scanned);
     let cells = client

@@ -381,3 +381,116 @@ fn results(schema: &Schema, entity: Option<EntitySchema<'_>>, form: &Form, ran: 
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use entity_manager::Schema;
+    use entity_manager::model::Profile;
+    use serde_json::json;
+
+    use super::{Form, conditions, fills, range_of};
+    use crate::console::Params;
+
+    type TestResult = Result<(), Box<dyn std::error::Error>>;
+
+    fn schema() -> Result<Schema, entity_manager::ConfigError> {
+        let config = json!({
+            "entities": { "user": { "uniqueProperty": "userId", "timestampProperty": "created" } },
+            "generatedProperties": { "sharded": { "userHashKey": ["userId"] }, "unsharded": {} },
+            "hashKey": "hashKey",
+            "rangeKey": "rangeKey",
+            "indexes": {
+                "created": { "hashKey": "hashKey", "rangeKey": "created" },
+                "userCreated": { "hashKey": "userHashKey", "rangeKey": "created" },
+            },
+            "propertyTranscodes": { "created": "timestamp", "userId": "string" },
+        });
+        Schema::from_ts_config(&config, Profile::Npm6_14)
+    }
+
+    fn form(fields: &[(&str, &str)]) -> Form {
+        Form(Params(
+            fields
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+        ))
+    }
+
+    #[test]
+    fn the_form_s_fields_follow_the_index() -> TestResult {
+        let schema = schema()?;
+        let user = schema.entity("user")?;
+        assert!(fills(&user, "created").is_empty());
+        let names: Vec<(String, bool)> = fills(&user, "userCreated")
+            .into_iter()
+            .map(|f| (f.name, f.number))
+            .collect();
+        assert_eq!(names, [("userId".to_owned(), false)]);
+        assert_eq!(
+            range_of(&user, "created"),
+            Some(("created".to_owned(), true))
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn the_form_becomes_the_query_command_s_conditions() -> TestResult {
+        let schema = schema()?;
+        let user = schema.entity("user")?;
+        let c = conditions(
+            &form(&[
+                ("index", "userCreated"),
+                ("w.userId", " u1 "),
+                ("op", "between"),
+                ("v1", "1"),
+                ("v2", "9"),
+                ("filter", "phone exists"),
+                ("limit", "7"),
+                ("throttle", "1"),
+                ("desc", "on"),
+            ]),
+            &user,
+        )
+        .map_err(|f| f.message())?;
+        assert_eq!(c.indexes, ["userCreated"]);
+        assert_eq!(c.wheres, ["userId=u1"]);
+        assert_eq!(c.range.as_deref(), Some("between 1 and 9"));
+        assert_eq!(c.filter, ["phone exists"]);
+        assert_eq!(
+            (c.limit, c.throttle, c.descending),
+            (Some(7), Some(1), true)
+        );
+        let c = conditions(
+            &form(&[("index", "created"), ("op", ">="), ("v1", "5")]),
+            &user,
+        )
+        .map_err(|f| f.message())?;
+        assert_eq!(c.range.as_deref(), Some(">= 5"));
+        assert!(c.wheres.is_empty() && c.filter.is_empty() && c.limit.is_none());
+        Ok(())
+    }
+
+    #[test]
+    fn incomplete_or_malformed_fields_are_refused() -> TestResult {
+        let schema = schema()?;
+        let user = schema.entity("user")?;
+        for (fields, said) in [
+            (vec![("op", "between"), ("v1", "1")], "two values"),
+            (vec![("op", "<")], "needs a value"),
+            (vec![("op", "~")], "unknown range operator"),
+            (vec![("limit", "0")], "from 1 to 1000"),
+            (vec![("limit", "x")], "from 1 to 1000"),
+            (vec![("throttle", "1001")], "from 1 to 1000"),
+        ] {
+            let mut fields = fields;
+            fields.push(("index", "created"));
+            let refused = conditions(&form(&fields), &user)
+                .err()
+                .map(|f| f.message())
+                .unwrap_or_default();
+            assert!(refused.contains(said), "{fields:?}: {refused}");
+        }
+        Ok(())
+    }
+}

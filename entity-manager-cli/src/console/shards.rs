@@ -1,6 +1,6 @@
-//! The shards view: records per shard per entity as a heat map, from a sample of the table
-//! (its size shown) or from a whole-table parallel scan the user starts, that shows its
-//! progress and can be stopped. A shard holding 2× the mean of its bump's shards is flagged,
+//! The shards view: records (and their bytes) per shard per entity as a heat map, from a sample
+//! of the table (its size shown) or from a whole-table parallel scan the user starts, that shows
+//! its progress and can be stopped. A shard holding 2× the mean of its bump's shards is flagged,
 //! with what that means for throughput and what a shard bump would change.
 
 use std::collections::BTreeMap;
@@ -12,7 +12,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use entity_manager::model::ShardBump;
 use entity_manager::scan::ParallelScan;
-use entity_manager::store::is_stamp;
+use entity_manager::store::{is_stamp, item_size};
 use entity_manager::{Item, Schema};
 use futures::StreamExt;
 use maud::{Markup, html};
@@ -51,20 +51,29 @@ impl Phase {
 #[derive(Debug, Default)]
 pub(super) struct ScanJob {
     phase: Phase,
-    counts: BTreeMap<String, u64>,
+    counts: Counts,
     scanned: u64,
     estimate: Option<u64>,
     stop: Arc<AtomicBool>,
 }
 
-/// Records counted per hash key value, and how many records were read.
-type Counted = (BTreeMap<String, u64>, usize);
+/// Records and their bytes (DynamoDB's item size) per hash key value.
+#[derive(Clone, Debug, Default)]
+pub(super) struct Counts {
+    records: BTreeMap<String, u64>,
+    bytes: BTreeMap<String, u64>,
+}
 
-/// Records per hash key value (the table's stamp left out).
-fn count(schema: &Schema, counts: &mut BTreeMap<String, u64>, item: &Item) {
+/// Records counted per hash key value, and how many records were read.
+type Counted = (Counts, usize);
+
+/// Counts `item` under its hash key value.
+fn count(schema: &Schema, counts: &mut Counts, item: &Item) {
     let hash = &*schema.table().hash_key;
     if let Some(entity_manager::AttributeValue::S(h)) = item.get(hash) {
-        *counts.entry(h.clone()).or_default() += 1;
+        *counts.records.entry(h.clone()).or_default() += 1;
+        *counts.bytes.entry(h.clone()).or_default() +=
+            u64::try_from(item_size(item)).unwrap_or(u64::MAX);
     }
 }
 
@@ -84,7 +93,7 @@ pub(super) async fn view(
         ),
         Err(_) => (
             Phase::Failed("the scan's state was lost".to_owned()),
-            BTreeMap::new(),
+            Counts::default(),
             0,
             None,
         ),
@@ -95,7 +104,7 @@ pub(super) async fn view(
         Some(text) => Some(match text.parse::<u32>() {
             Ok(n) if (1..=100_000).contains(&n) => {
                 design::sample(&opened.store, n).await.map(|items| {
-                    let mut counts = BTreeMap::new();
+                    let mut counts = Counts::default();
                     for item in &items {
                         count(schema, &mut counts, item);
                     }
@@ -209,13 +218,13 @@ fn eras(schema: &Schema, token: &str, counts: &BTreeMap<String, u64>) -> Vec<svg
     rows
 }
 
-fn heat_map(schema: &Schema, counts: &BTreeMap<String, u64>) -> Markup {
+fn heat_map(schema: &Schema, counts: &Counts) -> Markup {
     let mut rows = Vec::new();
     for entity in schema.entities() {
-        rows.extend(eras(schema, &entity.token, counts));
+        rows.extend(eras(schema, &entity.token, &counts.records));
     }
     let known: u64 = rows.iter().flat_map(|r| r.1.iter().map(|c| c.1)).sum();
-    let all: u64 = counts.values().sum();
+    let all: u64 = counts.records.values().sum();
     let hot: Vec<(String, String, u64, f64)> = rows
         .iter()
         .flat_map(|(label, cells, flag)| {
@@ -251,11 +260,14 @@ fn heat_map(schema: &Schema, counts: &BTreeMap<String, u64>) -> Markup {
             }
         }
         table id="shard-counts" {
-            tr { th { "bump" } th { "shard" } th { "records" } }
+            tr { th { "bump" } th { "shard" } th { "records" } th { "bytes" } }
             @for (label, cells, _) in &rows {
                 @for (shard, n) in cells {
                     @if *n > 0 {
-                        tr data-shard=(shard) data-count=(n) { td { (label) } td.mono { (shard) } td { (n) } }
+                        @let bytes = counts.bytes.get(shard).copied().unwrap_or(0);
+                        tr data-shard=(shard) data-count=(n) data-bytes=(bytes) {
+                            td { (label) } td.mono { (shard) } td { (n) } td { (bytes) }
+                        }
                     }
                 }
             }

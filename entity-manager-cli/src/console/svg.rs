@@ -202,6 +202,49 @@ mod tests {
         assert_eq!(date(951_782_400_000), "2000-02-29");
     }
 
+    /// Days from 1970-01-01 to `text` (`YYYY-MM-DD`), counted the long way.
+    fn days_to(text: &str) -> Option<u64> {
+        let mut parts = text.split('-').map(str::parse::<u64>);
+        let (year, month, day) = (
+            parts.next()?.ok()?,
+            parts.next()?.ok()?,
+            parts.next()?.ok()?,
+        );
+        let leap =
+            |y: u64| (y.is_multiple_of(4) && !y.is_multiple_of(100)) || y.is_multiple_of(400);
+        let in_year = |y: u64| if leap(y) { 366 } else { 365 };
+        let in_month = [
+            31,
+            if leap(year) { 29 } else { 28 },
+            31,
+            30,
+            31,
+            30,
+            31,
+            31,
+            30,
+            31,
+            30,
+            31,
+        ];
+        if !(1..=12).contains(&month)
+            || day < 1
+            || day > in_month[usize::try_from(month - 1).ok()?]
+        {
+            return None;
+        }
+        let years: u64 = (1970..year).map(in_year).sum();
+        let months: u64 = in_month.iter().take(usize::try_from(month - 1).ok()?).sum();
+        Some(years + months + day - 1)
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn a_date_is_the_calendar_day_of_its_milliseconds(day in 0u64..150_000, ms in 0u64..86_400_000) {
+            proptest::prop_assert_eq!(days_to(&date(day * 86_400_000 + ms)), Some(day));
+        }
+    }
+
     #[test]
     fn a_shard_is_flagged_from_twice_the_mean() {
         assert!(flag_of(10, 10.0));
