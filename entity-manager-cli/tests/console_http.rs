@@ -140,3 +140,41 @@ fn an_unreachable_table_gives_a_page_that_says_what_failed_and_what_to_do() -> T
     }
     Ok(())
 }
+
+/// No credentials anywhere: the page says so and where credentials come from.
+#[test]
+fn missing_credentials_give_a_page_that_says_where_credentials_come_from() -> TestResult {
+    let endpoint = format!("http://127.0.0.1:{}", closed_port()?);
+    let args = [
+        "--table",
+        "Users",
+        "--endpoint-url",
+        &endpoint,
+        "--region",
+        "us-east-1",
+    ];
+    let console = Console::start_with("credentials", &args, |command| {
+        command
+            .env_remove("AWS_ACCESS_KEY_ID")
+            .env_remove("AWS_SECRET_ACCESS_KEY");
+    })?;
+    let (status, body) = http(
+        console.address,
+        "GET",
+        Some(&console.address.to_string()),
+        "/",
+        "",
+    )?;
+    assert_eq!(status, 503, "{body}");
+    for said in [
+        "no usable AWS credentials",
+        "check --profile",
+        "aws sso login",
+    ] {
+        assert!(
+            body.contains(said),
+            "the page does not say `{said}`: {body}"
+        );
+    }
+    Ok(())
+}

@@ -341,10 +341,21 @@ pub(crate) struct Console {
 impl Console {
     /// Starts `console` with `args` and reads the address it prints first.
     pub(crate) fn start(test: &str, args: &[&str]) -> Result<Self, BoxError> {
+        Self::start_with(test, args, |_| {})
+    }
+
+    /// [`Console::start`], with the command changed by `change` first (its environment).
+    pub(crate) fn start_with(
+        test: &str,
+        args: &[&str],
+        change: impl FnOnce(&mut Command),
+    ) -> Result<Self, BoxError> {
         use std::io::BufRead;
         let stderr =
             std::env::temp_dir().join(format!("em-cli-{test}-console-{}.err", std::process::id()));
-        let mut child = bin()
+        let mut command = bin();
+        change(&mut command);
+        let mut child = command
             .arg("console")
             .args(args)
             .stdin(Stdio::null())
