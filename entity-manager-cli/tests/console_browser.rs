@@ -28,8 +28,8 @@ use serde_json::{Value, json};
 mod support;
 
 use support::{
-    BoxError, Console, Seen, TestResult, arg, assert_code, closed_port, drop_table, endpoint, on,
-    recording_proxy, run, temp_json, text, user_service_config,
+    BoxError, Console, Hold, Seen, TestResult, arg, assert_code, closed_port, drop_table, endpoint,
+    holding_proxy, on, run, temp_json, text, user_service_config,
 };
 
 /// The browser and its driver, or `None` (skip) outside CI.
@@ -216,7 +216,8 @@ async fn the_console_in_a_browser_shows_what_the_library_reads() -> TestResult {
         .trim_start_matches("http://")
         .parse()
         .map_err(|e| format!("{endpoint}: {e}"))?;
-    let (proxy, seen) = recording_proxy(upstream).await?;
+    let hold = Hold::default();
+    let (proxy, seen) = holding_proxy(upstream, hold.clone()).await?;
     let proxy = format!("http://{proxy}");
     let journals =
         std::env::temp_dir().join(format!("em-cli-console-journals-{}", std::process::id()));
@@ -246,6 +247,7 @@ async fn the_console_in_a_browser_shows_what_the_library_reads() -> TestResult {
     let outcome = async {
         design(&client, &console, &schema).await?;
         query(&client, &console, &schema, &store, &seen).await?;
+        stop_scan(&client, &console, &hold).await?;
         shards(&client, &console, &store).await?;
         jobs(&client, &console, &journals, &table, &endpoint).await?;
         changes(&client, &console, &config, &table, &endpoint).await
@@ -467,6 +469,52 @@ async fn refusals(client: &Client, console: &Console, seen: &Seen, low: &str) ->
     screenshot(client, "query-refused").await
 }
 
+/// Reloads the shards view until the whole-table scan is in `phase` (running until then; two
+/// minutes at most).
+async fn scan_until(client: &Client, console: &Console, phase: &str) -> TestResult {
+    let started = Instant::now();
+    loop {
+        client.goto(&format!("{}shards", console.url)).await?;
+        let state = attribute(client, "#scan-state", "data-state").await?;
+        if state == phase {
+            return Ok(());
+        }
+        assert_eq!(state, "running", "{}", text_of(client, "#heat").await?);
+        assert!(
+            started.elapsed() < Duration::from_mins(2),
+            "the scan is not {phase}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// A whole-table scan stopped in the page stops: its scan requests are held at the proxy while
+/// the page shows it running and the stop is clicked, then released; it ends `stopped`, with
+/// fewer records than the table holds.
+async fn stop_scan(client: &Client, console: &Console, hold: &Hold) -> TestResult {
+    client.goto(&format!("{}shards", console.url)).await?;
+    hold.hold(b"DynamoDB_20120810.Scan\r\n");
+    client
+        .find(Locator::Css("#start-scan"))
+        .await?
+        .click()
+        .await?;
+    assert_eq!(
+        attribute(client, "#scan-state", "data-state").await?,
+        "running"
+    );
+    client
+        .find(Locator::Css("#stop-scan"))
+        .await?
+        .click()
+        .await?;
+    hold.release();
+    scan_until(client, console, "stopped").await?;
+    let scanned: u64 = attribute(client, "#heat", "data-scanned").await?.parse()?;
+    assert!(scanned < 300, "stopped after {scanned} of 300 records");
+    screenshot(client, "shards-stopped").await
+}
+
 /// The heat map of a whole-table scan started in the page counts what a scan of the table
 /// counts, records and bytes per shard; a sample shows its size.
 async fn shards(client: &Client, console: &Console, store: &impl Store) -> TestResult {
@@ -476,20 +524,7 @@ async fn shards(client: &Client, console: &Console, store: &impl Store) -> TestR
         .await?
         .click()
         .await?;
-    let started = Instant::now();
-    loop {
-        let state = attribute(client, "#scan-state", "data-state").await?;
-        if state == "done" {
-            break;
-        }
-        assert_eq!(state, "running", "{}", text_of(client, "#heat").await?);
-        assert!(
-            started.elapsed() < Duration::from_mins(2),
-            "the scan did not end"
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-        client.goto(&format!("{}shards", console.url)).await?;
-    }
+    scan_until(client, console, "done").await?;
     let mut shown = BTreeMap::new();
     for row in client
         .find_all(Locator::Css("#shard-counts tr[data-shard]"))

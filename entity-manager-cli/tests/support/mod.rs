@@ -288,6 +288,40 @@ pub(crate) type Seen = std::sync::Arc<std::sync::Mutex<Vec<u8>>>;
 pub(crate) async fn recording_proxy(
     upstream: std::net::SocketAddr,
 ) -> Result<(std::net::SocketAddr, Seen), BoxError> {
+    holding_proxy(upstream, Hold::default()).await
+}
+
+/// Whether a [`holding_proxy`] holds back the requests whose bytes contain a marker.
+#[derive(Clone, Default)]
+pub(crate) struct Hold(std::sync::Arc<std::sync::Mutex<Option<&'static [u8]>>>);
+
+impl Hold {
+    /// From now on, requests containing `marker` wait (until [`release`](Self::release)).
+    pub(crate) fn hold(&self, marker: &'static [u8]) {
+        if let Ok(mut held) = self.0.lock() {
+            *held = Some(marker);
+        }
+    }
+
+    /// The requests held go on.
+    pub(crate) fn release(&self) {
+        if let Ok(mut held) = self.0.lock() {
+            *held = None;
+        }
+    }
+
+    /// Whether `bytes` are held back now.
+    fn holds(&self, bytes: &[u8]) -> bool {
+        let marker = self.0.lock().ok().and_then(|m| *m);
+        marker.is_some_and(|m| bytes.windows(m.len()).any(|w| w == m))
+    }
+}
+
+/// [`recording_proxy`] that also holds back the requests `hold` says, until it releases them.
+pub(crate) async fn holding_proxy(
+    upstream: std::net::SocketAddr,
+    hold: Hold,
+) -> Result<(std::net::SocketAddr, Seen), BoxError> {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let address = listener.local_addr()?;
     let seen: Seen = std::sync::Arc::default();
@@ -296,6 +330,7 @@ pub(crate) async fn recording_proxy(
         use tokio::io::{AsyncReadExt, AsyncWriteExt};
         while let Ok((mut client, _)) = listener.accept().await {
             let log = std::sync::Arc::clone(&log);
+            let hold = hold.clone();
             tokio::spawn(async move {
                 let Ok(mut server) = tokio::net::TcpStream::connect(upstream).await else {
                     return;
@@ -311,6 +346,9 @@ pub(crate) async fn recording_proxy(
                         };
                         if let Ok(mut seen) = log.lock() {
                             seen.extend_from_slice(&buffer[..n]);
+                        }
+                        while hold.holds(&buffer[..n]) {
+                            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
                         }
                         if server_write.write_all(&buffer[..n]).await.is_err() {
                             break;
