@@ -1,7 +1,9 @@
 //! The shards view: records (and their bytes) per shard per entity as a heat map, from a sample
 //! of the table (its size shown) or from a whole-table parallel scan the user starts, that shows
-//! its progress and can be stopped. A shard holding 2× the mean of its bump's shards is flagged,
-//! with what that means for throughput and what a shard bump would change.
+//! its progress and can be stopped. A shard is flagged when it holds 2× the mean of its bump's
+//! shards and more than a uniform random assignment of the bump's records would plausibly give
+//! ([`judge`]), with what that means for throughput and what a shard bump would change; a bump
+//! with too few records is said to be too small to judge.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -157,11 +159,13 @@ pub(super) async fn view(
                         h2 id="scan-state" data-state=(phase.name()) {
                             "Whole-table scan: " (phase.name()) ", " (scanned) " records"
                         }
-                        @if let Some(total) = estimate {
-                            progress id="scan-progress" value=(scanned.min(total)) max=(total.max(1)) {}
-                            span.small { " of about " (total) " (DynamoDB's estimate)" }
-                        } @else {
-                            progress id="scan-progress" {}
+                        p id="scan-line" {
+                            @if let Some(total) = estimate {
+                                progress id="scan-progress" value=(scanned.min(total)) max=(total.max(1)) {}
+                                span.small { " of about " (total) " (DynamoDB's estimate)" }
+                            } @else {
+                                progress id="scan-progress" {}
+                            }
                         }
                         @if let Phase::Failed(message) = &phase { (page::refused(message)) }
                         @if phase == Phase::Stopped { p { "Stopped: the counts are those of the records read until then." } }
@@ -176,8 +180,11 @@ pub(super) async fn view(
     Ok(page::layout(&state.table, "Shards", &body))
 }
 
-/// The suffixes of each bump of `entity` and the records counted in each.
-fn eras(schema: &Schema, token: &str, counts: &BTreeMap<String, u64>) -> Vec<svg::HeatRow> {
+/// One bump of one entity: its label, its shards with their counts, and what they say.
+type Era = (String, Vec<(String, u64)>, Judgement);
+
+/// The suffixes of each bump of `entity`, the records counted in each, and their judgement.
+fn eras(schema: &Schema, token: &str, counts: &BTreeMap<String, u64>) -> Vec<Era> {
     let Ok(entity) = schema.entity(token) else {
         return Vec::new();
     };
@@ -202,13 +209,8 @@ fn eras(schema: &Schema, token: &str, counts: &BTreeMap<String, u64>) -> Vec<svg
                 (key, n)
             })
             .collect();
-        let total: u64 = cells.iter().map(|c| c.1).sum();
-        #[allow(clippy::cast_precision_loss)] // counts
-        let flag = if total == 0 || cells.len() < 2 {
-            0.0
-        } else {
-            2.0 * total as f64 / cells.len() as f64
-        };
+        let counts: Vec<u64> = cells.iter().map(|c| c.1).collect();
+        let flag = judge(&counts);
         rows.push((
             format!("{token} from {}", svg::date(bump.timestamp)),
             cells,
@@ -218,32 +220,114 @@ fn eras(schema: &Schema, token: &str, counts: &BTreeMap<String, u64>) -> Vec<svg
     rows
 }
 
-fn heat_map(schema: &Schema, counts: &Counts) -> Markup {
-    let mut rows = Vec::new();
-    for entity in schema.entities() {
-        rows.extend(eras(schema, &entity.token, &counts.records));
+/// Records per shard on average below which a bump is not judged: with fewer, a uniform random
+/// assignment leaves some shards with several times the mean by chance alone.
+const MIN_MEAN: f64 = 5.0;
+
+/// What the counts of one bump's shards say.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) enum Judgement {
+    /// One shard, or no record: nothing to compare.
+    Nothing,
+    /// Fewer than [`MIN_MEAN`] records per shard on average: too few records to judge.
+    TooFew {
+        /// Records per shard.
+        mean: f64,
+    },
+    /// A shard holding `at_least` records or more is hot.
+    Judged {
+        /// Records per shard.
+        mean: f64,
+        /// The least count flagged: at least 2× the mean, and more than the mean plus three
+        /// standard deviations of a uniform random assignment (`√mean`, Poisson).
+        at_least: u64,
+    },
+}
+
+impl Judgement {
+    /// The least count flagged, when the bump is judged.
+    pub(super) fn threshold(self) -> Option<u64> {
+        match self {
+            Self::Judged { at_least, .. } => Some(at_least),
+            _ => None,
+        }
     }
-    let known: u64 = rows.iter().flat_map(|r| r.1.iter().map(|c| c.1)).sum();
+}
+
+/// Judges one bump's shards from their counts: a shard is hot when it holds 2× the mean and more
+/// than `mean + 3·√mean` (what a uniform random assignment plausibly gives), and the bump is
+/// judged only from [`MIN_MEAN`] records per shard.
+pub(super) fn judge(counts: &[u64]) -> Judgement {
+    let total: u64 = counts.iter().sum();
+    if counts.len() < 2 || total == 0 {
+        return Judgement::Nothing;
+    }
+    #[allow(clippy::cast_precision_loss)] // counts far below 2^52
+    let mean = total as f64 / counts.len() as f64;
+    if mean < MIN_MEAN {
+        return Judgement::TooFew { mean };
+    }
+    let twice = (2.0 * mean).ceil();
+    let plausible = (mean + 3.0 * mean.sqrt()).floor() + 1.0;
+    // a whole number of records below the total, by construction
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    let at_least = twice.max(plausible) as u64;
+    Judgement::Judged { mean, at_least }
+}
+
+fn heat_map(schema: &Schema, counts: &Counts) -> Markup {
+    let mut eras_ = Vec::new();
+    for entity in schema.entities() {
+        eras_.extend(eras(schema, &entity.token, &counts.records));
+    }
+    let known: u64 = eras_.iter().flat_map(|r| r.1.iter().map(|c| c.1)).sum();
     let all: u64 = counts.records.values().sum();
-    let hot: Vec<(String, String, u64, f64)> = rows
+    let hot: Vec<(&str, &str, u64, f64)> = eras_
         .iter()
-        .flat_map(|(label, cells, flag)| {
+        .flat_map(|(label, cells, judgement)| {
+            let mean = match judgement {
+                Judgement::Judged { mean, .. } => *mean,
+                _ => 0.0,
+            };
             cells
                 .iter()
-                .filter(|c| svg::flag_of(c.1, *flag))
-                .map(move |c| (label.clone(), c.0.clone(), c.1, flag / 2.0))
+                .filter(|c| svg::flag_of(c.1, judgement.threshold()))
+                .map(move |c| (label.as_str(), c.0.as_str(), c.1, mean))
         })
         .collect();
+    let too_few: Vec<(&str, f64)> = eras_
+        .iter()
+        .filter_map(|(label, _, judgement)| match judgement {
+            Judgement::TooFew { mean } => Some((label.as_str(), *mean)),
+            _ => None,
+        })
+        .collect();
+    let rows: Vec<svg::HeatRow> = eras_
+        .iter()
+        .map(|(label, cells, judgement)| (label.clone(), cells.clone(), judgement.threshold()))
+        .collect();
     html! {
-        (svg::heat("heat-map", &rows))
+        div.heat { (svg::heat("heat-map", &rows)) }
         @if all > known {
             p.small { (all - known) " records have a hash key of no entity of the configuration." }
         }
+        p.small {
+            "A shard is flagged when it holds 2× the mean of its bump's shards and more than a uniform "
+            "random assignment of the bump's records would plausibly give (the mean plus three standard "
+            "deviations, √mean); a bump is judged from " (MIN_MEAN) " records per shard on average."
+        }
+        @if !too_few.is_empty() {
+            ul id="too-few" {
+                @for (label, mean) in &too_few {
+                    li data-too-few=(label) { (label) ": too few records to judge (" (format!("{mean:.1}")) " per shard)" }
+                }
+            }
+        }
         @if hot.is_empty() {
-            p id="no-hot-shard" { "No shard holds 2× the mean of its bump's shards." }
+            p id="no-hot-shard" { "No shard is hot among the bumps judged." }
         } @else {
             div id="hot-shards" {
-                p.flag { (hot.len()) " shard(s) hold 2× the mean of their bump's shards or more:" }
+                p.flag { (hot.len()) " shard(s) hold 2× the mean of their bump's shards or more, beyond chance:" }
                 ul {
                     @for (label, shard, n, mean) in &hot {
                         li data-hot=(shard) { code { (shard) } " (" (label) "): " (n) " records, mean " (format!("{mean:.1}")) }
@@ -261,7 +345,7 @@ fn heat_map(schema: &Schema, counts: &Counts) -> Markup {
         }
         table id="shard-counts" {
             tr { th { "bump" } th { "shard" } th { "records" } th { "bytes" } }
-            @for (label, cells, _) in &rows {
+            @for (label, cells, _) in &eras_ {
                 @for (shard, n) in cells {
                     @if *n > 0 {
                         @let bytes = counts.bytes.get(shard).copied().unwrap_or(0);
@@ -367,5 +451,72 @@ async fn scan(state: &super::State, stop: &AtomicBool) {
     };
     if let Ok(mut job) = state.scan.lock() {
         job.phase = phase;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::{Judgement, MIN_MEAN, judge};
+
+    #[test]
+    fn a_small_bump_is_too_small_to_judge() {
+        // 26 records over 64 shards (a mean of 0.4): a shard of 1 or 3 is chance, not heat
+        let mut counts = vec![0_u64; 64];
+        counts[0] = 3;
+        for c in counts.iter_mut().skip(1).take(23) {
+            *c = 1;
+        }
+        assert!(matches!(judge(&counts), Judgement::TooFew { mean } if mean < 0.5));
+        assert_eq!(judge(&counts).threshold(), None);
+        assert_eq!(judge(&[7]), Judgement::Nothing);
+        assert_eq!(judge(&[0, 0, 0]), Judgement::Nothing);
+    }
+
+    #[test]
+    fn a_judged_bump_flags_from_twice_the_mean_and_beyond_chance() {
+        // a mean of 5: twice is 10, chance reaches 5 + 3·√5 ≈ 11.7, so 12
+        assert_eq!(judge(&[5, 5, 5, 5]).threshold(), Some(12));
+        // a mean of 100: chance reaches 130, twice is 200
+        assert_eq!(judge(&[100, 100]).threshold(), Some(200));
+        // every record in one shard of 4: flagged
+        let counts = [40, 0, 0, 0];
+        let at_least = judge(&counts).threshold().unwrap_or(u64::MAX);
+        assert!(counts[0] >= at_least && at_least > 1, "{at_least}");
+    }
+
+    proptest! {
+        /// A perfectly even spread is never flagged, whatever its size.
+        #[test]
+        fn an_even_spread_is_never_flagged(shards in 1_usize..300, each in 0_u64..100_000) {
+            let counts = vec![each; shards];
+            if let Some(at_least) = judge(&counts).threshold() {
+                prop_assert!(each < at_least);
+            }
+        }
+
+        /// A shard flagged holds 2× the mean and more than the mean plus three √mean, and only
+        /// bumps of at least `MIN_MEAN` records per shard are judged.
+        #[test]
+        fn a_flag_is_twice_the_mean_and_beyond_chance(
+            counts in proptest::collection::vec(0_u64..1_000, 1..80),
+        ) {
+            let judgement = judge(&counts);
+            #[allow(clippy::cast_precision_loss)]
+            let mean = counts.iter().sum::<u64>() as f64 / counts.len() as f64;
+            match judgement {
+                Judgement::Judged { at_least, .. } => {
+                    prop_assert!(mean >= MIN_MEAN);
+                    #[allow(clippy::cast_precision_loss)]
+                    let t = at_least as f64;
+                    prop_assert!(t >= 2.0 * mean && t > mean + 3.0 * mean.sqrt());
+                    // the least such count
+                    prop_assert!(t - 1.0 < 2.0 * mean || t - 1.0 <= mean + 3.0 * mean.sqrt());
+                }
+                Judgement::TooFew { .. } => prop_assert!(mean < MIN_MEAN),
+                Judgement::Nothing => prop_assert!(counts.len() < 2 || mean == 0.0),
+            }
+        }
     }
 }

@@ -129,10 +129,10 @@ pub(super) fn date(ms: u64) -> String {
 
 /// A row of the heat map: its label, its cells (shard, count) and the count from which a cell
 /// is flagged (0: none).
-pub(super) type HeatRow = (String, Vec<(String, u64)>, f64);
+pub(super) type HeatRow = (String, Vec<(String, u64)>, Option<u64>);
 
-/// One row of cells per `(row label, cells)`, each cell shaded by `count / max`; a cell over
-/// `flag` (2× the row's mean) is outlined in red. Each cell carries `data-shard` and
+/// One row of cells per `(row label, cells, threshold)`, each cell shaded by `count / max`; a
+/// cell holding the row's threshold or more (a hot shard) is outlined in red. Each cell carries `data-shard` and
 /// `data-count`.
 pub(super) fn heat(id: &str, rows: &[HeatRow]) -> Markup {
     const CELL: f64 = 14.0;
@@ -162,11 +162,9 @@ pub(super) fn heat(id: &str, rows: &[HeatRow]) -> Markup {
     }
 }
 
-/// Whether `count` is at least `flag` (a positive threshold).
-pub(super) fn flag_of(count: u64, flag: f64) -> bool {
-    #[allow(clippy::cast_precision_loss)] // counts far below 2^52
-    let count = count as f64;
-    flag > 0.0 && count >= flag
+/// Whether `count` reaches the row's `threshold` (none: nothing in the row is flagged).
+pub(super) fn flag_of(count: u64, threshold: Option<u64>) -> bool {
+    threshold.is_some_and(|t| count >= t)
 }
 
 /// A blue from pale (0) to deep (`max`).
@@ -246,9 +244,9 @@ mod tests {
     }
 
     #[test]
-    fn a_shard_is_flagged_from_twice_the_mean() {
-        assert!(flag_of(10, 10.0));
-        assert!(!flag_of(9, 10.0));
-        assert!(!flag_of(0, 0.0));
+    fn a_cell_is_flagged_from_its_row_s_threshold() {
+        assert!(flag_of(10, Some(10)));
+        assert!(!flag_of(9, Some(10)));
+        assert!(!flag_of(1_000, None));
     }
 }
