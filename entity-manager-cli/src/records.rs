@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 use entity_manager::limits::MAX_ITEM_BYTES;
-use entity_manager::query::untyped::{Indexed, MultiQuery, Query};
+use entity_manager::query::untyped::{CollectionQuery, Indexed, MultiQuery, Query};
 use entity_manager::store::{
     Comparison, DynamoStore, Expect, Filter, KeyType, RangeCondition, Store, WriteRequest,
     item_size,
@@ -575,7 +575,7 @@ pub(crate) fn prepare<'a, S: Store>(
     if let [name] = c.indexes.as_slice()
         && let Some(multi) = entity.model().index(name).and_then(|i| i.multi.clone())
     {
-        return prepare_multi(c, all, store, entity, name, &multi).map(Prepared::Multi);
+        return prepare_multi(c, all, store, vec![entity], name, &multi).map(Prepared::Multi);
     }
     // --where fills the components of the indexes' sharded hash keys: a name that is none of
     // them, or given twice, is a mistake, not something to pass over; one not given is asked
@@ -678,17 +678,49 @@ pub(crate) fn prepare<'a, S: Store>(
     Ok(Prepared::Classic(query))
 }
 
-/// A query of one multi-attribute index: `--where` gives each partition attribute (but the
-/// shard attribute of a sharded key, over which the query fans out), `--range` a condition on
-/// the first sort attribute.
+/// The query `conditions` describe on the item collection of `members` over their shared
+/// multi-attribute index (the one `--index` of `conditions`), its items tagged with their
+/// member; checked and built without a request, as [`prepare`] does.
+pub(crate) fn prepare_collection<'a, S: Store>(
+    conditions: &Conditions,
+    store: &'a S,
+    members: Vec<EntitySchema<'a>>,
+) -> Result<CollectionQuery<'a, S>, Failure> {
+    let [name] = conditions.indexes.as_slice() else {
+        return Err(Failure::Input(
+            "a collection is queried on exactly one index (the multi-attribute index its members share)"
+                .to_owned(),
+        ));
+    };
+    let multi = members
+        .first()
+        .and_then(|m| m.model().index(name))
+        .and_then(|i| i.multi.clone())
+        .ok_or_else(|| {
+            Failure::Input(format!(
+                "--index {name} is not a multi-attribute index of the collection's members"
+            ))
+        })?;
+    prepare_multi(conditions, false, store, members, name, &multi).map(MultiQuery::tagged)
+}
+
+/// A query of one multi-attribute index, of one entity or of the item collection of
+/// `entities` (the first gives the types and the default page size): `--where` gives each
+/// partition attribute (but the shard attribute of a sharded key, over which the query fans
+/// out), `--range` a condition on the first sort attribute.
 fn prepare_multi<'a, S: Store>(
     c: &Conditions,
     all: bool,
     store: &'a S,
-    entity: EntitySchema<'a>,
+    entities: Vec<EntitySchema<'a>>,
     name: &str,
     multi: &entity_manager::model::MultiKey,
 ) -> Result<MultiQuery<'a, S>, Failure> {
+    let Some(entity) = entities.first().copied() else {
+        return Err(Failure::Input(format!(
+            "--index {name}: no entity to query"
+        )));
+    };
     let unsupported = [
         (!c.filter.is_empty(), "--filter"),
         (c.projection.is_some(), "--projection"),
@@ -744,7 +776,7 @@ fn prepare_multi<'a, S: Store>(
         }
         None => None,
     };
-    let mut query = MultiQuery::new(store, entity, name)
+    let mut query = MultiQuery::collection(store, entities, name)
         .hash(values)
         .descending(c.descending)
         .limit(limit);

@@ -4,7 +4,10 @@
 //! property and index of the configuration; a query run in the page returns the records, pages
 //! and statistics of the library's query; a malformed condition is refused inline and sends
 //! nothing (a loopback proxy in front of DynamoDB Local counts the `Query` requests); the heat
-//! map's counts equal a scan's. Each view's screenshot is saved under
+//! map's counts equal a scan's. A second table, defined in Rust (players and coaches sharing a
+//! sharded multi-attribute index), is opened by a second console: its item collection is
+//! offered in the query view, and a query of it returns the library's tagged collection query's
+//! records (each with its entity), pages and statistics. Each view's screenshot is saved under
 //! `target/console-screenshots/` (not committed).
 //!
 //! It runs when `DYNAMODB_ENDPOINT` is set and Chromium and chromedriver are installed
@@ -17,19 +20,20 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use entity_manager::model::Profile;
-use entity_manager::query::untyped::Query;
+use entity_manager::query::untyped::{MultiQuery, Query};
 use entity_manager::scan::ParallelScan;
 use entity_manager::store::{RangeCondition, Store, is_stamp, item_size};
-use entity_manager::{AttributeValue, Schema};
+use entity_manager::{AttributeValue, Entity, EntityExt, Schema, Table};
 use fantoccini::{Client, ClientBuilder, Locator};
 use futures::TryStreamExt;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 mod support;
 
 use support::{
     BoxError, Console, Hold, Seen, TestResult, arg, assert_code, closed_port, drop_table, endpoint,
-    holding_proxy, on, run, temp_json, text, user_service_config,
+    holding_proxy, http, on, run, temp_json, text, user_service_config,
 };
 
 /// The browser and its driver, or `None` (skip) outside CI.
@@ -250,7 +254,8 @@ async fn the_console_in_a_browser_shows_what_the_library_reads() -> TestResult {
         stop_scan(&client, &console, &hold).await?;
         shards(&client, &console, &store).await?;
         jobs(&client, &console, &journals, &table, &endpoint).await?;
-        changes(&client, &console, &config, &table, &endpoint).await
+        changes(&client, &console, &config, &table, &endpoint).await?;
+        collection(&client, &endpoint).await
     }
     .await;
     let _ = client.close().await;
@@ -375,37 +380,20 @@ async fn query(
             .for_element(Locator::Css(&format!("#results[data-page='{number}']")))
             .await?;
         let expected = library.page(token.as_deref()).await?;
-        for _ in 0..4 {
-            let again = library.page(token.as_deref()).await?;
-            eprintln!(
-                "PROBE page {number}: {:?} vs {:?}",
-                again.stats, expected.stats
-            );
-        }
         let ids: Vec<String> = expected.items.iter().map(|i| text(i, "userId")).collect();
         assert_eq!(shown_ids(client).await?, ids, "page {number}");
-        let stats = expected.stats;
-        for (css, value) in [
-            ("#stat-shards", stats.shards),
-            ("#stat-shard-queries", stats.shard_queries),
-            ("#stat-items-read", stats.items_read),
-            ("#stat-items-returned", stats.items_returned),
-        ] {
-            assert_eq!(
-                text_of(client, css).await?,
-                value.to_string(),
-                "page {number}: {css}"
-            );
-        }
-        let capacity: f64 = text_of(client, "#stat-capacity").await?.parse()?;
-        assert!(
-            (capacity - stats.consumed_capacity).abs() < 1e-9,
-            "page {number}"
-        );
+        shows_stats(client, &expected.stats, &format!("page {number}")).await?;
         let bars = client
             .find_all(Locator::Css("#shard-reads g[data-label]"))
             .await?;
         assert!(!bars.is_empty(), "a bar per shard read");
+        assert!(
+            client
+                .find(Locator::Css("#records a.delete"))
+                .await
+                .is_err(),
+            "a read-only console offers no delete"
+        );
         if number == 1 {
             screenshot(client, "query").await?;
         }
@@ -430,6 +418,32 @@ async fn query(
         .await?;
     assert_eq!(Some(&shown_ids(client).await?), pages.last());
     refusals(client, console, seen, low).await
+}
+
+/// The page's statistics are `stats` (`page` names the page in a failure).
+async fn shows_stats(
+    client: &Client,
+    stats: &entity_manager::query::QueryStats,
+    page: &str,
+) -> TestResult {
+    for (css, value) in [
+        ("#stat-shards", stats.shards),
+        ("#stat-shard-queries", stats.shard_queries),
+        ("#stat-items-read", stats.items_read),
+        ("#stat-items-returned", stats.items_returned),
+    ] {
+        assert_eq!(
+            text_of(client, css).await?,
+            value.to_string(),
+            "{page}: {css}"
+        );
+    }
+    let capacity: f64 = text_of(client, "#stat-capacity").await?.parse()?;
+    assert!(
+        (capacity - stats.consumed_capacity).abs() < 1e-9,
+        "{page}: consumed capacity"
+    );
+    Ok(())
 }
 
 /// Malformed conditions are refused inline, and no `Query` reaches the table.
@@ -678,5 +692,279 @@ async fn changes(
         client.find(Locator::Css(row)).await.is_err(),
         "filtered out by entity"
     );
+    Ok(())
+}
+
+/// The league: players and coaches sharing the sharded multi-attribute index `byTeam` (same
+/// name, same key), an item collection the console derives from the table's schema.
+#[derive(Table)]
+#[table(entities(Player, Coach))]
+struct League;
+
+#[allow(clippy::struct_field_names)] // fields are named after their attributes
+#[derive(Entity, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+#[entity(table = League, unique = player_id, timestamp = created)]
+#[shard_bumps(bumps = [bump(timestamp = 0, char_bits = 2, chars = 1)])]
+#[index(name = "byTeam", hash = [team_id], range = [score], sharded)]
+struct Player {
+    #[transcode("string")]
+    player_id: String,
+    #[transcode("timestamp")]
+    created: u64,
+    team_id: String,
+    score: i64,
+}
+
+#[allow(clippy::struct_field_names)] // fields are named after their attributes
+#[derive(Entity, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+#[entity(table = League, unique = coach_id, timestamp = created)]
+#[shard_bumps(bumps = [bump(timestamp = 0, char_bits = 1, chars = 1)])]
+#[index(name = "byTeam", hash = [team_id], range = [score], sharded)]
+struct Coach {
+    #[transcode("string")]
+    coach_id: String,
+    #[transcode("timestamp")]
+    created: u64,
+    team_id: String,
+    score: i64,
+}
+
+/// The query view of a table with an item collection (a second console, on a table made from
+/// Rust entities): the picker offers `player + coach`, and its query's pages show the records
+/// (each with its entity) and statistics of the library's tagged collection query, page after
+/// page.
+async fn collection(client: &Client, endpoint: &str) -> TestResult {
+    let table = format!("cli-console-league-{}", std::process::id());
+    let schema = League::schema()?;
+    let store = support::store(endpoint, &table, schema)?;
+    store.create_table().await?;
+    let outcome = async {
+        for i in 0..60_u32 {
+            let (created, team, points) = (
+                1_000 + u64::from(i),
+                format!("t{}", i % 2),
+                i64::from(i % 7),
+            );
+            if i % 3 == 0 {
+                let coach = Coach {
+                    coach_id: format!("c{i:02}"),
+                    created,
+                    team_id: team,
+                    score: points,
+                };
+                coach.put(&store).await?;
+            } else {
+                let player = Player {
+                    player_id: format!("p{i:02}"),
+                    created,
+                    team_id: team,
+                    score: points,
+                };
+                player.put(&store).await?;
+            }
+        }
+        // the schema and key profile from the table's stamp
+        let console = Console::start(
+            "league",
+            &[
+                "--table",
+                &table,
+                "--endpoint-url",
+                endpoint,
+                "--region",
+                "us-east-1",
+                "--write",
+            ],
+        )?;
+        let shown = async {
+            collection_pages(client, &console, &store, schema).await?;
+            delete_record(client, &console, &store, schema).await
+        }
+        .await;
+        shown.map_err(|e| format!("{e}\nthe league console's stderr: {}", console.stderr()).into())
+    }
+    .await;
+    store.delete_table().await?;
+    outcome
+}
+
+/// The library's query of the collection `player + coach` by `byTeam`, team `t1`.
+fn team_t1<'a>(
+    store: &'a entity_manager::store::DynamoStore,
+    schema: &'a Schema,
+) -> Result<MultiQuery<'a, entity_manager::store::DynamoStore>, BoxError> {
+    Ok(MultiQuery::collection(
+        store,
+        vec![schema.entity("player")?, schema.entity("coach")?],
+        "byTeam",
+    )
+    .hash([AttributeValue::S("t1".to_owned())]))
+}
+
+/// The collection's pages in the page against the library's.
+async fn collection_pages(
+    client: &Client,
+    console: &Console,
+    store: &entity_manager::store::DynamoStore,
+    schema: &Schema,
+) -> TestResult {
+    let library = team_t1(store, schema)?
+        .range(RangeCondition::Ge(AttributeValue::N("2".to_owned())))
+        .limit(5)
+        .throttle(1)
+        .tagged();
+    client.goto(&format!("{}query", console.url)).await?;
+    // `+` is a space in a query string: the picker's value is sent encoded
+    client
+        .find(Locator::Css("#entity"))
+        .await?
+        .select_by_value("player+coach")
+        .await?;
+    client
+        .wait()
+        .for_element(Locator::Css("input[name='w.teamId']"))
+        .await?;
+    assert_eq!(
+        attribute(client, "#index option[selected]", "value").await?,
+        "byTeam"
+    );
+    type_into(client, "input[name='w.teamId']", "t1").await?;
+    client
+        .find(Locator::Css("#op"))
+        .await?
+        .select_by_value(">=")
+        .await?;
+    type_into(client, "#v1", "2").await?;
+    type_into(client, "#limit", "5").await?;
+    type_into(client, "#throttle", "1").await?;
+    client.find(Locator::Css("#run")).await?.click().await?;
+    let mut token: Option<String> = None;
+    let mut entities = std::collections::BTreeSet::new();
+    for number in 1..=3 {
+        client
+            .wait()
+            .for_element(Locator::Css(&format!("#results[data-page='{number}']")))
+            .await?;
+        let expected = library.page(token.as_deref()).await?;
+        let want: Vec<(String, String)> = expected
+            .items
+            .iter()
+            .map(|m| {
+                let unique = if m.entity == "coach" {
+                    "coachId"
+                } else {
+                    "playerId"
+                };
+                (m.entity.clone(), text(&m.item, unique))
+            })
+            .collect();
+        let mut got = Vec::new();
+        for row in client
+            .find_all(Locator::Css("#records tr[data-id]"))
+            .await?
+        {
+            got.push((
+                row.attr("data-entity").await?.unwrap_or_default(),
+                row.attr("data-id").await?.unwrap_or_default(),
+            ));
+        }
+        assert_eq!(got, want, "collection page {number}");
+        entities.extend(want.into_iter().map(|(e, _)| e));
+        shows_stats(
+            client,
+            &expected.stats,
+            &format!("collection page {number}"),
+        )
+        .await?;
+        if number == 1 {
+            screenshot(client, "query-collection").await?;
+        }
+        token = expected.next;
+        assert!(token.is_some(), "more than three pages");
+        client.find(Locator::Css("#next")).await?.click().await?;
+    }
+    assert_eq!(entities.len(), 2, "both members are shown: {entities:?}");
+    Ok(())
+}
+
+/// `s` percent-encoded for a form body.
+fn encoded(s: &str) -> String {
+    s.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() {
+                char::from(b).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}
+
+/// `--write`: a delete `POST` without this run's token, or with a wrong one, is refused (403)
+/// and the record stays; in the browser, a record's delete link opens a confirmation page that
+/// shows it, and confirming deletes it.
+async fn delete_record(
+    client: &Client,
+    console: &Console,
+    store: &entity_manager::store::DynamoStore,
+    schema: &Schema,
+) -> TestResult {
+    let first = team_t1(store, schema)?.limit(1).tagged().page(None).await?;
+    let record = first.items.first().ok_or("no record of team t1")?;
+    let (hash, range) = (
+        text(&record.item, "hashKey"),
+        text(&record.item, "rangeKey"),
+    );
+    let mut key = entity_manager::Item::default();
+    key.insert("hashKey".to_owned(), AttributeValue::S(hash.clone()));
+    key.insert("rangeKey".to_owned(), AttributeValue::S(range.clone()));
+    let own = console.address.to_string();
+    let fields = format!("hashKey={}&rangeKey={}", encoded(&hash), encoded(&range));
+    for body in [fields.clone(), format!("{fields}&token=0000")] {
+        let answer = tokio::task::block_in_place(|| {
+            http(console.address, "POST", Some(&own), "/delete", &body)
+        })?;
+        assert_eq!(answer.0, 403, "{body}: {}", answer.1);
+        assert!(answer.1.contains("token"), "{}", answer.1);
+        assert!(
+            store.get_item(&key, None).await?.is_some(),
+            "{body}: deleted"
+        );
+    }
+    // in the page: the record's delete link, the confirmation, the deletion
+    client
+        .goto(&format!(
+            "{}query?entity=player%2Bcoach&index=byTeam&w.teamId=t1&limit=1&run=1",
+            console.url
+        ))
+        .await?;
+    client
+        .wait()
+        .for_element(Locator::Css("#records a.delete"))
+        .await?
+        .click()
+        .await?;
+    let confirm = client
+        .wait()
+        .for_element(Locator::Css("#confirm-delete"))
+        .await?;
+    assert_eq!(
+        confirm.attr("data-entity").await?.unwrap_or_default(),
+        record.entity
+    );
+    assert!(
+        store.get_item(&key, None).await?.is_some(),
+        "deleted before the confirmation"
+    );
+    screenshot(client, "delete-confirm").await?;
+    client.find(Locator::Css("#confirm")).await?.click().await?;
+    let deleted = client.wait().for_element(Locator::Css("#deleted")).await?;
+    assert_eq!(
+        deleted.attr("data-range-key").await?.unwrap_or_default(),
+        range
+    );
+    assert!(store.get_item(&key, None).await?.is_none(), "not deleted");
     Ok(())
 }

@@ -117,6 +117,39 @@ fn the_scan_form_needs_the_run_s_token() -> TestResult {
     Ok(())
 }
 
+/// Without `--write` the delete routes answer 403 (read-only), whatever the form carries; with
+/// it, a delete `POST` without this run's token or with a wrong one is 403, before the table is
+/// read.
+#[test]
+fn deleting_needs_write_and_the_run_s_token() -> TestResult {
+    let fields = "hashKey=user%21a&rangeKey=userId%23c1";
+    let (console, _) = unreachable_console("readonly", &[])?;
+    let own = console.address.to_string();
+    for (method, path, body) in [
+        ("GET", format!("/delete?{fields}"), String::new()),
+        ("POST", "/delete".to_owned(), format!("{fields}&token=0000")),
+    ] {
+        let (status, answer) = http(console.address, method, Some(&own), &path, &body)?;
+        assert_eq!(status, 403, "{method} {path}: {answer}");
+        assert!(
+            answer.contains("read-only") && answer.contains("--write"),
+            "{answer}"
+        );
+    }
+    drop(console);
+    let (console, _) = unreachable_console("writable", &["--write"])?;
+    let own = console.address.to_string();
+    for body in [fields.to_owned(), format!("{fields}&token=0000")] {
+        let (status, answer) = http(console.address, "POST", Some(&own), "/delete", &body)?;
+        assert_eq!(status, 403, "{body}: {answer}");
+        assert!(
+            answer.contains("token") && answer.contains("nothing was changed"),
+            "{answer}"
+        );
+    }
+    Ok(())
+}
+
 /// A table that cannot be reached: every view is a page saying what failed and what to do
 /// (503), with no trace of the program; the console answers once the CLI's timeout has passed.
 #[test]

@@ -5,10 +5,13 @@
 //! Security: it listens on loopback unless `--listen` names another address (a warning is
 //! printed), refuses a request whose `Host` is not the address it listens on (a page of another
 //! site that resolves its own name to 127.0.0.1 — DNS rebinding — is refused), and is
-//! read-only: it never writes to the table. The one form that is not a plain read (starting
-//! and stopping a whole-table scan) carries a token of this run.
+//! read-only unless started with `--write`: then a record of the query view's results can be
+//! deleted, after a confirmation page ([`write`]). Every form that is not a plain read
+//! (starting and stopping a whole-table scan, deleting a record) carries a token of this run,
+//! checked before anything else.
 //!
-//! Each view is a module: [`design`], [`query`], [`shards`], [`jobs`], [`changes`]. What is not about the web — the
+//! Each view is a module: [`design`], [`query`], [`shards`], [`jobs`], [`changes`]; [`write`]
+//! is the delete pages. What is not about the web — the
 //! schema, the query engine, the scan, the table's description and the messages of failures —
 //! is the library's and the other commands' code, called from here.
 
@@ -36,6 +39,7 @@ mod query;
 mod shards;
 mod svg;
 mod watch;
+mod write;
 
 /// `entity-manager console`.
 #[derive(Debug, Args)]
@@ -58,6 +62,10 @@ pub(crate) struct ConsoleArgs {
     /// their `--checkpoint` journals to, or the files (repeatable); merged as `report merge`.
     #[arg(long = "journals", value_name = "DIR|FILE")]
     journals: Vec<std::path::PathBuf>,
+    /// Allow deleting records from the query view's results (each after a confirmation page).
+    /// Off by default: the console is read-only.
+    #[arg(long)]
+    write: bool,
 }
 
 /// What every view reads: the table, its schema and store (or what failed while opening
@@ -73,6 +81,8 @@ pub(crate) struct State {
     journals: Vec<std::path::PathBuf>,
     /// The token of this run that a form that is not a plain read must carry.
     token: String,
+    /// `--write`: records may be deleted.
+    write: bool,
     scan: Mutex<shards::ScanJob>,
     tail: Mutex<changes::Tail>,
 }
@@ -203,6 +213,8 @@ fn router(state: Arc<State>) -> Router {
         .route("/query", get(query::view))
         .route("/shards", get(shards::view))
         .route("/shards", post(shards::act))
+        .route("/delete", get(write::confirm))
+        .route("/delete", post(write::delete))
         .route("/jobs", get(jobs::view))
         .route("/changes", get(changes::view))
         .route("/console.css", get(page::css))
@@ -260,6 +272,7 @@ pub(crate) fn console(args: &ConsoleArgs) -> Result<(), Failure> {
         sample: args.sample,
         journals: args.journals.clone(),
         token: run_token(),
+        write: args.write,
         scan: Mutex::new(shards::ScanJob::default()),
         tail: Mutex::new(changes::Tail::default()),
     });

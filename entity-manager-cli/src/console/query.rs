@@ -1,7 +1,12 @@
-//! The query view: an entity and index picked from the configuration, typed conditions (a
-//! number field takes a number), run across every shard by the library's query engine
-//! (`records::prepare`, the `query` command's own), paged with its tokens forward and back,
-//! each page with its records decoded, its statistics and a bar per shard read.
+//! The query view: an entity or an item collection and an index picked from the configuration,
+//! typed conditions (a number field takes a number), run across every shard by the library's
+//! query engine (`records::prepare`, the `query` command's own; for a collection
+//! `records::prepare_collection`, the library's tagged collection query), paged with its tokens
+//! forward and back, each page with its records decoded (by their member entity, for a
+//! collection), its statistics and a bar per shard read.
+//!
+//! The collections are derived from the schema: entities that declare a multi-attribute index
+//! of the same name and key form a collection on it ([`collections`]).
 //!
 //! Bad input — a condition that does not parse, a value of the wrong type, a key component
 //! left out — is refused inline by `prepare`, before any request.
@@ -19,7 +24,7 @@ use super::watch::Watched;
 use super::{page, svg};
 use crate::Failure;
 use crate::connection::explain;
-use crate::records::{Conditions, key_type_of, prepare};
+use crate::records::{Conditions, key_type_of, prepare, prepare_collection};
 
 /// The range operators of the form, as `query --range` writes them.
 const OPERATORS: [&str; 8] = ["", "=", "<", "<=", ">", ">=", "between", "begins_with"];
@@ -155,9 +160,105 @@ fn whole(form: &Form, name: &str, what: &str) -> Result<Option<u64>, Failure> {
         })
 }
 
+/// An item collection of the schema: entities declaring multi-attribute indexes of the same
+/// names and keys.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Collection {
+    /// The member tokens joined by `+` (the picker's value).
+    label: String,
+    /// The member entity tokens, in the schema's order.
+    members: Vec<String>,
+    /// The indexes they share (same name, same key).
+    indexes: Vec<String>,
+}
+
+/// The item collections of `schema`: for each multi-attribute index, the entities that
+/// declare it with the same key, when there are two or more; collections of the same members
+/// on several indexes are one collection with those indexes.
+fn collections(schema: &Schema) -> Vec<Collection> {
+    let mut shared: Vec<(String, &entity_manager::model::MultiKey, Vec<String>)> = Vec::new();
+    for entity in schema.entities() {
+        for index in entity.indexes.iter() {
+            let Some(multi) = &index.multi else {
+                continue;
+            };
+            match shared
+                .iter_mut()
+                .find(|(name, key, _)| *name == *index.name && *key == multi)
+            {
+                Some((_, _, members)) => members.push(entity.token.to_string()),
+                None => shared.push((
+                    index.name.to_string(),
+                    multi,
+                    vec![entity.token.to_string()],
+                )),
+            }
+        }
+    }
+    let mut out: Vec<Collection> = Vec::new();
+    for (index, _, members) in shared.into_iter().filter(|s| s.2.len() >= 2) {
+        let label = members.join("+");
+        match out.iter_mut().find(|c| c.label == label) {
+            Some(c) => c.indexes.push(index),
+            None => out.push(Collection {
+                label,
+                members,
+                indexes: vec![index],
+            }),
+        }
+    }
+    out
+}
+
+/// What the picker chose: one entity, or a collection with its member schemas (the first
+/// types the form's fields: the members share the index's key).
+enum Pick<'s> {
+    Entity(EntitySchema<'s>),
+    Collection(Collection, Vec<EntitySchema<'s>>),
+}
+
+impl<'s> Pick<'s> {
+    /// The collection labelled `chosen`, else the entity of that token.
+    fn of(schema: &'s Schema, chosen: &str) -> Option<Self> {
+        if let Some(c) = collections(schema).into_iter().find(|c| c.label == chosen) {
+            let members = c
+                .members
+                .iter()
+                .map(|m| schema.entity(m))
+                .collect::<Result<Vec<_>, _>>()
+                .ok()?;
+            return Some(Self::Collection(c, members));
+        }
+        schema.entity(chosen).ok().map(Self::Entity)
+    }
+
+    /// The entity whose fields the form shows.
+    fn first(&self) -> Option<EntitySchema<'s>> {
+        match self {
+            Self::Entity(e) => Some(*e),
+            Self::Collection(_, members) => members.first().copied(),
+        }
+    }
+
+    /// The indexes the picker offers.
+    fn indexes(&self) -> Vec<String> {
+        match self {
+            Self::Entity(e) => e
+                .model()
+                .indexes
+                .iter()
+                .map(|i| i.name.to_string())
+                .collect(),
+            Self::Collection(c, _) => c.indexes.clone(),
+        }
+    }
+}
+
 /// What one page of the query shows.
 struct Ran {
     page: QueryPageResult,
+    /// The member of each item (a position in the collection's members); empty for an entity.
+    members: Vec<usize>,
     /// Items read per shard (hash key value, over every index queried).
     shards: Vec<(String, f64)>,
     /// The most shard queries one partition needed.
@@ -175,26 +276,28 @@ pub(super) async fn view(
         "" => schema.entities().first().map(|e| e.token.to_string()),
         token => Some(token.to_owned()),
     };
-    let entity = chosen.as_deref().and_then(|t| schema.entity(t).ok());
-    let index = match (form.get("index"), &entity) {
-        ("", Some(entity)) => entity.model().indexes.first().map(|i| i.name.to_string()),
+    let pick = chosen.as_deref().and_then(|t| Pick::of(schema, t));
+    let index = match (form.get("index"), &pick) {
+        ("", Some(pick)) => pick.indexes().into_iter().next(),
         (name, _) => Some(name.to_owned()),
     };
     let mut outcome: Option<Result<Ran, String>> = None;
-    if let (Some(entity), Some(index), false) = (entity, &index, form.get("run").is_empty()) {
+    if let (Some(pick), Some(index), false) = (&pick, &index, form.get("run").is_empty()) {
         let mut fields = form.0.0.clone();
         fields.retain(|(k, _)| k != "index");
         fields.push(("index".to_owned(), index.clone()));
         let form = Form(super::Params(fields));
-        outcome = Some(run(&form, entity, &opened.store, &state.table).await);
+        outcome = Some(run(&form, pick, &opened.store, &state.table).await);
     }
     let body = html! {
         h1 { "Query" }
-        (form_markup(schema, &form, chosen.as_deref(), index.as_deref()))
+        (form_markup(schema, &form, chosen.as_deref(), pick.as_ref(), index.as_deref()))
         @match &outcome {
             None => {}
             Some(Err(message)) => { (page::refused(message)) }
-            Some(Ok(ran)) => { (results(schema, entity, &form, ran)) }
+            Some(Ok(ran)) => {
+                (results(schema, pick.as_ref(), &form, ran, state.write.then_some(&opened.store)))
+            }
         }
     };
     Ok(page::layout(&state.table, "Query", &body))
@@ -202,22 +305,42 @@ pub(super) async fn view(
 
 async fn run(
     form: &Form,
-    entity: EntitySchema<'_>,
+    pick: &Pick<'_>,
     store: &entity_manager::store::DynamoStore,
     table: &str,
 ) -> Result<Ran, String> {
+    let entity = pick
+        .first()
+        .ok_or_else(|| "the collection has no members".to_owned())?;
     let conditions = conditions(form, &entity).map_err(|f| f.message())?;
     let watched = Watched::new(store);
-    let prepared = prepare(&conditions, false, &watched, entity).map_err(|f| f.message())?;
     let token = Some(form.get("token")).filter(|t| !t.is_empty());
-    let page = prepared.page(token).await.map_err(|e| {
-        let failure = explain("query", table, &e);
-        match failure {
+    let refused = |e: entity_manager::Error| {
+        match explain("query", table, &e) {
             // a token or value the library refuses: bad input, said as such
             Failure::Input(m) => m,
             other => other.message(),
         }
-    })?;
+    };
+    let (page, members) = match pick {
+        Pick::Entity(entity) => {
+            let prepared =
+                prepare(&conditions, false, &watched, *entity).map_err(|f| f.message())?;
+            (prepared.page(token).await.map_err(refused)?, Vec::new())
+        }
+        Pick::Collection(_, members) => {
+            let query = prepare_collection(&conditions, &watched, members.clone())
+                .map_err(|f| f.message())?;
+            let tagged = query.page(token).await.map_err(refused)?;
+            let members = tagged.items.iter().map(|m| m.member).collect();
+            let page = QueryPageResult {
+                items: tagged.items.into_iter().map(|m| m.item).collect(),
+                next: tagged.next,
+                stats: tagged.stats,
+            };
+            (page, members)
+        }
+    };
     let reads = watched.reads();
     let rounds = reads.values().map(|r| r.queries).max().unwrap_or(0);
     let mut per_shard = std::collections::BTreeMap::<String, usize>::new();
@@ -231,30 +354,49 @@ async fn run(
         .collect();
     Ok(Ran {
         page,
+        members,
         shards,
         rounds,
     })
 }
 
-fn form_markup(schema: &Schema, form: &Form, entity: Option<&str>, index: Option<&str>) -> Markup {
-    let chosen = entity.and_then(|t| schema.entity(t).ok());
+fn form_markup(
+    schema: &Schema,
+    form: &Form,
+    chosen: Option<&str>,
+    pick: Option<&Pick<'_>>,
+    index: Option<&str>,
+) -> Markup {
+    let first = pick.and_then(Pick::first);
     let index = index.unwrap_or_default();
-    let fills = chosen.map(|e| fills(&e, index)).unwrap_or_default();
-    let range = chosen.and_then(|e| range_of(&e, index));
+    let fills = first.map(|e| fills(&e, index)).unwrap_or_default();
+    let range = first.and_then(|e| range_of(&e, index));
     let input_type = |number: bool| if number { "number" } else { "text" };
+    let collections = collections(schema);
     html! {
         form.query id="query-form" method="get" action="/query" {
-            label for="entity" { "entity" }
+            label for="entity" { "entity or collection" }
             select id="entity" name="entity" data-submit {
-                @for e in schema.entities() {
-                    option value=(e.token) selected[Some(&*e.token) == entity] { (e.token) }
+                optgroup label="entities" {
+                    @for e in schema.entities() {
+                        option value=(e.token) selected[Some(&*e.token) == chosen] { (e.token) }
+                    }
+                }
+                @if !collections.is_empty() {
+                    optgroup label="collections" {
+                        @for c in &collections {
+                            option value=(c.label) selected[Some(c.label.as_str()) == chosen] {
+                                (c.members.join(" + ")) " (on " (c.indexes.join(", ")) ")"
+                            }
+                        }
+                    }
                 }
             }
             label for="index" { "index" }
             select id="index" name="index" data-submit {
-                @if let Some(e) = chosen {
-                    @for i in e.model().indexes.iter() {
-                        option value=(i.name) selected[*i.name == *index] { (i.name) }
+                @if let Some(pick) = pick {
+                    @for name in pick.indexes() {
+                        option value=(name) selected[name == index] { (name) }
                     }
                 }
             }
@@ -306,7 +448,14 @@ fn page_form(form: &Form, id: &str, label: &str, token: &str, trail: &str) -> Ma
     }
 }
 
-fn results(schema: &Schema, entity: Option<EntitySchema<'_>>, form: &Form, ran: &Ran) -> Markup {
+/// A page of results; with `writable` (`--write`), each record links to its delete page.
+fn results(
+    schema: &Schema,
+    pick: Option<&Pick<'_>>,
+    form: &Form,
+    ran: &Ran,
+    writable: Option<&entity_manager::store::DynamoStore>,
+) -> Markup {
     let stats = &ran.page.stats;
     let trail: Vec<&str> = form.get("trail").split_whitespace().collect();
     let here = match form.get("token") {
@@ -329,19 +478,33 @@ fn results(schema: &Schema, entity: Option<EntitySchema<'_>>, form: &Form, ran: 
             stats.items_read as f64 / stats.items_returned as f64
         )
     };
-    let records: Vec<serde_json::Value> = entity
-        .map(|e| {
-            ran.page
-                .items
-                .iter()
-                .map(|i| page::decoded(schema, &e, i))
-                .collect()
+    // each record with the entity it is a record of (its member, for a collection)
+    let of = |at: usize| match pick {
+        Some(Pick::Collection(_, members)) => {
+            ran.members.get(at).and_then(|m| members.get(*m)).copied()
+        }
+        Some(Pick::Entity(e)) => Some(*e),
+        None => None,
+    };
+    let records: Vec<(String, String, serde_json::Value, Option<String>)> = ran
+        .page
+        .items
+        .iter()
+        .enumerate()
+        .filter_map(|(at, item)| {
+            let entity = of(at)?;
+            let record = page::decoded(schema, &entity, item);
+            let id = record
+                .get(&*entity.model().unique_property)
+                .map(page::cell)
+                .unwrap_or_default();
+            let delete = writable.and_then(|store| super::write::link(store, item));
+            Some((entity.model().token.to_string(), id, record, delete))
         })
-        .unwrap_or_default();
-    let columns = page::columns(&records);
-    let unique = entity
-        .map(|e| e.model().unique_property.to_string())
-        .unwrap_or_default();
+        .collect();
+    let columns = page::columns(records.iter().map(|r| &r.2));
+    let deletable = writable.is_some();
+    let tagged = matches!(pick, Some(Pick::Collection(..)));
     html! {
         section.card id="results" data-page=(number) {
             h2 { "Page " (number) ": " (ran.page.items.len()) " records" }
@@ -368,10 +531,16 @@ fn results(schema: &Schema, entity: Option<EntitySchema<'_>>, form: &Form, ran: 
                 }
             }
             table id="records" {
-                tr { @for c in &columns { th { (c) } } }
-                @for record in &records {
-                    tr data-id=(record.get(&unique).map(page::cell).unwrap_or_default()) {
+                tr {
+                    @if tagged { th { "entity" } }
+                    @for c in &columns { th { (c) } }
+                    @if deletable { th {} }
+                }
+                @for (entity, id, record, delete) in &records {
+                    tr data-id=(id) data-entity=(entity) {
+                        @if tagged { td { span.tag { (entity) } } }
                         @for c in &columns { td { (record.get(c).map(page::cell).unwrap_or_default()) } }
+                        @if let Some(delete) = delete { td { a.delete href=(delete) { "delete…" } } }
                     }
                 }
             }
@@ -415,6 +584,73 @@ mod tests {
                 .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
                 .collect(),
         ))
+    }
+
+    /// Entities declaring a multi-attribute index of the same name and key form a collection
+    /// on it, and one collection of the same members groups their shared indexes.
+    #[test]
+    fn collections_are_the_entities_sharing_a_multi_attribute_index() -> TestResult {
+        use entity_manager::model::{
+            EntityModel, Index, IndexAttribute, Projection, Property, TableModel,
+        };
+        use entity_manager::store::KeyType;
+        use entity_manager::transcode;
+
+        const TEAM: &[IndexAttribute] = &[IndexAttribute::new("team", KeyType::S)];
+        const ORG: &[IndexAttribute] = &[IndexAttribute::new("org", KeyType::S)];
+        const SCORE: &[IndexAttribute] = &[IndexAttribute::new("score", KeyType::N)];
+        const SHARED: &[Index] = &[
+            Index::multi("byTeam", TEAM, SCORE, false, Projection::All),
+            Index::multi("byOrg", ORG, SCORE, false, Projection::All),
+        ];
+        // (one index name is one GSI: the schema refuses it under another key)
+        const TEAM_ONLY: &[Index] = &[Index::multi("byTeam", TEAM, SCORE, false, Projection::All)];
+        const PROPS: &[Property] = &[
+            Property::new("id", transcode::STRING),
+            Property::new("created", transcode::TIMESTAMP),
+        ];
+        let entity = |token, indexes| {
+            EntityModel::new(token, "id", "created")
+                .with_properties(PROPS)
+                .with_indexes(indexes)
+        };
+        let schema = entity_manager::Schema::new(
+            TableModel::DEFAULT,
+            vec![
+                entity("player", SHARED),
+                entity("coach", SHARED),
+                entity("fan", TEAM_ONLY),
+                entity("user", &[]),
+            ],
+        )?;
+        let found = super::collections(&schema);
+        let shown: Vec<(&str, Vec<&str>)> = found
+            .iter()
+            .map(|c| {
+                (
+                    c.label.as_str(),
+                    c.indexes.iter().map(String::as_str).collect(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            shown,
+            [
+                ("player+coach+fan", vec!["byTeam"]),
+                ("player+coach", vec!["byOrg"])
+            ]
+        );
+        let Some(super::Pick::Collection(c, members)) = super::Pick::of(&schema, "player+coach")
+        else {
+            return Err("player+coach is a collection".into());
+        };
+        assert_eq!((c.members.len(), members.len()), (2, 2));
+        assert!(matches!(
+            super::Pick::of(&schema, "user"),
+            Some(super::Pick::Entity(_))
+        ));
+        assert!(super::Pick::of(&schema, "player+user").is_none());
+        Ok(())
     }
 
     #[test]
