@@ -45,6 +45,7 @@ use serde_json::{Value, json};
 
 mod audit;
 mod connection;
+mod console;
 mod job;
 mod keys;
 mod migrate;
@@ -104,6 +105,7 @@ Examples (DynamoDB Local at http://127.0.0.1:8000):
   entity-manager query --config users.json --table Users --entity user --index created --range 'between 1726000000000 and 1736000000000' --all --endpoint-url ...
   entity-manager purge --config users.json --table Users --entity user --checkpoint purge.json --yes --endpoint-url ...
   entity-manager migrate --from v1.json --to v2.json --table Users --checkpoint migrate.json --yes --endpoint-url ...
+  entity-manager console --table Users --endpoint-url http://127.0.0.1:8000   (then open the address it prints)
 
 Exit codes: 0 success (also when stdout closes early, as in `| head -1`); 1 the operation
 failed or could not check; 2 bad usage or unreadable input; 3 the command ran and found
@@ -170,6 +172,11 @@ enum Command {
         #[command(subcommand)]
         action: ReportAction,
     },
+    /// Serves a local web page on the table: its design (entities, keys, indexes, shard
+    /// schedule, stamp, a sample laid out by partition), queries across every shard with their
+    /// cost, and records per shard. Prints its address as the first line; listens on
+    /// 127.0.0.1 (a free port) unless `--listen` says otherwise; read-only.
+    Console(console::ConsoleArgs),
 }
 
 /// How the table's keys are made: the profile of the services sharing it.
@@ -530,6 +537,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
         Command::Put(args) => records::put(&args, cli.json),
         Command::Delete(args) => records::delete(&args, cli.json),
         Command::Report { action } => job_report(&action, cli.json),
+        Command::Console(args) => console::console(&args),
     }
 }
 

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 use entity_manager::limits::MAX_ITEM_BYTES;
-use entity_manager::query::untyped::Query;
+use entity_manager::query::untyped::{CollectionQuery, Indexed, MultiQuery, Query};
 use entity_manager::store::{
     Comparison, DynamoStore, Expect, Filter, KeyType, RangeCondition, Store, WriteRequest,
     item_size,
@@ -65,33 +65,11 @@ pub(crate) struct GetArgs {
 }
 
 #[derive(Debug, Args)]
-#[allow(clippy::struct_excessive_bools)] // flags
 pub(crate) struct QueryArgs {
     #[command(flatten)]
     target: Target,
-    /// The index to query (its GSI name; repeatable: a union of indexes), across every shard.
-    #[arg(long = "index", required = true, value_name = "INDEX")]
-    indexes: Vec<String>,
-    /// A value that fills a sharded hash key, `NAME=VALUE` (repeatable), e.g.
-    /// `beneficiaryId=b1` for an index whose hash key is made of `beneficiaryId`.
-    #[arg(long = "where", value_name = "NAME=VALUE")]
-    wheres: Vec<String>,
-    /// A condition on the index's range key: `= V`, `< V`, `<= V`, `> V`, `>= V`,
-    /// `between A and B`, `begins_with P` (one `--index` only). A generated range key is
-    /// compared as stored (e.g. `begins_with lastNameCanonical#lee`).
-    #[arg(long, value_name = "CONDITION", allow_hyphen_values = true)]
-    range: Option<String>,
-    /// A filter on the items read: `ATTR = V` (also `<>`, `<`, `<=`, `>`, `>=`),
-    /// `ATTR between A and B`, `ATTR begins_with P`, `ATTR contains V`, `ATTR exists`,
-    /// `ATTR not_exists` (repeatable: all must hold). A value is a JSON literal or plain text.
-    #[arg(long, value_name = "CONDITION", allow_hyphen_values = true)]
-    filter: Vec<String>,
-    /// Only these attributes (comma-separated).
-    #[arg(long, value_delimiter = ',', value_name = "ATTRS")]
-    projection: Option<Vec<String>>,
-    /// Records per page (default: the entity's default limit; 1000 with `--all`).
-    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=100_000))]
-    limit: Option<u64>,
+    #[command(flatten)]
+    pub(crate) conditions: Conditions,
     /// Every page, to the end.
     #[arg(long, conflicts_with = "pages")]
     all: bool,
@@ -101,20 +79,53 @@ pub(crate) struct QueryArgs {
     /// Continue from this token (printed by the previous call).
     #[arg(long, value_name = "TOKEN")]
     page_token: Option<String>,
-    /// Descending range-key order.
-    #[arg(long)]
-    descending: bool,
-    /// Only the shards of this creation-time window, `FROM..TO` (milliseconds).
-    #[arg(long, value_name = "FROM..TO")]
-    window: Option<String>,
-    /// Only the records created in this window, `FROM..TO` (milliseconds).
-    #[arg(long, value_name = "FROM..TO", conflicts_with = "window")]
-    created: Option<String>,
-    /// The largest `Limit` of one shard query.
-    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=100_000))]
-    page_size: Option<u64>,
     #[command(flatten)]
     output: Output,
+}
+
+/// What a query reads: its indexes, conditions and page shape (the flags of `query`, and the
+/// fields of the console's query form), checked and built by [`prepare`].
+#[derive(Clone, Debug, Default, Args)]
+pub(crate) struct Conditions {
+    /// The index to query (its GSI name; repeatable: a union of indexes), across every shard.
+    #[arg(long = "index", required = true, value_name = "INDEX")]
+    pub(crate) indexes: Vec<String>,
+    /// A value that fills a sharded hash key, `NAME=VALUE` (repeatable), e.g.
+    /// `beneficiaryId=b1` for an index whose hash key is made of `beneficiaryId`.
+    #[arg(long = "where", value_name = "NAME=VALUE")]
+    pub(crate) wheres: Vec<String>,
+    /// A condition on the index's range key: `= V`, `< V`, `<= V`, `> V`, `>= V`,
+    /// `between A and B`, `begins_with P` (one `--index` only). A generated range key is
+    /// compared as stored (e.g. `begins_with lastNameCanonical#lee`).
+    #[arg(long, value_name = "CONDITION", allow_hyphen_values = true)]
+    pub(crate) range: Option<String>,
+    /// A filter on the items read: `ATTR = V` (also `<>`, `<`, `<=`, `>`, `>=`),
+    /// `ATTR between A and B`, `ATTR begins_with P`, `ATTR contains V`, `ATTR exists`,
+    /// `ATTR not_exists` (repeatable: all must hold). A value is a JSON literal or plain text.
+    #[arg(long, value_name = "CONDITION", allow_hyphen_values = true)]
+    pub(crate) filter: Vec<String>,
+    /// Only these attributes (comma-separated).
+    #[arg(long, value_delimiter = ',', value_name = "ATTRS")]
+    pub(crate) projection: Option<Vec<String>>,
+    /// Records per page (default: the entity's default limit; 1000 with `--all`).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=100_000))]
+    pub(crate) limit: Option<u64>,
+    /// Descending range-key order.
+    #[arg(long)]
+    pub(crate) descending: bool,
+    /// Only the shards of this creation-time window, `FROM..TO` (milliseconds).
+    #[arg(long, value_name = "FROM..TO")]
+    pub(crate) window: Option<String>,
+    /// Only the records created in this window, `FROM..TO` (milliseconds).
+    #[arg(long, value_name = "FROM..TO", conflicts_with = "window")]
+    pub(crate) created: Option<String>,
+    /// The largest `Limit` of one shard query.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=100_000))]
+    pub(crate) page_size: Option<u64>,
+    /// At most this many shard queries in flight (default: the table's throttle); 1 reads the
+    /// shards one after the other, which makes a page's statistics the same on every run.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1000))]
+    pub(crate) throttle: Option<u64>,
 }
 
 #[derive(Debug, Args)]
@@ -211,26 +222,46 @@ impl Opened {
     }
 }
 
-/// `text` as a value of `attribute`: typed by its transcode when it is a property of the
-/// entity (the key type it is stored as), else a JSON literal, else a string.
-fn typed_value(entity: &EntitySchema<'_>, attribute: &str, text: &str) -> AttributeValue {
-    let key_type = entity
+/// The key type `attribute` is stored as, when it is a transcoded property of the entity.
+pub(crate) fn key_type_of(entity: &EntitySchema<'_>, attribute: &str) -> Option<KeyType> {
+    entity
         .model()
         .properties
         .iter()
         .find(|p| *p.name == *attribute)
-        .and_then(|p| p.transcode.key_type());
-    match key_type {
-        Some(KeyType::N) => return AttributeValue::N(text.to_owned()),
-        Some(_) => return AttributeValue::S(unquoted(text)),
+        .and_then(|p| p.transcode.key_type())
+}
+
+/// `text` as a value of `attribute`: typed by its transcode when it is a property of the
+/// entity (the key type it is stored as), else a JSON literal, else a string. A property
+/// stored as a number refuses text that is not one (nothing is sent: DynamoDB would refuse it).
+fn typed_value(
+    entity: &EntitySchema<'_>,
+    attribute: &str,
+    text: &str,
+) -> Result<AttributeValue, Failure> {
+    match key_type_of(entity, attribute) {
+        Some(KeyType::N) => {
+            let number = text.trim();
+            // `NaN` and infinities parse: the library refuses them with its own reason
+            return if number.parse::<f64>().is_ok() {
+                Ok(AttributeValue::N(number.to_owned()))
+            } else {
+                Err(Failure::Input(format!(
+                    "`{text}` is not a number: `{attribute}` of entity {} is stored as a number; give digits (e.g. 1726000000000)",
+                    entity.model().token
+                )))
+            };
+        }
+        Some(_) => return Ok(AttributeValue::S(unquoted(text))),
         None => {}
     }
-    match serde_json::from_str::<Value>(text) {
+    Ok(match serde_json::from_str::<Value>(text) {
         Ok(v @ (Value::Number(_) | Value::Bool(_) | Value::String(_))) => {
             serde_dynamo::to_attribute_value(v).unwrap_or_else(|_| AttributeValue::S(text.into()))
         }
         _ => AttributeValue::S(text.to_owned()),
-    }
+    })
 }
 
 /// A string given as a JSON literal (`"b1"`) or as plain text (`b1`): its text.
@@ -343,7 +374,7 @@ pub(crate) fn get(args: &GetArgs, json: bool) -> Result<(), Failure> {
     let ids: Vec<AttributeValue> = asked
         .iter()
         .map(|id| typed_value(&entity, &unique, id))
-        .collect();
+        .collect::<Result<_, _>>()?;
     // the unique value is always read (it names the record), once: DynamoDB refuses a
     // projection that names an attribute twice
     let projection = args.projection.as_ref().map(|p| {
@@ -397,18 +428,18 @@ fn range_condition(
     let bad = |why: &str| Failure::Input(format!("--range `{text}`: {why}"));
     let text = text.trim();
     let (op, rest) = split_op(text);
-    let value = |t: &str| typed_value(entity, attribute, t.trim());
+    let value = |t: &str| typed_value(entity, attribute, t.trim()).map_err(|e| bad(&e.message()));
     Ok(match op {
-        "=" => RangeCondition::Eq(value(rest)),
-        "<" => RangeCondition::Lt(value(rest)),
-        "<=" => RangeCondition::Le(value(rest)),
-        ">" => RangeCondition::Gt(value(rest)),
-        ">=" => RangeCondition::Ge(value(rest)),
+        "=" => RangeCondition::Eq(value(rest)?),
+        "<" => RangeCondition::Lt(value(rest)?),
+        "<=" => RangeCondition::Le(value(rest)?),
+        ">" => RangeCondition::Gt(value(rest)?),
+        ">=" => RangeCondition::Ge(value(rest)?),
         "between" => {
             let (low, high) = rest
                 .split_once(" and ")
                 .ok_or_else(|| bad("`between A and B`"))?;
-            RangeCondition::Between(value(low), value(high))
+            RangeCondition::Between(value(low)?, value(high)?)
         }
         "begins_with" => RangeCondition::BeginsWith(AttributeValue::S(unquoted(rest.trim()))),
         other => {
@@ -440,27 +471,29 @@ fn filter(entity: &EntitySchema<'_>, text: &str) -> Result<Filter, Failure> {
     let (attribute, rest) = trimmed.split_at(split);
     let attribute = attribute.to_owned();
     let (op, value) = split_op(rest.trim());
-    let typed = |t: &str| typed_value(entity, &attribute, t.trim());
-    let compare = |op: Comparison| Filter::Compare {
-        attribute: attribute.clone(),
-        op,
-        value: typed(value),
+    let typed = |t: &str| typed_value(entity, &attribute, t.trim()).map_err(|e| bad(&e.message()));
+    let compare = |op: Comparison| -> Result<Filter, Failure> {
+        Ok(Filter::Compare {
+            attribute: attribute.clone(),
+            op,
+            value: typed(value)?,
+        })
     };
     Ok(match op {
-        "=" => compare(Comparison::Eq),
-        "<>" => compare(Comparison::Ne),
-        "<" => compare(Comparison::Lt),
-        "<=" => compare(Comparison::Le),
-        ">" => compare(Comparison::Gt),
-        ">=" => compare(Comparison::Ge),
+        "=" => compare(Comparison::Eq)?,
+        "<>" => compare(Comparison::Ne)?,
+        "<" => compare(Comparison::Lt)?,
+        "<=" => compare(Comparison::Le)?,
+        ">" => compare(Comparison::Gt)?,
+        ">=" => compare(Comparison::Ge)?,
         "between" => {
             let (low, high) = value
                 .split_once(" and ")
                 .ok_or_else(|| bad("`ATTR between A and B`"))?;
             Filter::Between {
                 attribute: attribute.clone(),
-                low: typed(low),
-                high: typed(high),
+                low: typed(low)?,
+                high: typed(high)?,
             }
         }
         "begins_with" => Filter::BeginsWith {
@@ -469,7 +502,7 @@ fn filter(entity: &EntitySchema<'_>, text: &str) -> Result<Filter, Failure> {
         },
         "contains" => Filter::Contains {
             attribute: attribute.clone(),
-            value: typed(value),
+            value: typed(value)?,
         },
         "exists" => Filter::Exists(attribute.clone()),
         "not_exists" => Filter::NotExists(attribute.clone()),
@@ -477,25 +510,77 @@ fn filter(entity: &EntitySchema<'_>, text: &str) -> Result<Filter, Failure> {
     })
 }
 
-#[allow(clippy::too_many_lines)] // one command, start to end
 pub(crate) fn query(args: &QueryArgs, json: bool) -> Result<(), Failure> {
     let opened = args.target.open()?;
     let entity = opened.entity(&args.target.entity)?;
-    if args.range.is_some() && args.indexes.len() != 1 {
+    let prepared = prepare(&args.conditions, args.all, &opened.store, entity)?;
+    let prepared = &prepared;
+    print_pages(args, json, &opened, &entity, move |token| async move {
+        prepared.page(token.as_deref()).await
+    })
+}
+
+/// A query ready to read pages: of classic indexes (one or a union), or of one
+/// multi-attribute index. Built by [`prepare`] without a request.
+pub(crate) enum Prepared<'a, S> {
+    /// One or more classic indexes.
+    Classic(Query<'a, S, Indexed>),
+    /// One multi-attribute index.
+    Multi(MultiQuery<'a, S>),
+}
+
+impl<S: Store> Prepared<'_, S> {
+    /// The page after `token` (the first without one).
+    pub(crate) async fn page(
+        &self,
+        token: Option<&str>,
+    ) -> entity_manager::Result<entity_manager::query::QueryPageResult> {
+        match self {
+            Self::Classic(query) => query.page(token).await,
+            Self::Multi(query) => query.page(token).await,
+        }
+    }
+}
+
+/// The records per page a query asks for: `--limit`, else the entity's default (1000 for
+/// every page to the end).
+fn page_limit(conditions: &Conditions, all: bool, entity: &EntitySchema<'_>) -> usize {
+    conditions.limit.map_or(
+        if all {
+            1000
+        } else {
+            entity.model().default_limit
+        },
+        |l| usize::try_from(l).unwrap_or(usize::MAX),
+    )
+}
+
+/// The query `conditions` describe on `entity`, checked and built without a request: a
+/// condition that does not parse, a value of the wrong type, an index the entity does not
+/// have or a hash key component left out is refused here (`Failure::Input`, naming it).
+#[allow(clippy::too_many_lines)] // the `query` command's checks, in its order
+pub(crate) fn prepare<'a, S: Store>(
+    conditions: &Conditions,
+    all: bool,
+    store: &'a S,
+    entity: EntitySchema<'a>,
+) -> Result<Prepared<'a, S>, Failure> {
+    let c = conditions;
+    if c.range.is_some() && c.indexes.len() != 1 {
         return Err(Failure::Input(
             "--range needs exactly one --index (a range key belongs to one index)".to_owned(),
         ));
     }
     // one multi-attribute index: its partition attributes from --where
-    if let [name] = args.indexes.as_slice()
+    if let [name] = c.indexes.as_slice()
         && let Some(multi) = entity.model().index(name).and_then(|i| i.multi.clone())
     {
-        return query_multi(args, json, &opened, &entity, name, &multi);
+        return prepare_multi(c, all, store, vec![entity], name, &multi).map(Prepared::Multi);
     }
     // --where fills the components of the indexes' sharded hash keys: a name that is none of
     // them, or given twice, is a mistake, not something to pass over; one not given is asked
     // for (the library's message speaks of its Rust calls)
-    let components: Vec<String> = args
+    let components: Vec<String> = c
         .indexes
         .iter()
         .filter_map(|name| entity.model().index(name))
@@ -503,7 +588,7 @@ pub(crate) fn query(args: &QueryArgs, json: bool) -> Result<(), Failure> {
         .flat_map(|generated| generated.components.iter().map(ToString::to_string))
         .collect();
     let mut fills: HashMap<String, AttributeValue> = HashMap::new();
-    for pair in &args.wheres {
+    for pair in &c.wheres {
         let (name, value) = pair
             .split_once('=')
             .ok_or_else(|| Failure::Input(format!("--where `{pair}` is not NAME=VALUE")))?;
@@ -511,7 +596,7 @@ pub(crate) fn query(args: &QueryArgs, json: bool) -> Result<(), Failure> {
         if !components.iter().any(|c| c == name) {
             return Err(Failure::Input(format!(
                 "--where {name}: not a component of the hash key of {}; {}",
-                args.indexes.join(", "),
+                c.indexes.join(", "),
                 if components.is_empty() {
                     "their hash keys have no components to fill: drop --where".to_owned()
                 } else {
@@ -520,7 +605,7 @@ pub(crate) fn query(args: &QueryArgs, json: bool) -> Result<(), Failure> {
             )));
         }
         if fills
-            .insert(name.to_owned(), typed_value(&entity, name, value))
+            .insert(name.to_owned(), typed_value(&entity, name, value)?)
             .is_some()
         {
             return Err(Failure::Input(format!(
@@ -531,54 +616,50 @@ pub(crate) fn query(args: &QueryArgs, json: bool) -> Result<(), Failure> {
     if let Some(missing) = components.iter().find(|c| !fills.contains_key(*c)) {
         return Err(Failure::Input(format!(
             "--index {} is keyed by a sharded hash key of `{missing}`: give its value with --where {missing}=VALUE",
-            args.indexes.join(", ")
+            c.indexes.join(", ")
         )));
     }
-    let filters: Vec<Filter> = args
+    let filters: Vec<Filter> = c
         .filter
         .iter()
         .map(|f| filter(&entity, f))
         .collect::<Result<_, _>>()?;
-    let mut conditions = Vec::new();
-    for name in &args.indexes {
+    let mut ranges = Vec::new();
+    for name in &c.indexes {
         let index = entity
             .index(name)
             .map_err(|e| Failure::Input(e.to_string()))?;
-        let range = args
+        let range = c
             .range
             .as_deref()
             .map(|r| range_condition(&entity, &index.range_key, r))
             .transpose()?;
-        conditions.push((name.clone(), range));
+        ranges.push((name.clone(), range));
     }
-    let mut unindexed = Query::new(&opened.store, entity)
+    let limit = page_limit(c, all, &entity);
+    let mut unindexed = Query::new(store, entity)
         .item(fills.into())
-        .descending(args.descending);
-    if let Some(p) = &args.projection {
+        .descending(c.descending);
+    if let Some(p) = &c.projection {
         unindexed = unindexed.projection(p.iter().cloned());
     }
-    if let Some(w) = &args.window {
+    if let Some(w) = &c.window {
         let (from, to) = window(w, "--window")?;
         unindexed = unindexed.shards_between(from, to);
     }
-    if let Some(w) = &args.created {
+    if let Some(w) = &c.created {
         let (from, to) = window(w, "--created")?;
         unindexed = unindexed.created_between(from, to);
     }
-    let limit = args.limit.map_or(
-        if args.all {
-            1000
-        } else {
-            entity.model().default_limit
-        },
-        |l| usize::try_from(l).unwrap_or(usize::MAX),
-    );
     unindexed = unindexed.limit(limit);
-    if let Some(size) = args.page_size {
+    if let Some(size) = c.page_size {
         unindexed = unindexed.page_size(usize::try_from(size).unwrap_or(usize::MAX));
     }
-    let mut conditions = conditions.into_iter();
-    let Some((first, range)) = conditions.next() else {
+    if let Some(throttle) = c.throttle {
+        unindexed = unindexed.throttle(usize::try_from(throttle).unwrap_or(usize::MAX));
+    }
+    let mut ranges = ranges.into_iter();
+    let Some((first, range)) = ranges.next() else {
         return Err(Failure::Input("give at least one --index".to_owned()));
     };
     let mut query = unindexed.index(first);
@@ -588,35 +669,62 @@ pub(crate) fn query(args: &QueryArgs, json: bool) -> Result<(), Failure> {
     for f in &filters {
         query = query.filter(f.clone());
     }
-    for (name, _) in conditions {
+    for (name, _) in ranges {
         query = query.index(name);
         for f in &filters {
             query = query.filter(f.clone());
         }
     }
-    let query = &query;
-    print_pages(args, json, &opened, &entity, move |token| async move {
-        query.page(token.as_deref()).await
-    })
+    Ok(Prepared::Classic(query))
 }
 
-/// A query of one multi-attribute index: `--where` gives each partition attribute (but the
-/// shard attribute of a sharded key, over which the query fans out), `--range` a condition on
-/// the first sort attribute.
-fn query_multi(
-    args: &QueryArgs,
-    json: bool,
-    opened: &Opened,
-    entity: &EntitySchema<'_>,
+/// The query `conditions` describe on the item collection of `members` over their shared
+/// multi-attribute index (the one `--index` of `conditions`), its items tagged with their
+/// member; checked and built without a request, as [`prepare`] does.
+pub(crate) fn prepare_collection<'a, S: Store>(
+    conditions: &Conditions,
+    store: &'a S,
+    members: Vec<EntitySchema<'a>>,
+) -> Result<CollectionQuery<'a, S>, Failure> {
+    let [name] = conditions.indexes.as_slice() else {
+        return Err(Failure::Input(
+            "a collection is queried on exactly one index (the multi-attribute index its members share)"
+                .to_owned(),
+        ));
+    };
+    let multi = members
+        .first()
+        .and_then(|m| m.model().index(name))
+        .and_then(|i| i.multi.clone())
+        .ok_or_else(|| {
+            Failure::Input(format!(
+                "--index {name} is not a multi-attribute index of the collection's members"
+            ))
+        })?;
+    prepare_multi(conditions, false, store, members, name, &multi).map(MultiQuery::tagged)
+}
+
+/// A query of one multi-attribute index, of one entity or of the item collection of
+/// `entities` (the first gives the types and the default page size): `--where` gives each
+/// partition attribute (but the shard attribute of a sharded key, over which the query fans
+/// out), `--range` a condition on the first sort attribute.
+fn prepare_multi<'a, S: Store>(
+    c: &Conditions,
+    all: bool,
+    store: &'a S,
+    entities: Vec<EntitySchema<'a>>,
     name: &str,
     multi: &entity_manager::model::MultiKey,
-) -> Result<(), Failure> {
-    use entity_manager::query::untyped::MultiQuery;
-    use entity_manager::store::KeyType;
+) -> Result<MultiQuery<'a, S>, Failure> {
+    let Some(entity) = entities.first().copied() else {
+        return Err(Failure::Input(format!(
+            "--index {name}: no entity to query"
+        )));
+    };
     let unsupported = [
-        (!args.filter.is_empty(), "--filter"),
-        (args.projection.is_some(), "--projection"),
-        (args.created.is_some(), "--created"),
+        (!c.filter.is_empty(), "--filter"),
+        (c.projection.is_some(), "--projection"),
+        (c.created.is_some(), "--created"),
     ];
     if let Some((_, flag)) = unsupported.iter().find(|(given, _)| *given) {
         return Err(Failure::Input(format!(
@@ -627,7 +735,7 @@ fn query_multi(
     let mut values = Vec::new();
     for attribute in partition {
         let prefix = format!("{}=", attribute.name);
-        let given: Vec<&str> = args
+        let given: Vec<&str> = c
             .wheres
             .iter()
             .filter_map(|w| w.strip_prefix(&prefix))
@@ -649,7 +757,7 @@ fn query_multi(
             }
         });
     }
-    if let Some(extra) = args.wheres.iter().find(|w| {
+    if let Some(extra) = c.wheres.iter().find(|w| {
         !partition
             .iter()
             .any(|a| w.starts_with(&format!("{}=", a.name)))
@@ -660,32 +768,32 @@ fn query_multi(
             names.join(", ")
         )));
     }
-    let mut query = MultiQuery::new(&opened.store, *entity, name)
+    let limit = page_limit(c, all, &entity);
+    let range = match &c.range {
+        Some(range) => {
+            let first = multi.range.first().map_or("", |a| &*a.name);
+            Some(range_condition(&entity, first, range)?)
+        }
+        None => None,
+    };
+    let mut query = MultiQuery::collection(store, entities, name)
         .hash(values)
-        .descending(args.descending)
-        .limit(args.limit.map_or(
-            if args.all {
-                1000
-            } else {
-                entity.model().default_limit
-            },
-            |l| usize::try_from(l).unwrap_or(usize::MAX),
-        ));
-    if let Some(range) = &args.range {
-        let first = multi.range.first().map_or("", |a| &*a.name);
-        query = query.range(range_condition(entity, first, range)?);
+        .descending(c.descending)
+        .limit(limit);
+    if let Some(range) = range {
+        query = query.range(range);
     }
-    if let Some(size) = args.page_size {
+    if let Some(size) = c.page_size {
         query = query.page_size(usize::try_from(size).unwrap_or(usize::MAX));
     }
-    if let Some(w) = &args.window {
+    if let Some(throttle) = c.throttle {
+        query = query.throttle(usize::try_from(throttle).unwrap_or(usize::MAX));
+    }
+    if let Some(w) = &c.window {
         let (from, to) = window(w, "--window")?;
         query = query.shards_between(from, to);
     }
-    let query = &query;
-    print_pages(args, json, opened, entity, move |token| async move {
-        query.page(token.as_deref()).await
-    })
+    Ok(query)
 }
 
 /// Reads the pages `--all`, `--pages` and `--page-token` ask for with `page`, printing each
@@ -1200,7 +1308,7 @@ pub(crate) fn delete(args: &DeleteArgs, json: bool) -> Result<(), Failure> {
     let entity = opened.entity(&args.target.entity)?;
     let table = &args.target.table;
     let unique = entity.model().unique_property.to_string();
-    let id = typed_value(&entity, &unique, &args.id);
+    let id = typed_value(&entity, &unique, &args.id)?;
     let rt = runtime()?;
     let found = rt.block_on(find(&opened.store, &entity, &[id], None))?;
     let Some(items) = found.get(&args.id) else {

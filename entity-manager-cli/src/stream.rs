@@ -8,7 +8,9 @@ use std::time::Duration;
 
 use clap::{Args, ValueEnum};
 use entity_manager::store::{TableDefinition, is_stamp};
-use entity_manager::stream::{Change, Checkpoint, StartAt, StreamError, StreamReader};
+use entity_manager::stream::{
+    Change, Checkpoint, StartAt, StreamError, StreamReader, StreamRecord,
+};
 use entity_manager::{Item, Schema};
 use serde_json::{Value, json};
 
@@ -65,7 +67,7 @@ struct StreamState {
 /// One change as a JSON line: kind, entity, key, sequence number, the images (without keys),
 /// whether Time to Live removed it, and for a modify with both images the fields and generated
 /// keys that changed.
-fn change_json(schema: &Schema, change: &Change<Item>) -> Result<Value, Failure> {
+pub(crate) fn change_json(schema: &Schema, change: &Change<Item>) -> Result<Value, Failure> {
     // attributes by name, keys appended: the same order on every line
     let order = out::Order::keys_last(out::key_names(schema, Some(&change.entity)));
     let image = |item: &Option<Item>| -> Result<Value, Failure> {
@@ -99,6 +101,49 @@ fn change_json(schema: &Schema, change: &Change<Item>) -> Result<Value, Failure>
     Ok(line)
 }
 
+/// A stream record as a line: its change decoded (with its entity), or, for a record that does
+/// not decode, the line of its error (never dropped).
+pub(crate) enum Line {
+    Change { entity: String, line: Value },
+    Undecodable(Value),
+}
+
+/// The line of `record`, decoded against `schema`.
+pub(crate) fn decode_line(schema: &Schema, record: &StreamRecord) -> Result<Line, Failure> {
+    Ok(match Change::decode_items(schema, record) {
+        Ok(change) => Line::Change {
+            line: change_json(schema, &change)?,
+            entity: change.entity,
+        },
+        Err(e) => Line::Undecodable(json!({
+            "error": e.to_string(),
+            "entity": e.entity(),
+            "kind": record.kind.as_str(),
+            "keys": serde_dynamo::from_item::<_, Value>(record.keys.clone()).unwrap_or(Value::Null),
+            "sequenceNumber": record.sequence_number,
+        })),
+    })
+}
+
+/// The failure of a poll: the Streams endpoint or DynamoDB named as the one that failed.
+pub(crate) fn poll_failure(table: &str, streams: &Place<'_>, err: &StreamError) -> Failure {
+    // the table's description comes from DynamoDB, the records from the Streams endpoint
+    if is_streams_call(err) {
+        explain_at("stream", table, streams, err)
+    } else {
+        crate::connection::explain("stream", table, err)
+    }
+}
+
+/// The place of the Streams endpoint `at`, as a failure names it.
+pub(crate) fn streams_place(at: &str) -> Place<'_> {
+    Place {
+        service: "DynamoDB Streams",
+        at,
+        flags: "--streams-endpoint (or AWS_ENDPOINT_URL_DYNAMODB_STREAMS), --endpoint-url and --region",
+    }
+}
+
 /// Whether `err` is of a call to the DynamoDB Streams API (not DynamoDB's `DescribeTable`).
 fn is_streams_call(err: &StreamError) -> bool {
     match err {
@@ -129,11 +174,7 @@ pub(crate) fn stream(args: &StreamArgs, json: bool) -> Result<(), Failure> {
         .connection
         .resolve()?
         .streams_client(args.streams_endpoint.as_deref());
-    let streams_place = Place {
-        service: "DynamoDB Streams",
-        at: &streams_at,
-        flags: "--streams-endpoint (or AWS_ENDPOINT_URL_DYNAMODB_STREAMS), --endpoint-url and --region",
-    };
+    let streams_place = streams_place(&streams_at);
     let mut reader = StreamReader::new(&store, streams).start_at(match args.from {
         From::TrimHorizon => StartAt::TrimHorizon,
         From::Latest => StartAt::Latest,
@@ -161,15 +202,10 @@ pub(crate) fn stream(args: &StreamArgs, json: bool) -> Result<(), Failure> {
     let interval = Duration::from_millis(args.poll_interval);
     let outcome = runtime()?.block_on(async {
         loop {
-            let records = reader.poll().await.map_err(|e| {
-                // the table's description comes from DynamoDB, the records from the Streams
-                // endpoint: name the one that failed
-                if is_streams_call(&e) {
-                    explain_at("stream", &args.table, &streams_place, &e)
-                } else {
-                    crate::connection::explain("stream", &args.table, &e)
-                }
-            })?;
+            let records = reader
+                .poll()
+                .await
+                .map_err(|e| poll_failure(&args.table, &streams_place, &e))?;
             if records.is_empty() {
                 if args.no_follow {
                     return Ok(());
@@ -182,24 +218,18 @@ pub(crate) fn stream(args: &StreamArgs, json: bool) -> Result<(), Failure> {
                 if is_stamp(&record.keys, &definition) {
                     continue;
                 }
-                let line = match Change::decode_items(&schema, record) {
-                    Ok(change) => {
-                        if args.entity.as_ref().is_some_and(|e| *e != change.entity) {
+                let line = match decode_line(&schema, record)? {
+                    Line::Change { entity, line } => {
+                        if args.entity.as_ref().is_some_and(|e| *e != entity) {
                             continue;
                         }
-                        *counts.entry(change.entity.clone()).or_default() += 1;
-                        change_json(&schema, &change)?
+                        *counts.entry(entity).or_default() += 1;
+                        line
                     }
-                    Err(e) => {
-                        // never dropped: the record's error goes in the output, in order
+                    // never dropped: the record's error goes in the output, in order
+                    Line::Undecodable(line) => {
                         errors += 1;
-                        json!({
-                            "error": e.to_string(),
-                            "entity": e.entity(),
-                            "kind": record.kind.as_str(),
-                            "keys": serde_dynamo::from_item::<_, Value>(record.keys.clone()).unwrap_or(Value::Null),
-                            "sequenceNumber": record.sequence_number,
-                        })
+                        line
                     }
                 };
                 match write_line(&mut out, &line) {

@@ -267,8 +267,19 @@ pub(crate) enum ReportAction {
 /// Journal bytes per spill partition of `report merge`: a partition's keys, in memory at once.
 const SPILL_PARTITION_BYTES: u64 = 64 << 20;
 
-pub(crate) fn report(action: &ReportAction, json: bool) -> Result<(), Failure> {
-    let ReportAction::Merge { journals, spill } = action;
+/// The journals merged: the job's report, and the JSON `report merge --json` prints.
+pub(crate) struct Merged {
+    pub(crate) report: JobReport,
+    pub(crate) json: Value,
+    /// The counts of the job's kind (`written`/`counts`/`other`, `deleted`/`counts` or
+    /// `scanned`/`misplaced`/`unreadable`).
+    pub(crate) counts: Value,
+    /// Whether a complete audit found misplaced or unreadable records.
+    pub(crate) findings: bool,
+}
+
+/// Merges the journals (spilling to `spill`, else the temporary directory) as `report merge`.
+pub(crate) fn merged(journals: &[PathBuf], spill: Option<&Path>) -> Result<Merged, Failure> {
     let bytes: u64 = journals
         .iter()
         .map(|p| std::fs::metadata(p).map_or(0, |m| m.len()))
@@ -276,9 +287,10 @@ pub(crate) fn report(action: &ReportAction, json: bool) -> Result<(), Failure> {
     let partitions = usize::try_from(bytes / SPILL_PARTITION_BYTES + 1)
         .unwrap_or(1)
         .min(512);
-    let spill = spill.clone().unwrap_or_else(|| {
-        std::env::temp_dir().join(format!("entity-manager-merge-{}", std::process::id()))
-    });
+    let spill = spill.map_or_else(
+        || std::env::temp_dir().join(format!("entity-manager-merge-{}", std::process::id())),
+        Path::to_path_buf,
+    );
     let report =
         merge_files(journals, &spill, partitions).map_err(|e| Failure::Input(e.to_string()))?;
     let _ = std::fs::remove_dir(&spill);
@@ -302,6 +314,35 @@ pub(crate) fn report(action: &ReportAction, json: bool) -> Result<(), Failure> {
     let findings =
         report.kind == JobKind::Audit && !(t.misplaced.is_empty() && t.unreadable.is_empty());
     let ok = report.complete() && report.overlaps.is_empty() && !findings;
+    let mut out = json!({
+        "ok": ok,
+        "kind": report.kind.to_string(),
+        "job": report.job,
+        "totalSegments": report.total_segments,
+        "complete": report.complete(),
+        "segments": spans_json(&report),
+        "overlaps": report.overlaps,
+    });
+    if let (Some(out), Value::Object(counts)) = (out.as_object_mut(), counts.clone()) {
+        out.extend(counts);
+    }
+    Ok(Merged {
+        report,
+        json: out,
+        counts,
+        findings,
+    })
+}
+
+pub(crate) fn report(action: &ReportAction, json: bool) -> Result<(), Failure> {
+    let ReportAction::Merge { journals, spill } = action;
+    let Merged {
+        report,
+        json: out,
+        counts,
+        findings,
+    } = merged(journals, spill.as_deref())?;
+    let t = &report.tally;
     let missing: Vec<String> = report
         .spans(SegmentState::NotStarted)
         .into_iter()
@@ -309,18 +350,6 @@ pub(crate) fn report(action: &ReportAction, json: bool) -> Result<(), Failure> {
         .map(|r| format!("{}..{}", r.start, r.end))
         .collect();
     if json {
-        let mut out = json!({
-            "ok": ok,
-            "kind": report.kind.to_string(),
-            "job": report.job,
-            "totalSegments": report.total_segments,
-            "complete": report.complete(),
-            "segments": spans_json(&report),
-            "overlaps": report.overlaps,
-        });
-        if let (Some(out), Value::Object(counts)) = (out.as_object_mut(), counts) {
-            out.extend(counts);
-        }
         println!("{out}");
     } else {
         println!(

@@ -6,64 +6,14 @@
 //! credentials, no region and no endpoint, and under `CI=true` a missing DynamoDB Local
 //! endpoint fails the run instead of skipping.
 
-use std::net::SocketAddr;
 use std::process::Stdio;
-use std::sync::{Arc, Mutex};
-
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
 
 mod support;
 
 use support::{
-    BoxError, TestResult, arg, assert_code, bin, drop_table, endpoint, temp_json,
-    user_service_config, user_table,
+    BoxError, Seen, TestResult, arg, assert_code, bin, drop_table, endpoint, recording_proxy,
+    temp_json, user_service_config, user_table,
 };
-
-/// Bytes the proxy saw from clients.
-type Seen = Arc<Mutex<Vec<u8>>>;
-
-/// A loopback TCP proxy to `upstream` that keeps a copy of every byte clients send.
-async fn recording_proxy(upstream: SocketAddr) -> Result<(SocketAddr, Seen), BoxError> {
-    let listener = TcpListener::bind("127.0.0.1:0").await?;
-    let address = listener.local_addr()?;
-    let seen: Seen = Arc::default();
-    let log = Arc::clone(&seen);
-    tokio::spawn(async move {
-        while let Ok((mut client, _)) = listener.accept().await {
-            let log = Arc::clone(&log);
-            tokio::spawn(async move {
-                let Ok(mut server) = TcpStream::connect(upstream).await else {
-                    return;
-                };
-                let (mut client_read, mut client_write) = client.split();
-                let (mut server_read, mut server_write) = server.split();
-                let up = async {
-                    let mut buffer = vec![0u8; 16 * 1024];
-                    loop {
-                        let n = match client_read.read(&mut buffer).await {
-                            Ok(0) | Err(_) => break,
-                            Ok(n) => n,
-                        };
-                        if let Ok(mut seen) = log.lock() {
-                            seen.extend_from_slice(&buffer[..n]);
-                        }
-                        if server_write.write_all(&buffer[..n]).await.is_err() {
-                            break;
-                        }
-                    }
-                    let _ = server_write.shutdown().await;
-                };
-                let down = async {
-                    let _ = tokio::io::copy(&mut server_read, &mut client_write).await;
-                    let _ = client_write.shutdown().await;
-                };
-                tokio::join!(up, down);
-            });
-        }
-    });
-    Ok((address, seen))
-}
 
 /// The `Credential=` scopes (access key, date, region, service) of the requests seen.
 fn credentials(seen: &Seen) -> Vec<String> {
@@ -87,7 +37,7 @@ fn the_named_profile_signs_the_requests_that_reach_the_server() -> TestResult {
     };
     let (config, table) = user_table("profile", &endpoint)?;
     let result = (|| -> TestResult {
-        let upstream: SocketAddr = endpoint
+        let upstream: std::net::SocketAddr = endpoint
             .trim_start_matches("http://")
             .trim_end_matches('/')
             .replace("localhost", "127.0.0.1")

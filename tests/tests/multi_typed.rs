@@ -6,6 +6,9 @@
 //!   queries, conditions given in a random order, of one entity and of the collection, on
 //!   `MemoryStore` (256 cases) and `DynamoDB` Local (4 cases, when `DYNAMODB_ENDPOINT` is set).
 //!   `multi_attribute.rs` checks the untyped query against a filter-and-sort oracle.
+//! - The untyped collection query with tagged items (`MultiQuery::tagged`) gives the typed
+//!   collection query's pages and tokens, each item tagged with the member of its variant (the
+//!   same property test).
 //! - Order independence: the conditions in every order give the same pages and tokens.
 //! - Every misuse is `Error::InvalidQuery` naming the field, before any read.
 //! - A collection query by index token returns the members' records as the enum, against an
@@ -369,6 +372,15 @@ fn shuffled(ask: &Ask) -> Vec<Cond> {
 
 /// The records of every page of the typed query of an ask.
 async fn typed_records<S: Store>(store: &S, ask: &Ask) -> Result<Vec<Vec<Roster>>, BoxError> {
+    Ok(typed_pages(store, ask)
+        .await?
+        .into_iter()
+        .map(|(items, _)| items)
+        .collect())
+}
+
+/// Every page of the typed query of an ask, with its token.
+async fn typed_pages<S: Store>(store: &S, ask: &Ask) -> Result<Pages<Roster>, BoxError> {
     let index = if ask.by_org {
         PlayerIndex::ByOrg
     } else {
@@ -416,7 +428,32 @@ async fn typed_records<S: Store>(store: &S, ask: &Ask) -> Result<Vec<Vec<Roster>
         })
         .await?
     };
-    Ok(pages.into_iter().map(|(items, _)| items).collect())
+    Ok(pages)
+}
+
+/// Every page of the untyped collection query of an ask, its items tagged with their member
+/// (`MultiQuery::tagged`), each read as the tag's variant, with its token.
+async fn tagged_pages<S: Store>(store: &S, ask: &Ask) -> Result<Pages<Roster>, BoxError> {
+    let q = &untyped(store, vec![Player::schema()?, Coach::schema()?], ask).tagged();
+    Ok(pages_of(|t| async move {
+        let page = q.page(t.as_deref()).await?;
+        let mut items = Vec::new();
+        for tagged in page.items {
+            let member = &q.members()[tagged.member];
+            assert_eq!(
+                tagged.entity,
+                *member.model().token,
+                "the tag names the member"
+            );
+            items.push(Roster::from_member(tagged.member, &tagged.item)?);
+        }
+        Ok(TypedPage {
+            items,
+            next: page.next,
+            stats: page.stats,
+        })
+    })
+    .await?)
 }
 
 /// The records of every page of the untyped query of an ask.
@@ -454,8 +491,16 @@ async fn check<S: Store>(store: &S, recs: &[Rec], asks: &[Ask]) -> TestResult {
     }
     for ask in asks.iter().filter(|a| expressible(a)) {
         let want = untyped_records(store, ask).await?;
-        let got = typed_records(store, ask).await?;
-        assert_eq!(got, want, "{ask:?}");
+        if ask.collection {
+            // with the tokens: the typed collection's pages are the tagged untyped query's
+            let typed = typed_pages(store, ask).await?;
+            assert_eq!(tagged_pages(store, ask).await?, typed, "{ask:?}");
+            let got: Vec<Vec<Roster>> = typed.into_iter().map(|(items, _)| items).collect();
+            assert_eq!(got, want, "{ask:?}");
+        } else {
+            let got = typed_records(store, ask).await?;
+            assert_eq!(got, want, "{ask:?}");
+        }
     }
     Ok(())
 }

@@ -280,3 +280,204 @@ pub(crate) fn on<'a>(
         endpoint,
     ])
 }
+
+/// Bytes the proxy saw from clients.
+pub(crate) type Seen = std::sync::Arc<std::sync::Mutex<Vec<u8>>>;
+
+/// A loopback TCP proxy to `upstream` that keeps a copy of every byte clients send.
+pub(crate) async fn recording_proxy(
+    upstream: std::net::SocketAddr,
+) -> Result<(std::net::SocketAddr, Seen), BoxError> {
+    holding_proxy(upstream, Hold::default()).await
+}
+
+/// Whether a [`holding_proxy`] holds back the requests whose bytes contain a marker.
+#[derive(Clone, Default)]
+pub(crate) struct Hold(std::sync::Arc<std::sync::Mutex<Option<&'static [u8]>>>);
+
+impl Hold {
+    /// From now on, requests containing `marker` wait (until [`release`](Self::release)).
+    pub(crate) fn hold(&self, marker: &'static [u8]) {
+        if let Ok(mut held) = self.0.lock() {
+            *held = Some(marker);
+        }
+    }
+
+    /// The requests held go on.
+    pub(crate) fn release(&self) {
+        if let Ok(mut held) = self.0.lock() {
+            *held = None;
+        }
+    }
+
+    /// Whether `bytes` are held back now.
+    fn holds(&self, bytes: &[u8]) -> bool {
+        let marker = self.0.lock().ok().and_then(|m| *m);
+        marker.is_some_and(|m| bytes.windows(m.len()).any(|w| w == m))
+    }
+}
+
+/// [`recording_proxy`] that also holds back the requests `hold` says, until it releases them.
+pub(crate) async fn holding_proxy(
+    upstream: std::net::SocketAddr,
+    hold: Hold,
+) -> Result<(std::net::SocketAddr, Seen), BoxError> {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let address = listener.local_addr()?;
+    let seen: Seen = std::sync::Arc::default();
+    let log = std::sync::Arc::clone(&seen);
+    tokio::spawn(async move {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        while let Ok((mut client, _)) = listener.accept().await {
+            let log = std::sync::Arc::clone(&log);
+            let hold = hold.clone();
+            tokio::spawn(async move {
+                let Ok(mut server) = tokio::net::TcpStream::connect(upstream).await else {
+                    return;
+                };
+                let (mut client_read, mut client_write) = client.split();
+                let (mut server_read, mut server_write) = server.split();
+                let up = async {
+                    let mut buffer = vec![0u8; 16 * 1024];
+                    loop {
+                        let n = match client_read.read(&mut buffer).await {
+                            Ok(0) | Err(_) => break,
+                            Ok(n) => n,
+                        };
+                        if let Ok(mut seen) = log.lock() {
+                            seen.extend_from_slice(&buffer[..n]);
+                        }
+                        while hold.holds(&buffer[..n]) {
+                            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                        }
+                        if server_write.write_all(&buffer[..n]).await.is_err() {
+                            break;
+                        }
+                    }
+                    let _ = server_write.shutdown().await;
+                };
+                let down = async {
+                    let _ = tokio::io::copy(&mut server_read, &mut client_write).await;
+                    let _ = client_write.shutdown().await;
+                };
+                tokio::join!(up, down);
+            });
+        }
+    });
+    Ok((address, seen))
+}
+
+/// A running `entity-manager console`: its address (the first line it printed) and its
+/// process, killed when dropped; its stderr is kept in a file.
+pub(crate) struct Console {
+    pub(crate) url: String,
+    pub(crate) address: std::net::SocketAddr,
+    child: Child,
+    stderr: PathBuf,
+}
+
+impl Console {
+    /// Starts `console` with `args` and reads the address it prints first.
+    pub(crate) fn start(test: &str, args: &[&str]) -> Result<Self, BoxError> {
+        Self::start_with(test, args, |_| {})
+    }
+
+    /// [`Console::start`], with the command changed by `change` first (its environment).
+    pub(crate) fn start_with(
+        test: &str,
+        args: &[&str],
+        change: impl FnOnce(&mut Command),
+    ) -> Result<Self, BoxError> {
+        use std::io::BufRead;
+        let stderr =
+            std::env::temp_dir().join(format!("em-cli-{test}-console-{}.err", std::process::id()));
+        let mut command = bin();
+        change(&mut command);
+        let mut child = command
+            .arg("console")
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(std::fs::File::create(&stderr)?)
+            .spawn()?;
+        let mut line = String::new();
+        if let Some(out) = child.stdout.take() {
+            std::io::BufReader::new(out).read_line(&mut line)?;
+        }
+        let url = line.trim().to_owned();
+        let Some(address) = url
+            .strip_prefix("http://")
+            .and_then(|rest| rest.strip_suffix('/'))
+            .and_then(|a| a.parse().ok())
+        else {
+            let _ = child.kill();
+            let _ = child.wait();
+            let said = std::fs::read_to_string(&stderr).unwrap_or_default();
+            return Err(format!(
+                "the console printed `{url}` first, not its address; stderr: {said}"
+            )
+            .into());
+        };
+        Ok(Self {
+            url,
+            address,
+            child,
+            stderr,
+        })
+    }
+
+    /// What the console wrote on stderr so far.
+    pub(crate) fn stderr(&self) -> String {
+        std::fs::read_to_string(&self.stderr).unwrap_or_default()
+    }
+}
+
+impl Drop for Console {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_file(&self.stderr);
+    }
+}
+
+/// One HTTP/1.1 request to `address` with `Host: host` (none when `None`): the status code
+/// and the body. A request that gets no answer within two minutes fails.
+pub(crate) fn http(
+    address: std::net::SocketAddr,
+    method: &str,
+    host: Option<&str>,
+    path: &str,
+    body: &str,
+) -> Result<(u16, String), BoxError> {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(address)?;
+    stream.set_read_timeout(Some(Duration::from_mins(2)))?;
+    let host = host.map(|h| format!("Host: {h}\r\n")).unwrap_or_default();
+    let kind = if body.is_empty() {
+        String::new()
+    } else {
+        "Content-Type: application/x-www-form-urlencoded\r\n".to_owned()
+    };
+    write!(
+        stream,
+        "{method} {path} HTTP/1.1\r\n{host}{kind}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )?;
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer)?;
+    let status = answer
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| format!("not an HTTP answer: {answer}"))?;
+    let body = answer
+        .split_once("\r\n\r\n")
+        .map_or(String::new(), |(_, b)| b.to_owned());
+    Ok((status, body))
+}
+
+/// A loopback port nothing listens on (bound, then released).
+pub(crate) fn closed_port() -> Result<u16, BoxError> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+    Ok(listener.local_addr()?.port())
+}

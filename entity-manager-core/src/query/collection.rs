@@ -22,33 +22,7 @@ pub trait Collection: Sized {
 
     /// The record of an item, by its entity token.
     fn from_item(item: &Item) -> Result<Self> {
-        let members = Self::members()?;
-        let member = members.iter().position(|m| {
-            matches!(item.get(&*m.table().hash_key), Some(AttributeValue::S(_)))
-                && m.check_entity_token(item).is_ok()
-        });
-        match (member, members.first()) {
-            (Some(i), _) => Self::from_member(i, item),
-            (None, Some(first)) => {
-                let hash_key = match item.get(&*first.table().hash_key) {
-                    Some(AttributeValue::S(h)) => h.clone(),
-                    other => format!("{other:?}"),
-                };
-                Err(Error::OtherEntity {
-                    entity: members
-                        .iter()
-                        .map(|m| m.model().token.to_string())
-                        .collect::<Vec<_>>()
-                        .join(" or "),
-                    delimiter: first.table().delimiters.shard_key.to_string(),
-                    hash_key,
-                })
-            }
-            (None, None) => Err(Error::InvalidQuery {
-                entity: String::new(),
-                reason: "a collection needs at least one member entity".into(),
-            }),
-        }
+        Self::from_member(member_of(&Self::members()?, item)?, item)
     }
 
     /// A query of the collection on `store`: name the multi-attribute index its members share
@@ -63,5 +37,36 @@ pub trait Collection: Sized {
         Self: QueryOutput,
     {
         QueryStart::new(store)
+    }
+}
+
+/// The member an item belongs to (a position in `members`), by the entity token that begins its
+/// table hash key; an item of none of them is [`Error::OtherEntity`], naming them all.
+pub(crate) fn member_of(members: &[EntitySchema<'_>], item: &Item) -> Result<usize> {
+    let member = members.iter().position(|m| {
+        matches!(item.get(&*m.table().hash_key), Some(AttributeValue::S(_)))
+            && m.check_entity_token(item).is_ok()
+    });
+    match (member, members.first()) {
+        (Some(i), _) => Ok(i),
+        (None, Some(first)) => {
+            let hash_key = match item.get(&*first.table().hash_key) {
+                Some(AttributeValue::S(h)) => h.clone(),
+                other => format!("{other:?}"),
+            };
+            Err(Error::OtherEntity {
+                entity: members
+                    .iter()
+                    .map(|m| m.model().token.to_string())
+                    .collect::<Vec<_>>()
+                    .join(" or "),
+                delimiter: first.table().delimiters.shard_key.to_string(),
+                hash_key,
+            })
+        }
+        (None, None) => Err(Error::InvalidQuery {
+            entity: String::new(),
+            reason: "a collection needs at least one member entity".into(),
+        }),
     }
 }

@@ -16,7 +16,7 @@ use serde_dynamo::AttributeValue;
 use super::index::{CollectionMember, QueryOutput};
 use super::page::QueryPageResult;
 use super::paging::Paging;
-use super::typed::TypedPage;
+use super::typed::{TypedPage, read_items};
 use super::untyped::MultiQuery;
 use crate::error::{Error, Result};
 use crate::field::Condition;
@@ -168,7 +168,7 @@ impl<'a, S: Store, O: QueryOutput> TypedMultiQuery<'a, S, O> {
     /// One page of records: the first (`token: None`) or the one after the page that returned
     /// `token`.
     pub async fn page(&self, token: Option<&str>) -> Result<TypedPage<O>> {
-        typed(self.core.page(&self.paging, token).await?, O::read)
+        read_items(self.core.page(&self.paging, token).await?, O::read)
     }
 
     /// Every matching record, page after page (a [`Stream`]: bring
@@ -202,27 +202,11 @@ impl<'a, S: Store, O: QueryOutput> TypedMultiQuery<'a, S, O> {
             Ok(query) => Either::Left(
                 query
                     .into_pages(token.map(str::to_owned))
-                    .map(|page| page.and_then(|page| typed(page, O::read))),
+                    .map(|page| page.and_then(|page| read_items(page, O::read))),
             ),
             Err(e) => Either::Right(futures::stream::iter([Err(e)])),
         }
     }
-}
-
-/// A page's items read as `T`.
-fn typed<T>(
-    page: QueryPageResult,
-    read: impl Fn(serde_dynamo::Item) -> Result<T>,
-) -> Result<TypedPage<T>> {
-    Ok(TypedPage {
-        items: page
-            .items
-            .into_iter()
-            .map(read)
-            .collect::<Result<Vec<T>>>()?,
-        next: page.next,
-        stats: page.stats,
-    })
 }
 
 /// What the typed queries share: the store, the entities, the index and its key, the

@@ -483,12 +483,20 @@ impl<'a, S: Store, E: Entity> TypedQuery<'a, S, E> {
 
 /// A page's items read as records of `E`, each as a `P`.
 fn read_page<E: Entity, P: DeserializeOwned>(page: super::QueryPageResult) -> Result<TypedPage<P>> {
+    read_items(page, from_owned_item_as::<E, P>)
+}
+
+/// A page's items each read by `read`, with the page's token and statistics.
+pub(super) fn read_items<T>(
+    page: super::QueryPageResult,
+    read: impl FnMut(serde_dynamo::Item) -> Result<T>,
+) -> Result<TypedPage<T>> {
     Ok(TypedPage {
         items: page
             .items
             .into_iter()
-            .map(from_owned_item_as::<E, P>)
-            .collect::<Result<Vec<P>>>()?,
+            .map(read)
+            .collect::<Result<Vec<T>>>()?,
         next: page.next,
         stats: page.stats,
     })
