@@ -339,7 +339,7 @@ async fn an_increment_is_never_sent_twice_after_a_failure_that_may_have_applied_
     for (fault, update, sent, safe) in cases {
         let plan = ChaosPlan {
             seed: seed(),
-            only: Some("UpdateItem"),
+            only: &["UpdateItem"],
             server_error: if fault == "500" { 1.0 } else { 0.0 },
             throttle: if fault == "throttle" { 1.0 } else { 0.0 },
             ..ChaosPlan::default()

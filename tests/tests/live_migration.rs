@@ -869,7 +869,6 @@ mod dynamodb_chaos {
     use super::*;
     use chaos_support::{ChaosPlan, ChaosProxy};
     use entity_manager::store::DynamoStore;
-    use entity_manager::store::aws_sdk_dynamodb::config::retry::RetryConfig;
     use std::time::Duration;
 
     const RECORDS: usize = 400;
@@ -893,18 +892,8 @@ mod dynamodb_chaos {
         };
         let upstream = std::env::var("DYNAMODB_ENDPOINT")?;
         let proxy = ChaosProxy::start(&upstream, plan).await?;
-        let client = store_support::client_at(&proxy.endpoint);
-        let config = client
-            .config()
-            .to_builder()
-            .retry_config(
-                RetryConfig::standard()
-                    .with_max_attempts(10)
-                    .with_initial_backoff(Duration::from_millis(10)),
-            )
-            .build();
         let store = DynamoStore::new(
-            entity_manager::store::aws_sdk_dynamodb::Client::from_conf(config),
+            proxy.client(10, Duration::from_millis(10)),
             direct.table_name(),
             definition,
         )
