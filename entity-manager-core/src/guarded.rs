@@ -62,6 +62,15 @@ pub(crate) fn unchanged(
     Filter::And(all)
 }
 
+/// Whether a guarded write's condition refused it: plainly, or on an attempt sent again after
+/// an earlier one may have been applied ([`StoreError::is_refused_after_lost_answer`]). Either
+/// way the current item says what the record is, and a job whose write is a function of the
+/// record (a migration, a purge) judges or redoes from it: redone on its own result, it finds
+/// nothing left to do.
+pub(crate) fn refused(e: &StoreError) -> bool {
+    e.is_conditional_check_failed() || e.is_refused_after_lost_answer()
+}
+
 /// The advice attached to a guard too wide for one condition expression.
 pub(crate) fn too_wide(e: StoreError) -> StoreError {
     if e.expression_too_large().is_some() {

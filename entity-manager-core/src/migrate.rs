@@ -1243,15 +1243,11 @@ impl<'a> Migration<'a> {
                         // the record is already what this write makes: a write sent before a
                         // stop, finished after it
                         Err(err)
-                            if err.is_conditional_check_failed()
-                                && err.current_item() == Some(&target) =>
+                            if guarded::refused(&err) && err.current_item() == Some(&target) =>
                         {
                             return Ok((at, Written::new(Outcome::Rewritten, conflicts + 1)));
                         }
-                        Err(err)
-                            if err.is_conditional_check_failed()
-                                && conflicts < guarded::MAX_REDO =>
-                        {
+                        Err(err) if guarded::refused(&err) && conflicts < guarded::MAX_REDO => {
                             err.current_item().cloned()
                         }
                         Err(err) => return Err(Failed::Rewrite(target, guarded::too_wide(err))),
@@ -1408,7 +1404,7 @@ async fn finish_move<S: Store>(
 ) -> Result<(), Result<Option<Item>, Box<MigrateFailure>>> {
     match store.delete_item(old, e.unchanged(item)).await {
         Ok(()) => Ok(()),
-        Err(err) if err.is_conditional_check_failed() => Err(Ok(err.current_item().cloned())),
+        Err(err) if guarded::refused(&err) => Err(Ok(err.current_item().cloned())),
         Err(err) => Err(Err(Box::new(MigrateFailure::Move {
             entity: e.from.model().token.to_string(),
             from: key_text(e, old),

@@ -457,7 +457,7 @@ async fn delete_one<S: Store>(
         let expect = delete_expect(&item, hash, range, filter);
         match store.delete_item(&key, expect).await {
             Ok(()) => return (Ok(Outcome::Deleted(key)), conflicts),
-            Err(e) if e.is_conditional_check_failed() && conflicts < guarded::MAX_REDO => {
+            Err(e) if guarded::refused(&e) && conflicts < guarded::MAX_REDO => {
                 conflicts += 1;
                 match e.current_item() {
                     Some(now) if filter.is_none_or(|f| matches(f, now)) => item = now.clone(),

@@ -127,6 +127,11 @@ async fn one_create_wins_through_chaos() -> TestResult {
                     Ok(()) => return Ok(true),
                     Err(Error::AlreadyExists { .. }) => return Ok(false),
                     Err(Error::Store { source, .. }) if source.is_retryable() => {}
+                    // refused on a resend after an unanswered attempt: every fault here comes
+                    // before the request reaches the table, so another create won
+                    Err(Error::Store { source, .. }) if source.is_refused_after_lost_answer() => {
+                        return Ok(false);
+                    }
                     Err(e) => return Err(e.to_string()),
                 }
             }
@@ -339,7 +344,7 @@ async fn an_increment_is_never_sent_twice_after_a_failure_that_may_have_applied_
     for (fault, update, sent, safe) in cases {
         let plan = ChaosPlan {
             seed: seed(),
-            only: Some("UpdateItem"),
+            only: &["UpdateItem"],
             server_error: if fault == "500" { 1.0 } else { 0.0 },
             throttle: if fault == "throttle" { 1.0 } else { 0.0 },
             ..ChaosPlan::default()
@@ -371,6 +376,97 @@ async fn an_increment_is_never_sent_twice_after_a_failure_that_may_have_applied_
             "not sent again"
         };
         assert!(e.to_string().contains(says), "{case}");
+    }
+    Ok(())
+}
+
+/// A conditional write (a `create`, a version-locked `modify`) whose first attempt was applied
+/// and its answer lost (a `500`, a dropped connection, silence past the attempt timeout) is
+/// sent again by the SDK, and that attempt fails its own condition. The caller must not be
+/// told that someone else won (`AlreadyExists`) nor, for `modify`, have its change applied a
+/// second time: it is acknowledged or reported as a failure that may have applied, and the
+/// record holds the change once.
+#[tokio::test]
+async fn a_conditional_write_whose_answer_was_lost_is_never_refused_for_its_own_success()
+-> TestResult {
+    use chaos_support::LostAnswer;
+    for how in [
+        LostAnswer::ServerError,
+        LostAnswer::Dropped,
+        LostAnswer::Silence,
+    ] {
+        for call in ["PutItem", "UpdateItem", "TransactWriteItems"] {
+            let plan = ChaosPlan {
+                seed: seed(),
+                only: match call {
+                    "PutItem" => &["PutItem"],
+                    "UpdateItem" => &["UpdateItem"],
+                    _ => &["TransactWriteItems"],
+                },
+                lost_ack: 1.0,
+                lost_as: Some(how),
+                delay_by: Duration::from_secs(2),
+                max_faults: Some(1),
+                ..ChaosPlan::default()
+            };
+            let timeouts = (Duration::from_secs(5), Duration::from_millis(500));
+            let Some((store, direct, proxy)) = chaos_store("chaos-own", plan, timeouts).await?
+            else {
+                return Ok(());
+            };
+            let case = format!("{call} answered by {how:?}");
+            let counter = Counter {
+                counter_id: "c".into(),
+                created: 1_000,
+                value: 0,
+                version: 0,
+            };
+            let outcome = match call {
+                // a create of a one-bump counter is one conditional PutItem
+                "PutItem" => counter.create(&store).await,
+                // a modify is a read, then an UpdateItem under the version read
+                "UpdateItem" => {
+                    counter.create(&direct).await?;
+                    Counter::modify(&store, "c", |c| c.value += 1)
+                        .await
+                        .map(|_| ())
+                }
+                // a create of a sharded member checks its other shards: a transaction
+                _ => member("m", 500).create(&store).await,
+            };
+            let stored_counter = Counter::get(&direct, "c").await?;
+            let stored_member = entity_support::Member::get(&direct, "m").await?;
+            let lost = proxy
+                .counts
+                .lost_acks
+                .load(std::sync::atomic::Ordering::SeqCst);
+            direct.delete_table().await?;
+            assert_eq!(lost, 1, "{case}: the proxy lost no answer");
+            match &outcome {
+                Ok(()) => {}
+                Err(e) if entity_manager::testing::may_have_applied(e) => {
+                    assert!(e.to_string().contains("read the record"), "{case}: {e}");
+                }
+                Err(e) => panic!("{case}: the write applied, yet failed with {e}"),
+            }
+            match call {
+                // stored at the next version
+                "PutItem" => assert_eq!(
+                    stored_counter,
+                    Some(Counter {
+                        version: 1,
+                        ..counter
+                    }),
+                    "{case}"
+                ),
+                "UpdateItem" => assert_eq!(
+                    stored_counter.map(|c| (c.value, c.version)),
+                    Some((1, 2)),
+                    "{case}: the increment applied once"
+                ),
+                _ => assert!(stored_member.is_some(), "{case}"),
+            }
+        }
     }
     Ok(())
 }

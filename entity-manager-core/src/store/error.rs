@@ -97,6 +97,8 @@ struct Inner {
     item: Option<Item>,
     expression: Option<ExpressionTooLarge>,
     gave_up: Option<GaveUp>,
+    /// See [`StoreError::is_refused_after_lost_answer`].
+    refused_on_resend: bool,
     source: Option<Box<dyn StdError + Send + Sync + 'static>>,
 }
 
@@ -174,6 +176,7 @@ impl StoreError {
             item: None,
             expression: None,
             gave_up: None,
+            refused_on_resend: false,
             source: None,
         }))
     }
@@ -206,6 +209,49 @@ impl StoreError {
         self.advise(&format!(
             "gave up after {attempts} attempt{plural}: {verdict}"
         ))
+    }
+
+    /// This write's condition refused an attempt sent again after an earlier attempt of the
+    /// same call may have been applied (its answer was lost: a timeout, a server error, a
+    /// dropped connection): the condition may have refused it because of that very write, so
+    /// neither "refused" nor "done" is known. Returned as a failure that
+    /// [`may_have_applied`](Self::may_have_applied) and is not to be sent again
+    /// ([`is_retryable`](Self::is_retryable) is false), the current item attached (a
+    /// transaction's cancellation reasons are dropped: they would read as a refusal). Any
+    /// other error is returned unchanged.
+    #[must_use]
+    #[cfg(feature = "dynamodb")]
+    pub(crate) fn after_lost_answer(self, attempts: u32) -> Self {
+        if !self.is_conditional_check_failed() {
+            return self;
+        }
+        let mut inner = *self.0;
+        inner.kind = StoreErrorKind::Transient;
+        inner.message = format!(
+            "{} on attempt {attempts}, sent again after an earlier attempt whose answer was lost (a timeout, a server error or a dropped connection): that attempt may have carried the write out, and then its own condition refused the attempt sent again; gave up: it may have been carried out, read the record before deciding to send it again",
+            inner.message
+        );
+        inner.gave_up = Some(GaveUp {
+            attempts,
+            repeatable: false,
+        });
+        // a transaction's reasons would read as a refusal (a version conflict) wherever they
+        // are looked at: the outcome is not known, so none is kept
+        inner.reasons.clear();
+        inner.refused_on_resend = true;
+        Self(Box::new(inner))
+    }
+
+    /// A write's condition refused an attempt sent again after an earlier attempt of the same
+    /// call may have been applied (`DynamoStore`: its answer was lost and the SDK sent it
+    /// again): [`may_have_applied`](Self::may_have_applied) is true,
+    /// [`current_item`](Self::current_item) is the record the condition met (`None`: no
+    /// record, or a transaction), and whether the write was carried out is not known. A job whose write makes
+    /// the record what it should be whoever writes it (a migration, a purge) can judge from the
+    /// current item; a change relative to the record read (an increment) cannot, and must not
+    /// be redone.
+    pub fn is_refused_after_lost_answer(&self) -> bool {
+        self.0.refused_on_resend
     }
 
     /// How many attempts a single call made before it gave up with this error (its retries

@@ -5,10 +5,13 @@
 //! `BatchWriteItem` left unprocessed, resets the connection, delays past the client's timeout,
 //! cuts a response short, or passes the request through.
 //!
-//! Every fault but the cut happens before the request reaches `DynamoDB` Local, so a failed
-//! call wrote nothing; a cut response comes from a request that was applied (the ambiguous case
-//! of production: use it only where a repeat is harmless). It binds 127.0.0.1 on a free port and
-//! stops when dropped.
+//! Most faults happen before the request reaches `DynamoDB` Local, so a failed call wrote
+//! nothing. The faults *after the fact* (production's hardest: issue 50) forward the request,
+//! which `DynamoDB` Local applies, and then lose its answer: a cut response, a lost
+//! acknowledgement (a `500`, a dropped connection or silence past the client's timeout), and
+//! half of the hangs. Latency (a fixed delay plus a seeded jitter) slows every forwarded
+//! request, so concurrent calls interleave. It binds 127.0.0.1 on a free port and stops when
+//! dropped.
 
 #![allow(dead_code, unreachable_pub)]
 
@@ -50,9 +53,36 @@ pub struct ChaosPlan {
     pub delay_by: Duration,
     /// The request is forwarded and applied, and its response cut short.
     pub cut: f64,
-    /// Faults only calls whose `X-Amz-Target` ends with this (e.g. `"UpdateItem"`); every
-    /// call when `None`.
-    pub only: Option<&'static str>,
+    /// The request is forwarded and applied, and its answer lost: the client sees a `500
+    /// InternalServerError`, a dropped connection or no answer for `delay_by`
+    /// ([`lost_as`](Self::lost_as)).
+    pub lost_ack: f64,
+    /// How a lost acknowledgement shows; `None`: a seeded choice among the three.
+    pub lost_as: Option<LostAnswer>,
+    /// No answer for `delay_by` (set it past the client's attempt timeout), then the connection
+    /// is closed; half of the hanging requests (seeded) were forwarded and applied first.
+    pub hang: f64,
+    /// Every forwarded request waits this long first ...
+    pub latency: Duration,
+    /// ... plus a seeded share of this.
+    pub jitter: Duration,
+    /// Faults only calls whose `X-Amz-Target` ends with one of these (e.g. `"UpdateItem"`);
+    /// every call when empty. Latency slows every call.
+    pub only: &'static [&'static str],
+    /// Injects at most this many faults, then passes every request through (`None`: no
+    /// bound): with a rate of 1.0, exactly the first requests are faulted.
+    pub max_faults: Option<u64>,
+}
+
+/// How the answer of a request that was applied is lost ([`ChaosPlan::lost_ack`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LostAnswer {
+    /// `500 InternalServerError`.
+    ServerError,
+    /// The connection is closed without an answer.
+    Dropped,
+    /// No answer for `ChaosPlan::delay_by`, then the connection is closed.
+    Silence,
 }
 
 /// How many of each fault the proxy injected.
@@ -69,6 +99,14 @@ pub struct ChaosCounts {
     pub resets: AtomicU64,
     pub delayed: AtomicU64,
     pub cut: AtomicU64,
+    /// Requests applied whose answer was lost.
+    pub lost_acks: AtomicU64,
+    /// Faults drawn (the bound of `max_faults` counts them).
+    pub injected: AtomicU64,
+    /// Requests that hung (applied or not).
+    pub hangs: AtomicU64,
+    /// Hanging requests that were applied first.
+    pub hangs_applied: AtomicU64,
 }
 
 impl ChaosCounts {
@@ -83,6 +121,8 @@ impl ChaosCounts {
             &self.resets,
             &self.delayed,
             &self.cut,
+            &self.lost_acks,
+            &self.hangs,
         ]
         .iter()
         .map(|c| c.load(Ordering::SeqCst))
@@ -124,24 +164,57 @@ enum Fault {
     Reset,
     Delay,
     Cut,
+    LostAck(LostAnswer),
+    /// Whether the request is forwarded (and applied) before it hangs.
+    Hang(bool),
+}
+
+/// A uniform draw in [0, 1) from `x`.
+#[allow(clippy::cast_precision_loss)]
+fn unit(x: u64) -> f64 {
+    (mix(x) >> 11) as f64 / (1u64 << 53) as f64
 }
 
 impl ChaosPlan {
-    /// The fault of request `n`, counting it among the targeted requests.
+    /// Whether the plan faults call `target`.
+    fn targets(&self, target: &str) -> bool {
+        self.only.is_empty() || self.only.iter().any(|only| target.ends_with(only))
+    }
+
+    /// The fault of request `n`, counting it among the targeted requests and the faults (up to
+    /// `max_faults`).
     fn fault_counted(&self, n: u64, target: &str, counts: &ChaosCounts) -> Fault {
-        if self.only.is_none_or(|only| target.ends_with(only)) {
+        if self.targets(target) {
             counts.targeted.fetch_add(1, Ordering::SeqCst);
         }
-        self.fault(n, target)
+        let fault = self.fault(n, target);
+        if fault != Fault::Pass
+            && let Some(max) = self.max_faults
+            && counts.injected.fetch_add(1, Ordering::SeqCst) >= max
+        {
+            return Fault::Pass;
+        }
+        fault
+    }
+
+    /// The latency of request `n`.
+    fn latency(&self, n: u64) -> Duration {
+        self.latency + self.jitter.mul_f64(unit(self.seed ^ mix(n ^ 0x1a7e)))
     }
 
     /// The fault of request number `n` of call `target` (the `X-Amz-Target` operation).
     fn fault(&self, n: u64, target: &str) -> Fault {
-        if self.only.is_some_and(|only| !target.ends_with(only)) {
+        if !self.targets(target) {
             return Fault::Pass;
         }
-        #[allow(clippy::cast_precision_loss)]
-        let draw = (mix(self.seed ^ mix(n)) >> 11) as f64 / (1u64 << 53) as f64;
+        let draw = unit(self.seed ^ mix(n));
+        // a second draw, for how a fault shows
+        let how = mix(self.seed ^ mix(n) ^ 0x5eed);
+        let lost = self.lost_as.unwrap_or(match how % 3 {
+            0 => LostAnswer::ServerError,
+            1 => LostAnswer::Dropped,
+            _ => LostAnswer::Silence,
+        });
         let mut at = 0.0;
         let mut table = vec![
             (self.throttle, Fault::Throttle),
@@ -150,6 +223,8 @@ impl ChaosPlan {
             (self.reset, Fault::Reset),
             (self.delay, Fault::Delay),
             (self.cut, Fault::Cut),
+            (self.lost_ack, Fault::LostAck(lost)),
+            (self.hang, Fault::Hang(how & 8 == 0)),
         ];
         if target.ends_with("TransactWriteItems") {
             table.push((self.transaction_conflict, Fault::Conflict));
@@ -269,7 +344,16 @@ async fn handle(shared: Arc<Shared>, request: Request<Incoming>) -> Reply {
             tokio::time::sleep(shared.plan.delay_by).await;
             return Err(broken("no answer from the chaos proxy"));
         }
-        Fault::Pass | Fault::Cut => {}
+        Fault::Hang(false) => {
+            bump(&counts.hangs);
+            tokio::time::sleep(shared.plan.delay_by).await;
+            return Err(broken("no answer from the chaos proxy (hung)"));
+        }
+        Fault::Pass | Fault::Cut | Fault::LostAck(_) | Fault::Hang(true) => {}
+    }
+    let latency = shared.plan.latency(n);
+    if !latency.is_zero() {
+        tokio::time::sleep(latency).await;
     }
     // forward to DynamoDB Local
     let uri = format!(
@@ -285,6 +369,49 @@ async fn handle(shared: Arc<Shared>, request: Request<Incoming>) -> Reply {
     let response = shared.client.request(forward).await.map_err(broken)?;
     let (parts, body) = response.into_parts();
     let body = body.collect().await.map_err(broken)?.to_bytes();
+    answer(&shared, fault, parts, body).await
+}
+
+/// The answer to a request forwarded and applied (`parts`, `body` from `DynamoDB` Local) under
+/// `fault`: passed on, cut short, or lost.
+async fn answer(
+    shared: &Shared,
+    fault: Fault,
+    parts: hyper::http::response::Parts,
+    body: Bytes,
+) -> Reply {
+    let counts = &shared.counts;
+    let bump = |c: &AtomicU64| {
+        c.fetch_add(1, Ordering::SeqCst);
+    };
+    match fault {
+        Fault::LostAck(how) => {
+            bump(&counts.lost_acks);
+            return match how {
+                LostAnswer::ServerError => Ok(json_error(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    error_body(
+                        "InternalServerError",
+                        "Internal server error after the write (chaos proxy)",
+                    ),
+                )),
+                LostAnswer::Dropped => Err(broken("connection dropped after the write")),
+                LostAnswer::Silence => {
+                    tokio::time::sleep(shared.plan.delay_by).await;
+                    Err(broken("no answer after the write"))
+                }
+            };
+        }
+        Fault::Hang(true) => {
+            bump(&counts.hangs);
+            bump(&counts.hangs_applied);
+            tokio::time::sleep(shared.plan.delay_by).await;
+            return Err(broken(
+                "no answer from the chaos proxy (hung after the write)",
+            ));
+        }
+        _ => {}
+    }
     if fault == Fault::Cut {
         bump(&counts.cut);
         // the full length announced, half the bytes sent: the client sees a broken answer
@@ -299,6 +426,27 @@ async fn handle(shared: Arc<Shared>, request: Request<Incoming>) -> Reply {
 }
 
 impl ChaosProxy {
+    /// A client of the proxy (loopback, explicit region, dummy credentials) that the SDK
+    /// retries in its standard mode, up to `attempts` attempts from `backoff`.
+    pub fn client(
+        &self,
+        attempts: u32,
+        backoff: Duration,
+    ) -> entity_manager::store::aws_sdk_dynamodb::Client {
+        use entity_manager::store::aws_sdk_dynamodb::config::retry::RetryConfig;
+        let client = crate::store_support::client_at(&self.endpoint);
+        let config = client
+            .config()
+            .to_builder()
+            .retry_config(
+                RetryConfig::standard()
+                    .with_max_attempts(attempts)
+                    .with_initial_backoff(backoff),
+            )
+            .build();
+        entity_manager::store::aws_sdk_dynamodb::Client::from_conf(config)
+    }
+
     /// Starts a proxy on 127.0.0.1 (a free port) in front of `upstream` (a loopback endpoint).
     pub async fn start(upstream: &str, plan: ChaosPlan) -> std::io::Result<Self> {
         let listener = tokio::net::TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], 0))).await?;

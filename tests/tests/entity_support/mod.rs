@@ -172,6 +172,9 @@ pub async fn increment_once<S: Store>(store: &S, task: usize) -> Result<bool, St
         Ok(false) => Err("the counter is gone".to_owned()),
         Err(Error::VersionConflict { .. } | Error::Conflict { .. }) => Ok(false),
         Err(Error::Store { source, .. }) if source.is_retryable() => Ok(false),
+        // a condition that refused a resend after an unanswered attempt: the callers' faults
+        // all come before the request reaches the table, so it was not applied
+        Err(Error::Store { source, .. }) if source.is_refused_after_lost_answer() => Ok(false),
         Err(e) => Err(e.to_string()),
     }
 }

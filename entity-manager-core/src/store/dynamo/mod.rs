@@ -360,7 +360,10 @@ impl DynamoStore {
         Request::write(operation, &self.definition.hash_key.name, update, expect)
     }
 
-    async fn put(&self, item: Item, expect: Expect) -> Result<(), StoreError> {
+    /// A `PutItem`. A condition that refuses an attempt sent again after one that may have
+    /// applied is reported as such ([`settle`]) for the caller's own writes (`own`); the stamp's
+    /// write reads the stamp again after any refusal.
+    async fn put(&self, item: Item, expect: Expect, own: bool) -> Result<(), StoreError> {
         let r = self.write_request("PutItem", None, &expect)?;
         let calls = Counting::default();
         let out = self
@@ -383,7 +386,13 @@ impl DynamoStore {
                 };
                 with_current(sdk_error("PutItem", e), item)
             })
-            .map_err(|e| e.gave_up(calls.attempts(), true))?;
+            .map_err(|e| {
+                if own {
+                    settle(e, &calls, true)
+                } else {
+                    e.gave_up(calls.attempts(), true)
+                }
+            })?;
         consumed(out.consumed_capacity.as_ref());
         Ok(())
     }
@@ -439,6 +448,10 @@ impl DynamoStore {
                 _ => None,
             };
             let e = with_current(sdk_error(OP, e), item);
+            // refused by its own condition after an attempt that may have applied: see `settle`
+            if calls.may_have_applied_before() && e.is_conditional_check_failed() {
+                return Err(e.after_lost_answer(attempts));
+            }
             if !repeatable && e.is_throttled() && attempts < self.sdk_attempts() {
                 crate::trace::retry();
                 let pause = self
@@ -538,7 +551,7 @@ impl DynamoStore {
                 };
                 with_current(sdk_error("DeleteItem", e), item)
             })
-            .map_err(|e| e.gave_up(calls.attempts(), true))?;
+            .map_err(|e| settle(e, &calls, true))?;
         consumed(out.consumed_capacity.as_ref());
         Ok(())
     }
@@ -647,9 +660,12 @@ impl DynamoStore {
                                 .filter(|i| !i.is_empty()),
                         })
                         .collect();
-                    return Err(StoreError::transaction_canceled(OP, reasons)
+                    let e = StoreError::transaction_canceled(OP, reasons)
                         .with_code("TransactionCanceledException")
-                        .with_source(err));
+                        .with_source(err);
+                    // a replay under the idempotency token of a transaction that was carried
+                    // out succeeds on DynamoDB; a server that does not keep tokens refuses it
+                    return Err(settle(e, &calls, true));
                 }
                 // sent again by the SDK under its idempotency token (ClientRequestToken)
                 Err(sdk_error(OP, err).gave_up(calls.attempts(), true))
@@ -791,6 +807,20 @@ impl DynamoStore {
 
 const ALL_OLD: ReturnValuesOnConditionCheckFailure = ReturnValuesOnConditionCheckFailure::AllOld;
 
+/// The error a single write call ends with, from what its attempts did: a condition that
+/// refused an attempt sent again after one that may have been applied may have refused it
+/// because of that very write, so the call is reported as one that may have applied
+/// ([`StoreError::is_refused_after_lost_answer`]) and not as refused (a `create` that reported
+/// `AlreadyExists` for its own record, a `modify` that read its own change back and applied it
+/// again). Otherwise the error says how the call gave up ([`StoreError::gave_up`]).
+fn settle(error: StoreError, calls: &Counting, repeatable: bool) -> StoreError {
+    if calls.may_have_applied_before() && error.is_conditional_check_failed() {
+        error.after_lost_answer(calls.attempts())
+    } else {
+        error.gave_up(calls.attempts(), repeatable)
+    }
+}
+
 /// Attaches the current item a failed condition returned.
 fn with_current(
     error: StoreError,
@@ -925,7 +955,7 @@ impl StampIo for DynamoStore {
     }
 
     fn write_stamp(&self, item: Item) -> impl Future<Output = Result<(), StoreError>> + Send {
-        self.put(item, Expect::Absent)
+        self.put(item, Expect::Absent, false)
     }
 }
 
@@ -940,7 +970,7 @@ impl Store for DynamoStore {
 
     async fn put_item(&self, item: Item, expect: Expect) -> Result<(), StoreError> {
         self.check_stamp("PutItem", true).await?;
-        self.stamp_guard.note(self.put(item, expect).await)
+        self.stamp_guard.note(self.put(item, expect, true).await)
     }
 
     async fn get_item(

@@ -98,7 +98,7 @@ impl DynamoStore {
             .map_err(|e| sdk_error(OP, e))?;
         self.wait_until_active().await?;
         if let Some(stamp) = def.stamp.as_ref().filter(|_| crate::table::stampable(def)) {
-            self.put(stamp.to_item(def), Expect::Any)
+            self.put(stamp.to_item(def), Expect::Any, false)
                 .await
                 .map_err(|e| self.created_without("PutItem", "its stamp", &e))?;
         }
@@ -203,7 +203,7 @@ impl DynamoStore {
             let inference = self.infer_profile().await?;
             stamp::refuse_stamp_against(&self.definition, &self.table_name, &inference)?;
         }
-        self.put(item, Expect::Any).await?;
+        self.put(item, Expect::Any, false).await?;
         self.stamp_guard.expire();
         Ok(stamp)
     }

@@ -1,6 +1,8 @@
 //! What `DynamoStore`'s calls tell the operation span ([`crate::trace`]): each attempt the SDK
 //! sends (a retry when the SDK's `amz-sdk-request` header says `attempt=2` or later), each
-//! attempt answered with throttling, and the capacity `DynamoDB` reports.
+//! attempt answered with throttling, and the capacity `DynamoDB` reports; and what the store
+//! needs of a call's attempts: how many, and whether one may have been applied without the
+//! store hearing of it.
 
 use aws_sdk_dynamodb::config::interceptors::{
     BeforeTransmitInterceptorContextRef, FinalizerInterceptorContextRef,
@@ -14,17 +16,31 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use crate::trace;
 
-/// The attempts of one call (for [`StoreError::gave_up`](crate::store::StoreError::gave_up)):
-/// the client's [`Tracing`] interceptor counts into it while the call runs under
-/// [`Counted::counted`].
+/// The attempts of one call (for [`StoreError::gave_up`](crate::store::StoreError::gave_up)),
+/// and those of them that failed without a refusal (a timeout, a server error, a dropped
+/// connection, a broken answer: `DynamoDB` may have applied them): the client's [`Tracing`]
+/// interceptor counts into it while the call runs under [`Counted::counted`].
 #[derive(Clone, Debug, Default)]
-pub(super) struct Counting(Arc<AtomicU32>);
+pub(super) struct Counting(Arc<Tally>);
+
+#[derive(Debug, Default)]
+struct Tally {
+    attempts: AtomicU32,
+    unanswered: AtomicU32,
+}
 
 impl Counting {
     /// The attempts this call sent (at least 1: a call that failed before sending counts as
     /// one).
     pub(super) fn attempts(&self) -> u32 {
-        self.0.load(Ordering::Relaxed).max(1)
+        self.0.attempts.load(Ordering::Relaxed).max(1)
+    }
+
+    /// Whether an attempt of this call failed in a way that may have applied it (no answer, a
+    /// broken one, or a `5xx`): a later attempt refused by the write's condition may then have
+    /// been refused because of that very write.
+    pub(super) fn may_have_applied_before(&self) -> bool {
+        self.0.unanswered.load(Ordering::Relaxed) > 0
     }
 }
 
@@ -81,7 +97,7 @@ impl Intercept for Tracing {
     ) -> Result<(), BoxError> {
         trace::attempt();
         // outside `counted` (a call whose attempts nobody asks for) there is no counter
-        let _counted = CALL.try_with(|calls| calls.0.fetch_add(1, Ordering::Relaxed));
+        let _counted = CALL.try_with(|calls| calls.0.attempts.fetch_add(1, Ordering::Relaxed));
         let attempt = context
             .request()
             .headers()
@@ -99,6 +115,18 @@ impl Intercept for Tracing {
         _runtime_components: &RuntimeComponents,
         _cfg: &mut ConfigBag,
     ) -> Result<(), BoxError> {
+        // an attempt that did not end with an answer (a success, or a `4xx` refusal: nothing
+        // done) may have been applied
+        let status = context.response().map(|r| r.status().as_u16());
+        let answered = match context.output_or_error() {
+            Some(Ok(_)) => true,
+            Some(Err(_)) => status.is_some_and(|s| (400..500).contains(&s)),
+            None => false,
+        };
+        if !answered {
+            let _counted =
+                CALL.try_with(|calls| calls.0.unanswered.fetch_add(1, Ordering::Relaxed));
+        }
         if let Some(response) = context.response()
             && response.status().as_u16() == 400
             && let Some(body) = response.body().bytes()
