@@ -1282,6 +1282,25 @@ impl<'a> Migration<'a> {
                                 .first()
                                 .and_then(|r| r.item.clone())
                         }
+                        // refused on a resend after an unanswered attempt (its reasons are
+                        // not kept): what the old key holds now says what is left to do (gone:
+                        // the move may be this one's, which is checked below)
+                        Err(err)
+                            if conflicts < guarded::MAX_REDO
+                                && err.is_refused_after_lost_answer() =>
+                        {
+                            match store.get_item(&old, None).await {
+                                Ok(now) => now,
+                                Err(_) => {
+                                    return Err(Failed::Other(Box::new(MigrateFailure::Move {
+                                        entity: e.from.model().token.to_string(),
+                                        from: key_text(e, &old),
+                                        to: key_text(e, &target),
+                                        source: Box::new(guarded::too_wide(err)),
+                                    })));
+                                }
+                            }
+                        }
                         // the new item is there already, the old one unchanged: a move of an
                         // exclusive job stopped between its put and its delete
                         Err(err)
