@@ -1440,7 +1440,16 @@ impl<P: Lanes, S: Store> Engine<'_, P, S> {
                     let stop = end.filter(|_| bounded).map(|end| self.covered(end));
                     return Some((self.requested(lane, limit, condition, start), stop));
                 };
-                if strict && let Some(condition) = strictly_after(user, value, descending) {
+                // the lane's last item lies behind a frontier that covers its whole value (a
+                // bounded read ran out there after it): starting after that item would read the
+                // rest of the value again, where a record written (or shown by a lagging index)
+                // since lies behind what the merge emitted and could not be returned
+                let covered = start.is_some()
+                    && front.upto == Upto::All
+                    && self.through(value).as_ref() == Some(&front.pos);
+                if (strict || covered)
+                    && let Some(condition) = strictly_after(user, value, descending)
+                {
                     // read through a range key, and no item there to start after: strictly
                     // after it, without the end (a key condition cannot stop at the end and
                     // start strictly after a value; starting at the value would read its run
