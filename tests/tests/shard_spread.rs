@@ -24,7 +24,7 @@ fn bumps() -> [ShardBump; 3] {
     ]
 }
 
-/// SplitMix64: a fixed sequence of well-mixed 64-bit values (Steele, Lea and Flood, 2014), so
+/// `SplitMix64`: a fixed sequence of well-mixed 64-bit values (Steele, Lea and Flood, 2014), so
 /// the UUIDs are the same in every run.
 fn split_mix(state: &mut u64) -> u64 {
     *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);

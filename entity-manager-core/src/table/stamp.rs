@@ -263,13 +263,12 @@ impl TableStamp {
             other => return Err(format!("unknown numeric hashing `{other}` in the stamp")),
         };
         // absent from the stamps of releases before it: they all hashed with `string-hash`
-        let shard_hash = match stamp.get("shardHash") {
-            None => ShardHash::StringHash,
-            Some(_) => {
-                let name = text("shardHash")?;
-                ShardHash::from_name(name)
-                    .ok_or_else(|| format!("unknown shard hash `{name}` in the stamp"))?
-            }
+        let shard_hash = if stamp.contains_key("shardHash") {
+            let name = text("shardHash")?;
+            ShardHash::from_name(name)
+                .ok_or_else(|| format!("unknown shard hash `{name}` in the stamp"))?
+        } else {
+            ShardHash::StringHash
         };
         let entities = match stamp.get("entities") {
             Some(AttributeValue::M(m)) => m
