@@ -558,7 +558,7 @@ fn load(path: &Path, space: &SpaceArg, fallback: Option<Profile>) -> Result<Sche
     }
     let schema = Schema::from_json(&value).map_err(Failure::Config)?;
     let t = schema.table();
-    let own = Profile::matching(t.key_mode, t.shard_space, t.numeric_hash);
+    let own = Profile::matching(t.key_mode, t.shard_space, t.numeric_hash, t.shard_hash);
     let named = space.key_profile.is_some() || space.shard_space.is_some();
     if named && own != Some(space.profile()) {
         return Err(Failure::Input(format!(

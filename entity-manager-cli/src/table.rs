@@ -442,6 +442,7 @@ fn stamp_json(stamp: &TableStamp) -> Value {
         "keyMode": stamp.key_mode.as_str(),
         "shardSpace": stamp.shard_space.as_str(),
         "numericHash": stamp.numeric_hash.as_str(),
+        "shardHash": stamp.shard_hash.as_str(),
         "fingerprint": stamp.fingerprint,
         "entities": stamp.entities,
         // the schema file the table carries (`null`: none; `--config` is then needed)

@@ -23,7 +23,7 @@ pub use crate::entity::{Entity, Table};
 use crate::error::Result;
 pub use crate::model::{
     Delimiters, EntityModel, GeneratedProperty, Index, IndexAttribute, KeyMode, Name, NumericHash,
-    Projection, Property, ShardBump, ShardSpace, TableModel,
+    Projection, Property, ShardBump, ShardHash, ShardSpace, TableModel,
 };
 pub use crate::query::{Classic, MultiAttribute, TypedIndex};
 pub use crate::store::KeyType;

@@ -117,13 +117,64 @@ impl NumericHash {
     }
 }
 
+/// How a unique value's text is hashed to pick its shard.
+///
+/// The TypeScript library hashes with npm `string-hash` (djb2 over UTF-16 code units, last to
+/// first), whose low bits follow the last characters of the text: from 64 shards up,
+/// sequential ids (`t0000` … `t9999`) use half the shards and emails or `user-N` put twice the
+/// mean share on the hottest. The [`Native`](Profile::Native) profile hashes with SHA-256
+/// (FIPS 180-4: a fixed, documented function with full avalanche, the same on every platform
+/// and release), so that every family of ids spreads as a uniform random assignment would. See
+/// [`shard_hash`](crate::shard::shard_hash) and the sharding guide for the measured spread.
+///
+/// ```
+/// use entity_manager_core::model::{Profile, ShardHash};
+///
+/// assert_eq!(Profile::Native.shard_hash(), ShardHash::Sha256);
+/// assert_eq!(Profile::Npm6_14.shard_hash(), ShardHash::StringHash); // byte-compatible keys
+/// assert_eq!(ShardHash::Sha256.as_str(), "sha256");
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum ShardHash {
+    /// The first 8 bytes of the SHA-256 digest of the text's UTF-8 bytes, as a big-endian
+    /// `u64`. The default: the native profile.
+    #[default]
+    Sha256,
+    /// npm `string-hash` 1.1.3 ([`string_hash`](crate::shard::string_hash)), as every
+    /// TypeScript release hashes: the TypeScript profiles.
+    StringHash,
+}
+
+impl ShardHash {
+    /// `"sha256"` or `"string-hash"`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Sha256 => "sha256",
+            Self::StringHash => "string-hash",
+        }
+    }
+
+    /// The hash of this name ([`as_str`](Self::as_str)), or `None`.
+    pub fn from_name(name: &str) -> Option<Self> {
+        [Self::Sha256, Self::StringHash]
+            .into_iter()
+            .find(|h| h.as_str() == name)
+    }
+}
+
+impl fmt::Display for ShardHash {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// Every choice that depends on the TypeScript release a table is shared with, pinned at once.
 ///
-/// | profile | shard space | key mode | numeric unique values hash as |
-/// |---|---|---|---|
-/// | [`Native`](Self::Native) (default) | `product` | [`Transcoded`](KeyMode::Transcoded) | their decimal string |
-/// | [`Npm6_14`](Self::Npm6_14) | `product` | [`TypeScript`](KeyMode::TypeScript) | their decimal string |
-/// | [`Upstream8`](Self::Upstream8) | `power` | [`TypeScript`](KeyMode::TypeScript) | the constant 5381 |
+/// | profile | shard space | key mode | numeric unique values hash as | shard hash |
+/// |---|---|---|---|---|
+/// | [`Native`](Self::Native) (default) | `product` | [`Transcoded`](KeyMode::Transcoded) | their decimal string | [`Sha256`](ShardHash::Sha256) |
+/// | [`Npm6_14`](Self::Npm6_14) | `product` | [`TypeScript`](KeyMode::TypeScript) | their decimal string | [`StringHash`](ShardHash::StringHash) |
+/// | [`Upstream8`](Self::Upstream8) | `power` | [`TypeScript`](KeyMode::TypeScript) | the constant 5381 | [`StringHash`](ShardHash::StringHash) |
 ///
 /// ```
 /// use entity_manager_core::model::{KeyMode, Profile, ShardSpace, TableModel};
@@ -168,11 +219,13 @@ impl Profile {
         key_mode: KeyMode,
         shard_space: ShardSpace,
         numeric_hash: NumericHash,
+        shard_hash: ShardHash,
     ) -> Option<Self> {
         Self::ALL.into_iter().find(|p| {
             p.key_mode() == key_mode
                 && p.shard_space() == shard_space
                 && p.numeric_hash() == numeric_hash
+                && p.shard_hash() == shard_hash
         })
     }
 
@@ -197,6 +250,14 @@ impl Profile {
         match self {
             Self::Native | Self::Npm6_14 => NumericHash::Decimal,
             Self::Upstream8 => NumericHash::Constant,
+        }
+    }
+
+    /// How the profile hashes unique values to pick shards.
+    pub const fn shard_hash(self) -> ShardHash {
+        match self {
+            Self::Native => ShardHash::Sha256,
+            Self::Npm6_14 | Self::Upstream8 => ShardHash::StringHash,
         }
     }
 }
@@ -316,6 +377,8 @@ pub struct TableModel {
     pub key_mode: KeyMode,
     /// How numeric unique values are hashed to pick a shard.
     pub numeric_hash: NumericHash,
+    /// How unique values are hashed to pick a shard.
+    pub shard_hash: ShardHash,
 }
 
 impl TableModel {
@@ -329,15 +392,17 @@ impl TableModel {
         throttle: limits::DEFAULT_THROTTLE,
         key_mode: KeyMode::Transcoded,
         numeric_hash: NumericHash::Decimal,
+        shard_hash: ShardHash::Sha256,
     };
 
-    /// These settings under a compatibility profile: its shard space, key mode and numeric
-    /// hashing replace the table's.
+    /// These settings under a compatibility profile: its shard space, key mode, numeric
+    /// hashing and shard hash replace the table's.
     #[must_use]
     pub const fn with_profile(mut self, profile: Profile) -> Self {
         self.shard_space = profile.shard_space();
         self.key_mode = profile.key_mode();
         self.numeric_hash = profile.numeric_hash();
+        self.shard_hash = profile.shard_hash();
         self
     }
 
@@ -395,6 +460,13 @@ impl TableModel {
     #[must_use]
     pub const fn with_numeric_hash(mut self, numeric_hash: NumericHash) -> Self {
         self.numeric_hash = numeric_hash;
+        self
+    }
+
+    /// These settings with another shard hash.
+    #[must_use]
+    pub const fn with_shard_hash(mut self, shard_hash: ShardHash) -> Self {
+        self.shard_hash = shard_hash;
         self
     }
 }

@@ -20,7 +20,8 @@ use serde_json::{Map, Value, json};
 use crate::error::{ConfigError, ConfigProblem};
 use crate::model::{
     Delimiters, EntityModel, GeneratedKind, GeneratedProperty, Index, IndexAttribute, KeyMode,
-    MultiKey, Name, NumericHash, Profile, Projection, Property, ShardBump, ShardSpace, TableModel,
+    MultiKey, Name, NumericHash, Profile, Projection, Property, ShardBump, ShardHash, ShardSpace,
+    TableModel,
 };
 use crate::schema::Schema;
 use crate::store::{MAX_STAMP_SCHEMA_BYTES, TableStamp};
@@ -45,6 +46,7 @@ const ROOT_KEYS: &[&str] = &[
     "keyMode",
     "shardSpace",
     "numericHash",
+    "shardHash",
     "entities",
 ];
 const ENTITY_KEYS: &[&str] = &[
@@ -310,13 +312,18 @@ pub(crate) fn document<'e>(
         root.insert(name.into(), json!(value));
     }
     root.insert("throttle".into(), json!(table.throttle));
-    if let Some(profile) = Profile::matching(table.key_mode, table.shard_space, table.numeric_hash)
-    {
+    if let Some(profile) = Profile::matching(
+        table.key_mode,
+        table.shard_space,
+        table.numeric_hash,
+        table.shard_hash,
+    ) {
         root.insert("keyProfile".into(), json!(profile.as_str()));
     } else {
         root.insert("keyMode".into(), json!(table.key_mode.as_str()));
         root.insert("shardSpace".into(), json!(table.shard_space.as_str()));
         root.insert("numericHash".into(), json!(table.numeric_hash.as_str()));
+        root.insert("shardHash".into(), json!(table.shard_hash.as_str()));
     }
     let mut out = Map::new();
     for entity in entities {
@@ -579,9 +586,11 @@ impl Reader {
         Some((table, entities))
     }
 
-    /// The key profile, or the three settings of a table no profile pins.
+    /// The key profile, or the settings of a table no profile pins (`shardHash` may be left
+    /// out: such a file was written before the native profile left `string-hash`, so its keys
+    /// were made with it, as a stamp without it reads).
     fn settings(&mut self, root: &Map<String, Value>, table: &mut TableModel) {
-        let settings = ["keyMode", "shardSpace", "numericHash"];
+        let settings = ["keyMode", "shardSpace", "numericHash", "shardHash"];
         if let Some(name) = self.text(root, "", "keyProfile") {
             match Profile::from_name(name) {
                 Some(profile) => *table = table.clone().with_profile(profile),
@@ -601,7 +610,7 @@ impl Reader {
         if settings.iter().all(|k| !root.contains_key(*k)) {
             self.problem(
                 "",
-                "missing the key profile: `keyProfile` (`native`, `npm-6.14` or `upstream-8`), or `keyMode`, `shardSpace` and `numericHash`".to_owned(),
+                "missing the key profile: `keyProfile` (`native`, `npm-6.14` or `upstream-8`), or `keyMode`, `shardSpace`, `numericHash` and `shardHash`".to_owned(),
             );
             return;
         }
@@ -631,6 +640,13 @@ impl Reader {
         }
         if let Some(i) = pick(self, "numericHash", &hashes.map(NumericHash::as_str)) {
             table.numeric_hash = hashes[i];
+        }
+        let shard_hashes = [ShardHash::Sha256, ShardHash::StringHash];
+        table.shard_hash = ShardHash::StringHash;
+        if root.contains_key("shardHash")
+            && let Some(i) = pick(self, "shardHash", &shard_hashes.map(ShardHash::as_str))
+        {
+            table.shard_hash = shard_hashes[i];
         }
     }
 

@@ -1,24 +1,30 @@
-//! Shard keys: the `string-hash` hash, shard spaces and suffixes.
+//! Shard keys: the shard hashes, shard spaces and suffixes.
 //!
 //! A record's hash key is `<entityToken><shardKeyDelimiter><suffix>`. The suffix is picked once,
 //! from the record's unique value and the shard bump in force at its creation time, and never
-//! changes. Everything here is pure and byte-compatible with the TypeScript Entity Manager.
+//! changes. Everything here is pure; under the TypeScript profiles (`string-hash`) it is
+//! byte-compatible with the TypeScript Entity Manager.
 //!
 //! ```
-//! use entity_manager_core::shard::{string_hash, suffix};
-//! use entity_manager_core::model::{ShardBump, ShardSpace};
+//! use entity_manager_core::shard::{shard_hash, string_hash, suffix};
+//! use entity_manager_core::model::{ShardBump, ShardHash, ShardSpace};
 //!
 //! assert_eq!(string_hash("abc"), 193_415_941);
 //! let bump = ShardBump::new(1_710_000_000_000, 2, 2);
-//! assert_eq!(suffix(string_hash("user-123"), bump, ShardSpace::Power), "21");
-//! assert_eq!(suffix(string_hash("user-123"), bump, ShardSpace::Product), "01");
+//! let ts = shard_hash(ShardHash::StringHash, "user-123");
+//! assert_eq!(suffix(ts, bump, ShardSpace::Power), "21");
+//! assert_eq!(suffix(ts, bump, ShardSpace::Product), "01");
+//! // the native profile: SHA-256 ("abc" is FIPS 180-4's first test vector, ba7816bf…)
+//! assert_eq!(shard_hash(ShardHash::Sha256, "abc"), 0xba78_16bf_8f01_cfea);
 //! ```
 
 use std::borrow::Cow;
 
 use serde_dynamo::AttributeValue;
 
-use crate::model::{ShardBump, ShardSpace};
+use sha2::{Digest as _, Sha256};
+
+use crate::model::{ShardBump, ShardHash, ShardSpace};
 
 /// npm `string-hash` 1.1.3: djb2 with XOR over the UTF-16 code units of `s`, last to first,
 /// starting at 5381, in wrapping 32-bit arithmetic.
@@ -36,6 +42,20 @@ pub fn string_hash(s: &str) -> u32 {
             .rev()
             .fold(h, |h, &unit| step(h, unit))
     })
+}
+
+/// The hash of a unique value's text ([`hash_text`]) under `hash`: [`string_hash`] widened to
+/// 64 bits, or the first 8 bytes of the SHA-256 digest of the UTF-8 bytes, big-endian.
+pub fn shard_hash(hash: ShardHash, text: &str) -> u64 {
+    match hash {
+        ShardHash::StringHash => u64::from(string_hash(text)),
+        ShardHash::Sha256 => {
+            let digest = Sha256::digest(text.as_bytes());
+            let mut first = [0u8; 8];
+            first.copy_from_slice(&digest[..8]);
+            u64::from_be_bytes(first)
+        }
+    }
 }
 
 /// The text a unique value is hashed as: a string as itself, a number as its decimal form (as
@@ -80,13 +100,14 @@ pub fn shard_count(bump: ShardBump, space: ShardSpace) -> u128 {
     }
 }
 
-/// The shard number of a record whose unique value hashes to `hash`: `hash % shard_count`.
-/// When the space exceeds 2^32 the modulo is the identity, as in JavaScript.
-pub fn shard_of(hash: u32, bump: ShardBump, space: ShardSpace) -> u128 {
+/// The shard number of a record whose unique value hashes to `hash` ([`shard_hash`]):
+/// `hash % shard_count`. When the space exceeds the hash's range the modulo is the identity, as
+/// in JavaScript for `string-hash`'s 32 bits.
+pub fn shard_of(hash: u64, bump: ShardBump, space: ShardSpace) -> u128 {
     let count = shard_count(bump, space);
     // a 64-bit modulo when the space allows it (it always does under the product rule)
     match u64::try_from(count) {
-        Ok(count) => u128::from(u64::from(hash) % count),
+        Ok(count) => u128::from(hash % count),
         Err(_) => u128::from(hash) % count,
     }
 }
@@ -128,8 +149,8 @@ pub(crate) fn push_suffix(out: &mut String, shard: u128, bump: ShardBump) {
     out.extend(digits[start..].iter().map(|&d| char::from(d)));
 }
 
-/// The suffix of a record whose unique value hashes to `hash`, under `bump`.
-pub fn suffix(hash: u32, bump: ShardBump, space: ShardSpace) -> String {
+/// The suffix of a record whose unique value hashes to `hash` ([`shard_hash`]), under `bump`.
+pub fn suffix(hash: u64, bump: ShardBump, space: ShardSpace) -> String {
     format_suffix(shard_of(hash, bump, space), bump)
 }
 
@@ -176,11 +197,31 @@ mod tests {
         digits.iter().rev().collect()
     }
 
+    /// FIPS 180-4's examples (and the empty message), first 8 bytes of each digest.
+    #[test]
+    fn sha256_is_the_standard() {
+        for (text, digest) in [
+            ("", 0xe3b0_c442_98fc_1c14_u64),
+            ("abc", 0xba78_16bf_8f01_cfea),
+            (
+                "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq",
+                0x248d_6a61_d206_38b8,
+            ),
+        ] {
+            assert_eq!(shard_hash(ShardHash::Sha256, text), digest, "{text:?}");
+        }
+    }
+
     proptest! {
         #[test]
         fn string_hash_is_the_reference(s in any::<String>(), ascii in "[ -~]{0,40}") {
             prop_assert_eq!(string_hash(&s), reference_hash(&s));
             prop_assert_eq!(string_hash(&ascii), reference_hash(&ascii));
+        }
+
+        #[test]
+        fn string_hash_widens_to_the_shard_hash(s in any::<String>()) {
+            prop_assert_eq!(shard_hash(ShardHash::StringHash, &s), u64::from(reference_hash(&s)));
         }
 
         #[test]
@@ -191,7 +232,7 @@ mod tests {
         ) {
             let bump = ShardBump::new(0, char_bits, chars);
             prop_assert_eq!(format_suffix(shard, bump), reference_suffix(shard, bump));
-            let hash = u32::try_from(shard & u128::from(u32::MAX)).unwrap_or(0);
+            let hash = u64::try_from(shard & u128::from(u64::MAX)).unwrap_or(0);
             for space in [ShardSpace::Product, ShardSpace::Power] {
                 prop_assert_eq!(
                     shard_of(hash, bump, space),

@@ -55,7 +55,7 @@ pub mod guide {
 /// | `shard_space = product \| power` | `product` | `chars × 2^char_bits` shards (npm 6.14.0, the seed docs) or `(2^char_bits)^chars` (upstream v8) |
 /// | `throttle = n` | `10` | default number of shard queries in flight |
 /// | `key_mode = transcoded \| typescript` | `transcoded` | component values in keys transcoded (sortable), or raw as the TypeScript Entity Manager writes them ([`KeyMode`](model::KeyMode)) |
-/// | `profile = native \| npm6_14 \| upstream8` | `native` | shard space, key mode and numeric hashing of a TypeScript release at once ([`Profile`](model::Profile)); excludes `shard_space` and `key_mode` |
+/// | `profile = native \| npm6_14 \| upstream8` | `native` | shard space, key mode, numeric hashing and shard hash of a TypeScript release at once ([`Profile`](model::Profile)); excludes `shard_space` and `key_mode` |
 /// | `crate = path` | `::entity_manager` | where this crate is, for re-exporting crates |
 ///
 /// Checked at compile time: delimiters are non-empty punctuation and none contains another; the

@@ -49,7 +49,7 @@ fn expected_hash_key(config: &Value, entity: &str, unique: &str, created: u64) -
         let bits = u8::try_from(b["charBits"].as_u64().unwrap_or(1)).unwrap_or(1);
         let chars = u8::try_from(b["chars"].as_u64().unwrap_or(0)).unwrap_or(0);
         suffix(
-            string_hash(unique),
+            u64::from(string_hash(unique)),
             ShardBump::new(0, bits, chars),
             ShardSpace::Product,
         )

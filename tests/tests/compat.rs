@@ -68,8 +68,13 @@ fn main() -> ExitCode {
 /// our deviations, such as transcoded numbers in keys) in the file's shard space.
 fn load(config: &Value, space: ShardSpace) -> Result<Schema, entity_manager::ConfigError> {
     let native = Schema::from_ts_config(config, entity_manager::model::Profile::Native)?;
+    // the vectors were recorded from the TypeScript library: its shard hash
     Schema::new(
-        native.table().clone().with_shard_space(space),
+        native
+            .table()
+            .clone()
+            .with_shard_space(space)
+            .with_shard_hash(entity_manager::model::ShardHash::StringHash),
         native.entities().to_vec(),
     )
 }

@@ -69,7 +69,7 @@ mod keys_and_query {
             phone: Some("555-0100".into()), logins: 0, version: 0,
         };
         let item = ann.to_item()?;
-        assert_eq!(item["hashKey"], AttributeValue::S("user!1".into()));
+        assert_eq!(item["hashKey"], AttributeValue::S("user!2".into()));
         assert_eq!(item["rangeKey"], AttributeValue::S("userId#user-123".into()));
         assert_eq!(item["nameRangeKey"], AttributeValue::S("lastName#lee|firstName#ann".into()));
         assert_eq!(User::from_item(&item)?, ann);

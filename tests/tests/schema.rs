@@ -61,13 +61,13 @@ fn expected_hash_key(email: &str, created: u64) -> String {
     if chars == 0 {
         return "email!".to_owned();
     }
-    let mut h: u32 = 5381;
-    let units: Vec<u16> = email.encode_utf16().collect();
-    for &unit in units.iter().rev() {
-        h = h.wrapping_mul(33) ^ u32::from(unit);
-    }
+    // the native shard hash: the first 8 bytes of SHA-256, big-endian
+    let digest = <sha2::Sha256 as sha2::Digest>::digest(email.as_bytes());
+    let h = u64::from_be_bytes([
+        digest[0], digest[1], digest[2], digest[3], digest[4], digest[5], digest[6], digest[7],
+    ]);
     let radix = 1u32 << char_bits;
-    let mut shard = h % (chars * radix);
+    let mut shard = u32::try_from(h % u64::from(chars * radix)).unwrap_or(u32::MAX);
     let mut digits = Vec::new();
     for _ in 0..chars {
         digits.push(char::from_digit(shard % radix, radix).unwrap_or('?'));

@@ -12,7 +12,7 @@ use std::borrow::Cow;
 
 use entity_manager::model::{
     Delimiters, EntityModel, GeneratedProperty, Index, IndexAttribute, KeyMode, NumericHash,
-    Profile, Projection, Property, ShardBump, ShardSpace, TableModel,
+    Profile, Projection, Property, ShardBump, ShardHash, ShardSpace, TableModel,
 };
 use entity_manager::store::{KeyType, TableDefinition};
 use entity_manager::{Schema, transcode};
@@ -32,7 +32,7 @@ struct Shape {
     keys: (bool, bool),
     delimiters: usize,
     /// key mode, shard space and numeric hashing, in any combination
-    settings: (bool, bool, bool),
+    settings: (bool, bool, bool, bool),
     throttle: usize,
     entities: Vec<EntityShape>,
     /// a multi-attribute index every entity has (an item collection): sharded, partition and
@@ -122,7 +122,7 @@ fn shape() -> impl Strategy<Value = Shape> {
     (
         (any::<bool>(), any::<bool>()),
         0..DELIMITERS.len(),
-        (any::<bool>(), any::<bool>(), any::<bool>()),
+        (any::<bool>(), any::<bool>(), any::<bool>(), any::<bool>()),
         1_usize..20,
         proptest::collection::vec(entity_shape(), 1..=3),
         proptest::option::of((
@@ -150,7 +150,7 @@ fn owned(s: &str) -> Cow<'static, str> {
 impl Shape {
     fn table(&self) -> TableModel {
         let (g, v, s) = DELIMITERS[self.delimiters];
-        let (mode, space, hash) = self.settings;
+        let (mode, space, hash, shard_hash) = self.settings;
         TableModel::DEFAULT
             .with_keys(
                 if self.keys.0 { "pk" } else { "hashKey" },
@@ -172,6 +172,11 @@ impl Shape {
                 NumericHash::Constant
             } else {
                 NumericHash::Decimal
+            })
+            .with_shard_hash(if shard_hash {
+                ShardHash::StringHash
+            } else {
+                ShardHash::Sha256
             })
     }
 
@@ -407,7 +412,12 @@ fn check_ts_export(schema: &Schema) -> Result<(), TestCaseError> {
         "a multi-attribute index was exported: {ts}"
     );
     let table = schema.table();
-    let profile = Profile::matching(table.key_mode, table.shard_space, table.numeric_hash);
+    let profile = Profile::matching(
+        table.key_mode,
+        table.shard_space,
+        table.numeric_hash,
+        table.shard_hash,
+    );
     let back = Schema::from_ts_config(&ts, profile.unwrap_or(Profile::Native)).map_err(fail)?;
     let again = back.table();
     prop_assert_eq!(
@@ -519,6 +529,52 @@ fn a_multi_attribute_index_is_refused_by_the_ts_export_and_kept_by_the_schema_fi
     Ok(())
 }
 
+/// The native profile's shard hash is part of the file: a native table kept on `string-hash`
+/// (the escape hatch of issue 49) is no profile and writes its settings with `shardHash`; a
+/// settings file without `shardHash` was written before the native profile left `string-hash`
+/// and reads as it, as a stamp without it does.
+#[test]
+fn the_schema_file_records_the_shard_hash() -> Result<(), Box<dyn std::error::Error>> {
+    let config = serde_json::json!({
+        "hashKey": "hashKey",
+        "rangeKey": "rangeKey",
+        "entities": { "user": { "uniqueProperty": "userId", "timestampProperty": "created" } },
+        "propertyTranscodes": { "userId": "string", "created": "timestamp" }
+    });
+    let native = Schema::from_ts_config(&config, Profile::Native)?;
+    let file = native.to_json()?;
+    assert_eq!(file["keyProfile"], serde_json::json!("native"));
+    assert_eq!(
+        Schema::from_json(&file)?.table().shard_hash,
+        ShardHash::Sha256
+    );
+
+    let entities = native.entities().to_vec();
+    let kept = Schema::new(
+        native
+            .table()
+            .clone()
+            .with_shard_hash(ShardHash::StringHash),
+        entities,
+    )?;
+    let mut file = kept.to_json()?;
+    assert_eq!(file.get("keyProfile"), None);
+    assert_eq!(file["shardHash"], serde_json::json!("string-hash"));
+    assert_eq!(Schema::from_json(&file)?, kept);
+
+    let settings = file.as_object_mut().ok_or("not an object")?;
+    settings.remove("shardHash");
+    assert_eq!(Schema::from_json(&file)?, kept, "absent: `string-hash`");
+
+    file["shardHash"] = serde_json::json!("md5");
+    let Err(e) = Schema::from_json(&file) else {
+        return Err("an unknown shard hash loaded".into());
+    };
+    assert_eq!(e.problems[0].path, "shardHash", "{e}");
+    assert!(e.problems[0].message.contains("`sha256`"), "{e}");
+    Ok(())
+}
+
 /// A TypeScript configuration loads through `from_json` (under npm 6.14, as the CLI reads it);
 /// a schema file's mistakes are named by path.
 #[test]
@@ -612,6 +668,7 @@ fn the_generator_makes_valid_schemas_of_every_kind() -> Result<(), Box<dyn std::
             schema.table().key_mode,
             schema.table().shard_space,
             schema.table().numeric_hash,
+            schema.table().shard_hash,
         )
         .is_none();
         for (count, kind) in counts.iter_mut().zip([

@@ -5,7 +5,7 @@
 //!
 //! The `MemoryStore` tests always run; the `DynamoStore` ones when `DYNAMODB_ENDPOINT` is set.
 
-use entity_manager::model::{KeyMode, Profile, ShardSpace};
+use entity_manager::model::{KeyMode, Profile, ShardHash, ShardSpace};
 use entity_manager::store::{
     DynamoStore, Expect, MemoryStore, STAMP_MISMATCH_CODE, ScanPage, Store, StoreError,
     TableDefinition, TableStamp, WriteRequest,
@@ -569,4 +569,104 @@ fn dynamodb_local_an_unstamped_table_is_judged_by_its_records() -> TestResult {
         client,
         &store_support::unique_table("recheck"),
     ))
+}
+
+/// The stamp item of `def` as a release before the native shard hash changed wrote it: no
+/// `shardHash` attribute (every release before it hashed with `string-hash`).
+fn stamp_without_shard_hash(def: &TableDefinition) -> Result<Item, Box<dyn std::error::Error>> {
+    let mut item = def.stamp.as_ref().ok_or("no stamp")?.to_item(def);
+    match item.get_mut(entity_manager::store::STAMP_ATTRIBUTE) {
+        Some(AttributeValue::M(stamp)) => {
+            stamp
+                .remove("shardHash")
+                .ok_or("the stamp does not record its shard hash")?;
+        }
+        _ => return Err("the stamp item holds no stamp map".into()),
+    }
+    Ok(item)
+}
+
+/// A write refused because the table's native keys were made with `string-hash`.
+fn assert_refused_for_the_old_hash(e: &StoreError) {
+    assert_eq!(e.code(), Some(STAMP_MISMATCH_CODE), "{e}");
+    let message = e.to_string();
+    for part in [
+        "shard hash `string-hash`",
+        "`sha256`",
+        "nothing was written",
+        "with_shard_hash(ShardHash::StringHash)",
+    ] {
+        assert!(message.contains(part), "`{part}` not in: {message}");
+    }
+}
+
+/// Issue 49, point 5: the native profile's shard hash changed (SHA-256, not `string-hash`), so
+/// a native table stamped by an earlier release (its stamp has no `shardHash`) is refused for
+/// writes with a message that says why and what to do; a model that keeps the old hash writes.
+#[test]
+fn a_native_table_stamped_before_the_shard_hash_changed_is_refused_for_writes() -> TestResult {
+    let native = schema(Profile::Native)?;
+    let def = TableDefinition::from_schema(&native)?;
+    let old = stamp_without_shard_hash(&def)?;
+    let read = TableStamp::from_item(&old)?;
+    assert_eq!(read.shard_hash, ShardHash::StringHash);
+    assert_eq!(read.profile(), None);
+    assert_eq!(
+        def.stamp.as_ref().ok_or("no stamp")?.shard_hash,
+        ShardHash::Sha256
+    );
+    let store =
+        MemoryStore::new(def.clone()).with_stamp_recheck(std::time::Duration::from_millis(20));
+    block_on(async {
+        // the stamp as the earlier release wrote it, seen once the store checks again
+        store.put_item(old.clone(), Expect::Any).await?;
+        std::thread::sleep(std::time::Duration::from_millis(40));
+        let before = store.len();
+        let e = store
+            .put_item(player(&native, "p1", 1)?, Expect::Any)
+            .await
+            .err()
+            .ok_or("a native write to a table of the old hash succeeded")?;
+        assert_refused_for_the_old_hash(&e);
+        assert_eq!(store.len(), before, "the refused write wrote something");
+        Ok::<_, Box<dyn std::error::Error>>(())
+    })??;
+
+    // DynamoDB Local: a fresh store reads the old stamp before its first write
+    let Some(client) = store_support::dynamo_client() else {
+        return Ok(());
+    };
+    let table = store_support::unique_table("oldhash");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    rt.block_on(async {
+        let store = DynamoStore::new(client.clone(), &table, def.clone());
+        store.create_table().await?;
+        client
+            .put_item()
+            .table_name(&table)
+            .set_item(Some(old.clone().into()))
+            .send()
+            .await?;
+        let fresh = DynamoStore::new(client.clone(), &table, def.clone());
+        let e = fresh
+            .put_item(player(&native, "p1", 1)?, Expect::Any)
+            .await
+            .err()
+            .ok_or("a native write to a DynamoDB table of the old hash succeeded")?;
+        assert_refused_for_the_old_hash(&e);
+        // the escape hatch the message names: the old hash, kept on purpose
+        let kept = Schema::new(
+            native
+                .table()
+                .clone()
+                .with_shard_hash(ShardHash::StringHash),
+            native.entities().to_vec(),
+        )?;
+        let keeps = DynamoStore::new(client, &table, TableDefinition::from_schema(&kept)?);
+        keeps.put_item(player(&kept, "p1", 1)?, Expect::Any).await?;
+        Ok::<_, Box<dyn std::error::Error>>(())
+    })?;
+    Ok(())
 }

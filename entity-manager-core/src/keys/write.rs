@@ -447,7 +447,11 @@ impl<'a> EntitySchema<'a> {
 
     /// The suffix of the unique value `text` under `bump`.
     pub(super) fn suffix_of(&self, text: &str, bump: ShardBump) -> String {
-        shard::suffix(shard::string_hash(text), bump, self.table.shard_space)
+        shard::suffix(
+            shard::shard_hash(self.table.shard_hash, text),
+            bump,
+            self.table.shard_space,
+        )
     }
 
     /// The hash key a record gets: its shard under the bump in force at its creation time.
@@ -467,7 +471,11 @@ impl<'a> EntitySchema<'a> {
             let text = self
                 .hash_text_of(components.value(&self.model.unique_property))
                 .ok_or_else(|| self.missing_unique())?;
-            shard::shard_of(shard::string_hash(&text), bump, self.table.shard_space)
+            shard::shard_of(
+                shard::shard_hash(self.table.shard_hash, &text),
+                bump,
+                self.table.shard_space,
+            )
         };
         let mut key = String::with_capacity(
             self.model.token.len()
@@ -1173,7 +1181,12 @@ mod tests {
         Ok(format!(
             "thing!{}",
             shard::suffix(
-                shard::string_hash(id),
+                {
+                    // the native shard hash: SHA-256's first 8 bytes, big-endian
+                    use sha2::Digest as _;
+                    let d = sha2::Sha256::digest(id.as_bytes());
+                    u64::from_be_bytes([d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7]])
+                },
                 bump,
                 TableModel::DEFAULT.shard_space
             )

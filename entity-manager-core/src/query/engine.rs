@@ -28,6 +28,24 @@
 //! skipped. So a page is in order and no record comes twice across pages, whatever is written
 //! meanwhile; a record that exists unchanged for the whole paging is returned exactly once.
 //!
+//! A lane read through the whole of a value `v` of the conditioned attribute reads on strictly
+//! after `v` ([`Engine::strictly`]), never from `v` again: under index lag a read again could
+//! meet there a record the index shows only now, ahead of where the page began (so the page
+//! must return it) but behind what the merge emitted (so it cannot). Where a value next after
+//! `v` is known (numbers at 38 digits, binaries ascending and some descending) the read starts
+//! there and stays bounded at the page's end; else (strings) it reads `> v` (`< v` descending)
+//! without the end and without a far bound of the user's condition (a key condition has one
+//! comparison), a share of the page at most, skipping what lies beyond. Only a lane ranked
+//! before the page's start boundary at its very key, whose items there all came before the
+//! page, may read `v` again (it costs an item or so). `tests/query_resume.rs` checks the rule
+//! request by request.
+//!
+//! On a multi-attribute key with sort attributes after the conditioned one, a token records
+//! whether the lanes ranked before the boundary's were read through the boundary's whole value
+//! ([`Boundary::through`]): the next page then reads them strictly after that value at once,
+//! rather than first the rest of it after the boundary's tuple (`(v, > w)`) and then past it, a
+//! read per lane saved where a page crosses from one value to the next.
+//!
 //! # Reads
 //!
 //! Reads are scheduled continuously: up to `throttle` shard queries are in flight, a new one
@@ -239,6 +257,19 @@ struct Lane {
     read_on: VecDeque<u32>,
 }
 
+/// How a lane read through a whole value goes on ([`Engine::strictly`]).
+#[derive(Clone, Debug)]
+enum After {
+    /// Read from this value, the one next after the value in scan order: as any other read
+    /// (bounded at the page's end), none of the value read again.
+    From(AttributeValue),
+    /// Read strictly after the value, with this key condition, unbounded: no value is known
+    /// to come next (a string).
+    Strictly(RangeCondition),
+    /// The user's condition holds nothing after the value.
+    Nothing,
+}
+
 /// The cached end of the page.
 #[derive(Debug)]
 enum Known {
@@ -268,6 +299,10 @@ struct Merge {
     known_end: Known,
     /// The last item emitted.
     mark: Option<Mark>,
+    /// Where the page started: the previous page's last item (its boundary). A value of a lane
+    /// read through may be read again only where it lies at or before it (see
+    /// [`Engine::strictly`]).
+    start: Option<Mark>,
     /// The pages are in a run of ties: the previous one ended at the range key the one before
     /// it ended at.
     in_run: bool,
@@ -347,6 +382,7 @@ impl Merge {
         self.fresh = 0;
         self.known_end = Known::Stale;
         self.in_run = run;
+        self.start.clone_from(&self.mark);
         self.page += 1;
     }
 
@@ -939,8 +975,10 @@ impl<P: Lanes, S: Store> Engine<'_, P, S> {
                 unique,
                 lane: ends.last_lane,
                 run: false,
+                through: false,
             });
         };
+        let through = self.read_through(merge, ends.last_lane, last_from, last_item);
         // every lane read up to the prediction: the items found up to there measure how far
         // a page reaches
         let measured = predicted
@@ -975,7 +1013,41 @@ impl<P: Lanes, S: Store> Engine<'_, P, S> {
             // the next page resumes the last item's lane right after it
             lane: ends.last_lane,
             run,
+            through,
         })
+    }
+
+    /// Whether every lane ranked before lane `last_lane` (which gave the page's last item) is
+    /// read through the whole value of the conditioned attribute that item holds, with nothing
+    /// left there: no buffered item at that value, and a frontier past it (or nothing left to
+    /// read). Only where that tells more than the item's own key does: a key with sort
+    /// attributes after the conditioned one, where the lanes before the boundary could still
+    /// hold items after the item's tuple within its value.
+    fn read_through(
+        &self,
+        merge: &Merge,
+        last_lane: Option<usize>,
+        source: usize,
+        item: &Item,
+    ) -> bool {
+        let (Some(lane), Some(value), Some(pos)) = (
+            last_lane.and_then(|h| merge.lanes.get(h)),
+            self.plan.value(source, item),
+            self.pos(source, item),
+        ) else {
+            return false;
+        };
+        let Some(through) = self.through(value) else {
+            return false;
+        };
+        through != pos
+            && merge.lanes.iter().filter(|l| l.rank < lane.rank).all(|l| {
+                let read = l.exhausted
+                    || l.frontier
+                        .as_ref()
+                        .is_some_and(|f| (&f.pos, f.upto) >= (&through, Upto::All));
+                read && l.buffer.front().is_none_or(|(p, _)| *p > through)
+            })
     }
 
     /// A key in this scan's order.
@@ -1185,6 +1257,7 @@ impl<P: Lanes, S: Store> Engine<'_, P, S> {
             fresh: 0,
             known_end: Known::Stale,
             mark: None,
+            start: None,
             in_run: state.boundary.as_ref().is_some_and(|b| b.run),
             page: 0,
         };
@@ -1225,43 +1298,67 @@ impl<P: Lanes, S: Store> Engine<'_, P, S> {
             }
         };
         if let Some((b, pos, value)) = after {
-            let mark = match b.lane.and_then(|t| merge.lanes.get(t).map(|l| (t, l.rank))) {
-                Some((t, rank)) => Mark { pos, rank, lane: t },
-                // a boundary without its lane (no token written today has one): everything at
-                // its range key counts as returned
-                None => Mark {
-                    pos,
-                    rank: usize::MAX,
-                    lane: usize::MAX,
-                },
-            };
-            for lane in &mut merge.lanes {
-                let (upto, cursor) = match lane.rank.cmp(&mark.rank) {
-                    Ordering::Less => (Upto::All, None),
-                    Ordering::Equal => {
-                        let key = plan.resume_key(lane.index, lane.shard, b);
-                        let upto = if plan.unique_keys(lane.index) {
-                            Upto::All
-                        } else {
-                            Upto::Part
-                        };
-                        (upto, key.map(|key| (mark.pos.clone(), key)))
-                    }
-                    Ordering::Greater => (Upto::Before, None),
-                };
-                lane.frontier = Some(Front {
-                    pos: mark.pos.clone(),
-                    upto,
-                    value: value.clone(),
-                });
-                lane.cursor = cursor;
-            }
-            merge.mark = Some(mark);
+            self.place(&mut merge, b, pos, value.as_ref());
         }
         for t in 0..merge.lanes.len() {
             merge.attach(t);
         }
         Ok(merge)
+    }
+
+    /// Places the lanes of `merge` after the boundary `b` (its item at `pos`, its value of the
+    /// conditioned attribute `value`): see [`merge`](Self::merge).
+    fn place(&self, merge: &mut Merge, b: &Boundary, pos: Pos, value: Option<&AttributeValue>) {
+        let plan = self.plan;
+        let mark = match b.lane.and_then(|t| merge.lanes.get(t).map(|l| (t, l.rank))) {
+            Some((t, rank)) => Mark { pos, rank, lane: t },
+            // a boundary without its lane (no token written today has one): everything at
+            // its range key counts as returned
+            None => Mark {
+                pos,
+                rank: usize::MAX,
+                lane: usize::MAX,
+            },
+        };
+        // the lanes ranked before the boundary's hold nothing more at its value (the token
+        // says so): they are read through the whole value, and read on strictly after it
+        let through = value
+            .filter(|_| b.through)
+            .and_then(|v| Some((self.through(v)?, v)));
+        for lane in &mut merge.lanes {
+            if lane.rank < mark.rank
+                && let Some((pos, v)) = &through
+                && strictly_after(plan.condition(lane.index), v, plan.descending()).is_some()
+            {
+                lane.frontier = Some(Front {
+                    pos: pos.clone(),
+                    upto: Upto::All,
+                    value: Some((*v).clone()),
+                });
+                continue;
+            }
+            let (upto, cursor) = match lane.rank.cmp(&mark.rank) {
+                Ordering::Less => (Upto::All, None),
+                Ordering::Equal => {
+                    let key = plan.resume_key(lane.index, lane.shard, b);
+                    let upto = if plan.unique_keys(lane.index) {
+                        Upto::All
+                    } else {
+                        Upto::Part
+                    };
+                    (upto, key.map(|key| (mark.pos.clone(), key)))
+                }
+                Ordering::Greater => (Upto::Before, None),
+            };
+            lane.frontier = Some(Front {
+                pos: mark.pos.clone(),
+                upto,
+                value: value.cloned(),
+            });
+            lane.cursor = cursor;
+        }
+        merge.start = Some(mark.clone());
+        merge.mark = Some(mark);
     }
 
     /// Where the page is known to end: the `remaining`-th buffered item in the global order, if
@@ -1361,7 +1458,8 @@ impl<P: Lanes, S: Store> Engine<'_, P, S> {
             // a lane read through a range key with no item there to start after reads strictly
             // after it, unbounded (`request`): a share of the page at most, not the whole page
             // a bounded read may ask, since it cannot stop at the end
-            let limit = if self.reads_strictly(in_run, lane) {
+            let after = self.strictly(in_run, merge.start.as_ref(), lane);
+            let limit = if matches!(after, Some(After::Strictly(_))) {
                 let share = remaining.div_ceil(live);
                 limit.min(
                     u32::try_from(estimate::poisson_limit(share, margin).max(1))
@@ -1371,7 +1469,7 @@ impl<P: Lanes, S: Store> Engine<'_, P, S> {
                 limit
             };
             let end = end.cloned();
-            let request = merge.update(t, |lane| self.request(lane, limit, end.as_ref(), in_run));
+            let request = merge.update(t, |lane| self.request(lane, limit, end.as_ref(), after));
             if let Some((request, stop)) = request {
                 merge.lanes[t].busy = true;
                 reads.push((t, request, stop, limit));
@@ -1393,7 +1491,7 @@ impl<P: Lanes, S: Store> Engine<'_, P, S> {
         lane: &mut Lane,
         limit: u32,
         end: Option<&End>,
-        in_run: bool,
+        after: Option<After>,
     ) -> Option<(QueryPage, Option<End>)> {
         lane.fresh = false;
         let plan = self.plan;
@@ -1423,7 +1521,6 @@ impl<P: Lanes, S: Store> Engine<'_, P, S> {
             }
             Narrowed::Query { condition, bounded } => (condition, bounded),
         };
-        let strict = self.reads_strictly(in_run, lane);
         let (condition, start, bounded) = match &lane.frontier {
             None => (condition, None, bounded),
             Some(front) => {
@@ -1440,32 +1537,45 @@ impl<P: Lanes, S: Store> Engine<'_, P, S> {
                     let stop = end.filter(|_| bounded).map(|end| self.covered(end));
                     return Some((self.requested(lane, limit, condition, start), stop));
                 };
-                if strict && let Some(condition) = strictly_after(user, value, descending) {
-                    // read through a range key, and no item there to start after: strictly
-                    // after it, without the end (a key condition cannot stop at the end and
-                    // start strictly after a value; starting at the value would read its run
-                    // of ties again)
+                let from = match &after {
+                    Some(After::From(next)) => next,
+                    _ => value,
+                };
+                if let Some(After::Strictly(condition)) = after {
+                    // read through a value: strictly after it, without the end (`strictly`)
                     (Some(condition), None, false)
-                } else if let Some(condition) = from_boundary(condition, value, descending) {
+                } else if let Some(After::Nothing) = after {
+                    // read through the last value the user's condition holds
+                    Self::settle_at(lane, end);
+                    return None;
+                } else if let Some(condition) = from_boundary(condition, from, descending) {
+                    // after a value read through, from the next one: no item to start after
+                    let start = start.filter(|_| !matches!(after, Some(After::From(_))));
                     (Some(condition), start, bounded)
                 } else {
-                    match end {
-                        // nothing can match from the frontier on
-                        None => lane.exhausted = true,
-                        Some(end) => {
-                            lane.frontier = Some(Front {
-                                pos: end.pos.clone(),
-                                upto: Upto::All,
-                                value: Some(end.value.clone()),
-                            });
-                        }
-                    }
+                    // nothing can match from the frontier on
+                    Self::settle_at(lane, end);
                     return None;
                 }
             }
         };
         let stop = end.filter(|_| bounded).map(|end| self.covered(end));
         Some((self.requested(lane, limit, condition, start), stop))
+    }
+
+    /// A lane in which nothing can match from its frontier on: done (`end` `None`), or read up
+    /// to `end`.
+    fn settle_at(lane: &mut Lane, end: Option<&End>) {
+        match end {
+            None => lane.exhausted = true,
+            Some(end) => {
+                lane.frontier = Some(Front {
+                    pos: end.pos.clone(),
+                    upto: Upto::All,
+                    value: Some(end.value.clone()),
+                });
+            }
+        }
     }
 
     /// What a read bounded at `end` by a key condition covers when it runs out: every item up
@@ -1539,31 +1649,52 @@ impl<P: Lanes, S: Store> Engine<'_, P, S> {
         }
     }
 
-    /// Whether the next read of a lane starts strictly after its frontier, without an end: the
-    /// pages are in a run of ties (`merge_in_run`: reading the run's key again would read the
-    /// run again; elsewhere it costs an item or so, less than a read that cannot stop at the
-    /// end), the lane was read through a range key and holds no item there to start after (a
-    /// lane ranked before the previous page's last item), and the user's condition has no bound
-    /// beyond it.
-    fn reads_strictly(&self, merge_in_run: bool, lane: &Lane) -> bool {
-        merge_in_run
-            && lane.frontier.as_ref().is_some_and(|front| {
-                front.upto == Upto::All
-                    && lane
-                        .cursor
-                        .as_ref()
-                        .is_none_or(|(pos, _)| !pos.same_head(&front.pos))
-                    && front.value.as_ref().is_some_and(|value| {
-                        // read through every item at that value, not only up to one of them
-                        self.through(value).as_ref() == Some(&front.pos)
-                            && strictly_after(
-                                self.plan.condition(lane.index),
-                                value,
-                                self.plan.descending(),
-                            )
-                            .is_some()
-                    })
-            })
+    /// How the next read of a lane read through the whole of a value `v` of the conditioned
+    /// attribute goes on (`None`: from `v`, as any other read): from the value next after `v`
+    /// where one is known ([`next_value`]: bounded at the page's end as any read), else
+    /// strictly after `v` without an end (a key condition cannot start strictly after a value
+    /// and stop at the end: [`strictly_after`]), or not at all when the user's condition holds
+    /// nothing after `v`.
+    ///
+    /// A read must not read `v` again where the lane was read through it after the page
+    /// started (a bounded read ran out there, a read within `v` covered its rest, the lane's
+    /// last item lies at `v`, or the token says the lane holds nothing more at `v`): a record a
+    /// lagging index shows there only now would lie behind what the merge emitted, although
+    /// ahead of the page's start, and could not be returned. Reading `v` again is left only to
+    /// a lane ranked before the previous page's last item at its very key, with no item there
+    /// to start after (all of its items at `v` came before the page): outside a run of ties
+    /// that costs an item or so, less than a read that cannot stop at the end; in a run of
+    /// ties (`merge_in_run`) it would read the run again, so the read goes strictly after `v`.
+    fn strictly(&self, merge_in_run: bool, start: Option<&Mark>, lane: &Lane) -> Option<After> {
+        let front = lane.frontier.as_ref()?;
+        let value = front.value.as_ref()?;
+        if front.upto != Upto::All || self.through(value).as_ref() != Some(&front.pos) {
+            return None;
+        }
+        let at_item = lane
+            .cursor
+            .as_ref()
+            .is_some_and(|(pos, _)| pos.same_head(&front.pos));
+        let (user, descending) = (self.plan.condition(lane.index), self.plan.descending());
+        let next = || next_value(value, descending).map(After::From);
+        let behind = start.is_some_and(|m| front.pos == m.pos && lane.rank < m.rank);
+        if behind && !at_item && !merge_in_run {
+            // reading the value again is safe here: skip it only where that costs nothing
+            return strictly_after(user, value, descending).and_then(|_| next());
+        }
+        if let Some(condition) = strictly_after(user, value, descending) {
+            if merge_in_run && !at_item {
+                // in a run of ties the page's end is the run's value, which the lane is read
+                // through: the read goes on past it at once, a share of the page at most
+                return Some(After::Strictly(condition));
+            }
+            next().or(Some(After::Strictly(condition)))
+        } else if ends_at(user, value, descending) {
+            Some(After::Nothing)
+        } else {
+            // a lower bound beyond `v`: the read from it reads nothing of `v`
+            None
+        }
     }
 
     /// Waits for a read in flight, and takes it in with every other read already back (so
@@ -1710,9 +1841,49 @@ impl<P: Lanes, S: Store> Engine<'_, P, S> {
     }
 }
 
-/// The user's key condition narrowed to what lies strictly after `b` in scan order, when a
-/// key condition can say so: the condition has no bound beyond `b` (none, or a lower bound
-/// at or before it), so the result is `> b` ascending, `< b` descending. `None` otherwise.
+/// The value next after `v` in scan order, where one is known: a key condition from it reads
+/// what lies strictly after `v` and can still stop at the page's end. A number's neighbour at
+/// 38 significant digits ([`Number::next_up`](crate::store::value::Number::next_up)); a binary
+/// followed by a zero byte ascending, or without its trailing zero byte descending. None for a
+/// string (the one just after `s` is `s` followed by U+0000, which not every store keeps in a
+/// key; just before `s` there is none) or past the largest sort key.
+fn next_value(v: &AttributeValue, descending: bool) -> Option<AttributeValue> {
+    let next = match v {
+        AttributeValue::N(text) => {
+            let n = crate::store::value::Number::parse(text)?;
+            let next = if descending {
+                n.next_down()
+            } else {
+                n.next_up()
+            };
+            AttributeValue::N(next?.canonical())
+        }
+        AttributeValue::B(bytes) if !descending => {
+            let mut next = bytes.clone();
+            next.push(0);
+            AttributeValue::B(next)
+        }
+        AttributeValue::B(bytes) => match bytes.split_last() {
+            Some((0, rest)) if !rest.is_empty() => AttributeValue::B(rest.to_vec()),
+            _ => return None,
+        },
+        _ => return None,
+    };
+    sort_key_sized(&next).then_some(next)
+}
+
+/// A key condition for what lies strictly after `b` in scan order (`> b` ascending, `< b`
+/// descending), when the user's condition may hold something there and does not start
+/// beyond `b`; `None` otherwise (nothing after `b`: [`ends_at`]; or a lower bound beyond it,
+/// from which a read reads nothing of `b`).
+///
+/// A key condition has one comparison on the conditioned attribute, so where the user's
+/// condition also bounds the far side (`lt`, `le`, `between`, `begins_with` ascending; `gt`,
+/// `ge`, `between`, `begins_with` descending) the result leaves that bound out: the read skips
+/// what lies beyond it (as it skips whatever a key condition admits beyond the user's), and a
+/// read that passes it shows the lane done. That costs at most the read's limit in items past
+/// the bound, where reading `b` again would cost every item at `b` and could meet a record a
+/// lagging index shows there only now, behind what the merge emitted.
 fn strictly_after(
     user: Option<&RangeCondition>,
     b: &AttributeValue,
@@ -1727,13 +1898,26 @@ fn strictly_after(
             o != Ordering::Greater
         }
     };
-    match (user, descending) {
-        (None, false) => Some(R::Gt(b.clone())),
-        (None, true) => Some(R::Lt(b.clone())),
-        (Some(R::Gt(v) | R::Ge(v)), false) if at_or_before(v) => Some(R::Gt(b.clone())),
-        (Some(R::Lt(v) | R::Le(v)), true) if at_or_before(v) => Some(R::Lt(b.clone())),
-        _ => None,
+    if ends_at(user, b, descending) {
+        return None;
     }
+    let starts = match (user, descending) {
+        (None | Some(R::Lt(_) | R::Le(_)), false) | (None | Some(R::Gt(_) | R::Ge(_)), true) => {
+            true
+        }
+        (Some(R::Gt(v) | R::Ge(v)), false) | (Some(R::Lt(v) | R::Le(v)), true) => at_or_before(v),
+        (Some(R::Between(low, _)), false) => at_or_before(low),
+        (Some(R::Between(_, high)), true) => at_or_before(high),
+        (Some(R::BeginsWith(p)), _) => starts_with(b, p),
+        (Some(R::Eq(_)), _) => false,
+    };
+    starts.then(|| {
+        if descending {
+            R::Lt(b.clone())
+        } else {
+            R::Gt(b.clone())
+        }
+    })
 }
 
 /// Whether the user's key condition holds no value after `v` in scan order.

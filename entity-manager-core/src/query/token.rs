@@ -18,7 +18,9 @@
 //! | per stream (1 in exact mode, 1 per index in union mode):
 //! |     flags u8 (bit 0: boundary present, bit 1: boundary lane present, bit 2: in a run of
 //! |         ties: the page ended at the range key the previous one ended at, or held
-//! |         only items of one range key)
+//! |         only items of one range key; bit 3: the lanes ranked before the boundary's
+//! |         were read through the whole value of the conditioned attribute the boundary
+//! |         holds and hold nothing more there)
 //! |     boundary: first value, last value, unique (varint length + UTF-8), lane varint
 //! |         (when flagged: the lane that held the last item, resumed right after it)
 //! |     exhausted bits, one per lane of the stream, ceil(lanes / 8) bytes, low bit first
@@ -68,6 +70,12 @@ pub(crate) struct Boundary {
     /// The pages are in a run of ties: this page ended at the range key the previous one ended
     /// at, or held only items of one range key. The next page then probably ends at `last` too.
     pub(crate) run: bool,
+    /// Every lane ranked before `lane` was read through the whole value of the conditioned
+    /// attribute that `last` holds, and holds nothing more at that value: on a multi-attribute
+    /// key with sort attributes after the conditioned one, the next page reads those lanes
+    /// strictly after the value rather than first the rest of it after `last`'s tuple. Only
+    /// set where that tells more than `last` does (a tuple with free attributes after it).
+    pub(crate) through: bool,
 }
 
 /// The state of one merged stream: the whole query in exact mode, one index in union mode.
@@ -131,6 +139,7 @@ const BOUNDARY_PRESENT: u8 = 1;
 const LANE_PRESENT: u8 = 2;
 const BOUNDARY_WITH_LANE: u8 = BOUNDARY_PRESENT | LANE_PRESENT;
 const IN_RUN: u8 = 4;
+const THROUGH: u8 = 8;
 
 fn tag(binding: Binding<'_>, body: &[u8], key: Option<&[u8]>) -> Vec<u8> {
     if let Some(key) = key {
@@ -262,7 +271,8 @@ pub(crate) fn encode(state: &TokenState, binding: Binding<'_>, key: Option<&[u8]
                 } else {
                     BOUNDARY_PRESENT
                 };
-                body.push(if b.run { flags | IN_RUN } else { flags });
+                let flags = if b.run { flags | IN_RUN } else { flags };
+                body.push(if b.through { flags | THROUGH } else { flags });
                 put_first(&mut body, &b.first, &b.last);
                 put_value(&mut body, &b.last);
                 put_bytes(&mut body, b.unique.as_bytes());
@@ -508,7 +518,12 @@ impl Verified {
         for _ in 0..shape.streams {
             let boundary = match r.u8()? {
                 0 => None,
-                flags if matches!(flags & !IN_RUN, BOUNDARY_PRESENT | BOUNDARY_WITH_LANE) => {
+                flags
+                    if matches!(
+                        flags & !(IN_RUN | THROUGH),
+                        BOUNDARY_PRESENT | BOUNDARY_WITH_LANE
+                    ) =>
+                {
                     let first_kind = r.u8()?;
                     let first_delta = (first_kind == VALUE_INT_DELTA)
                         .then(|| r.varint())
@@ -547,6 +562,7 @@ impl Verified {
                         unique,
                         lane,
                         run: flags & IN_RUN != 0,
+                        through: flags & THROUGH != 0,
                     })
                 }
                 _ => return Err(TokenError::Malformed("boundary")),
@@ -599,6 +615,7 @@ mod tests {
                     unique: "0b9e4c1a-4c1f-4a55-9a57-2f2f8c7e61a9".into(),
                     lane: Some(63),
                     run: false,
+                    through: false,
                 }),
                 exhausted: (0..64).map(|i| i % 3 == 0).collect(),
             }],
@@ -639,6 +656,7 @@ mod tests {
             unique: long,
             lane: Some(63),
             run: true,
+            through: true,
         });
         let token = encode(&state, B, Some(b"key"));
         assert!(token.len() <= max_chars(SHAPE));
@@ -658,6 +676,7 @@ mod tests {
             unique: tie,
             lane: Some(63),
             run: true,
+            through: true,
         });
         let token = encode(&state, B, Some(b"key"));
         assert!(token.len() <= max_chars(SHAPE), "{}", token.len());
@@ -773,6 +792,7 @@ mod tests {
                         unique: String::new(),
                         lane: Some(2),
                         run: true,
+                        through: true,
                     }),
                     exhausted: vec![true, false, true],
                 },
@@ -783,6 +803,7 @@ mod tests {
                         unique: "ü".into(),
                         lane: None,
                         run: false,
+                        through: false,
                     }),
                     exhausted: vec![false; 3],
                 },
@@ -793,6 +814,7 @@ mod tests {
                         unique: "u".into(),
                         lane: Some(0),
                         run: false,
+                        through: false,
                     }),
                     exhausted: vec![true; 3],
                 },

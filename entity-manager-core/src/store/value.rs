@@ -264,6 +264,53 @@ impl Number {
         })
     }
 
+    /// The least number greater than `self` that `DynamoDB` holds (38 significant digits,
+    /// magnitudes from 1E-130 to under 1E126): `self` plus one unit in its 38th significant
+    /// place; `None` above the largest. What a key condition needs to start strictly after a
+    /// number (`BETWEEN` is inclusive at both ends).
+    pub(crate) fn next_up(&self) -> Option<Self> {
+        if self.digits.is_empty() {
+            // 1E-130
+            return Some(Self::power_of_ten(-130));
+        }
+        if self.negative {
+            return self.negated().next_down_positive().map(|n| n.negated());
+        }
+        self.add(&Self::power_of_ten(self.exponent - 38))
+    }
+
+    /// The greatest number less than `self` that `DynamoDB` holds; `None` below the least.
+    pub(crate) fn next_down(&self) -> Option<Self> {
+        self.negated().next_up().map(|n| n.negated())
+    }
+
+    /// [`next_down`](Self::next_down) of a positive number: below a power of ten the places
+    /// are ten times finer (just below 1 lies 0.99…9, 38 nines).
+    fn next_down_positive(&self) -> Option<Self> {
+        let step = if *self.digits == [1] {
+            if self.exponent == -129 {
+                // 1E-130, the least positive number
+                return Some(Self::zero());
+            }
+            self.exponent - 39
+        } else {
+            self.exponent - 38
+        };
+        self.add(&Self::power_of_ten(step).negated())
+    }
+
+    /// `10^k` (`0.1 × 10^(k+1)`), whether or not `DynamoDB` holds it (a step to add).
+    fn power_of_ten(k: i64) -> Self {
+        let mut digits = Digits::EMPTY;
+        digits.digits[0] = 1;
+        digits.len = 1;
+        Self {
+            negative: false,
+            digits,
+            exponent: k + 1,
+        }
+    }
+
     /// `-self`.
     pub(crate) fn negated(&self) -> Self {
         Self {
@@ -996,6 +1043,58 @@ mod tests {
         // 39 significant digits
         assert_eq!(sum(&"9".repeat(38), "0.1"), None);
         assert_eq!(n("4").negated().canonical(), "-4");
+    }
+
+    #[test]
+    fn the_next_numbers_up_and_down_are_the_neighbours_at_38_digits() {
+        let up = |a: &str| n(a).next_up().map(|x| x.canonical());
+        let down = |a: &str| n(a).next_down().map(|x| x.canonical());
+        let tiny = format!("0.{}1", "0".repeat(129));
+        assert_eq!(up("0").as_deref(), Some(tiny.as_str()));
+        assert_eq!(down("0"), Some(format!("-{tiny}")));
+        assert_eq!(down(&tiny).as_deref(), Some("0"));
+        assert_eq!(up(&format!("-{tiny}")).as_deref(), Some("0"));
+        let ulp = format!("1.{}1", "0".repeat(36));
+        assert_eq!(up("1"), Some(ulp.clone()));
+        assert_eq!(down(&ulp).as_deref(), Some("1"));
+        // below a power of ten the places are ten times finer
+        let nines = format!("0.{}", "9".repeat(38));
+        assert_eq!(down("1"), Some(nines.clone()));
+        assert_eq!(up(&nines).as_deref(), Some("1"));
+        assert_eq!(up("-1"), Some(format!("-{nines}")));
+        assert_eq!(down("-1"), Some(format!("-{ulp}")));
+        assert_eq!(
+            up("1700000000000").as_deref(),
+            Some("1700000000000.0000000000000000000000001")
+        );
+        assert_eq!(
+            up(&"9".repeat(38)).as_deref(),
+            Some(format!("1{}", "0".repeat(38)).as_str())
+        );
+        // the largest number has none above it
+        let largest = format!("{}{}", "9".repeat(38), "0".repeat(88));
+        assert_eq!(up(&largest), None);
+        assert_eq!(down(&format!("-{largest}")), None);
+        // every result is a number DynamoDB holds, strictly beyond its operand, with nothing
+        // between: the one 39-digit number between them is not a number at all
+        for text in [
+            "3.14",
+            "-2.5e-7",
+            "12345678901234567890123456789012345678",
+            "-1e125",
+        ] {
+            let (x, above, below) = (n(text), n(text).next_up(), n(text).next_down());
+            assert!(
+                above
+                    .as_ref()
+                    .is_some_and(|a| *a > x && Number::parse(&a.canonical()).is_some())
+            );
+            assert!(
+                below
+                    .as_ref()
+                    .is_some_and(|b| *b < x && Number::parse(&b.canonical()).is_some())
+            );
+        }
     }
 
     #[test]

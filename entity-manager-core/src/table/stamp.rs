@@ -14,7 +14,7 @@ use std::fmt::Write as _;
 
 use serde_dynamo::{AttributeValue, Item};
 
-use crate::model::{EntityModel, KeyMode, NumericHash, Profile, ShardSpace, TableModel};
+use crate::model::{EntityModel, KeyMode, NumericHash, Profile, ShardHash, ShardSpace, TableModel};
 
 /// The hash key value of the stamp item: no delimiter, so no entity's hash key.
 pub const STAMP_HASH_KEY: &str = "__entityManager";
@@ -28,8 +28,8 @@ pub const STAMP_MISMATCH_CODE: &str = "TableStampMismatch";
 /// The version of the stamp layout.
 const VERSION: &str = "1";
 
-/// How the keys of a table are made: its key mode, shard space and numeric hashing (its
-/// [`Profile`]), and a fingerprint of the key-relevant configuration (key attribute names,
+/// How the keys of a table are made: its key mode, shard space, numeric hashing and shard hash
+/// (its [`Profile`]), and a fingerprint of the key-relevant configuration (key attribute names,
 /// delimiters and, per entity, its unique and timestamp properties, shard bumps and generated
 /// properties with their components' transcodes).
 ///
@@ -71,6 +71,10 @@ pub struct TableStamp {
     pub shard_space: ShardSpace,
     /// How numeric unique values are hashed.
     pub numeric_hash: NumericHash,
+    /// How unique values are hashed to pick shards. A stamp written before the stamp recorded
+    /// it (the `shardHash` attribute) reads as [`ShardHash::StringHash`]: every release before
+    /// it hashed so, the native profile included.
+    pub shard_hash: ShardHash,
     /// A fingerprint (16 hex digits) of the key-relevant configuration of the whole table.
     pub fingerprint: String,
     /// The fingerprint of each entity's key-relevant configuration, by entity token.
@@ -119,6 +123,7 @@ impl TableStamp {
             key_mode: table.key_mode,
             shard_space: table.shard_space,
             numeric_hash: table.numeric_hash,
+            shard_hash: table.shard_hash,
             fingerprint: hex(text.as_bytes()),
             entities,
             // a schema's own (`TableDefinition::from_schema`): the models alone may not be valid
@@ -128,17 +133,23 @@ impl TableStamp {
 
     /// The profile whose settings these are, or `None` for a combination no profile pins.
     pub fn profile(&self) -> Option<Profile> {
-        Profile::matching(self.key_mode, self.shard_space, self.numeric_hash)
+        Profile::matching(
+            self.key_mode,
+            self.shard_space,
+            self.numeric_hash,
+            self.shard_hash,
+        )
     }
 
     /// The settings in words: `profile `npm-6.14` (key mode `typescript`, shard space
-    /// `product`, numeric unique values hashed `decimal`)`.
+    /// `product`, numeric unique values hashed `decimal`, shard hash `string-hash`)`.
     pub fn describe(&self) -> String {
         let settings = format!(
-            "key mode `{}`, shard space `{}`, numeric unique values hashed `{}`",
+            "key mode `{}`, shard space `{}`, numeric unique values hashed `{}`, shard hash `{}`",
             self.key_mode,
             self.shard_space,
-            self.numeric_hash.as_str()
+            self.numeric_hash.as_str(),
+            self.shard_hash
         );
         match self.profile() {
             Some(p) => format!("profile `{p}` ({settings})"),
@@ -147,20 +158,29 @@ impl TableStamp {
     }
 
     /// Why a service whose settings are `ours` may not write to a table stamped `self`, or
-    /// `None` when it may (the same key mode, shard space and numeric hashing).
+    /// `None` when it may (the same key mode, shard space, numeric hashing and shard hash).
     pub fn refuses(&self, ours: &Self) -> Option<String> {
-        if (self.key_mode, self.shard_space, self.numeric_hash)
-            == (ours.key_mode, ours.shard_space, ours.numeric_hash)
-        {
+        let settings = |s: &Self| (s.key_mode, s.shard_space, s.numeric_hash, s.shard_hash);
+        if settings(self) == settings(ours) {
             return None;
+        }
+        let only_the_hash = (self.key_mode, self.shard_space, self.numeric_hash)
+            == (ours.key_mode, ours.shard_space, ours.numeric_hash);
+        if only_the_hash && self.key_mode == KeyMode::Transcoded {
+            // a native table made by a release that hashed native shard suffixes with
+            // `string-hash`: the one change of layout between releases
+            return Some(format!(
+                "the table's keys were made with shard hash `{}`, but this service picks shards with `{}` (the native profile hashes with SHA-256 since it stopped using `string-hash`, which crowds sequential ids into half the shards): its writes would put records in shards where the others do not look, so nothing was written. To fix it, recreate the table and load its records again (export them with `entity-manager scan`, import with `entity-manager import`), or keep the old layout with `TableModel::with_shard_hash(ShardHash::{:?})`",
+                self.shard_hash, ours.shard_hash, self.shard_hash
+            ));
         }
         let fix = match self.profile() {
             Some(p) => format!(
                 "load the configuration with the table's profile (`Profile::{p:?}`; CLI: `--key-profile {p}`)"
             ),
             None => format!(
-                "configure the table model with the table's settings (`TableModel::with_key_mode(KeyMode::{:?})`, `with_shard_space(ShardSpace::{:?})`, `with_numeric_hash(NumericHash::{:?})`)",
-                self.key_mode, self.shard_space, self.numeric_hash
+                "configure the table model with the table's settings (`TableModel::with_key_mode(KeyMode::{:?})`, `with_shard_space(ShardSpace::{:?})`, `with_numeric_hash(NumericHash::{:?})`, `with_shard_hash(ShardHash::{:?})`)",
+                self.key_mode, self.shard_space, self.numeric_hash, self.shard_hash
             ),
         };
         Some(format!(
@@ -189,6 +209,7 @@ impl TableStamp {
             ("keyMode".to_owned(), s(self.key_mode.as_str())),
             ("shardSpace".to_owned(), s(self.shard_space.as_str())),
             ("numericHash".to_owned(), s(self.numeric_hash.as_str())),
+            ("shardHash".to_owned(), s(self.shard_hash.as_str())),
             ("fingerprint".to_owned(), s(&self.fingerprint)),
             (
                 "entities".to_owned(),
@@ -241,6 +262,14 @@ impl TableStamp {
             "constant" => NumericHash::Constant,
             other => return Err(format!("unknown numeric hashing `{other}` in the stamp")),
         };
+        // absent from the stamps of releases before it: they all hashed with `string-hash`
+        let shard_hash = if stamp.contains_key("shardHash") {
+            let name = text("shardHash")?;
+            ShardHash::from_name(name)
+                .ok_or_else(|| format!("unknown shard hash `{name}` in the stamp"))?
+        } else {
+            ShardHash::StringHash
+        };
         let entities = match stamp.get("entities") {
             Some(AttributeValue::M(m)) => m
                 .iter()
@@ -255,6 +284,7 @@ impl TableStamp {
             key_mode,
             shard_space,
             numeric_hash,
+            shard_hash,
             fingerprint: text("fingerprint")?.to_owned(),
             entities,
             schema_json: match stamp.get("schema") {

@@ -567,6 +567,7 @@ impl Loader {
             throttle: self.count(root, "", "throttle", defaults.throttle),
             key_mode: profile.key_mode(),
             numeric_hash: profile.numeric_hash(),
+            shard_hash: profile.shard_hash(),
         }
     }
 

@@ -52,6 +52,16 @@ pub(crate) fn expand_table(table: &TableDef<'_>, s: &TableSettings) -> TokenStre
             "Decimal"
         }
     );
+    // the shard hash follows the key mode: keys shared with TypeScript hash as it does
+    // (`string-hash`), our own keys with SHA-256 (see `ShardHash`)
+    let shard_hash = format_ident!(
+        "{}",
+        if s.typescript_keys {
+            "StringHash"
+        } else {
+            "Sha256"
+        }
+    );
     let (members, table_of) = membership(table);
     let checks = assertions::table_checks(table);
     quote! {
@@ -68,7 +78,8 @@ pub(crate) fn expand_table(table: &TableDef<'_>, s: &TableSettings) -> TokenStre
                     .with_shard_space(_em::__private::ShardSpace::#shard_space)
                     .with_throttle(#throttle)
                     .with_key_mode(_em::__private::KeyMode::#key_mode)
-                    .with_numeric_hash(_em::__private::NumericHash::#numeric_hash);
+                    .with_numeric_hash(_em::__private::NumericHash::#numeric_hash)
+                    .with_shard_hash(_em::__private::ShardHash::#shard_hash);
 
                 fn model() -> &'static _em::__private::TableModel {
                     static __MODEL: _em::__private::TableModel = <#ident as _em::__private::Table>::MODEL;

@@ -854,13 +854,15 @@ mod tests {
                 "(user|other)-[0-9]{2}|\\PC{0,8}|[a-z]{1000,1100}",
                 proptest::option::of(0usize..8),
                 any::<bool>(),
+                any::<bool>(),
             )
-                .prop_map(|(first, last, unique, lane, run)| Boundary {
+                .prop_map(|(first, last, unique, lane, run, through)| Boundary {
                     first,
                     last,
                     unique,
                     lane,
                     run,
+                    through,
                 }),
         )
     }

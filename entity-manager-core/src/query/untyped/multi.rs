@@ -388,7 +388,13 @@ impl<'a, S: Store> MultiQuery<'a, S> {
             let table = entity.table();
             // Debug renderings of small enums are canonical within one build; tokens are
             // versioned, not promised across releases
-            field(format!("{:?}|{:?}", table.key_mode, table.numeric_hash).as_bytes());
+            field(
+                format!(
+                    "{:?}|{:?}|{:?}",
+                    table.key_mode, table.numeric_hash, table.shard_hash
+                )
+                .as_bytes(),
+            );
             for bump in entity.model().shard_bumps.iter() {
                 field(c.clear().bump(bump).written());
             }
