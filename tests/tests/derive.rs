@@ -12,12 +12,12 @@ use serde_json::Value;
 
 /// The User service table. Product shard space: what the seed docs and npm 6.14.0 use.
 #[derive(Table, Debug)]
-#[table(entities(User, Email))]
+#[table(profile = npm6_14, entities(User, Email))]
 struct UserService;
 
 /// The same entities on the `power` rule, for the upstream-v8 vectors.
 #[derive(Table, Debug)]
-#[table(shard_space = power, entities(PowerUser, PowerEmail))]
+#[table(profile = upstream8, entities(PowerUser, PowerEmail))]
 struct PowerUserService;
 
 #[macro_use]
