@@ -8,7 +8,8 @@ use std::path::PathBuf;
 
 use clap::Args;
 use entity_manager::limits::MAX_ITEM_BYTES;
-use entity_manager::query::untyped::{CollectionQuery, Indexed, MultiQuery, Query};
+use entity_manager::query::CollectionQuery;
+use entity_manager::query::untyped::{Indexed, MultiQuery, Query};
 use entity_manager::store::{
     Comparison, DynamoStore, Expect, Filter, KeyType, RangeCondition, Store, WriteRequest,
     item_size,

@@ -132,6 +132,7 @@ mod multi_typed;
 mod page;
 mod paging;
 mod plan;
+mod tagged;
 mod token;
 mod typed;
 pub mod untyped;
@@ -148,6 +149,7 @@ pub use self::index::{
 };
 pub use self::multi_typed::TypedMultiQuery;
 pub use self::page::{QueryPageResult, QueryStats};
+pub use self::tagged::{CollectionQuery, MemberItem};
 pub use self::typed::{EVERY_SHARD, FieldSet, KeyCondition, KeyValue, TypedPage, TypedQuery};
 pub use crate::error::TokenError;
 /// The trait of what [`TypedQuery::stream`] and [`untyped::Query::stream`] return, and its

@@ -5,8 +5,8 @@
 //!
 //! - [`Query`]: one entity over its classic indexes and the table.
 //! - [`MultiQuery`]: one entity, or an item collection, over a multi-attribute index.
-//! - [`CollectionQuery`]: an item collection's query whose items are tagged with their member
-//!   entity ([`MemberItem`]), from [`MultiQuery::tagged`].
+//! - [`CollectionQuery`](crate::query::CollectionQuery): an item collection's query whose items are tagged with their member
+//!   entity ([`MemberItem`](crate::query::MemberItem)), from [`MultiQuery::tagged`].
 //!
 //! With `#[derive(Entity)]`, use the typed door instead, `User::query(&store)?.index(..)`
 //! ([`QueryStart`](super::QueryStart)): it checks at compile time what the index accepts and
@@ -14,9 +14,7 @@
 //! typed query's [`untyped`](super::TypedQuery::untyped) view pages exactly as it does.
 
 mod classic;
-mod collection;
 mod multi;
 
 pub use self::classic::{Indexed, Query, Unindexed};
-pub use self::collection::{CollectionQuery, MemberItem};
 pub use self::multi::MultiQuery;

@@ -209,15 +209,8 @@ impl<'a, S: Store> MultiQuery<'a, S> {
 
     paging_setters!();
 
-    /// This query with each item tagged with the member entity it is a record of (an item
-    /// collection's untyped query; see [`CollectionQuery`](super::CollectionQuery)).
-    #[must_use]
-    pub fn tagged(self) -> super::CollectionQuery<'a, S> {
-        super::CollectionQuery::new(self)
-    }
-
     /// The entities queried, in the order given.
-    pub(super) fn entities(&self) -> &[EntitySchema<'a>] {
+    pub(crate) fn entities(&self) -> &[EntitySchema<'a>] {
         &self.entities
     }
 

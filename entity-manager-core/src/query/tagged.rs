@@ -5,7 +5,7 @@
 use futures::{Stream, StreamExt as _};
 use serde_dynamo::Item;
 
-use super::MultiQuery;
+use super::untyped::MultiQuery;
 use crate::error::Result;
 use crate::query::collection::member_of;
 use crate::query::typed::{TypedPage, read_items};
@@ -80,7 +80,7 @@ pub struct CollectionQuery<'a, S> {
 }
 
 impl<'a, S: Store> CollectionQuery<'a, S> {
-    pub(super) fn new(query: MultiQuery<'a, S>) -> Self {
+    fn new(query: MultiQuery<'a, S>) -> Self {
         Self { query }
     }
 
@@ -132,5 +132,14 @@ impl<'a, S: Store> CollectionQuery<'a, S> {
         self.query
             .stream()
             .map(move |item| item.and_then(|item| self.tag(item)))
+    }
+}
+
+impl<'a, S: Store> MultiQuery<'a, S> {
+    /// This query with each item tagged with the member entity it is a record of (an item
+    /// collection's untyped query; see [`CollectionQuery`]).
+    #[must_use]
+    pub fn tagged(self) -> CollectionQuery<'a, S> {
+        CollectionQuery::new(self)
     }
 }
