@@ -30,7 +30,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::process::Command;
 
-use entity_manager::model::{KeyMode, Profile};
+use entity_manager::model::{KeyMode, Profile, ShardHash};
 use entity_manager::query::untyped::Query;
 use entity_manager::store::{DynamoStore, Expect, STAMP_MISMATCH_CODE, Store, WriteRequest};
 use entity_manager::{AttributeValue, EntitySchema, Error, Item, Schema};
@@ -682,9 +682,36 @@ fn run(
         }
     }
 
-    // (d) The default (native) profile on the same table.
+    // (d) The default (native) profile on the same table. Its shard hash (SHA-256) is not
+    // TypeScript's (`string-hash`): by id it finds exactly the records whose shard both hashes
+    // pick, never a wrong one.
     let native = Schema::from_ts_config(config, Profile::Native)?;
+    let npm_player = Schema::from_ts_config(config, Profile::Npm6_14)?;
+    let npm_player = npm_player.entity("player")?;
+    let native_sha = rt.block_on(rust_get_by_id(store, native.entity("player")?, theirs))?;
+    let mut same_shard = BTreeSet::new();
+    for p in theirs {
+        // the whole record (its timestamp picks the bump, so one key each)
+        let native_keys = native.entity("player")?.primary_keys(&p.item)?;
+        let theirs_keys = npm_player.primary_keys(&p.item)?;
+        if native_keys.iter().any(|k| {
+            theirs_keys
+                .iter()
+                .any(|t| (&t.hash_key, &t.range_key) == (&k.hash_key, &k.range_key))
+        }) {
+            same_shard.insert(p.id.clone());
+        }
+    }
+    let native_sha_ids: BTreeSet<String> = native_sha.keys().cloned().collect();
+    assert_eq!(native_sha_ids, same_shard, "native (SHA-256) by id");
+    assert!(same_shard.len() < PER_WRITER, "the two hashes agree on every id?");
+    // With TypeScript's shard hash, the native key mode alone differs: every record is found
+    // by id, and its generated keys are refused as a mode mismatch or read as its own values.
     // (reads of a table stamped with another profile go ahead, with a warning)
+    let native = Schema::new(
+        native.table().clone().with_shard_hash(ShardHash::StringHash),
+        native.entities().to_vec(),
+    )?;
     let native_player = native.entity("player")?;
     let native_by_id = rt.block_on(rust_get_by_id(store, native_player, theirs))?;
     let mut mismatches = 0;
@@ -771,7 +798,9 @@ fn run(
     }
     writeln!(
         summary,
-        "  native profile: {}/{} TypeScript records found by id; {mismatches} generated keys refused with KeyModeMismatch, {decoded_alike} read alike in both modes",
+        "  native profile: {}/{} TypeScript records found by id with SHA-256 shards (all whose shard both hashes pick), {}/{} with string-hash shards; {mismatches} generated keys refused with KeyModeMismatch, {decoded_alike} read alike in both modes",
+        native_sha.len(),
+        theirs.len(),
         native_by_id.len(),
         theirs.len()
     )?;
