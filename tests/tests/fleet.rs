@@ -704,12 +704,18 @@ fn run(
     }
     let native_sha_ids: BTreeSet<String> = native_sha.keys().cloned().collect();
     assert_eq!(native_sha_ids, same_shard, "native (SHA-256) by id");
-    assert!(same_shard.len() < PER_WRITER, "the two hashes agree on every id?");
+    assert!(
+        same_shard.len() < PER_WRITER,
+        "the two hashes agree on every id?"
+    );
     // With TypeScript's shard hash, the native key mode alone differs: every record is found
     // by id, and its generated keys are refused as a mode mismatch or read as its own values.
     // (reads of a table stamped with another profile go ahead, with a warning)
     let native = Schema::new(
-        native.table().clone().with_shard_hash(ShardHash::StringHash),
+        native
+            .table()
+            .clone()
+            .with_shard_hash(ShardHash::StringHash),
         native.entities().to_vec(),
     )?;
     let native_player = native.entity("player")?;
