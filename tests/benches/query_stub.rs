@@ -29,17 +29,20 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
-use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
 use aws_sdk_dynamodb::types::AttributeValue as Wire;
 use bytes::Bytes;
 use entity_manager::store::{DynamoStore, TableDefinition};
-use entity_manager::{AttributeValue, Entity, EntityExt, Item, Table};
+use entity_manager::{AttributeValue, Entity, EntityExt, Table};
 use http_body_util::{BodyExt as _, Full};
 use hyper::body::Incoming;
 use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
+
+#[path = "support/stub.rs"]
+mod stub_support;
+use stub_support::{client, item_json, median};
 
 type BenchResult<T> = Result<T, Box<dyn std::error::Error>>;
 
@@ -101,30 +104,13 @@ fn users() -> Vec<User> {
         .collect()
 }
 
-/// An attribute value in `DynamoDB`'s JSON wire form.
-fn wire_json(value: &AttributeValue) -> BenchResult<Value> {
-    Ok(match value {
-        AttributeValue::S(s) => json!({ "S": s }),
-        AttributeValue::N(n) => json!({ "N": n }),
-        other => return Err(format!("no wire form written for {other:?}").into()),
-    })
-}
-
-fn item_json(item: &Item) -> BenchResult<Value> {
-    let mut out = Map::new();
-    for (name, value) in item.iter() {
-        out.insert(name.clone(), wire_json(value)?);
-    }
-    Ok(Value::Object(out))
-}
-
 /// The recorded responses: for a request's `Limit` n, the first n items of the index and, when
 /// more follow, the last one's table and index keys as the `LastEvaluatedKey`, as `DynamoDB`
 /// answers. Index i holds the answer to `Limit` i (0: no limit).
 fn responses(users: &[User]) -> BenchResult<Vec<Bytes>> {
     let items: Vec<Value> = users
         .iter()
-        .map(|u| item_json(&u.to_item()?))
+        .map(|u| Ok(item_json(&u.to_item()?)?))
         .collect::<BenchResult<_>>()?;
     (0..=items.len())
         .map(|limit| {
@@ -212,16 +198,6 @@ fn stub(responses: Vec<Bytes>) -> BenchResult<(String, Arc<AtomicUsize>, Arc<Ato
     Ok((endpoint, requests, limit))
 }
 
-fn client(endpoint: &str) -> aws_sdk_dynamodb::Client {
-    let config = aws_sdk_dynamodb::Config::builder()
-        .behavior_version(BehaviorVersion::latest())
-        .endpoint_url(endpoint)
-        .region(Region::new("us-east-1"))
-        .credentials_provider(Credentials::new("local", "local", None, None, "static"))
-        .build();
-    aws_sdk_dynamodb::Client::from_conf(config)
-}
-
 /// One page through the library.
 async fn ours(store: &DynamoStore) -> BenchResult<Vec<User>> {
     let page = User::query(store)?
@@ -291,11 +267,6 @@ where
     };
     #[allow(clippy::cast_precision_loss)]
     Ok(spent / pages as f64)
-}
-
-fn median(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values.get(values.len() / 2).copied().unwrap_or(0.0)
 }
 
 /// `STUB_PAGES=n`: rounds of n pages instead of `pages` (a diagnostic: fewer pages under
