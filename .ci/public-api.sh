@@ -16,7 +16,7 @@ for crate in entity-manager-core entity-manager-derive entity-manager; do
     lib=${crate//-/_}
     RUSTC_BOOTSTRAP=1 cargo rustdoc -q -p "$crate" --all-features --lib -- \
         -Z unstable-options --output-format json
-    listing=$(python3 .ci/public_api.py "target/doc/$lib.json")
+    listing=$(python3 .ci/public_api.py "${CARGO_TARGET_DIR:-target}/doc/$lib.json")
     if [ "$update" = "--update" ]; then
         printf '%s\n' "$listing" > "public-api/$crate.txt"
         echo "public-api/$crate.txt: $(wc -l < "public-api/$crate.txt") items"
