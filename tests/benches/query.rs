@@ -669,18 +669,39 @@ fn streamed_to_the_end(records: &[Item]) -> BenchResult<()> {
         records.len()
     );
     println!(
-        "| limit | by tokens: s | shard queries | items read / returned | stream: s | shard queries | items read / returned | time ÷ | `pages`: s | shard queries | items read / returned |"
+        "| limit | by tokens: s | shard queries | items read / returned | ÷ own floor | stream: s | shard queries | items read / returned | ÷ own floor | time ÷ | `pages`: s | shard queries | items read / returned | ÷ own floor |"
     );
-    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     let schema = schema_with(
         &json!([{ "timestamp": 0, "charBits": 2, "chars": 5 }]),
         ShardSpace::Product,
     )?;
     let user = schema.entity("user")?;
-    for limit in [10usize, 100] {
+    // `STREAM_LIMITS=100`: those limits only (a diagnostic: limit 10 by tokens takes 24 s)
+    let limits: Vec<usize> = std::env::var("STREAM_LIMITS").map_or_else(
+        |_| vec![10, 100],
+        |l| l.split(',').filter_map(|n| n.parse().ok()).collect(),
+    );
+    for limit in limits {
         let (inner, _) = load(&schema, records)?;
         let store = entity_manager_tests::Tally::new(v2_store(inner, &timer));
         let query = created_query(&store, user, limit);
+        // a phase's wall time ÷ the floor of its own shard queries: `ceil(queries / throttle)`
+        // rounds of the phase's mean wait (from the store's running mean and count)
+        let mut waited = (0.0f64, 0usize);
+        let mut own_floor = |wall: f64, queries: usize| {
+            #[allow(clippy::cast_precision_loss)]
+            let (total, count) = (
+                store.inner.hook.mean_wait().as_secs_f64() * (waited.1 + queries) as f64,
+                waited.1 + queries,
+            );
+            #[allow(clippy::cast_precision_loss)]
+            let wait = (total - waited.0) / queries.max(1) as f64;
+            waited = (total, count);
+            #[allow(clippy::cast_precision_loss)]
+            let floor = queries.div_ceil(THROTTLE) as f64 * wait;
+            wall / floor
+        };
         let started = Instant::now();
         let mut paged = 0usize;
         let mut token: Option<String> = None;
@@ -693,12 +714,15 @@ fn streamed_to_the_end(records: &[Item]) -> BenchResult<()> {
             }
         }
         let by_tokens = (started.elapsed().as_secs_f64(), store.take());
+        let tokens_floor = own_floor(by_tokens.0, by_tokens.1.0);
         let started = Instant::now();
         let streamed: Vec<Item> = runtime.block_on(query.stream().try_collect())?;
         let streaming = (started.elapsed().as_secs_f64(), store.take());
+        let stream_floor = own_floor(streaming.0, streaming.1.0);
         let started = Instant::now();
         let as_pages: Vec<QueryPageResult> = runtime.block_on(query.pages(None).try_collect())?;
         let by_pages = (started.elapsed().as_secs_f64(), store.take());
+        let pages_floor = own_floor(by_pages.0, by_pages.1.0);
         let from_pages: usize = as_pages.iter().map(|p| p.items.len()).sum();
         if paged != records.len() || streamed.len() != records.len() || from_pages != records.len()
         {
@@ -712,7 +736,7 @@ fn streamed_to_the_end(records: &[Item]) -> BenchResult<()> {
         #[allow(clippy::cast_precision_loss)]
         let per = |items: usize| items as f64 / records.len() as f64;
         println!(
-            "| {limit} | {:.2} | {} | {:.3} | {:.2} | {} | {:.3} | {:.1}× | {:.2} | {} | {:.3} |",
+            "| {limit} | {:.2} | {} | {:.3} | {tokens_floor:.2}× | {:.2} | {} | {:.3} | {stream_floor:.2}× | {:.1}× | {:.2} | {} | {:.3} | {pages_floor:.2}× |",
             by_tokens.0,
             by_tokens.1.0,
             per(by_tokens.1.1),

@@ -117,12 +117,48 @@
 //! the unique values emitted are kept while an item read before them is still buffered (a
 //! record moved to another lane meanwhile is not emitted twice).
 //!
+//! # Read-ahead
+//!
+//! A cursor does not wait for its caller between pages. Once a page has its items, the merge
+//! goes on to the next page ([`Engine::read_ahead`]): that page's reads are scheduled as its own
+//! loop would schedule its first ones (every lane short of where it is known or predicted to
+//! end, from where the lane was read through), into the throttle's free places, as each of the
+//! page's own last reads comes back and once more when they are all back; then the page is
+//! returned with those reads in flight. They are futures the cursor owns ([`Reads`]): polled
+//! once before the page is returned (a future does nothing until polled: this starts them),
+//! then again when the caller asks for the next page (a store whose requests go on by
+//! themselves once sent, as an HTTP client's connection does, answers them meanwhile).
+//! Dropping the stream drops them: nothing is spawned, and nothing it started keeps running.
+//! The throttle counts every read in flight, those issued ahead included.
+//!
+//! What stays as it was:
+//! - the items: every page emits the next items of the global order, whatever was read for it,
+//!   and the reads ahead are reads the next page would make, each from where its lane was read
+//!   through (nothing is read twice);
+//! - the tokens: a page's token is written once the page's own reads are back, and counts a
+//!   lane exhausted only when a read issued for that page (or before) found it so
+//!   ([`Lane::done_on`]): a read ahead that runs out shows on the next page's token, so a
+//!   paging ends on the page it ends on without read-ahead;
+//! - the stats: a read counts on the page it was issued for, ahead or not; a read ahead that
+//!   fails fails the page it was issued for (the next one), not the page that has its items;
+//! - a stream of items reads ahead from its second page on, so that `stream().take(limit)`
+//!   reads what `page(None)` reads.
+//!
+//! What a cursor holds between two pages, at most: the page it returns; per lane, the items
+//! its reads brought past that page's end; and the next page's first reads, at most `throttle`
+//! shard queries, in flight or back. Every shard query asks for at most `page_size` items (a
+//! lane that is the only one left: what the page still wants, one more) and a lane is read
+//! only while it may hold items of the page being read or of the next, so what it holds beyond
+//! the page it returns stays under `(lanes + throttle) × max(page_size, limit + 1)` items
+//! (checked on random pagings by `tests/query_ahead.rs`).
+//!
 //! Range keys are compared as [`Pos`]itions, parsed once per item read, and the lanes are kept
 //! in ordered sets (by next item, by frontier), so that choosing the next item or the next reads
 //! costs a logarithm of the number of lanes, not a pass over them.
 
 use std::cmp::{Ordering, Reverse};
 use std::collections::{BTreeSet, BinaryHeap, HashSet, VecDeque};
+use std::pin::Pin;
 
 use futures::stream::FuturesUnordered;
 use futures::{FutureExt as _, StreamExt as _};
@@ -248,12 +284,16 @@ struct Lane {
     frontier: Option<Front>,
     /// Nothing is left to read.
     exhausted: bool,
+    /// The page (of the merge's stream) whose reads found the lane exhausted: a page's token
+    /// counts a lane done only when that page's reads found it so, not the next page's reads
+    /// ahead (see [`Cursor`]).
+    done_on: u32,
     /// A read of this lane is in flight.
     busy: bool,
     /// Not read yet on this page.
     fresh: bool,
-    /// The page (of the merge's stream, see [`Merge::page`]) each buffered item was read on,
-    /// in the buffer's order.
+    /// The page (of the merge's stream, see [`Merge::page`]) each buffered item was read for
+    /// (the read was issued while that page was built, or ahead of it), in the buffer's order.
     read_on: VecDeque<u32>,
 }
 
@@ -345,14 +385,19 @@ impl Merge {
 
     /// Applies `change` to lane `t` and keeps every view of the lanes in step with it: the
     /// ordered sets, the heads, the buffered and dead counts, the cached end of the page.
-    /// A change may only append to the lane's buffer (emitting goes through [`Self::pop`]).
-    fn update<R>(&mut self, t: usize, change: impl FnOnce(&mut Lane) -> R) -> R {
+    /// A change may only append to the lane's buffer (emitting goes through [`Self::pop`]);
+    /// one that finds the lane exhausted is recorded as `page`'s finding.
+    fn update<R>(&mut self, t: usize, page: u32, change: impl FnOnce(&mut Lane) -> R) -> R {
         let lane = &self.lanes[t];
         let (before, was_dead) = (lane.buffer.len(), lane.exhausted && lane.buffer.is_empty());
-        let was_fresh = lane.fresh && !lane.exhausted;
+        let (was_fresh, was_exhausted) = (lane.fresh && !lane.exhausted, lane.exhausted);
         self.detach(t);
         let result = change(&mut self.lanes[t]);
         self.attach(t);
+        let lane = &mut self.lanes[t];
+        if lane.exhausted && !was_exhausted {
+            lane.done_on = page;
+        }
         let lane = &self.lanes[t];
         if was_fresh && (!lane.fresh || lane.exhausted) {
             self.fresh -= 1;
@@ -503,15 +548,6 @@ pub(crate) struct StreamPage {
     pub(crate) state: StreamState,
 }
 
-/// A finished read: the lane, where it stops (if bounded), the limit it asked for, and the
-/// store's answer.
-type Read = (
-    usize,
-    Option<End>,
-    u32,
-    std::result::Result<Page, crate::store::StoreError>,
-);
-
 /// A range condition narrowed to what lies at or before `bound` in the scan direction.
 enum Narrowed {
     /// Nothing can match: the lane holds nothing up to the bound.
@@ -617,10 +653,72 @@ struct Span {
     run: bool,
 }
 
-/// Runs one page of one stream over the given sources of the plan.
-pub(crate) struct Engine<'p, P, S> {
+/// How a page reads: the previous pages' span, the margin of its predictions, where it
+/// probably ends and whether that is staged ([`Engine::predict`]), and what has changed the
+/// prediction since. Made when the page begins, or, in a [`Cursor`], when the page before it
+/// has its items and the page's first reads go out ahead of it.
+#[derive(Debug)]
+struct Schedule {
+    span: Option<Span>,
+    /// The page's items.
+    want: usize,
+    margin: f64,
+    staged: bool,
+    /// Where the page probably ends.
+    predicted: Option<End>,
+    /// The reads in flight at once while the pages are in a run of ties (the page probably
+    /// ends at the range key the previous one ended at, and the lanes are read in the global
+    /// order, a few at a time): 1 at first, doubled each time they are all back.
+    allowance: usize,
+    /// Reads taken in since the prediction was last refined.
+    news: usize,
+    /// Predictions made again on this page.
+    repredicted: usize,
+}
+
+/// A finished read: the lane, where it stops (if bounded), the limit it asked for, the page of
+/// the merge it was issued for, and the store's answer.
+type Read = (
+    usize,
+    Option<End>,
+    u32,
+    u32,
+    std::result::Result<Page, crate::store::StoreError>,
+);
+
+/// A shard query in flight: a future that owns its request and borrows only the store, so
+/// that it can outlive the page that issued it. Dropping it cancels the query.
+type Flight<'s> = Pin<Box<dyn Future<Output = Read> + Send + 's>>;
+
+/// The shard queries in flight: one page's, or a [`Cursor`]'s from page to page (it issues the
+/// next page's first reads while a page ends, and they stay in flight while the caller holds
+/// the page). Owned here, never spawned: dropping the cursor drops them, and nothing it started
+/// goes on running.
+#[derive(Default)]
+struct Reads<'s> {
+    flights: FuturesUnordered<Flight<'s>>,
+    /// How many of them were issued for a page before the merge's current one: the reads of
+    /// the page that is ending while the next page's reads go ahead.
+    behind: usize,
+    /// What the reads issued ahead for the merge's current page cost before it began (its
+    /// stats begin with them).
+    ahead: QueryStats,
+    /// A read issued ahead failed: the page it was issued for fails with it.
+    failed: Option<Error>,
+}
+
+impl Reads<'_> {
+    /// Shard queries in flight.
+    fn len(&self) -> usize {
+        self.flights.len()
+    }
+}
+
+/// Runs one page of one stream over the given sources of the plan; its shard queries borrow
+/// the store (`'s`), not the plan (`'p`), so that a [`Cursor`] can keep them from page to page.
+pub(crate) struct Engine<'p, 's, P, S> {
     pub(crate) plan: &'p P,
-    pub(crate) store: &'p S,
+    pub(crate) store: &'s S,
     pub(crate) page_size: usize,
     pub(crate) throttle: usize,
 }
@@ -630,16 +728,24 @@ pub(crate) struct Engine<'p, P, S> {
 /// page's boundary. The next page goes on from there instead of from a token, so that nothing
 /// read is read again and a lane read past the next page's end is not queried for it.
 ///
+/// A cursor reads ahead: once a page has its items, the next page's first reads go out into
+/// the throttle's free places while the page's own last reads come back, and they stay in
+/// flight while the caller holds the page, so that the rounds of two pages overlap instead of
+/// waiting on each other (see the module's "Read-ahead"). The page's token is written from its
+/// own reads alone.
+///
 /// A buffered item may be stale: its record may have moved since (to another lane, say) and be
 /// met again at its new place. Within a page the unique values emitted tell the two copies
-/// apart; a cursor keeps them from page to page, for as long as an item read on the page they
-/// were emitted on (or earlier) is still buffered: a copy read later is no stale copy of them.
+/// apart; a cursor keeps them from page to page, for as long as an item read for the page they
+/// were emitted on (or an earlier one) is still buffered: a copy read later is no stale copy of
+/// them.
 ///
 /// The pages of a stream of items grow: the first is the limit, each next one twice the one
 /// before, up to a page size from each of a throttle's lanes. A stream read to its end then
 /// takes fewer and larger reads; one whose first items only are taken reads no more than its
-/// first page. The pages of a stream of pages ([`Growth::Fixed`]) are all of the limit.
-pub(crate) struct Cursor {
+/// first page (its first page reads nothing ahead). The pages of a stream of pages
+/// ([`Growth::Fixed`]) are all of the limit, and each reads ahead for the next.
+pub(crate) struct Cursor<'s> {
     merge: Merge,
     boundary: Option<Boundary>,
     seen: Seen,
@@ -647,6 +753,10 @@ pub(crate) struct Cursor {
     want: usize,
     limit: usize,
     growth: Growth,
+    /// The shard queries in flight, issued for the next page while the caller holds the last.
+    reads: Reads<'s>,
+    /// How the next page reads, when its first reads went out ahead of it.
+    next: Option<Schedule>,
 }
 
 /// Whether the pages of a [`Cursor`] grow.
@@ -668,7 +778,7 @@ struct Seen {
 /// Unique values emitted, each with the page it was emitted on, in that order.
 type Emitted = VecDeque<(u32, String)>;
 
-impl<P: Lanes, S: Store> Engine<'_, P, S> {
+impl<'s, P: Lanes, S: Store> Engine<'_, 's, P, S> {
     /// Emits up to `want` items from the lanes of `indexes` (positions into the plan), starting
     /// from `state` (the stream's boundary and one flag per lane, index-major), deduplicating by
     /// unique value against `seen`.
@@ -681,14 +791,17 @@ impl<P: Lanes, S: Store> Engine<'_, P, S> {
         totals: &mut QueryStats,
     ) -> Result<StreamPage> {
         let mut merge = self.merge(indexes, state)?;
-        self.run(
-            &mut merge,
-            state.boundary.as_ref(),
-            want,
-            (seen, None),
-            totals,
-        )
-        .await
+        let schedule = self.schedule(&merge, state.boundary.as_ref(), want);
+        let (page, _) = self
+            .run(
+                &mut merge,
+                (state.boundary.as_ref(), schedule),
+                (seen, None),
+                totals,
+                (&mut Reads::default(), None),
+            )
+            .await?;
+        Ok(page)
     }
 
     /// The stream over the lanes of `indexes`, from `state` (fresh, or a token's), in pages of
@@ -700,7 +813,7 @@ impl<P: Lanes, S: Store> Engine<'_, P, S> {
         state: &StreamState,
         limit: usize,
         growth: Growth,
-    ) -> Result<Cursor> {
+    ) -> Result<Cursor<'s>> {
         Ok(Cursor {
             merge: self.merge(indexes, state)?,
             boundary: state.boundary.clone(),
@@ -708,15 +821,17 @@ impl<P: Lanes, S: Store> Engine<'_, P, S> {
             want: limit,
             limit,
             growth,
+            reads: Reads::default(),
+            next: None,
         })
     }
 
     /// The next page of an open stream: as [`page`](Self::page) from the state the previous
-    /// page's token holds, with what the previous page read kept. Every read of a page resumes
-    /// where its lane was read through, and nothing at or before what was emitted is emitted
-    /// again, within a page and from page to page: the pages of a cursor keep the contract of
-    /// the pages of tokens.
-    async fn next(&self, cursor: &mut Cursor, totals: &mut QueryStats) -> Result<StreamPage> {
+    /// page's token holds, with what the previous page read kept (and what was read ahead for
+    /// this one). Every read of a page resumes where its lane was read through, and nothing at
+    /// or before what was emitted is emitted again, within a page and from page to page: the
+    /// pages of a cursor keep the contract of the pages of tokens.
+    async fn next(&self, cursor: &mut Cursor<'s>, totals: &mut QueryStats) -> Result<StreamPage> {
         let Cursor {
             merge,
             boundary,
@@ -724,27 +839,51 @@ impl<P: Lanes, S: Store> Engine<'_, P, S> {
             want,
             limit,
             growth,
+            reads,
+            next,
         } = cursor;
-        let page = self
+        if let Some(error) = reads.failed.take() {
+            // a read issued ahead for this page failed
+            return Err(error);
+        }
+        totals.add(&std::mem::take(&mut reads.ahead));
+        let following = match growth {
+            Growth::Doubling => {
+                let most = (*limit).max(self.page_size.saturating_mul(self.throttle));
+                want.saturating_mul(2).min(most).max(*limit)
+            }
+            Growth::Fixed => *want,
+        };
+        // a stream of items reads ahead from its second page on: one whose first items only
+        // are taken reads what its first page reads
+        let ahead = (*growth == Growth::Fixed || merge.page > 0).then_some(following);
+        let schedule = match next.take() {
+            Some(schedule) => schedule,
+            None => self.schedule(merge, boundary.as_ref(), *want),
+        };
+        let on = merge.page;
+        let (page, schedule) = self
             .run(
                 merge,
-                boundary.as_ref(),
-                *want,
+                (boundary.as_ref(), schedule),
                 (&mut seen.values, Some(&mut seen.order)),
                 totals,
+                (reads, ahead),
             )
             .await?;
-        if *growth == Growth::Doubling {
-            let most = (*limit).max(self.page_size.saturating_mul(self.throttle));
-            *want = want.saturating_mul(2).min(most).max(*limit);
+        *next = schedule;
+        *want = following;
+        if merge.page == on {
+            // not carried to the next page yet (it read nothing ahead)
+            merge.carry(page.state.boundary.as_ref().is_some_and(|b| b.run));
         }
         // the values no buffered item can be a stale copy of: emitted on a page before any
-        // buffered item was read
-        let oldest = merge.oldest_read().unwrap_or(merge.page.saturating_add(1));
+        // buffered item was read for (a read in flight was issued for the next page, after
+        // every value of this one was emitted)
+        let oldest = merge.oldest_read().unwrap_or(merge.page);
         while let Some((_, value)) = seen.order.pop_front_if(|(page, _)| *page < oldest) {
             seen.values.remove(&value);
         }
-        merge.carry(page.state.boundary.as_ref().is_some_and(|b| b.run));
         boundary.clone_from(&page.state.boundary);
         Ok(page)
     }
@@ -754,7 +893,7 @@ impl<P: Lanes, S: Store> Engine<'_, P, S> {
     /// with the state a token of the page after it holds (no token is written here).
     pub(crate) async fn stream_page(
         &self,
-        cursor: &mut Cursor,
+        cursor: &mut Cursor<'s>,
         (entity, indexes): (&str, usize),
         finish: impl Fn(&mut Item),
     ) -> Result<(super::page::QueryPageResult, StreamState)> {
@@ -780,16 +919,8 @@ impl<P: Lanes, S: Store> Engine<'_, P, S> {
         Ok((page, after))
     }
 
-    /// One page of `merge`, whose previous page ended at `boundary`.
-    #[allow(clippy::too_many_lines)] // one loop: read, take in, emit; its steps are methods
-    async fn run(
-        &self,
-        merge: &mut Merge,
-        boundary: Option<&Boundary>,
-        want: usize,
-        (seen, mut order): (&mut HashSet<String>, Option<&mut Emitted>),
-        totals: &mut QueryStats,
-    ) -> Result<StreamPage> {
+    /// How a page of `want` items after `boundary` reads (see [`Schedule`]).
+    fn schedule(&self, merge: &Merge, boundary: Option<&Boundary>, want: usize) -> Schedule {
         let span = boundary.and_then(|b| {
             Some(Span {
                 first: b.first.clone(),
@@ -797,83 +928,49 @@ impl<P: Lanes, S: Store> Engine<'_, P, S> {
                 run: b.run,
             })
         });
-        let span = span.as_ref();
-        let throttle = self.throttle.max(1);
-        // where the page probably ends (`predict`)
-        let margin = span.map_or(MARGIN, |b| {
+        let margin = span.as_ref().map_or(MARGIN, |b| {
             let averaged = estimate::averaged(&b.first, &b.last);
-            estimate::margin(want, merge.live(), throttle, averaged)
+            estimate::margin(want, merge.live(), self.throttle.max(1), averaged)
         });
-        let (staged, mut predicted) = self.predict(merge, span, want, margin);
-        // the previous pages did not move: the page probably ends at the same range key, and
-        // the lanes are read in the global order, a few at a time (`allowance` reads in flight,
-        // doubled each time they are all back)
-        let mut allowance = 1usize;
-        // reads taken in since the prediction was last refined
-        let mut news = 0usize;
+        let (staged, predicted) = self.predict(merge, span.as_ref(), want, margin);
+        Schedule {
+            span,
+            want,
+            margin,
+            staged,
+            predicted,
+            allowance: 1,
+            news: 0,
+            repredicted: 0,
+        }
+    }
+
+    /// One page of `merge`, whose previous page ended at `boundary`, read as `schedule` says,
+    /// its shard queries in `reads`. With `ahead` (a cursor's page, the size of the page after
+    /// it), once the page has its items the next page's first reads go out ahead of it (see
+    /// [`read_ahead`](Self::read_ahead)), and how that page reads is returned with the page.
+    async fn run(
+        &self,
+        merge: &mut Merge,
+        (boundary, mut schedule): (Option<&Boundary>, Schedule),
+        (seen, mut order): (&mut HashSet<String>, Option<&mut Emitted>),
+        totals: &mut QueryStats,
+        (reads, ahead): (&mut Reads<'s>, Option<usize>),
+    ) -> Result<(StreamPage, Option<Schedule>)> {
+        let page = merge.page;
+        let want = schedule.want;
+        let throttle = self.throttle.max(1);
         let mut out: Vec<Item> = Vec::with_capacity(want.min(self.page_size.max(1)));
         // where the first and last items on the page came from, for the next page's boundary
         let mut ends = Ends::default();
-        let mut inflight = FuturesUnordered::new();
-        // predictions made again on this page
-        let mut repredicted = 0usize;
         while out.len() < want {
-            let remaining = want - out.len();
             if merge.blocked() {
-                if inflight.len() < throttle {
-                    let known = self.known_end(merge, remaining);
-                    if known.is_none()
-                        && let Some(end) = &predicted
-                        && !merge.short_of(end)
-                    {
-                        // every lane is read up to the predicted end and the page is not full:
-                        // predict once more, from what that range held; then read unbounded
-                        // (only an unbounded read finds that a lane has nothing left)
-                        let found = out.len() + merge.buffered;
-                        predicted = span.and_then(|b| {
-                            self.repredict(b, end, (found, want, merge.live()), repredicted)
-                        });
-                        repredicted += 1;
-                    } else if staged
-                        && known.is_none()
-                        && repredicted == 0
-                        && let Some(end) =
-                            self.refined(merge, span, (want, remaining), news, &inflight)
-                    {
-                        // what the reads back found bounds the next ones
-                        predicted = Some(end);
-                        news = 0;
-                    }
-                    let tied = known.is_none()
-                        && predicted
-                            .as_ref()
-                            .zip(merge.mark.as_ref())
-                            .is_some_and(|(end, mark)| end.pos.same_head(&mark.pos));
-                    let free = if tied {
-                        allowance.saturating_sub(inflight.len())
-                    } else {
-                        throttle - inflight.len()
-                    };
-                    let reads = self.schedule(
-                        merge,
-                        free,
-                        remaining,
-                        (known.as_ref(), predicted.as_ref()),
-                        (margin, tied),
-                    );
-                    totals.shard_queries += reads.len();
-                    let store = self.store;
-                    inflight.extend(
-                        reads
-                            .into_iter()
-                            .map(|(t, request, end, limit)| async move {
-                                (t, end, limit, store.query_page(&request).await)
-                            }),
-                    );
+                if reads.len() < throttle {
+                    totals.shard_queries += self.issue(merge, &mut schedule, out.len(), reads);
                 }
-                news += self.take_in(merge, &mut inflight, totals).await?;
-                if inflight.is_empty() {
-                    allowance = allowance.saturating_mul(2).min(throttle);
+                schedule.news += self.take_in(merge, reads, (page, totals)).await?;
+                if reads.len() == 0 {
+                    schedule.allowance = schedule.allowance.saturating_mul(2).min(throttle);
                 }
                 continue;
             }
@@ -892,7 +989,7 @@ impl<P: Lanes, S: Store> Engine<'_, P, S> {
                 Some(order) => {
                     let first = seen.insert(identity.clone());
                     if first {
-                        order.push_back((merge.page, identity));
+                        order.push_back((page, identity));
                     }
                     first
                 }
@@ -911,26 +1008,161 @@ impl<P: Lanes, S: Store> Engine<'_, P, S> {
             ends.last_lane = Some(h);
             out.push(item);
         }
-        // reads still in flight are waited for, not abandoned: the store may already be
-        // serving them, and a caller that asks for the next page at once must not find more
-        // than `throttle` of its reads in flight (measured: it costs little, as they are reads
-        // the page needed up to its end)
-        while let Some(done) = inflight.next().await {
-            self.settle(merge, done, totals)?;
-        }
-        let boundary = self.next_boundary(merge, &out, ends, predicted.as_ref(), (boundary, span));
+        // the boundary after the page, from what the lanes read so far
+        let after = |merge: &Merge| {
+            self.next_boundary(
+                merge,
+                &out,
+                ends,
+                schedule.predicted.as_ref(),
+                (boundary, schedule.span.as_ref()),
+            )
+        };
+        let next = match ahead {
+            Some(following) if out.len() == want && want != usize::MAX => {
+                let provisional = after(merge);
+                let next = self.read_ahead(
+                    merge,
+                    (provisional.as_ref(), following),
+                    reads,
+                    (page, &mut *totals),
+                );
+                Some(next.await?)
+            }
+            _ => {
+                // the page's reads still in flight are waited for, not abandoned: the store
+                // may already be serving them, and a caller that asks for the next page at
+                // once must not find more than `throttle` of its reads in flight (measured: it
+                // costs little, as they are reads the page needed up to its end)
+                while let Some(done) = reads.flights.next().await {
+                    self.settle(merge, done, reads, (page, &mut *totals))?;
+                }
+                None
+            }
+        };
+        let boundary = after(merge);
+        // a lane is done for the token when the page's own reads found it so (reads ahead for
+        // the next page are not the page's: a token shows what paging by tokens would show)
         let exhausted = merge
             .lanes
             .iter()
-            .map(|lane| lane.exhausted && lane.buffer.is_empty())
+            .map(|lane| lane.exhausted && lane.buffer.is_empty() && lane.done_on <= page)
             .collect();
-        Ok(StreamPage {
-            items: out,
-            state: StreamState {
-                boundary,
-                exhausted,
+        Ok((
+            StreamPage {
+                items: out,
+                state: StreamState {
+                    boundary,
+                    exhausted,
+                },
             },
-        })
+            next,
+        ))
+    }
+
+    /// Once page `page` has its items (the stream's next page to start after `boundary`, the
+    /// page's last item, and to hold `want` items): the merge goes on to the next page, whose
+    /// first reads go out into the throttle's free places as each of the page's own last reads
+    /// comes back, and once more when they are all back; the page waits for its own reads only.
+    /// The reads issued ahead are started (polled once, the ready ones taken in) and left in
+    /// flight. How the next page reads.
+    async fn read_ahead(
+        &self,
+        merge: &mut Merge,
+        (boundary, want): (Option<&Boundary>, usize),
+        reads: &mut Reads<'s>,
+        (page, totals): (u32, &mut QueryStats),
+    ) -> Result<Schedule> {
+        merge.carry(boundary.is_some_and(|b| b.run));
+        reads.behind = reads.len();
+        let mut next = self.schedule(merge, boundary, want);
+        let throttle = self.throttle.max(1);
+        loop {
+            if reads.failed.is_none() && reads.len() < throttle {
+                reads.ahead.shard_queries += self.issue(merge, &mut next, 0, reads);
+            }
+            if reads.behind == 0 {
+                break;
+            }
+            next.news += self.take_in(merge, reads, (page, &mut *totals)).await?;
+        }
+        // a future does nothing until polled: the reads issued ahead start now
+        while let Some(Some(done)) = reads.flights.next().now_or_never() {
+            self.settle(merge, done, reads, (page, &mut *totals))?;
+        }
+        Ok(next)
+    }
+
+    /// Issues the page's next reads into the throttle's free places, `taken` of its items out,
+    /// as `s` says; how many. They stop at the page's known end (the `remaining`-th buffered
+    /// item) or else its predicted end: predicted once more when every lane is read up to it
+    /// and the page is not full (then read without a bound: only an unbounded read finds that
+    /// a lane has nothing left), refined from what the reads back found when staged. When the
+    /// previous pages did not move, the page probably ends at their range key: the lanes are
+    /// then read in the global order, `allowance` at a time.
+    fn issue(
+        &self,
+        merge: &mut Merge,
+        s: &mut Schedule,
+        taken: usize,
+        reads: &mut Reads<'s>,
+    ) -> usize {
+        let remaining = s.want - taken;
+        let known = self.known_end(merge, remaining);
+        if known.is_none()
+            && let Some(end) = &s.predicted
+            && !merge.short_of(end)
+        {
+            // every lane is read up to the predicted end and the page is not full: predict
+            // once more, from what that range held
+            let found = taken + merge.buffered;
+            s.predicted = s
+                .span
+                .as_ref()
+                .and_then(|b| self.repredict(b, end, (found, s.want, merge.live()), s.repredicted));
+            s.repredicted += 1;
+        } else if s.staged
+            && known.is_none()
+            && s.repredicted == 0
+            && let Some(end) = self.refined(
+                merge,
+                s.span.as_ref(),
+                (s.want, remaining),
+                s.news,
+                reads.len() == 0,
+            )
+        {
+            // what the reads back found bounds the next ones
+            s.predicted = Some(end);
+            s.news = 0;
+        }
+        let tied = known.is_none()
+            && s.predicted
+                .as_ref()
+                .zip(merge.mark.as_ref())
+                .is_some_and(|(end, mark)| end.pos.same_head(&mark.pos));
+        let free = if tied {
+            s.allowance
+        } else {
+            self.throttle.max(1)
+        }
+        .saturating_sub(reads.len());
+        let page = merge.page;
+        let issued = self.next_reads(
+            merge,
+            free,
+            remaining,
+            (known.as_ref(), s.predicted.as_ref()),
+            (s.margin, tied),
+        );
+        let count = issued.len();
+        for (t, request, end, limit) in issued {
+            let store = self.store;
+            reads.flights.push(Box::pin(async move {
+                (t, end, limit, page, store.query_page(&request).await)
+            }));
+        }
+        count
     }
 
     /// The boundary after a page that returned `out` (`None` when it returned nothing and
@@ -1147,16 +1379,17 @@ impl<P: Lanes, S: Store> Engine<'_, P, S> {
 
     /// The prediction refined from what the reads taken in found, while lanes are left to
     /// read for the first time, once a round of the throttle (`news` reads) is back (or every
-    /// read is): [`refine`](Self::refine) at the later probability of [`estimate::quantiles`].
-    fn refined<F>(
+    /// read is, `idle`): [`refine`](Self::refine) at the later probability of
+    /// [`estimate::quantiles`].
+    fn refined(
         &self,
         merge: &Merge,
         boundary: Option<&Span>,
         (want, remaining): (usize, usize),
         news: usize,
-        inflight: &FuturesUnordered<F>,
+        idle: bool,
     ) -> Option<End> {
-        let due = news >= self.throttle.max(1) || (news > 0 && inflight.is_empty());
+        let due = news >= self.throttle.max(1) || (news > 0 && idle);
         if !due || !merge.any_fresh() {
             return None;
         }
@@ -1278,6 +1511,7 @@ impl<P: Lanes, S: Store> Engine<'_, P, S> {
                     cursor: None,
                     frontier: None,
                     exhausted,
+                    done_on: 0,
                     busy: false,
                     fresh: true,
                     read_on: VecDeque::new(),
@@ -1404,7 +1638,7 @@ impl<P: Lanes, S: Store> Engine<'_, P, S> {
     /// fair share at a time; else it takes a fair share of what the page still wants. A lane
     /// that is the only one left reads what the page wants in one query. Lanes settled without
     /// a read (nothing can match up to the end) are marked read that far.
-    fn schedule(
+    fn next_reads(
         &self,
         merge: &mut Merge,
         free: usize,
@@ -1412,8 +1646,7 @@ impl<P: Lanes, S: Store> Engine<'_, P, S> {
         (known, predicted): (Option<&End>, Option<&End>),
         (margin, tied): (f64, bool),
     ) -> Vec<(usize, QueryPage, Option<End>, u32)> {
-        let live = merge.live();
-        let in_run = merge.in_run;
+        let (live, in_run, page) = (merge.live(), merge.in_run, merge.page);
         let bound = known.or(predicted);
         let targets = merge.targets(free, bound);
         let mut reads = Vec::with_capacity(targets.len());
@@ -1469,7 +1702,9 @@ impl<P: Lanes, S: Store> Engine<'_, P, S> {
                 limit
             };
             let end = end.cloned();
-            let request = merge.update(t, |lane| self.request(lane, limit, end.as_ref(), after));
+            let request = merge.update(t, page, |lane| {
+                self.request(lane, limit, end.as_ref(), after)
+            });
             if let Some((request, stop)) = request {
                 merge.lanes[t].busy = true;
                 reads.push((t, request, stop, limit));
@@ -1699,45 +1934,68 @@ impl<P: Lanes, S: Store> Engine<'_, P, S> {
 
     /// Waits for a read in flight, and takes it in with every other read already back (so
     /// that the next reads are chosen from all of them); how many (0: none was in flight).
-    async fn take_in<F: Future<Output = Read>>(
+    /// `page` and `totals`: see [`settle`](Self::settle).
+    async fn take_in(
         &self,
         merge: &mut Merge,
-        inflight: &mut FuturesUnordered<F>,
-        totals: &mut QueryStats,
+        reads: &mut Reads<'s>,
+        (page, totals): (u32, &mut QueryStats),
     ) -> Result<usize> {
-        let Some(done) = inflight.next().await else {
+        let Some(done) = reads.flights.next().await else {
             return Ok(0);
         };
-        self.settle(merge, done, totals)?;
+        self.settle(merge, done, reads, (page, &mut *totals))?;
         let mut taken = 1;
-        while let Some(Some(done)) = inflight.next().now_or_never() {
-            self.settle(merge, done, totals)?;
+        while let Some(Some(done)) = reads.flights.next().now_or_never() {
+            self.settle(merge, done, reads, (page, &mut *totals))?;
             taken += 1;
         }
         Ok(taken)
     }
 
-    /// Applies a finished read to its lane.
+    /// Applies a finished read to its lane. What it cost goes to `totals`, the stats of `page`
+    /// (the page being built or ending), when it was issued for that page, and to the next
+    /// page's when it was issued ahead for it; a read issued ahead that failed fails the next
+    /// page, not this one (which has its items).
     fn settle(
         &self,
         merge: &mut Merge,
-        (t, end, asked, result): Read,
-        totals: &mut QueryStats,
+        (t, end, asked, issued_for, result): Read,
+        reads: &mut Reads<'s>,
+        (page, totals): (u32, &mut QueryStats),
     ) -> Result<()> {
         merge.lanes[t].busy = false;
+        if issued_for < merge.page {
+            reads.behind = reads.behind.saturating_sub(1);
+        }
         let lane = &merge.lanes[t];
-        let page = result.map_err(|error| self.plan.shard_error(lane.index, lane.shard, error))?;
-        totals.items_read += page.items.len();
-        totals.consumed_capacity += page.consumed_capacity.unwrap_or(0.0);
-        let limit_reached = page.items.len() >= usize::try_from(asked).unwrap_or(usize::MAX);
-        let (mark, read_on) = (merge.mark.clone(), merge.page);
-        merge.update(t, |lane| {
+        let read = match result {
+            Ok(read) => read,
+            Err(error) => {
+                let error = self.plan.shard_error(lane.index, lane.shard, error);
+                if issued_for > page {
+                    reads.failed.get_or_insert(error);
+                    return Ok(());
+                }
+                return Err(error);
+            }
+        };
+        let stats = if issued_for > page {
+            &mut reads.ahead
+        } else {
+            totals
+        };
+        stats.items_read += read.items.len();
+        stats.consumed_capacity += read.consumed_capacity.unwrap_or(0.0);
+        let limit_reached = read.items.len() >= usize::try_from(asked).unwrap_or(usize::MAX);
+        let mark = merge.mark.clone();
+        merge.update(t, issued_for, |lane| {
             self.take(
                 t,
                 lane,
-                page,
+                read,
                 (limit_reached, end),
-                (mark.as_ref(), read_on),
+                (mark.as_ref(), issued_for),
             );
         });
         Ok(())

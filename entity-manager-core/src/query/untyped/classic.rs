@@ -490,6 +490,9 @@ impl<'a, S: Store> Query<'a, S, Indexed> {
     /// guarantees while the table is written, but a stream over several shards in one merged
     /// order keeps what each page read beyond its end: the next page goes on from there,
     /// instead of reading it again from a token (each page is still traced as one).
+    ///
+    /// From its second page on, a stream reads ahead as [`pages`](Self::pages) does (its first
+    /// page reads what [`page`](Self::page) reads, and nothing more).
     pub fn stream(&self) -> impl Stream<Item = Result<Item>> + '_ {
         items_of(self.pages_growing(None, Growth::Doubling))
     }
@@ -505,9 +508,20 @@ impl<'a, S: Store> Query<'a, S, Indexed> {
     /// limit's number of items (the last one what is left), with the guarantees of
     /// [`page`](Self::page) while the table is written.
     ///
+    /// It reads ahead (in exact mode: a union of indexes pages by tokens): once a page has its
+    /// items, the next page's first shard queries go
+    /// out (within the throttle: never more in flight than it says, these included) and stay
+    /// in flight while the caller holds the page, so that the next page's round overlaps what
+    /// the caller does with this one. They are futures the stream owns, not spawned tasks:
+    /// dropping the stream cancels them. Each page's token is written from that page's own
+    /// reads. Between two pages the stream holds the page, what each shard's reads brought past
+    /// it, and those reads: under `(shards + throttle) × max(page_size, limit + 1)` items
+    /// beyond the page.
+    ///
     /// A failed page ends the stream with its error; nothing is lost: the token of the last
     /// page received resumes it, with `pages(Some(token))` or [`page`](Self::page) (in this
-    /// process or another one).
+    /// process or another one). A read issued ahead that fails fails the page it was issued
+    /// for, the next one.
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")]
@@ -696,7 +710,7 @@ struct Settings {
 /// A stream kept open between its pages (exact mode): its plan, and the engine's cursor.
 struct Open<'a> {
     plan: Plan<'a>,
-    cursor: engine::Cursor,
+    cursor: engine::Cursor<'a>,
     settings: Settings,
 }
 

@@ -525,9 +525,10 @@ impl<'a, S: Store> MultiQuery<'a, S> {
     /// `token`, each as [`page`](Self::page) gives it, until the last.
     ///
     /// As [`Query::pages`](super::Query::pages): each page goes on from what the pages before
-    /// it read (each item is read once), holds the limit's number of items, and carries the
-    /// token of the page after it; a failed page ends the stream with its error, and the last
-    /// page's token resumes it.
+    /// it read (each item is read once), holds the limit's number of items, carries the
+    /// token of the page after it, and reads the next page ahead while the caller holds one
+    /// (within the throttle; dropping the stream cancels those reads); a failed page ends the
+    /// stream with its error, and the last page's token resumes it.
     pub fn pages(
         &self,
         token: Option<&str>,
@@ -559,7 +560,7 @@ struct Settings {
 /// binding of its pages' tokens.
 struct Open<'a> {
     plan: Plan<'a>,
-    cursor: engine::Cursor,
+    cursor: engine::Cursor<'a>,
     settings: Settings,
     table: [u8; 32],
 }
