@@ -32,20 +32,22 @@ shift
 case $area in
 query)
     files=(-f 'entity-manager-core/src/query/**')
-    # the oracles and contract tests of every query kind, tokens and streams, the checks made
-    # before the first read, and the generative oracle (a small run: ORACLE_CASES below)
-    tests=(--test query_lanes --test query --test query_v2 --test query_ties --test query_typed
-        --test multi_attribute --test multi_typed --test query_token --test query_mistakes
-        --test oracle)
+    # one binary (tests/tests/mutants_query.rs) of the oracles and contract tests of every query
+    # kind, tokens and streams, the checks made before the first read and the generative oracle:
+    # multi_attribute, multi_typed, oracle, query, query_lanes, query_mistakes, query_ties,
+    # query_token, query_typed, query_v2
+    tests=(--test mutants_query)
     # the generative oracle's cases per mutant (CI runs 5,000; a mutant needs a quick verdict)
     export ORACLE_CASES=${ORACLE_CASES:-200}
+    export QUERY_MISTAKES_CASES=${QUERY_MISTAKES_CASES:-200}
     ;;
 writes)
     files=(-f 'entity-manager-core/src/ops/**' -f 'entity-manager-core/src/migrate.rs'
         -f 'entity-manager-core/src/guarded.rs')
-    # the typed operations, versions, conflicts under faults and the live migration
-    tests=(--test entity_ops --test entity_update --test entity_version --test entity_wide
-        --test faults --test migrate --test live_migration)
+    # one binary (tests/tests/mutants_writes.rs) of the typed operations, versions, conflicts
+    # under faults and the live migration: entity_ops, entity_update, entity_version,
+    # entity_wide, faults, live_migration, migrate
+    tests=(--test mutants_writes)
     ;;
 *) usage ;;
 esac
@@ -58,17 +60,34 @@ if ! command -v cargo-mutants >/dev/null; then
     cargo install cargo-mutants --locked --version 27.1.0
 fi
 
+# What a mutant costs, and what cuts it (measured: BENCHMARKS.md, "Mutation testing"):
+# - the build directory: cargo-mutants mutates a copy of the checkout (never your files), and
+#   builds it in this checkout's own target directory (MUTANTS_TARGET_DIR to choose another),
+#   so the dependencies are never rebuilt; a copy with a target of its own first spent ~12
+#   minutes rebuilding them. With `debug = 0` (below) the mutated crates get artifacts of their
+#   own beside yours: a mutant never makes your next `cargo test` rebuild, nor the reverse.
+#   While a mutant builds, your own cargo commands in this checkout wait for its lock.
+# - no debug info for the workspace crates (`CARGO_PROFILE_DEV_DEBUG=0`): less to write and link
+# - only the mutated package's unit tests and the test package (`--test-package`), not every
+#   crate of the workspace (`--test-workspace` rebuilt the derive, facade and CLI unit tests,
+#   and their dependencies with the workspace's features, per mutant)
+# - one test binary per area: one link per mutant instead of seven or ten
+# - the generative oracles at a few hundred cases (ORACLE_CASES, QUERY_MISTAKES_CASES above)
+export CARGO_TARGET_DIR=${MUTANTS_TARGET_DIR:-$PWD/target}
+export CARGO_PROFILE_DEV_DEBUG=0
+
 started=$(date +%s)
-# --sharding round-robin: `--shard k/n` is then a uniform sample over the area's files
-# `--baseline skip`: cargo-mutants 27 runs its baseline on the mutated package alone, where
-# these targets are not (the suite passes unmutated: CI says so), so the timeouts are fixed.
-# `--test-workspace true` with `--test` filters: the targets named below (and `--lib`, the unit
-# tests of the crates) in whichever package holds them
+# `--sharding round-robin` (with `--shard`): `--shard k/n` is then a uniform sample over the area's files
+# `--baseline skip`: the suite passes unmutated (CI says so), so the timeouts are fixed.
+# `-j 1`: the build directory above is shared, one mutant at a time
+sharding=()
+for arg in "$@"; do
+    [[ $arg == --shard* ]] && sharding=(--sharding round-robin)
+done
 status=0
-cargo mutants "${files[@]}" \
-    --sharding round-robin \
-    --test-workspace true \
-    --baseline skip --timeout 600 --build-timeout 900 \
+cargo mutants "${files[@]}" "${sharding[@]}" \
+    --test-package entity-manager-core,entity-manager-tests \
+    --baseline skip --timeout 600 --build-timeout 900 --jobs 1 \
     "$@" \
     -- --lib "${tests[@]}" || status=$?
 # cargo-mutants exits 2 when a mutant was missed, 3 when one timed out
