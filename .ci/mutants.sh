@@ -19,11 +19,12 @@
 # - before (all test targets of the test package built per mutant, each linked on its own, with
 #   line tables; first sample): 241-259 s build + 408-415 s tests, about 11 minutes a viable
 #   mutant; the second sample (in place, fewer targets run) about 4 minutes
-# - now, `writes` (26 viable mutants of 31, 2026-11-28): 59 s build + 51 s tests on average,
-#   under 2 minutes a mutant. `query`: the same build; its tests (the proptests of query.rs,
-#   query_v2.rs, query_token.rs and multi_attribute.rs run 400-2,000 cases each) take over 10
-#   minutes unmutated at that load, and a binary runs all its tests, caught or not. The
-#   proptests' own case counts (not yet bounded per mutant) are the next cut.
+# - now, `writes` (28 viable mutants of 33 run, 2026-11-28): 64 s build + 57 s tests on average,
+#   about 2 minutes a mutant. `query`: a build of the same size; its tests (the proptests of
+#   query.rs, query_v2.rs, query_token.rs and multi_attribute.rs run 400-2,000 cases each) took
+#   327 s of CPU unmutated (1,596 s at `nice 19` on that load), and a binary runs all its tests,
+#   caught or not. The proptests' own case counts (not yet bounded per mutant) are the next cut.
+# - do not edit this script while it runs (bash reads it as it goes)
 #
 # It is not part of .ci/run (too long for CI's budget). cargo-mutants is installed from the
 # crates registry when missing.
