@@ -87,6 +87,13 @@ fi
 # - one test binary per area: one link per mutant instead of seven or ten
 # - the generative oracles at a few hundred cases (ORACLE_CASES, QUERY_MISTAKES_CASES above)
 export CARGO_TARGET_DIR=${MUTANTS_TARGET_DIR:-$PWD/target}
+# The copy lives in TMPDIR; tests read the shared fixtures at `$CARGO_MANIFEST_DIR/../../shared`
+# (the checkout's sibling `shared`), so the copy gets a TMPDIR whose `shared` is that one: without
+# it, every mutant of `writes` failed ten `migrate` tests (file not found) and counted as caught
+scratch=$CARGO_TARGET_DIR/mutants-tmp
+mkdir -p "$scratch"
+ln -sfn "$(cd .. && pwd)/shared" "$scratch/shared"
+export TMPDIR=$scratch
 export CARGO_PROFILE_DEV_DEBUG=0
 
 # the test targets go to both phases (`--cargo-arg`): after `--` they reached only `cargo test`,
