@@ -526,8 +526,8 @@ mod query_oracle {
     use entity_manager::query::TokenError;
     use entity_manager::query::untyped::MultiQuery;
 
+    use super::league_query::{Ask, Rec, query, tuple, wanted};
     use super::*;
-    use crate::league_query::{Ask, Rec, query, tuple, wanted};
 
     fn rec() -> impl Strategy<Value = Rec> {
         (

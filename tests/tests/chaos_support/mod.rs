@@ -434,7 +434,7 @@ impl ChaosProxy {
         backoff: Duration,
     ) -> entity_manager::store::aws_sdk_dynamodb::Client {
         use entity_manager::store::aws_sdk_dynamodb::config::retry::RetryConfig;
-        let client = crate::store_support::client_at(&self.endpoint);
+        let client = super::store_support::client_at(&self.endpoint);
         let config = client
             .config()
             .to_builder()

@@ -6,8 +6,8 @@ use entity_manager::query::untyped::MultiQuery;
 use entity_manager::store::{RangeCondition, Store};
 use entity_manager::{AttributeValue, EntityExt as _, EntitySchema, Item};
 
-use crate::league::{Coach, Player};
-use crate::store_support::{n, s, text};
+use super::league::{Coach, Player};
+use super::store_support::{n, s, text};
 
 type BoxError = Box<dyn std::error::Error>;
 

@@ -1,0 +1,24 @@
+//! The tests of the guarded writes for `.ci/mutants.sh writes` in one test binary (issue 46,
+//! point 3): each mutant of `ops/`, `migrate.rs` or `guarded.rs` is then one build and one link
+//! of this binary, not of seven. It holds the same files as their own targets (`entity_ops.rs`,
+//! `migrate.rs`, ...), unchanged; `cargo test` does not build it (`test = false` in Cargo.toml),
+//! the script names it.
+//!
+//! ```text
+//! cargo test -p entity-manager-tests --test mutants_writes
+//! ```
+
+#[path = "entity_ops.rs"]
+mod entity_ops;
+#[path = "entity_update.rs"]
+mod entity_update;
+#[path = "entity_version.rs"]
+mod entity_version;
+#[path = "entity_wide.rs"]
+mod entity_wide;
+#[path = "faults.rs"]
+mod faults;
+#[path = "live_migration.rs"]
+mod live_migration;
+#[path = "migrate.rs"]
+mod migrate;
