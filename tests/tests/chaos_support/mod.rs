@@ -72,6 +72,11 @@ pub struct ChaosPlan {
     /// Injects at most this many faults, then passes every request through (`None`: no
     /// bound): with a rate of 1.0, exactly the first requests are faulted.
     pub max_faults: Option<u64>,
+    /// The faults of the first requests of the calls `only` names, in order (`Fault::Pass`
+    /// for one passed through); the requests after them are drawn from the rates. A sequence
+    /// such as "applied and its answer lost, then throttled" forces one interleaving of a
+    /// call's attempts, whatever the seed.
+    pub script: &'static [Fault],
 }
 
 /// How the answer of a request that was applied is lost ([`ChaosPlan::lost_ack`]).
@@ -153,8 +158,10 @@ fn mix(mut x: u64) -> u64 {
     x ^ (x >> 31)
 }
 
+/// What the proxy does with one request ([`ChaosPlan::script`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Fault {
+pub enum Fault {
+    /// Forwarded, and its answer passed on.
     Pass,
     Throttle,
     ServerError,
@@ -185,7 +192,10 @@ impl ChaosPlan {
     /// `max_faults`).
     fn fault_counted(&self, n: u64, target: &str, counts: &ChaosCounts) -> Fault {
         if self.targets(target) {
-            counts.targeted.fetch_add(1, Ordering::SeqCst);
+            let at = counts.targeted.fetch_add(1, Ordering::SeqCst);
+            if let Some(scripted) = usize::try_from(at).ok().and_then(|i| self.script.get(i)) {
+                return *scripted;
+            }
         }
         let fault = self.fault(n, target);
         if fault != Fault::Pass
@@ -445,6 +455,20 @@ impl ChaosProxy {
             )
             .build();
         entity_manager::store::aws_sdk_dynamodb::Client::from_conf(config)
+    }
+
+    /// A store of `direct`'s table through the proxy, whose client the SDK retries in its
+    /// standard mode, 3 attempts from a 10 ms backoff.
+    pub fn store_of(
+        &self,
+        direct: &entity_manager::store::DynamoStore,
+    ) -> entity_manager::store::DynamoStore {
+        use entity_manager::store::Store as _;
+        entity_manager::store::DynamoStore::new(
+            self.client(3, Duration::from_millis(10)),
+            direct.table_name(),
+            direct.definition().clone(),
+        )
     }
 
     /// Starts a proxy on 127.0.0.1 (a free port) in front of `upstream` (a loopback endpoint).
