@@ -937,4 +937,91 @@ mod dynamodb {
         })
         .await
     }
+
+    /// An unconditional put (`Expect::Any`: last writer wins) whose answer was lost is sent
+    /// again by the SDK (a put is repeatable), and when another writer's put lands between
+    /// the two attempts the re-send applies it a second time: within the one call of `X`, a
+    /// reader sees `X`, then `Y`, then `X` again. That history is not linearizable, and this
+    /// test shows that it happens (the proxy holds the re-send until `Y` is written and read);
+    /// `DynamoStore`'s docs say why it is left so. Writes that must not be reordered so are
+    /// conditional (a version field, `create`, `put_if`): a re-send of those is refused by its
+    /// own condition, and reported as may-have-applied.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_unconditional_put_sent_again_after_a_lost_answer_can_apply_twice_around_another()
+    -> TestResult {
+        use chaos_support::{Fault, LostAnswer};
+        let name = "histories-any-put";
+        let Some(direct) = store_support::dynamo_store(name, definition()?).await? else {
+            eprintln!("skipping {name}: DYNAMODB_ENDPOINT is not set");
+            return Ok(());
+        };
+        let direct = Arc::new(direct);
+        let release = Arc::new(tokio::sync::Notify::new());
+        let plan = ChaosPlan {
+            seed: seed(),
+            only: &["PutItem"],
+            script: &[Fault::LostAck(LostAnswer::ServerError), Fault::Held],
+            release: Some(release.clone()),
+            ..ChaosPlan::default()
+        };
+        let proxy = ChaosProxy::start(&std::env::var("DYNAMODB_ENDPOINT")?, plan).await?;
+        let store = proxy
+            .store_of(&direct)
+            .with_consistent_reads(true)
+            .with_timeouts(Duration::from_secs(20), Duration::from_secs(10));
+        let direct_reads = (*direct).clone().with_consistent_reads(true);
+        let at = |value| Counter {
+            counter_id: "c".into(),
+            created: 1_000,
+            value,
+            version: 0,
+        };
+        let (x, y) = (at(1), at(2));
+        let recorder = Recorder::<Register>::new();
+        let put_x = recorder.invoke(
+            1,
+            RegisterOp::write("c", Require::Any, Some(Versioned::of(&x))),
+        );
+        let item = x.to_item()?;
+        let sending = tokio::spawn(async move { store.put_item(item, Expect::Any).await });
+        // the first attempt applied (its answer lost, the re-send held): a reader sees X
+        let mut seen = None;
+        for _ in 0..1_000 {
+            seen = read_at_end::<Counter, _>(&recorder, &direct_reads, "c").await?;
+            if seen.is_some() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert_eq!(seen.as_ref(), Some(&x), "the first attempt was not applied");
+        // another writer's put, acknowledged and read
+        let put_y = recorder.invoke(
+            2,
+            RegisterOp::write("c", Require::Any, Some(Versioned::of(&y))),
+        );
+        direct_reads.put_item(y.to_item()?, Expect::Any).await?;
+        put_y.ok(RegisterOut::Applied);
+        let read = read_at_end::<Counter, _>(&recorder, &direct_reads, "c").await?;
+        assert_eq!(read.as_ref(), Some(&y));
+        // the re-send goes on, and applies X again
+        release.notify_one();
+        let sent = sending.await?;
+        match &sent {
+            Ok(()) => put_x.ok(RegisterOut::Applied),
+            Err(e) if e.may_have_applied() => put_x.open(),
+            Err(_) => put_x.not_applied(),
+        }
+        let last = read_at_end::<Counter, _>(&recorder, &direct_reads, "c").await?;
+        let answers_lost = proxy.counts.lost_acks.load(Ordering::SeqCst);
+        direct.delete_table().await?;
+        sent?;
+        assert_eq!(answers_lost, 1);
+        assert_eq!(last, Some(x), "the re-send applied X after Y");
+        let refused = recorder
+            .check(&Register::new())
+            .err()
+            .ok_or("the history of X, Y, X was accepted")?;
+        println!("{refused}");
+        Ok(())
+    }
 }

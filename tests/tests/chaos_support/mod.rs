@@ -77,6 +77,9 @@ pub struct ChaosPlan {
     /// such as "applied and its answer lost, then throttled" forces one interleaving of a
     /// call's attempts, whatever the seed.
     pub script: &'static [Fault],
+    /// What a [`Fault::Held`] request waits for before it is forwarded (not set: it is not
+    /// held).
+    pub release: Option<Arc<tokio::sync::Notify>>,
 }
 
 /// How the answer of a request that was applied is lost ([`ChaosPlan::lost_ack`]).
@@ -174,6 +177,9 @@ pub enum Fault {
     LostAck(LostAnswer),
     /// Whether the request is forwarded (and applied) before it hangs.
     Hang(bool),
+    /// Held until [`ChaosPlan::release`] is notified, then forwarded and answered: the test
+    /// decides what happens before it reaches the table.
+    Held,
 }
 
 /// A uniform draw in [0, 1) from `x`.
@@ -267,6 +273,27 @@ fn error_body(kind: &str, message: &str) -> String {
         .to_string()
 }
 
+/// A `TransactionConflict` cancellation of the transaction `body` (one reason per item).
+fn conflict(body: &Bytes) -> Response<Full<Bytes>> {
+    let requests: serde_json::Value = serde_json::from_slice(body).unwrap_or_default();
+    let items = requests["TransactItems"].as_array().map_or(1, Vec::len);
+    let reasons: Vec<serde_json::Value> = (0..items)
+        .map(|i| {
+            if i == 0 {
+                serde_json::json!({ "Code": "TransactionConflict", "Message": "Transaction is ongoing for the item (chaos proxy)" })
+            } else {
+                serde_json::json!({ "Code": "None" })
+            }
+        })
+        .collect();
+    let body = serde_json::json!({
+        "__type": "com.amazonaws.dynamodb.v20120810#TransactionCanceledException",
+        "message": "Transaction cancelled, please refer cancellation reasons for specific reasons [TransactionConflict] (chaos proxy)",
+        "CancellationReasons": reasons,
+    });
+    json_error(StatusCode::BAD_REQUEST, body.to_string())
+}
+
 struct Shared {
     plan: ChaosPlan,
     upstream: String,
@@ -321,23 +348,7 @@ async fn handle(shared: Arc<Shared>, request: Request<Incoming>) -> Reply {
         }
         Fault::Conflict => {
             bump(&counts.conflicts);
-            let requests: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
-            let items = requests["TransactItems"].as_array().map_or(1, Vec::len);
-            let reasons: Vec<serde_json::Value> = (0..items)
-                .map(|i| {
-                    if i == 0 {
-                        serde_json::json!({ "Code": "TransactionConflict", "Message": "Transaction is ongoing for the item (chaos proxy)" })
-                    } else {
-                        serde_json::json!({ "Code": "None" })
-                    }
-                })
-                .collect();
-            let body = serde_json::json!({
-                "__type": "com.amazonaws.dynamodb.v20120810#TransactionCanceledException",
-                "message": "Transaction cancelled, please refer cancellation reasons for specific reasons [TransactionConflict] (chaos proxy)",
-                "CancellationReasons": reasons,
-            });
-            return Ok(json_error(StatusCode::BAD_REQUEST, body.to_string()));
+            return Ok(conflict(&body));
         }
         Fault::Unprocessed => {
             bump(&counts.unprocessed);
@@ -358,6 +369,11 @@ async fn handle(shared: Arc<Shared>, request: Request<Incoming>) -> Reply {
             bump(&counts.hangs);
             tokio::time::sleep(shared.plan.delay_by).await;
             return Err(broken("no answer from the chaos proxy (hung)"));
+        }
+        Fault::Held => {
+            if let Some(release) = &shared.plan.release {
+                release.notified().await;
+            }
         }
         Fault::Pass | Fault::Cut | Fault::LostAck(_) | Fault::Hang(true) => {}
     }

@@ -44,6 +44,25 @@ use super::{
 /// calls chunked and retried under a [`RetryPolicy`], transactions, one-page queries, and table
 /// creation from a [`TableDefinition`].
 ///
+/// **A lost answer.** The SDK sends an attempt again after a timeout, a `5xx` or a dropped
+/// connection, each of which may follow a write that was carried out. A conditional write (a
+/// `create`, a versioned `put` or `modify`, `put_if`, a guarded delete, a transaction) sent
+/// again is refused by its own condition or, a transaction under the same `ClientRequestToken`,
+/// answered as done; either way the caller of a write that may have been carried out is never
+/// told "refused" nor "nothing written" ([`StoreError::is_refused_after_lost_answer`],
+/// [`StoreError::may_have_applied`]). An `UpdateItem` with an increment or an append is never
+/// sent again after such an attempt. An **unconditional** put or delete ([`Expect::Any`]: an entity without a version
+/// field, a batch) is sent again, and may be carried out twice: when another client's write
+/// lands between the two attempts, the second one overwrites it, and a reader can see the
+/// record go `X`, `Y`, `X` within the one call that wrote `X`. That is not linearizable, and
+/// it is left so: the record still ends as one writer's, `X`'s, as if `X`, which overlapped
+/// `Y`, had been written after it (last writer wins), and refusing the re-send would make every
+/// unconditional write fail on a transient error. Where the order matters, give the entity a
+/// version field or write under a condition; or turn the SDK's retries off
+/// ([`with_sdk_retries`](Self::with_sdk_retries) with 1 attempt) and decide after a failure
+/// that may have applied. (`tests/tests/histories.rs` shows both: the histories of
+/// conditional writes are linearizable under lost answers, the `X`, `Y`, `X` one is not.)
+///
 /// ```no_run
 /// use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
 /// use entity_manager_core::store::{DynamoStore, KeyType, TableDefinition};
@@ -1054,16 +1073,11 @@ impl Store for DynamoStore {
         self.check_stamp("TransactWriteItems", true).await?;
         // A transaction canceled by a conflict wrote nothing: it is sent again under the retry
         // policy, within the batch time limit, under a new idempotency token. After an attempt
-        // whose answer was lost (it may have been carried out), it is sent again only under
-        // the same token, as the SDK's own retries are (DynamoDB then answers a transaction it
-        // carried out as done; a server that does not keep tokens refuses it by its own
-        // condition, and `settle` reports that as a write that may have applied), and only if
-        // carrying it out twice changes nothing (no increment or append): else the call ends
-        // as one that may have applied.
-        let repeatable = writes.iter().all(|w| match w {
-            TransactWrite::Update { update, .. } => update.is_repeatable(),
-            _ => true,
-        });
+        // whose answer was lost (it may have been carried out), it is sent again under the
+        // same token, as the SDK's own retries are: DynamoDB (and DynamoDB Local) then answers
+        // a transaction it carried out as done, without carrying it out again (an increment
+        // included); a refusal by its own condition is settled as a write that may have
+        // applied (`settle`, over the attempts of every call of this loop).
         let calls = Counting::default();
         let mut token = idempotency_token();
         let started = std::time::Instant::now();
@@ -1079,11 +1093,10 @@ impl Store for DynamoStore {
             };
             let lost = calls.may_have_applied_before();
             let pause = self.retry.backoff(attempt, super::batch::entropy(attempt));
-            if (lost && !repeatable)
-                || attempt >= self.retry.max_attempts.max(1)
+            if attempt >= self.retry.max_attempts.max(1)
                 || started.elapsed() + pause >= self.batch_limit
             {
-                return Err(settle(e, &calls, repeatable));
+                return Err(settle(e, &calls, true));
             }
             if !lost {
                 token = idempotency_token();
