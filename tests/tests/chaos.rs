@@ -434,14 +434,7 @@ async fn a_conditional_write_whose_answer_was_lost_is_never_refused_for_its_own_
                 // a create of a sharded member checks its other shards: a transaction
                 _ => member("m", 500).create(&store).await,
             };
-            let stored_counter = Counter::get(&direct, "c").await?;
-            let stored_member = entity_support::Member::get(&direct, "m").await?;
-            let lost = proxy
-                .counts
-                .lost_acks
-                .load(std::sync::atomic::Ordering::SeqCst);
-            direct.delete_table().await?;
-            assert_eq!(lost, 1, "{case}: the proxy lost no answer");
+            let (stored_counter, stored_member) = stored_once_lost(&direct, &proxy, &case).await?;
             match &outcome {
                 Ok(()) => {}
                 Err(e) if entity_manager::testing::may_have_applied(e) => {
@@ -469,4 +462,147 @@ async fn a_conditional_write_whose_answer_was_lost_is_never_refused_for_its_own_
         }
     }
     Ok(())
+}
+
+/// A write whose first attempt was applied and its answer lost (a `500`), and whose attempts
+/// sent again were then refused before they reached the table (throttled, or, a transaction,
+/// canceled by a conflict), has an unknown outcome: the caller is told that it may have
+/// applied (or that it was done), never that it was refused nor that nothing was written, and
+/// the record holds the write once. (Issue 50, `FAULT_SEED=13`: the move's re-send canceled by
+/// a conflict was sent again by the store's conflict loop under a new idempotency token and
+/// refused by its own condition, so a move that applied was answered `VersionConflict`; a
+/// write throttled on every re-send ended as "throttled: nothing written".)
+#[tokio::test]
+async fn a_write_whose_resends_were_refused_before_the_table_is_never_reported_undone() -> TestResult
+{
+    use chaos_support::{Fault, LostAnswer};
+    const LOST: Fault = Fault::LostAck(LostAnswer::ServerError);
+    const THROTTLED: &[Fault] = &[LOST, Fault::Throttle, Fault::Throttle];
+    let cases: [(&str, &'static [&'static str], &'static [Fault]); 5] = [
+        (
+            "move, then a conflict",
+            &["TransactWriteItems"],
+            &[LOST, Fault::Conflict],
+        ),
+        ("move, then throttled", &["TransactWriteItems"], THROTTLED),
+        ("modify, then throttled", &["UpdateItem"], THROTTLED),
+        ("create, then throttled", &["PutItem"], THROTTLED),
+        ("delete, then throttled", &["DeleteItem"], THROTTLED),
+    ];
+    // every case is tried, and every one that fails is named
+    let mut failures = Vec::new();
+    for (case, only, script) in cases {
+        let plan = ChaosPlan {
+            seed: seed(),
+            only,
+            script,
+            ..ChaosPlan::default()
+        };
+        match resend_case(case, plan).await? {
+            None => return Ok(()),
+            Some(found) => failures.extend(found),
+        }
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
+    Ok(())
+}
+
+/// One case of [`a_write_whose_resends_were_refused_before_the_table_is_never_reported_undone`]
+/// through a proxy with `plan`: what went wrong (`None` when the `DynamoDB` tests are skipped).
+async fn resend_case(
+    case: &str,
+    plan: ChaosPlan,
+) -> Result<Option<Vec<String>>, Box<dyn std::error::Error>> {
+    use entity_support::Member;
+    let Some(direct) = store_support::dynamo_store("chaos-resend", definition()?).await? else {
+        return Ok(None);
+    };
+    let upstream = std::env::var("DYNAMODB_ENDPOINT")?;
+    let proxy = ChaosProxy::start(&upstream, plan).await?;
+    let store = proxy
+        .store_of(&direct)
+        .with_timeouts(Duration::from_secs(10), Duration::from_secs(2));
+    let counter = Counter {
+        counter_id: "c".into(),
+        created: 1_000,
+        value: 0,
+        version: 0,
+    };
+    member("m", 500).create(&direct).await?;
+    let now = Member::get(&direct, "m").await?.ok_or("no member")?;
+    let moved = Member {
+        created: 2_500,
+        ..now.clone()
+    };
+    if case != "create, then throttled" {
+        counter.create(&direct).await?;
+    }
+    let outcome = match case {
+        "modify, then throttled" => Counter::modify(&store, "c", |c| c.value += 1)
+            .await
+            .map(|_| ()),
+        "create, then throttled" => counter.create(&store).await,
+        "delete, then throttled" => Counter::delete(&store, "c").await.map(|_| ()),
+        _ => Member::move_record(&store, "m", &moved).await,
+    };
+    let (stored_counter, stored_member) = stored_once_lost(&direct, &proxy, case).await?;
+    match &outcome {
+        Ok(()) => println!("{case}: done"),
+        Err(e) => println!("{case}: {e}"),
+    }
+    let mut failures = Vec::new();
+    match &outcome {
+        Ok(()) => {}
+        // sent again by the store under the same idempotency token, which DynamoDB (Local
+        // too) answers for a transaction it carried out as done
+        Err(e) if case == "move, then a conflict" => {
+            failures.push(format!(
+                "{case}: the move applied, and its token was not kept: {e}"
+            ));
+        }
+        Err(e)
+            if entity_manager::testing::may_have_applied(e)
+                && e.to_string().contains("answer was lost") => {}
+        Err(e) => failures.push(format!("{case}: the write applied, yet failed with {e}")),
+    }
+    let applied_once = match case {
+        "modify, then throttled" => stored_counter.map(|c| (c.value, c.version)) == Some((1, 2)),
+        "create, then throttled" => {
+            stored_counter
+                == Some(Counter {
+                    version: 1,
+                    ..counter
+                })
+        }
+        "delete, then throttled" => stored_counter.is_none(),
+        _ => {
+            stored_member
+                == Some(Member {
+                    version: now.version + 1,
+                    ..moved
+                })
+        }
+    };
+    if !applied_once {
+        failures.push(format!("{case}: the write did not apply exactly once"));
+    }
+    Ok(Some(failures))
+}
+
+/// The counter `c` and the member `m` as stored in `direct`'s table (deleted then), once the
+/// proxy lost exactly one answer (it fails `case` otherwise).
+async fn stored_once_lost(
+    direct: &DynamoStore,
+    proxy: &ChaosProxy,
+    case: &str,
+) -> Result<(Option<Counter>, Option<entity_support::Member>), Box<dyn std::error::Error>> {
+    let stored_counter = Counter::get(direct, "c").await?;
+    let stored_member = entity_support::Member::get(direct, "m").await?;
+    let lost = proxy
+        .counts
+        .lost_acks
+        .load(std::sync::atomic::Ordering::SeqCst);
+    direct.delete_table().await?;
+    assert_eq!(lost, 1, "{case}: the proxy lost no answer");
+    Ok((stored_counter, stored_member))
 }

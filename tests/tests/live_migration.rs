@@ -172,11 +172,10 @@ where
                         }
                         // deleted (by a purge), or too many conflicts in a row: not acknowledged
                         Ok(None) | Err(Error::Conflict { .. }) => {}
-                        // refused on a resend after an unanswered attempt (`DynamoStore`): it
-                        // may have applied
-                        Err(Error::Store { source, .. })
-                            if source.is_refused_after_lost_answer() =>
-                        {
+                        // an outcome not known (`DynamoStore`: refused or throttled on a
+                        // resend after an unanswered attempt, or no answer at all): it may
+                        // have applied
+                        Err(Error::Store { source, .. }) if source.may_have_applied() => {
                             if let Some(a) = acks.1.get(i) {
                                 a.fetch_add(1, Ordering::SeqCst);
                             }
@@ -480,9 +479,9 @@ async fn moves_are_never_absent<S: Store + 'static>(store: S) -> TestResult {
                     Ok(()) => moves += 1,
                     // changed (an update, another mover) since it was read: next round
                     Err(Error::VersionConflict { .. }) => {}
-                    // refused on a resend after an unanswered attempt: the next round reads
-                    // what it is
-                    Err(Error::Store { source, .. }) if source.is_refused_after_lost_answer() => {}
+                    // an outcome not known (refused or canceled on a resend after an
+                    // unanswered attempt, or no answer at all): the next round reads what it is
+                    Err(Error::Store { source, .. }) if source.may_have_applied() => {}
                     Err(e) => return Err(format!("mover: {e}")),
                 }
                 tokio::task::yield_now().await;

@@ -190,6 +190,8 @@ async fn write_all<B: BatchSender + ?Sized>(
         let take = rest.len().min(MAX_BATCH_WRITE);
         let mut pending: Vec<WriteRequest> = rest.drain(..take).collect();
         let mut attempt = 0;
+        // whether a send of this chunk failed in a way that may have written its requests
+        let mut uncertain = false;
         loop {
             attempt += 1;
             let sent = within(
@@ -220,12 +222,20 @@ async fn write_all<B: BatchSender + ?Sized>(
                 }
                 Err(e) => e,
             };
+            uncertain |= failure.may_have_applied();
             let pause = policy.backoff(attempt, entropy(attempt));
             if !failure.is_retryable()
                 || failure.is_timeout()
                 || attempt >= policy.attempts()
                 || !fits(sender, progress, pause)
             {
+                // a last send throttled or left unprocessed says nothing of an earlier one
+                // that may have written the chunk: the requests listed may have been written
+                let failure = if uncertain {
+                    failure.after_unanswered_attempt(attempt, true)
+                } else {
+                    failure
+                };
                 pending.extend(rest);
                 return Err(BatchWriteError::new(pending, total, failure));
             }
@@ -432,6 +442,52 @@ mod tests {
         };
         assert!(e.cause.is_timeout(), "{e}");
         assert_eq!(e.unwritten, want);
+    }
+
+    /// A sender whose first send fails in a way that may have written the chunk (a server
+    /// error), and whose later sends are all throttled.
+    struct LostThenThrottled {
+        sends: std::sync::atomic::AtomicUsize,
+    }
+
+    impl BatchSender for LostThenThrottled {
+        async fn send_write_batch(
+            &self,
+            _batch: Vec<WriteRequest>,
+        ) -> Result<Vec<WriteRequest>, StoreError> {
+            let kind = match self.sends.fetch_add(1, std::sync::atomic::Ordering::SeqCst) {
+                0 => StoreErrorKind::Transient,
+                _ => StoreErrorKind::Throttled,
+            };
+            Err(StoreError::new(kind, "BatchWriteItem", "chaos"))
+        }
+        async fn send_get_batch(
+            &self,
+            _keys: Vec<Item>,
+            _projection: Option<&[String]>,
+        ) -> Result<GetBatch, StoreError> {
+            Ok(GetBatch::default())
+        }
+        async fn pause(&self, _delay: Duration) {}
+    }
+
+    /// A chunk whose last send was throttled after an earlier send that may have written it
+    /// is not reported as "nothing written": its requests may have been (issue 50).
+    #[tokio::test]
+    async fn a_chunk_throttled_after_a_send_that_may_have_written_it_may_have_been_written() {
+        let sender = LostThenThrottled { sends: 0.into() };
+        let writes = puts(3);
+        let Err(e) = write_batches(&sender, writes.clone(), &RetryPolicy::default()).await else {
+            panic!("a batch succeeded through a sender that fails every send");
+        };
+        assert!(sender.sends.load(std::sync::atomic::Ordering::SeqCst) > 1);
+        assert_eq!(e.unwritten, writes);
+        assert!(e.cause.may_have_applied(), "{}", e.cause);
+        assert!(
+            e.cause.to_string().contains("answer was lost"),
+            "{}",
+            e.cause
+        );
     }
 
     #[test]

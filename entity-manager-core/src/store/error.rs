@@ -220,7 +220,6 @@ impl StoreError {
     /// transaction's cancellation reasons are dropped: they would read as a refusal). Any
     /// other error is returned unchanged.
     #[must_use]
-    #[cfg(feature = "dynamodb")]
     pub(crate) fn after_lost_answer(self, attempts: u32) -> Self {
         if !self.is_conditional_check_failed() {
             return self;
@@ -240,6 +239,34 @@ impl StoreError {
         inner.reasons.clear();
         inner.refused_on_resend = true;
         Self(Box::new(inner))
+    }
+
+    /// This error ended a write call one of whose earlier attempts ended without an answer (a
+    /// timeout, a server error, a dropped connection) and so may have carried the write out.
+    /// Whatever the last attempt met, the call's outcome is then not known: a refusal by the
+    /// write's own condition becomes [`after_lost_answer`](Self::after_lost_answer); an
+    /// attempt refused before anything was done (throttled, a transaction canceled by a
+    /// conflict) says nothing of the earlier one, so it becomes a failure that
+    /// [`may_have_applied`](Self::may_have_applied) (transient, the reasons of a canceled
+    /// transaction dropped, so that neither a caller nor a retry loop reads it as "nothing
+    /// written"); a failure that may have applied already only records how the call gave up
+    /// ([`gave_up`](Self::gave_up), with `repeatable`).
+    #[must_use]
+    pub(crate) fn after_unanswered_attempt(self, attempts: u32, repeatable: bool) -> Self {
+        if self.is_conditional_check_failed() {
+            return self.after_lost_answer(attempts);
+        }
+        if self.may_have_applied() {
+            return self.gave_up(attempts, repeatable);
+        }
+        let mut inner = *self.0;
+        inner.kind = StoreErrorKind::Transient;
+        inner.message = format!(
+            "{} on attempt {attempts}, after an earlier attempt whose answer was lost (a timeout, a server error or a dropped connection) and that may have carried the write out",
+            inner.message
+        );
+        inner.reasons.clear();
+        Self(Box::new(inner)).gave_up(attempts, repeatable)
     }
 
     /// A write's condition refused an attempt sent again after an earlier attempt of the same

@@ -72,6 +72,14 @@ pub struct ChaosPlan {
     /// Injects at most this many faults, then passes every request through (`None`: no
     /// bound): with a rate of 1.0, exactly the first requests are faulted.
     pub max_faults: Option<u64>,
+    /// The faults of the first requests of the calls `only` names, in order (`Fault::Pass`
+    /// for one passed through); the requests after them are drawn from the rates. A sequence
+    /// such as "applied and its answer lost, then throttled" forces one interleaving of a
+    /// call's attempts, whatever the seed.
+    pub script: &'static [Fault],
+    /// What a [`Fault::Held`] request waits for before it is forwarded (not set: it is not
+    /// held).
+    pub release: Option<Arc<tokio::sync::Notify>>,
 }
 
 /// How the answer of a request that was applied is lost ([`ChaosPlan::lost_ack`]).
@@ -153,8 +161,10 @@ fn mix(mut x: u64) -> u64 {
     x ^ (x >> 31)
 }
 
+/// What the proxy does with one request ([`ChaosPlan::script`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Fault {
+pub enum Fault {
+    /// Forwarded, and its answer passed on.
     Pass,
     Throttle,
     ServerError,
@@ -167,6 +177,9 @@ enum Fault {
     LostAck(LostAnswer),
     /// Whether the request is forwarded (and applied) before it hangs.
     Hang(bool),
+    /// Held until [`ChaosPlan::release`] is notified, then forwarded and answered: the test
+    /// decides what happens before it reaches the table.
+    Held,
 }
 
 /// A uniform draw in [0, 1) from `x`.
@@ -185,7 +198,10 @@ impl ChaosPlan {
     /// `max_faults`).
     fn fault_counted(&self, n: u64, target: &str, counts: &ChaosCounts) -> Fault {
         if self.targets(target) {
-            counts.targeted.fetch_add(1, Ordering::SeqCst);
+            let at = counts.targeted.fetch_add(1, Ordering::SeqCst);
+            if let Some(scripted) = usize::try_from(at).ok().and_then(|i| self.script.get(i)) {
+                return *scripted;
+            }
         }
         let fault = self.fault(n, target);
         if fault != Fault::Pass
@@ -257,6 +273,27 @@ fn error_body(kind: &str, message: &str) -> String {
         .to_string()
 }
 
+/// A `TransactionConflict` cancellation of the transaction `body` (one reason per item).
+fn conflict(body: &Bytes) -> Response<Full<Bytes>> {
+    let requests: serde_json::Value = serde_json::from_slice(body).unwrap_or_default();
+    let items = requests["TransactItems"].as_array().map_or(1, Vec::len);
+    let reasons: Vec<serde_json::Value> = (0..items)
+        .map(|i| {
+            if i == 0 {
+                serde_json::json!({ "Code": "TransactionConflict", "Message": "Transaction is ongoing for the item (chaos proxy)" })
+            } else {
+                serde_json::json!({ "Code": "None" })
+            }
+        })
+        .collect();
+    let body = serde_json::json!({
+        "__type": "com.amazonaws.dynamodb.v20120810#TransactionCanceledException",
+        "message": "Transaction cancelled, please refer cancellation reasons for specific reasons [TransactionConflict] (chaos proxy)",
+        "CancellationReasons": reasons,
+    });
+    json_error(StatusCode::BAD_REQUEST, body.to_string())
+}
+
 struct Shared {
     plan: ChaosPlan,
     upstream: String,
@@ -311,23 +348,7 @@ async fn handle(shared: Arc<Shared>, request: Request<Incoming>) -> Reply {
         }
         Fault::Conflict => {
             bump(&counts.conflicts);
-            let requests: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
-            let items = requests["TransactItems"].as_array().map_or(1, Vec::len);
-            let reasons: Vec<serde_json::Value> = (0..items)
-                .map(|i| {
-                    if i == 0 {
-                        serde_json::json!({ "Code": "TransactionConflict", "Message": "Transaction is ongoing for the item (chaos proxy)" })
-                    } else {
-                        serde_json::json!({ "Code": "None" })
-                    }
-                })
-                .collect();
-            let body = serde_json::json!({
-                "__type": "com.amazonaws.dynamodb.v20120810#TransactionCanceledException",
-                "message": "Transaction cancelled, please refer cancellation reasons for specific reasons [TransactionConflict] (chaos proxy)",
-                "CancellationReasons": reasons,
-            });
-            return Ok(json_error(StatusCode::BAD_REQUEST, body.to_string()));
+            return Ok(conflict(&body));
         }
         Fault::Unprocessed => {
             bump(&counts.unprocessed);
@@ -348,6 +369,11 @@ async fn handle(shared: Arc<Shared>, request: Request<Incoming>) -> Reply {
             bump(&counts.hangs);
             tokio::time::sleep(shared.plan.delay_by).await;
             return Err(broken("no answer from the chaos proxy (hung)"));
+        }
+        Fault::Held => {
+            if let Some(release) = &shared.plan.release {
+                release.notified().await;
+            }
         }
         Fault::Pass | Fault::Cut | Fault::LostAck(_) | Fault::Hang(true) => {}
     }
@@ -445,6 +471,20 @@ impl ChaosProxy {
             )
             .build();
         entity_manager::store::aws_sdk_dynamodb::Client::from_conf(config)
+    }
+
+    /// A store of `direct`'s table through the proxy, whose client the SDK retries in its
+    /// standard mode, 3 attempts from a 10 ms backoff.
+    pub fn store_of(
+        &self,
+        direct: &entity_manager::store::DynamoStore,
+    ) -> entity_manager::store::DynamoStore {
+        use entity_manager::store::Store as _;
+        entity_manager::store::DynamoStore::new(
+            self.client(3, Duration::from_millis(10)),
+            direct.table_name(),
+            direct.definition().clone(),
+        )
     }
 
     /// Starts a proxy on 127.0.0.1 (a free port) in front of `upstream` (a loopback endpoint).

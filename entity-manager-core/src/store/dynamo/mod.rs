@@ -44,6 +44,25 @@ use super::{
 /// calls chunked and retried under a [`RetryPolicy`], transactions, one-page queries, and table
 /// creation from a [`TableDefinition`].
 ///
+/// **A lost answer.** The SDK sends an attempt again after a timeout, a `5xx` or a dropped
+/// connection, each of which may follow a write that was carried out. A conditional write (a
+/// `create`, a versioned `put` or `modify`, `put_if`, a guarded delete, a transaction) sent
+/// again is refused by its own condition or, a transaction under the same `ClientRequestToken`,
+/// answered as done; either way the caller of a write that may have been carried out is never
+/// told "refused" nor "nothing written" ([`StoreError::is_refused_after_lost_answer`],
+/// [`StoreError::may_have_applied`]). An `UpdateItem` with an increment or an append is never
+/// sent again after such an attempt. An **unconditional** put or delete ([`Expect::Any`]: an entity without a version
+/// field, a batch) is sent again, and may be carried out twice: when another client's write
+/// lands between the two attempts, the second one overwrites it, and a reader can see the
+/// record go `X`, `Y`, `X` within the one call that wrote `X`. That is not linearizable, and
+/// it is left so: the record still ends as one writer's, `X`'s, as if `X`, which overlapped
+/// `Y`, had been written after it (last writer wins), and refusing the re-send would make every
+/// unconditional write fail on a transient error. Where the order matters, give the entity a
+/// version field or write under a condition; or turn the SDK's retries off
+/// ([`with_sdk_retries`](Self::with_sdk_retries) with 1 attempt) and decide after a failure
+/// that may have applied. (`tests/tests/histories.rs` shows both: the histories of
+/// conditional writes are linearizable under lost answers, the `X`, `Y`, `X` one is not.)
+///
 /// ```no_run
 /// use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
 /// use entity_manager_core::store::{DynamoStore, KeyType, TableDefinition};
@@ -448,9 +467,9 @@ impl DynamoStore {
                 _ => None,
             };
             let e = with_current(sdk_error(OP, e), item);
-            // refused by its own condition after an attempt that may have applied: see `settle`
-            if calls.may_have_applied_before() && e.is_conditional_check_failed() {
-                return Err(e.after_lost_answer(attempts));
+            // after an attempt that may have applied, the outcome is not known: see `settle`
+            if calls.may_have_applied_before() {
+                return Err(e.after_unanswered_attempt(attempts, repeatable));
             }
             if !repeatable && e.is_throttled() && attempts < self.sdk_attempts() {
                 crate::trace::retry();
@@ -556,8 +575,17 @@ impl DynamoStore {
         Ok(())
     }
 
+    /// One `TransactWriteItems` call under the idempotency token `token`, its attempts
+    /// counted into `calls` (shared by the calls of one [`Store::transact_write`]). A
+    /// cancellation by a conflict alone is returned as it is (the caller decides whether to
+    /// send it again); any other failure is settled ([`settle`]) over every attempt in `calls`.
     #[allow(clippy::too_many_lines)] // one builder per kind of operation
-    async fn transact(&self, writes: Vec<TransactWrite>) -> Result<(), StoreError> {
+    async fn transact(
+        &self,
+        writes: Vec<TransactWrite>,
+        token: &str,
+        calls: &Counting,
+    ) -> Result<(), StoreError> {
         const OP: &str = "TransactWriteItems";
         check_transaction_shape(&writes)?;
         let mut items = Vec::with_capacity(writes.len());
@@ -627,14 +655,14 @@ impl DynamoStore {
             };
             items.push(item.build());
         }
-        let calls = Counting::default();
         let result = self
             .client
             .transact_write_items()
             .set_transact_items(Some(items))
+            .client_request_token(token)
             .return_consumed_capacity(written_capacity())
             .send()
-            .counted(&calls)
+            .counted(calls)
             .await;
         match result {
             Ok(out) => {
@@ -663,12 +691,15 @@ impl DynamoStore {
                     let e = StoreError::transaction_canceled(OP, reasons)
                         .with_code("TransactionCanceledException")
                         .with_source(err);
+                    if e.is_transaction_conflict() {
+                        return Err(e);
+                    }
                     // a replay under the idempotency token of a transaction that was carried
                     // out succeeds on DynamoDB; a server that does not keep tokens refuses it
-                    return Err(settle(e, &calls, true));
+                    return Err(settle(e, calls, true));
                 }
                 // sent again by the SDK under its idempotency token (ClientRequestToken)
-                Err(sdk_error(OP, err).gave_up(calls.attempts(), true))
+                Err(settle(sdk_error(OP, err), calls, true))
             }
         }
     }
@@ -807,15 +838,37 @@ impl DynamoStore {
 
 const ALL_OLD: ReturnValuesOnConditionCheckFailure = ReturnValuesOnConditionCheckFailure::AllOld;
 
-/// The error a single write call ends with, from what its attempts did: a condition that
-/// refused an attempt sent again after one that may have been applied may have refused it
-/// because of that very write, so the call is reported as one that may have applied
-/// ([`StoreError::is_refused_after_lost_answer`]) and not as refused (a `create` that reported
-/// `AlreadyExists` for its own record, a `modify` that read its own change back and applied it
-/// again). Otherwise the error says how the call gave up ([`StoreError::gave_up`]).
+/// A new `ClientRequestToken` for `TransactWriteItems` (at most 36 characters): 32 hex digits
+/// from the process's random hasher keys, the clock and a counter, so that no two transactions
+/// of any process share one within `DynamoDB`'s 10 minutes.
+fn idempotency_token() -> String {
+    use std::hash::BuildHasher as _;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static SENT: AtomicU64 = AtomicU64::new(0);
+    let n = SENT.fetch_add(1, Ordering::Relaxed);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let state = std::collections::hash_map::RandomState::new();
+    format!(
+        "{:016x}{:016x}",
+        state.hash_one((n, now)),
+        state.hash_one((now, n, 1u8))
+    )
+}
+
+/// The error a single write call ends with, from what its attempts did. After an attempt that
+/// ended without an answer (and so may have been applied), the call's outcome is not known,
+/// whatever the last attempt met ([`StoreError::after_unanswered_attempt`]): a condition that
+/// refused the attempt sent again may have refused it because of that very write
+/// ([`StoreError::is_refused_after_lost_answer`]; not a `create` that reports `AlreadyExists`
+/// for its own record, nor a `modify` that reads its own change back and applies it again),
+/// and an attempt throttled or canceled by a conflict says nothing of the earlier one (not a
+/// failure that "wrote nothing", nor a transaction sent again under a new idempotency token).
+/// Otherwise the error says how the call gave up ([`StoreError::gave_up`]).
 fn settle(error: StoreError, calls: &Counting, repeatable: bool) -> StoreError {
-    if calls.may_have_applied_before() && error.is_conditional_check_failed() {
-        error.after_lost_answer(calls.attempts())
+    if calls.may_have_applied_before() {
+        error.after_unanswered_attempt(calls.attempts(), repeatable)
     } else {
         error.gave_up(calls.attempts(), repeatable)
     }
@@ -853,14 +906,25 @@ impl BatchSender for DynamoStore {
                 })
                 .collect::<Result<Vec<_>, _>>()
                 .map_err(|e| build_error(OP, e))?;
+            let calls = Counting::default();
             let out = self
                 .client
                 .batch_write_item()
                 .request_items(&self.table_name, requests)
                 .return_consumed_capacity(written_capacity())
                 .send()
+                .counted(&calls)
                 .await
-                .map_err(|e| sdk_error(OP, e))?;
+                .map_err(|e| {
+                    // a last attempt throttled says nothing of an earlier one whose answer
+                    // was lost: the chunk may have been written
+                    let e = sdk_error(OP, e);
+                    if calls.may_have_applied_before() {
+                        e.after_unanswered_attempt(calls.attempts(), true)
+                    } else {
+                        e
+                    }
+                })?;
             out.consumed_capacity()
                 .iter()
                 .for_each(|c| consumed(Some(c)));
@@ -1007,25 +1071,38 @@ impl Store for DynamoStore {
 
     async fn transact_write(&self, writes: Vec<TransactWrite>) -> Result<(), StoreError> {
         self.check_stamp("TransactWriteItems", true).await?;
-        // a transaction canceled by a conflict wrote nothing: sent again under the retry
-        // policy, within the batch time limit
+        // A transaction canceled by a conflict wrote nothing: it is sent again under the retry
+        // policy, within the batch time limit, under a new idempotency token. After an attempt
+        // whose answer was lost (it may have been carried out), it is sent again under the
+        // same token, as the SDK's own retries are: DynamoDB (and DynamoDB Local) then answers
+        // a transaction it carried out as done, without carrying it out again (an increment
+        // included); a refusal by its own condition is settled as a write that may have
+        // applied (`settle`, over the attempts of every call of this loop).
+        let calls = Counting::default();
+        let mut token = idempotency_token();
         let started = std::time::Instant::now();
         let mut attempt = 0;
         loop {
             attempt += 1;
-            match self.stamp_guard.note(self.transact(writes.clone()).await) {
-                Err(e) if e.is_transaction_conflict() => {
-                    let pause = self.retry.backoff(attempt, super::batch::entropy(attempt));
-                    if attempt >= self.retry.max_attempts.max(1)
-                        || started.elapsed() + pause >= self.batch_limit
-                    {
-                        return Err(e);
-                    }
-                    crate::trace::retry();
-                    self.sleep(pause).await;
-                }
+            let e = match self
+                .stamp_guard
+                .note(self.transact(writes.clone(), &token, &calls).await)
+            {
+                Err(e) if e.is_transaction_conflict() => e,
                 other => return other,
+            };
+            let lost = calls.may_have_applied_before();
+            let pause = self.retry.backoff(attempt, super::batch::entropy(attempt));
+            if attempt >= self.retry.max_attempts.max(1)
+                || started.elapsed() + pause >= self.batch_limit
+            {
+                return Err(settle(e, &calls, true));
             }
+            if !lost {
+                token = idempotency_token();
+            }
+            crate::trace::retry();
+            self.sleep(pause).await;
         }
     }
 
