@@ -51,6 +51,9 @@ query)
     # the generative oracle's cases per mutant (CI runs 5,000; a mutant needs a quick verdict)
     export ORACLE_CASES=${ORACLE_CASES:-200}
     export QUERY_MISTAKES_CASES=${QUERY_MISTAKES_CASES:-200}
+    # the other property tests of the binary (400 to 2,000 cases each, fixed in their files)
+    # capped per mutant: `entity_manager_tests::cases`
+    export CASES_CAP=${CASES_CAP:-100}
     ;;
 writes)
     files=(-f 'entity-manager-core/src/ops/**' -f 'entity-manager-core/src/migrate.rs'

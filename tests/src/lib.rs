@@ -502,3 +502,19 @@ where
         }
     }
 }
+
+/// A property test's case count: `default`, or fewer when `CASES_CAP` (a number) says so.
+///
+/// For quick verdicts only: `.ci/mutants.sh` sets it so that each mutant's run of the query
+/// tests costs minutes; without it every test runs the cases it names.
+///
+/// ```
+/// assert!((1..=500).contains(&entity_manager_tests::cases(500)));
+/// ```
+#[must_use]
+pub fn cases(default: u32) -> u32 {
+    std::env::var("CASES_CAP")
+        .ok()
+        .and_then(|cap| cap.parse::<u32>().ok())
+        .map_or(default, |cap| cap.clamp(1, default.max(1)))
+}

@@ -313,7 +313,7 @@ async fn check_case<S: Store>(store: &S, ns: &str, rows: &[Row], asks: &[Ask]) -
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: entity_manager_tests::cases(512), ..ProptestConfig::default() })]
 
     /// `MemoryStore` against the oracle.
     #[test]
@@ -836,7 +836,7 @@ mod query_oracle {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+        #![proptest_config(ProptestConfig { cases: entity_manager_tests::cases(512), ..ProptestConfig::default() })]
 
         /// Sharded and unsharded multi-attribute indexes, of one entity and of the collection,
         /// paged to the end on `MemoryStore`, against the oracle.
@@ -852,7 +852,7 @@ mod query_oracle {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
+        #![proptest_config(ProptestConfig { cases: entity_manager_tests::cases(128), ..ProptestConfig::default() })]
 
         /// Under index lag and failing shard queries (a fault plan), of one entity and of the
         /// collection: pages exact with respect to what the index returned.

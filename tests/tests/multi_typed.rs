@@ -513,7 +513,7 @@ fn case() -> impl Strategy<Value = (Vec<Rec>, Vec<Ask>)> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: entity_manager_tests::cases(256), ..ProptestConfig::default() })]
 
     /// The typed query, of one entity and of the collection, gives the untyped query's pages on
     /// `MemoryStore`, whatever order its conditions are given in.

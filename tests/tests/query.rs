@@ -26,7 +26,7 @@ mod query_support;
 use query_support::*;
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 500, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: entity_manager_tests::cases(500), ..ProptestConfig::default() })]
 
     /// Exact mode: paging to the end equals the brute-force sorted result (no duplicate, no
     /// miss, no inversion), and every page holds exactly `min(limit, remaining)` items.
@@ -700,7 +700,7 @@ fn flipped_truncated_and_wrongly_signed_tokens_are_rejected() -> TestResult {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 2_000, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: entity_manager_tests::cases(2_000), ..ProptestConfig::default() })]
 
     /// Arbitrary strings as tokens: a typed error, never a panic or a query.
     #[test]

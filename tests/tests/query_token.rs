@@ -243,7 +243,7 @@ fn check_against_oracle(asked: &Asked<'_>, records: &[Record]) -> TestResult {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 400, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: entity_manager_tests::cases(400), ..ProptestConfig::default() })]
 
     /// Exact mode: the pages, each from a new query given the previous page's token as text,
     /// are the oracle's items in order (equal range keys by table key), each once.

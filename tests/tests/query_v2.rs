@@ -16,7 +16,7 @@ mod query_support;
 use query_support::*;
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 400, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: entity_manager_tests::cases(400), ..ProptestConfig::default() })]
 
     /// Every source (KEYS_ONLY, INCLUDE and table-keyed indexes, the table, the table with an
     /// index on its own keys), with and without a projection, with a window of shards or of
