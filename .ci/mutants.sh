@@ -45,7 +45,7 @@ query)
     files=(-f 'entity-manager-core/src/query/**')
     # one binary (tests/tests/mutants_query.rs) of the oracles and contract tests of every query
     # kind, tokens and streams, the checks made before the first read and the generative oracle:
-    # multi_attribute, multi_typed, oracle, query, query_lanes, query_mistakes, query_ties,
+    # multi_attribute, multi_typed, oracle, query, query_ahead, query_lanes, query_mistakes, query_ties,
     # query_token, query_typed, query_v2
     tests=(--test mutants_query)
     # the generative oracle's cases per mutant (CI runs 5,000; a mutant needs a quick verdict)

@@ -15,6 +15,8 @@ mod multi_typed;
 mod oracle;
 #[path = "query.rs"]
 mod query;
+#[path = "query_ahead.rs"]
+mod query_ahead;
 #[path = "query_lanes.rs"]
 mod query_lanes;
 #[path = "query_mistakes.rs"]
