@@ -188,3 +188,47 @@ pub(crate) fn primary_key<E: Entity + Serialize>(record: &E) -> Result<PrimaryKe
         range_key: schema.range_key(&item)?,
     })
 }
+
+/// The names under which `T` stores its fields, as its `Deserialize` implementation declares
+/// them (serde's derive passes a struct's field names, renames applied, to
+/// `deserialize_struct`); empty when `T` does not deserialize as a struct of named fields (a
+/// map, or a struct with a `#[serde(flatten)]` field).
+///
+/// Bulk writes of an entity type without a version guard a record by its attributes: every one
+/// read still has the value read, and every one it may have and did not is still absent. These
+/// are the names "it may have", beyond the transcoded properties the model lists.
+pub(crate) fn stored_field_names<T: DeserializeOwned>() -> &'static [&'static str] {
+    use serde::de::{self, Visitor};
+
+    /// A deserializer that records the field names it is asked for and gives up.
+    struct Names(&'static [&'static str]);
+
+    impl<'de> de::Deserializer<'de> for &mut Names {
+        type Error = de::value::Error;
+
+        fn deserialize_any<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Self::Error> {
+            Err(de::Error::custom("not a struct"))
+        }
+
+        fn deserialize_struct<V: Visitor<'de>>(
+            self,
+            _: &'static str,
+            fields: &'static [&'static str],
+            _: V,
+        ) -> Result<V::Value, Self::Error> {
+            self.0 = fields;
+            Err(de::Error::custom("names taken"))
+        }
+
+        serde::forward_to_deserialize_any! {
+            bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes
+            byte_buf option unit unit_struct newtype_struct seq tuple tuple_struct map enum
+            identifier ignored_any
+        }
+    }
+
+    let mut names = Names(&[]);
+    // the error is the point: the names were taken before it
+    let _ = T::deserialize(&mut names);
+    names.0
+}

@@ -15,7 +15,11 @@
 //! **Live: no acknowledged write is lost.** Every write (the put, and the delete of a move) is
 //! conditioned on the record being unchanged since the scan read it: on its version when the
 //! entity types have a version field ([`Migration::records`]; the write then increments it),
-//! else on every attribute read (and every property of A or B that was absent still absent).
+//! else on every attribute read and every attribute A or B may have that was absent still
+//! absent: the fields of both Rust types with [`Migration::records`] (as their `Deserialize`
+//! names them), the transcoded and generated properties of the two schemas otherwise. An
+//! attribute neither names, set by another client between the scan and the write of a record
+//! without a version, is not seen by the condition and is lost: give such entities a version.
 //! A write that another client made between the scan and the migration's write fails the
 //! condition instead of being overwritten; the migration gets the record as it is now from the
 //! failed condition, migrates that, and counts the conflict
@@ -200,6 +204,11 @@ struct EntityMigration<'a> {
     /// ([`Migration::records`]): the read guard then compares the version alone, and every
     /// write increments it.
     versions: (Option<&'static str>, Option<&'static str>),
+    /// The names under which A's and B's records store their fields, beyond the transcoded
+    /// properties the models list ([`Migration::records`]): without a version, the read guard
+    /// requires each one the record lacked to be still absent, so that a property another
+    /// client set in between is not overwritten.
+    fields: Vec<&'static str>,
 }
 
 impl std::fmt::Debug for EntityMigration<'_> {
@@ -490,6 +499,7 @@ impl EntityMigration<'_> {
                     .map(|p| &*p.name)
                     .chain(m.generated.iter().map(|g| &*g.name))
             })
+            .chain(self.fields.iter().copied())
             .collect();
         Expect::Matches(guarded::unchanged(
             item,
@@ -579,10 +589,17 @@ impl<'a> Migration<'a> {
     /// in their tables' schemas) through `transform`, record to record.
     ///
     /// An item that does not read as an `A` is a [`MigrateFailure::Transform`] error.
+    ///
+    /// Each write is conditioned on the record being unchanged since the scan read it. With a
+    /// version (`#[entity(version = ..)]`) that is the version read; without one, every
+    /// attribute read must still have its value and every field of `A` and of `B` the record
+    /// lacked must still be absent (the fields as their `Deserialize` names them: a property
+    /// another client set in between is never overwritten). A struct with a
+    /// `#[serde(flatten)]` field does not name its fields: give such an entity a version.
     pub fn records<A, B, F>(self, transform: F) -> Result<Self, IncompatibleSchemas>
     where
         A: Entity + DeserializeOwned,
-        B: Entity + Serialize,
+        B: Entity + Serialize + DeserializeOwned,
         F: Fn(A) -> B + Send + Sync + 'static,
     {
         let from = schema_of::<A>().map_err(|e| IncompatibleSchemas::InvalidEntity(Box::new(e)))?;
@@ -595,6 +612,11 @@ impl<'a> Migration<'a> {
         let mut migration = self.push(from, to, Some(Arc::new(transform)))?;
         if let Some(e) = migration.entities.last_mut() {
             e.versions = (A::VERSION, B::VERSION);
+            e.fields = [
+                crate::entity::stored_field_names::<A>(),
+                crate::entity::stored_field_names::<B>(),
+            ]
+            .concat();
         }
         Ok(migration)
     }
@@ -629,6 +651,7 @@ impl<'a> Migration<'a> {
             to,
             transform,
             versions: (None, None),
+            fields: Vec::new(),
         });
         Ok(self)
     }

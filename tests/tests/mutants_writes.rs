@@ -18,6 +18,8 @@ mod entity_version;
 mod entity_wide;
 #[path = "faults.rs"]
 mod faults;
+#[path = "guarded_writes.rs"]
+mod guarded_writes;
 #[path = "live_migration.rs"]
 mod live_migration;
 #[path = "migrate.rs"]

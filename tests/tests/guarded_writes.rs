@@ -1,0 +1,157 @@
+//! The guard of bulk writes, one interleaving at a time (issue 46, point 3: mutants of
+//! `guarded.rs` and `migrate.rs` that the randomized tests walked past).
+//!
+//! A migration rewrites a record of an entity type without a version under a condition that
+//! the record is unchanged since the scan read it: every attribute read has the value read,
+//! and every property of the entity that was absent is still absent. A store wrapper plays
+//! the other client: just before the migration's write reaches the table, it writes the
+//! record itself. The migration must then be refused by its condition, plan the record again
+//! from what the table holds, and keep the other client's write.
+
+mod entity_support;
+
+use std::collections::HashMap;
+use std::ops::ControlFlow;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use entity_manager::migrate::Migration;
+use entity_manager::scan::ParallelScan;
+use entity_manager::store::{Expect, MemoryStore, Store, StoreError, TableDefinition};
+use entity_manager::{AttributeValue, Entity, EntityExt, Item, Table};
+use entity_support::TestResult;
+use serde::{Deserialize, Serialize};
+
+#[derive(Table)]
+#[table(entities(Note))]
+struct Notes;
+
+/// An entity type without a version: its bulk writes are guarded by every attribute.
+#[derive(Entity, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+#[entity(table = Notes, token = "note", unique = note_id, timestamp = created)]
+struct Note {
+    #[transcode("string")]
+    note_id: String,
+    #[transcode("timestamp")]
+    created: u64,
+    text: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    tag: Option<String>,
+}
+
+/// The migration's transform: the text in capitals (a rewrite in place).
+fn shout(note: Note) -> Note {
+    Note {
+        text: note.text.to_uppercase(),
+        ..note
+    }
+}
+
+/// Before the first guarded `put_item` reaches the table, the other client changes the
+/// stored record with `change` (an unconditional put of the record as it is, changed).
+struct WriteFirst<S, F> {
+    inner: S,
+    change: F,
+    done: AtomicBool,
+}
+
+impl<S: Store, F: Fn(&mut Item) + Send + Sync> Store for WriteFirst<S, F> {
+    entity_manager_tests::forward_store!(inner: definition, name, get_item, delete_item, batch_write, batch_get, transact_write, update_item, transact_get, query_page, scan_page);
+
+    async fn put_item(&self, item: Item, expect: Expect) -> Result<(), StoreError> {
+        if matches!(expect, Expect::Matches(_)) && !self.done.swap(true, Ordering::SeqCst) {
+            let definition = self.inner.definition();
+            let key: HashMap<String, AttributeValue> =
+                [&definition.hash_key.name, &definition.range_key.name]
+                    .into_iter()
+                    .filter_map(|name| item.get(name).map(|v| (name.clone(), v.clone())))
+                    .collect();
+            if let Some(mut stored) = self.inner.get_item(&Item::from(key), None).await? {
+                (self.change)(&mut stored);
+                self.inner.put_item(stored, Expect::Any).await?;
+            }
+        }
+        self.inner.put_item(item, expect).await
+    }
+}
+
+fn note(text: &str, tag: Option<&str>) -> Note {
+    Note {
+        note_id: "n1".to_owned(),
+        created: 1_000,
+        text: text.to_owned(),
+        tag: tag.map(str::to_owned),
+    }
+}
+
+/// Runs the migration over one record written as `before`, the other client applying
+/// `change` before the migration's write; returns the record left and the conflicts counted.
+async fn migrate_against(
+    before: &Note,
+    change: impl Fn(&mut Item) + Send + Sync,
+) -> Result<(Note, u64), Box<dyn std::error::Error>> {
+    let inner = MemoryStore::new(TableDefinition::from_schema(Notes::schema()?)?);
+    inner.put_item(before.to_item()?, Expect::Any).await?;
+    let store = WriteFirst {
+        inner,
+        change,
+        done: AtomicBool::new(false),
+    };
+    let migration = Migration::new().records::<Note, Note, _>(shout)?;
+    let report = migration
+        .run(ParallelScan::new(&store), |_| ControlFlow::Continue(()))
+        .await?;
+    assert!(report.complete, "the migration ran to its end");
+    let left = Note::get(&store.inner, &before.note_id)
+        .await?
+        .ok_or("the record is gone")?;
+    let counts = report.counts.entities.get("note").copied().unwrap_or_default();
+    assert_eq!(counts.rewritten, 1, "the record was rewritten once: {counts:?}");
+    Ok((left, counts.conflicts))
+}
+
+/// The other client sets a property the record lacked when the scan read it (`tag`): the
+/// condition "`tag` still absent" refuses the migration's write, which is planned again from
+/// the record as it is now. Without that part of the guard, the migration put the record it
+/// read, in capitals, and the tag the other client was told it wrote was gone.
+#[tokio::test]
+async fn a_property_added_after_the_read_is_kept() -> TestResult {
+    let (left, conflicts) = migrate_against(&note("hello", None), |item| {
+        item.insert("tag".to_owned(), AttributeValue::S("late".to_owned()));
+    })
+    .await?;
+    assert_eq!(left, note("HELLO", Some("late")), "the other client's tag is kept");
+    assert_eq!(conflicts, 1, "one write refused by its condition, then redone");
+    Ok(())
+}
+
+/// The other client changes an attribute the scan read (`text`): refused the same way.
+#[tokio::test]
+async fn an_attribute_changed_after_the_read_is_kept() -> TestResult {
+    let (left, conflicts) = migrate_against(&note("hello", Some("t")), |item| {
+        item.insert("text".to_owned(), AttributeValue::S("changed".to_owned()));
+    })
+    .await?;
+    assert_eq!(left, note("CHANGED", Some("t")));
+    assert_eq!(conflicts, 1);
+    Ok(())
+}
+
+/// The other client removes a property the scan read (`tag`): refused the same way.
+#[tokio::test]
+async fn a_property_removed_after_the_read_stays_removed() -> TestResult {
+    let (left, conflicts) = migrate_against(&note("hello", Some("t")), |item| {
+        item.remove("tag");
+    })
+    .await?;
+    assert_eq!(left, note("HELLO", None));
+    assert_eq!(conflicts, 1);
+    Ok(())
+}
+
+/// A migration of no entity type keeps nothing: it asks the scan for no filter (an empty
+/// `or` of filters is no condition a store accepts).
+#[test]
+fn a_migration_of_no_entity_type_has_no_filter() {
+    assert_eq!(Migration::new().filter(), None);
+}
