@@ -60,7 +60,7 @@ writes)
         -f 'entity-manager-core/src/guarded.rs')
     # one binary (tests/tests/mutants_writes.rs) of the typed operations, versions, conflicts
     # under faults and the live migration: entity_ops, entity_update, entity_version,
-    # entity_wide, faults, live_migration, migrate
+    # entity_wide, faults, guarded_writes, live_migration, migrate, workers
     tests=(--test mutants_writes)
     ;;
 *) usage ;;

@@ -24,3 +24,5 @@ mod guarded_writes;
 mod live_migration;
 #[path = "migrate.rs"]
 mod migrate;
+#[path = "workers.rs"]
+mod workers;
