@@ -835,8 +835,16 @@ impl<'a> Migration<'a> {
                         tally.claimed.push(StoredKey::of(to, definition));
                     }
                 }
-                Outcome::Unchanged => c.unchanged += 1,
-                Outcome::MigratedBefore => c.migrated_before += 1,
+                // counted here, so claimed: the page read again finds it where it is and
+                // the merge withdraws that count (each record counted once)
+                Outcome::Unchanged => {
+                    c.unchanged += 1;
+                    tally.claimed.push(p.key.clone());
+                }
+                Outcome::MigratedBefore => {
+                    c.migrated_before += 1;
+                    tally.claimed.push(p.key.clone());
+                }
                 Outcome::Vanished => c.vanished += 1,
             }
         }

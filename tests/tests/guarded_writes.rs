@@ -155,3 +155,96 @@ async fn a_property_removed_after_the_read_stays_removed() -> TestResult {
 fn a_migration_of_no_entity_type_has_no_filter() {
     assert_eq!(Migration::new().filter(), None);
 }
+
+/// A worker that stopped while a page was writing `n1` (its journal's last line says the page
+/// began and never ended) resumes: it reads `n1` back, finds it not written yet, writes it
+/// now, and the other client changes it just before: the settled page counts the conflict.
+/// With `to`, the journal says the page was moving it; a record that now needs no change is
+/// counted unchanged.
+async fn settle_against(
+    before: &Note,
+    to: Option<(&str, &str)>,
+    change: impl Fn(&mut Item) + Send + Sync,
+) -> Result<(Note, entity_manager::migrate::EntityCounts), Box<dyn std::error::Error>> {
+    use entity_manager::job::{Entry, JobHeader, JobKind, Journal, merge};
+    use entity_manager::scan::SegmentRange;
+
+    let inner = MemoryStore::new(TableDefinition::from_schema(Notes::schema()?)?);
+    let item = before.to_item()?;
+    inner.put_item(item.clone(), Expect::Any).await?;
+    let text = |name: &str| match item.get(name) {
+        Some(AttributeValue::S(s)) => Ok(s.clone()),
+        _ => Err(format!("no {name}")),
+    };
+    let mut planned = serde_json::json!({
+        "entity": "note",
+        "key": [text("hashKey")?, text("rangeKey")?],
+    });
+    if let Some((hash, range)) = to {
+        planned["to"] = serde_json::json!([hash, range]);
+    }
+    let begin: Entry = serde_json::from_value(serde_json::json!({
+        "entry": "begin",
+        "segment": 0,
+        "planned": [planned],
+    }))?;
+    let header = JobHeader::new(JobKind::Migrate, "settle", SegmentRange::worker(1, 0, 1)?);
+    let journal = Journal::resume_in_memory(header, vec![begin]);
+    let store = WriteFirst {
+        inner,
+        change,
+        done: AtomicBool::new(false),
+    };
+    let migration = Migration::new().records::<Note, Note, _>(shout)?;
+    migration
+        .run_job(ParallelScan::new(&store), &journal, |_| {
+            ControlFlow::Continue(())
+        })
+        .await?;
+    let report = merge(&[journal.entries()])?;
+    assert!(report.complete(), "{:?}", report.segments);
+    let counts = report
+        .tally
+        .migrate
+        .entities
+        .get("note")
+        .copied()
+        .unwrap_or_default();
+    let left = Note::get(&store.inner, &before.note_id)
+        .await?
+        .ok_or("the record is gone")?;
+    Ok((left, counts))
+}
+
+#[tokio::test]
+async fn a_page_settled_after_a_stop_counts_the_conflict_of_its_write() -> TestResult {
+    let (left, counts) = settle_against(&note("hello", None), None, |item| {
+        item.insert("tag".to_owned(), AttributeValue::S("late".to_owned()));
+    })
+    .await?;
+    assert_eq!(left, note("HELLO", Some("late")));
+    assert_eq!(
+        (counts.rewritten, counts.conflicts),
+        (1, 1),
+        "written once by the settled page, after one refusal: {counts:?}"
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_page_settled_after_a_stop_counts_a_record_that_needs_no_change_unchanged() -> TestResult
+{
+    let (left, counts) = settle_against(
+        &note("HELLO", None),
+        Some(("note!elsewhere", "noteId#n1")),
+        |_| {},
+    )
+    .await?;
+    assert_eq!(left, note("HELLO", None));
+    assert_eq!(
+        (counts.unchanged, counts.rewritten, counts.moved),
+        (1, 0, 0),
+        "{counts:?}"
+    );
+    Ok(())
+}
