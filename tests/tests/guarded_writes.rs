@@ -248,3 +248,25 @@ async fn a_page_settled_after_a_stop_counts_a_record_that_needs_no_change_unchan
     );
     Ok(())
 }
+
+/// A migration of no entity type reads the table without a filter and writes nothing: every
+/// item it reads is counted as belonging to no migrated entity.
+#[tokio::test]
+async fn a_migration_of_no_entity_type_counts_every_item_as_other() -> TestResult {
+    let store = MemoryStore::new(TableDefinition::from_schema(Notes::schema()?)?);
+    for i in 0..3 {
+        let mut n = note("hello", None);
+        n.note_id = format!("n{i}");
+        store.put_item(n.to_item()?, Expect::Any).await?;
+    }
+    let report = Migration::new()
+        .run(ParallelScan::new(&store), |_| ControlFlow::Continue(()))
+        .await?;
+    assert!(report.complete);
+    assert_eq!(report.counts.other, 3, "{:?}", report.counts);
+    assert_eq!(report.counts.total().written(), 0);
+    let mut first = note("hello", None);
+    first.note_id = "n0".to_owned();
+    assert_eq!(Note::get(&store, "n0").await?, Some(first), "left as it was");
+    Ok(())
+}
