@@ -232,3 +232,40 @@ pub(crate) fn stored_field_names<T: DeserializeOwned>() -> &'static [&'static st
     let _ = T::deserialize(&mut names);
     names.0
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use serde::Deserialize;
+
+    use super::stored_field_names;
+
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    #[allow(dead_code)] // only its field names are read
+    struct Named {
+        user_id: String,
+        #[serde(rename = "tag")]
+        label: Option<String>,
+        #[serde(skip)]
+        cache: u8,
+    }
+
+    #[derive(Deserialize)]
+    #[allow(dead_code)] // only its field names are read
+    struct Flattened {
+        id: String,
+        #[serde(flatten)]
+        rest: BTreeMap<String, String>,
+    }
+
+    #[test]
+    fn the_stored_names_of_a_struct_are_its_serde_names() {
+        assert_eq!(stored_field_names::<Named>(), ["userId", "tag"]);
+        // a flattened struct reads as a map: its names are not known
+        assert!(stored_field_names::<Flattened>().is_empty());
+        assert!(stored_field_names::<BTreeMap<String, String>>().is_empty());
+        assert!(stored_field_names::<u64>().is_empty());
+    }
+}
