@@ -8,6 +8,8 @@
 //! record itself. The migration must then be refused by its condition, plan the record again
 //! from what the table holds, and keep the other client's write.
 
+#![allow(clippy::struct_field_names)] // fields are named after their attributes
+
 mod entity_support;
 
 use std::collections::HashMap;
@@ -19,6 +21,7 @@ use entity_manager::scan::ParallelScan;
 use entity_manager::store::{Expect, MemoryStore, Store, StoreError, TableDefinition};
 use entity_manager::{AttributeValue, Entity, EntityExt, Item, Table};
 use entity_support::TestResult;
+use futures::TryStreamExt;
 use serde::{Deserialize, Serialize};
 
 #[derive(Table)]
@@ -268,5 +271,138 @@ async fn a_migration_of_no_entity_type_counts_every_item_as_other() -> TestResul
     let mut first = note("hello", None);
     first.note_id = "n0".to_owned();
     assert_eq!(Note::get(&store, "n0").await?, Some(first), "left as it was");
+    Ok(())
+}
+
+/// The same records in a table that shards them: a migration from `Note` to `Sharded` moves
+/// each record to a new hash key.
+#[derive(Table)]
+#[table(entities(Sharded))]
+struct ShardedNotes;
+
+#[derive(Entity, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+#[entity(table = ShardedNotes, token = "note", unique = note_id, timestamp = created)]
+#[shard_bumps(bump(timestamp = 0, char_bits = 2, chars = 1))]
+struct Sharded {
+    #[transcode("string")]
+    note_id: String,
+    #[transcode("timestamp")]
+    created: u64,
+    text: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    tag: Option<String>,
+}
+
+fn sharded(note: Note) -> Sharded {
+    Sharded {
+        note_id: note.note_id,
+        created: note.created,
+        text: note.text,
+        tag: note.tag,
+    }
+}
+
+/// The table key of an item of these tables.
+fn key_of(item: &Item) -> Item {
+    let key: HashMap<String, AttributeValue> = ["hashKey", "rangeKey"]
+        .into_iter()
+        .filter_map(|name| item.get(name).map(|v| (name.to_owned(), v.clone())))
+        .collect();
+    Item::from(key)
+}
+
+/// Before the first move transaction reaches the table, the move it carries is finished by
+/// someone else: the moved record put at its new key, the old one deleted (a move sent by a
+/// worker before it stopped, carried out after).
+struct MovedFirst<S> {
+    inner: S,
+    done: AtomicBool,
+}
+
+impl<S: Store> Store for MovedFirst<S> {
+    entity_manager_tests::forward_store!(inner: definition, name, put_item, get_item, delete_item, batch_write, batch_get, update_item, transact_get, query_page, scan_page);
+
+    async fn transact_write(
+        &self,
+        writes: Vec<entity_manager::store::TransactWrite>,
+    ) -> Result<(), StoreError> {
+        use entity_manager::store::TransactWrite;
+        if !self.done.swap(true, Ordering::SeqCst) {
+            for write in &writes {
+                match write {
+                    TransactWrite::Put { item, .. } => {
+                        self.inner.put_item(item.clone(), Expect::Any).await?;
+                    }
+                    TransactWrite::Delete { key, .. } => {
+                        self.inner.delete_item(key, Expect::Any).await?;
+                    }
+                    _ => {}
+                }
+            }
+        }
+        self.inner.transact_write(writes).await
+    }
+}
+
+/// Runs the migration from `Note` to `Sharded` over the items `seed` puts; returns the items
+/// left and the counts.
+async fn move_over<S: Store>(
+    store: &S,
+    inner: &MemoryStore,
+    seed: Vec<Item>,
+) -> Result<(Vec<Item>, entity_manager::migrate::EntityCounts), Box<dyn std::error::Error>> {
+    for item in seed {
+        inner.put_item(item, Expect::Any).await?;
+    }
+    let report = Migration::new()
+        .records::<Note, Sharded, _>(sharded)?
+        .run(ParallelScan::new(store), |_| ControlFlow::Continue(()))
+        .await?;
+    assert!(report.complete);
+    let counts = report
+        .counts
+        .entities
+        .get("note")
+        .copied()
+        .unwrap_or_default();
+    let items: Vec<Item> = ParallelScan::new(inner).items().try_collect().await?;
+    Ok((items, counts))
+}
+
+/// An exclusive job stopped between the put and the delete of a move left both items; a
+/// guarded run finds the new one there already (its transaction refused by the new key's
+/// condition, with that item) and finishes the move by deleting the old one.
+#[tokio::test]
+async fn a_move_half_done_by_a_stopped_job_is_finished() -> TestResult {
+    let inner = MemoryStore::new(TableDefinition::from_schema(ShardedNotes::schema()?)?);
+    let old = note("hello", None);
+    let (left, counts) = move_over(
+        &inner,
+        &inner,
+        vec![old.to_item()?, sharded(old.clone()).to_item()?],
+    )
+    .await?;
+    assert_eq!(left, vec![sharded(old).to_item()?], "only the moved record is left");
+    assert_eq!((counts.moved, counts.vanished), (1, 0), "{counts:?}");
+    Ok(())
+}
+
+/// The move's transaction finds the old item gone and the moved one at its new key, equal to
+/// what it would write: the record was moved (by a move sent before a stop and carried out
+/// after), not deleted by someone else.
+#[tokio::test]
+async fn a_move_carried_out_meanwhile_is_counted_moved() -> TestResult {
+    let inner = MemoryStore::new(TableDefinition::from_schema(ShardedNotes::schema()?)?);
+    let store = MovedFirst {
+        inner,
+        done: AtomicBool::new(false),
+    };
+    let old = note("hello", None);
+    let (left, counts) = move_over(&store, &store.inner, vec![old.to_item()?]).await?;
+    let moved = sharded(old).to_item()?;
+    assert_ne!(key_of(&moved), key_of(&note("hello", None).to_item()?));
+    assert_eq!(left, vec![moved]);
+    assert_eq!((counts.moved, counts.vanished), (1, 0), "{counts:?}");
     Ok(())
 }
