@@ -80,6 +80,46 @@ async fn at_the_largest_version<S: Store>(store: &S) -> TestResult {
     Ok(())
 }
 
+/// The largest version itself is reachable: a create, a replace and a read-modify-write may
+/// each write 255 (a bound off by one refused these).
+async fn up_to_the_largest_version<S: Store>(store: &S) -> TestResult {
+    let counter = |id: &str, version: u8| Counter {
+        id: id.into(),
+        created: 1,
+        hits: 0,
+        version,
+    };
+    let version = |id: &'static str| async move {
+        Counter::get(store, id).await.map(|c| c.map(|c| c.version))
+    };
+    counter("a", 254).create(store).await?;
+    assert_eq!(version("a").await?, Some(255), "a create wrote 255");
+    counter("b", 253).create(store).await?;
+    let read = Counter::get(store, "b").await?.ok_or("gone")?;
+    assert_eq!(read.version, 254);
+    read.put(store).await?;
+    assert_eq!(version("b").await?, Some(255), "a replace wrote 255");
+    counter("c", 253).create(store).await?;
+    Counter::modify(store, "c", |c| c.hits += 1).await?;
+    assert_eq!(version("c").await?, Some(255), "a read-modify-write wrote 255");
+    Ok(())
+}
+
+#[tokio::test]
+async fn the_largest_version_is_reachable_on_memory() -> TestResult {
+    let store = MemoryStore::new(TableDefinition::from_schema(Counters::schema()?)?);
+    up_to_the_largest_version(&store).await
+}
+
+#[tokio::test]
+async fn the_largest_version_is_reachable_on_dynamodb() -> TestResult {
+    let definition = TableDefinition::from_schema(Counters::schema()?)?;
+    store_support::on_dynamodb("version_reach", definition, |store| async move {
+        up_to_the_largest_version(&store).await
+    })
+    .await
+}
+
 #[tokio::test]
 async fn a_version_at_its_largest_value_is_refused_on_memory() -> TestResult {
     let store = MemoryStore::new(TableDefinition::from_schema(Counters::schema()?)?);
