@@ -101,7 +101,11 @@ async fn up_to_the_largest_version<S: Store>(store: &S) -> TestResult {
     assert_eq!(version("b").await?, Some(255), "a replace wrote 255");
     counter("c", 253).create(store).await?;
     Counter::modify(store, "c", |c| c.hits += 1).await?;
-    assert_eq!(version("c").await?, Some(255), "a read-modify-write wrote 255");
+    assert_eq!(
+        version("c").await?,
+        Some(255),
+        "a read-modify-write wrote 255"
+    );
     Ok(())
 }
 

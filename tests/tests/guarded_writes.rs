@@ -108,8 +108,16 @@ async fn migrate_against(
     let left = Note::get(&store.inner, &before.note_id)
         .await?
         .ok_or("the record is gone")?;
-    let counts = report.counts.entities.get("note").copied().unwrap_or_default();
-    assert_eq!(counts.rewritten, 1, "the record was rewritten once: {counts:?}");
+    let counts = report
+        .counts
+        .entities
+        .get("note")
+        .copied()
+        .unwrap_or_default();
+    assert_eq!(
+        counts.rewritten, 1,
+        "the record was rewritten once: {counts:?}"
+    );
     Ok((left, counts.conflicts))
 }
 
@@ -123,8 +131,15 @@ async fn a_property_added_after_the_read_is_kept() -> TestResult {
         item.insert("tag".to_owned(), AttributeValue::S("late".to_owned()));
     })
     .await?;
-    assert_eq!(left, note("HELLO", Some("late")), "the other client's tag is kept");
-    assert_eq!(conflicts, 1, "one write refused by its condition, then redone");
+    assert_eq!(
+        left,
+        note("HELLO", Some("late")),
+        "the other client's tag is kept"
+    );
+    assert_eq!(
+        conflicts, 1,
+        "one write refused by its condition, then redone"
+    );
     Ok(())
 }
 
@@ -270,7 +285,11 @@ async fn a_migration_of_no_entity_type_counts_every_item_as_other() -> TestResul
     assert_eq!(report.counts.total().written(), 0);
     let mut first = note("hello", None);
     first.note_id = "n0".to_owned();
-    assert_eq!(Note::get(&store, "n0").await?, Some(first), "left as it was");
+    assert_eq!(
+        Note::get(&store, "n0").await?,
+        Some(first),
+        "left as it was"
+    );
     Ok(())
 }
 
@@ -383,7 +402,11 @@ async fn a_move_half_done_by_a_stopped_job_is_finished() -> TestResult {
         vec![old.to_item()?, sharded(old.clone()).to_item()?],
     )
     .await?;
-    assert_eq!(left, vec![sharded(old).to_item()?], "only the moved record is left");
+    assert_eq!(
+        left,
+        vec![sharded(old).to_item()?],
+        "only the moved record is left"
+    );
     assert_eq!((counts.moved, counts.vanished), (1, 0), "{counts:?}");
     Ok(())
 }
@@ -465,7 +488,9 @@ async fn a_copy_under_another_candidate_key_loses_a_read() -> TestResult {
     assert_ne!(key_of(&copy), key_of(&own.to_item()?), "two keys");
     for first in [true, false] {
         store.delete_item(&key_of(&copy), Expect::Any).await?;
-        store.delete_item(&key_of(&own.to_item()?), Expect::Any).await?;
+        store
+            .delete_item(&key_of(&own.to_item()?), Expect::Any)
+            .await?;
         let mut items = vec![own.to_item()?, copy.clone()];
         if !first {
             items.reverse();
