@@ -117,7 +117,7 @@ pub(crate) fn capacity(units: f64) {
 /// Puts its counts in place while the inner future is polled.
 struct Scoped<F> {
     stats: Arc<Stats>,
-    inner: Pin<Box<F>>,
+    inner: F,
 }
 
 /// Restores the previous counts when a poll ends, even by a panic.
@@ -130,44 +130,53 @@ impl Drop for Restore {
     }
 }
 
-impl<F: Future> Future for Scoped<F> {
+impl<F: Future + Unpin> Future for Scoped<F> {
     type Output = F::Output;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
         let previous = CURRENT.with(|c| c.borrow_mut().replace(self.stats.clone()));
         let _restore = Restore(previous);
-        self.inner.as_mut().poll(cx)
+        Pin::new(&mut self.inner).poll(cx)
     }
 }
 
 /// Runs `operation` inside `span` (made by [`op_span!`]), counting its requests, and records
 /// the counts and the outcome on the span when it ends.
-pub(crate) async fn operation<T, E, F>(span: tracing::Span, operation: F) -> Result<T, E>
+///
+/// `operation` is boxed at once: its state (kilobytes for a single-record operation on
+/// `DynamoStore`, which holds the SDK's call) is moved once, into the heap, instead of by value
+/// into each future that awaits this one; the future returned is small.
+pub(crate) fn operation<T, E, F>(
+    span: tracing::Span,
+    operation: F,
+) -> impl Future<Output = Result<T, E>>
 where
     F: Future<Output = Result<T, E>>,
 {
-    let stats = Arc::new(Stats {
-        parent: CURRENT.with(|c| c.borrow().clone()),
-        ..Stats::default()
-    });
-    let inner = tracing::Instrument::instrument(operation, span.clone());
-    let out = Scoped {
-        stats: stats.clone(),
-        inner: Box::pin(inner),
+    let inner = Box::pin(operation);
+    async move {
+        let stats = Arc::new(Stats {
+            parent: CURRENT.with(|c| c.borrow().clone()),
+            ..Stats::default()
+        });
+        let out = Scoped {
+            stats: stats.clone(),
+            inner: tracing::Instrument::instrument(inner, span.clone()),
+        }
+        .await;
+        let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        span.record("attempts", load(&stats.attempts));
+        span.record("throttles", load(&stats.throttles));
+        span.record("retries", load(&stats.retries));
+        span.record("unprocessed", load(&stats.unprocessed));
+        #[allow(clippy::cast_precision_loss)] // capacity units, far below 2^52
+        span.record(
+            "consumed_capacity",
+            load(&stats.capacity_milli) as f64 / 1_000.0,
+        );
+        span.record("outcome", if out.is_ok() { "ok" } else { "error" });
+        out
     }
-    .await;
-    let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
-    span.record("attempts", load(&stats.attempts));
-    span.record("throttles", load(&stats.throttles));
-    span.record("retries", load(&stats.retries));
-    span.record("unprocessed", load(&stats.unprocessed));
-    #[allow(clippy::cast_precision_loss)] // capacity units, far below 2^52
-    span.record(
-        "consumed_capacity",
-        load(&stats.capacity_milli) as f64 / 1_000.0,
-    );
-    span.record("outcome", if out.is_ok() { "ok" } else { "error" });
-    out
 }
 
 #[cfg(test)]

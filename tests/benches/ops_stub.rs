@@ -353,6 +353,34 @@ fn same_bodies(op: Op, ours: &Bytes, hand: &Bytes) -> BenchResult<()> {
     }
 }
 
+/// `OPS_STUB_PROFILE=OP,TASKS,SIDE,CALLS` (`create|get|update`, a task count, `ours|hand`, at
+/// most 1,600 calls): after the checks, one round of that side alone, for a profiler
+/// (`valgrind --tool=callgrind`, `perf record`) to attribute its CPU.
+fn profile_mode() -> BenchResult<Option<(Op, usize, bool, usize)>> {
+    let Ok(spec) = std::env::var("OPS_STUB_PROFILE") else {
+        return Ok(None);
+    };
+    let parts: Vec<&str> = spec.split(',').collect();
+    let [op, tasks, side, n] = parts.as_slice() else {
+        return Err(format!("OPS_STUB_PROFILE={spec}: expected OP,TASKS,SIDE,CALLS").into());
+    };
+    let op = Op::ALL
+        .into_iter()
+        .find(|o| format!("{o:?}").eq_ignore_ascii_case(op))
+        .ok_or_else(|| format!("OPS_STUB_PROFILE: no operation `{op}` (create, get, update)"))?;
+    let ours = match *side {
+        "ours" => true,
+        "hand" => false,
+        other => return Err(format!("OPS_STUB_PROFILE: side `{other}` is ours or hand").into()),
+    };
+    Ok(Some((
+        op,
+        tasks.parse()?,
+        ours,
+        n.parse::<usize>()?.min(CALLS),
+    )))
+}
+
 fn main() -> BenchResult<()> {
     let measuring = std::env::args().any(|a| a == "--bench");
     let calls = calls()?;
@@ -382,6 +410,24 @@ fn main() -> BenchResult<()> {
             let mine = last(op.target())?;
             by_hand(&client, op, &first, &calls.keys[0]).await?;
             same_bodies(op, &mine, &last(op.target())?)?;
+        }
+        if let Some(profile) = profile_mode()? {
+            // one round of one side, for a profiler (callgrind, perf) to attribute
+            let (op, tasks, lib, n) = profile;
+            let store0 = &store;
+            let store = lib.then_some(&store);
+            let record = &calls.records[0];
+            println!(
+                "future sizes (bytes): ours {}, by hand {}, create {}, get {}, update {}",
+                std::mem::size_of_val(&ours(store0, op, record)),
+                std::mem::size_of_val(&by_hand(&client, op, record, &calls.keys[0])),
+                std::mem::size_of_val(&record.create(store0)),
+                std::mem::size_of_val(&Account::get(store0, &record.account_id)),
+                std::mem::size_of_val(&Account::update(store0, &record.account_id, Changes::new())),
+            );
+            let ns = round(tasks, op, &calls, store, &client, &stub_thread, n).await?;
+            println!("{op:?} at {tasks} tasks, {n} calls: {:.1} µs / call", ns / 1e3);
+            return Ok(());
         }
         let (calls_per_round, rounds) = if measuring {
             (CALLS, ROUNDS)

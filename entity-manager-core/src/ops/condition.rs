@@ -71,6 +71,15 @@ pub(super) fn bump_version<E: Entity>(item: &mut Item) -> Result<Option<Attribut
         .get(name)
         .cloned()
         .unwrap_or_else(|| AttributeValue::N("0".to_owned()));
+    if let AttributeValue::N(n) = &expected
+        && let Some((next, over)) = increment_plain(n, E::VERSION_MAX)
+    {
+        if over {
+            return Err(version_exhausted::<E>(String::new(), name));
+        }
+        item.insert(name.to_owned(), AttributeValue::N(next));
+        return Ok(Some(expected));
+    }
     let next = match &expected {
         AttributeValue::N(n) => Number::parse(n).and_then(|n| n.add(&Number::parse("1")?)),
         _ => None,
@@ -91,6 +100,33 @@ pub(super) fn bump_version<E: Entity>(item: &mut Item) -> Result<Option<Attribut
     }
     item.insert(name.to_owned(), AttributeValue::N(next.canonical()));
     Ok(Some(expected))
+}
+
+/// Whether `text` is a decimal integer as `DynamoDB` and this crate write one: digits only,
+/// without a leading zero (unless it is `0`), at most `max_len` of them.
+fn plain_digits(text: &str, max_len: usize) -> bool {
+    !text.is_empty()
+        && text.len() <= max_len
+        && text.bytes().all(|b| b.is_ascii_digit())
+        && (text == "0" || !text.starts_with('0'))
+}
+
+/// `n + 1`, canonical, and whether it exceeds `max`, for a version written as a plain integer
+/// of at most 19 digits (every version a typed write stores); `None` for any other text, which
+/// the general decimal arithmetic ([`Number`]) handles. The same answer as that arithmetic,
+/// without its parsing and allocations on every write (`increment_plain_is_the_general_path`).
+fn increment_plain(n: &str, max: Option<&str>) -> Option<(String, bool)> {
+    if !plain_digits(n, 19) {
+        return None;
+    }
+    // below 10^19: one more still fits a u64
+    let next = n.parse::<u64>().ok()?.checked_add(1)?;
+    let over = match max {
+        None => false,
+        Some(max) if plain_digits(max, 38) => u128::from(next) > max.parse::<u128>().ok()?,
+        Some(_) => return None,
+    };
+    Some((next.to_string(), over))
 }
 
 /// [`Error::InvalidUpdate`] of a write that would increment the version field past its type's
@@ -238,4 +274,58 @@ pub(super) fn read_guard<E: Entity>(schema: EntitySchema<'_>, old: &Item, new: &
     }
     guard.push(Filter::Exists(table.hash_key.to_string()));
     Filter::And(guard)
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::increment_plain;
+    use crate::store::value::Number;
+
+    /// The general decimal arithmetic's answer: `n + 1` canonical, and whether it exceeds `max`.
+    fn general(n: &str, max: Option<&str>) -> Option<(String, bool)> {
+        let next = Number::parse(n)?.add(&Number::parse("1")?)?;
+        let over = match max {
+            Some(max) => next > Number::parse(max)?,
+            None => false,
+        };
+        Some((next.canonical(), over))
+    }
+
+    fn maxima() -> impl Strategy<Value = Option<String>> {
+        prop_oneof![
+            Just(None),
+            prop::sample::select(vec!["255", "65535", "4294967295", "18446744073709551615"])
+                .prop_map(|m| Some(m.to_owned())),
+            "[0-9]{1,22}".prop_map(Some),
+            "[0-9.eE+-]{1,8}".prop_map(Some),
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn increment_plain_is_the_general_path(
+            n in prop_oneof![
+                any::<u64>().prop_map(|v| v.to_string()),
+                "[0-9]{0,21}",
+                "-?[0-9]{0,3}(\\.[0-9]{0,2})?(e[0-9])?",
+            ],
+            max in maxima(),
+        ) {
+            if let Some(fast) = increment_plain(&n, max.as_deref()) {
+                prop_assert_eq!(Some(fast), general(&n, max.as_deref()));
+            }
+        }
+
+        #[test]
+        fn every_version_a_write_stores_takes_the_plain_path(
+            v in 0..10_000_000_000_000_000_000_u64,
+            max in prop::sample::select(vec!["255", "4294967295", "18446744073709551615"]),
+        ) {
+            let n = v.to_string();
+            prop_assert!(increment_plain(&n, Some(max)).is_some());
+            prop_assert!(increment_plain(&n, None).is_some());
+        }
+    }
 }

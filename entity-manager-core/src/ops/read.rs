@@ -7,7 +7,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_dynamo::{AttributeValue, Item};
 
-use crate::entity::{Entity, from_item, schema_of};
+use crate::entity::{Entity, from_item, from_owned_item, schema_of};
 use crate::error::{Error, Result};
 use crate::keys::PrimaryKey;
 use crate::schema::EntitySchema;
@@ -119,9 +119,10 @@ where
     I: Serialize + ?Sized,
 {
     let schema = schema_of::<E>()?;
+    // the item read is the caller's alone: its keys come off in place, without a copy
     read_by_id::<E, S, I>(store, schema, id)
         .await?
-        .map(|item| from_item::<E>(&item))
+        .map(from_owned_item::<E>)
         .transpose()
 }
 

@@ -7,7 +7,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_dynamo::{AttributeValue, Item};
 
-use crate::entity::{Entity, from_item, schema_of, to_item};
+use crate::entity::{Entity, from_item, from_owned_item, schema_of, to_item};
 use crate::error::{Error, Result};
 use crate::field::Changes;
 use crate::schema::EntitySchema;
@@ -420,7 +420,7 @@ where
             .update_item(&key, &update, expect, ReturnValues::AllNew)
             .await
         {
-            Ok(Some(item)) => return from_item::<E>(&item).map(Some),
+            Ok(Some(item)) => return from_owned_item::<E>(item).map(Some),
             Ok(None) => return Ok(None),
             Err(e) if e.is_conditional_check_failed() => {
                 let Some(current) = e.current_item() else {

@@ -25,6 +25,14 @@ pub(super) fn values_to_aws(expr: &Expr) -> Option<AwsItem> {
         .map(|values| values.into_iter().map(|(k, v)| (k, v.into())).collect())
 }
 
+/// The `ExpressionAttributeNames` and `ExpressionAttributeValues` of a request as the SDK
+/// sends them, taken from `expr` (`None` when empty).
+pub(super) fn substitutions_to_aws(
+    mut expr: Expr,
+) -> (Option<HashMap<String, String>>, Option<AwsItem>) {
+    (expr.take_names(), expr.into_values(AwsValue::from))
+}
+
 /// Whether every value is of a type `serde_dynamo` knows (an SDK newer than this crate may
 /// return a type it does not, and `serde_dynamo`'s conversion panics on those).
 fn known(value: &AwsValue) -> bool {

@@ -21,7 +21,9 @@ use aws_sdk_dynamodb::types::{
 };
 use serde_dynamo::Item;
 
-use self::convert::{build_error, from_aws, from_aws_all, sdk_error, to_aws, values_to_aws};
+use self::convert::{
+    build_error, from_aws, from_aws_all, sdk_error, substitutions_to_aws, to_aws, values_to_aws,
+};
 use self::trace::{Counted as _, Counting, consumed};
 use super::batch::{BatchSender, GetBatch, RetryPolicy, get_batches, write_batches};
 use super::expression::Request;
@@ -112,7 +114,6 @@ pub enum SdkRetryMode {
     Adaptive,
 }
 
-/// `client` with these limits (and the default connect timeout unless it has one).
 /// `client` with the [`Tracing`](trace::Tracing) interceptor (once: a client that has it keeps
 /// its configuration).
 fn with_tracing(client: Client) -> Client {
@@ -124,15 +125,16 @@ fn with_tracing(client: Client) -> Client {
     {
         return client;
     }
-    Client::from_conf(
-        client
-            .config()
-            .to_builder()
-            .interceptor(trace::Tracing)
-            .build(),
-    )
+    // permanent: never disabled (the type is private), so the SDK skips the per-hook lookup
+    // of a `DisableInterceptor<Tracing>` in every call's configuration
+    let mut config = client.config().to_builder();
+    config.push_interceptor(aws_sdk_dynamodb::config::SharedInterceptor::permanent(
+        trace::Tracing,
+    ));
+    Client::from_conf(config.build())
 }
 
+/// `client` with these limits (and the default connect timeout unless it has one).
 fn with_timeouts(client: &Client, operation: Duration, attempt: Duration) -> Client {
     let config = client.config();
     let connect = config
@@ -384,6 +386,7 @@ impl DynamoStore {
     /// write reads the stamp again after any refusal.
     async fn put(&self, item: Item, expect: Expect, own: bool) -> Result<(), StoreError> {
         let r = self.write_request("PutItem", None, &expect)?;
+        let (names, values) = substitutions_to_aws(r.expr);
         let calls = Counting::default();
         let out = self
             .client
@@ -391,8 +394,8 @@ impl DynamoStore {
             .table_name(&self.table_name)
             .set_item(Some(to_aws(item)))
             .set_condition_expression(r.condition)
-            .set_expression_attribute_names(r.expr.names())
-            .set_expression_attribute_values(values_to_aws(&r.expr))
+            .set_expression_attribute_names(names)
+            .set_expression_attribute_values(values)
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
             .return_consumed_capacity(written_capacity())
             .send()
@@ -424,25 +427,10 @@ impl DynamoStore {
         returns: ReturnValues,
     ) -> Result<Option<Item>, StoreError> {
         const OP: &str = "UpdateItem";
-        let r = self.write_request(OP, Some(update), &expect)?;
-        let request = self
-            .client
-            .update_item()
-            .table_name(&self.table_name)
-            .set_key(Some(to_aws(key.clone())))
-            .set_update_expression(r.update)
-            .set_condition_expression(r.condition)
-            .set_expression_attribute_names(r.expr.names())
-            .set_expression_attribute_values(values_to_aws(&r.expr))
-            .return_values(match returns {
-                ReturnValues::None => ReturnValue::None,
-                ReturnValues::AllOld => ReturnValue::AllOld,
-                ReturnValues::AllNew => ReturnValue::AllNew,
-                ReturnValues::UpdatedOld => ReturnValue::UpdatedOld,
-                ReturnValues::UpdatedNew => ReturnValue::UpdatedNew,
-            })
-            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
-            .return_consumed_capacity(written_capacity());
+        // rendered and checked before anything is sent; the first attempt sends it as it is,
+        // an attempt sent again after throttling renders it again (no copy kept for a retry
+        // that seldom comes)
+        let mut rendered = Some(self.write_request(OP, Some(update), &expect)?);
         // An update that would change the record again if applied twice (an increment, an
         // append) is never sent again after a failure that may have applied it: the SDK's
         // retries are off for it, and only throttled attempts (refused before anything was
@@ -450,14 +438,46 @@ impl DynamoStore {
         let repeatable = update.is_repeatable();
         let mut attempts = 0;
         let out = loop {
+            let r = match rendered.take() {
+                Some(r) => r,
+                None => self.write_request(OP, Some(update), &expect)?,
+            };
+            let (names, values) = substitutions_to_aws(r.expr);
+            let request = self
+                .client
+                .update_item()
+                .table_name(&self.table_name)
+                .set_key(Some(to_aws(key.clone())))
+                .set_update_expression(r.update)
+                .set_condition_expression(r.condition)
+                .set_expression_attribute_names(names)
+                .set_expression_attribute_values(values)
+                .return_values(match returns {
+                    ReturnValues::None => ReturnValue::None,
+                    ReturnValues::AllOld => ReturnValue::AllOld,
+                    ReturnValues::AllNew => ReturnValue::AllNew,
+                    ReturnValues::UpdatedOld => ReturnValue::UpdatedOld,
+                    ReturnValues::UpdatedNew => ReturnValue::UpdatedNew,
+                })
+                .return_values_on_condition_check_failure(
+                    ReturnValuesOnConditionCheckFailure::AllOld,
+                )
+                .return_consumed_capacity(written_capacity());
             let calls = Counting::default();
-            let mut call = request.clone().customize();
-            if !repeatable {
-                call = call.config_override(
-                    aws_sdk_dynamodb::config::Builder::new().retry_config(RetryConfig::disabled()),
-                );
-            }
-            let e = match call.send().counted(&calls).await {
+            let sent = if repeatable {
+                request.send().counted(&calls).await
+            } else {
+                request
+                    .customize()
+                    .config_override(
+                        aws_sdk_dynamodb::config::Builder::new()
+                            .retry_config(RetryConfig::disabled()),
+                    )
+                    .send()
+                    .counted(&calls)
+                    .await
+            };
+            let e = match sent {
                 Ok(out) => break out,
                 Err(e) => e,
             };
@@ -549,6 +569,7 @@ impl DynamoStore {
 
     async fn delete(&self, key: &Item, expect: Expect) -> Result<(), StoreError> {
         let r = self.write_request("DeleteItem", None, &expect)?;
+        let (names, values) = substitutions_to_aws(r.expr);
         let calls = Counting::default();
         let out = self
             .client
@@ -556,8 +577,8 @@ impl DynamoStore {
             .table_name(&self.table_name)
             .set_key(Some(to_aws(key.clone())))
             .set_condition_expression(r.condition)
-            .set_expression_attribute_names(r.expr.names())
-            .set_expression_attribute_values(values_to_aws(&r.expr))
+            .set_expression_attribute_names(names)
+            .set_expression_attribute_values(values)
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
             .return_consumed_capacity(written_capacity())
             .send()

@@ -84,6 +84,10 @@ fn attempt_number(header: &str) -> Option<u32> {
         .and_then(|n| n.trim().parse().ok())
 }
 
+// `dyn_dispatch_hint`: the SDK calls this interceptor at the two hooks it implements only,
+// not at the twenty others of every attempt (each of which would also look the interceptor up
+// in the call's configuration)
+#[aws_smithy_runtime_api::client::interceptors::dyn_dispatch_hint]
 impl Intercept for Tracing {
     fn name(&self) -> &'static str {
         TRACING
