@@ -13,15 +13,13 @@ use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use entity_manager::model::ShardSpace;
-use entity_manager::scan::ParallelScan;
 use entity_manager::store::{DynamoStore, Store, WriteRequest};
 use entity_manager::{Item, Schema};
-use futures::TryStreamExt;
 use serde_json::{Value, json};
 
 mod support;
 
-use support::{keyed, sorted, text};
+use support::{keyed, runtime, sorted, table_items, text};
 
 use support::{
     BoxError, TestResult, assert_code, bin, endpoint, run, stdout_json, store, temp_json,
@@ -102,24 +100,6 @@ fn records(n: u64) -> Result<Vec<(&'static str, Item)>, BoxError> {
         out.push(("email", serde_dynamo::to_item(email)?));
     }
     Ok(out)
-}
-
-fn runtime() -> Result<tokio::runtime::Runtime, BoxError> {
-    Ok(tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?)
-}
-
-/// Every record of the table (the stamp item aside).
-fn table_items(store: &DynamoStore) -> Result<Vec<Item>, BoxError> {
-    let items: Vec<Item> = runtime()?.block_on(ParallelScan::new(store).items().try_collect())?;
-    let definition = store.definition();
-    Ok(sorted(
-        items
-            .into_iter()
-            .filter(|i| !entity_manager::store::is_stamp(i, definition))
-            .collect(),
-    ))
 }
 
 fn fill(store: &DynamoStore, items: &[Item]) -> TestResult {

@@ -481,3 +481,30 @@ pub(crate) fn closed_port() -> Result<u16, BoxError> {
     let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
     Ok(listener.local_addr()?.port())
 }
+
+/// A single-threaded runtime for the async calls of a test.
+pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, BoxError> {
+    Ok(tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?)
+}
+
+/// Every record of the table (the stamp item aside), sorted by table key.
+pub(crate) fn table_items(
+    store: &entity_manager::store::DynamoStore,
+) -> Result<Vec<entity_manager::Item>, BoxError> {
+    use entity_manager::store::Store;
+    use futures::TryStreamExt;
+    let items: Vec<entity_manager::Item> = runtime()?.block_on(
+        entity_manager::scan::ParallelScan::new(store)
+            .items()
+            .try_collect(),
+    )?;
+    let definition = store.definition();
+    Ok(sorted(
+        items
+            .into_iter()
+            .filter(|i| !entity_manager::store::is_stamp(i, definition))
+            .collect(),
+    ))
+}
