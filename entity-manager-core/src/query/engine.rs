@@ -70,7 +70,15 @@
 //! [`estimate::FIRST_QUANTILE`] or more, and the first reads of the other lanes where it ends
 //! with probability [`estimate::LATER_QUANTILE`] or more given what the reads back found
 //! ([`estimate::Evidence`]: items buffered, how far each lane is read); the larger the page,
-//! the closer its end is known and the higher the probability ([`estimate::quantiles`]).
+//! the closer its end is known and the higher the probability ([`estimate::quantiles`]). A
+//! staged read asks for more items than an unstaged one ([`estimate::staged_margin`]), so that
+//! a lane denser than its share rarely stops at its limit short of the page's end (a query
+//! more, and a round more when the throttle is full).
+//!
+//! A page whose reads back found nothing where the pages' density expects
+//! [`estimate::EMPTY_EVIDENCE`] items or more (the page after the last item, or one before a
+//! gap) reads on without a bound at once: only an unbounded read shows that a lane has nothing
+//! left, and bounding the next reads further first costs a round or more for nothing.
 //!
 //! # When a lane is done
 //!
@@ -676,6 +684,16 @@ struct Schedule {
     repredicted: usize,
 }
 
+/// What a page's reads found, as distances beyond the boundary's last value `last` in scan
+/// order (range key units, see [`Engine::evidence`]): the items buffered, how far each lane
+/// that can still give items is read, and the pages' running density per lane.
+struct Evidence {
+    found: Vec<f64>,
+    covered: Vec<f64>,
+    rate: f64,
+    last: f64,
+}
+
 /// A finished read: the lane, where it stops (if bounded), the limit it asked for, the page of
 /// the merge it was issued for, and the store's answer.
 type Read = (
@@ -1097,9 +1115,11 @@ impl<'s, P: Lanes, S: Store> Engine<'_, 's, P, S> {
     /// as `s` says; how many. They stop at the page's known end (the `remaining`-th buffered
     /// item) or else its predicted end: predicted once more when every lane is read up to it
     /// and the page is not full (then read without a bound: only an unbounded read finds that
-    /// a lane has nothing left), refined from what the reads back found when staged. When the
-    /// previous pages did not move, the page probably ends at their range key: the lanes are
-    /// then read in the global order, `allowance` at a time.
+    /// a lane has nothing left), refined from what the reads back found when staged; read
+    /// without a bound at once when the reads back found nothing where the pages' density
+    /// expects many items ([`found_none`](Self::found_none): the page after the last item).
+    /// When the previous pages did not move, the page probably ends at their range key: the
+    /// lanes are then read in the global order, `allowance` at a time.
     fn issue(
         &self,
         merge: &mut Merge,
@@ -1109,7 +1129,14 @@ impl<'s, P: Lanes, S: Store> Engine<'_, 's, P, S> {
     ) -> usize {
         let remaining = s.want - taken;
         let known = self.known_end(merge, remaining);
-        if known.is_none()
+        if known.is_none() && taken == 0 && s.predicted.is_some() && self.found_none(merge, s) {
+            // the reads back found nothing where the pages' density expects many items: the
+            // lanes end (or thin out) here, and only an unbounded read shows that a lane has
+            // nothing left, so they read on without a bound (a fair share each) rather than
+            // up to one bound, then a further one, then without
+            s.predicted = None;
+            s.repredicted = s.repredicted.max(1);
+        } else if known.is_none()
             && let Some(end) = &s.predicted
             && !merge.short_of(end)
         {
@@ -1153,7 +1180,7 @@ impl<'s, P: Lanes, S: Store> Engine<'_, 's, P, S> {
             free,
             remaining,
             (known.as_ref(), s.predicted.as_ref()),
-            (s.margin, tied),
+            (Self::read_margin(s), tied),
         );
         let count = issued.len();
         for (t, request, end, limit) in issued {
@@ -1163,6 +1190,32 @@ impl<'s, P: Lanes, S: Store> Engine<'_, 's, P, S> {
             }));
         }
         count
+    }
+
+    /// Whether the page's reads back found nothing (no item taken or buffered) where the
+    /// pages' running density expects [`estimate::EMPTY_EVIDENCE`] items or more, over how far
+    /// its lanes are read (number range keys only): on items spread as the pages found them,
+    /// a chance below 1 in 20,000; at the end of the items (the page after the last one) or
+    /// before a gap, a certainty.
+    fn found_none(&self, merge: &Merge, s: &Schedule) -> bool {
+        merge.buffered == 0
+            && s.span
+                .as_ref()
+                .and_then(|b| self.evidence(merge, b, s.want))
+                .is_some_and(|e| e.rate * e.covered.iter().sum::<f64>() >= estimate::EMPTY_EVIDENCE)
+    }
+
+    /// The margin of the limits of a page's reads up to its predicted end: when staged, at
+    /// least as far as the bound reaches beyond the pages' span (a staged bound lies where the
+    /// page ends with a high probability, further than the margin of an unstaged one), so that
+    /// a read's limit rarely stops it short of its bound ([`estimate::staged_margin`]).
+    fn read_margin(s: &Schedule) -> f64 {
+        match (&s.span, &s.predicted) {
+            (Some(b), Some(end)) if s.staged => {
+                estimate::staged_margin(&b.first, &b.last, &end.value, s.margin)
+            }
+            _ => s.margin,
+        }
     }
 
     /// The boundary after a page that returned `out` (`None` when it returned nothing and
@@ -1403,8 +1456,7 @@ impl<'s, P: Lanes, S: Store> Engine<'_, 's, P, S> {
     }
 
     /// Where the page ends with probability `q`, from what its reads found (number range keys
-    /// only): the items buffered, how far each lane is read, and the pages' running density
-    /// (`want` items over the boundary's span), `remaining` items still wanted.
+    /// only, see [`evidence`](Self::evidence)), `remaining` items still wanted.
     fn refine(
         &self,
         merge: &Merge,
@@ -1413,11 +1465,24 @@ impl<'s, P: Lanes, S: Store> Engine<'_, 's, P, S> {
         remaining: usize,
         q: f64,
     ) -> Option<End> {
-        let number = |v: &AttributeValue| match v {
-            AttributeValue::N(n) => n.parse::<f64>().ok().filter(|x| x.is_finite()),
-            _ => None,
-        };
-        let (first, last) = (number(&boundary.first)?, number(&boundary.last)?);
+        let Evidence {
+            found,
+            covered,
+            rate,
+            last,
+        } = self.evidence(merge, boundary, want)?;
+        let t = estimate::Evidence::new(found, covered, rate).quantile(remaining, q)?;
+        self.end(estimate::beyond(last, t, self.plan.descending())?)
+    }
+
+    /// What the page's reads found (number range keys only), as distances beyond the
+    /// boundary's last value: the items buffered, how far each lane is read, and the pages'
+    /// running density per lane (`want` items over the boundary's span).
+    fn evidence(&self, merge: &Merge, boundary: &Span, want: usize) -> Option<Evidence> {
+        let (first, last) = (
+            estimate::number(&boundary.first)?,
+            estimate::number(&boundary.last)?,
+        );
         let span = (last - first).abs();
         if !(span.is_finite() && span > 0.0) {
             return None;
@@ -1451,8 +1516,12 @@ impl<'s, P: Lanes, S: Store> Engine<'_, 's, P, S> {
         // counts of one page and lanes, far below 2^52
         #[allow(clippy::cast_precision_loss)]
         let rate = want as f64 / span / merge.live() as f64;
-        let t = estimate::Evidence::new(found, covered, rate).quantile(remaining, q)?;
-        self.end(estimate::beyond(last, t, descending)?)
+        Some(Evidence {
+            found,
+            covered,
+            rate,
+            last,
+        })
     }
 
     /// The merge over the lanes of `indexes`, placed by the stream's boundary (or at the
