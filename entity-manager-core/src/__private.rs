@@ -244,18 +244,12 @@ pub const fn fail(message: &str) -> ! {
     panic!("{}", message)
 }
 
-/// Fails the name check of `#[derive(Entity)]` for problem `problem` (from
-/// [`name_problems`]) of `name`: the message is `pieces[messages[problem - 1]]` around the
-/// name. Reported at the caller, as [`fail`].
+/// Fails the name check of `#[derive(Entity)]` with problem `code` (from [`name_problems`]) of
+/// `name`, worded by [`name_problem_message`]. Reported at the caller, as [`fail`]: the derive
+/// calls it once per name, at the name's token.
 #[track_caller]
-pub const fn fail_name(
-    pieces: &[(&str, &str)],
-    messages: [usize; 5],
-    problem: usize,
-    name: &str,
-) -> ! {
-    let (before, after) = pieces[messages[problem - 1]];
-    fail(Message::new().push(before).push(name).push(after).as_str())
+pub const fn fail_name(code: usize, name: &str) -> ! {
+    fail(name_problem_message(code, name).as_str())
 }
 
 /// Whether the entity of this token, unique and timestamp property is one of a table's
@@ -282,6 +276,24 @@ pub const fn is_member(
         i += 1;
     }
     false
+}
+
+/// [`is_member`] of the table of `E` (`<E::Table as Table>::MEMBERS`): what `#[derive(Entity)]`
+/// asserts. Generic, so that the table's members are read inside the interpreter, where the
+/// table's `MEMBERS` is evaluated once for all its entities; a `const` holding them per entity
+/// (`<E as TableModelOf>::MEMBERS`) was one more value per entity for the compiler to
+/// validate, models and all.
+pub const fn is_member_of<E: Entity>(
+    token: &str,
+    unique_property: &str,
+    timestamp_property: &str,
+) -> bool {
+    is_member(
+        <E::Table as Table>::MEMBERS,
+        token,
+        unique_property,
+        timestamp_property,
+    )
 }
 
 /// Implemented by `#[derive(Table)]` as `impl<T: SameType<Self>, E> TableOf<T, E> for Self` (a
@@ -386,15 +398,12 @@ pub const fn borrowed(cow: &Cow<'static, str>) -> Cow<'static, str> {
 pub trait TableModelOf {
     /// `<Self::Table as Table>::MODEL`.
     const TABLE: &'static TableModel;
-    /// `<Self::Table as Table>::MEMBERS`.
-    const MEMBERS: &'static [&'static EntityModel];
     /// `&<Self as Entity>::MODEL`, as a `'static` reference.
     const ENTITY: &'static EntityModel;
 }
 
 impl<E: Entity> TableModelOf for E {
     const TABLE: &'static TableModel = &<E::Table as Table>::MODEL;
-    const MEMBERS: &'static [&'static EntityModel] = <E::Table as Table>::MEMBERS;
     const ENTITY: &'static EntityModel = &E::MODEL;
 }
 
@@ -404,9 +413,9 @@ pub mod rules {
 }
 
 pub use crate::rules::{
-    Delimiter, IndexConflict, Message, contains_delimiter, distinct_indexes, first_index_conflict,
-    first_same_token, index_conflict, index_conflict_message, index_count_message, indexes_of,
-    is_name, name_problems, same_token,
+    Delimiter, IndexConflict, Message, NameKind, contains_delimiter, distinct_indexes,
+    first_index_conflict, first_same_token, index_conflict, index_conflict_message,
+    index_count_message, indexes_of, is_name, name_problem_message, name_problems, same_token,
 };
 
 #[cfg(test)]

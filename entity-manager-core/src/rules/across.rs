@@ -5,10 +5,10 @@ use std::borrow::Cow;
 use std::fmt::Write as _;
 
 use crate::limits::MAX_INDEXES;
-use crate::model::{EntityModel, Index, IndexAttribute, MultiKey, Projection};
+use crate::model::{EntityModel, GeneratedKind, Index, IndexAttribute, MultiKey, Projection};
 
 use super::bytes::{bytes_contain, bytes_eq, name, slice, str_eq};
-use super::wording::{Delimiter, Syntax};
+use super::wording::{Delimiter, Named, Role, Setting, Syntax};
 use super::{ConfigRule, Problem};
 
 /// The indexes of an entity (`const`).
@@ -22,21 +22,85 @@ pub const fn is_name(key: &Cow<'_, str>, name: &str) -> bool {
     str_eq(name, self::name(key))
 }
 
+/// What a name that [`name_problems`] checks is: which checks it gets and how its message
+/// words it. `#[derive(Entity)]` passes each name with its [`code`](Self::code).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NameKind {
+    /// The entity token: checked for delimiters.
+    EntityToken,
+    /// A stored attribute with a transcode: checked against the table keys and for delimiters.
+    Transcoded,
+    /// A stored attribute without a transcode: checked against the table keys.
+    Attribute,
+    /// A generated property of this kind: checked against the table keys and for delimiters.
+    Generated(GeneratedKind),
+    /// An index: checked for delimiters.
+    Index,
+}
+
+impl NameKind {
+    /// Every kind, by [`code`](Self::code).
+    pub const ALL: [Self; 6] = [
+        Self::EntityToken,
+        Self::Transcoded,
+        Self::Attribute,
+        Self::Generated(GeneratedKind::Sharded),
+        Self::Generated(GeneratedKind::Unsharded),
+        Self::Index,
+    ];
+
+    /// The kind's position in [`ALL`](Self::ALL).
+    pub const fn code(self) -> u8 {
+        match self {
+            Self::EntityToken => 0,
+            Self::Transcoded => 1,
+            Self::Attribute => 2,
+            Self::Generated(GeneratedKind::Sharded) => 3,
+            Self::Generated(GeneratedKind::Unsharded) => 4,
+            Self::Index => 5,
+        }
+    }
+
+    /// The role the name must not share with a table key, if it is an attribute.
+    pub const fn role(self) -> Option<Role> {
+        match self {
+            Self::Transcoded => Some(Role::Transcoded),
+            Self::Attribute => Some(Role::Attribute),
+            Self::Generated(kind) => Some(Role::Generated(kind)),
+            Self::EntityToken | Self::Index => None,
+        }
+    }
+
+    /// What the name is called in a message about a delimiter in it, if it is written inside
+    /// keys.
+    pub const fn named(self) -> Option<Named> {
+        match self {
+            Self::EntityToken => Some(Named::EntityToken),
+            Self::Transcoded => Some(Named::Transcoded),
+            Self::Generated(_) => Some(Named::Generated),
+            Self::Index => Some(Named::Index),
+            Self::Attribute => None,
+        }
+    }
+}
+
 /// The first failing check of the names an entity writes, against its table, for the derive's
-/// one `const` assertion per entity: `(k, code)` for `names[k] = (name, keys, delimiters)`, or
-/// `(usize::MAX, 0)` when every check passes. Per name, in order: with `keys`, code `1` when
-/// `name` is the table's hash key, `2` its range key (rule
-/// [`ConfigRule::AttributeNamesDistinct`]); with `delimiters`, `3 + d` when it contains the
-/// delimiter [`Delimiter::ALL`]`[d]` (rules [`ConfigRule::EntityToken`],
-/// [`ConfigRule::NamesFreeOfDelimiters`]).
+/// one `const` assertion per entity: `(k, code)` for `names[k] = (name, kind)` (`kind` a
+/// [`NameKind::code`]), or `(usize::MAX, 0)` when every check passes. Per name, in order: an
+/// attribute (a [`NameKind::role`]) is `problem` `1` when `name` is the table's hash key, `2`
+/// its range key (rule [`ConfigRule::AttributeNamesDistinct`]); a name written inside keys (a
+/// [`NameKind::named`]) is `3 + d` when it contains the delimiter [`Delimiter::ALL`]`[d]` (rules
+/// [`ConfigRule::EntityToken`], [`ConfigRule::NamesFreeOfDelimiters`]). `code` is
+/// `8 * kind + problem`, what [`name_problem_message`] words.
 ///
-/// `bytes` has bit `b` set for every byte `b < 128` of every name (the derive computes it), and
-/// bit 127 for any byte from 128: the delimiters are looked for only when one of them starts
-/// with such a byte. One call per entity, with that shortcut: the compiler's `const` interpreter
-/// runs it for every entity of every build, so its step count is the derive's compile cost.
+/// `bytes` has bit `b` set for every byte `b < 128` of every name checked for delimiters (the
+/// derive computes it), and bit 127 for any byte from 128: the delimiters are looked for only
+/// when one of them starts with such a byte. One call per entity, with that shortcut: the
+/// compiler's `const` interpreter runs it for every entity of every build, so its step count is
+/// the derive's compile cost.
 pub const fn name_problems(
     table: &crate::model::TableModel,
-    names: &[(&str, bool, bool)],
+    names: &[(&str, u8)],
     bytes: u128,
 ) -> (usize, usize) {
     let hash = name(&table.hash_key).as_bytes();
@@ -59,19 +123,26 @@ pub const fn name_problems(
     }
     let mut k = 0;
     while k < names.len() {
-        let (text, keys, check_delimiters) = names[k];
+        let (text, code) = names[k];
+        let kind = NameKind::ALL[code as usize];
         let text = text.as_bytes();
-        if keys && bytes_eq(text, hash) {
-            return (k, 1);
+        let problem = if kind.role().is_none() {
+            0
+        } else if bytes_eq(text, hash) {
+            1
+        } else if bytes_eq(text, range) {
+            2
+        } else {
+            0
+        };
+        if problem != 0 {
+            return (k, 8 * code as usize + problem);
         }
-        if keys && bytes_eq(text, range) {
-            return (k, 2);
-        }
-        if scan && check_delimiters {
+        if scan && kind.named().is_some() {
             let mut d = 0;
             while d < delimiters.len() {
                 if bytes_contain(text, delimiters[d]) {
-                    return (k, 3 + d);
+                    return (k, 8 * code as usize + 3 + d);
                 }
                 d += 1;
             }
@@ -79,6 +150,46 @@ pub const fn name_problems(
         k += 1;
     }
     (usize::MAX, 0)
+}
+
+/// The message of problem `code` of [`name_problems`] for `name`: the text of
+/// [`role_conflict`](super::role_conflict) or [`delimiter_in_name`](super::delimiter_in_name)
+/// (the derive's syntax, the delimiter named by its setting), assembled in `const` context.
+pub const fn name_problem_message(code: usize, name: &str) -> Message {
+    let kind = NameKind::ALL[code / 8];
+    let problem = code % 8;
+    if problem == 1 || problem == 2 {
+        let first = if problem == 1 {
+            Role::TableHashKey
+        } else {
+            Role::TableRangeKey
+        };
+        let second = match kind.role() {
+            Some(role) => role.phrase(),
+            None => "",
+        };
+        return Message::new()
+            .push("`")
+            .push(name)
+            .push("` is already ")
+            .push(first.phrase())
+            .push(", so it cannot also be ")
+            .push(second)
+            .push("; every attribute has one role, so rename one of them");
+    }
+    let what = match kind.named() {
+        Some(named) => named.phrase(),
+        None => "",
+    };
+    let setting =
+        Setting::Delimiter(Delimiter::ALL[problem.saturating_sub(3) % 3]).name(Syntax::Derive);
+    Message::new()
+        .push(what)
+        .push(" `")
+        .push(name)
+        .push("` contains the table's `")
+        .push(setting)
+        .push("`; names appear inside keys, so rename it or choose other delimiters")
 }
 
 /// The first entity of `earlier` that shares `entity`'s token (rule

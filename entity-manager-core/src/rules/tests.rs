@@ -73,7 +73,8 @@ fn the_21st_distinct_index_is_over_the_limit() {
 }
 
 /// `name_problems`, which the derive's `const` assertion runs with a byte mask to skip the
-/// delimiter scan, finds what the rules one by one find, in the same order.
+/// delimiter scan, finds what the rules one by one find, in the same order, and words it as
+/// they do.
 mod name_problems_agree {
     use proptest::prelude::*;
 
@@ -82,30 +83,38 @@ mod name_problems_agree {
 
     const TEXTS: [&str; 9] = ["|", "#", "!", "ab", "é", "", "x", "hashKey", "rangeKey"];
 
-    fn reference(table: &TableModel, names: &[(&str, bool, bool)]) -> (usize, usize) {
-        for (k, &(text, keys, delimiters)) in names.iter().enumerate() {
-            if keys && is_name(&table.hash_key, text) {
-                return (k, 1);
+    /// The first problem by the rules one by one, as `(k, code)`, with its message.
+    fn reference(table: &TableModel, names: &[(&str, u8)]) -> ((usize, usize), Option<String>) {
+        for (k, &(text, code)) in names.iter().enumerate() {
+            let kind = NameKind::ALL[usize::from(code)];
+            let base = 8 * usize::from(code);
+            if let Some(role) = kind.role() {
+                for (problem, key) in [(1, &table.hash_key), (2, &table.range_key)] {
+                    if is_name(key, text) {
+                        let first = [Role::TableHashKey, Role::TableRangeKey][problem - 1];
+                        let message = role_conflict(text, first, role).message;
+                        return ((k, base + problem), Some(message));
+                    }
+                }
             }
-            if keys && is_name(&table.range_key, text) {
-                return (k, 2);
-            }
-            if delimiters {
+            if let Some(named) = kind.named() {
                 for (d, which) in Delimiter::ALL.into_iter().enumerate() {
                     if contains_delimiter(&table.delimiters, which, text) {
-                        return (k, 3 + d);
+                        let message =
+                            delimiter_in_name(Syntax::Derive, named, text, which, None).message;
+                        return ((k, base + 3 + d), Some(message));
                     }
                 }
             }
         }
-        (usize::MAX, 0)
+        ((usize::MAX, 0), None)
     }
 
     /// The mask the derive computes (`expand/assertions.rs`).
-    fn mask(names: &[(&str, bool, bool)]) -> u128 {
+    fn mask(names: &[(&str, u8)]) -> u128 {
         let mut bytes = 0u128;
-        for &(text, _, delimiters) in names {
-            if delimiters {
+        for &(text, code) in names {
+            if NameKind::ALL[usize::from(code)].named().is_some() {
                 for b in text.bytes() {
                     bytes |= 1u128 << b.min(127);
                 }
@@ -114,19 +123,52 @@ mod name_problems_agree {
         bytes
     }
 
+    #[test]
+    fn kinds_are_numbered_by_their_place() {
+        for (code, kind) in NameKind::ALL.into_iter().enumerate() {
+            assert_eq!(usize::from(kind.code()), code);
+        }
+    }
+
+    #[test]
+    fn every_kind_and_problem_is_worded_as_the_rules_word_it() {
+        let table = TableModel::DEFAULT;
+        let mut worded = 0;
+        for kind in NameKind::ALL {
+            for text in ["hashKey", "rangeKey", "a|b", "a#b", "a!b", "ok"] {
+                let names = [(text, kind.code())];
+                let found = name_problems(&table, &names, mask(&names));
+                let (expected, message) = reference(&table, &names);
+                assert_eq!(found, expected, "{kind:?} {text}");
+                if let Some(message) = message {
+                    assert_eq!(name_problem_message(found.1, text).as_str(), message);
+                    worded += 1;
+                }
+            }
+        }
+        // 5 kinds written inside keys × 3 delimiters, 4 kinds of attribute × 2 table keys
+        assert_eq!(worded, 5 * 3 + 4 * 2);
+    }
+
     proptest! {
         #[test]
         fn as_the_rules_one_by_one(
             keys in (0..TEXTS.len(), 0..TEXTS.len()),
             delimiters in (0..TEXTS.len(), 0..TEXTS.len(), 0..TEXTS.len()),
-            names in proptest::collection::vec(("[a-z|#!xé]{0,6}", any::<bool>(), any::<bool>()), 0..6),
+            names in proptest::collection::vec(("[a-z|#!xé]{0,6}", 0..NameKind::ALL.len()), 0..6),
         ) {
             let table = TableModel::DEFAULT
                 .with_keys(TEXTS[keys.0], TEXTS[keys.1])
                 .with_delimiters(Delimiters::new(TEXTS[delimiters.0], TEXTS[delimiters.1], TEXTS[delimiters.2]));
-            let names: Vec<(&str, bool, bool)> =
-                names.iter().map(|(t, k, d)| (t.as_str(), *k, *d)).collect();
-            prop_assert_eq!(name_problems(&table, &names, mask(&names)), reference(&table, &names));
+            let names: Vec<(&str, u8)> =
+                names.iter().map(|(t, c)| (t.as_str(), NameKind::ALL[*c].code())).collect();
+            let found = name_problems(&table, &names, mask(&names));
+            let (expected, message) = reference(&table, &names);
+            prop_assert_eq!(found, expected);
+            if let Some(message) = message {
+                let worded = name_problem_message(found.1, names[found.0].0);
+                prop_assert_eq!(worded.as_str(), message);
+            }
         }
     }
 }

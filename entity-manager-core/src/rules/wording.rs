@@ -129,7 +129,7 @@ pub enum Role {
 }
 
 impl Role {
-    pub(super) fn phrase(self) -> &'static str {
+    pub(super) const fn phrase(self) -> &'static str {
         match self {
             Self::TableHashKey => "the table hash key",
             Self::TableRangeKey => "the table range key",
@@ -155,7 +155,7 @@ pub enum Named {
 }
 
 impl Named {
-    pub(super) fn phrase(self) -> &'static str {
+    pub(super) const fn phrase(self) -> &'static str {
         match self {
             Self::EntityToken => "entity token",
             Self::Transcoded => "transcoded property",

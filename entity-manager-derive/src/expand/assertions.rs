@@ -8,7 +8,8 @@
 //! of every expansion, so fewer items is a cheaper build (issue 31: from 46 `const` items per
 //! README entity to 2).
 
-use entity_manager_core::__private::rules::{self, Delimiter, Named, Role, Syntax};
+use entity_manager_core::__private::rules::{self, NameKind, Syntax};
+use entity_manager_core::model::GeneratedKind;
 use proc_macro2::{Span, TokenStream};
 use quote::{quote, quote_spanned};
 use syn::spanned::Spanned;
@@ -52,13 +53,12 @@ fn stored_assertion(c: &Container<'_>) -> TokenStream {
 
 /// The entity is listed by its table: its token, unique and timestamp property are those of
 /// one of the table's `MEMBERS` (data the table derive emits), asserted in a `const` spanned at
-/// `table = …`. The table is reached through `Entity::Table` (the blanket `TableModelOf`), so
-/// that a table path that names no `#[derive(Table)]` type is reported once, in the impl. The
-/// names are given as strings, not as the entity's model: the compiler validates each `const`
-/// value it evaluates, following references. Expands to:
+/// `table = …`. The table is reached through `Entity::Table` inside the generic `is_member_of`,
+/// so that a table path that names no `#[derive(Table)]` type is reported once, in the impl,
+/// and the table's `MEMBERS` is evaluated once for all its entities. Expands to:
 ///
 /// ```text
-/// const _: () = if !is_member(<User as TableModelOf>::MEMBERS, "user", "userId", "created") {
+/// const _: () = if !is_member_of::<User>("user", "userId", "created") {
 ///     fail("`User` is not an entity of table `Users`: add `User` to `#[table(entities(…))]` of `Users`");
 /// };
 /// ```
@@ -72,12 +72,7 @@ pub(crate) fn member_assertion(
         "`{ident}` is not an entity of table `{table_text}`: add `{ident}` to `#[table(entities(…))]` of `{table_text}`"
     );
     quote_spanned! {table.span()=>
-        const _: () = if !_em::__private::is_member(
-            <#ident as _em::__private::TableModelOf>::MEMBERS,
-            #token,
-            #unique,
-            #timestamp,
-        ) {
+        const _: () = if !_em::__private::is_member_of::<#ident>(#token, #unique, #timestamp) {
             _em::__private::fail(#message);
         };
     }
@@ -117,9 +112,24 @@ pub(crate) fn table_assertions(c: &Container<'_>, table: &syn::Path) -> TokenStr
 
 /// The names' checks against the table's settings, in one `const`: rules
 /// `attribute-names-distinct`, `entity-token` and `names-free-of-delimiters`, each failure at
-/// its name's token.
+/// its name's token. Expands to:
+///
+/// ```text
+/// const _: () = {
+///     let (__name, __problem) = name_problems(__TABLE, &[("user", 0u8), ("userId", 1u8), …], 0x…u128);
+///     match __name {
+///         0usize => fail_name(__problem, "user"),   // spanned at the token
+///         1usize => fail_name(__problem, "userId"), // at the field's name
+///         …
+///         _ => {}
+///     }
+/// };
+/// ```
+///
+/// The messages are the core's (`name_problem_message`, the rules' own text), so an expansion
+/// carries each name once and no message text.
 fn name_assertion(c: &Container<'_>) -> TokenStream {
-    let mut checks = TokenStream::new();
+    let mut arms = TokenStream::new();
     // every name's checks run in one call (`name_problems`); the panic of the name at fault is
     // spanned at its token, so that the error points there
     let mut calls = Vec::new();
@@ -127,96 +137,55 @@ fn name_assertion(c: &Container<'_>) -> TokenStream {
     let mut bytes = 0u128;
     // the locals carry the call site's hygiene wherever they are used: a name's token may come
     // from the user's `macro_rules!`, whose hygiene would not see them
-    let (name_var, problem_var, pieces_var) = (
+    let (name_var, problem_var) = (
         syn::Ident::new("__name", Span::call_site()),
         syn::Ident::new("__problem", Span::call_site()),
-        syn::Ident::new("__PIECES", Span::call_site()),
     );
-    // the rules' messages around the name at fault, each once (piece 0 is none): 5 messages
-    // per name were most of the expansion, and each string literal costs the compiler
-    let mut pieces: Vec<(String, String)> = vec![(String::new(), String::new())];
-    let mut check = |stored: &str, role: Option<Role>, named: Option<Named>, at: &TokenStream| {
+    let mut check = |stored: &str, kind: NameKind, at: &TokenStream| {
         let span = first_span(at);
         let k = calls.len();
-        // the messages by code - 1, each as the rule's text around the name (a piece of
-        // `__PIECES`, shared by the names of one role); a check not made has none (0)
-        let mut messages = [0usize; 2 + Delimiter::ALL.len()];
-        let mut piece = |message: String| {
-            let (before, after) = message.split_once(PLACEHOLDER).unwrap_or((&message, ""));
-            let piece = (before.to_owned(), after.to_owned());
-            pieces.iter().position(|p| *p == piece).unwrap_or_else(|| {
-                pieces.push(piece);
-                pieces.len() - 1
-            })
-        };
-        if let Some(role) = role {
-            for (m, key) in [Role::TableHashKey, Role::TableRangeKey]
-                .into_iter()
-                .enumerate()
-            {
-                messages[m] = piece(rules::role_conflict(PLACEHOLDER, key, role).message);
-            }
-        }
-        if let Some(named) = named {
-            for (d, which) in Delimiter::ALL.into_iter().enumerate() {
-                messages[2 + d] = piece(
-                    rules::delimiter_in_name(SYNTAX, named, PLACEHOLDER, which, None).message,
-                );
-            }
-        }
-        let (keys, delimiters) = (role.is_some(), named.is_some());
-        if delimiters {
+        if kind.named().is_some() {
             for b in stored.bytes() {
                 bytes |= 1u128 << b.min(127);
             }
         }
-        calls.push(quote!((#stored, #keys, #delimiters)));
-        quote_spanned! {span=>
-            if #name_var == #k {
-                _em::__private::fail_name(#pieces_var, [#(#messages),*], #problem_var, #stored);
-            }
-        }
+        let code = kind.code();
+        calls.push(quote!((#stored, #code)));
+        arms.extend(quote_spanned! {span=>
+            #k => _em::__private::fail_name(#problem_var, #stored),
+        });
     };
-    checks.extend(check(
-        &c.token,
-        None,
-        Some(Named::EntityToken),
-        &c.token_tokens,
-    ));
+    check(&c.token, NameKind::EntityToken, &c.token_tokens);
     for f in c.fields.iter().filter(|f| f.written) {
-        let (role, named) = if f.transcode.is_some() {
-            (Role::Transcoded, Some(Named::Transcoded))
+        let kind = if f.transcode.is_some() {
+            NameKind::Transcoded
         } else {
-            (Role::Attribute, None)
+            NameKind::Attribute
         };
-        checks.extend(check(&f.stored, Some(role), named, &f.name_tokens));
+        check(&f.stored, kind, &f.name_tokens);
     }
     for g in &c.generated {
         let kind = if g.sharded {
-            entity_manager_core::model::GeneratedKind::Sharded
+            GeneratedKind::Sharded
         } else {
-            entity_manager_core::model::GeneratedKind::Unsharded
+            GeneratedKind::Unsharded
         };
-        checks.extend(check(
-            &g.stored,
-            Some(Role::Generated(kind)),
-            Some(Named::Generated),
-            &g.name_tokens,
-        ));
+        check(&g.stored, NameKind::Generated(kind), &g.name_tokens);
     }
     for index in &c.indexes {
         let at = quote::ToTokens::to_token_stream(&index.name_lit);
-        checks.extend(check(&index.name, None, Some(Named::Index), &at));
+        check(&index.name, NameKind::Index, &at);
     }
     // one `const` for every name: the panic that fires is spanned at its name's token, so the
     // error points there, and one item to evaluate instead of one per name and rule keeps the
     // compile cost down
-    let (befores, afters): (Vec<String>, Vec<String>) = pieces.into_iter().unzip();
     quote! {
         const _: () = {
-            const #pieces_var: &[(&str, &str)] = &[#((#befores, #afters)),*];
             let (#name_var, #problem_var) = _em::__private::name_problems(__TABLE, &[#(#calls),*], #bytes);
-            #checks
+            match #name_var {
+                #arms
+                _ => {}
+            }
         };
     }
 }

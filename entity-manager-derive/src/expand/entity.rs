@@ -323,8 +323,9 @@ fn entity_model(c: &Container<'_>, unique: &str, timestamp: usize) -> TokenStrea
         Some(quote!(_em::__private::Property::new(#stored, #transcoder)))
     });
 
-    // every slice is a `const` item of its own: a `&[…]` of values with drop glue lives for
-    // `'static` only as a const item's value, not as a const fn's argument
+    // a `&[…]` of values with drop glue lives for `'static` only in a `const` item's value,
+    // not as a `const fn`'s argument: the components', projections' and multi-attribute keys'
+    // lists are `const` items of their own, the model's four lists one more
     let mut slices = Vec::new();
     let generated: Vec<TokenStream> = c
         .generated
@@ -387,22 +388,32 @@ fn entity_model(c: &Container<'_>, unique: &str, timestamp: usize) -> TokenStrea
         })
         .collect();
 
+    // the four lists of the model in one `const` item (a tuple's `&[…]`s live for `'static`
+    // as its parts): each `const` item is one more body for the compiler to check, build,
+    // evaluate and validate
     quote! {
         {
             #(#slices)*
-            const __BUMPS: &[_em::__private::ShardBump] = &[#(#bumps),*];
-            const __PROPERTIES: &[_em::__private::Property] = &[#(#properties),*];
-            const __GENERATED: &[_em::__private::GeneratedProperty] = &[#(#generated),*];
-            const __INDEXES: &[_em::__private::Index] = &[#(#indexes),*];
+            const __PARTS: (
+                &[_em::__private::ShardBump],
+                &[_em::__private::Property],
+                &[_em::__private::GeneratedProperty],
+                &[_em::__private::Index],
+            ) = (
+                &[#(#bumps),*],
+                &[#(#properties),*],
+                &[#(#generated),*],
+                &[#(#indexes),*],
+            );
             _em::__private::entity_model(
                 #token,
                 #unique,
                 #timestamp_name,
-                __BUMPS,
+                __PARTS.0,
                 (#default_limit, #default_page_size),
-                __PROPERTIES,
-                __GENERATED,
-                __INDEXES,
+                __PARTS.1,
+                __PARTS.2,
+                __PARTS.3,
             )
         }
     }
