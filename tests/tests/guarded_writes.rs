@@ -502,3 +502,87 @@ async fn a_copy_under_another_candidate_key_loses_a_read() -> TestResult {
     }
     Ok(())
 }
+
+/// A store whose single-item puts are throttled (every attempt): nothing else fails.
+struct ThrottledPuts<S> {
+    inner: S,
+}
+
+impl<S: Store> Store for ThrottledPuts<S> {
+    entity_manager_tests::forward_store!(inner: definition, name, get_item, delete_item, batch_write, batch_get, transact_write, update_item, transact_get, query_page, scan_page);
+
+    async fn put_item(&self, _: Item, _: Expect) -> Result<(), StoreError> {
+        Err(StoreError::new(
+            entity_manager::store::StoreErrorKind::Throttled,
+            "PutItem",
+            "throughput exceeded",
+        ))
+    }
+}
+
+/// A replace refused by the store for any reason but its condition is the store's error, not
+/// a failed condition: the caller must not be told the record changed when it was not even
+/// compared.
+#[tokio::test]
+async fn a_throttled_replace_is_a_store_error_not_a_failed_condition() -> TestResult {
+    let store = ThrottledPuts {
+        inner: MemoryStore::new(TableDefinition::from_schema(Notes::schema()?)?),
+    };
+    let record = note("hello", None);
+    store.inner.put_item(record.to_item()?, Expect::Any).await?;
+    let refused = record.put(&store).await;
+    assert!(
+        matches!(
+            &refused,
+            Err(entity_manager::Error::Store { operation: "PutItem", source, .. })
+                if source.is_throttled()
+        ),
+        "{refused:?}"
+    );
+    assert_eq!(Note::get(&store.inner, "n1").await?, Some(record));
+    Ok(())
+}
+
+#[derive(Table)]
+#[table(entities(Counted))]
+struct CountedNotes;
+
+/// A versioned entity: its moves must hold the caller's version.
+#[derive(Entity, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+#[entity(table = CountedNotes, token = "note", unique = note_id, timestamp = created, version = version)]
+struct Counted {
+    #[transcode("string")]
+    note_id: String,
+    #[transcode("timestamp")]
+    created: u64,
+    text: String,
+    version: u64,
+}
+
+/// A move from a record read before another client's write (a stale version) is refused as a
+/// version conflict, and writes nothing; from the record as stored, it moves it.
+#[tokio::test]
+async fn a_move_from_a_stale_record_is_a_version_conflict() -> TestResult {
+    let store = MemoryStore::new(TableDefinition::from_schema(CountedNotes::schema()?)?);
+    let counted = |id: &str, version: u64| Counted {
+        note_id: id.to_owned(),
+        created: 1_000,
+        text: "hello".to_owned(),
+        version,
+    };
+    counted("n1", 5).create(&store).await?;
+    let stored = Counted::get(&store, "n1").await?.ok_or("gone")?;
+    assert_eq!(stored.version, 6);
+    let refused = Counted::move_record(&store, "n1", &counted("n2", 5)).await;
+    assert!(
+        matches!(&refused, Err(entity_manager::Error::VersionConflict { .. })),
+        "{refused:?}"
+    );
+    assert_eq!(Counted::get(&store, "n1").await?, Some(stored));
+    assert_eq!(Counted::get(&store, "n2").await?, None, "nothing written");
+    Counted::move_record(&store, "n1", &counted("n2", 6)).await?;
+    assert_eq!(Counted::get(&store, "n1").await?, None);
+    assert_eq!(Counted::get(&store, "n2").await?, Some(counted("n2", 7)));
+    Ok(())
+}
