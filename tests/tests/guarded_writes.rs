@@ -63,13 +63,7 @@ impl<S: Store, F: Fn(&mut Item) + Send + Sync> Store for WriteFirst<S, F> {
 
     async fn put_item(&self, item: Item, expect: Expect) -> Result<(), StoreError> {
         if matches!(expect, Expect::Matches(_)) && !self.done.swap(true, Ordering::SeqCst) {
-            let definition = self.inner.definition();
-            let key: HashMap<String, AttributeValue> =
-                [&definition.hash_key.name, &definition.range_key.name]
-                    .into_iter()
-                    .filter_map(|name| item.get(name).map(|v| (name.clone(), v.clone())))
-                    .collect();
-            if let Some(mut stored) = self.inner.get_item(&Item::from(key), None).await? {
+            if let Some(mut stored) = self.inner.get_item(&key_of(&item), None).await? {
                 (self.change)(&mut stored);
                 self.inner.put_item(stored, Expect::Any).await?;
             }
@@ -322,7 +316,7 @@ fn sharded(note: Note) -> Sharded {
     }
 }
 
-/// The table key of an item of these tables.
+/// The table key of an item of the tables of this file (all keyed `hashKey`, `rangeKey`).
 fn key_of(item: &Item) -> Item {
     let key: HashMap<String, AttributeValue> = ["hashKey", "rangeKey"]
         .into_iter()
