@@ -62,11 +62,12 @@ impl<S: Store, F: Fn(&mut Item) + Send + Sync> Store for WriteFirst<S, F> {
     entity_manager_tests::forward_store!(inner: definition, name, get_item, delete_item, batch_write, batch_get, transact_write, update_item, transact_get, query_page, scan_page);
 
     async fn put_item(&self, item: Item, expect: Expect) -> Result<(), StoreError> {
-        if matches!(expect, Expect::Matches(_)) && !self.done.swap(true, Ordering::SeqCst) {
-            if let Some(mut stored) = self.inner.get_item(&key_of(&item), None).await? {
-                (self.change)(&mut stored);
-                self.inner.put_item(stored, Expect::Any).await?;
-            }
+        if matches!(expect, Expect::Matches(_))
+            && !self.done.swap(true, Ordering::SeqCst)
+            && let Some(mut stored) = self.inner.get_item(&key_of(&item), None).await?
+        {
+            (self.change)(&mut stored);
+            self.inner.put_item(stored, Expect::Any).await?;
         }
         self.inner.put_item(item, expect).await
     }
