@@ -506,7 +506,9 @@ impl<'a, S: Store> Query<'a, S, Indexed> {
     /// reads each item once (a page that starts from a token reads every shard beyond its end
     /// to know where it ends, and the next page reads that again). Every page holds the
     /// limit's number of items (the last one what is left), with the guarantees of
-    /// [`page`](Self::page) while the table is written.
+    /// [`page`](Self::page) while the table is written. A stream can know the end sooner than
+    /// paging by tokens: when its reads found every shard exhausted, a full last page has no
+    /// token, where paging by tokens gives it one and then one more, empty page.
     ///
     /// It reads ahead (in exact mode: a union of indexes pages by tokens): once a page has its
     /// items, the next page's first shard queries go
