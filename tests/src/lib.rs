@@ -503,6 +503,25 @@ where
     }
 }
 
+/// A test's record count: `default`, or fewer when `ITEMS_CAP` (a number) says so.
+///
+/// For quicker verdicts only, like [`cases`]: `.ci/mutants.sh` sets it to 10,000 for the two
+/// tests that page 20,000 records to the end at limits down to 1 (the largest part of a query
+/// mutant's test time). What they bound are ratios of long pagings (a stream's shard queries
+/// against paging by tokens), which hold from about 10,000 records (at 5,000 a growing
+/// stream's first pages weigh too much: measured), so do not set it lower.
+///
+/// ```
+/// assert!((1..=20_000).contains(&entity_manager_tests::items(20_000)));
+/// ```
+#[must_use]
+pub fn items(default: usize) -> usize {
+    std::env::var("ITEMS_CAP")
+        .ok()
+        .and_then(|cap| cap.parse::<usize>().ok())
+        .map_or(default, |cap| cap.clamp(1, default.max(1)))
+}
+
 /// A property test's case count: `default`, or fewer when `CASES_CAP` (a number) says so.
 ///
 /// For quick verdicts only: `.ci/mutants.sh` sets it so that each mutant's run of the query

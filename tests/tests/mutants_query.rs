@@ -21,6 +21,8 @@ mod query_ahead;
 mod query_lanes;
 #[path = "query_mistakes.rs"]
 mod query_mistakes;
+#[path = "query_rounds.rs"]
+mod query_rounds;
 #[path = "query_ties.rs"]
 mod query_ties;
 #[path = "query_token.rs"]

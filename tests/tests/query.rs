@@ -304,7 +304,8 @@ fn over_twenty_shards<'s, S: entity_manager::store::Store>(
 #[allow(clippy::cast_precision_loss)] // ratios for the printed summary
 fn a_stream_reads_each_item_about_once() -> TestResult {
     let schema = schema(&[(0, 2, 5)], ShardSpace::Product)?;
-    let records = uniform(20_000, 7);
+    let n = entity_manager_tests::items(20_000);
+    let records = uniform(n, 7);
     for (limit, page_size) in [(10usize, 100usize), (100, 100), (1, 10)] {
         let store = Tally::new(load(&schema, &records)?);
         let query = over_twenty_shards(&store, &schema, limit, page_size)?;
@@ -315,7 +316,7 @@ fn a_stream_reads_each_item_about_once() -> TestResult {
         let by_tokens = store.take();
         let streamed: Vec<Item> = block_on(query.stream().try_collect())?;
         let streaming = store.take();
-        assert_eq!(streamed.len(), 20_000);
+        assert_eq!(streamed.len(), n);
         assert!(
             streamed == paged,
             "the stream differs from the pages (limit {limit})"
@@ -323,15 +324,15 @@ fn a_stream_reads_each_item_about_once() -> TestResult {
         println!(
             "limit {limit}: by tokens {} queries, {:.3} items read per item returned; streamed {} queries, {:.3}",
             by_tokens.0,
-            by_tokens.1 as f64 / 20_000.0,
+            by_tokens.1 as f64 / n as f64,
             streaming.0,
-            streaming.1 as f64 / 20_000.0,
+            streaming.1 as f64 / n as f64,
         );
         // its pages grow (each twice the one before, up to a page size from each of a
         // throttle's lanes)
         entity_manager_tests::assert_streamed_once(
             &format!("limit {limit}"),
-            20_000,
+            n,
             by_tokens,
             streaming,
         );
@@ -357,7 +358,8 @@ fn a_stream_reads_each_item_about_once() -> TestResult {
 #[allow(clippy::cast_precision_loss)] // ratios for the printed summary
 fn pages_are_the_pages_of_tokens_and_read_each_item_about_once() -> TestResult {
     let schema = schema(&[(0, 2, 5)], ShardSpace::Product)?;
-    let records = uniform(20_000, 7);
+    let n = entity_manager_tests::items(20_000);
+    let records = uniform(n, 7);
     for (limit, page_size) in [(10usize, 100usize), (100, 100), (7, 3)] {
         let store = Tally::new(load(&schema, &records)?);
         let query = over_twenty_shards(&store, &schema, limit, page_size)?;
@@ -368,9 +370,9 @@ fn pages_are_the_pages_of_tokens_and_read_each_item_about_once() -> TestResult {
         println!(
             "limit {limit}: by tokens {} queries, {:.3} items read per item returned; pages {} queries, {:.3}",
             tokens_read.0,
-            tokens_read.1 as f64 / 20_000.0,
+            tokens_read.1 as f64 / n as f64,
             pages_read.0,
-            pages_read.1 as f64 / 20_000.0,
+            pages_read.1 as f64 / n as f64,
         );
         assert_eq!(pages.len(), by_tokens.len(), "limit {limit}: page count");
         for (i, (page, paged)) in pages.iter().zip(&by_tokens).enumerate() {
@@ -383,8 +385,8 @@ fn pages_are_the_pages_of_tokens_and_read_each_item_about_once() -> TestResult {
         }
         // each item read once, and the last page's reads
         assert!(
-            pages_read.1 <= 20_000 + limit * 2,
-            "limit {limit}: the pages read {} items for 20,000 ({tokens_read:?} by tokens)",
+            pages_read.1 <= n + limit * 2,
+            "limit {limit}: the pages read {} items for {n} ({tokens_read:?} by tokens)",
             pages_read.1
         );
         assert!(
