@@ -68,6 +68,9 @@ writes)
     ;;
 *) usage ;;
 esac
+# MUTANTS_TIMEOUT (seconds, 600 by default) bounds a mutant's tests: on a machine loaded 10-13
+# the query binary's 215 tests took more than 600 s for a mutant they did not catch (counted as
+# a timeout): raise it there
 # MUTANTS_TESTS="--test a --test b" replaces the area's test targets (a quicker sample)
 if [[ -n ${MUTANTS_TESTS:-} ]]; then
     read -r -a tests <<<"$MUTANTS_TESTS"
@@ -109,6 +112,16 @@ for t in "${tests[@]}"; do
     targets+=("--cargo-arg=$t")
 done
 
+# cargo-nextest when installed: it stops a mutant's tests at the first failure (a caught
+# mutant then costs its build and the tests up to the one that catches it, not the whole
+# binary: the query binary runs 6-7 minutes on a loaded machine), and runs each test in a
+# process of its own. `MUTANTS_TEST_TOOL=cargo` keeps `cargo test`.
+test_tool=${MUTANTS_TEST_TOOL:-}
+if [[ -z $test_tool ]]; then
+    if cargo nextest --version >/dev/null 2>&1; then test_tool=nextest; else test_tool=cargo; fi
+fi
+echo "mutants of $area: tests run by $test_tool" >&2
+
 started=$(date +%s)
 # `--sharding round-robin` (with `--shard`): `--shard k/n` is then a uniform sample over the area's files
 # `--baseline skip`: the suite passes unmutated (CI says so), so the timeouts are fixed.
@@ -120,7 +133,7 @@ done
 status=0
 cargo mutants "${files[@]}" "${sharding[@]}" \
     --test-package entity-manager-core,entity-manager-tests \
-    --baseline skip --timeout 600 --build-timeout 900 --jobs 1 \
+    --baseline skip --timeout "${MUTANTS_TIMEOUT:-600}" --build-timeout 900 --jobs 1 --test-tool "$test_tool" \
     "${targets[@]}" "$@" || status=$?
 # cargo-mutants exits 2 when a mutant was missed, 3 when one timed out
 printf 'mutants of %s done in %d s (cargo-mutants exit %d)\n' "$area" "$(($(date +%s) - started))" "$status"
