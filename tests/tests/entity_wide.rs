@@ -13,7 +13,7 @@
 
 use entity_manager::field::Changes;
 use entity_manager::limits::{ExpressionKind, ExpressionLimit};
-use entity_manager::store::{MemoryStore, ReturnValues, Store, TableDefinition, Update};
+use entity_manager::store::{Expect, MemoryStore, ReturnValues, Store, TableDefinition, Update};
 use entity_manager::{Entity, EntityExt, Error, Table};
 use serde::{Deserialize, Serialize};
 
@@ -273,6 +273,94 @@ async fn wide_unversioned<S: Store>(store: &S) -> TestResult {
     assert_eq!(Bare::get(store, "b1").await?.as_ref(), Some(&stored));
     assert_stored(store, &stored).await?;
     Ok(())
+}
+
+/// A store where another client moves a record (`move_record` to `moved`: the same unique
+/// value at a timestamp under the schedule's other bump, so another candidate key) just before
+/// the first guarded `put_item` reaches the table.
+struct MovedBeforePut<S> {
+    inner: S,
+    moved: Wide,
+    done: std::sync::atomic::AtomicBool,
+}
+
+impl<S: Store> Store for MovedBeforePut<S> {
+    entity_manager_tests::forward_store!(inner: definition, name, get_item, delete_item, batch_write, batch_get, transact_write, update_item, transact_get, query_page, scan_page);
+
+    async fn put_item(
+        &self,
+        item: entity_manager::Item,
+        expect: Expect,
+    ) -> Result<(), entity_manager::store::StoreError> {
+        if matches!(expect, Expect::Matches(_))
+            && !self.done.swap(true, std::sync::atomic::Ordering::SeqCst)
+        {
+            Box::pin(Wide::move_record(
+                &self.inner,
+                &self.moved.wide_id,
+                &self.moved,
+            ))
+            .await
+            .map_err(|e| {
+                entity_manager::store::StoreError::new(
+                    entity_manager::store::StoreErrorKind::Other,
+                    "PutItem",
+                    e.to_string(),
+                )
+            })?;
+        }
+        self.inner.put_item(item, expect).await
+    }
+}
+
+/// A wide typed update (the whole record put) whose record moved to another candidate key
+/// between the read and the put finds the key read empty: it reads the record again where it
+/// went and writes it there; it does not report a missing record.
+async fn wide_update_of_a_moved_record() -> TestResult {
+    let inner = MemoryStore::new(definition()?);
+    wide("w3", 500).create(&inner).await?;
+    // the same record at 1,500 (sharded from 1,000), holding the stored version
+    let moved = Wide {
+        created: 1_500,
+        version: 1,
+        ..wide("w3", 500)
+    };
+    assert_ne!(
+        key_of(&moved)?,
+        key_of(&wide("w3", 500))?,
+        "two candidate keys"
+    );
+    let store = MovedBeforePut {
+        inner,
+        moved,
+        done: std::sync::atomic::AtomicBool::new(false),
+    };
+    let updated = Wide::update(&store, "w3", set_every_wide("u"))
+        .await?
+        .ok_or("the moved record was reported missing")?;
+    assert_eq!(
+        (
+            updated.created,
+            updated.f000.as_str(),
+            updated.f299.as_str(),
+            updated.version
+        ),
+        (1_500, "u000", "u299", 3)
+    );
+    assert_stored(&store.inner, &updated).await?;
+    assert_eq!(
+        store
+            .inner
+            .get_item(&key_of(&wide("w3", 500))?, None)
+            .await?,
+        None
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_wide_update_follows_a_record_moved_after_its_read() -> TestResult {
+    Box::pin(wide_update_of_a_moved_record()).await
 }
 
 #[tokio::test]

@@ -18,7 +18,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use entity_manager::migrate::Migration;
 use entity_manager::scan::ParallelScan;
-use entity_manager::store::{Expect, MemoryStore, Store, StoreError, TableDefinition};
+use entity_manager::store::{
+    Expect, MemoryStore, ReturnValues, Store, StoreError, TableDefinition, Update,
+};
 use entity_manager::{AttributeValue, Entity, EntityExt, Item, Table};
 use entity_support::TestResult;
 use futures::TryStreamExt;
@@ -50,26 +52,55 @@ fn shout(note: Note) -> Note {
     }
 }
 
-/// Before the first guarded `put_item` reaches the table, the other client changes the
-/// stored record with `change` (an unconditional put of the record as it is, changed).
+/// Before the first guarded `put_item` or `update_item` reaches the table, the other client
+/// changes the stored record with `change` (an unconditional put of the record as it is,
+/// changed).
 struct WriteFirst<S, F> {
     inner: S,
     change: F,
     done: AtomicBool,
 }
 
-impl<S: Store, F: Fn(&mut Item) + Send + Sync> Store for WriteFirst<S, F> {
-    entity_manager_tests::forward_store!(inner: definition, name, get_item, delete_item, batch_write, batch_get, transact_write, update_item, transact_get, query_page, scan_page);
+impl<S: Store, F: Fn(&mut Item) + Send + Sync> WriteFirst<S, F> {
+    /// `inner`, where the other client will change the record with `change`.
+    fn new(inner: S, change: F) -> Self {
+        Self {
+            inner,
+            change,
+            done: AtomicBool::new(false),
+        }
+    }
 
-    async fn put_item(&self, item: Item, expect: Expect) -> Result<(), StoreError> {
+    /// The other client's write, once: before the first guarded write to `key`.
+    async fn write_first(&self, key: &Item, expect: &Expect) -> Result<(), StoreError> {
         if matches!(expect, Expect::Matches(_))
             && !self.done.swap(true, Ordering::SeqCst)
-            && let Some(mut stored) = self.inner.get_item(&key_of(&item), None).await?
+            && let Some(mut stored) = self.inner.get_item(key, None).await?
         {
             (self.change)(&mut stored);
             self.inner.put_item(stored, Expect::Any).await?;
         }
+        Ok(())
+    }
+}
+
+impl<S: Store, F: Fn(&mut Item) + Send + Sync> Store for WriteFirst<S, F> {
+    entity_manager_tests::forward_store!(inner: definition, name, get_item, delete_item, batch_write, batch_get, transact_write, transact_get, query_page, scan_page);
+
+    async fn put_item(&self, item: Item, expect: Expect) -> Result<(), StoreError> {
+        self.write_first(&key_of(&item), &expect).await?;
         self.inner.put_item(item, expect).await
+    }
+
+    async fn update_item(
+        &self,
+        key: &Item,
+        update: &Update,
+        expect: Expect,
+        returns: ReturnValues,
+    ) -> Result<Option<Item>, StoreError> {
+        self.write_first(key, &expect).await?;
+        self.inner.update_item(key, update, expect, returns).await
     }
 }
 
@@ -90,11 +121,7 @@ async fn migrate_against(
 ) -> Result<(Note, u64), Box<dyn std::error::Error>> {
     let inner = MemoryStore::new(TableDefinition::from_schema(Notes::schema()?)?);
     inner.put_item(before.to_item()?, Expect::Any).await?;
-    let store = WriteFirst {
-        inner,
-        change,
-        done: AtomicBool::new(false),
-    };
+    let store = WriteFirst::new(inner, change);
     let migration = Migration::new().records::<Note, Note, _>(shout)?;
     let report = migration
         .run(ParallelScan::new(&store), |_| ControlFlow::Continue(()))
@@ -169,6 +196,18 @@ fn a_migration_of_no_entity_type_has_no_filter() {
     assert_eq!(Migration::new().filter(), None);
 }
 
+/// A migration of one entity type scans with that type's filter itself (`scan::entity_filter`,
+/// the records whose hash key starts with its token), not an `or` of one filter.
+#[test]
+fn a_migration_of_one_entity_type_has_its_filter() -> TestResult {
+    let migration = Migration::new().records::<Note, Note, _>(shout)?;
+    assert_eq!(
+        migration.filter(),
+        Some(entity_manager::scan::entity_filter(&Note::schema()?))
+    );
+    Ok(())
+}
+
 /// A worker that stopped while a page was writing `n1` (its journal's last line says the page
 /// began and never ended) resumes: it reads `n1` back, finds it not written yet, writes it
 /// now, and the other client changes it just before: the settled page counts the conflict.
@@ -203,11 +242,7 @@ async fn settle_against(
     }))?;
     let header = JobHeader::new(JobKind::Migrate, "settle", SegmentRange::worker(1, 0, 1)?);
     let journal = Journal::resume_in_memory(header, vec![begin]);
-    let store = WriteFirst {
-        inner,
-        change,
-        done: AtomicBool::new(false),
-    };
+    let store = WriteFirst::new(inner, change);
     let migration = Migration::new().records::<Note, Note, _>(shout)?;
     migration
         .run_job(ParallelScan::new(&store), &journal, |_| {
@@ -579,5 +614,180 @@ async fn a_move_from_a_stale_record_is_a_version_conflict() -> TestResult {
     Counted::move_record(&store, "n1", &counted("n2", 6)).await?;
     assert_eq!(Counted::get(&store, "n1").await?, None);
     assert_eq!(Counted::get(&store, "n2").await?, Some(counted("n2", 7)));
+    Ok(())
+}
+
+/// `modify` of a record without a version guards its write by the record as read: every
+/// attribute it read still has the value read, and every attribute the write adds is still
+/// absent. The other client sets `tag` (absent when `modify` read the record) just before the
+/// write: the write is refused, the closure runs again on the record as it is now, and the
+/// other client's tag is kept. Without the "still absent" part, the closure's tag replaced it.
+#[tokio::test]
+async fn a_modify_runs_again_when_a_property_it_adds_was_set_meanwhile() -> TestResult {
+    let inner = MemoryStore::new(TableDefinition::from_schema(Notes::schema()?)?);
+    inner
+        .put_item(note("hello", None).to_item()?, Expect::Any)
+        .await?;
+    let store = WriteFirst::new(inner, |item: &mut Item| {
+        item.insert("tag".to_owned(), AttributeValue::S("late".to_owned()));
+    });
+    let modified = Note::modify(&store, "n1", |n| {
+        n.tag = Some(format!("{}+mine", n.tag.as_deref().unwrap_or("")));
+    })
+    .await?;
+    let both = note("hello", Some("late+mine"));
+    assert_eq!(modified.as_ref(), Some(&both), "the closure ran on the tag");
+    assert_eq!(Note::get(&store.inner, "n1").await?, Some(both));
+    Ok(())
+}
+
+/// A typed update of the unique or the timestamp property is refused before anything is
+/// sent, even through a hand-written field (`Field::new`, which the compile-time check of
+/// `Changes::set` cannot see is a key part): those values are written into the record's keys,
+/// which an `UpdateItem` cannot change.
+#[tokio::test]
+async fn a_typed_update_of_a_key_part_is_refused() -> TestResult {
+    use entity_manager::field::{Changes, Field, Required};
+    let store = MemoryStore::new(TableDefinition::from_schema(Notes::schema()?)?);
+    let record = note("hello", None);
+    store.put_item(record.to_item()?, Expect::Any).await?;
+    let created = Changes::new().set(Field::<Note, u64, Required>::new("created"), 5_u64);
+    let id = Changes::new().set(Field::<Note, String, Required>::new("noteId"), "n2");
+    for (changes, part) in [(created, "created"), (id, "noteId")] {
+        match Note::update(&store, "n1", changes).await {
+            Err(entity_manager::Error::PrimaryKeyChange {
+                entity,
+                unique,
+                property,
+            }) => assert_eq!(
+                (entity.as_str(), unique.as_str(), property.as_str()),
+                ("note", "n1", part)
+            ),
+            other => panic!("{part}: expected PrimaryKeyChange, got {other:?}"),
+        }
+    }
+    assert_eq!(Note::get(&store, "n1").await?, Some(record), "unchanged");
+    Ok(())
+}
+
+/// A transaction over `DynamoDB`'s 100 actions says where they came from: records of a
+/// schedule with two shard bumps take two actions each (a put and a check of the other
+/// candidate key), and the count of records is the count of records, not of actions.
+#[tokio::test]
+async fn a_transaction_over_100_actions_counts_its_records() -> TestResult {
+    let store = MemoryStore::new(TableDefinition::from_schema(LayeredNotes::schema()?)?);
+    let mut creates = entity_manager::Transaction::new();
+    for i in 0..51 {
+        creates = creates.create(&Layered {
+            note_id: format!("n{i:02}"),
+            created: 1_000,
+            text: "hello".to_owned(),
+        })?;
+    }
+    match creates.commit(&store).await {
+        Err(entity_manager::Error::TransactionTooLarge {
+            actions,
+            limit,
+            parts,
+        }) => {
+            assert_eq!((actions, limit), (102, 100));
+            assert!(
+                parts.starts_with("51 `create` of `note`: 102 actions, about 2 each"),
+                "{parts}"
+            );
+        }
+        other => panic!("expected TransactionTooLarge, got {other:?}"),
+    }
+    assert_eq!(Layered::get(&store, "n00").await?, None, "nothing written");
+    Ok(())
+}
+
+/// Another client deletes the record at `key` just after the first transaction is refused.
+struct DeletedAfterRefusal<S> {
+    inner: S,
+    key: Item,
+    done: AtomicBool,
+}
+
+impl<S: Store> Store for DeletedAfterRefusal<S> {
+    entity_manager_tests::forward_store!(inner: definition, name, put_item, get_item, delete_item, batch_write, batch_get, update_item, transact_get, query_page, scan_page);
+
+    async fn transact_write(
+        &self,
+        writes: Vec<entity_manager::store::TransactWrite>,
+    ) -> Result<(), StoreError> {
+        let result = self.inner.transact_write(writes).await;
+        if result.is_err() && !self.done.swap(true, Ordering::SeqCst) {
+            self.inner.delete_item(&self.key, Expect::Any).await?;
+        }
+        result
+    }
+}
+
+/// A move refused by its condition reports the record the condition met (the stored version
+/// and item), even when the record is deleted right after: not what a later read finds.
+#[tokio::test]
+async fn a_refused_move_reports_the_record_its_condition_met() -> TestResult {
+    let inner = MemoryStore::new(TableDefinition::from_schema(CountedNotes::schema()?)?);
+    let counted = |id: &str, version: u64| Counted {
+        note_id: id.to_owned(),
+        created: 1_000,
+        text: "hello".to_owned(),
+        version,
+    };
+    counted("n1", 5).create(&inner).await?;
+    let stored = counted("n1", 6).to_item()?;
+    let store = DeletedAfterRefusal {
+        inner,
+        key: key_of(&stored),
+        done: AtomicBool::new(false),
+    };
+    let refused = Counted::move_record(&store, "n1", &counted("n2", 5)).await;
+    match refused {
+        Err(entity_manager::Error::VersionConflict {
+            expected,
+            stored: version,
+            current,
+            ..
+        }) => {
+            assert_eq!((expected.as_str(), version.as_deref()), ("5", Some("6")));
+            assert_eq!(current.as_deref(), Some(&stored));
+        }
+        other => panic!("expected VersionConflict, got {other:?}"),
+    }
+    assert_eq!(Counted::get(&store, "n2").await?, None, "nothing written");
+    Ok(())
+}
+
+/// A guarded rewrite the store refuses for a reason other than its condition (every put
+/// throttled) stops the migration with the store's error, the record named as unwritten: it
+/// is not taken for a concurrent change, which would plan the record again from the item such
+/// an error does not carry (none: counted vanished, and the run reported complete).
+#[tokio::test]
+async fn a_throttled_rewrite_stops_the_migration_with_the_store_error() -> TestResult {
+    let store = ThrottledPuts {
+        inner: MemoryStore::new(TableDefinition::from_schema(Notes::schema()?)?),
+    };
+    let record = note("hello", None);
+    store.inner.put_item(record.to_item()?, Expect::Any).await?;
+    let result = Migration::new()
+        .records::<Note, Note, _>(shout)?
+        .run(ParallelScan::new(&store), |_| ControlFlow::Continue(()))
+        .await;
+    match result {
+        Err(e) => match &e.source {
+            entity_manager::migrate::MigrateFailure::Rewrite { unwritten, source } => {
+                assert_eq!(unwritten, &vec![key_of(&record.to_item()?)], "{e}");
+                assert!(source.cause.is_throttled(), "{e}");
+            }
+            other => panic!("expected a failed rewrite, got {other:?}"),
+        },
+        Ok(report) => panic!("expected the throttled write to stop the run: {report:?}"),
+    }
+    assert_eq!(
+        Note::get(&store.inner, "n1").await?,
+        Some(record),
+        "unchanged"
+    );
     Ok(())
 }
