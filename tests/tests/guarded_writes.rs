@@ -692,7 +692,7 @@ async fn a_transaction_over_100_actions_counts_its_records() -> TestResult {
         }) => {
             assert_eq!((actions, limit), (102, 100));
             assert!(
-                parts.starts_with("51 `create` of `note`: 102 actions, about 2 each"),
+                parts.starts_with("51 `create` of `note`: 102 actions, about 2 each: a create puts the record and checks that every other candidate shard"),
                 "{parts}"
             );
         }
