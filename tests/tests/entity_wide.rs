@@ -404,3 +404,82 @@ async fn wide_unversioned_records_are_refused_before_any_write_on_dynamodb() -> 
     };
     Box::pin(wide_unversioned(&store)).await
 }
+
+#[derive(Table)]
+#[table(entities(Edge))]
+struct Edges;
+
+/// An entity without a version whose records have 149 attributes besides their keys (an id,
+/// a timestamp and 147 strings): the guard of a migration's rewrite (each attribute equal to
+/// the value read, `AND`ed, and the hash key's `attribute_exists`) has 2 × 149 + 1 = 299
+/// operators and functions, one under `DynamoDB`'s 300. The table keys are not compared:
+/// the item stored under the key read has those key values.
+macro_rules! edge_entity {
+    ($($f:ident)*) => {
+        #[derive(Entity, Serialize, Deserialize, Clone, Debug, PartialEq)]
+        #[serde(rename_all = "camelCase")]
+        #[entity(table = Edges, unique = edge_id, timestamp = created)]
+        struct Edge {
+            #[transcode("string")]
+            edge_id: String,
+            #[transcode("timestamp")]
+            created: u64,
+            $($f: String,)*
+        }
+
+        fn edge(id: &str) -> Edge {
+            Edge {
+                edge_id: id.to_owned(),
+                created: 1,
+                $($f: String::new(),)*
+            }
+        }
+    };
+}
+
+edge_entity!(
+    e000 e001 e002 e003 e004 e005 e006 e007 e008 e009 e010 e011 e012 e013 e014 e015 e016
+    e017 e018 e019 e020 e021 e022 e023 e024 e025 e026 e027 e028 e029 e030 e031 e032 e033
+    e034 e035 e036 e037 e038 e039 e040 e041 e042 e043 e044 e045 e046 e047 e048 e049 e050
+    e051 e052 e053 e054 e055 e056 e057 e058 e059 e060 e061 e062 e063 e064 e065 e066 e067
+    e068 e069 e070 e071 e072 e073 e074 e075 e076 e077 e078 e079 e080 e081 e082 e083 e084
+    e085 e086 e087 e088 e089 e090 e091 e092 e093 e094 e095 e096 e097 e098 e099 e100 e101
+    e102 e103 e104 e105 e106 e107 e108 e109 e110 e111 e112 e113 e114 e115 e116 e117 e118
+    e119 e120 e121 e122 e123 e124 e125 e126 e127 e128 e129 e130 e131 e132 e133 e134 e135
+    e136 e137 e138 e139 e140 e141 e142 e143 e144 e145 e146
+);
+
+/// A migration rewrites a record whose guard is at the edge of the operator limit (299 of
+/// 300): the guard holds what it must and nothing more.
+async fn migration_at_the_operator_limit() -> TestResult {
+    use std::ops::ControlFlow;
+
+    use entity_manager::migrate::Migration;
+    use entity_manager::scan::ParallelScan;
+
+    let store = MemoryStore::new(TableDefinition::from_schema(Edges::schema()?)?);
+    edge("e1").create(&store).await?;
+    let report = Migration::new()
+        .records::<Edge, Edge, _>(|mut e: Edge| {
+            e.e000 = "migrated".to_owned();
+            e
+        })?
+        .run(ParallelScan::new(&store), |_| ControlFlow::Continue(()))
+        .await?;
+    assert!(report.complete);
+    let counts = report
+        .counts
+        .entities
+        .get("edge")
+        .copied()
+        .unwrap_or_default();
+    assert_eq!(counts.rewritten, 1, "{counts:?}");
+    let stored = Edge::get(&store, "e1").await?.ok_or("e1 missing")?;
+    assert_eq!(stored.e000, "migrated");
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_migration_guard_at_the_operator_limit_is_sent() -> TestResult {
+    Box::pin(migration_at_the_operator_limit()).await
+}

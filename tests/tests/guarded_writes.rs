@@ -212,18 +212,21 @@ fn a_migration_of_one_entity_type_has_its_filter() -> TestResult {
 /// began and never ended) resumes: it reads `n1` back, finds it not written yet, writes it
 /// now, and the other client changes it just before: the settled page counts the conflict.
 /// With `to`, the journal says the page was moving it; a record that now needs no change is
-/// counted unchanged.
+/// counted unchanged. Without `stored`, the record is gone when the worker resumes.
 async fn settle_against(
     before: &Note,
+    stored: bool,
     to: Option<(&str, &str)>,
     change: impl Fn(&mut Item) + Send + Sync,
-) -> Result<(Note, entity_manager::migrate::EntityCounts), Box<dyn std::error::Error>> {
+) -> Result<(Option<Note>, entity_manager::migrate::EntityCounts), Box<dyn std::error::Error>> {
     use entity_manager::job::{Entry, JobHeader, JobKind, Journal, merge};
     use entity_manager::scan::SegmentRange;
 
     let inner = MemoryStore::new(TableDefinition::from_schema(Notes::schema()?)?);
     let item = before.to_item()?;
-    inner.put_item(item.clone(), Expect::Any).await?;
+    if stored {
+        inner.put_item(item.clone(), Expect::Any).await?;
+    }
     let text = |name: &str| match item.get(name) {
         Some(AttributeValue::S(s)) => Ok(s.clone()),
         _ => Err(format!("no {name}")),
@@ -258,19 +261,17 @@ async fn settle_against(
         .get("note")
         .copied()
         .unwrap_or_default();
-    let left = Note::get(&store.inner, &before.note_id)
-        .await?
-        .ok_or("the record is gone")?;
+    let left = Note::get(&store.inner, &before.note_id).await?;
     Ok((left, counts))
 }
 
 #[tokio::test]
 async fn a_page_settled_after_a_stop_counts_the_conflict_of_its_write() -> TestResult {
-    let (left, counts) = settle_against(&note("hello", None), None, |item| {
+    let (left, counts) = settle_against(&note("hello", None), true, None, |item| {
         item.insert("tag".to_owned(), AttributeValue::S("late".to_owned()));
     })
     .await?;
-    assert_eq!(left, note("HELLO", Some("late")));
+    assert_eq!(left, Some(note("HELLO", Some("late"))));
     assert_eq!(
         (counts.rewritten, counts.conflicts),
         (1, 1),
@@ -284,16 +285,33 @@ async fn a_page_settled_after_a_stop_counts_a_record_that_needs_no_change_unchan
 {
     let (left, counts) = settle_against(
         &note("HELLO", None),
+        true,
         Some(("note!elsewhere", "noteId#n1")),
         |_| {},
     )
     .await?;
-    assert_eq!(left, note("HELLO", None));
+    assert_eq!(left, Some(note("HELLO", None)));
     assert_eq!(
         (counts.unchanged, counts.rewritten, counts.moved),
         (1, 0, 0),
         "{counts:?}"
     );
+    Ok(())
+}
+
+/// The record a stopped page was writing is gone when its worker resumes (deleted by another
+/// client; moving it, the page's new key is empty too): the settled page counts it vanished.
+#[tokio::test]
+async fn a_page_settled_after_a_stop_counts_a_record_gone_meanwhile_vanished() -> TestResult {
+    for to in [None, Some(("note!elsewhere", "noteId#n1"))] {
+        let (left, counts) = settle_against(&note("hello", None), false, to, |_| {}).await?;
+        assert_eq!(left, None);
+        assert_eq!(
+            (counts.vanished, counts.rewritten, counts.moved),
+            (1, 0, 0),
+            "{to:?}: {counts:?}"
+        );
+    }
     Ok(())
 }
 
@@ -595,12 +613,6 @@ struct Counted {
 #[tokio::test]
 async fn a_move_from_a_stale_record_is_a_version_conflict() -> TestResult {
     let store = MemoryStore::new(TableDefinition::from_schema(CountedNotes::schema()?)?);
-    let counted = |id: &str, version: u64| Counted {
-        note_id: id.to_owned(),
-        created: 1_000,
-        text: "hello".to_owned(),
-        version,
-    };
     counted("n1", 5).create(&store).await?;
     let stored = Counted::get(&store, "n1").await?.ok_or("gone")?;
     assert_eq!(stored.version, 6);
@@ -702,20 +714,25 @@ async fn a_transaction_over_100_actions_counts_its_records() -> TestResult {
     Ok(())
 }
 
-/// Another client deletes the record at `key` just after the first transaction is refused.
-struct DeletedAfterRefusal<S> {
+/// Another client deletes the record at `key`: just before the first transaction reaches the
+/// table (`before`), or just after it is refused.
+struct Deleted<S> {
     inner: S,
     key: Item,
+    before: bool,
     done: AtomicBool,
 }
 
-impl<S: Store> Store for DeletedAfterRefusal<S> {
+impl<S: Store> Store for Deleted<S> {
     entity_manager_tests::forward_store!(inner: definition, name, put_item, get_item, delete_item, batch_write, batch_get, update_item, transact_get, query_page, scan_page);
 
     async fn transact_write(
         &self,
         writes: Vec<entity_manager::store::TransactWrite>,
     ) -> Result<(), StoreError> {
+        if self.before && !self.done.swap(true, Ordering::SeqCst) {
+            self.inner.delete_item(&self.key, Expect::Any).await?;
+        }
         let result = self.inner.transact_write(writes).await;
         if result.is_err() && !self.done.swap(true, Ordering::SeqCst) {
             self.inner.delete_item(&self.key, Expect::Any).await?;
@@ -724,22 +741,48 @@ impl<S: Store> Store for DeletedAfterRefusal<S> {
     }
 }
 
+/// A record of [`Counted`] at version `version`.
+fn counted(id: &str, version: u64) -> Counted {
+    Counted {
+        note_id: id.to_owned(),
+        created: 1_000,
+        text: "hello".to_owned(),
+        version,
+    }
+}
+
+/// A move of a record deleted between its read and its transaction finds nothing to move: it
+/// says so (`NotFound`), not that the record changed.
+#[tokio::test]
+async fn a_move_of_a_record_deleted_after_its_read_is_not_found() -> TestResult {
+    let inner = MemoryStore::new(TableDefinition::from_schema(CountedNotes::schema()?)?);
+    counted("n1", 5).create(&inner).await?;
+    let store = Deleted {
+        inner,
+        key: key_of(&counted("n1", 6).to_item()?),
+        before: true,
+        done: AtomicBool::new(false),
+    };
+    let refused = Counted::move_record(&store, "n1", &counted("n2", 6)).await;
+    assert!(
+        matches!(&refused, Err(entity_manager::Error::NotFound { unique, .. }) if unique == "n1"),
+        "{refused:?}"
+    );
+    assert_eq!(Counted::get(&store, "n2").await?, None, "nothing written");
+    Ok(())
+}
+
 /// A move refused by its condition reports the record the condition met (the stored version
 /// and item), even when the record is deleted right after: not what a later read finds.
 #[tokio::test]
 async fn a_refused_move_reports_the_record_its_condition_met() -> TestResult {
     let inner = MemoryStore::new(TableDefinition::from_schema(CountedNotes::schema()?)?);
-    let counted = |id: &str, version: u64| Counted {
-        note_id: id.to_owned(),
-        created: 1_000,
-        text: "hello".to_owned(),
-        version,
-    };
     counted("n1", 5).create(&inner).await?;
     let stored = counted("n1", 6).to_item()?;
-    let store = DeletedAfterRefusal {
+    let store = Deleted {
         inner,
         key: key_of(&stored),
+        before: false,
         done: AtomicBool::new(false),
     };
     let refused = Counted::move_record(&store, "n1", &counted("n2", 5)).await;
