@@ -834,3 +834,90 @@ async fn a_throttled_rewrite_stops_the_migration_with_the_store_error() -> TestR
     );
     Ok(())
 }
+
+/// Another client changes the record at `key` (its `tag`, counted up) just before every move transaction (`before_delete` false) or every guarded delete
+/// (true) reaches the table; `writes` counts those writes.
+struct Churn<S> {
+    inner: S,
+    key: Item,
+    before_delete: bool,
+    writes: std::sync::atomic::AtomicUsize,
+}
+
+impl<S: Store> Churn<S> {
+    async fn churn(&self) -> Result<(), StoreError> {
+        let n = self.writes.fetch_add(1, Ordering::SeqCst);
+        if let Some(mut stored) = self.inner.get_item(&self.key, None).await? {
+            stored.insert("tag".to_owned(), AttributeValue::S(format!("churn {n}")));
+            self.inner.put_item(stored, Expect::Any).await?;
+        }
+        Ok(())
+    }
+}
+
+impl<S: Store> Store for Churn<S> {
+    entity_manager_tests::forward_store!(inner: definition, name, put_item, get_item, batch_write, batch_get, update_item, transact_get, query_page, scan_page);
+
+    async fn transact_write(
+        &self,
+        writes: Vec<entity_manager::store::TransactWrite>,
+    ) -> Result<(), StoreError> {
+        if !self.before_delete {
+            self.churn().await?;
+        }
+        self.inner.transact_write(writes).await
+    }
+
+    async fn delete_item(&self, key: &Item, expect: Expect) -> Result<(), StoreError> {
+        if self.before_delete && matches!(expect, Expect::Matches(_)) {
+            self.churn().await?;
+        }
+        self.inner.delete_item(key, expect).await
+    }
+}
+
+/// A move whose record another client changes before every attempt is planned and sent again
+/// 32 times (33 transactions), then given up with an error naming it; the same when the new
+/// item is there already (a move an exclusive job left half done) and the delete of the old
+/// one is what keeps being refused (32 deletes, each after a transaction). The move drops the
+/// tag, so the new item stays what the move writes.
+#[tokio::test]
+async fn a_move_refused_on_every_attempt_is_given_up_after_32_redos() -> TestResult {
+    let untagged = |note: Note| Sharded {
+        tag: None,
+        ..sharded(note)
+    };
+    for (before_delete, writes) in [(false, 33), (true, 32)] {
+        let inner = MemoryStore::new(TableDefinition::from_schema(ShardedNotes::schema()?)?);
+        let old = note("hello", None);
+        inner.put_item(old.to_item()?, Expect::Any).await?;
+        if before_delete {
+            inner
+                .put_item(untagged(old.clone()).to_item()?, Expect::Any)
+                .await?;
+        }
+        let store = Churn {
+            inner,
+            key: key_of(&old.to_item()?),
+            before_delete,
+            writes: std::sync::atomic::AtomicUsize::new(0),
+        };
+        let result = Migration::new()
+            .records::<Note, Sharded, _>(untagged)?
+            .run(ParallelScan::new(&store), |_| ControlFlow::Continue(()))
+            .await;
+        match result {
+            Err(e) => assert!(
+                matches!(&e.source, entity_manager::migrate::MigrateFailure::Move { entity, .. } if entity == "note"),
+                "{e}"
+            ),
+            Ok(report) => panic!("expected the move to be given up: {report:?}"),
+        }
+        assert_eq!(
+            store.writes.load(Ordering::SeqCst),
+            writes,
+            "before_delete {before_delete}"
+        );
+    }
+    Ok(())
+}
