@@ -551,21 +551,52 @@ async fn a_copy_under_another_candidate_key_loses_a_read() -> TestResult {
     Ok(())
 }
 
-/// A store whose single-item puts are throttled (every attempt): nothing else fails.
+/// A store whose single-item puts and deletes are throttled (every attempt): nothing else
+/// fails.
 struct ThrottledPuts<S> {
     inner: S,
 }
 
+fn throttled(operation: &'static str) -> StoreError {
+    StoreError::new(
+        entity_manager::store::StoreErrorKind::Throttled,
+        operation,
+        "throughput exceeded",
+    )
+}
+
 impl<S: Store> Store for ThrottledPuts<S> {
-    entity_manager_tests::forward_store!(inner: definition, name, get_item, delete_item, batch_write, batch_get, transact_write, update_item, transact_get, query_page, scan_page);
+    entity_manager_tests::forward_store!(inner: definition, name, get_item, batch_write, batch_get, transact_write, update_item, transact_get, query_page, scan_page);
 
     async fn put_item(&self, _: Item, _: Expect) -> Result<(), StoreError> {
-        Err(StoreError::new(
-            entity_manager::store::StoreErrorKind::Throttled,
-            "PutItem",
-            "throughput exceeded",
-        ))
+        Err(throttled("PutItem"))
     }
+
+    async fn delete_item(&self, _: &Item, _: Expect) -> Result<(), StoreError> {
+        Err(throttled("DeleteItem"))
+    }
+}
+
+/// A delete refused by the store for any reason but its condition is the store's error: the
+/// caller is not told the record is gone (or changed) while it is still there.
+#[tokio::test]
+async fn a_throttled_delete_is_a_store_error() -> TestResult {
+    let store = ThrottledPuts {
+        inner: MemoryStore::new(TableDefinition::from_schema(Notes::schema()?)?),
+    };
+    let record = note("hello", None);
+    store.inner.put_item(record.to_item()?, Expect::Any).await?;
+    let refused = Note::delete(&store, "n1").await;
+    assert!(
+        matches!(
+            &refused,
+            Err(entity_manager::Error::Store { operation: "DeleteItem", source, .. })
+                if source.is_throttled()
+        ),
+        "{refused:?}"
+    );
+    assert_eq!(Note::get(&store.inner, "n1").await?, Some(record));
+    Ok(())
 }
 
 /// A replace refused by the store for any reason but its condition is the store's error, not
@@ -682,35 +713,91 @@ async fn a_typed_update_of_a_key_part_is_refused() -> TestResult {
     Ok(())
 }
 
-/// A transaction over `DynamoDB`'s 100 actions says where they came from: records of a
-/// schedule with two shard bumps take two actions each (a put and a check of the other
-/// candidate key), and the count of records is the count of records, not of actions.
-#[tokio::test]
-async fn a_transaction_over_100_actions_counts_its_records() -> TestResult {
-    let store = MemoryStore::new(TableDefinition::from_schema(LayeredNotes::schema()?)?);
-    let mut creates = entity_manager::Transaction::new();
-    for i in 0..51 {
-        creates = creates.create(&Layered {
-            note_id: format!("n{i:02}"),
-            created: 1_000,
-            text: "hello".to_owned(),
-        })?;
+fn layered(id: &str) -> Layered {
+    Layered {
+        note_id: id.to_owned(),
+        created: 1_000,
+        text: "hello".to_owned(),
     }
-    match creates.commit(&store).await {
+}
+
+/// Asserts `result` is [`Error::TransactionTooLarge`](entity_manager::Error) of 102 actions
+/// whose parts are `expected`.
+fn too_large<T: std::fmt::Debug>(result: entity_manager::Result<T>, expected: &[&str]) {
+    match result {
         Err(entity_manager::Error::TransactionTooLarge {
             actions,
             limit,
             parts,
         }) => {
             assert_eq!((actions, limit), (102, 100));
-            assert!(
-                parts.starts_with("51 `create` of `note`: 102 actions, about 2 each: a create puts the record and checks that every other candidate shard"),
-                "{parts}"
-            );
+            assert_eq!(parts, expected.join("; "));
         }
         other => panic!("expected TransactionTooLarge, got {other:?}"),
     }
+}
+
+/// A transaction over `DynamoDB`'s 100 actions says where they came from: per call and entity,
+/// the records and their actions (records of a schedule with two shard bumps take two each),
+/// and why a record takes several. One of exactly 100 actions is sent, write or read.
+#[tokio::test]
+async fn a_transaction_over_100_actions_counts_its_records() -> TestResult {
+    use entity_manager::{ReadTransaction, Transaction};
+    let store = MemoryStore::new(TableDefinition::from_schema(LayeredNotes::schema()?)?);
+    let create = ": a create puts the record and checks that every other candidate shard of its unique value (one per shard bump) holds none";
+    let mut creates = Transaction::new();
+    for i in 0..51 {
+        creates = creates.create(&layered(&format!("n{i:02}")))?;
+    }
+    too_large(
+        creates.commit(&store).await,
+        &[&format!(
+            "51 `create` of `note`: 102 actions, about 2 each{create}"
+        )],
+    );
     assert_eq!(Layered::get(&store, "n00").await?, None, "nothing written");
+
+    let mut mixed = Transaction::new();
+    for i in 0..30 {
+        mixed = mixed.create(&layered(&format!("n{i:02}")))?;
+    }
+    for i in 0..11 {
+        mixed = mixed.put(&layered(&format!("p{i:02}")))?;
+    }
+    for i in 0..10 {
+        mixed = mixed.delete::<Layered, _>(&format!("d{i:02}"))?;
+    }
+    too_large(
+        mixed.commit(&store).await,
+        &[
+            &format!("30 `create` of `note`: 60 actions, about 2 each{create}"),
+            "11 `put` of `note`: 22 actions, about 2 each: a put checks that every other candidate shard of its unique value (one per shard bump) holds no copy",
+            "10 `delete` of `note`: 20 actions, about 2 each: a delete by id deletes at every candidate shard of the value (one per shard bump)",
+        ],
+    );
+
+    // 100 actions: sent
+    let mut fifty = Transaction::new();
+    for i in 0..50 {
+        fifty = fifty.create(&layered(&format!("n{i:02}")))?;
+    }
+    fifty.commit(&store).await?;
+    let mut read = ReadTransaction::new();
+    let handles = (0..50)
+        .map(|i| read.get::<Layered, _>(&format!("n{i:02}")))
+        .collect::<Result<Vec<_>, _>>()?;
+    let results = read.commit(&store).await?;
+    assert_eq!(results.get(handles[49])?, Some(layered("n49")));
+    let mut over = ReadTransaction::new();
+    for i in 0..51 {
+        over.get::<Layered, _>(&format!("n{i:02}"))?;
+    }
+    too_large(
+        over.commit(&store).await,
+        &[
+            "51 `get` of `note`: 102 actions, about 2 each: a get reads every candidate shard of the value (one per shard bump)",
+        ],
+    );
     Ok(())
 }
 
