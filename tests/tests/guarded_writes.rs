@@ -1008,3 +1008,29 @@ async fn a_move_refused_on_every_attempt_is_given_up_after_32_redos() -> TestRes
     }
     Ok(())
 }
+
+/// A typed update that rewrites a generated key (`nameRangeKey` of `Member`, from the last and
+/// the first name) guards every component it read: another client changes the first name
+/// between the read and the write, the update is refused, reads again and builds the key from
+/// the first name as it is now. Guarding only the component it changes, the key kept the old
+/// first name.
+#[tokio::test]
+async fn a_key_rewrite_guards_every_component_it_read() -> TestResult {
+    use entity_manager::field::Changes;
+    use entity_support::{Member, assert_stored, definition, member};
+    let inner = MemoryStore::new(definition()?);
+    member("a", 500).create(&inner).await?;
+    let store = WriteFirst::new(inner, |item: &mut Item| {
+        item.insert("firstName".to_owned(), AttributeValue::S("zed".to_owned()));
+    });
+    let f = Member::FIELDS;
+    let updated = Member::update(&store, "a", Changes::new().set(f.last_name, "king"))
+        .await?
+        .ok_or("a missing")?;
+    assert_eq!(
+        (updated.first_name.as_str(), updated.last_name.as_str()),
+        ("zed", "king")
+    );
+    assert_stored(&store.inner, &updated).await?;
+    Ok(())
+}
