@@ -483,3 +483,62 @@ async fn migration_at_the_operator_limit() -> TestResult {
 async fn a_migration_guard_at_the_operator_limit_is_sent() -> TestResult {
     Box::pin(migration_at_the_operator_limit()).await
 }
+
+/// A store that counts the single-item puts and updates it is sent.
+struct Calls<S> {
+    inner: S,
+    puts: std::sync::atomic::AtomicUsize,
+    updates: std::sync::atomic::AtomicUsize,
+}
+
+impl<S> Calls<S> {
+    fn put(&self) {
+        self.puts.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    fn update(&self) {
+        self.updates
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// The puts and the updates counted since the last call.
+    fn take(&self) -> (usize, usize) {
+        use std::sync::atomic::Ordering::SeqCst;
+        (self.puts.swap(0, SeqCst), self.updates.swap(0, SeqCst))
+    }
+}
+
+impl<S: Store> Store for Calls<S> {
+    entity_manager_tests::forward_store!(inner: definition, name, get_item, delete_item, batch_write, batch_get, transact_write, transact_get, query_page, scan_page);
+    entity_manager_tests::forward_store!(inner, then put: put_item);
+    entity_manager_tests::forward_store!(inner, then update: update_item);
+}
+
+/// A `modify` that changes one field of a wide record sends that change alone, in one
+/// `UpdateItem`; only a change one `UpdateItem` cannot hold (all 300 fields) is put whole.
+async fn narrow_and_wide_changes() -> TestResult {
+    let store = Calls {
+        inner: MemoryStore::new(definition()?),
+        puts: std::sync::atomic::AtomicUsize::new(0),
+        updates: std::sync::atomic::AtomicUsize::new(0),
+    };
+    wide("w4", 500).create(&store.inner).await?;
+    let one = Wide::modify(&store, "w4", |w| w.f150 = "one".to_owned())
+        .await?
+        .ok_or("w4 missing")?;
+    assert_eq!((one.f150.as_str(), one.version), ("one", 2));
+    assert_eq!(store.take(), (0, 1), "one UpdateItem");
+    assert_stored(&store.inner, &one).await?;
+    let all = Wide::modify(&store, "w4", |w| stamp_wide(w, "a"))
+        .await?
+        .ok_or("w4 missing")?;
+    assert_eq!((all.f150.as_str(), all.version), ("aone", 3));
+    assert_eq!(store.take(), (1, 0), "the whole record put");
+    assert_stored(&store.inner, &all).await?;
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_narrow_change_of_a_wide_record_is_one_update() -> TestResult {
+    Box::pin(narrow_and_wide_changes()).await
+}
