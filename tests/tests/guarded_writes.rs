@@ -336,6 +336,11 @@ async fn a_migration_of_no_entity_type_counts_every_item_as_other() -> TestResul
     assert!(report.complete);
     assert_eq!(report.counts.other, 3, "{:?}", report.counts);
     assert_eq!(report.counts.total().written(), 0);
+    // the dry run counts them the same way
+    let plan = Migration::new()
+        .dry_run(ParallelScan::new(&store), 0)
+        .await?;
+    assert_eq!(plan.counts.other, 3, "{:?}", plan.counts);
     let mut first = note("hello", None);
     first.note_id = "n0".to_owned();
     assert_eq!(
@@ -1099,4 +1104,40 @@ fn a_migration_between_other_table_keys_is_refused() {
             other => panic!("{keys:?}: expected TableKeys, got {other:?}"),
         }
     }
+}
+
+/// Finishing a move an exclusive job left half done, the delete of the old item is refused by
+/// the store for a reason other than its condition (throttled): the migration stops with that
+/// error. It is not counted moved while the old item is still there.
+#[tokio::test]
+async fn a_throttled_finish_of_a_half_done_move_stops_the_migration() -> TestResult {
+    let store = ThrottledPuts {
+        inner: MemoryStore::new(TableDefinition::from_schema(ShardedNotes::schema()?)?),
+    };
+    let old = note("hello", None);
+    store.inner.put_item(old.to_item()?, Expect::Any).await?;
+    store
+        .inner
+        .put_item(sharded(old.clone()).to_item()?, Expect::Any)
+        .await?;
+    let result = Migration::new()
+        .records::<Note, Sharded, _>(sharded)?
+        .run(ParallelScan::new(&store), |_| ControlFlow::Continue(()))
+        .await;
+    match result {
+        Err(e) => assert!(
+            matches!(&e.source, entity_manager::migrate::MigrateFailure::Move { source, .. } if source.is_throttled()),
+            "{e}"
+        ),
+        Ok(report) => panic!("expected the throttled delete to stop the run: {report:?}"),
+    }
+    assert!(
+        store
+            .inner
+            .get_item(&key_of(&old.to_item()?), None)
+            .await?
+            .is_some(),
+        "the old item is still there"
+    );
+    Ok(())
 }
