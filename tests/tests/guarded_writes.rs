@@ -1141,3 +1141,44 @@ async fn a_throttled_finish_of_a_half_done_move_stops_the_migration() -> TestRes
     );
     Ok(())
 }
+
+/// A transaction's conditional put writes the record when its condition holds for the stored
+/// one, and fails the transaction with `ConditionFailed` (nothing written) when it does not.
+#[tokio::test]
+async fn a_transaction_put_if_writes_only_when_its_condition_holds() -> TestResult {
+    use entity_manager::Transaction;
+    let store = MemoryStore::new(TableDefinition::from_schema(Notes::schema()?)?);
+    let f = Note::FIELDS;
+    note("hello", None).create(&store).await?;
+    let refused = Transaction::new()
+        .put_if(&note("bye", None), f.text.eq("other"))?
+        .commit(&store)
+        .await;
+    assert!(
+        matches!(&refused, Err(entity_manager::Error::ConditionFailed { .. })),
+        "{refused:?}"
+    );
+    assert_eq!(Note::get(&store, "n1").await?, Some(note("hello", None)));
+    Transaction::new()
+        .put_if(&note("bye", None), f.text.eq("hello"))?
+        .commit(&store)
+        .await?;
+    assert_eq!(Note::get(&store, "n1").await?, Some(note("bye", None)));
+    Ok(())
+}
+
+/// A put of a record read at version 6 whose stored record is gone (deleted since) is a
+/// version conflict, not a new record: only a put of version 0 creates one.
+#[tokio::test]
+async fn a_versioned_put_of_a_deleted_record_is_a_version_conflict() -> TestResult {
+    let store = MemoryStore::new(TableDefinition::from_schema(CountedNotes::schema()?)?);
+    let refused = counted("n1", 6).put(&store).await;
+    assert!(
+        matches!(&refused, Err(entity_manager::Error::VersionConflict { expected, stored: None, .. }) if expected == "6"),
+        "{refused:?}"
+    );
+    assert_eq!(Counted::get(&store, "n1").await?, None, "nothing written");
+    counted("n1", 0).put(&store).await?;
+    assert_eq!(Counted::get(&store, "n1").await?, Some(counted("n1", 1)));
+    Ok(())
+}
