@@ -759,6 +759,7 @@ async fn a_transaction_over_100_actions_counts_its_records() -> TestResult {
     for i in 0..51 {
         creates = creates.create(&layered(&format!("n{i:02}")))?;
     }
+    assert_eq!(creates.len(), 102);
     too_large(
         creates.commit(&store).await,
         &[&format!(
@@ -1180,5 +1181,19 @@ async fn a_versioned_put_of_a_deleted_record_is_a_version_conflict() -> TestResu
     assert_eq!(Counted::get(&store, "n1").await?, None, "nothing written");
     counted("n1", 0).put(&store).await?;
     assert_eq!(Counted::get(&store, "n1").await?, Some(counted("n1", 1)));
+    Ok(())
+}
+
+/// A move to the record's own primary key (the same unique value and timestamp, another text)
+/// replaces the record in place.
+#[tokio::test]
+async fn a_move_to_the_same_key_replaces_the_record() -> TestResult {
+    let store = MemoryStore::new(TableDefinition::from_schema(Notes::schema()?)?);
+    note("hello", None).create(&store).await?;
+    Note::move_record(&store, "n1", &note("moved", Some("t"))).await?;
+    assert_eq!(
+        Note::get(&store, "n1").await?,
+        Some(note("moved", Some("t")))
+    );
     Ok(())
 }
