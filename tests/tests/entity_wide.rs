@@ -482,7 +482,7 @@ async fn migration_at_the_operator_limit() -> TestResult {
     edge("e1").create(&store).await?;
     let report = Migration::new()
         .records::<Edge, Edge, _>(|mut e: Edge| {
-            e.e000 = "migrated".to_owned();
+            "migrated".clone_into(&mut e.e000);
             e
         })?
         .run(ParallelScan::new(&store), |_| ControlFlow::Continue(()))
@@ -544,7 +544,7 @@ async fn narrow_and_wide_changes() -> TestResult {
         updates: std::sync::atomic::AtomicUsize::new(0),
     };
     wide("w4", 500).create(&store.inner).await?;
-    let one = Wide::modify(&store, "w4", |w| w.f150 = "one".to_owned())
+    let one = Wide::modify(&store, "w4", |w| "one".clone_into(&mut w.f150))
         .await?
         .ok_or("w4 missing")?;
     assert_eq!((one.f150.as_str(), one.version), ("one", 2));

@@ -1197,3 +1197,89 @@ async fn a_move_to_the_same_key_replaces_the_record() -> TestResult {
     );
     Ok(())
 }
+
+#[derive(Table)]
+#[table(entities(Titled))]
+struct TitledNotes;
+
+/// One candidate key (no shard bumps) and a generated key (`titleKey`, from the title).
+#[derive(Entity, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+#[entity(table = TitledNotes, token = "note", unique = note_id, timestamp = created)]
+#[generated(name = title_key, components = [title])]
+#[index(name = "byTitle", range = title_key)]
+struct Titled {
+    #[transcode("string")]
+    note_id: String,
+    #[transcode("timestamp")]
+    created: u64,
+    #[transcode("string")]
+    title: String,
+}
+
+/// A typed update of a generated key's component on a record with one candidate key rewrites
+/// the key (it reads the record first for that, though it need not to find it).
+#[tokio::test]
+async fn a_typed_update_of_a_component_rewrites_the_key_of_a_one_key_record() -> TestResult {
+    use entity_manager::field::Changes;
+    let store = MemoryStore::new(TableDefinition::from_schema(TitledNotes::schema()?)?);
+    let titled = |title: &str| Titled {
+        note_id: "n1".to_owned(),
+        created: 1_000,
+        title: title.to_owned(),
+    };
+    titled("a").create(&store).await?;
+    let f = Titled::FIELDS;
+    let updated = Titled::update(&store, "n1", Changes::new().set(f.title, "b"))
+        .await?
+        .ok_or("n1 missing")?;
+    assert_eq!(updated, titled("b"));
+    let item = updated.to_item()?;
+    assert_eq!(store.get_item(&key_of(&item), None).await?, Some(item));
+    Ok(())
+}
+
+/// A store whose transactions are all canceled by a conflict with another transaction on
+/// their first action (`TransactionConflict`, not a failed condition).
+struct Conflicted<S> {
+    inner: S,
+}
+
+impl<S: Store> Store for Conflicted<S> {
+    entity_manager_tests::forward_store!(inner: definition, name, put_item, get_item, delete_item, batch_write, batch_get, update_item, transact_get, query_page, scan_page);
+
+    async fn transact_write(
+        &self,
+        writes: Vec<entity_manager::store::TransactWrite>,
+    ) -> Result<(), StoreError> {
+        use entity_manager::store::CancellationReason;
+        let mut reasons = vec![CancellationReason::NONE; writes.len()];
+        if let Some(first) = reasons.first_mut() {
+            first.code = Some("TransactionConflict".to_owned());
+        }
+        Err(StoreError::transaction_canceled(
+            "TransactWriteItems",
+            reasons,
+        ))
+    }
+}
+
+/// A put (a transaction: the put and a check of the other candidate key) canceled by a
+/// transaction conflict is the store's error, which may be retried; it is not a failed
+/// condition.
+#[tokio::test]
+async fn a_put_canceled_by_a_transaction_conflict_is_a_store_error() -> TestResult {
+    let store = Conflicted {
+        inner: MemoryStore::new(TableDefinition::from_schema(LayeredNotes::schema()?)?),
+    };
+    let refused = layered("n1").put(&store).await;
+    assert!(
+        matches!(
+            &refused,
+            Err(entity_manager::Error::Store { operation: "TransactWriteItems", source, .. })
+                if source.is_transaction_canceled()
+        ),
+        "{refused:?}"
+    );
+    Ok(())
+}
