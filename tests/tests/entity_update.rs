@@ -148,7 +148,9 @@ async fn rename_and_clear<S: Store>(store: &S) -> TestResult {
     Ok(())
 }
 
-/// `tasks` tasks each add one `increments` times, retrying on `Error::Conflict`.
+/// `tasks` tasks each add one `increments` times, retrying on `Error::Conflict` (at most
+/// 200 times in a row, each after 8 attempts: a write that can never succeed fails the test
+/// instead of hanging it).
 async fn concurrent_increments<S: Store + 'static>(
     store: Arc<S>,
     tasks: u64,
@@ -160,10 +162,14 @@ async fn concurrent_increments<S: Store + 'static>(
         let store = Arc::clone(&store);
         handles.push(tokio::spawn(async move {
             for _ in 0..increments {
+                let mut conflicts = 0;
                 loop {
                     match Person::modify(&*store, "counter", |p| p.logins += 1).await {
                         Ok(_) => break,
-                        Err(Error::Conflict { .. }) => tokio::task::yield_now().await,
+                        Err(Error::Conflict { .. }) if conflicts < 200 => {
+                            conflicts += 1;
+                            tokio::task::yield_now().await;
+                        }
                         Err(e) => return Err(e.to_string()),
                     }
                 }

@@ -13,7 +13,7 @@ mod store_support;
 type TestResult = Result<(), Box<dyn std::error::Error>>;
 
 #[derive(Table)]
-#[table(entities(Counter))]
+#[table(entities(Counter, Tally))]
 struct Counters;
 
 #[derive(Entity, Serialize, Deserialize, Clone, Debug, PartialEq)]
@@ -26,6 +26,19 @@ struct Counter {
     created: u64,
     hits: u64,
     version: u8,
+}
+
+/// A `u64` version: its largest value (20 digits) is past the 19-digit integers a write
+/// increments without the general decimal arithmetic.
+#[derive(Entity, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+#[entity(table = Counters, unique = id, timestamp = created, version = version)]
+struct Tally {
+    #[transcode("string")]
+    id: String,
+    #[transcode("timestamp")]
+    created: u64,
+    version: u64,
 }
 
 async fn at_the_largest_version<S: Store>(store: &S) -> TestResult {
@@ -106,6 +119,27 @@ async fn up_to_the_largest_version<S: Store>(store: &S) -> TestResult {
         Some(255),
         "a read-modify-write wrote 255"
     );
+    Ok(())
+}
+
+/// The same bound for a `u64` version, whose largest value has 20 digits: a create at
+/// `u64::MAX - 1` stores `u64::MAX`; one at `u64::MAX` is refused, nothing stored.
+#[tokio::test]
+async fn the_largest_u64_version_is_reachable_and_not_passed() -> TestResult {
+    let store = MemoryStore::new(TableDefinition::from_schema(Counters::schema()?)?);
+    let tally = |id: &str, version: u64| Tally {
+        id: id.into(),
+        created: 1,
+        version,
+    };
+    tally("a", u64::MAX - 1).create(&store).await?;
+    assert_eq!(Tally::get(&store, "a").await?, Some(tally("a", u64::MAX)));
+    let refused = tally("b", u64::MAX).create(&store).await;
+    assert!(
+        matches!(&refused, Err(Error::InvalidUpdate { reason, .. }) if reason.contains("largest value")),
+        "{refused:?}"
+    );
+    assert_eq!(Tally::get(&store, "b").await?, None, "nothing stored");
     Ok(())
 }
 

@@ -13,7 +13,7 @@
 
 use entity_manager::field::Changes;
 use entity_manager::limits::{ExpressionKind, ExpressionLimit};
-use entity_manager::store::{MemoryStore, ReturnValues, Store, TableDefinition, Update};
+use entity_manager::store::{Expect, MemoryStore, ReturnValues, Store, TableDefinition, Update};
 use entity_manager::{Entity, EntityExt, Error, Table};
 use serde::{Deserialize, Serialize};
 
@@ -275,6 +275,115 @@ async fn wide_unversioned<S: Store>(store: &S) -> TestResult {
     Ok(())
 }
 
+/// A store where another client moves a record (`move_record` to `moved`: the same unique
+/// value at a timestamp under the schedule's other bump, so another candidate key) just before
+/// the first guarded `put_item` reaches the table.
+struct MovedBeforePut<S> {
+    inner: S,
+    moved: Wide,
+    done: std::sync::atomic::AtomicBool,
+}
+
+impl<S: Store> Store for MovedBeforePut<S> {
+    entity_manager_tests::forward_store!(inner: definition, name, get_item, delete_item, batch_write, batch_get, transact_write, transact_get, query_page, scan_page);
+
+    async fn put_item(
+        &self,
+        item: entity_manager::Item,
+        expect: Expect,
+    ) -> Result<(), entity_manager::store::StoreError> {
+        self.move_first(&expect).await?;
+        self.inner.put_item(item, expect).await
+    }
+
+    async fn update_item(
+        &self,
+        key: &entity_manager::Item,
+        update: &Update,
+        expect: Expect,
+        returns: ReturnValues,
+    ) -> Result<Option<entity_manager::Item>, entity_manager::store::StoreError> {
+        self.move_first(&expect).await?;
+        self.inner.update_item(key, update, expect, returns).await
+    }
+}
+
+impl<S: Store> MovedBeforePut<S> {
+    /// The other client's move, once: before the first guarded write.
+    async fn move_first(&self, expect: &Expect) -> Result<(), entity_manager::store::StoreError> {
+        if matches!(expect, Expect::Matches(_))
+            && !self.done.swap(true, std::sync::atomic::Ordering::SeqCst)
+        {
+            Box::pin(Wide::move_record(
+                &self.inner,
+                &self.moved.wide_id,
+                &self.moved,
+            ))
+            .await
+            .map_err(|e| {
+                entity_manager::store::StoreError::new(
+                    entity_manager::store::StoreErrorKind::Other,
+                    "PutItem",
+                    e.to_string(),
+                )
+            })?;
+        }
+        Ok(())
+    }
+}
+
+/// A typed update whose record moved to another candidate key between the read and the write
+/// finds the key read empty: it reads the record again where it went and writes it there; it
+/// does not report a missing record. `changes` sets `f000` to `f000`: all 300 fields (the
+/// whole record put) or that one (one `UpdateItem`).
+async fn wide_update_of_a_moved_record(changes: Changes<Wide>, f000: &str) -> TestResult {
+    let inner = MemoryStore::new(definition()?);
+    wide("w3", 500).create(&inner).await?;
+    // the same record at 1,500 (sharded from 1,000), holding the stored version
+    let moved = Wide {
+        created: 1_500,
+        version: 1,
+        ..wide("w3", 500)
+    };
+    assert_ne!(
+        key_of(&moved)?,
+        key_of(&wide("w3", 500))?,
+        "two candidate keys"
+    );
+    let store = MovedBeforePut {
+        inner,
+        moved,
+        done: std::sync::atomic::AtomicBool::new(false),
+    };
+    let updated = Wide::update(&store, "w3", changes)
+        .await?
+        .ok_or("the moved record was reported missing")?;
+    assert_eq!(
+        (updated.created, updated.f000.as_str(), updated.version),
+        (1_500, f000, 3)
+    );
+    assert_stored(&store.inner, &updated).await?;
+    assert_eq!(
+        store
+            .inner
+            .get_item(&key_of(&wide("w3", 500))?, None)
+            .await?,
+        None
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_wide_update_follows_a_record_moved_after_its_read() -> TestResult {
+    Box::pin(wide_update_of_a_moved_record(set_every_wide("u"), "u000")).await?;
+    let f = Wide::FIELDS;
+    Box::pin(wide_update_of_a_moved_record(
+        Changes::new().set(f.f000, "one"),
+        "one",
+    ))
+    .await
+}
+
 #[tokio::test]
 async fn wide_versioned_records_are_put_whole_on_memory() -> TestResult {
     Box::pin(wide_versioned(&MemoryStore::new(definition()?))).await
@@ -315,4 +424,142 @@ async fn wide_unversioned_records_are_refused_before_any_write_on_dynamodb() -> 
         return Ok(());
     };
     Box::pin(wide_unversioned(&store)).await
+}
+
+#[derive(Table)]
+#[table(entities(Edge))]
+struct Edges;
+
+/// An entity without a version whose records have 149 attributes besides their keys (an id,
+/// a timestamp and 147 strings): the guard of a migration's rewrite (each attribute equal to
+/// the value read, `AND`ed, and the hash key's `attribute_exists`) has 2 × 149 + 1 = 299
+/// operators and functions, one under `DynamoDB`'s 300. The table keys are not compared:
+/// the item stored under the key read has those key values.
+macro_rules! edge_entity {
+    ($($f:ident)*) => {
+        #[derive(Entity, Serialize, Deserialize, Clone, Debug, PartialEq)]
+        #[serde(rename_all = "camelCase")]
+        #[entity(table = Edges, unique = edge_id, timestamp = created)]
+        struct Edge {
+            #[transcode("string")]
+            edge_id: String,
+            #[transcode("timestamp")]
+            created: u64,
+            $($f: String,)*
+        }
+
+        fn edge(id: &str) -> Edge {
+            Edge {
+                edge_id: id.to_owned(),
+                created: 1,
+                $($f: String::new(),)*
+            }
+        }
+    };
+}
+
+edge_entity!(
+    e000 e001 e002 e003 e004 e005 e006 e007 e008 e009 e010 e011 e012 e013 e014 e015 e016
+    e017 e018 e019 e020 e021 e022 e023 e024 e025 e026 e027 e028 e029 e030 e031 e032 e033
+    e034 e035 e036 e037 e038 e039 e040 e041 e042 e043 e044 e045 e046 e047 e048 e049 e050
+    e051 e052 e053 e054 e055 e056 e057 e058 e059 e060 e061 e062 e063 e064 e065 e066 e067
+    e068 e069 e070 e071 e072 e073 e074 e075 e076 e077 e078 e079 e080 e081 e082 e083 e084
+    e085 e086 e087 e088 e089 e090 e091 e092 e093 e094 e095 e096 e097 e098 e099 e100 e101
+    e102 e103 e104 e105 e106 e107 e108 e109 e110 e111 e112 e113 e114 e115 e116 e117 e118
+    e119 e120 e121 e122 e123 e124 e125 e126 e127 e128 e129 e130 e131 e132 e133 e134 e135
+    e136 e137 e138 e139 e140 e141 e142 e143 e144 e145 e146
+);
+
+/// A migration rewrites a record whose guard is at the edge of the operator limit (299 of
+/// 300): the guard holds what it must and nothing more.
+async fn migration_at_the_operator_limit() -> TestResult {
+    use std::ops::ControlFlow;
+
+    use entity_manager::migrate::Migration;
+    use entity_manager::scan::ParallelScan;
+
+    let store = MemoryStore::new(TableDefinition::from_schema(Edges::schema()?)?);
+    edge("e1").create(&store).await?;
+    let report = Migration::new()
+        .records::<Edge, Edge, _>(|mut e: Edge| {
+            "migrated".clone_into(&mut e.e000);
+            e
+        })?
+        .run(ParallelScan::new(&store), |_| ControlFlow::Continue(()))
+        .await?;
+    assert!(report.complete);
+    let counts = report
+        .counts
+        .entities
+        .get("edge")
+        .copied()
+        .unwrap_or_default();
+    assert_eq!(counts.rewritten, 1, "{counts:?}");
+    let stored = Edge::get(&store, "e1").await?.ok_or("e1 missing")?;
+    assert_eq!(stored.e000, "migrated");
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_migration_guard_at_the_operator_limit_is_sent() -> TestResult {
+    Box::pin(migration_at_the_operator_limit()).await
+}
+
+/// A store that counts the single-item puts and updates it is sent.
+struct Calls<S> {
+    inner: S,
+    puts: std::sync::atomic::AtomicUsize,
+    updates: std::sync::atomic::AtomicUsize,
+}
+
+impl<S> Calls<S> {
+    fn put(&self) {
+        self.puts.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    fn update(&self) {
+        self.updates
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// The puts and the updates counted since the last call.
+    fn take(&self) -> (usize, usize) {
+        use std::sync::atomic::Ordering::SeqCst;
+        (self.puts.swap(0, SeqCst), self.updates.swap(0, SeqCst))
+    }
+}
+
+impl<S: Store> Store for Calls<S> {
+    entity_manager_tests::forward_store!(inner: definition, name, get_item, delete_item, batch_write, batch_get, transact_write, transact_get, query_page, scan_page);
+    entity_manager_tests::forward_store!(inner, then put: put_item);
+    entity_manager_tests::forward_store!(inner, then update: update_item);
+}
+
+/// A `modify` that changes one field of a wide record sends that change alone, in one
+/// `UpdateItem`; only a change one `UpdateItem` cannot hold (all 300 fields) is put whole.
+async fn narrow_and_wide_changes() -> TestResult {
+    let store = Calls {
+        inner: MemoryStore::new(definition()?),
+        puts: std::sync::atomic::AtomicUsize::new(0),
+        updates: std::sync::atomic::AtomicUsize::new(0),
+    };
+    wide("w4", 500).create(&store.inner).await?;
+    let one = Wide::modify(&store, "w4", |w| "one".clone_into(&mut w.f150))
+        .await?
+        .ok_or("w4 missing")?;
+    assert_eq!((one.f150.as_str(), one.version), ("one", 2));
+    assert_eq!(store.take(), (0, 1), "one UpdateItem");
+    assert_stored(&store.inner, &one).await?;
+    let all = Wide::modify(&store, "w4", |w| stamp_wide(w, "a"))
+        .await?
+        .ok_or("w4 missing")?;
+    assert_eq!((all.f150.as_str(), all.version), ("aone", 3));
+    assert_eq!(store.take(), (1, 0), "the whole record put");
+    assert_stored(&store.inner, &all).await?;
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_narrow_change_of_a_wide_record_is_one_update() -> TestResult {
+    Box::pin(narrow_and_wide_changes()).await
 }

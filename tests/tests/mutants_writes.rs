@@ -2,12 +2,16 @@
 //! point 3): each mutant of `ops/`, `migrate.rs` or `guarded.rs` is then one build and one link
 //! of this binary, not of seven. It holds the same files as their own targets (`entity_ops.rs`,
 //! `migrate.rs`, ...), unchanged; `cargo test` does not build it (`test = false` in Cargo.toml),
-//! the script names it.
+//! the script names it. `entity_fields` (typed updates, conditions, transactions) joined it
+//! after the fourth sample: its typed updates that rewrite a generated key were the only tests
+//! of that part of `ops/update.rs`.
 //!
 //! ```text
 //! cargo test -p entity-manager-tests --test mutants_writes
 //! ```
 
+#[path = "entity_fields.rs"]
+mod entity_fields;
 #[path = "entity_ops.rs"]
 mod entity_ops;
 #[path = "entity_update.rs"]
