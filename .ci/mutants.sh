@@ -48,6 +48,8 @@ query)
     # multi_attribute, multi_typed, oracle, query, query_ahead, query_lanes, query_mistakes, query_rounds, query_ties,
     # query_token, query_typed, query_v2
     tests=(--test mutants_query)
+    # 215 tests, about 3.5 minutes of CPU unmutated (more than 600 s of wall at load average 10)
+    timeout=1200
     # the generative oracle's cases per mutant (CI runs 5,000; a mutant needs a quick verdict)
     export ORACLE_CASES=${ORACLE_CASES:-200}
     export QUERY_MISTAKES_CASES=${QUERY_MISTAKES_CASES:-200}
@@ -63,14 +65,17 @@ writes)
         -f 'entity-manager-core/src/guarded.rs')
     # one binary (tests/tests/mutants_writes.rs) of the typed operations, versions, conflicts
     # under faults and the live migration: entity_ops, entity_update, entity_version,
-    # entity_wide, faults, guarded_writes, live_migration, migrate, workers
+    # entity_fields, entity_wide, faults, guarded_writes, live_migration, migrate, workers
     tests=(--test mutants_writes)
+    # about 25 s unmutated (60-70 s at load average 10): a mutant that makes a test loop for
+    # ever is cut off sooner
+    timeout=240
     ;;
 *) usage ;;
 esac
-# MUTANTS_TIMEOUT (seconds, 600 by default) bounds a mutant's tests: on a machine loaded 10-13
-# the query binary's 215 tests took more than 600 s for a mutant they did not catch (counted as
-# a timeout): raise it there
+# MUTANTS_TIMEOUT (seconds; 240 for writes, 1,200 for query by default) bounds a mutant's
+# tests: on a machine loaded 10-13 the query binary's 215 tests took more than 600 s for a
+# mutant they did not catch (counted as a timeout); raise it on a loaded machine
 # MUTANTS_TESTS="--test a --test b" replaces the area's test targets (a quicker sample)
 if [[ -n ${MUTANTS_TESTS:-} ]]; then
     read -r -a tests <<<"$MUTANTS_TESTS"
@@ -133,7 +138,7 @@ done
 status=0
 cargo mutants "${files[@]}" "${sharding[@]}" \
     --test-package entity-manager-core,entity-manager-tests \
-    --baseline skip --timeout "${MUTANTS_TIMEOUT:-600}" --build-timeout 900 --jobs 1 --test-tool "$test_tool" \
+    --baseline skip --timeout "${MUTANTS_TIMEOUT:-$timeout}" --build-timeout 900 --jobs 1 --test-tool "$test_tool" \
     "${targets[@]}" "$@" || status=$?
 # cargo-mutants exits 2 when a mutant was missed, 3 when one timed out
 printf 'mutants of %s done in %d s (cargo-mutants exit %d)\n' "$area" "$(($(date +%s) - started))" "$status"
