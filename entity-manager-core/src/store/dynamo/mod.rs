@@ -838,7 +838,11 @@ impl DynamoStore {
             .set_limit(limit)
             .set_exclusive_start_key(request.exclusive_start_key.clone().map(to_aws))
             .set_consistent_read((request.consistent || self.consistent_read).then_some(true))
-            .return_consumed_capacity(aws::ReturnConsumedCapacity::Total)
+            .return_consumed_capacity(if request.capacity {
+                aws::ReturnConsumedCapacity::Total
+            } else {
+                written_capacity()
+            })
             .send()
             .counted(&calls)
             .await
@@ -1032,8 +1036,9 @@ impl BatchSender for DynamoStore {
 /// operation span records it (a `tracing` subscriber listens to target `entity_manager` at
 /// level `INFO`), else `NONE`. Nothing else reads a write's consumed capacity (the rate limit
 /// counts write units itself), and `DynamoDB` Local spends about a quarter of a bulk job's time
-/// computing it (BENCHMARKS.md, bulk jobs); reads always ask, for the rate limit and query
-/// statistics.
+/// computing it (BENCHMARKS.md, bulk jobs); reads ask, for the rate limit and query
+/// statistics, but for a scan page that says it does not need it
+/// ([`ScanPage::capacity`](super::ScanPage::capacity)), which asks as a write does.
 fn written_capacity() -> aws::ReturnConsumedCapacity {
     if tracing::enabled!(target: "entity_manager", tracing::Level::INFO) {
         aws::ReturnConsumedCapacity::Total
