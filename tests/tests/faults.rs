@@ -735,3 +735,102 @@ async fn a_hanging_call_times_out_after_the_operation_timeout() -> TestResult {
     assert_eq!(store.fault_counts().hangs, 40);
     Ok(())
 }
+
+/// A table that records whether each scan page asked for the capacity it consumed, and
+/// answers without it when not asked (as `DynamoDB` does).
+struct Asked {
+    inner: MemoryStore,
+    asked: std::sync::Mutex<Vec<bool>>,
+}
+
+impl Store for Asked {
+    entity_manager_tests::forward_store!(inner: definition, name, put_item, get_item, delete_item, batch_write, batch_get, transact_write, update_item, transact_get, query_page);
+
+    async fn scan_page(
+        &self,
+        request: &entity_manager::store::ScanPage,
+    ) -> Result<entity_manager::store::Page, StoreError> {
+        self.asked
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(request.capacity);
+        let mut page = self.inner.scan_page(request).await?;
+        if !request.capacity {
+            page.consumed_capacity = None;
+        }
+        Ok(page)
+    }
+}
+
+/// `store` after a parallel scan of all of it, in pages of 25.
+async fn scanned<S: Store>(store: S) -> Result<S, Box<dyn std::error::Error>> {
+    ParallelScan::new(&store)
+        .page_size(25)
+        .items()
+        .try_collect::<Vec<_>>()
+        .await?;
+    Ok(store)
+}
+
+/// A parallel scan asks for the read capacity its pages consumed only when something reads
+/// it: not through a `RateLimited` store without a limit in capacity units, which then
+/// computes the units from the items (the same figure the memory store reports); yes under a
+/// limit in capacity units.
+#[tokio::test]
+async fn a_scan_asks_for_its_consumed_capacity_only_when_it_is_read() -> TestResult {
+    use entity_manager::store::{RateLimit, RateLimited, RateUnit};
+
+    let filled = || async {
+        let table = MemoryStore::new(table());
+        let items: Vec<WriteRequest> = (0..300)
+            .map(|i| {
+                item(serde_json::json!({ "hashKey": format!("h{}", i % 17), "rangeKey": format!("r{i}"), "text": "x".repeat(i * 7) }))
+                    .map(WriteRequest::Put)
+            })
+            .collect::<Result<_, _>>()?;
+        table.batch_write(items).await?;
+        Ok::<_, Box<dyn std::error::Error>>(table)
+    };
+    // reported by the memory store: the reference figure
+    let reported = scanned(RateLimited::new(filled().await?, RateLimit::none())).await?;
+    let reference = reported.usage().read_units;
+    assert!(reference > 6.0, "{reference}");
+
+    let computed = scanned(RateLimited::new(
+        Asked {
+            inner: filled().await?,
+            asked: std::sync::Mutex::default(),
+        },
+        RateLimit::none(),
+    ))
+    .await?;
+    let asked = computed
+        .inner()
+        .asked
+        .lock()
+        .map_err(|e| e.to_string())?
+        .clone();
+    assert!(!asked.is_empty() && asked.iter().all(|a| !a), "{asked:?}");
+    assert!(
+        (computed.usage().read_units - reference).abs() < 1e-9,
+        "{} computed, {reference} reported",
+        computed.usage().read_units
+    );
+
+    let limited = scanned(RateLimited::new(
+        Asked {
+            inner: filled().await?,
+            asked: std::sync::Mutex::default(),
+        },
+        RateLimit::none().reads(1e9).unit(RateUnit::CapacityUnits),
+    ))
+    .await?;
+    let asked = limited
+        .inner()
+        .asked
+        .lock()
+        .map_err(|e| e.to_string())?
+        .clone();
+    assert!(!asked.is_empty() && asked.iter().all(|a| *a), "{asked:?}");
+    Ok(())
+}
