@@ -142,7 +142,7 @@ pub(crate) fn run_audit(args: &AuditArgs, json: bool) -> Result<(), Failure> {
     // the audit reads the whole table (one worker of all the segments): DynamoDB's item count
     // is the total
     let total = (range.len() == range.total)
-        .then(|| item_count(store.inner()))
+        .then(|| item_count(&args.connection, table))
         .flatten()
         .map(|n| Total::Estimate(n.max(before)));
     run.progress(format!("audit of table {table}"), "scanned", total, before);

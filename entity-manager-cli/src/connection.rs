@@ -2,15 +2,17 @@
 //! finds them (aws-config's default chain), and the store of a table there; errors of the
 //! store turned into what an operator can act on.
 
+use std::collections::HashMap;
 use std::error::Error as StdError;
-use std::sync::OnceLock;
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use aws_config::BehaviorVersion;
 use aws_sdk_dynamodb::config::Region;
 use aws_sdk_dynamodb::config::timeout::TimeoutConfig;
+use aws_sdk_dynamodb::types::TableDescription;
 use clap::Args;
-use entity_manager::store::{DynamoStore, StoreError, StoreErrorKind, TableDefinition};
+use entity_manager::store::{DynamoStore, StoreError, StoreErrorKind, TableDefinition, TableStamp};
 
 use crate::{Failure, runtime};
 
@@ -40,16 +42,31 @@ pub(crate) struct Connection {
     /// The longest a single DynamoDB call may take, in seconds.
     #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=3600), value_name = "SECONDS")]
     pub(crate) timeout: u64,
+    /// The configuration once loaded, shared by the clones of this connection: a command
+    /// loads it, and builds its client, once.
+    #[arg(skip)]
+    loaded: Loaded,
 }
 
+/// The [`Resolved`] configuration of a [`Connection`], loaded on first use.
+#[derive(Clone, Debug, Default)]
+struct Loaded(Arc<OnceLock<Arc<Resolved>>>);
+
 /// What the connection resolved to: the loaded configuration and a description of the
-/// endpoint for messages.
+/// endpoint for messages; its one DynamoDB client, and what this run read of each table
+/// (`DescribeTable`, the stamp), read once a run.
 #[derive(Debug)]
 pub(crate) struct Resolved {
     sdk: aws_config::SdkConfig,
     region: Region,
     /// The DynamoDB endpoint URL, when one is configured (flag, environment or profile).
     endpoint: Option<String>,
+    /// The DynamoDB client of this configuration, built on first use.
+    client: OnceLock<aws_sdk_dynamodb::Client>,
+    /// Each table's `DescribeTable` answer, as first read.
+    described: Mutex<HashMap<String, Option<TableDescription>>>,
+    /// Each table's stamp, as first read.
+    stamps: Mutex<HashMap<String, Option<TableStamp>>>,
 }
 
 /// The endpoint of this run, for messages (set once the configuration is loaded).
@@ -63,8 +80,18 @@ pub(crate) fn endpoint_described() -> &'static str {
 }
 
 impl Connection {
-    /// Loads the configuration: the flags first, then aws-config's default chain.
-    pub(crate) fn resolve(&self) -> Result<Resolved, Failure> {
+    /// The configuration: the flags first, then aws-config's default chain; loaded on the
+    /// first call, the same afterwards (and for the clones of this connection).
+    pub(crate) fn resolve(&self) -> Result<Arc<Resolved>, Failure> {
+        if let Some(resolved) = self.loaded.0.get() {
+            return Ok(Arc::clone(resolved));
+        }
+        let resolved = Arc::new(self.load()?);
+        Ok(Arc::clone(self.loaded.0.get_or_init(|| resolved)))
+    }
+
+    /// Loads the configuration ([`resolve`](Self::resolve)).
+    fn load(&self) -> Result<Resolved, Failure> {
         let timeouts = self.timeouts();
         let mut loader = aws_config::defaults(BehaviorVersion::latest()).timeout_config(timeouts);
         if let Some(profile) = &self.aws_profile {
@@ -123,6 +150,9 @@ impl Connection {
             sdk,
             region,
             endpoint,
+            client: OnceLock::new(),
+            described: Mutex::default(),
+            stamps: Mutex::default(),
         })
     }
 
@@ -144,15 +174,57 @@ impl Connection {
         let resolved = self.resolve()?;
         Ok(resolved.store(definition, table))
     }
+
+    /// `DescribeTable` of `table`, read once a run (`None`: DynamoDB answered without a
+    /// description); a failure (no such table, no credentials…) is explained, and not kept.
+    pub(crate) fn describe(&self, table: &str) -> Result<Option<TableDescription>, Failure> {
+        let resolved = self.resolve()?;
+        if let Some(found) = lock(&resolved.described).get(table) {
+            return Ok(found.clone());
+        }
+        let described = runtime()?
+            .block_on(resolved.client().describe_table().table_name(table).send())
+            .map_err(|e| explain("reading the table", table, &e))?
+            .table;
+        lock(&resolved.described).insert(table.to_owned(), described.clone());
+        Ok(described)
+    }
+
+    /// The stamp of `table` as `read` finds it, read once a run: later calls get the first
+    /// answer (a failure is not kept).
+    pub(crate) fn stamp(
+        &self,
+        table: &str,
+        read: impl FnOnce() -> Result<Option<TableStamp>, Failure>,
+    ) -> Result<Option<TableStamp>, Failure> {
+        let resolved = self.resolve()?;
+        if let Some(found) = lock(&resolved.stamps).get(table) {
+            return Ok(found.clone());
+        }
+        let stamp = read()?;
+        lock(&resolved.stamps).insert(table.to_owned(), stamp.clone());
+        Ok(stamp)
+    }
+}
+
+/// `mutex`, locked (a panic while it was held left nothing half-written: a map of answers).
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 impl Resolved {
-    /// A DynamoDB client of this configuration.
+    /// The DynamoDB client of this configuration (built once; clones share its connections).
     pub(crate) fn client(&self) -> aws_sdk_dynamodb::Client {
-        let config = aws_sdk_dynamodb::config::Builder::from(&self.sdk)
-            .region(self.region.clone())
-            .build();
-        aws_sdk_dynamodb::Client::from_conf(config)
+        self.client
+            .get_or_init(|| {
+                let config = aws_sdk_dynamodb::config::Builder::from(&self.sdk)
+                    .region(self.region.clone())
+                    .build();
+                aws_sdk_dynamodb::Client::from_conf(config)
+            })
+            .clone()
     }
 
     /// The store of `table` with `definition`. (`DynamoStore::new` over a client built from

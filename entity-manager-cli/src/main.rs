@@ -38,7 +38,7 @@ macro_rules! say {
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use entity_manager::model::{Profile, ShardSpace};
-use entity_manager::store::{DynamoStore, Store, TableDefinition};
+use entity_manager::store::{DynamoStore, Store, StoreErrorKind, TableDefinition};
 use entity_manager::store::{Inference, TableStamp};
 use entity_manager::{ConfigError, Schema};
 use serde_json::{Value, json};
@@ -274,7 +274,13 @@ impl ConfigArgs {
     ///   unless one is named); when the stamp carries a schema too, they must make the same
     ///   keys and indexes: a difference is a finding (exit 3) naming each.
     pub(crate) fn resolve(&self, table: &str, c: &Connection) -> Result<Schema, Failure> {
-        let stamp = table_stamp(table, c)?;
+        // the stamp read with the configuration's key names (one `GetItem`; its profile does
+        // not change them), else with the table's
+        let keys = self
+            .given()
+            .and_then(|path| load(path, &self.space, None).ok())
+            .and_then(|schema| TableDefinition::from_schema(&schema).ok());
+        let stamp = table_stamp(table, c, keys)?;
         let stamped = stamp.as_ref().and_then(TableStamp::profile);
         if let (Some(stamp), true) = (&stamp, self.profile_named()) {
             let named = self.space.profile();
@@ -574,17 +580,35 @@ fn load(path: &Path, space: &SpaceArg, fallback: Option<Profile>) -> Result<Sche
 /// The stamp of `table` as it stands, read with only its name (its key attribute names come
 /// from `DescribeTable`): `None` for a table without one, or whose keys are not strings (no
 /// stamp fits them).
-fn table_stamp(table: &str, c: &Connection) -> Result<Option<TableStamp>, Failure> {
+///
+/// Read once a run. With `keys` (the configuration's table layout), first with its key names:
+/// one `GetItem`, no `DescribeTable` (which DynamoDB Local answers by counting the table's
+/// items); when the table's keys are not those, with the names `DescribeTable` gives.
+fn table_stamp(
+    table: &str,
+    c: &Connection,
+    keys: Option<TableDefinition>,
+) -> Result<Option<TableStamp>, Failure> {
+    c.stamp(table, || {
+        if let Some(keys) = keys {
+            match runtime()?.block_on(c.store(keys, table)?.table_stamp()) {
+                Ok(found) => return Ok(found),
+                // keys of other names or types: read with the table's own, below
+                Err(e) if e.kind() == StoreErrorKind::Validation => {}
+                Err(e) => {
+                    return Err(connection::explain("reading the table's stamp", table, &e));
+                }
+            }
+        }
+        read_table_stamp(table, c)
+    })
+}
+
+/// [`table_stamp`], read with the key names of the table's `DescribeTable`.
+fn read_table_stamp(table: &str, c: &Connection) -> Result<Option<TableStamp>, Failure> {
     use aws_sdk_dynamodb::types::{KeyType as Role, ScalarAttributeType};
     use entity_manager::store::KeyType;
-    let probe = c.store(
-        TableDefinition::new(("hashKey", KeyType::S), ("rangeKey", KeyType::S)),
-        table,
-    )?;
-    let described = runtime()?
-        .block_on(probe.client().describe_table().table_name(table).send())
-        .map_err(|e| connection::explain("reading the table", table, &e))?;
-    let Some(live) = described.table() else {
+    let Some(live) = c.describe(table)? else {
         return Ok(None);
     };
     let key = |role: Role| {
@@ -662,14 +686,15 @@ pub(crate) fn connect(
 ) -> Result<DynamoStore, Failure> {
     let definition =
         TableDefinition::from_schema(schema).map_err(|e| Failure::Operation(e.to_string()))?;
-    let store = c.store(definition, table)?;
-    runtime()?
-        .block_on(store.client().describe_table().table_name(table).send())
-        .map_err(|e| connection::explain("reading the table", table, &e))?;
-    if let (Some(ours), Ok(found)) = (
-        store.definition().stamp.as_ref(),
-        runtime()?.block_on(store.table_stamp()),
-    ) {
+    let store = c.store(definition.clone(), table)?;
+    // the table's stamp (read once a run: the schema's resolution may have read it), whose
+    // read says that the table exists; when it cannot be read, `DescribeTable` says whether
+    // the table exists (the stamp is then not judged, as before)
+    let Ok(found) = table_stamp(table, c, Some(definition)) else {
+        c.describe(table)?;
+        return Ok(store);
+    };
+    if let Some(ours) = store.definition().stamp.as_ref() {
         match found {
             Some(stamp) => {
                 if let Some(why) = stamp.refuses(ours) {
@@ -688,20 +713,12 @@ pub(crate) fn connect(
 }
 
 /// DynamoDB's estimate of the table's item count (`DescribeTable`, refreshed about every six
-/// hours), for a progress total; `None` when it cannot say.
-pub(crate) fn item_count(store: &DynamoStore) -> Option<u64> {
-    let out = runtime()
-        .ok()?
-        .block_on(
-            store
-                .client()
-                .describe_table()
-                .table_name(store.table_name())
-                .send(),
-        )
-        .ok()?;
-    out.table()
-        .and_then(aws_sdk_dynamodb::types::TableDescription::item_count)
+/// hours; read once a run), for a progress total; `None` when it cannot say.
+pub(crate) fn item_count(c: &Connection, table: &str) -> Option<u64> {
+    c.describe(table)
+        .ok()
+        .flatten()?
+        .item_count()
         .and_then(|n| u64::try_from(n).ok())
 }
 

@@ -178,7 +178,13 @@ pub(crate) fn migrate(args: &MigrateArgs, json: bool) -> Result<(), Failure> {
         ),
         None => format!("migrate every record of table {}", args.table),
     };
-    let estimate = item_count(store.inner());
+    // one worker of the whole table: DynamoDB's item count is the total. `DescribeTable`
+    // (which DynamoDB Local answers by counting the table) only for a confirmation or a total
+    // to show.
+    let whole = range.len() == range.total;
+    let estimate = (whole || !args.yes)
+        .then(|| item_count(&args.connection, &args.table))
+        .flatten();
     if let Err(e) = job::confirm(
         args.yes,
         &format!("{what}{}", job::at(estimate)),
@@ -194,8 +200,7 @@ pub(crate) fn migrate(args: &MigrateArgs, json: bool) -> Result<(), Failure> {
     )?;
     let scanned = |c: &MigrateCounts| c.total().scanned + c.other;
     let before = scanned(&file.journal.report().tally.migrate);
-    // one worker of the whole table: DynamoDB's item count is the total
-    let total = (range.len() == range.total)
+    let total = whole
         .then_some(estimate)
         .flatten()
         .map(|n| Total::Estimate(n.max(before)));

@@ -256,7 +256,7 @@ pub(crate) fn scan(args: &ScanArgs, json: bool) -> Result<(), Failure> {
     };
     // the whole table's count: the total of a scan of every item by one worker
     let estimate = if args.entity.is_none() && range.len() == range.total {
-        item_count(store.inner()).map(Total::Estimate)
+        item_count(&args.connection, &args.table).map(Total::Estimate)
     } else {
         None
     };
@@ -323,16 +323,20 @@ pub(crate) fn purge(args: &PurgeArgs, json: bool) -> Result<(), Failure> {
         range,
     );
     let file = JournalFile::open(header, "purge", &args.table, args.checkpoint.as_deref())?;
-    let estimate = item_count(store.inner());
+    // every item of the table (this worker's share of it): DynamoDB's item count is the total;
+    // one entity's: unknown. `DescribeTable` (which DynamoDB Local answers by counting the
+    // table) only for a confirmation or a total to show.
+    let whole = args.entity.is_none() && range.len() == range.total;
+    let estimate = (whole || !args.yes)
+        .then(|| item_count(&args.connection, &args.table))
+        .flatten();
     if let Err(e) = job::confirm(args.yes, &format!("delete {what}{}", job::at(estimate)), "") {
         file.abandon();
         return Err(e);
     }
     let mut run = Run::new("purge", args.stop_after, format!("purging {what}"))?;
     let before: u64 = file.journal.report().tally.deleted.values().sum();
-    // every item of the table (this worker's share of it): DynamoDB's item count is the total;
-    // one entity's: unknown
-    let total = if args.entity.is_none() && range.len() == range.total {
+    let total = if whole {
         estimate.map(|n| Total::Estimate(n + before))
     } else {
         None

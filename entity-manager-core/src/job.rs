@@ -363,11 +363,14 @@ pub struct Journal {
     sink: Mutex<Sink>,
     /// Lines written to the file so far.
     written: AtomicU64,
-    /// Lines known synced to disk; held while syncing, so that the appends waiting meanwhile
-    /// share the next sync (group commit) without blocking a thread.
-    synced: futures::lock::Mutex<u64>,
-    /// A second handle of the file, synced without holding `sink`.
-    syncer: Option<(std::fs::File, PathBuf)>,
+    /// Lines known synced to disk: an append whose line a sync started after it covered
+    /// needs no sync of its own. (No lock is held while a sync runs: a page's append waiting
+    /// on one held by another page's append, in a stream its caller does not poll meanwhile,
+    /// would wait for ever.)
+    synced: AtomicU64,
+    /// A second handle of the file, synced without holding `sink` (on a blocking thread, so
+    /// that the calls of the other pages go on meanwhile).
+    syncer: Option<(std::sync::Arc<std::fs::File>, PathBuf)>,
 }
 
 impl std::fmt::Debug for Journal {
@@ -386,7 +389,7 @@ impl Journal {
             header,
             sink: Mutex::new(Sink::Memory),
             written: AtomicU64::new(0),
-            synced: futures::lock::Mutex::new(0),
+            synced: AtomicU64::new(0),
             syncer: None,
         }
     }
@@ -456,8 +459,8 @@ impl Journal {
                 path: path.to_path_buf(),
             }),
             written: AtomicU64::new(0),
-            synced: futures::lock::Mutex::new(0),
-            syncer: Some((syncer, path.to_path_buf())),
+            synced: AtomicU64::new(0),
+            syncer: Some((std::sync::Arc::new(syncer), path.to_path_buf())),
         };
         if good_len == 0 {
             journal.write(Entry::Start(header))?;
@@ -488,19 +491,41 @@ impl Journal {
     }
 
     /// Appends `entry` (in a file: written in one call, and synced to disk before the
-    /// future ends). Appends made while a sync runs wait for the next one without blocking a
-    /// thread, and share it: one sync for every page that ended meanwhile.
+    /// future ends). The sync runs on a blocking thread, not the runtime's: the other pages'
+    /// calls go on meanwhile, and an append whose line a sync started after it covered (a
+    /// page that ended meanwhile) needs none of its own.
     pub(crate) async fn append(&self, entry: Entry) -> Result<(), JournalError> {
         let Some(line) = self.write(entry)? else {
             return Ok(());
         };
-        let mut synced = self.synced.lock().await;
-        if *synced < line {
-            let target = self.written.load(Ordering::SeqCst);
-            self.sync()?;
-            *synced = target;
+        if self.synced.load(Ordering::SeqCst) >= line {
+            return Ok(());
         }
+        // every line written so far is on disk once this sync ends
+        let target = self.written.load(Ordering::SeqCst);
+        self.sync_off_thread().await?;
+        self.synced.fetch_max(target, Ordering::SeqCst);
         Ok(())
+    }
+
+    /// [`sync`](Self::sync), on the tokio runtime's blocking threads when there is a runtime:
+    /// a sync takes milliseconds, during which a current-thread runtime would run nothing
+    /// else, and the pages that end meanwhile could not share it.
+    async fn sync_off_thread(&self) -> Result<(), JournalError> {
+        let (Some((file, path)), Ok(runtime)) =
+            (&self.syncer, tokio::runtime::Handle::try_current())
+        else {
+            return self.sync();
+        };
+        let file = std::sync::Arc::clone(file);
+        runtime
+            .spawn_blocking(move || file.sync_data())
+            .await
+            .unwrap_or_else(|e| Err(std::io::Error::other(e)))
+            .map_err(|source| JournalError::Io {
+                path: path.clone(),
+                source,
+            })
     }
 
     /// Writes `entry` to the file (not synced yet) and to the entries, in the same order;

@@ -654,7 +654,9 @@ impl<'s, S: Store> ParallelScan<'s, S> {
         } = self;
         let total = checkpoint.total_segments();
         let first = checkpoint.first;
-        let mut template = ScanPage::new().consistent(consistent);
+        // nothing here reads what a page consumed: a store that does (a rate limit in
+        // capacity units) asks for it again
+        let mut template = ScanPage::new().consistent(consistent).with_capacity(false);
         template.limit = page_size;
         template.filter = filter;
         let segments: Vec<BoxStream<'s, Result<Step<T>, StepError<E>>>> = checkpoint

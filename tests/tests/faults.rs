@@ -402,6 +402,185 @@ async fn a_stopped_server_ends_a_batch_within_its_bound() -> TestResult {
     Ok(())
 }
 
+/// DynamoDB Local's answer to a transaction that waited too long for a lock (under a
+/// migration's load): a `500` that "will succeed in actual DynamoDB".
+const LOCK_TIMEOUT: &str = r#"{"__type":"com.amazonaws.dynamodb.v20120810#InternalServerError","message":"This action timed out because it too long waiting for a lock. This request will succeed in actual DynamoDB API"}"#;
+
+/// A loopback server that answers the first `failures` requests with [`LOCK_TIMEOUT`] and
+/// every later one with an empty success; it records each request's `ClientRequestToken`.
+async fn failing_server(
+    failures: usize,
+) -> std::io::Result<(
+    String,
+    Arc<std::sync::Mutex<Vec<String>>>,
+    tokio::task::JoinHandle<()>,
+)> {
+    use tokio::io::{AsyncBufReadExt as _, AsyncReadExt as _, AsyncWriteExt as _};
+
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let endpoint = format!("http://{}", listener.local_addr()?);
+    let tokens = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = Arc::clone(&tokens);
+    let served = tokio::spawn(async move {
+        while let Ok((socket, _)) = listener.accept().await {
+            let seen = Arc::clone(&seen);
+            tokio::spawn(async move {
+                let mut socket = tokio::io::BufReader::new(socket);
+                loop {
+                    // one request: its headers, then the body its Content-Length says
+                    let mut length = 0;
+                    loop {
+                        let mut line = String::new();
+                        if socket.read_line(&mut line).await.unwrap_or(0) == 0 {
+                            return;
+                        }
+                        let lower = line.to_ascii_lowercase();
+                        if let Some(n) = lower.strip_prefix("content-length:") {
+                            length = n.trim().parse().unwrap_or(0);
+                        }
+                        if line == "\r\n" {
+                            break;
+                        }
+                    }
+                    let mut body = vec![0; length];
+                    if socket.read_exact(&mut body).await.is_err() {
+                        return;
+                    }
+                    let token = serde_json::from_slice::<serde_json::Value>(&body)
+                        .ok()
+                        .and_then(|b| b["ClientRequestToken"].as_str().map(str::to_owned))
+                        .unwrap_or_default();
+                    let n = {
+                        let mut seen = seen
+                            .lock()
+                            .unwrap_or_else(std::sync::PoisonError::into_inner);
+                        seen.push(token);
+                        seen.len()
+                    };
+                    let (status, answer) = if n <= failures {
+                        ("500 Internal Server Error", LOCK_TIMEOUT)
+                    } else {
+                        ("200 OK", "{}")
+                    };
+                    let response = format!(
+                        "HTTP/1.1 {status}\r\nContent-Type: application/x-amz-json-1.0\r\nContent-Length: {}\r\n\r\n{answer}",
+                        answer.len()
+                    );
+                    if socket
+                        .get_mut()
+                        .write_all(response.as_bytes())
+                        .await
+                        .is_err()
+                    {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    Ok((endpoint, tokens, served))
+}
+
+/// A store of table `locked` at `endpoint` whose SDK makes `sdk_attempts` attempts a call, a
+/// millisecond apart, under a retry policy of `attempts` calls.
+fn store_at(
+    endpoint: &str,
+    sdk_attempts: u32,
+    attempts: u32,
+) -> entity_manager::store::DynamoStore {
+    use aws_sdk_dynamodb::config::retry::RetryConfig;
+    use entity_manager::store::{DynamoStore, RetryPolicy};
+
+    let config = store_support::client_at(endpoint)
+        .config()
+        .to_builder()
+        .retry_config(
+            RetryConfig::standard()
+                .with_max_attempts(sdk_attempts)
+                .with_initial_backoff(Duration::from_millis(1)),
+        )
+        .build();
+    DynamoStore::new(
+        aws_sdk_dynamodb::Client::from_conf(config),
+        "locked",
+        TableDefinition::new(("hashKey", KeyType::S), ("rangeKey", KeyType::S)),
+    )
+    .with_retry_policy(RetryPolicy {
+        max_attempts: attempts,
+        base_delay: Duration::from_millis(1),
+        max_delay: Duration::from_millis(10),
+    })
+}
+
+/// A transaction that DynamoDB Local answers with its lock timeout (`500
+/// InternalServerError`) more times than the SDK retries is sent again by the store, with its
+/// bounded backoff, under the same idempotency token, until it goes through (it stopped a
+/// guarded migration before: "gave up after 3 attempts"). The SDK here makes 3 attempts a
+/// call, quickly; the server fails the first 5.
+#[tokio::test]
+async fn a_transaction_failed_by_a_server_error_is_sent_again_under_its_token() -> TestResult {
+    use entity_manager::store::TransactWrite;
+
+    let (endpoint, tokens, served) = failing_server(5).await?;
+    let store = store_at(&endpoint, 3, 10);
+    let moved = item(serde_json::json!({ "hashKey": "b", "rangeKey": "1" }))?;
+    let outcome = store
+        .transact_write(vec![
+            TransactWrite::Put {
+                item: moved,
+                expect: Expect::Absent,
+            },
+            TransactWrite::Delete {
+                key: item(serde_json::json!({ "hashKey": "a", "rangeKey": "1" }))?,
+                expect: Expect::Present,
+            },
+        ])
+        .await;
+    served.abort();
+    let tokens = tokens
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .clone();
+    outcome.map_err(|e| format!("{e} (after {} requests)", tokens.len()))?;
+    assert_eq!(tokens.len(), 6, "5 refused, the 6th carried out");
+    assert!(!tokens[0].is_empty(), "the transaction has a token");
+    assert!(
+        tokens.iter().all(|t| *t == tokens[0]),
+        "every attempt under the same token (a replay of a carried-out one is answered as done): {tokens:?}"
+    );
+    Ok(())
+}
+
+/// The same server, failing every attempt: the store gives up within its retry policy, with
+/// the server's error, which says the transaction may have been carried out and that sending
+/// it again is safe.
+#[tokio::test]
+async fn a_transaction_that_keeps_failing_gives_up_within_the_retry_policy() -> TestResult {
+    use entity_manager::store::TransactWrite;
+
+    let (endpoint, tokens, served) = failing_server(usize::MAX).await?;
+    let store = store_at(&endpoint, 2, 3);
+    let outcome = store
+        .transact_write(vec![TransactWrite::Delete {
+            key: item(serde_json::json!({ "hashKey": "a", "rangeKey": "1" }))?,
+            expect: Expect::Present,
+        }])
+        .await;
+    served.abort();
+    let sent = tokens
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .len();
+    let Err(e) = outcome else {
+        return Err("a transaction succeeded against a server that fails every request".into());
+    };
+    assert_eq!(sent, 6, "3 calls of the policy, 2 SDK attempts each");
+    assert_eq!(e.code(), Some("InternalServerError"), "{e}");
+    assert!(e.may_have_applied() && e.is_retryable(), "{e}");
+    assert!(e.to_string().contains("6 attempts"), "{e}");
+    Ok(())
+}
+
 /// The same verdicts on `MemoryStore` under a fault plan: an increment that failed with a
 /// transient error (which on DynamoDB may come after the write) is not sent again and is not
 /// safe to repeat; a plain `SET` is retried up to the plan's attempts and is; a throttled
@@ -554,5 +733,104 @@ async fn a_hanging_call_times_out_after_the_operation_timeout() -> TestResult {
     }
     assert!(applied > 5 && applied < 35, "about half of 40: {applied}");
     assert_eq!(store.fault_counts().hangs, 40);
+    Ok(())
+}
+
+/// A table that records whether each scan page asked for the capacity it consumed, and
+/// answers without it when not asked (as `DynamoDB` does).
+struct Asked {
+    inner: MemoryStore,
+    asked: std::sync::Mutex<Vec<bool>>,
+}
+
+impl Store for Asked {
+    entity_manager_tests::forward_store!(inner: definition, name, put_item, get_item, delete_item, batch_write, batch_get, transact_write, update_item, transact_get, query_page);
+
+    async fn scan_page(
+        &self,
+        request: &entity_manager::store::ScanPage,
+    ) -> Result<entity_manager::store::Page, StoreError> {
+        self.asked
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(request.capacity);
+        let mut page = self.inner.scan_page(request).await?;
+        if !request.capacity {
+            page.consumed_capacity = None;
+        }
+        Ok(page)
+    }
+}
+
+/// `store` after a parallel scan of all of it, in pages of 25.
+async fn scanned<S: Store>(store: S) -> Result<S, Box<dyn std::error::Error>> {
+    ParallelScan::new(&store)
+        .page_size(25)
+        .items()
+        .try_collect::<Vec<_>>()
+        .await?;
+    Ok(store)
+}
+
+/// A parallel scan asks for the read capacity its pages consumed only when something reads
+/// it: not through a `RateLimited` store without a limit in capacity units, which then
+/// computes the units from the items (the same figure the memory store reports); yes under a
+/// limit in capacity units.
+#[tokio::test]
+async fn a_scan_asks_for_its_consumed_capacity_only_when_it_is_read() -> TestResult {
+    use entity_manager::store::{RateLimit, RateLimited, RateUnit};
+
+    let filled = || async {
+        let table = MemoryStore::new(table());
+        let items: Vec<WriteRequest> = (0..300)
+            .map(|i| {
+                item(serde_json::json!({ "hashKey": format!("h{}", i % 17), "rangeKey": format!("r{i}"), "text": "x".repeat(i * 7) }))
+                    .map(WriteRequest::Put)
+            })
+            .collect::<Result<_, _>>()?;
+        table.batch_write(items).await?;
+        Ok::<_, Box<dyn std::error::Error>>(table)
+    };
+    // reported by the memory store: the reference figure
+    let reported = scanned(RateLimited::new(filled().await?, RateLimit::none())).await?;
+    let reference = reported.usage().read_units;
+    assert!(reference > 6.0, "{reference}");
+
+    let computed = scanned(RateLimited::new(
+        Asked {
+            inner: filled().await?,
+            asked: std::sync::Mutex::default(),
+        },
+        RateLimit::none(),
+    ))
+    .await?;
+    let asked = computed
+        .inner()
+        .asked
+        .lock()
+        .map_err(|e| e.to_string())?
+        .clone();
+    assert!(!asked.is_empty() && asked.iter().all(|a| !a), "{asked:?}");
+    assert!(
+        (computed.usage().read_units - reference).abs() < 1e-9,
+        "{} computed, {reference} reported",
+        computed.usage().read_units
+    );
+
+    let limited = scanned(RateLimited::new(
+        Asked {
+            inner: filled().await?,
+            asked: std::sync::Mutex::default(),
+        },
+        RateLimit::none().reads(1e9).unit(RateUnit::CapacityUnits),
+    ))
+    .await?;
+    let asked = limited
+        .inner()
+        .asked
+        .lock()
+        .map_err(|e| e.to_string())?
+        .clone();
+    assert!(!asked.is_empty() && asked.iter().all(|a| *a), "{asked:?}");
     Ok(())
 }

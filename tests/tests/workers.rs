@@ -97,6 +97,20 @@ fn sorted(mut items: Vec<Item>) -> Vec<Item> {
     items
 }
 
+/// A table of `schema` holding `records`, keyed by it.
+async fn filled(schema: &Schema, records: &[(&str, Item)]) -> Result<MemoryStore, BoxError> {
+    let table = MemoryStore::new(TableDefinition::from_schema(schema)?);
+    table
+        .batch_write(
+            keyed(schema, records)?
+                .into_iter()
+                .map(WriteRequest::Put)
+                .collect(),
+        )
+        .await?;
+    Ok(table)
+}
+
 async fn contents<S: Store>(store: &S) -> Result<Vec<Item>, BoxError> {
     Ok(sorted(
         ParallelScan::new(store).items().try_collect().await?,
@@ -410,15 +424,7 @@ async fn purge_across_killed_workers(writes: BulkWrites) -> TestResult {
     let seed = seed();
     let (a, _) = schemas()?;
     let records = records(1500, 300)?;
-    let table = Arc::new(MemoryStore::new(TableDefinition::from_schema(&a)?));
-    table
-        .batch_write(
-            keyed(&a, &records)?
-                .into_iter()
-                .map(WriteRequest::Put)
-                .collect(),
-        )
-        .await?;
+    let table = Arc::new(filled(&a, &records).await?);
     let entity = |item: &Item| {
         text(item, "hashKey")
             .split('!')
@@ -442,6 +448,63 @@ async fn purge_across_killed_workers(writes: BulkWrites) -> TestResult {
     assert!(report.complete());
     assert_eq!(report.tally.deleted["user"], 1500, "{:?}", report.tally);
     assert_eq!(report.tally.deleted["email"], 300, "{:?}", report.tally);
+    Ok(())
+}
+
+/// A purge and a migration with their journals in files, on a current-thread runtime as the
+/// CLI runs them, 4 segments in flight and pages of 10: each append waits for its sync (run on
+/// a blocking thread, so that the other pages go on meanwhile), and the jobs end. (An append
+/// that held a lock across its sync hung there: a page's append held it while the job's loop,
+/// which polls the pages, waited on it for the page before.)
+#[tokio::test(flavor = "current_thread")]
+async fn jobs_with_journal_files_end() -> TestResult {
+    let (a, b) = schemas()?;
+    let records = records(600, 100)?;
+    let dir = std::env::temp_dir().join(format!("em-workers-files-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    let bound = std::time::Duration::from_mins(2);
+    let range = SegmentRange::all(16)?;
+    let header = |kind| JobHeader::new(kind, "files", range);
+    for writes in [BulkWrites::Guarded, BulkWrites::Exclusive] {
+        let table = filled(&a, &records).await?;
+        let path = dir.join(format!("migrate-{writes:?}.jsonl"));
+        let journal = Journal::open(&path, header(JobKind::Migrate))?;
+        let scan = ParallelScan::new(&table)
+            .share(range)
+            .throttle(4)
+            .page_size(10)
+            .writes(writes);
+        let migration = Migration::between(&a, &b)?;
+        let report = tokio::time::timeout(
+            bound,
+            migration.run_job(scan, &journal, |_| std::ops::ControlFlow::Continue(())),
+        )
+        .await
+        .map_err(|_| format!("the migration ({writes:?}) did not end within {bound:?}"))??;
+        assert!(report.complete);
+        assert_eq!(contents(&table).await?, sorted(keyed(&b, &records)?));
+
+        let path = dir.join(format!("purge-{writes:?}.jsonl"));
+        let journal = Journal::open(&path, header(JobKind::Purge))?;
+        let scan = ParallelScan::new(&table)
+            .share(range)
+            .throttle(4)
+            .page_size(10)
+            .writes(writes);
+        let report = tokio::time::timeout(
+            bound,
+            scan.purge_job(
+                &journal,
+                |_| "any".to_owned(),
+                |_| std::ops::ControlFlow::Continue(()),
+            ),
+        )
+        .await
+        .map_err(|_| format!("the purge ({writes:?}) did not end within {bound:?}"))??;
+        assert!(report.complete && table.is_empty());
+        assert_eq!(journal.report().tally.deleted["any"], 700);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }
 

@@ -1354,7 +1354,7 @@ fn check_projection(
 /// The read capacity units of a query that evaluated items of `bytes` in all, by `DynamoDB`'s
 /// rule for eventually consistent reads: the sum rounded up to 4 KB, half a unit per 4 KB, at
 /// least one 4 KB block (an empty query costs half a unit too).
-fn read_units(bytes: usize) -> f64 {
+pub(crate) fn read_units(bytes: usize) -> f64 {
     let blocks = bytes.div_ceil(4_096).max(1);
     // block counts of one query page (1 MB at most) are far below 2^52
     #[allow(clippy::cast_precision_loss)]

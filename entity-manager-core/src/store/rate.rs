@@ -199,6 +199,14 @@ mod limited {
         kb
     }
 
+    /// The read units of a scan page that returned `items` (and read no other), by
+    /// `DynamoDB`'s rule: their size rounded up to 4 KB, half a unit per 4 KB for eventually
+    /// consistent reads, a unit for strongly consistent ones.
+    fn scanned_units(items: &[Item], consistent: bool) -> f64 {
+        let units = crate::store::memory::read_units(items.iter().map(item_bytes).sum());
+        if consistent { 2.0 * units } else { units }
+    }
+
     impl<S: Store> RateLimited<S> {
         /// `inner` under `limit` (a second's worth may go at once).
         pub fn new(inner: S, limit: RateLimit) -> Self {
@@ -396,9 +404,21 @@ mod limited {
         }
 
         async fn scan_page(&self, request: &ScanPage) -> Result<Page, StoreError> {
-            let page = self.retry(|| self.inner.scan_page(request)).await?;
-            self.read(page.items.len(), page.consumed_capacity.unwrap_or(0.5))
-                .await;
+            // the page's units as reported when the limit counts them, or when a filter
+            // leaves out items it read (and paid for); else computed from the items
+            let reported = request.capacity
+                || request.filter.is_some()
+                || (self.unit == RateUnit::CapacityUnits && self.reads.is_some());
+            let page = if reported == request.capacity {
+                self.retry(|| self.inner.scan_page(request)).await?
+            } else {
+                let request = request.clone().with_capacity(true);
+                self.retry(|| self.inner.scan_page(&request)).await?
+            };
+            let units = page
+                .consumed_capacity
+                .unwrap_or_else(|| scanned_units(&page.items, request.consistent));
+            self.read(page.items.len(), units).await;
             Ok(page)
         }
     }

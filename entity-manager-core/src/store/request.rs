@@ -390,6 +390,13 @@ pub struct ScanPage {
     pub filter: Option<Filter>,
     /// Strongly consistent reads (`DynamoStore`; the memory store always is).
     pub consistent: bool,
+    /// Whether to ask for the read capacity the page consumed, reported in
+    /// [`Page::consumed_capacity`] (`DynamoStore` asks `DynamoDB` with
+    /// `ReturnConsumedCapacity=TOTAL`; the memory store computes it anyway). On by default; a
+    /// scan that does not use it turns it off, so that `DynamoDB` does not compute it
+    /// (`DynamoStore` asks anyway while a `tracing` subscriber records the operation spans,
+    /// which carry it).
+    pub capacity: bool,
 }
 
 impl Default for ScanPage {
@@ -408,6 +415,7 @@ impl ScanPage {
             exclusive_start_key: None,
             filter: None,
             consistent: false,
+            capacity: true,
         }
     }
 
@@ -444,6 +452,20 @@ impl ScanPage {
     #[must_use]
     pub fn consistent(mut self, consistent: bool) -> Self {
         self.consistent = consistent;
+        self
+    }
+
+    /// Asks for the read capacity the page consumed, or not ([`capacity`](Self::capacity)).
+    ///
+    /// ```
+    /// use entity_manager_core::store::ScanPage;
+    ///
+    /// assert!(ScanPage::new().capacity);
+    /// assert!(!ScanPage::new().with_capacity(false).capacity);
+    /// ```
+    #[must_use]
+    pub fn with_capacity(mut self, capacity: bool) -> Self {
+        self.capacity = capacity;
         self
     }
 }

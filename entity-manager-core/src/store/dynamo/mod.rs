@@ -719,8 +719,13 @@ impl DynamoStore {
                     // out succeeds on DynamoDB; a server that does not keep tokens refuses it
                     return Err(settle(e, calls, true));
                 }
-                // sent again by the SDK under its idempotency token (ClientRequestToken)
-                Err(settle(sdk_error(OP, err), calls, true))
+                // sent again by the SDK under its idempotency token (ClientRequestToken); a
+                // server error the SDK gave up on is the caller's to send again
+                let e = sdk_error(OP, err);
+                if server_error(&e) {
+                    return Err(e);
+                }
+                Err(settle(e, calls, true))
             }
         }
     }
@@ -833,7 +838,11 @@ impl DynamoStore {
             .set_limit(limit)
             .set_exclusive_start_key(request.exclusive_start_key.clone().map(to_aws))
             .set_consistent_read((request.consistent || self.consistent_read).then_some(true))
-            .return_consumed_capacity(aws::ReturnConsumedCapacity::Total)
+            .return_consumed_capacity(if request.capacity {
+                aws::ReturnConsumedCapacity::Total
+            } else {
+                written_capacity()
+            })
             .send()
             .counted(&calls)
             .await
@@ -876,6 +885,14 @@ fn idempotency_token() -> String {
         state.hash_one((n, now)),
         state.hash_one((now, n, 1u8))
     )
+}
+
+/// A failure of the server that the SDK's retries did not get past and that sending the
+/// call again may: a `5xx` or a transient error code (`InternalServerError`,
+/// `TransactionInProgressException`…), not a timeout (the call's time is spent) nor a
+/// throttle (a [`RateLimited`](super::RateLimited) store's backoff is for those).
+fn server_error(e: &StoreError) -> bool {
+    e.kind() == super::StoreErrorKind::Transient && e.code().is_some()
 }
 
 /// The error a single write call ends with, from what its attempts did. After an attempt that
@@ -1019,8 +1036,9 @@ impl BatchSender for DynamoStore {
 /// operation span records it (a `tracing` subscriber listens to target `entity_manager` at
 /// level `INFO`), else `NONE`. Nothing else reads a write's consumed capacity (the rate limit
 /// counts write units itself), and `DynamoDB` Local spends about a quarter of a bulk job's time
-/// computing it (BENCHMARKS.md, bulk jobs); reads always ask, for the rate limit and query
-/// statistics.
+/// computing it (BENCHMARKS.md, bulk jobs); reads ask, for the rate limit and query
+/// statistics, but for a scan page that says it does not need it
+/// ([`ScanPage::capacity`](super::ScanPage::capacity)), which asks as a write does.
 fn written_capacity() -> aws::ReturnConsumedCapacity {
     if tracing::enabled!(target: "entity_manager", tracing::Level::INFO) {
         aws::ReturnConsumedCapacity::Total
@@ -1093,12 +1111,15 @@ impl Store for DynamoStore {
     async fn transact_write(&self, writes: Vec<TransactWrite>) -> Result<(), StoreError> {
         self.check_stamp("TransactWriteItems", true).await?;
         // A transaction canceled by a conflict wrote nothing: it is sent again under the retry
-        // policy, within the batch time limit, under a new idempotency token. After an attempt
-        // whose answer was lost (it may have been carried out), it is sent again under the
-        // same token, as the SDK's own retries are: DynamoDB (and DynamoDB Local) then answers
-        // a transaction it carried out as done, without carrying it out again (an increment
-        // included); a refusal by its own condition is settled as a write that may have
-        // applied (`settle`, over the attempts of every call of this loop).
+        // policy, within the batch time limit, under a new idempotency token. One that failed
+        // with a server error after the SDK's own attempts (a `500 InternalServerError`, such
+        // as DynamoDB Local's lock timeout; `TransactionInProgressException`) is sent again
+        // the same way, under the same token. After an attempt whose answer was lost (it may
+        // have been carried out: a `5xx` included), it is sent again under the same token, as
+        // the SDK's own retries are: DynamoDB (and DynamoDB Local) then answers a transaction
+        // it carried out as done, without carrying it out again (an increment included); a
+        // refusal by its own condition is settled as a write that may have applied (`settle`,
+        // over the attempts of every call of this loop).
         let calls = Counting::default();
         let mut token = idempotency_token();
         let started = std::time::Instant::now();
@@ -1109,7 +1130,7 @@ impl Store for DynamoStore {
                 .stamp_guard
                 .note(self.transact(writes.clone(), &token, &calls).await)
             {
-                Err(e) if e.is_transaction_conflict() => e,
+                Err(e) if e.is_transaction_conflict() || server_error(&e) => e,
                 other => return other,
             };
             let lost = calls.may_have_applied_before();
