@@ -336,12 +336,46 @@ mod tests {
         }
     }
 
+    /// A float that lies exactly halfway between two 17-digit decimals: Rust writes it with
+    /// the upper one, `serde_json` (ryu) with the lower, the one it stores. The upper one is not
+    /// the value that would be stored, so it is refused (naming both), not silently rounded.
+    #[test]
+    fn a_decimal_halfway_to_a_float_is_refused() {
+        // the float is exactly …469.125 (48 integer bits and 3 fraction bits fit in 53)
+        let f = 260_596_751_451_469.13_f64;
+        assert_eq!(f.fract().to_bits(), 0.125_f64.to_bits());
+        assert_eq!(
+            format!("{:?}", 260_596_751_451_469.13_f64),
+            "260596751451469.13"
+        );
+        let refused = parse_json(r#"{"f":260596751451469.13}"#);
+        let why = refused.err().unwrap_or_default();
+        assert!(
+            why.contains("260596751451469.13") && why.contains("260596751451469.12"),
+            "{why}"
+        );
+        assert!(parse_json(r#"{"f":260596751451469.12}"#).is_ok());
+    }
+
     proptest! {
-        /// Any integer of 64 bits and any float is read exactly, written as Rust writes it.
+        /// Any integer of 64 bits and any float is read exactly, written as a JSON writer
+        /// (`serde_json`) writes it. Written as Rust writes it, it is read too, but at a float
+        /// that lies halfway between two shortest decimals, where Rust writes the other one
+        /// (`a_decimal_halfway_to_a_float_is_refused`).
         #[test]
         fn machine_numbers_are_read_exactly(i in any::<i64>(), u in any::<u64>(), f in any::<f64>().prop_filter("finite", |f| f.is_finite())) {
-            let text = format!(r#"{{"i":{i},"u":{u},"f":{f:?},"g":{f:e}}}"#);
+            let written = serde_json::to_string(&f).map_err(|e| TestCaseError::fail(e.to_string()))?;
+            let text = format!(r#"{{"i":{i},"u":{u},"f":{written}}}"#);
             prop_assert!(parse_json(&text).is_ok(), "{}", text);
+            for rust in [format!("{f:?}"), format!("{f:e}")] {
+                let text = format!(r#"{{"f":{rust}}}"#);
+                // Rust's digits read back to the same float; refused only where they are not
+                // serde_json's (a tie), and then the message names both
+                if let Err(why) = parse_json(&text) {
+                    prop_assert!(rust.parse::<f64>() == Ok(f), "{}", rust);
+                    prop_assert!(why.contains(&rust) && why.contains(&written), "{}: {}", text, why);
+                }
+            }
         }
     }
 
