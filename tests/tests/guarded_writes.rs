@@ -304,6 +304,34 @@ async fn a_page_settled_after_a_stop_counts_a_record_that_needs_no_change_unchan
     Ok(())
 }
 
+/// A dry run counts what a run would do, record by record, and writes nothing: a record the
+/// transform leaves as it is is unchanged, one it changes is rewritten.
+#[tokio::test]
+async fn a_dry_run_counts_unchanged_and_rewritten_records() -> TestResult {
+    let store = MemoryStore::new(TableDefinition::from_schema(Notes::schema()?)?);
+    let mut loud = note("HELLO", None);
+    loud.note_id = "n0".to_owned();
+    let mut quiet = note("hello", None);
+    quiet.note_id = "n1".to_owned();
+    for n in [&loud, &quiet] {
+        store.put_item(n.to_item()?, Expect::Any).await?;
+    }
+    let migration = Migration::new().records::<Note, Note, _>(shout)?;
+    let plan = migration.dry_run(ParallelScan::new(&store), 0).await?;
+    let counts = plan.counts.entities["note"];
+    assert_eq!(
+        (counts.scanned, counts.unchanged, counts.rewritten),
+        (2, 1, 1),
+        "{counts:?}"
+    );
+    assert_eq!(
+        Note::get(&store, "n1").await?,
+        Some(quiet),
+        "a dry run writes nothing"
+    );
+    Ok(())
+}
+
 /// The record a stopped page was writing is gone when its worker resumes (deleted by another
 /// client; moving it, the page's new key is empty too): the settled page counts it vanished.
 #[tokio::test]

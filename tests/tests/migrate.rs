@@ -754,6 +754,10 @@ mod typed {
             .await?;
         assert_eq!(again.counts.total().written(), 0);
         assert_eq!(again.counts.entities["user"].migrated_before, 40);
+        // and the dry run agrees: every record found migrated before, nothing to write
+        let plan = migration.dry_run(ParallelScan::new(&store), 0).await?;
+        assert_eq!(plan.counts.total().written(), 0);
+        assert_eq!(plan.counts.entities["user"].migrated_before, 40);
         Ok(())
     }
 }
