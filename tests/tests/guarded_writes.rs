@@ -516,6 +516,52 @@ async fn a_move_carried_out_meanwhile_is_counted_moved() -> TestResult {
     Ok(())
 }
 
+/// The first move transaction is carried out, its answer lost, and the attempt sent again
+/// refused by its own conditions (the old item gone, the new one there): what a store that
+/// sends a transaction again without its idempotency token (or after the token's window)
+/// reports as [`StoreError::is_refused_after_lost_answer`], the transaction's reasons dropped.
+struct LostAnswerOnMove<S> {
+    inner: S,
+    done: AtomicBool,
+}
+
+impl<S: Store> Store for LostAnswerOnMove<S> {
+    entity_manager_tests::forward_store!(inner: definition, name, put_item, get_item, delete_item, batch_write, batch_get, update_item, transact_get, query_page, scan_page);
+
+    async fn transact_write(
+        &self,
+        writes: Vec<entity_manager::store::TransactWrite>,
+    ) -> Result<(), StoreError> {
+        use entity_manager::store::CancellationReason;
+        if self.done.swap(true, Ordering::SeqCst) {
+            return self.inner.transact_write(writes).await;
+        }
+        let n = writes.len();
+        self.inner.transact_write(writes).await?;
+        let mut reasons = vec![CancellationReason::NONE; n];
+        reasons[0] = CancellationReason::conditional_check_failed();
+        Err(StoreError::transaction_canceled("TransactWriteItems", reasons).after_lost_answer(2))
+    }
+}
+
+/// A move whose transaction was carried out though the mover was told it was refused on a
+/// resend after a lost answer: the migration reads the old key (gone), finds the record at its
+/// new key and counts it moved; nothing is reported failed, nothing is lost.
+#[tokio::test]
+async fn a_move_refused_on_a_resend_after_its_lost_answer_is_counted_moved() -> TestResult {
+    let inner = MemoryStore::new(TableDefinition::from_schema(ShardedNotes::schema()?)?);
+    let store = LostAnswerOnMove {
+        inner,
+        done: AtomicBool::new(false),
+    };
+    let old = note("hello", None);
+    let (left, counts) = move_over(&store, &store.inner, vec![old.to_item()?]).await?;
+    assert!(store.done.load(Ordering::SeqCst), "the move went through the fault");
+    assert_eq!(left, vec![sharded(old).to_item()?]);
+    assert_eq!((counts.moved, counts.vanished), (1, 0), "{counts:?}");
+    Ok(())
+}
+
 /// A table whose schedule widens the shard suffix at 2,000: a record created before it has
 /// one candidate key per bump (reads try both), and lives under the first.
 #[derive(Table)]

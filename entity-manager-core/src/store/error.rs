@@ -219,8 +219,26 @@ impl StoreError {
     /// ([`is_retryable`](Self::is_retryable) is false), the current item attached (a
     /// transaction's cancellation reasons are dropped: they would read as a refusal). Any
     /// other error is returned unchanged.
+    ///
+    /// A [`Store`](super::Store) of your own that sends a conditioned write again after an
+    /// attempt without an answer reports the refusal of the attempt sent again this way, as
+    /// `DynamoStore` does: a guarded job then reads the record to learn what is left to do
+    /// instead of counting a conflict.
+    ///
+    /// ```
+    /// use entity_manager_core::store::{StoreError, StoreErrorKind};
+    ///
+    /// let refused = StoreError::new(
+    ///     StoreErrorKind::ConditionalCheckFailed,
+    ///     "PutItem",
+    ///     "The conditional request failed",
+    /// );
+    /// let error = refused.after_lost_answer(2);
+    /// assert!(error.is_refused_after_lost_answer() && error.may_have_applied());
+    /// assert!(!error.is_retryable() && !error.is_conditional_check_failed());
+    /// ```
     #[must_use]
-    pub(crate) fn after_lost_answer(self, attempts: u32) -> Self {
+    pub fn after_lost_answer(self, attempts: u32) -> Self {
         if !self.is_conditional_check_failed() {
             return self;
         }
