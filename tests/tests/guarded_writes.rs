@@ -556,7 +556,10 @@ async fn a_move_refused_on_a_resend_after_its_lost_answer_is_counted_moved() -> 
     };
     let old = note("hello", None);
     let (left, counts) = move_over(&store, &store.inner, vec![old.to_item()?]).await?;
-    assert!(store.done.load(Ordering::SeqCst), "the move went through the fault");
+    assert!(
+        store.done.load(Ordering::SeqCst),
+        "the move went through the fault"
+    );
     assert_eq!(left, vec![sharded(old).to_item()?]);
     assert_eq!((counts.moved, counts.vanished), (1, 0), "{counts:?}");
     Ok(())

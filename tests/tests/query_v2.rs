@@ -137,6 +137,20 @@ fn window_selects_shards_and_created_between_selects_records() -> TestResult {
     Ok(())
 }
 
+/// `query::key_value` writes a condition value as the store holds it (numbers `N`, strings
+/// `S`), so a bound written with it selects what the bound written by hand selects.
+#[test]
+fn key_value_writes_numbers_as_n_and_strings_as_s() -> Result<(), Box<dyn std::error::Error>> {
+    use entity_manager::query::key_value;
+    assert_eq!(key_value(&1_200_u64)?, n(1_200));
+    assert_eq!(
+        key_value(&-2.5_f64)?,
+        entity_manager::AttributeValue::N("-2.5".into())
+    );
+    assert_eq!(key_value("userId#u1")?, s("userId#u1"));
+    Ok(())
+}
+
 /// The table as the only source: every record of the window's shards in unique-value order,
 /// with a range condition on the table range key.
 #[test]
