@@ -103,9 +103,19 @@ fi
 export CARGO_TARGET_DIR=${MUTANTS_TARGET_DIR:-$PWD/target}
 # The copy lives in TMPDIR; tests read the shared fixtures at `$CARGO_MANIFEST_DIR/../../shared`
 # (the checkout's sibling `shared`), so the copy gets a TMPDIR whose `shared` is that one: without
-# it, every mutant of `writes` failed ten `migrate` tests (file not found) and counted as caught
-scratch=$CARGO_TARGET_DIR/mutants-tmp
+# it, every mutant of `writes` failed ten `migrate` tests (file not found) and counted as caught.
+# That TMPDIR must not be inside the target directory: cargo records a source file under the
+# target directory by its path relative to it (as it does a build script's output), so the
+# fingerprints of a copy named in a run stopped before it removed its copy kept pointing at that
+# stale copy, and the next run's mutated files were never compiled: every mutant "missed"
+# (2026-11-29: a query sample reported mutants missed that the tests kill when built by hand).
+# One run per checkout at a time: a run removes the copies an earlier, stopped run left.
+scratch=${MUTANTS_SCRATCH:-${TMPDIR:-/tmp}/entity-manager-mutants-$(printf '%s' "$PWD" | cksum | cut -d' ' -f1)}
+case $scratch/ in
+"$CARGO_TARGET_DIR"/*) echo "MUTANTS_SCRATCH must be outside the target directory $CARGO_TARGET_DIR" >&2; exit 2 ;;
+esac
 mkdir -p "$scratch"
+rm -rf "$scratch"/cargo-mutants-*
 ln -sfn "$(cd .. && pwd)/shared" "$scratch/shared"
 export TMPDIR=$scratch
 export CARGO_PROFILE_DEV_DEBUG=0
