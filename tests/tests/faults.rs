@@ -590,6 +590,43 @@ async fn a_transaction_that_keeps_failing_gives_up_within_the_retry_policy() -> 
     Ok(())
 }
 
+/// On `DynamoStore`, an increment answered with a server error (which may come after the
+/// write) is sent once and fails, saying it may have been applied and is not safe to repeat;
+/// a plain `SET` answered the same way is sent again by the SDK and goes through. The SDK
+/// makes up to 3 attempts a call here; the server fails the first request only.
+#[tokio::test]
+async fn on_dynamodb_an_increment_answered_with_a_server_error_is_sent_once() -> TestResult {
+    use entity_manager::store::{ReturnValues, Update};
+    let n = |v: &str| entity_manager::AttributeValue::N(v.into());
+    for (update, requests, done) in [
+        (Update::new().add("n", n("1")), 1, false),
+        (Update::new().set("n", n("7")), 2, true),
+    ] {
+        let (endpoint, tokens, served) = failing_server(1).await?;
+        let store = store_at(&endpoint, 3, 10);
+        let outcome = store
+            .update_item(
+                &item(serde_json::json!({ "hashKey": "a", "rangeKey": "1" }))?,
+                &update,
+                Expect::Any,
+                ReturnValues::None,
+            )
+            .await;
+        served.abort();
+        let sent = tokens
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .len();
+        let case = format!("{update:?}: {outcome:?}");
+        assert_eq!(sent, requests, "{case}");
+        assert_eq!(outcome.is_ok(), done, "{case}");
+        if let Err(e) = outcome {
+            assert!(e.may_have_applied() && !e.is_retryable(), "{case}");
+        }
+    }
+    Ok(())
+}
+
 /// The same verdicts on `MemoryStore` under a fault plan: an increment that failed with a
 /// transient error (which on DynamoDB may come after the write) is not sent again and is not
 /// safe to repeat; a plain `SET` is retried up to the plan's attempts and is; a throttled

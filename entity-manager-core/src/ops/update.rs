@@ -54,7 +54,7 @@ fn too_large(
     update: Option<&Update>,
     expect: &Expect,
 ) -> Option<StoreError> {
-    match Request::write(operation, &schema.table().hash_key, update, expect) {
+    match Request::check_write(operation, &schema.table().hash_key, update, expect) {
         Err(e) if e.expression_too_large().is_some() => Some(e),
         _ => None,
     }

@@ -623,6 +623,24 @@ impl Request {
         Self::query(operation, request, hash, range).map(drop)
     }
 
+    /// The verdict of [`write`](Self::write) on `DynamoDB`'s limits without its expressions,
+    /// for a caller that only needs to know whether the write is too large (a typed update
+    /// deciding between one `UpdateItem` and a put of the whole record): a write whose
+    /// placeholders, text and substitutions are surely within the limits ([`write_fits`]) is
+    /// accepted without rendering it; anything else is rendered and checked as the stores do.
+    /// The same verdict either way.
+    pub(crate) fn check_write(
+        operation: &'static str,
+        hash_key: &str,
+        update: Option<&Update>,
+        expect: &Expect,
+    ) -> Result<(), StoreError> {
+        if write_fits(hash_key, update, expect) {
+            return Ok(());
+        }
+        Self::write(operation, hash_key, update, expect).map(drop)
+    }
+
     /// A scan (filter) or a get (projection).
     pub(crate) fn read(
         operation: &'static str,
@@ -716,6 +734,149 @@ fn key_condition_fits(request: &QueryPage, hash: &[&str], range: &[&str]) -> boo
     19 * names + 40 <= MAX_EXPRESSION_BYTES
         && operators <= MAX_EXPRESSION_OPERATORS
         && substitutions <= MAX_SUBSTITUTION_BYTES
+}
+
+/// Upper bounds of what [`Expr`] renders for part of a request: the bytes of its text, its
+/// placeholders (every use of a name or a value, so at least as many as it numbers) and the
+/// bytes of their substitutions (each placeholder at its longest, `#n999` or `:v999`, with the
+/// name or value it stands for). Valid while fewer than 1,000 names and values are used.
+#[derive(Default)]
+struct Bound {
+    text: usize,
+    names: usize,
+    values: usize,
+    substitutions: usize,
+}
+
+impl Bound {
+    /// One use of the name `attribute` (its placeholder in the text counted by the caller).
+    fn name(&mut self, attribute: &str) {
+        self.names += 1;
+        self.substitutions += 5 + attribute.len();
+    }
+
+    /// One use of `value`.
+    fn value(&mut self, value: &AttributeValue) {
+        self.values += 1;
+        self.substitutions += 5 + value_bytes(value);
+    }
+
+    /// A filter or condition: each clause at most 32 bytes of text but `IN`'s values (7 each:
+    /// `, :v999`), each operand of `AND`/`OR` 7 more (` AND ` and its parentheses), `NOT ( )` 6
+    /// (the longest clause, `attribute_not_exists(#n999)`, is 27 bytes; `size(#n999) >= :v999`
+    /// 20; `#n999 BETWEEN :v999 AND :v999` 29).
+    fn filter(&mut self, filter: &Filter) {
+        match filter {
+            Filter::Compare {
+                attribute, value, ..
+            }
+            | Filter::BeginsWith {
+                attribute,
+                prefix: value,
+            }
+            | Filter::Contains { attribute, value } => {
+                self.text += 32;
+                self.name(attribute);
+                self.value(value);
+            }
+            Filter::Between {
+                attribute,
+                low,
+                high,
+            } => {
+                self.text += 32;
+                self.name(attribute);
+                self.value(low);
+                self.value(high);
+            }
+            Filter::Exists(attribute) | Filter::NotExists(attribute) => {
+                self.text += 32;
+                self.name(attribute);
+            }
+            Filter::In { attribute, values } => {
+                self.text += 32 + 7 * values.len();
+                self.name(attribute);
+                for v in values {
+                    self.value(v);
+                }
+            }
+            Filter::And(fs) | Filter::Or(fs) => {
+                for f in fs {
+                    self.text += 7;
+                    self.filter(f);
+                }
+            }
+            Filter::Not(f) => {
+                self.text += 6;
+                self.filter(f);
+            }
+            Filter::Size { attribute, .. } => {
+                self.text += 32;
+                self.name(attribute);
+                // the size is a number value of at most 20 digits
+                self.values += 1;
+                self.substitutions += 5 + 21;
+            }
+            Filter::Type { attribute, .. } => {
+                self.text += 32;
+                self.name(attribute);
+                // the type's name: at most 4 bytes (`BOOL`, `NULL`)
+                self.values += 1;
+                self.substitutions += 5 + 8;
+            }
+        }
+    }
+}
+
+/// Whether the expressions [`Request::write`] renders for this write are surely within the
+/// limits [`check`] and [`Request::check_substitutions`] apply, from bounds on their text and
+/// substitutions ([`Bound`]) and their exact operator counts. `false` when unsure (the caller
+/// then renders it). An update action renders as at most 64 bytes (the longest,
+/// `#n999 = list_append(if_not_exists(#n999, :v999), :v999), `, is 57) with two names and two
+/// values; its clauses' keywords (`SET `, ` REMOVE `, ` ADD `, ` DELETE `) add at most 32.
+fn write_fits(hash_key: &str, update: Option<&Update>, expect: &Expect) -> bool {
+    let mut update_bound = Bound::default();
+    if let Some(update) = update {
+        update_bound.text = 32;
+        for action in update.actions() {
+            update_bound.text += 64;
+            let attribute = action.attribute();
+            update_bound.name(attribute);
+            match action {
+                UpdateAction::Remove(_) => {}
+                UpdateAction::Set(_, v) | UpdateAction::Add(_, v) | UpdateAction::Delete(_, v) => {
+                    update_bound.value(v);
+                }
+                UpdateAction::SetIfNotExists(_, v)
+                | UpdateAction::Increment(_, v)
+                | UpdateAction::Decrement(_, v) => {
+                    update_bound.name(attribute);
+                    update_bound.value(v);
+                }
+                UpdateAction::Append(_, v) | UpdateAction::Prepend(_, v) => {
+                    update_bound.name(attribute);
+                    update_bound.value(v);
+                    update_bound.value(&AttributeValue::L(Vec::new()));
+                }
+            }
+        }
+    }
+    let mut condition = Bound::default();
+    match expect {
+        Expect::Any => {}
+        Expect::Absent | Expect::Present => {
+            condition.text = 32;
+            condition.name(hash_key);
+        }
+        Expect::Matches(filter) => condition.filter(filter),
+    }
+    update_bound.names + condition.names < 1_000
+        && update_bound.values + condition.values < 1_000
+        && update_bound.text <= MAX_EXPRESSION_BYTES
+        && condition.text <= MAX_EXPRESSION_BYTES
+        && update.map_or(0, update_operators) <= MAX_EXPRESSION_OPERATORS
+        && expect_operators(expect) <= MAX_EXPRESSION_OPERATORS
+        && update_bound.substitutions + condition.substitutions <= MAX_SUBSTITUTION_BYTES
 }
 
 /// A placeholder: `prefix` and `i` in decimal.
@@ -1238,6 +1399,112 @@ mod tests {
                 rendered.map_err(|e| e.to_string())
             );
         }
+    }
+
+    fn arb_sized_update() -> impl proptest::strategy::Strategy<Value = Update> {
+        use proptest::prelude::*;
+        fn action(max_size: usize) -> impl Strategy<Value = UpdateAction> {
+            let name =
+                (0usize..4, 0usize..300).prop_map(|(i, len)| format!("{i}{}", "n".repeat(len)));
+            let value =
+                (0..max_size, proptest::bool::ANY).prop_map(|(size, number)| sized(size, number));
+            prop_oneof![
+                (name.clone(), value.clone()).prop_map(|(a, v)| UpdateAction::Set(a, v)),
+                (name.clone(), value.clone()).prop_map(|(a, v)| UpdateAction::SetIfNotExists(a, v)),
+                (name.clone(), value.clone()).prop_map(|(a, v)| UpdateAction::Increment(a, v)),
+                (name.clone(), value.clone())
+                    .prop_map(|(a, v)| UpdateAction::Append(a, AttributeValue::L(vec![v]))),
+                name.clone().prop_map(UpdateAction::Remove),
+                (name, value).prop_map(|(a, v)| UpdateAction::Add(a, v)),
+            ]
+        }
+        // a few actions with values up to 700 KB (past the 2 MB of substitutions), or up to
+        // 400 small ones (past the 4 KB of text, about 270 `SET`s, and the 300 operators)
+        prop_oneof![
+            proptest::collection::vec(action(700_000), 0..8),
+            proptest::collection::vec(action(64), 0..400),
+        ]
+        .prop_map(|actions| actions.into_iter().fold(Update::new(), Update::action))
+    }
+
+    fn arb_expect() -> impl proptest::strategy::Strategy<Value = Expect> {
+        use proptest::prelude::*;
+        prop_oneof![
+            Just(Expect::Any),
+            Just(Expect::Absent),
+            Just(Expect::Present),
+            arb_filter().prop_map(Expect::Matches),
+            // long conditions: up to 150 clauses of up to 100 values
+            (1usize..150, 1usize..100, 0usize..200).prop_map(|(clauses, values, len)| {
+                Expect::Matches(Filter::And(
+                    (0..clauses)
+                        .map(|i| Filter::In {
+                            attribute: format!("{i}{}", "a".repeat(len)),
+                            values: (0..values)
+                                .map(|v| AttributeValue::N(v.to_string()))
+                                .collect(),
+                        })
+                        .collect(),
+                ))
+            }),
+        ]
+    }
+
+    proptest::proptest! {
+        /// A write's verdict on the limits without rendering is the rendering's: whenever the
+        /// bounds accept a write, `Request::write` accepts it too, and `check_write` refuses
+        /// exactly what `write` refuses, with the same error, over updates and conditions up
+        /// to and past every limit.
+        #[test]
+        fn a_write_accepted_unrendered_is_accepted_rendered(
+            update in proptest::option::of(arb_sized_update()),
+            expect in arb_expect(),
+            hash_len in 0usize..100,
+        ) {
+            let hash_key = format!("h{}", "k".repeat(hash_len));
+            let rendered = Request::write("UpdateItem", &hash_key, update.as_ref(), &expect).map(drop);
+            if write_fits(&hash_key, update.as_ref(), &expect) {
+                proptest::prop_assert!(rendered.is_ok(), "accepted unrendered, refused rendered: {rendered:?}");
+            }
+            let unrendered = Request::check_write("UpdateItem", &hash_key, update.as_ref(), &expect);
+            proptest::prop_assert_eq!(
+                unrendered.map_err(|e| e.to_string()),
+                rendered.map_err(|e| e.to_string())
+            );
+        }
+    }
+
+    /// The writes of typed operations are checked without rendering: an update of a few
+    /// attributes under a version guard, a create's absence condition; a write of 301
+    /// increments (over the length and operator limits) is rendered, and refused.
+    #[test]
+    fn common_writes_fit_unrendered_and_oversized_ones_are_rendered() {
+        use crate::store::Comparison;
+        let n = |v: &str| AttributeValue::N(v.into());
+        let update = Update::new()
+            .set("name", AttributeValue::S("Ada".into()))
+            .add("count", n("1"))
+            .set("version", n("8"));
+        let guard = Expect::Matches(Filter::And(vec![
+            Filter::Exists("hashKey".into()),
+            Filter::compare("version", Comparison::Eq, n("7")),
+            Filter::compare("version", Comparison::Lt, n("99999999999999999999")),
+        ]));
+        assert!(write_fits("hashKey", Some(&update), &guard));
+        assert!(write_fits("hashKey", None, &Expect::Absent));
+        let wide = (0..301).fold(Update::new(), |u, i| {
+            u.action(UpdateAction::Increment(format!("a{i}"), n("1")))
+        });
+        assert!(!write_fits("hashKey", Some(&wide), &Expect::Any));
+        let refused = Request::check_write("UpdateItem", "hashKey", Some(&wide), &Expect::Any);
+        assert!(
+            refused
+                .as_ref()
+                .err()
+                .and_then(StoreError::expression_too_large)
+                .is_some(),
+            "{refused:?}"
+        );
     }
 
     /// Substitutions past 2 MB are refused without a filter too: the bounds do not accept them.

@@ -10,7 +10,6 @@ use std::time::Duration;
 
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::config::AsyncSleep;
-use aws_sdk_dynamodb::config::retry::RetryConfig;
 use aws_sdk_dynamodb::operation::delete_item::DeleteItemError;
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
@@ -86,6 +85,10 @@ use super::{
 #[cfg_attr(docsrs, doc(cfg(feature = "dynamodb")))]
 pub struct DynamoStore {
     client: Client,
+    /// `client` with the SDK's retries off, for the writes that must never be sent twice (an
+    /// increment after a failure that may have applied it): made once with the client (it
+    /// shares its connections), not configured again on every such call.
+    unretried: Client,
     table_name: String,
     definition: TableDefinition,
     retry: RetryPolicy,
@@ -132,6 +135,18 @@ fn with_tracing(client: Client) -> Client {
         trace::Tracing,
     ));
     Client::from_conf(config.build())
+}
+
+/// `client` with the SDK's retries off (the same connections, interceptors and timeouts).
+fn unretried(client: &Client) -> Client {
+    use aws_sdk_dynamodb::config::retry::RetryConfig;
+    Client::from_conf(
+        client
+            .config()
+            .to_builder()
+            .retry_config(RetryConfig::disabled())
+            .build(),
+    )
 }
 
 /// `client` with these limits (and the default connect timeout unless it has one).
@@ -189,6 +204,7 @@ impl DynamoStore {
         };
         let batch_limit = operation_limit(&client);
         Self {
+            unretried: unretried(&client),
             client,
             batch_limit,
             table_name: table_name.into(),
@@ -242,6 +258,7 @@ impl DynamoStore {
     #[must_use]
     pub fn with_timeouts(mut self, operation: Duration, attempt: Duration) -> Self {
         self.client = with_timeouts(&self.client, operation, attempt);
+        self.unretried = unretried(&self.client);
         self.batch_limit = operation;
         self
     }
@@ -265,6 +282,7 @@ impl DynamoStore {
             .retry_config(retry)
             .build();
         self.client = Client::from_conf(config);
+        self.unretried = unretried(&self.client);
         self
     }
 
@@ -443,8 +461,12 @@ impl DynamoStore {
                 None => self.write_request(OP, Some(update), &expect)?,
             };
             let (names, values) = substitutions_to_aws(r.expr);
-            let request = self
-                .client
+            let client = if repeatable {
+                &self.client
+            } else {
+                &self.unretried
+            };
+            let request = client
                 .update_item()
                 .table_name(&self.table_name)
                 .set_key(Some(to_aws(key.clone())))
@@ -464,19 +486,7 @@ impl DynamoStore {
                 )
                 .return_consumed_capacity(written_capacity());
             let calls = Counting::default();
-            let sent = if repeatable {
-                request.send().counted(&calls).await
-            } else {
-                request
-                    .customize()
-                    .config_override(
-                        aws_sdk_dynamodb::config::Builder::new()
-                            .retry_config(RetryConfig::disabled()),
-                    )
-                    .send()
-                    .counted(&calls)
-                    .await
-            };
+            let sent = request.send().counted(&calls).await;
             let e = match sent {
                 Ok(out) => break out,
                 Err(e) => e,
