@@ -136,6 +136,12 @@ if [[ -z $test_tool ]]; then
     if cargo nextest --version >/dev/null 2>&1; then test_tool=nextest; else test_tool=cargo; fi
 fi
 echo "mutants of $area: tests run by $test_tool" >&2
+# nextest runs 8 tests at once on the 2 cores (NEXTEST_TEST_THREADS to change it): with one a
+# core, a mutant caught by a quick test (query_mistakes, say) waited behind the long oracles
+# and paging tests that start before it in nextest's order (106-143 s of tests for a mutant of
+# query/check.rs); with 8 the quick ones run beside them and end the run at the first failure.
+# A mutant no test catches costs the same CPU either way.
+export NEXTEST_TEST_THREADS=${NEXTEST_TEST_THREADS:-8}
 
 started=$(date +%s)
 # `--sharding round-robin` (with `--shard`): `--shard k/n` is then a uniform sample over the area's files
