@@ -536,6 +536,21 @@ async fn other_mistakes<S: Store>(store: &Counting<S>) -> TestResult {
         store,
         &["`rating`", "give a number"],
     );
+    // a long value is shown by its first 40 characters, not whole
+    let long = format!("{}{}", "a".repeat(40), "b".repeat(200));
+    let refusal = q("byRating")
+        .range(RangeCondition::Gt(s(&long)))
+        .page(None)
+        .await;
+    if let Err(Error::InvalidQuery { reason, .. }) = &refusal {
+        assert!(!reason.contains("ab"), "the whole value shown: {reason}");
+    }
+    refused(
+        "a long string bound on a number range key",
+        refusal,
+        store,
+        &["`rating`", &format!("\"{}\"…", "a".repeat(40))],
+    );
     refused(
         "a sort value over 1,024 bytes",
         q("byNick")
