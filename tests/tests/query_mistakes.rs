@@ -534,7 +534,12 @@ async fn other_mistakes<S: Store>(store: &Counting<S>) -> TestResult {
             .page(None)
             .await,
         store,
-        &["`rating`", "give a number"],
+        &[
+            "`rating`",
+            "type S",
+            "the attribute is a number (N)",
+            "give a number",
+        ],
     );
     // a long value is shown by its first 40 characters, not whole
     let long = format!("{}{}", "a".repeat(40), "b".repeat(200));
@@ -550,6 +555,21 @@ async fn other_mistakes<S: Store>(store: &Counting<S>) -> TestResult {
         refusal,
         store,
         &["`rating`", &format!("\"{}\"…", "a".repeat(40))],
+    );
+    // one of exactly 40 is shown whole
+    let forty = "c".repeat(40);
+    let refusal = q("byRating")
+        .range(RangeCondition::Gt(s(&forty)))
+        .page(None)
+        .await;
+    if let Err(Error::InvalidQuery { reason, .. }) = &refusal {
+        assert!(!reason.contains('…'), "a value of 40 shown cut: {reason}");
+    }
+    refused(
+        "a string bound of 40 characters on a number range key",
+        refusal,
+        store,
+        &[&format!("\"{forty}\"")],
     );
     refused(
         "a sort value over 1,024 bytes",
