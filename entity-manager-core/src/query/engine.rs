@@ -478,6 +478,16 @@ impl Merge {
 
     /// The lanes that can still give items (at least 1, to divide by).
     fn live(&self) -> usize {
+        // the count kept in step by `update` and `pop` is the count of the lanes it counts (the
+        // estimates divide by it: a count gone wrong changes reads, never results)
+        debug_assert_eq!(
+            self.dead,
+            self.lanes
+                .iter()
+                .filter(|lane| lane.exhausted && lane.buffer.is_empty())
+                .count(),
+            "dead lanes miscounted"
+        );
         (self.lanes.len() - self.dead).max(1)
     }
 
