@@ -142,6 +142,9 @@ echo "mutants of $area: tests run by $test_tool" >&2
 # query/check.rs); with 8 the quick ones run beside them and end the run at the first failure.
 # A mutant no test catches costs the same CPU either way.
 export NEXTEST_TEST_THREADS=${NEXTEST_TEST_THREADS:-8}
+# the `mutants` profile of .config/nextest.toml: at the first failure the tests still running
+# are stopped, not waited for (they may loop until the timeout under the mutant)
+export NEXTEST_PROFILE=${NEXTEST_PROFILE:-mutants}
 
 started=$(date +%s)
 # `--sharding round-robin` (with `--shard`): `--shard k/n` is then a uniform sample over the area's files
