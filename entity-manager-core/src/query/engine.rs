@@ -912,6 +912,13 @@ impl<'s, P: Lanes, S: Store> Engine<'_, 's, P, S> {
         while let Some((_, value)) = seen.order.pop_front_if(|(page, _)| *page < oldest) {
             seen.values.remove(&value);
         }
+        // what the stream holds between pages stays bounded: no value emitted before the
+        // oldest buffered read is kept
+        debug_assert!(
+            seen.order.front().is_none_or(|(page, _)| *page >= oldest)
+                && seen.order.len() == seen.values.len(),
+            "the stream keeps values it no longer needs"
+        );
         boundary.clone_from(&page.state.boundary);
         Ok(page)
     }
