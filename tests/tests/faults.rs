@@ -490,6 +490,14 @@ async fn failing_server(
     Ok((endpoint, tokens, served))
 }
 
+/// The `ClientRequestToken` of every request [`failing_server`] received, in order.
+fn received(tokens: &std::sync::Mutex<Vec<String>>) -> Vec<String> {
+    tokens
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .clone()
+}
+
 /// A store of table `locked` at `endpoint` whose SDK makes `sdk_attempts` attempts a call, a
 /// millisecond apart, under a retry policy of `attempts` calls.
 fn store_at(
@@ -546,10 +554,7 @@ async fn a_transaction_failed_by_a_server_error_is_sent_again_under_its_token() 
         ])
         .await;
     served.abort();
-    let tokens = tokens
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .clone();
+    let tokens = received(&tokens);
     outcome.map_err(|e| format!("{e} (after {} requests)", tokens.len()))?;
     assert_eq!(tokens.len(), 6, "5 refused, the 6th carried out");
     assert!(!tokens[0].is_empty(), "the transaction has a token");
@@ -576,10 +581,7 @@ async fn a_transaction_that_keeps_failing_gives_up_within_the_retry_policy() -> 
         }])
         .await;
     served.abort();
-    let sent = tokens
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .len();
+    let sent = received(&tokens).len();
     let Err(e) = outcome else {
         return Err("a transaction succeeded against a server that fails every request".into());
     };
@@ -613,10 +615,7 @@ async fn on_dynamodb_an_increment_answered_with_a_server_error_is_sent_once() ->
             )
             .await;
         served.abort();
-        let sent = tokens
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .len();
+        let sent = received(&tokens).len();
         let case = format!("{update:?}: {outcome:?}");
         assert_eq!(sent, requests, "{case}");
         assert_eq!(outcome.is_ok(), done, "{case}");
