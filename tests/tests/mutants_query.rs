@@ -17,6 +17,8 @@ mod oracle;
 mod query;
 #[path = "query_ahead.rs"]
 mod query_ahead;
+#[path = "query_costs.rs"]
+mod query_costs;
 #[path = "query_lanes.rs"]
 mod query_lanes;
 #[path = "query_mistakes.rs"]

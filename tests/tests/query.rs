@@ -773,6 +773,59 @@ fn a_unique_value_narrows_the_query_to_one_shard_per_bump() -> TestResult {
     Ok(())
 }
 
+/// A token is bound to the item values that shape the query's hash keys: the component of a
+/// sharded generated hash key (another group is another partition) and the unique value (one
+/// shard per bump). A token of one is refused by the query of another, and taken by its own.
+#[test]
+fn a_token_is_bound_to_the_values_that_shape_its_hash_keys() -> TestResult {
+    let schema = schema(&[(0, 2, 1)], ShardSpace::Power)?;
+    let records = uniform(200, 21)
+        .into_iter()
+        .enumerate()
+        .map(|(i, mut r)| {
+            r.created %= 1_000;
+            r.group = if i % 2 == 0 { "g1".into() } else { "g2".into() };
+            r
+        })
+        .collect::<Vec<_>>();
+    let store = load(&schema, &records)?;
+    let user = schema.entity("user")?;
+    let query = |index: &str, item: serde_json::Value| -> Result<_, Box<dyn std::error::Error>> {
+        Ok(Query::new(&store, user)
+            .index(index)
+            .item(serde_dynamo::to_item(item)?)
+            .shards_between(0, 1_000)
+            .limit(3))
+    };
+    for (index, one, other) in [
+        (
+            "groupCreated",
+            json!({ "group": "g1" }),
+            json!({ "group": "g2" }),
+        ),
+        (
+            "created",
+            json!({ "userId": records[0].id }),
+            json!({ "userId": records[1].id }),
+        ),
+    ] {
+        let first = query(index, one.clone())?;
+        let token = block_on(first.page(None))?
+            .next
+            .ok_or(format!("{index}: no next page"))?;
+        assert!(
+            token_error(block_on(first.page(Some(&token)))).is_none(),
+            "{index}: the token's own query refuses it"
+        );
+        assert_eq!(
+            token_error(block_on(query(index, other)?.page(Some(&token)))),
+            Some(TokenError::OtherQuery),
+            "{index}: {one} gave a token that another item's query took"
+        );
+    }
+    Ok(())
+}
+
 #[test]
 fn a_sharded_generated_hash_key_queries_the_group() -> TestResult {
     let schema = schema(&[(0, 2, 1)], ShardSpace::Power)?;

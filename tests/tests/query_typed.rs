@@ -470,3 +470,75 @@ async fn typed_pages_are_the_pages_by_tokens_and_resume_from_any_token() -> Test
     );
     Ok(())
 }
+
+/// A typed union of two classic indexes with different range keys (`teamJoined` under a
+/// condition on `joined`, then `teamName` under a prefix of the name key, one team's sharded
+/// partition), each index given by its token and its condition typed: paged to the end by tokens, each page at most `limit`
+/// members, none twice, sorted by the sort field; every member either index selects comes, and
+/// none more often than the indexes that select it (the union-mode contract, module docs).
+#[tokio::test]
+async fn a_typed_union_of_two_classic_indexes_keeps_the_union_contract() -> TestResult {
+    #[derive(Deserialize, Debug)]
+    #[serde(rename_all = "camelCase")]
+    struct Id {
+        member_id: String,
+    }
+    let store = store().await?;
+    let all = members();
+    let prefix = Member::name_range_key().last_name("l")?;
+    let query = Member::query(&store)?
+        .index(MemberIndex::TeamJoined)
+        .hash_key(&Member::team_hash_key(EVERY_SHARD).team("red")?)
+        .range(Member::FIELDS.joined.ge(1_400))
+        .index(MemberIndex::TeamName)
+        .range(KeyCondition::begins_with(&prefix))
+        .projection(&FieldSet::new().with(Member::FIELDS.member_id))
+        .sort_by(Member::FIELDS.member_id, false)
+        .shards_between(0, 10_000)
+        .limit(9);
+    let by_joined: BTreeSet<String> = all
+        .iter()
+        .filter(|m| m.team == "red" && m.joined >= 1_400)
+        .map(|m| m.member_id.clone())
+        .collect();
+    let by_name: BTreeSet<String> = all
+        .iter()
+        .filter(|m| m.team == "red" && m.last_name.starts_with('l'))
+        .map(|m| m.member_id.clone())
+        .collect();
+    let mut count: std::collections::BTreeMap<String, usize> = std::collections::BTreeMap::new();
+    let mut token = None;
+    let mut pages = 0;
+    loop {
+        let page = query.page_as::<Id>(token.as_deref()).await?;
+        pages += 1;
+        assert!(pages < 1_000, "the union paging does not end");
+        assert!(page.items.len() <= 9, "a page holds {}", page.items.len());
+        let ids: Vec<&str> = page.items.iter().map(|i| i.member_id.as_str()).collect();
+        assert!(
+            ids.windows(2).all(|w| w[0] < w[1]),
+            "a page not sorted by member id, or repeating one: {ids:?}"
+        );
+        for id in ids {
+            *count.entry(id.to_owned()).or_default() += 1;
+        }
+        token = page.next;
+        if token.is_none() {
+            break;
+        }
+    }
+    let selected: BTreeSet<String> = by_joined.union(&by_name).cloned().collect();
+    assert_eq!(
+        count.keys().cloned().collect::<BTreeSet<_>>(),
+        selected,
+        "missed or extra members"
+    );
+    for (id, times) in &count {
+        let bound = usize::from(by_joined.contains(id)) + usize::from(by_name.contains(id));
+        assert!(
+            *times <= bound,
+            "{id} came {times} times, selected by {bound}"
+        );
+    }
+    Ok(())
+}

@@ -2435,3 +2435,105 @@ fn from_boundary(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// Strings of characters around the edges a successor crosses: the last code point, the
+    /// surrogate gap, the ASCII and two-byte boundaries.
+    fn text() -> impl Strategy<Value = String> {
+        let edge = prop::sample::select(vec![
+            'a',
+            'b',
+            '\u{7f}',
+            '\u{80}',
+            '\u{d7ff}',
+            '\u{e000}',
+            '\u{fffd}',
+            char::MAX,
+        ]);
+        prop::collection::vec(edge, 0..4).prop_map(|c| c.into_iter().collect())
+    }
+
+    fn bytes() -> impl Strategy<Value = Vec<u8>> {
+        prop::collection::vec(prop::sample::select(vec![0u8, 1, 0x7f, 0xfe, 0xff]), 0..4)
+    }
+
+    /// The rule of a successor, checked on one value `y`: every value that starts with the
+    /// prefix lies below it, and every value above the prefix that does not start with it lies
+    /// at or above it (it is the least such); with no successor, every value at or above the
+    /// prefix starts with it.
+    fn holds<T: Ord + ?Sized>(
+        prefix: &T,
+        successor: Option<&T>,
+        y: &T,
+        starts: impl Fn(&T, &T) -> bool,
+    ) -> Result<(), TestCaseError> {
+        match successor {
+            Some(next) => {
+                prop_assert!(
+                    !starts(next, prefix),
+                    "the successor starts with the prefix"
+                );
+                if starts(y, prefix) {
+                    prop_assert!(
+                        y < next,
+                        "a value with the prefix is not below the successor"
+                    );
+                } else if y > prefix {
+                    prop_assert!(y >= next, "a value between the prefix and its successor");
+                }
+            }
+            None => {
+                if y >= prefix {
+                    prop_assert!(
+                        starts(y, prefix),
+                        "no successor, but a value above the prefix"
+                    );
+                }
+            }
+        }
+        Ok(())
+    }
+
+    proptest! {
+        /// `prefix_successor` of a string or a binary value is the least value above every
+        /// value that starts with it, against the comparison of the values themselves (code
+        /// points order strings as their UTF-8 bytes do).
+        #[test]
+        fn a_prefix_successor_is_the_least_value_past_the_prefix(
+            p in text(),
+            suffix in text(),
+            other in text(),
+            pb in bytes(),
+            suffix_b in bytes(),
+            other_b in bytes(),
+        ) {
+            let next = match prefix_successor(&AttributeValue::S(p.clone())) {
+                Some(AttributeValue::S(next)) => Some(next),
+                None => None,
+                Some(other) => return Err(TestCaseError::fail(format!("{other:?}"))),
+            };
+            for y in [format!("{p}{suffix}"), other.clone(), format!("{other}{suffix}")] {
+                holds(p.as_str(), next.as_deref(), y.as_str(), |a, b| a.starts_with(b))?;
+            }
+            let next = match prefix_successor(&AttributeValue::B(pb.clone())) {
+                Some(AttributeValue::B(next)) => Some(next),
+                None => None,
+                Some(other) => return Err(TestCaseError::fail(format!("{other:?}"))),
+            };
+            for y in [[pb.as_slice(), &suffix_b].concat(), other_b.clone(), [other_b.as_slice(), &suffix_b].concat()] {
+                holds(pb.as_slice(), next.as_deref(), y.as_slice(), <[u8]>::starts_with)?;
+            }
+        }
+    }
+
+    /// A number has no prefix successor (`begins_with` takes strings and binaries only).
+    #[test]
+    fn a_number_has_no_prefix_successor() {
+        assert_eq!(prefix_successor(&AttributeValue::N("12".into())), None);
+    }
+}
