@@ -45,9 +45,8 @@ query)
     files=(-f 'entity-manager-core/src/query/**')
     # one binary (tests/tests/mutants_query.rs) of the oracles and contract tests of every query
     # kind, tokens and streams, the checks made before the first read and the generative oracle:
-    # multi_attribute, multi_typed, oracle, query, query_ahead, query_costs, query_lanes, query_mistakes, query_rounds,
-    # query_ties,
-    # query_token, query_typed, query_v2
+    # multi_attribute, multi_typed, oracle, query, query_ahead, query_costs, query_lanes,
+    # query_mistakes, query_rounds, query_ties, query_token, query_typed, query_v2
     tests=(--test mutants_query)
     # 215 tests, about 3.5 minutes of CPU unmutated (more than 600 s of wall at load average 10)
     timeout=1200
