@@ -358,12 +358,11 @@ fn format_number(value: f64, descending: bool) -> String {
     } else {
         value.ceil()
     };
-    if rounded.abs() < 1e15 {
-        format!("{rounded:.0}")
-    } else {
-        // DynamoDB numbers carry 38 digits: a plain decimal of a large float fits
-        format!("{value}")
-    }
+    // a whole number, printed with the fewest digits that read back as it and no exponent
+    // (DynamoDB numbers carry 38 significant digits: an exact decimal expansion of a large
+    // float would not fit, its shortest form does); before, a value rounded to exactly 10^15
+    // was printed unrounded, short of the span by up to one
+    format!("{rounded}")
 }
 
 /// Extrapolates digit strings (most significant first, in `radix`): the common prefix is kept,
@@ -528,6 +527,24 @@ mod tests {
 
     fn s(v: &str) -> AttributeValue {
         AttributeValue::S(v.to_owned())
+    }
+
+    /// A predicted number is a whole number rounded away from the span (up ascending, down
+    /// descending), at every magnitude, in its shortest decimal form.
+    #[test]
+    fn predicted_numbers_round_away_from_the_span() {
+        for (value, descending, want) in [
+            (1.25, false, "2"),
+            (1.25, true, "1"),
+            (-1.25, false, "-1"),
+            (-1.25, true, "-2"),
+            (999_999_999_999_999.5, false, "1000000000000000"),
+            (-999_999_999_999_999.5, true, "-1000000000000000"),
+            (4_503_599_627_370_495.5, false, "4503599627370496"),
+            (1e30, false, "1000000000000000000000000000000"),
+        ] {
+            assert_eq!(format_number(value, descending), want, "{value} {descending}");
+        }
     }
 
     #[test]
