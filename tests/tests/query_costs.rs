@@ -9,8 +9,9 @@
 //! paging read more fails here, and one that makes it read less shows in the printed table
 //! (then lower the bounds). They are what the mutants of the engine's read planning change
 //! while the items stay right (BENCHMARKS.md, "Mutation testing"): a lane whose read through a
-//! value is forgotten, a read one item short of what a lane read again needs, a known end left
-//! unknown, a wider read margin.
+//! value is forgotten (97 scores: pages across values), a read one item short of what a lane
+//! read again needs (small page sizes: the page size caps the read), a known end left unknown,
+//! a wider read margin. The same on a classic index with runs of ties over 16 shards.
 //!
 //! ```text
 //! cargo test -p entity-manager-tests --test query_costs -- --nocapture
@@ -36,16 +37,16 @@ type TestResult = Result<(), Box<dyn std::error::Error>>;
 
 const PLAYERS: u32 = 600;
 
-/// Player `i`: seven scores (`-3..=3`) in runs of ties across the shards, unique creation
-/// times, a few in another organisation.
-fn player(i: u32) -> Player {
+/// Player `i` of `scores` scores (centred on 0) in runs of ties across the shards, with
+/// unique creation times, a few in another organisation.
+fn player(i: u32, scores: u32) -> Player {
     Player {
         player_id: format!("p{i:04}"),
         created: 1_000 + u64::from(i * 7 % PLAYERS),
         team_id: format!("t{}", i % 3),
         region: "eu".to_owned(),
         org_id: if i % 10 == 9 { "other" } else { "acme" }.to_owned(),
-        score: i64::from(i % 7) - 3,
+        score: i64::from(i % scores) - i64::from(scores / 2),
         nickname: None,
     }
 }
@@ -75,9 +76,9 @@ fn admits(condition: Option<&RangeCondition>, score: i64) -> bool {
 }
 
 /// The ids the model returns: `acme`'s players under the condition, by (score, created).
-fn expected(condition: Option<&RangeCondition>, descending: bool) -> Vec<String> {
+fn expected(condition: Option<&RangeCondition>, descending: bool, scores: u32) -> Vec<String> {
     let mut players: Vec<Player> = (0..PLAYERS)
-        .map(player)
+        .map(|i| player(i, scores))
         .filter(|p| p.org_id == "acme" && admits(condition, p.score))
         .collect();
     players.sort_by(|a, b| match a.score.cmp(&b.score) {
@@ -126,6 +127,8 @@ where
 /// One query shape and the most it may cost paged by tokens and streamed (shard queries,
 /// items read).
 struct Case {
+    /// Scores: 7 makes runs of about 20 ties a lane, 97 pages across several values.
+    scores: u32,
     label: &'static str,
     condition: Option<RangeCondition>,
     descending: bool,
@@ -134,8 +137,10 @@ struct Case {
     streamed: (usize, usize),
 }
 
+#[allow(clippy::too_many_lines)] // a table of cases, one a few lines
 fn cases() -> Vec<Case> {
     let case = |label, condition, descending, limit, by_tokens, streamed| Case {
+        scores: 7,
         label,
         condition,
         descending,
@@ -210,6 +215,43 @@ fn cases() -> Vec<Case> {
             (40, 102),
             (32, 78),
         ),
+        Case {
+            scores: 97,
+            ..case("all", None, false, 10, (348, 738), (91, 540))
+        },
+        Case {
+            scores: 97,
+            ..case(
+                "le(20)",
+                Some(RangeCondition::Le(n(20))),
+                true,
+                25,
+                (114, 517),
+                (61, 389),
+            )
+        },
+        Case {
+            scores: 97,
+            ..case(
+                "between(-30, 30)",
+                Some(RangeCondition::Between(n(-30), n(30))),
+                false,
+                10,
+                (210, 436),
+                (61, 329),
+            )
+        },
+        Case {
+            scores: 97,
+            ..case(
+                "ge(-40)",
+                Some(RangeCondition::Ge(n(-40))),
+                false,
+                37,
+                (98, 552),
+                (64, 489),
+            )
+        },
     ]
 }
 
@@ -217,13 +259,23 @@ fn cases() -> Vec<Case> {
 /// the case's counts.
 #[tokio::test]
 async fn paging_runs_of_ties_reads_no_more_than_it_did() -> TestResult {
-    let store = Tally::new(MemoryStore::new(league()?));
-    for i in 0..PLAYERS {
-        player(i).put(&store.inner).await?;
-    }
     let mut over = Vec::new();
+    let mut loaded = None;
     for case in cases() {
-        let mut q = MultiQuery::new(&store, Player::schema()?, "byOrg")
+        if loaded
+            .as_ref()
+            .is_none_or(|(scores, _)| *scores != case.scores)
+        {
+            let store = Tally::new(MemoryStore::new(league()?));
+            for i in 0..PLAYERS {
+                player(i, case.scores).put(&store.inner).await?;
+            }
+            loaded = Some((case.scores, store));
+        }
+        let Some((_, store)) = &loaded else {
+            return Err("no store".into());
+        };
+        let mut q = MultiQuery::new(store, Player::schema()?, "byOrg")
             .hash([AttributeValue::S("acme".into())])
             .shards_between(0, 10_000)
             .limit(case.limit)
@@ -233,9 +285,10 @@ async fn paging_runs_of_ties_reads_no_more_than_it_did() -> TestResult {
         if let Some(condition) = case.condition.clone() {
             q = q.range(condition);
         }
-        let want = expected(case.condition.as_ref(), case.descending);
+        let want = expected(case.condition.as_ref(), case.descending, case.scores);
         let name = format!(
-            "{} {} limit {}",
+            "{} scores, {} {} limit {}",
+            case.scores,
             case.label,
             if case.descending { "desc" } else { "asc" },
             case.limit
@@ -318,15 +371,18 @@ fn tied_users(
 #[tokio::test]
 async fn paging_ties_on_a_classic_index_reads_no_more_than_it_did() -> TestResult {
     let mut over = Vec::new();
-    for (values, limit, descending, bound) in [
-        (16, 10, false, (552, 3169)),
-        (16, 25, false, (364, 2490)),
-        (16, 10, true, (519, 2798)),
-        (16, 40, true, (331, 2603)),
-        (400, 25, false, (524, 2298)),
-        (400, 40, true, (332, 1924)),
-        (100, 10, false, (1606, 5045)),
-        (100, 50, true, (268, 2294)),
+    for (values, limit, page_size, descending, bound) in [
+        (16, 10, 20, false, (552, 3169)),
+        (16, 25, 20, false, (364, 2490)),
+        (16, 10, 20, true, (519, 2798)),
+        (16, 40, 20, true, (331, 2603)),
+        (400, 25, 20, false, (524, 2298)),
+        (400, 40, 20, true, (332, 1924)),
+        (100, 10, 20, false, (1606, 5045)),
+        (100, 50, 20, true, (268, 2294)),
+        (16, 100, 5, false, (351, 2033)),
+        (400, 60, 8, true, (242, 1842)),
+        (100, 80, 6, false, (332, 1843)),
     ] {
         let (schema, inner) = tied_users(1_600, values)?;
         let store = Tally::new(inner);
@@ -334,7 +390,7 @@ async fn paging_ties_on_a_classic_index_reads_no_more_than_it_did() -> TestResul
             .index("score")
             .shards_between(0, 10_000)
             .limit(limit)
-            .page_size(20)
+            .page_size(page_size)
             .throttle(4)
             .descending(descending);
         let paged = to_the_end(|token| {
@@ -343,7 +399,9 @@ async fn paging_ties_on_a_classic_index_reads_no_more_than_it_did() -> TestResul
         })
         .await?;
         let counts = store.take();
-        let name = format!("{values} scores, limit {limit} descending {descending}");
+        let name = format!(
+            "{values} scores, limit {limit}, page size {page_size}, descending {descending}"
+        );
         let scores: Vec<i64> = paged
             .iter()
             .map(|i| match i.get("score") {

@@ -543,7 +543,11 @@ mod tests {
             (4_503_599_627_370_495.5, false, "4503599627370496"),
             (1e30, false, "1000000000000000000000000000000"),
         ] {
-            assert_eq!(format_number(value, descending), want, "{value} {descending}");
+            assert_eq!(
+                format_number(value, descending),
+                want,
+                "{value} {descending}"
+            );
         }
     }
 
