@@ -347,6 +347,35 @@ async fn typed_inputs_that_do_not_fit_the_index_are_refused() -> TestResult {
     Ok(())
 }
 
+/// A `between` of prefixes (where both ends must be full keys) is refused before any read,
+/// naming the key and what to do, not with an internal message.
+#[tokio::test]
+async fn a_between_of_prefixes_names_the_key_and_the_fix() -> TestResult {
+    let store = entity_manager_tests::Tally::new(store().await?);
+    let low = Member::name_range_key().last_name("l")?;
+    let high = Member::name_range_key().last_name("m")?;
+    for condition in [
+        KeyCondition::between(&low, &high),
+        KeyCondition::between(&high, &low),
+    ] {
+        let result = Member::query(&store)?
+            .index(MemberIndex::ByName)
+            .range(condition)
+            .shards_between(0, 10_000)
+            .page(None)
+            .await;
+        match result {
+            Err(Error::InvalidQuery { reason, .. }) => assert!(
+                reason.contains("is a prefix, not a full key") && reason.contains("nameRangeKey"),
+                "{reason}"
+            ),
+            other => panic!("expected InvalidQuery about the prefix, got {other:?}"),
+        }
+        assert_eq!(store.take(), (0, 0), "a refused query read nothing");
+    }
+    Ok(())
+}
+
 /// An item of the entity that cannot be read as its struct (written by hand, without a field
 /// the struct needs) fails a typed read with `Error::Decode`, which names the item by its table
 /// keys and the field at fault, and says what to do; the untyped query still returns it.
