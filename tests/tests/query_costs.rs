@@ -11,7 +11,9 @@
 //! while the items stay right (BENCHMARKS.md, "Mutation testing"): a lane whose read through a
 //! value is forgotten (97 scores: pages across values), a read one item short of what a lane
 //! read again needs (small page sizes: the page size caps the read), a known end left unknown,
-//! a wider read margin. The same on a classic index with runs of ties over 16 shards.
+//! a wider read margin, a read narrowed to a predicted end that lies past the condition's own
+//! end (the condition's bound is the tighter one: `le`, `lt` ascending, `ge`, `gt` descending).
+//! The same on a classic index with runs of ties over 16 shards.
 //!
 //! ```text
 //! cargo test -p entity-manager-tests --test query_costs -- --nocapture
@@ -250,6 +252,80 @@ fn cases() -> Vec<Case> {
                 37,
                 (98, 552),
                 (64, 489),
+            )
+        },
+        case(
+            "ge(-1)",
+            Some(RangeCondition::Ge(n(-1))),
+            true,
+            10,
+            (175, 1260),
+            (40, 385),
+        ),
+        Case {
+            scores: 97,
+            ..case(
+                "ge(-40)",
+                Some(RangeCondition::Ge(n(-40))),
+                true,
+                25,
+                (130, 655),
+                (66, 489),
+            )
+        },
+        Case {
+            scores: 97,
+            ..case(
+                "le(20)",
+                Some(RangeCondition::Le(n(20))),
+                false,
+                10,
+                (248, 544),
+                (67, 389),
+            )
+        },
+        Case {
+            scores: 97,
+            ..case(
+                "lt(20)",
+                Some(RangeCondition::Lt(n(20))),
+                false,
+                25,
+                (112, 469),
+                (58, 389),
+            )
+        },
+        Case {
+            scores: 97,
+            ..case(
+                "gt(-20)",
+                Some(RangeCondition::Gt(n(-20))),
+                true,
+                10,
+                (238, 497),
+                (74, 372),
+            )
+        },
+        Case {
+            scores: 97,
+            ..case(
+                "gt(-20)",
+                Some(RangeCondition::Gt(n(-20))),
+                true,
+                37,
+                (61, 451),
+                (42, 372),
+            )
+        },
+        Case {
+            scores: 97,
+            ..case(
+                "le(20)",
+                Some(RangeCondition::Le(n(20))),
+                false,
+                37,
+                (76, 449),
+                (45, 389),
             )
         },
     ]
