@@ -24,6 +24,10 @@
 #   query.rs, query_v2.rs, query_token.rs and multi_attribute.rs run 400-2,000 cases each) took
 #   327 s of CPU unmutated (1,596 s at `nice 19` on that load), and a binary runs all its tests,
 #   caught or not. The proptests' own case counts (not yet bounded per mutant) are the next cut.
+# - `query` since (proptests capped per mutant, nextest with 8 tests at once stopping at the first
+#   failure; load average 2-5, 2026-11-29): a build of 12-15 s (median; 53 s at most), then 2-4 s
+#   of tests for a caught mutant (median; 110 s at most) and 105-116 s for one that survives (the
+#   whole binary runs): an `--in-diff` run of a change with 20 mutants takes 10-20 minutes
 # - do not edit this script while it runs (bash reads it as it goes)
 #
 # It is not part of .ci/run (too long for CI's budget). cargo-mutants is installed from the
@@ -48,8 +52,9 @@ query)
     # multi_attribute, multi_typed, oracle, query, query_ahead, query_costs, query_lanes,
     # query_mistakes, query_rounds, query_ties, query_token, query_typed, query_v2
     tests=(--test mutants_query)
-    # 215 tests, about 3.5 minutes of CPU unmutated (more than 600 s of wall at load average 10)
-    timeout=1200
+    # about 60 s of wall unmutated on a quiet machine (8 tests at once), 105-116 s for a survivor
+    # at load average 2-5; more than 600 s at load average 10 (then raise MUTANTS_TIMEOUT)
+    timeout=300
     # the generative oracle's cases per mutant (CI runs 5,000; a mutant needs a quick verdict)
     export ORACLE_CASES=${ORACLE_CASES:-200}
     export QUERY_MISTAKES_CASES=${QUERY_MISTAKES_CASES:-200}
@@ -73,9 +78,9 @@ writes)
     ;;
 *) usage ;;
 esac
-# MUTANTS_TIMEOUT (seconds; 240 for writes, 1,200 for query by default) bounds a mutant's
-# tests: on a machine loaded 10-13 the query binary's 215 tests took more than 600 s for a
-# mutant they did not catch (counted as a timeout); raise it on a loaded machine
+# MUTANTS_TIMEOUT (seconds; 240 for writes, 300 for query by default) bounds a mutant's
+# tests: on a machine loaded 10-13 the query binary's tests took more than 600 s for a mutant
+# they did not catch (counted as a timeout); raise it on a loaded machine
 # MUTANTS_TESTS="--test a --test b" replaces the area's test targets (a quicker sample)
 if [[ -n ${MUTANTS_TESTS:-} ]]; then
     read -r -a tests <<<"$MUTANTS_TESTS"
