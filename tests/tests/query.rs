@@ -496,6 +496,71 @@ fn the_throttle_is_never_exceeded() -> TestResult {
     Ok(())
 }
 
+/// Holds every shard query for 5 ms of tokio's (paused) clock, counting those in flight: a
+/// query is in flight from its start until its answer, so reads issued while others wait show.
+#[derive(Default)]
+struct Slow {
+    in_flight: AtomicUsize,
+    max: AtomicUsize,
+}
+
+impl QueryHook for Slow {
+    async fn around<T: Send>(&self, query: impl Future<Output = T> + Send) -> T {
+        let now = self.in_flight.fetch_add(1, AtomicOrdering::SeqCst) + 1;
+        self.max.fetch_max(now, AtomicOrdering::SeqCst);
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        let result = query.await;
+        self.in_flight.fetch_sub(1, AtomicOrdering::SeqCst);
+        result
+    }
+}
+
+/// The throttle holds while shard queries take time (each waits 5 ms on the paused clock), by
+/// tokens and as a stream, whose reads of the next page go out while the page's own are in
+/// flight: never more queries in flight than the throttle, and the throttle used.
+#[tokio::test(start_paused = true)]
+async fn the_throttle_holds_while_queries_take_time() -> TestResult {
+    let schema = schema(&[(0, 3, 2)], ShardSpace::Power)?;
+    let records = uniform(1_000, 5);
+    let user = schema.entity("user")?;
+    for throttle in [3, 10, 1] {
+        for stream in [false, true] {
+            let store = Hooked {
+                inner: load(&schema, &records)?,
+                hook: Slow::default(),
+            };
+            let query = Query::new(&store, user)
+                .index("created")
+                .shards_between(0, 20_000_000)
+                .limit(40)
+                .throttle(throttle);
+            let count = if stream {
+                query.stream().try_collect::<Vec<Item>>().await?.len()
+            } else {
+                let mut count = 0;
+                let mut token: Option<String> = None;
+                loop {
+                    let page = query.page(token.as_deref()).await?;
+                    count += page.items.len();
+                    token = page.next;
+                    if token.is_none() {
+                        break;
+                    }
+                }
+                count
+            };
+            assert_eq!(count, 1_000);
+            let max = store.hook.max.load(AtomicOrdering::SeqCst);
+            assert!(
+                max <= throttle,
+                "{max} in flight with throttle {throttle} (stream: {stream})"
+            );
+            assert_eq!(max, throttle, "the throttle is used (stream: {stream})");
+        }
+    }
+    Ok(())
+}
+
 // ---------------------------------------------------------------------------------------------
 // page tokens
 

@@ -447,18 +447,19 @@ fn tied_users(
 #[tokio::test]
 async fn paging_ties_on_a_classic_index_reads_no_more_than_it_did() -> TestResult {
     let mut over = Vec::new();
-    for (values, limit, page_size, descending, bound) in [
-        (16, 10, 20, false, (552, 3169)),
-        (16, 25, 20, false, (364, 2490)),
-        (16, 10, 20, true, (519, 2798)),
-        (16, 40, 20, true, (331, 2603)),
-        (400, 25, 20, false, (524, 2298)),
-        (400, 40, 20, true, (332, 1924)),
-        (100, 10, 20, false, (1606, 5045)),
-        (100, 50, 20, true, (268, 2294)),
-        (16, 100, 5, false, (351, 2033)),
-        (400, 60, 8, true, (242, 1842)),
-        (100, 80, 6, false, (332, 1843)),
+    for (values, limit, page_size, throttle, descending, bound) in [
+        (16, 10, 20, 4, false, (552, 3169)),
+        (16, 25, 20, 4, false, (364, 2490)),
+        (16, 10, 20, 4, true, (519, 2798)),
+        (16, 40, 20, 4, true, (331, 2603)),
+        (400, 25, 20, 4, false, (524, 2298)),
+        (400, 40, 20, 4, true, (332, 1924)),
+        (100, 10, 20, 4, false, (1606, 5045)),
+        (100, 50, 20, 4, true, (268, 2294)),
+        (16, 100, 5, 4, false, (351, 2033)),
+        (400, 60, 8, 4, true, (242, 1842)),
+        (100, 80, 6, 4, false, (332, 1843)),
+        (16, 40, 20, 16, true, (378, 2925)),
     ] {
         let (schema, inner) = tied_users(1_600, values)?;
         let store = Tally::new(inner);
@@ -467,7 +468,7 @@ async fn paging_ties_on_a_classic_index_reads_no_more_than_it_did() -> TestResul
             .shards_between(0, 10_000)
             .limit(limit)
             .page_size(page_size)
-            .throttle(4)
+            .throttle(throttle)
             .descending(descending);
         let paged = to_the_end(|token| {
             let q = &q;
@@ -476,7 +477,7 @@ async fn paging_ties_on_a_classic_index_reads_no_more_than_it_did() -> TestResul
         .await?;
         let counts = store.take();
         let name = format!(
-            "{values} scores, limit {limit}, page size {page_size}, descending {descending}"
+            "{values} scores, limit {limit}, page size {page_size}, throttle {throttle}, descending {descending}"
         );
         let scores: Vec<i64> = paged
             .iter()

@@ -708,6 +708,35 @@ mod tests {
         assert_eq!(poisson_limit(usize::MAX, 0.2), usize::MAX);
     }
 
+    /// An ascending span's string prediction is its digits followed by the largest character,
+    /// so that every key extending those digits lies before the bound (a read up to it takes
+    /// them in); a descending one ends on no zero digit.
+    #[test]
+    fn string_predictions_take_in_every_key_that_extends_their_digits() {
+        for (a, b) in [("a", "b"), ("name#aa", "name#ab"), ("u0001", "u0007")] {
+            let Some(AttributeValue::S(up)) = extrapolate(&s(a), &s(b), 1.2) else {
+                panic!("no prediction from {a:?} to {b:?}");
+            };
+            let Some((at, last)) = up.char_indices().last() else {
+                panic!("an empty prediction");
+            };
+            assert_eq!(last, char::MAX, "{up:?}");
+            let digits = &up[..at];
+            for tail in ["", "a", "zz", "\u{10fffe}"] {
+                assert_eq!(
+                    compare(&s(&format!("{digits}{tail}")), &s(&up)),
+                    Ordering::Less,
+                    "{digits:?} + {tail:?} against {up:?}"
+                );
+            }
+            let Some(AttributeValue::S(down)) = extrapolate(&s(b), &s(a), 1.2) else {
+                panic!("no prediction from {b:?} to {a:?}");
+            };
+            assert!(!down.ends_with('\0'), "{down:?}");
+            assert_eq!(compare(&s(&down), &s(a)), Ordering::Less, "{down:?}");
+        }
+    }
+
     #[test]
     fn strings_extrapolate_past_the_common_prefix() {
         let next = extrapolate(&s("name#aa"), &s("name#ab"), 1.0);
