@@ -570,6 +570,12 @@ async fn other_mistakes<S: Store>(store: &Counting<S>) -> TestResult {
         &["`team`", "does not project"],
     );
     refused(
+        "a projection asking the KEYS_ONLY index for an attribute it does not project",
+        q("byLevel").projection(["team"]).page(None).await,
+        store,
+        &["`team`", "does not project"],
+    );
+    refused(
         "a projection naming an attribute twice",
         q("byNick").projection(["team", "team"]).page(None).await,
         store,

@@ -254,8 +254,9 @@ impl<'a, S: Store, St> Query<'a, S, St> {
     }
 
     /// Refuses a `created_between` over an index that does not project the timestamp
-    /// property (its items could not be checked), before any read.
-    /// And a projection asking an index for attributes it does not project.
+    /// property (its items could not be checked), before any read. (A projection asking an
+    /// index for attributes it does not project is refused with the requests themselves, by
+    /// the stores' own rule: [`check_requests`](Self::check_requests).)
     fn check_projection(&self, plan: &Plan<'_>) -> Result<()> {
         let model = self.schema.model();
         let timestamp = &*model.timestamp_property;
@@ -268,18 +269,6 @@ impl<'a, S: Store, St> Query<'a, S, St> {
             else {
                 continue;
             };
-            let missing: Vec<&str> = self
-                .projection
-                .iter()
-                .flatten()
-                .map(String::as_str)
-                .filter(|a| *a != &*model.unique_property && !projected.iter().any(|p| p == a))
-                .collect();
-            if !missing.is_empty() {
-                return Err(self.invalid(format!(
-                    "index `{name}` does not project {missing:?}, which the projection asks for; ask only for {projected:?} (and the unique property, always returned), or project them"
-                )));
-            }
             if plan.created.is_some() && !projected.iter().any(|a| a == timestamp) {
                 return Err(self.invalid(format!(
                     "created_between needs the timestamp property `{timestamp}` of each item, and index `{name}` does not project it; project it, or use shards_between() (which selects shards, not records) with a range condition"
