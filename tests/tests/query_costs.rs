@@ -405,8 +405,9 @@ async fn paging_runs_of_ties_reads_no_more_than_it_did() -> TestResult {
     Ok(())
 }
 
-/// A `user` entity over 16 shards with a classic index on `score` (a number), `count` records
-/// with `values` distinct scores: runs of ties across every shard.
+/// A `user` entity over 16 shards with classic indexes on `score` (a number) and `label` (the
+/// score as a string), `count` records with `values` distinct scores: runs of ties across every
+/// shard.
 fn tied_users(
     count: u64,
     values: u64,
@@ -419,8 +420,13 @@ fn tied_users(
                 "uniqueProperty": "userId", "timestampProperty": "created",
                 "shardBumps": [{ "timestamp": 0, "charBits": 2, "chars": 2 }]
             } },
-            "indexes": { "score": { "hashKey": "hashKey", "rangeKey": "score" } },
-            "propertyTranscodes": { "userId": "string", "created": "timestamp", "score": "int" }
+            "indexes": {
+                "score": { "hashKey": "hashKey", "rangeKey": "score" },
+                "label": { "hashKey": "hashKey", "rangeKey": "label" }
+            },
+            "propertyTranscodes": {
+                "userId": "string", "created": "timestamp", "score": "int", "label": "string"
+            }
         }),
         ShardSpace::Product,
     )?;
@@ -432,6 +438,7 @@ fn tied_users(
                 "userId": format!("u{i:05}"),
                 "created": (i * 7_919) % count,
                 "score": i % values,
+                "label": format!("l{:05}", i % values),
             }))?;
             Ok(WriteRequest::Put(user.add_keys(&item)?))
         })
@@ -440,31 +447,38 @@ fn tied_users(
     Ok((schema, store))
 }
 
-/// Runs of ties on a classic index over 16 shards, paged to the end by tokens at small limits:
-/// every record once, in score order, at no more than these counts (shard queries, items
-/// read). A lane ranked before the previous page's last record reads its range key again and
+/// Runs of ties on a classic index over 16 shards (a number range key, and the same as a
+/// string: its spans are not averaged, its margins differ), paged to the end by tokens at small
+/// limits: every record once, in score order, at no more than these counts (shard queries,
+/// items read). A lane ranked before the previous page's last record reads its range key again and
 /// asks for the records it returned there besides the page's share.
 #[tokio::test]
 async fn paging_ties_on_a_classic_index_reads_no_more_than_it_did() -> TestResult {
     let mut over = Vec::new();
-    for (values, limit, page_size, throttle, descending, bound) in [
-        (16, 10, 20, 4, false, (552, 3169)),
-        (16, 25, 20, 4, false, (364, 2490)),
-        (16, 10, 20, 4, true, (519, 2798)),
-        (16, 40, 20, 4, true, (331, 2603)),
-        (400, 25, 20, 4, false, (524, 2298)),
-        (400, 40, 20, 4, true, (332, 1924)),
-        (100, 10, 20, 4, false, (1606, 5045)),
-        (100, 50, 20, 4, true, (268, 2294)),
-        (16, 100, 5, 4, false, (351, 2033)),
-        (400, 60, 8, 4, true, (242, 1842)),
-        (100, 80, 6, 4, false, (332, 1843)),
-        (16, 40, 20, 16, true, (378, 2925)),
+    for (index, values, limit, page_size, throttle, descending, bound) in [
+        ("score", 16, 10, 20, 4, false, (552, 3169)),
+        ("score", 16, 25, 20, 4, false, (364, 2490)),
+        ("score", 16, 10, 20, 4, true, (519, 2798)),
+        ("score", 16, 40, 20, 4, true, (331, 2603)),
+        ("score", 400, 25, 20, 4, false, (524, 2298)),
+        ("score", 400, 40, 20, 4, true, (332, 1924)),
+        ("score", 100, 10, 20, 4, false, (1606, 5045)),
+        ("score", 100, 50, 20, 4, true, (268, 2294)),
+        ("score", 16, 100, 5, 4, false, (351, 2033)),
+        ("score", 400, 60, 8, 4, true, (242, 1842)),
+        ("score", 100, 80, 6, 4, false, (332, 1843)),
+        ("score", 16, 40, 20, 16, true, (378, 2925)),
+        ("label", 16, 10, 20, 4, false, (552, 3141)),
+        ("label", 400, 40, 20, 4, true, (668, 2022)),
+        ("label", 100, 50, 20, 16, false, (365, 3356)),
+        ("label", 400, 25, 20, 4, false, (776, 4232)),
+        ("label", 1600, 20, 20, 4, false, (1288, 5632)),
+        ("label", 1600, 50, 20, 16, true, (504, 2754)),
     ] {
         let (schema, inner) = tied_users(1_600, values)?;
         let store = Tally::new(inner);
         let q = Query::new(&store, schema.entity("user")?)
-            .index("score")
+            .index(index)
             .shards_between(0, 10_000)
             .limit(limit)
             .page_size(page_size)
@@ -477,7 +491,7 @@ async fn paging_ties_on_a_classic_index_reads_no_more_than_it_did() -> TestResul
         .await?;
         let counts = store.take();
         let name = format!(
-            "{values} scores, limit {limit}, page size {page_size}, throttle {throttle}, descending {descending}"
+            "{index}: {values} scores, limit {limit}, page size {page_size}, throttle {throttle}, descending {descending}"
         );
         let scores: Vec<i64> = paged
             .iter()
