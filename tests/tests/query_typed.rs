@@ -347,6 +347,15 @@ async fn typed_inputs_that_do_not_fit_the_index_are_refused() -> TestResult {
     Ok(())
 }
 
+/// An index token shows, debugged, its entity, its key kind and its index name.
+#[test]
+fn an_index_token_debugs_as_its_entity_kind_and_name() {
+    let shown = format!("{:?}", MemberIndex::ByJoined);
+    for part in ["TypedIndex<", "Member", "\"byJoined\""] {
+        assert!(shown.contains(part), "{shown}");
+    }
+}
+
 /// A `between` of prefixes (where both ends must be full keys) is refused before any read,
 /// naming the key and what to do, not with an internal message.
 #[tokio::test]
