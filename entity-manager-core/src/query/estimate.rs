@@ -682,6 +682,11 @@ mod tests {
         // descending alike
         let m = staged_margin(&n("100"), &n("0"), &n("-180"), 0.1);
         assert!((m - 0.8).abs() < 1e-9, "{m}");
+        // a span that does not start at 0: measured by its own width (100), both ways
+        let m = staged_margin(&n("100"), &n("200"), &n("380"), 0.1);
+        assert!((m - 0.8).abs() < 1e-9, "{m}");
+        let m = staged_margin(&n("-100"), &n("-200"), &n("-380"), 0.1);
+        assert!((m - 0.8).abs() < 1e-9, "{m}");
         // a near bound: the least staged margin, or the page's own when larger
         assert!(
             (staged_margin(&n("0"), &n("100"), &n("110"), 0.1) - STAGED_READ_MARGIN).abs() < 1e-9
