@@ -1127,3 +1127,30 @@ async fn a_collection_of_one_lane_reads_each_page_in_one_request() -> TestResult
     assert_eq!(coaches, 6);
     Ok(())
 }
+
+/// A condition whose value does not fit the key attribute's type (a field made by hand under a
+/// key attribute's name, with another type) is refused before any read, naming the attribute
+/// and its type.
+#[tokio::test]
+async fn a_condition_of_another_type_than_its_key_attribute_is_refused_before_any_read()
+-> TestResult {
+    let store = entity_manager_tests::Tally::new(MemoryStore::new(league()?));
+    let score_as_text: Field<Player, String> = Field::new("score");
+    let f = Player::FIELDS;
+    let result = Player::query(&store)?
+        .index(PlayerIndex::ByTeam)
+        .hash(f.team_id.eq("t1"))
+        .hash(f.region.eq("eu"))
+        .range(score_as_text.ge("1"))
+        .page(None)
+        .await;
+    match result {
+        Err(Error::InvalidQuery { reason, .. }) => assert!(
+            reason.contains("`score` is a key attribute of type N"),
+            "{reason}"
+        ),
+        other => panic!("expected InvalidQuery naming `score` and its type, got {other:?}"),
+    }
+    assert_eq!(store.take(), (0, 0), "a refused query read nothing");
+    Ok(())
+}
