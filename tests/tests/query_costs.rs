@@ -141,8 +141,8 @@ struct Case {
 
 #[allow(clippy::too_many_lines)] // a table of cases, one a few lines
 fn cases() -> Vec<Case> {
-    let case = |label, condition, descending, limit, by_tokens, streamed| Case {
-        scores: 7,
+    let case = |scores, label, condition, descending, limit, by_tokens, streamed| Case {
+        scores,
         label,
         condition,
         descending,
@@ -151,9 +151,10 @@ fn cases() -> Vec<Case> {
         streamed,
     };
     vec![
-        case("all", None, false, 10, (245, 1774), (56, 540)),
-        case("all", None, true, 37, (96, 772), (62, 540)),
+        case(7, "all", None, false, 10, (245, 1774), (56, 540)),
+        case(7, "all", None, true, 37, (96, 772), (62, 540)),
         case(
+            7,
             "le(1)",
             Some(RangeCondition::Le(n(1))),
             false,
@@ -162,6 +163,7 @@ fn cases() -> Vec<Case> {
             (39, 387),
         ),
         case(
+            7,
             "le(1)",
             Some(RangeCondition::Le(n(1))),
             true,
@@ -170,6 +172,7 @@ fn cases() -> Vec<Case> {
             (41, 387),
         ),
         case(
+            7,
             "lt(2)",
             Some(RangeCondition::Lt(n(2))),
             false,
@@ -178,6 +181,7 @@ fn cases() -> Vec<Case> {
             (47, 463),
         ),
         case(
+            7,
             "ge(-1)",
             Some(RangeCondition::Ge(n(-1))),
             false,
@@ -186,6 +190,7 @@ fn cases() -> Vec<Case> {
             (40, 385),
         ),
         case(
+            7,
             "gt(-2)",
             Some(RangeCondition::Gt(n(-2))),
             true,
@@ -194,6 +199,7 @@ fn cases() -> Vec<Case> {
             (66, 462),
         ),
         case(
+            7,
             "between(-2, 1)",
             Some(RangeCondition::Between(n(-2), n(1))),
             false,
@@ -202,6 +208,7 @@ fn cases() -> Vec<Case> {
             (31, 309),
         ),
         case(
+            7,
             "between(-2, 1)",
             Some(RangeCondition::Between(n(-2), n(1))),
             true,
@@ -210,6 +217,7 @@ fn cases() -> Vec<Case> {
             (30, 309),
         ),
         case(
+            7,
             "eq(0)",
             Some(RangeCondition::Eq(n(0))),
             false,
@@ -217,44 +225,36 @@ fn cases() -> Vec<Case> {
             (40, 102),
             (32, 78),
         ),
-        Case {
-            scores: 97,
-            ..case("all", None, false, 10, (348, 738), (91, 540))
-        },
-        Case {
-            scores: 97,
-            ..case(
-                "le(20)",
-                Some(RangeCondition::Le(n(20))),
-                true,
-                25,
-                (114, 517),
-                (61, 389),
-            )
-        },
-        Case {
-            scores: 97,
-            ..case(
-                "between(-30, 30)",
-                Some(RangeCondition::Between(n(-30), n(30))),
-                false,
-                10,
-                (210, 436),
-                (61, 329),
-            )
-        },
-        Case {
-            scores: 97,
-            ..case(
-                "ge(-40)",
-                Some(RangeCondition::Ge(n(-40))),
-                false,
-                37,
-                (98, 552),
-                (64, 489),
-            )
-        },
+        case(97, "all", None, false, 10, (348, 738), (91, 540)),
         case(
+            97,
+            "le(20)",
+            Some(RangeCondition::Le(n(20))),
+            true,
+            25,
+            (114, 517),
+            (61, 389),
+        ),
+        case(
+            97,
+            "between(-30, 30)",
+            Some(RangeCondition::Between(n(-30), n(30))),
+            false,
+            10,
+            (210, 436),
+            (61, 329),
+        ),
+        case(
+            97,
+            "ge(-40)",
+            Some(RangeCondition::Ge(n(-40))),
+            false,
+            37,
+            (98, 552),
+            (64, 489),
+        ),
+        case(
+            7,
             "ge(-1)",
             Some(RangeCondition::Ge(n(-1))),
             true,
@@ -262,72 +262,60 @@ fn cases() -> Vec<Case> {
             (175, 1260),
             (40, 385),
         ),
-        Case {
-            scores: 97,
-            ..case(
-                "ge(-40)",
-                Some(RangeCondition::Ge(n(-40))),
-                true,
-                25,
-                (130, 655),
-                (66, 489),
-            )
-        },
-        Case {
-            scores: 97,
-            ..case(
-                "le(20)",
-                Some(RangeCondition::Le(n(20))),
-                false,
-                10,
-                (248, 544),
-                (67, 389),
-            )
-        },
-        Case {
-            scores: 97,
-            ..case(
-                "lt(20)",
-                Some(RangeCondition::Lt(n(20))),
-                false,
-                25,
-                (112, 469),
-                (58, 389),
-            )
-        },
-        Case {
-            scores: 97,
-            ..case(
-                "gt(-20)",
-                Some(RangeCondition::Gt(n(-20))),
-                true,
-                10,
-                (238, 497),
-                (74, 372),
-            )
-        },
-        Case {
-            scores: 97,
-            ..case(
-                "gt(-20)",
-                Some(RangeCondition::Gt(n(-20))),
-                true,
-                37,
-                (61, 451),
-                (42, 372),
-            )
-        },
-        Case {
-            scores: 97,
-            ..case(
-                "le(20)",
-                Some(RangeCondition::Le(n(20))),
-                false,
-                37,
-                (76, 449),
-                (45, 389),
-            )
-        },
+        case(
+            97,
+            "ge(-40)",
+            Some(RangeCondition::Ge(n(-40))),
+            true,
+            25,
+            (130, 655),
+            (66, 489),
+        ),
+        case(
+            97,
+            "le(20)",
+            Some(RangeCondition::Le(n(20))),
+            false,
+            10,
+            (248, 544),
+            (67, 389),
+        ),
+        case(
+            97,
+            "lt(20)",
+            Some(RangeCondition::Lt(n(20))),
+            false,
+            25,
+            (112, 469),
+            (58, 389),
+        ),
+        case(
+            97,
+            "gt(-20)",
+            Some(RangeCondition::Gt(n(-20))),
+            true,
+            10,
+            (238, 497),
+            (74, 372),
+        ),
+        case(
+            97,
+            "gt(-20)",
+            Some(RangeCondition::Gt(n(-20))),
+            true,
+            37,
+            (61, 451),
+            (42, 372),
+        ),
+        case(
+            97,
+            "le(20)",
+            Some(RangeCondition::Le(n(20))),
+            false,
+            37,
+            (76, 449),
+            (45, 389),
+        ),
     ]
 }
 
